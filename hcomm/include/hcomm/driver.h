@@ -1,0 +1,85 @@
+// The driver boundary (DESIGN.md §2): the only way libhcomm reaches hardware. Modelled on the real
+// CANN split — runtime (devices, streams, events, notifies, memory, memcpy), device/topology
+// queries (rank descriptors, pair link type) — with stream tasks as the unit of device work.
+// A real port implements this over the Ascend runtime; sim/ implements it over timed models.
+// Nothing here may name SystemC or the simulator.
+#pragma once
+#include <cstdint>
+#include <string>
+
+namespace hcomm {
+
+enum class DrvStatus : int { Ok = 0, Invalid, NoMemory, Timeout, Failed, NotSupported };
+
+/// Rank descriptor as the driver registers it in the NPU configuration space.
+struct RankDesc {
+  std::uint32_t rank = 0;
+  std::uint32_t device = 0;           ///< global device handle used in task targets
+  std::uint32_t device_id = 0;        ///< device id inside its server (0..7)
+  std::uint32_t server = 0;           ///< server index
+  std::uint32_t host_ip = 0;          ///< IPv4, host byte order
+  std::uint64_t device_base_addr = 0; ///< base of the NPU's HBM in the device address space
+  std::uint8_t hccs_port_map[4] = {0, 0, 0, 0};  ///< bit i of byte i/8: HCCS link to device_id i
+};
+
+enum class PairLink : int { None = 0, Local, Hccs, Pcie, Roce };
+
+enum class DrvTaskKind : std::uint8_t {
+  Copy, ReduceCopy, NotifyRecord, NotifyWait, EventRecord, EventWait, HostToDevice, DeviceToHost, Marker
+};
+
+/// One stream task. dtype/op use the hcomm_data_type_t / hcomm_reduce_op_t numbering.
+struct DrvTask {
+  DrvTaskKind kind = DrvTaskKind::Marker;
+  std::uint64_t src = 0, dst = 0, bytes = 0;
+  int dtype = 0, op = 0;
+  std::uint32_t target = 0;   ///< NotifyRecord: device owning the notify
+  std::uint64_t key = 0;      ///< notify key / event id / marker id
+  std::uint64_t value = 0;    ///< event sequence
+  void* host = nullptr;
+};
+
+/// What the library reports about an operation (profiling, as the real library feeds msprof).
+struct OpInfo {
+  std::uint32_t rank = 0, nranks = 0;
+  std::string kind;        ///< "allreduce", "send", "recv", ...
+  std::string algorithm;   ///< "mesh", "p2p", ...
+  std::uint64_t bytes = 0;
+  int dtype = 0, op = 0;
+  std::int64_t peer = -1;
+  std::uint64_t seq = 0;   ///< per-communicator sequence number of this collective
+};
+
+class Driver {
+ public:
+  virtual ~Driver() = default;
+  // Device / topology queries.
+  virtual std::uint32_t rank_count() = 0;
+  virtual DrvStatus rank_desc(std::uint32_t rank, RankDesc* out) = 0;
+  virtual DrvStatus device_of(std::uint32_t device_id, std::uint32_t* device) = 0;  ///< caller's server
+  virtual PairLink pair_link(std::uint32_t dev_a, std::uint32_t dev_b) = 0;
+  virtual std::uint64_t device_memory_size(std::uint32_t device) = 0;
+  // Memory.
+  virtual DrvStatus mem_alloc(std::uint32_t device, std::uint64_t bytes, std::uint64_t* addr) = 0;
+  virtual DrvStatus mem_free(std::uint32_t device, std::uint64_t addr) = 0;
+  // Streams and tasks.
+  virtual DrvStatus stream_create(std::uint32_t device, std::uint32_t* stream) = 0;
+  virtual DrvStatus stream_destroy(std::uint32_t stream) = 0;
+  virtual DrvStatus submit(std::uint32_t stream, const DrvTask& t) = 0;
+  /// Block the calling host thread until the stream has no work, or timeout_ns of device time.
+  virtual DrvStatus stream_synchronize(std::uint32_t stream, std::uint64_t timeout_ns, std::string* error) = 0;
+  virtual bool stream_idle(std::uint32_t stream) = 0;
+  virtual std::uint64_t event_completed(std::uint32_t device, std::uint64_t event) = 0;
+  virtual std::uint64_t event_time_ns(std::uint32_t device, std::uint64_t event) = 0;
+  // Time, profiling, logs.
+  virtual std::uint64_t now_ns() = 0;
+  /// Announce an operation bracketed by Marker tasks begin_key/end_key on `stream`.
+  virtual void profile_op(std::uint32_t device, std::uint64_t begin_key, std::uint64_t end_key, const OpInfo& info) = 0;
+  virtual void log(std::uint32_t device, int level, const std::string& line) = 0;
+};
+
+/// The process-wide driver (as the real runtime is process-wide). Set before any context is made.
+void set_driver(Driver* d);
+Driver* driver();
+
+}  // namespace hcomm

@@ -1,0 +1,122 @@
+/* HCOMM: communication library for Ascend NPUs (hcsim's implementation).
+ * C API. Result codes, data types and reduce ops follow HCCL's numbering so HCCL users feel at home.
+ * Device pointers are opaque addresses in the device address space (void*), as in CANN. */
+#ifndef HCOMM_HCOMM_H
+#define HCOMM_HCOMM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum {
+  HCOMM_SUCCESS = 0,
+  HCOMM_E_PARA = 1,          /* parameter error */
+  HCOMM_E_PTR = 2,           /* null or invalid pointer */
+  HCOMM_E_MEMORY = 3,        /* out of memory */
+  HCOMM_E_INTERNAL = 4,
+  HCOMM_E_NOT_SUPPORT = 5,
+  HCOMM_E_NOT_FOUND = 6,
+  HCOMM_E_UNAVAIL = 7,       /* resource unavailable (e.g. destroyed handle) */
+  HCOMM_E_SYSCALL = 8,
+  HCOMM_E_TIMEOUT = 9,
+  HCOMM_E_OPEN_FILE_FAILURE = 10,
+  HCOMM_E_TCP_CONNECT = 11,
+  HCOMM_E_ROCE_CONNECT = 12,
+  HCOMM_E_TCP_TRANSFER = 13,
+  HCOMM_E_ROCE_TRANSFER = 14,
+  HCOMM_E_RUNTIME = 15,      /* a device task failed */
+  HCOMM_E_DRV = 16,
+  HCOMM_E_NETWORK = 19,
+  HCOMM_E_AGAIN = 20,
+  HCOMM_E_REMOTE = 21,       /* the peer reported an error */
+  E_HCOMM_ADDR_MISMATCH = 64 /* rank descriptor disagrees with the device (host_ip / base address) */
+} hcomm_result_t;
+
+typedef enum {
+  HCOMM_DATA_TYPE_INT8 = 0,
+  HCOMM_DATA_TYPE_INT16 = 1,
+  HCOMM_DATA_TYPE_INT32 = 2,
+  HCOMM_DATA_TYPE_FP16 = 3,
+  HCOMM_DATA_TYPE_FP32 = 4,
+  HCOMM_DATA_TYPE_INT64 = 5,
+  HCOMM_DATA_TYPE_FP64 = 10,
+  HCOMM_DATA_TYPE_BFP16 = 11
+} hcomm_data_type_t;
+
+typedef enum { HCOMM_REDUCE_SUM = 0, HCOMM_REDUCE_PROD = 1, HCOMM_REDUCE_MAX = 2, HCOMM_REDUCE_MIN = 3 } hcomm_reduce_op_t;
+
+typedef struct hcomm_context_s* hcomm_context_t;
+typedef struct hcomm_stream_s* hcomm_stream_t;
+typedef struct hcomm_event_s* hcomm_event_t;
+typedef struct hcomm_comm_s* hcomm_comm_t;
+typedef struct hcomm_request_s* hcomm_request_t;
+
+/* ---- context ---- */
+/* One context per NPU process. device_id is the NPU's id inside its server (0..7). */
+hcomm_result_t hcomm_create_context(uint32_t device_id, hcomm_context_t* ctx);
+hcomm_result_t hcomm_destroy_context(hcomm_context_t ctx);
+hcomm_result_t hcomm_context_device_id(hcomm_context_t ctx, uint32_t* device_id);
+/* Size and base of the device communication buffer (symmetric on every rank). */
+hcomm_result_t hcomm_context_max_buffer_size(hcomm_context_t ctx, uint64_t* bytes);
+hcomm_result_t hcomm_context_device_buffer(hcomm_context_t ctx, void** dev_ptr);
+
+/* ---- streams ---- */
+hcomm_result_t hcomm_create_stream(hcomm_context_t ctx, hcomm_stream_t* stream);
+hcomm_result_t hcomm_destroy_stream(hcomm_stream_t stream);
+/* Blocks the caller until every task on the stream finished (or the context timeout passed). */
+hcomm_result_t hcomm_stream_synchronize(hcomm_stream_t stream);
+
+/* ---- events ---- */
+hcomm_result_t hcomm_create_event(hcomm_context_t ctx, hcomm_event_t* ev);
+hcomm_result_t hcomm_destroy_event(hcomm_event_t ev);
+hcomm_result_t hcomm_record_event(hcomm_event_t ev, hcomm_stream_t stream);
+/* The stream waits (on the device) until the event's most recent record has completed. */
+hcomm_result_t hcomm_wait_event(hcomm_event_t ev, hcomm_stream_t stream);
+/* HCOMM_SUCCESS when complete, HCOMM_E_AGAIN when not yet. */
+hcomm_result_t hcomm_query_event(hcomm_event_t ev);
+hcomm_result_t hcomm_event_elapsed_time(hcomm_event_t start, hcomm_event_t end, float* ms);
+
+/* ---- memory ---- */
+hcomm_result_t hcomm_malloc(hcomm_context_t ctx, uint64_t bytes, void** dev_ptr);
+hcomm_result_t hcomm_free(hcomm_context_t ctx, void* dev_ptr);
+hcomm_result_t hcomm_memcpy_host_to_device(void* dst, const void* src, uint64_t bytes, hcomm_stream_t stream);
+hcomm_result_t hcomm_memcpy_device_to_host(void* dst, const void* src, uint64_t bytes, hcomm_stream_t stream);
+hcomm_result_t hcomm_memcpy_device_to_device(void* dst, const void* src, uint64_t bytes, hcomm_stream_t stream);
+
+/* ---- communicators ---- */
+/* The world communicator over all ranks of the cluster; `rank` must be the caller's rank. */
+hcomm_result_t hcomm_comm_init(hcomm_context_t ctx, uint32_t nranks, uint32_t rank, hcomm_comm_t* comm);
+hcomm_result_t hcomm_comm_destroy(hcomm_comm_t comm);
+hcomm_result_t hcomm_comm_rank(hcomm_comm_t comm, uint32_t* rank);
+hcomm_result_t hcomm_comm_size(hcomm_comm_t comm, uint32_t* size);
+
+/* ---- point-to-point ----
+ * Ordering: messages between one (source, destination, tag) are matched in posting order.
+ * A send's tasks wait on the device until the matching recv has been posted. */
+hcomm_result_t hcomm_isend(const void* buf, uint64_t count, hcomm_data_type_t dtype, uint32_t dst_rank,
+                           uint32_t tag, hcomm_comm_t comm, hcomm_stream_t stream, hcomm_request_t* req);
+hcomm_result_t hcomm_irecv(void* buf, uint64_t count, hcomm_data_type_t dtype, uint32_t src_rank,
+                           uint32_t tag, hcomm_comm_t comm, hcomm_stream_t stream, hcomm_request_t* req);
+hcomm_result_t hcomm_send(const void* buf, uint64_t count, hcomm_data_type_t dtype, uint32_t dst_rank,
+                          uint32_t tag, hcomm_comm_t comm);
+hcomm_result_t hcomm_recv(void* buf, uint64_t count, hcomm_data_type_t dtype, uint32_t src_rank,
+                          uint32_t tag, hcomm_comm_t comm);
+/* HCOMM_SUCCESS when done, HCOMM_E_AGAIN when still in flight. Completing releases the request. */
+hcomm_result_t hcomm_test(hcomm_request_t req);
+hcomm_result_t hcomm_wait(hcomm_request_t req);
+hcomm_result_t hcomm_waitall(uint32_t n, hcomm_request_t* reqs);
+
+/* ---- collectives (stream-ordered: the host blocks only in stream synchronize) ---- */
+hcomm_result_t hcomm_allreduce(const void* send_buf, void* recv_buf, uint64_t count, hcomm_data_type_t dtype,
+                               hcomm_reduce_op_t op, hcomm_comm_t comm, hcomm_stream_t stream);
+
+const char* hcomm_result_string(hcomm_result_t r);
+uint32_t hcomm_data_type_size(hcomm_data_type_t t);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* HCOMM_HCOMM_H */

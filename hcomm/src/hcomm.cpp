@@ -1,0 +1,560 @@
+// libhcomm: contexts, streams, events, memory, communicators and point-to-point.
+#include <algorithm>
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <unordered_map>
+
+#include "internal.h"
+
+using namespace hcomm;
+using namespace hcomm::detail;
+
+namespace hcomm {
+namespace {
+Driver* g_driver = nullptr;
+// Live handles: lets every API call reject a destroyed or foreign handle instead of crashing.
+// Process-wide by design (handles are addresses); holds no per-rank state.
+std::unordered_map<const void*, int>& handles() {
+  static std::unordered_map<const void*, int> h;
+  return h;
+}
+}  // namespace
+void set_driver(Driver* d) { g_driver = d; }
+Driver* driver() { return g_driver; }
+
+namespace detail {
+bool live(const void* h, int type) {
+  if (!h) return false;
+  auto it = handles().find(h);
+  return it != handles().end() && it->second == type;
+}
+void track(const void* h, int type) { handles()[h] = type; }
+void untrack(const void* h) { handles().erase(h); }
+
+void logf(hcomm_context_t ctx, int level, const char* fmt, ...) {
+  // level: 0 error, 1 warning, 2 info, 3 debug. HCOMM_DEBUG selects how much is emitted.
+  if (level > ctx->debug && level > 0) return;
+  char msg[512];
+  va_list ap;
+  va_start(ap, fmt);
+  std::vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  static const char* tags[] = {"[HCOMM_ERR]", "[HCOMM_WARN]", "[HCOMM_INFO]", "[HCOMM_DBG]"};
+  char line[600];
+  std::snprintf(line, sizeof line, "%s %s", tags[std::min(std::max(level, 0), 3)], msg);
+  ctx->drv->log(ctx->device, level, line);
+}
+
+hcomm_result_t submit(hcomm_stream_t s, const DrvTask& t) {
+  DrvStatus st = s->ctx->drv->submit(s->id, t);
+  return st == DrvStatus::Ok ? HCOMM_SUCCESS : HCOMM_E_DRV;
+}
+hcomm_result_t notify_record(hcomm_stream_t s, std::uint32_t target, std::uint64_t key) {
+  DrvTask t;
+  t.kind = DrvTaskKind::NotifyRecord;
+  t.target = target;
+  t.key = key;
+  return submit(s, t);
+}
+hcomm_result_t notify_wait(hcomm_stream_t s, std::uint64_t key) {
+  DrvTask t;
+  t.kind = DrvTaskKind::NotifyWait;
+  t.key = key;
+  return submit(s, t);
+}
+hcomm_result_t copy(hcomm_stream_t s, std::uint64_t dst, std::uint64_t src, std::uint64_t bytes) {
+  DrvTask t;
+  t.kind = DrvTaskKind::Copy;
+  t.dst = dst;
+  t.src = src;
+  t.bytes = bytes;
+  return submit(s, t);
+}
+hcomm_result_t reduce_copy(hcomm_stream_t s, std::uint64_t dst, std::uint64_t src, std::uint64_t bytes, int dtype, int op) {
+  DrvTask t;
+  t.kind = DrvTaskKind::ReduceCopy;
+  t.dst = dst;
+  t.src = src;
+  t.bytes = bytes;
+  t.dtype = dtype;
+  t.op = op;
+  return submit(s, t);
+}
+hcomm_result_t make_stream(hcomm_context_t ctx, hcomm_stream_t* out) {
+  std::uint32_t id = 0;
+  if (ctx->drv->stream_create(ctx->device, &id) != DrvStatus::Ok) return HCOMM_E_DRV;
+  auto* s = new hcomm_stream_s{ctx, id};
+  track(s, kStream);
+  *out = s;
+  return HCOMM_SUCCESS;
+}
+std::uint64_t op_begin(hcomm_stream_t s, const OpInfo& info) {
+  DrvTask t;
+  t.kind = DrvTaskKind::Marker;
+  t.key = s->ctx->next_marker;
+  s->ctx->next_marker += 2;
+  s->ctx->drv->profile_op(s->ctx->device, t.key, t.key + 1, info);
+  submit(s, t);
+  return t.key;
+}
+void op_end(hcomm_stream_t s, std::uint64_t begin_key) {
+  DrvTask t;
+  t.kind = DrvTaskKind::Marker;
+  t.key = begin_key + 1;
+  submit(s, t);
+}
+const RankDesc* peer_desc(hcomm_comm_t comm, std::uint32_t rank) {
+  auto it = comm->peers.find(rank);
+  if (it != comm->peers.end()) return &it->second;
+  RankDesc d;
+  if (comm->ctx->drv->rank_desc(rank, &d) != DrvStatus::Ok) return nullptr;
+  return &comm->peers.emplace(rank, d).first->second;
+}
+}  // namespace detail
+}  // namespace hcomm
+
+namespace {
+
+std::uint64_t env_u64(const char* name, std::uint64_t def, std::uint64_t lo, std::uint64_t hi, bool* bad) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return def;
+  char* end = nullptr;
+  unsigned long long x = std::strtoull(v, &end, 10);
+  if (*end || x < lo || x > hi) {
+    *bad = true;
+    std::fprintf(stderr, "[HCOMM_ERR] %s=%s is out of range [%llu, %llu]\n", name, v, (unsigned long long)lo,
+                 (unsigned long long)hi);
+    return def;
+  }
+  return x;
+}
+
+std::uint64_t dev(const void* p) { return reinterpret_cast<std::uint64_t>(p); }
+
+bool valid_dtype(int t) {
+  switch (t) {
+    case HCOMM_DATA_TYPE_INT8: case HCOMM_DATA_TYPE_INT16: case HCOMM_DATA_TYPE_INT32: case HCOMM_DATA_TYPE_INT64:
+    case HCOMM_DATA_TYPE_FP16: case HCOMM_DATA_TYPE_BFP16: case HCOMM_DATA_TYPE_FP32: case HCOMM_DATA_TYPE_FP64:
+      return true;
+    default: return false;
+  }
+}
+
+hcomm_result_t sync_stream(hcomm_stream_t s) {
+  std::string err;
+  DrvStatus st = s->ctx->drv->stream_synchronize(s->id, s->ctx->timeout_ns, &err);
+  switch (st) {
+    case DrvStatus::Ok: return HCOMM_SUCCESS;
+    case DrvStatus::Timeout:
+      logf(s->ctx, 0, "Rank dev%u stream %u synchronize timed out after %llu ms", s->ctx->device_id, s->id,
+           (unsigned long long)(s->ctx->timeout_ns / 1000000));
+      return HCOMM_E_TIMEOUT;
+    default:
+      logf(s->ctx, 0, "Rank dev%u stream %u task failed: %s", s->ctx->device_id, s->id, err.c_str());
+      return HCOMM_E_RUNTIME;
+  }
+}
+
+}  // namespace
+
+extern "C" {
+
+const char* hcomm_result_string(hcomm_result_t r) {
+  switch (r) {
+    case HCOMM_SUCCESS: return "success";
+    case HCOMM_E_PARA: return "parameter error";
+    case HCOMM_E_PTR: return "invalid pointer";
+    case HCOMM_E_MEMORY: return "out of memory";
+    case HCOMM_E_INTERNAL: return "internal error";
+    case HCOMM_E_NOT_SUPPORT: return "not supported";
+    case HCOMM_E_NOT_FOUND: return "not found";
+    case HCOMM_E_UNAVAIL: return "resource unavailable";
+    case HCOMM_E_SYSCALL: return "system call failed";
+    case HCOMM_E_TIMEOUT: return "timeout";
+    case HCOMM_E_OPEN_FILE_FAILURE: return "cannot open file";
+    case HCOMM_E_TCP_CONNECT: return "TCP connect failed";
+    case HCOMM_E_ROCE_CONNECT: return "RoCE connect failed";
+    case HCOMM_E_TCP_TRANSFER: return "TCP transfer failed";
+    case HCOMM_E_ROCE_TRANSFER: return "RoCE transfer failed";
+    case HCOMM_E_RUNTIME: return "device task failed";
+    case HCOMM_E_DRV: return "driver error";
+    case HCOMM_E_NETWORK: return "network error";
+    case HCOMM_E_AGAIN: return "try again";
+    case HCOMM_E_REMOTE: return "remote error";
+    case E_HCOMM_ADDR_MISMATCH: return "rank descriptor address mismatch";
+  }
+  return "unknown";
+}
+
+uint32_t hcomm_data_type_size(hcomm_data_type_t t) {
+  switch (t) {
+    case HCOMM_DATA_TYPE_INT8: return 1;
+    case HCOMM_DATA_TYPE_INT16: case HCOMM_DATA_TYPE_FP16: case HCOMM_DATA_TYPE_BFP16: return 2;
+    case HCOMM_DATA_TYPE_INT32: case HCOMM_DATA_TYPE_FP32: return 4;
+    case HCOMM_DATA_TYPE_INT64: case HCOMM_DATA_TYPE_FP64: return 8;
+  }
+  return 0;
+}
+
+hcomm_result_t hcomm_create_context(uint32_t device_id, hcomm_context_t* out) {
+  if (!out) return HCOMM_E_PTR;
+  Driver* drv = hcomm::driver();
+  if (!drv) return HCOMM_E_DRV;
+  std::uint32_t device = 0;
+  if (drv->device_of(device_id, &device) != DrvStatus::Ok) return HCOMM_E_PARA;
+  bool bad = false;
+  auto* c = new hcomm_context_s;
+  c->drv = drv;
+  c->device_id = device_id;
+  c->device = device;
+  c->debug = static_cast<int>(env_u64("HCOMM_DEBUG", 0, 0, 3, &bad));
+  c->timeout_ns = env_u64("HCOMM_TIMEOUT_MS", 30000, 1000, 300000, &bad) * 1000000ULL;
+  c->ccl_bytes = env_u64("HCOMM_BUFFSIZE_MB", 256, 1, 4096, &bad) << 20;
+  c->p2p_bytes = env_u64("HCOMM_BUFFER_SIZE_MB", 8, 1, 64, &bad) << 20;
+  if (bad) { delete c; return HCOMM_E_PARA; }
+  // The communication buffers are the first allocations on every device, so their offsets from
+  // the HBM base are identical on every rank (symmetric): remote address = peer base + offset.
+  if (drv->mem_alloc(device, c->ccl_bytes, &c->ccl_addr) != DrvStatus::Ok ||
+      drv->mem_alloc(device, c->p2p_bytes, &c->p2p_addr) != DrvStatus::Ok) {
+    delete c;
+    return HCOMM_E_MEMORY;
+  }
+  c->base = c->ccl_addr & ~((1ULL << 40) - 1);
+  track(c, kCtx);
+  *out = c;
+  logf(c, 2, "context created: device %u, comm buffer %llu MiB", device_id, (unsigned long long)(c->ccl_bytes >> 20));
+  return HCOMM_SUCCESS;
+}
+
+hcomm_result_t hcomm_destroy_context(hcomm_context_t ctx) {
+  if (!live(ctx, kCtx)) return HCOMM_E_UNAVAIL;
+  ctx->drv->mem_free(ctx->device, ctx->p2p_addr);
+  ctx->drv->mem_free(ctx->device, ctx->ccl_addr);
+  untrack(ctx);
+  delete ctx;
+  return HCOMM_SUCCESS;
+}
+
+hcomm_result_t hcomm_context_device_id(hcomm_context_t ctx, uint32_t* id) {
+  if (!live(ctx, kCtx)) return HCOMM_E_UNAVAIL;
+  if (!id) return HCOMM_E_PTR;
+  *id = ctx->device_id;
+  return HCOMM_SUCCESS;
+}
+hcomm_result_t hcomm_context_max_buffer_size(hcomm_context_t ctx, uint64_t* bytes) {
+  if (!live(ctx, kCtx)) return HCOMM_E_UNAVAIL;
+  if (!bytes) return HCOMM_E_PTR;
+  *bytes = ctx->ccl_bytes;
+  return HCOMM_SUCCESS;
+}
+hcomm_result_t hcomm_context_device_buffer(hcomm_context_t ctx, void** p) {
+  if (!live(ctx, kCtx)) return HCOMM_E_UNAVAIL;
+  if (!p) return HCOMM_E_PTR;
+  *p = reinterpret_cast<void*>(ctx->ccl_addr);
+  return HCOMM_SUCCESS;
+}
+
+hcomm_result_t hcomm_create_stream(hcomm_context_t ctx, hcomm_stream_t* s) {
+  if (!live(ctx, kCtx)) return HCOMM_E_UNAVAIL;
+  if (!s) return HCOMM_E_PTR;
+  return make_stream(ctx, s);
+}
+hcomm_result_t hcomm_destroy_stream(hcomm_stream_t s) {
+  if (!live(s, kStream)) return HCOMM_E_UNAVAIL;
+  s->ctx->drv->stream_destroy(s->id);
+  untrack(s);
+  delete s;
+  return HCOMM_SUCCESS;
+}
+hcomm_result_t hcomm_stream_synchronize(hcomm_stream_t s) {
+  if (!live(s, kStream)) return HCOMM_E_UNAVAIL;
+  return sync_stream(s);
+}
+
+hcomm_result_t hcomm_create_event(hcomm_context_t ctx, hcomm_event_t* ev) {
+  if (!live(ctx, kCtx)) return HCOMM_E_UNAVAIL;
+  if (!ev) return HCOMM_E_PTR;
+  auto* e = new hcomm_event_s{ctx, ctx->next_event++, 0};
+  track(e, kEvent);
+  *ev = e;
+  return HCOMM_SUCCESS;
+}
+hcomm_result_t hcomm_destroy_event(hcomm_event_t ev) {
+  if (!live(ev, kEvent)) return HCOMM_E_UNAVAIL;
+  untrack(ev);
+  delete ev;
+  return HCOMM_SUCCESS;
+}
+hcomm_result_t hcomm_record_event(hcomm_event_t ev, hcomm_stream_t s) {
+  if (!live(ev, kEvent) || !live(s, kStream)) return HCOMM_E_UNAVAIL;
+  if (ev->ctx != s->ctx) return HCOMM_E_PARA;
+  DrvTask t;
+  t.kind = DrvTaskKind::EventRecord;
+  t.key = ev->id;
+  t.value = ++ev->recorded;
+  return submit(s, t);
+}
+hcomm_result_t hcomm_wait_event(hcomm_event_t ev, hcomm_stream_t s) {
+  if (!live(ev, kEvent) || !live(s, kStream)) return HCOMM_E_UNAVAIL;
+  if (ev->ctx != s->ctx) return HCOMM_E_PARA;
+  if (ev->recorded == 0) return HCOMM_SUCCESS;  // never recorded: nothing to wait for
+  DrvTask t;
+  t.kind = DrvTaskKind::EventWait;
+  t.key = ev->id;
+  t.value = ev->recorded;
+  return submit(s, t);
+}
+hcomm_result_t hcomm_query_event(hcomm_event_t ev) {
+  if (!live(ev, kEvent)) return HCOMM_E_UNAVAIL;
+  return ev->ctx->drv->event_completed(ev->ctx->device, ev->id) >= ev->recorded ? HCOMM_SUCCESS : HCOMM_E_AGAIN;
+}
+hcomm_result_t hcomm_event_elapsed_time(hcomm_event_t a, hcomm_event_t b, float* ms) {
+  if (!live(a, kEvent) || !live(b, kEvent)) return HCOMM_E_UNAVAIL;
+  if (!ms) return HCOMM_E_PTR;
+  if (hcomm_query_event(a) != HCOMM_SUCCESS || hcomm_query_event(b) != HCOMM_SUCCESS || !a->recorded || !b->recorded)
+    return HCOMM_E_AGAIN;
+  double ta = static_cast<double>(a->ctx->drv->event_time_ns(a->ctx->device, a->id));
+  double tb = static_cast<double>(b->ctx->drv->event_time_ns(b->ctx->device, b->id));
+  *ms = static_cast<float>((tb - ta) / 1e6);
+  return HCOMM_SUCCESS;
+}
+
+hcomm_result_t hcomm_malloc(hcomm_context_t ctx, uint64_t bytes, void** p) {
+  if (!live(ctx, kCtx)) return HCOMM_E_UNAVAIL;
+  if (!p) return HCOMM_E_PTR;
+  if (bytes == 0) return HCOMM_E_PARA;
+  std::uint64_t a = 0;
+  if (ctx->drv->mem_alloc(ctx->device, bytes, &a) != DrvStatus::Ok) {
+    logf(ctx, 0, "device %u: cannot allocate %llu bytes", ctx->device_id, (unsigned long long)bytes);
+    return HCOMM_E_MEMORY;
+  }
+  ctx->allocs[a] = bytes;
+  *p = reinterpret_cast<void*>(a);
+  return HCOMM_SUCCESS;
+}
+hcomm_result_t hcomm_free(hcomm_context_t ctx, void* p) {
+  if (!live(ctx, kCtx)) return HCOMM_E_UNAVAIL;
+  auto it = ctx->allocs.find(dev(p));
+  if (it == ctx->allocs.end()) return HCOMM_E_PTR;
+  ctx->drv->mem_free(ctx->device, it->first);
+  ctx->allocs.erase(it);
+  return HCOMM_SUCCESS;
+}
+
+static hcomm_result_t memcpy_task(DrvTaskKind kind, void* dst, const void* src, uint64_t bytes, hcomm_stream_t s) {
+  if (!live(s, kStream)) return HCOMM_E_UNAVAIL;
+  if ((!dst || !src) && bytes) return HCOMM_E_PTR;
+  DrvTask t;
+  t.kind = kind;
+  t.bytes = bytes;
+  if (kind == DrvTaskKind::HostToDevice) { t.dst = dev(dst); t.host = const_cast<void*>(src); }
+  else if (kind == DrvTaskKind::DeviceToHost) { t.src = dev(src); t.host = dst; }
+  else { t.dst = dev(dst); t.src = dev(src); }
+  return submit(s, t);
+}
+hcomm_result_t hcomm_memcpy_host_to_device(void* dst, const void* src, uint64_t bytes, hcomm_stream_t s) {
+  return memcpy_task(DrvTaskKind::HostToDevice, dst, src, bytes, s);
+}
+hcomm_result_t hcomm_memcpy_device_to_host(void* dst, const void* src, uint64_t bytes, hcomm_stream_t s) {
+  return memcpy_task(DrvTaskKind::DeviceToHost, dst, src, bytes, s);
+}
+hcomm_result_t hcomm_memcpy_device_to_device(void* dst, const void* src, uint64_t bytes, hcomm_stream_t s) {
+  return memcpy_task(DrvTaskKind::Copy, dst, src, bytes, s);
+}
+
+hcomm_result_t hcomm_comm_init(hcomm_context_t ctx, uint32_t nranks, uint32_t rank, hcomm_comm_t* out) {
+  if (!live(ctx, kCtx)) return HCOMM_E_UNAVAIL;
+  if (!out) return HCOMM_E_PTR;
+  if (nranks == 0 || nranks != ctx->drv->rank_count() || rank >= nranks) {
+    logf(ctx, 0, "comm init: nranks %u / rank %u do not match the cluster's %u ranks", nranks, rank,
+         ctx->drv->rank_count());
+    return HCOMM_E_PARA;
+  }
+  RankDesc me;
+  if (ctx->drv->rank_desc(rank, &me) != DrvStatus::Ok) return HCOMM_E_NOT_FOUND;
+  if (me.device != ctx->device || me.device_base_addr != ctx->base) {
+    logf(ctx, 0, "Rank%u descriptor does not match device %u (base 0x%llx vs 0x%llx)", rank, ctx->device_id,
+         (unsigned long long)me.device_base_addr, (unsigned long long)ctx->base);
+    return E_HCOMM_ADDR_MISMATCH;
+  }
+  auto* c = new hcomm_comm_s;
+  c->ctx = ctx;
+  c->id = ctx->next_comm_id++;
+  c->rank = rank;
+  c->nranks = nranks;
+  c->peers.emplace(rank, me);
+  hcomm_result_t r = make_stream(ctx, &c->internal);
+  if (r == HCOMM_SUCCESS) r = make_stream(ctx, &c->recv_stream);
+  if (r != HCOMM_SUCCESS) { delete c; return r; }
+  track(c, kComm);
+  *out = c;
+  return HCOMM_SUCCESS;
+}
+
+hcomm_result_t hcomm_comm_destroy(hcomm_comm_t c) {
+  if (!live(c, kComm)) return HCOMM_E_UNAVAIL;
+  hcomm_destroy_stream(c->internal);
+  hcomm_destroy_stream(c->recv_stream);
+  for (auto s : c->slaves) hcomm_destroy_stream(s);
+  untrack(c);
+  delete c;
+  return HCOMM_SUCCESS;
+}
+hcomm_result_t hcomm_comm_rank(hcomm_comm_t c, uint32_t* r) {
+  if (!live(c, kComm)) return HCOMM_E_UNAVAIL;
+  if (!r) return HCOMM_E_PTR;
+  *r = c->rank;
+  return HCOMM_SUCCESS;
+}
+hcomm_result_t hcomm_comm_size(hcomm_comm_t c, uint32_t* n) {
+  if (!live(c, kComm)) return HCOMM_E_UNAVAIL;
+  if (!n) return HCOMM_E_PTR;
+  *n = c->nranks;
+  return HCOMM_SUCCESS;
+}
+
+// ---- point-to-point ----
+// Protocol, per chunk of the receiver's p2p window (symmetric, ctx->p2p_bytes):
+//   receiver: notify READY(tag) on the sender, wait DATA(tag), copy window -> user buffer
+//   sender:   wait READY(tag), SDMA write user buffer -> receiver's window over HCCS, notify DATA(tag)
+// All receives of a communicator run on its recv stream in posting order, so the one window is
+// granted to one sender at a time; the user's stream is joined to it through events.
+static const std::uint32_t kMaxTag = (1u << 26) - 1;
+
+static hcomm_result_t p2p_check(const void* buf, uint64_t count, hcomm_data_type_t dtype, uint32_t peer,
+                                uint32_t tag, hcomm_comm_t comm, hcomm_stream_t stream) {
+  if (!live(comm, kComm)) return HCOMM_E_UNAVAIL;
+  if (stream && !live(stream, kStream)) return HCOMM_E_UNAVAIL;
+  if (!valid_dtype(dtype) || peer >= comm->nranks || peer == comm->rank || tag > kMaxTag) return HCOMM_E_PARA;
+  if (!buf && count) return HCOMM_E_PTR;
+  return HCOMM_SUCCESS;
+}
+
+static hcomm_result_t make_request(hcomm_comm_t comm, hcomm_stream_t stream, hcomm_request_t* req) {
+  auto* r = new hcomm_request_s{comm, stream, nullptr, 0};
+  hcomm_result_t rc = hcomm_create_event(comm->ctx, &r->done);
+  if (rc == HCOMM_SUCCESS) rc = hcomm_record_event(r->done, stream);
+  if (rc != HCOMM_SUCCESS) { delete r; return rc; }
+  track(r, kReq);
+  *req = r;
+  return HCOMM_SUCCESS;
+}
+
+hcomm_result_t hcomm_isend(const void* buf, uint64_t count, hcomm_data_type_t dtype, uint32_t dst, uint32_t tag,
+                           hcomm_comm_t comm, hcomm_stream_t stream, hcomm_request_t* req) {
+  hcomm_result_t rc = p2p_check(buf, count, dtype, dst, tag, comm, stream);
+  if (rc != HCOMM_SUCCESS) return rc;
+  if (!stream || !req) return HCOMM_E_PTR;
+  const RankDesc* peer = peer_desc(comm, dst);
+  if (!peer) return HCOMM_E_NOT_FOUND;
+  hcomm_context_t ctx = comm->ctx;
+  const std::uint64_t bytes = count * hcomm_data_type_size(dtype);
+  const std::uint64_t window = peer->device_base_addr + (ctx->p2p_addr - ctx->base);
+  OpInfo info{comm->rank, comm->nranks, "send", "p2p", bytes, dtype, 0, dst, comm->op_seq};
+  std::uint64_t mk = op_begin(stream, info);
+  std::uint64_t off = 0;
+  do {
+    std::uint64_t n = std::min(ctx->p2p_bytes, bytes - off);
+    notify_wait(stream, notify_key(comm->id, kP2pReady, dst, tag));
+    if (n) copy(stream, window, dev(buf) + off, n);
+    notify_record(stream, peer->device, notify_key(comm->id, kP2pData, comm->rank, tag));
+    off += n;
+  } while (off < bytes);
+  op_end(stream, mk);
+  return make_request(comm, stream, req);
+}
+
+hcomm_result_t hcomm_irecv(void* buf, uint64_t count, hcomm_data_type_t dtype, uint32_t src, uint32_t tag,
+                           hcomm_comm_t comm, hcomm_stream_t stream, hcomm_request_t* req) {
+  hcomm_result_t rc = p2p_check(buf, count, dtype, src, tag, comm, stream);
+  if (rc != HCOMM_SUCCESS) return rc;
+  if (!stream || !req) return HCOMM_E_PTR;
+  const RankDesc* peer = peer_desc(comm, src);
+  if (!peer) return HCOMM_E_NOT_FOUND;
+  hcomm_context_t ctx = comm->ctx;
+  const std::uint64_t bytes = count * hcomm_data_type_size(dtype);
+  hcomm_stream_t rs = comm->recv_stream;
+  hcomm_event_t before = nullptr, after = nullptr;
+  hcomm_create_event(ctx, &before);
+  hcomm_create_event(ctx, &after);
+  hcomm_record_event(before, stream);   // the receive starts after earlier work on the user stream
+  hcomm_wait_event(before, rs);
+  OpInfo info{comm->rank, comm->nranks, "recv", "p2p", bytes, dtype, 0, src, comm->op_seq};
+  std::uint64_t mk = op_begin(rs, info);
+  std::uint64_t off = 0;
+  do {
+    std::uint64_t n = std::min(ctx->p2p_bytes, bytes - off);
+    notify_record(rs, peer->device, notify_key(comm->id, kP2pReady, comm->rank, tag));
+    notify_wait(rs, notify_key(comm->id, kP2pData, src, tag));
+    if (n) copy(rs, dev(buf) + off, ctx->p2p_addr, n);
+    off += n;
+  } while (off < bytes);
+  op_end(rs, mk);
+  hcomm_record_event(after, rs);
+  hcomm_wait_event(after, stream);      // later work on the user stream sees the data
+  hcomm_destroy_event(before);
+  hcomm_destroy_event(after);
+  return make_request(comm, stream, req);
+}
+
+hcomm_result_t hcomm_test(hcomm_request_t r) {
+  if (!live(r, kReq)) return HCOMM_E_UNAVAIL;
+  hcomm_result_t q = hcomm_query_event(r->done);
+  if (q != HCOMM_SUCCESS) {
+    if (r->comm->ctx->drv->stream_idle(r->stream->id)) return hcomm_wait(r);  // failed stream: report it
+    return q;
+  }
+  hcomm_destroy_event(r->done);
+  untrack(r);
+  delete r;
+  return HCOMM_SUCCESS;
+}
+
+hcomm_result_t hcomm_wait(hcomm_request_t r) {
+  if (!live(r, kReq)) return HCOMM_E_UNAVAIL;
+  hcomm_result_t rc = HCOMM_SUCCESS;
+  if (hcomm_query_event(r->done) != HCOMM_SUCCESS) rc = sync_stream(r->stream);
+  hcomm_destroy_event(r->done);
+  untrack(r);
+  delete r;
+  return rc;
+}
+
+hcomm_result_t hcomm_waitall(uint32_t n, hcomm_request_t* reqs) {
+  if (!reqs && n) return HCOMM_E_PTR;
+  hcomm_result_t first = HCOMM_SUCCESS;
+  for (uint32_t i = 0; i < n; ++i) {
+    hcomm_result_t rc = hcomm_wait(reqs[i]);
+    if (rc != HCOMM_SUCCESS && first == HCOMM_SUCCESS) first = rc;
+  }
+  return first;
+}
+
+hcomm_result_t hcomm_send(const void* buf, uint64_t count, hcomm_data_type_t dtype, uint32_t dst, uint32_t tag,
+                          hcomm_comm_t comm) {
+  if (!live(comm, kComm)) return HCOMM_E_UNAVAIL;
+  hcomm_request_t r = nullptr;
+  hcomm_result_t rc = hcomm_isend(buf, count, dtype, dst, tag, comm, comm->internal, &r);
+  return rc == HCOMM_SUCCESS ? hcomm_wait(r) : rc;
+}
+
+hcomm_result_t hcomm_recv(void* buf, uint64_t count, hcomm_data_type_t dtype, uint32_t src, uint32_t tag,
+                          hcomm_comm_t comm) {
+  if (!live(comm, kComm)) return HCOMM_E_UNAVAIL;
+  hcomm_request_t r = nullptr;
+  hcomm_result_t rc = hcomm_irecv(buf, count, dtype, src, tag, comm, comm->internal, &r);
+  return rc == HCOMM_SUCCESS ? hcomm_wait(r) : rc;
+}
+
+hcomm_result_t hcomm_allreduce(const void* in, void* out, uint64_t count, hcomm_data_type_t dtype,
+                               hcomm_reduce_op_t op, hcomm_comm_t comm, hcomm_stream_t stream) {
+  if (!live(comm, kComm) || !live(stream, kStream)) return HCOMM_E_UNAVAIL;
+  if (!valid_dtype(dtype) || op < HCOMM_REDUCE_SUM || op > HCOMM_REDUCE_MIN) return HCOMM_E_PARA;
+  if ((!in || !out) && count) return HCOMM_E_PTR;
+  if (stream->ctx != comm->ctx) return HCOMM_E_PARA;
+  return allreduce_mesh(comm, dev(in), dev(out), count, dtype, op, stream);
+}
+
+}  // extern "C"

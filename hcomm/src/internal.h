@@ -1,0 +1,88 @@
+// libhcomm internals. Per-rank state lives in these objects, never in statics or thread_locals:
+// every simulated rank shares one OS thread.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "hcomm/driver.h"
+#include "hcomm/hcomm.h"
+
+struct hcomm_stream_s;
+
+struct hcomm_context_s {
+  hcomm::Driver* drv = nullptr;
+  std::uint32_t device_id = 0;     // id inside the server
+  std::uint32_t device = 0;        // global device handle
+  std::uint64_t base = 0;          // HBM base address of this device
+  std::uint64_t ccl_addr = 0, ccl_bytes = 0;     // collective buffer (symmetric)
+  std::uint64_t p2p_addr = 0, p2p_bytes = 0;     // point-to-point receive window (symmetric)
+  std::uint64_t timeout_ns = 30000ULL * 1000 * 1000;
+  int debug = 0;
+  std::uint64_t next_event = 1, next_marker = 1;
+  std::uint32_t next_comm_id = 1;
+  std::map<std::uint64_t, std::uint64_t> allocs;  // addr -> bytes
+};
+
+struct hcomm_stream_s {
+  hcomm_context_t ctx = nullptr;
+  std::uint32_t id = 0;
+};
+
+struct hcomm_event_s {
+  hcomm_context_t ctx = nullptr;
+  std::uint64_t id = 0;
+  std::uint64_t recorded = 0;  // host-side count of records
+};
+
+struct hcomm_comm_s {
+  hcomm_context_t ctx = nullptr;
+  std::uint32_t id = 0, rank = 0, nranks = 0;
+  std::uint64_t op_seq = 0;
+  hcomm_stream_t internal = nullptr;     // blocking p2p and the serialized receive path
+  hcomm_stream_t recv_stream = nullptr;  // all receives of this communicator, in posting order
+  std::vector<hcomm_stream_t> slaves;    // mesh collectives: one per peer
+  bool pulled_pending = false;           // peers still owe PULLED notifies from the last mesh all-reduce
+  std::map<std::uint32_t, hcomm::RankDesc> peers;  // descriptors of peers actually used
+};
+
+struct hcomm_request_s {
+  hcomm_comm_t comm = nullptr;
+  hcomm_stream_t stream = nullptr;
+  hcomm_event_t done = nullptr;
+  std::uint64_t seq = 0;
+};
+
+namespace hcomm::detail {
+
+enum Purpose : std::uint64_t {
+  kArReady = 1, kArDone, kArReduced, kArPulled, kFork, kJoin, kP2pReady, kP2pData
+};
+/// Notify key: communicator, purpose, peer rank and a sub-index (tag or slave index).
+inline std::uint64_t notify_key(std::uint32_t comm, Purpose p, std::uint32_t peer, std::uint32_t sub = 0) {
+  return (static_cast<std::uint64_t>(comm & 0xff) << 56) | (static_cast<std::uint64_t>(p) << 50) |
+         (static_cast<std::uint64_t>(peer & 0xffffff) << 26) | (sub & 0x3ffffff);
+}
+
+bool live(const void* handle, int type);
+void track(const void* handle, int type);
+void untrack(const void* handle);
+enum HandleType { kCtx = 1, kStream, kEvent, kComm, kReq };
+
+const RankDesc* peer_desc(hcomm_comm_t comm, std::uint32_t rank);
+hcomm_result_t submit(hcomm_stream_t s, const DrvTask& t);
+hcomm_result_t notify_record(hcomm_stream_t s, std::uint32_t target_device, std::uint64_t key);
+hcomm_result_t notify_wait(hcomm_stream_t s, std::uint64_t key);
+hcomm_result_t copy(hcomm_stream_t s, std::uint64_t dst, std::uint64_t src, std::uint64_t bytes);
+hcomm_result_t reduce_copy(hcomm_stream_t s, std::uint64_t dst, std::uint64_t src, std::uint64_t bytes, int dtype, int op);
+hcomm_result_t make_stream(hcomm_context_t ctx, hcomm_stream_t* out);
+void logf(hcomm_context_t ctx, int level, const char* fmt, ...);
+/// Announce an operation and submit its begin marker; op_end submits the end marker.
+std::uint64_t op_begin(hcomm_stream_t s, const OpInfo& info);
+void op_end(hcomm_stream_t s, std::uint64_t begin_key);
+
+hcomm_result_t allreduce_mesh(hcomm_comm_t comm, std::uint64_t in, std::uint64_t out, std::uint64_t count,
+                              int dtype, int op, hcomm_stream_t stream);
+
+}  // namespace hcomm::detail

@@ -1,0 +1,209 @@
+// The hardware of one simulated cluster as plain C++ driven by a Scheduler (the "fabric"):
+// Ascend NPUs with stream task engines, SDMA engines, notify and event registers, HBM with real
+// bytes, host PCIe links, and point-to-point HCCS links. Link and engine timing is analytic
+// ("busy until T", DESIGN.md §3): a transfer is cut into pieces; each piece reserves every
+// resource on its path for bytes / min(bandwidth) starting when all are free, and arrives one
+// path latency later. No component owns a kernel event.
+#pragma once
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "models/event_queue.h"
+#include "models/hbm.h"
+#include "models/reduce.h"
+#include "models/time.h"
+
+namespace models {
+
+/// Device addresses are global: bits 40.. hold (npu index + 1), bits 0..39 the HBM offset.
+constexpr unsigned kAddrShift = 40;
+inline std::uint64_t npu_base_addr(std::uint32_t npu) { return (static_cast<std::uint64_t>(npu) + 1) << kAddrShift; }
+inline bool addr_is_device(std::uint64_t a) { return (a >> kAddrShift) != 0; }
+inline std::uint32_t addr_npu(std::uint64_t a) { return static_cast<std::uint32_t>((a >> kAddrShift) - 1); }
+inline std::uint64_t addr_offset(std::uint64_t a) { return a & ((1ULL << kAddrShift) - 1); }
+
+struct LinkParams {
+  std::uint64_t bandwidth_Bps = 28ULL * 1000 * 1000 * 1000;  ///< bytes/s per direction; HCCS on 910B: 28 GB/s
+  Tick latency_ps = 500 * kPsPerNs;                          ///< one-way latency; HCCS ~0.5 us
+};
+
+enum class LinkKind : std::uint8_t { Hccs, Pcie };
+const char* link_kind_name(LinkKind k);
+
+struct NpuParams {
+  std::string model = "ascend910b";
+  HbmParams hbm;
+  std::uint32_t sdma_engines = 16;                          ///< concurrent SDMA channels (assumption)
+  std::uint64_t sdma_bandwidth_Bps = 400ULL * 1000 * 1000 * 1000;  ///< per engine (assumption)
+  Tick sdma_setup_ps = 200 * kPsPerNs;                      ///< descriptor fetch before the first byte
+  Tick task_dispatch_ps = 100 * kPsPerNs;                   ///< stream scheduler: task start overhead
+  Tick notify_local_ps = 50 * kPsPerNs;                     ///< local notify/event register write
+  LinkParams host_link{63ULL * 1000 * 1000 * 1000, 1000 * kPsPerNs};  ///< PCIe Gen5 x16 to the host
+};
+
+enum class TaskKind : std::uint8_t {
+  Copy,          ///< SDMA copy src -> dst (either may be a peer's HBM reached over HCCS)
+  ReduceCopy,    ///< SDMA copy with inline reduction into dst
+  NotifyRecord,  ///< increment notify `key` on NPU `target` (remote: a posted write over HCCS)
+  NotifyWait,    ///< wait until notify `key` on this NPU is > 0, then decrement
+  EventRecord,   ///< mark event `key` complete up to sequence `value`
+  EventWait,     ///< wait until event `key` completed sequence >= `value`
+  HostToDevice,  ///< DMA host memory -> device over PCIe
+  DeviceToHost,  ///< DMA device -> host memory over PCIe
+  Marker,        ///< timestamp marker (profiling); reported to the listener
+};
+const char* task_kind_name(TaskKind k);
+
+struct Task {
+  TaskKind kind = TaskKind::Marker;
+  std::uint64_t src = 0, dst = 0, bytes = 0;
+  DType dtype = DType::Fp32;
+  ReduceOp op = ReduceOp::Sum;
+  std::uint32_t target = 0;    ///< NotifyRecord: NPU that owns the notify
+  std::uint64_t key = 0;       ///< notify key / event id / marker id
+  std::uint64_t value = 0;     ///< event sequence
+  void* host = nullptr;        ///< host buffer of H2D / D2H (must stay valid until the task ends)
+};
+
+class MachineListener {
+ public:
+  virtual ~MachineListener() = default;
+  virtual void on_stream_idle(std::uint32_t stream) = 0;
+  virtual void on_marker(std::uint32_t npu, std::uint32_t stream, std::uint64_t key, Tick t) = 0;
+  virtual void on_task_error(std::uint32_t stream, const std::string& why) = 0;
+};
+
+struct Port {
+  LinkKind kind = LinkKind::Hccs;
+  std::uint32_t link = 0;        ///< index of the (bidirectional) link this port belongs to
+  std::uint32_t from = 0, to = 0;  ///< NPU indices; for PCIe the host side is kHost
+  LinkParams p;
+  bool up = true;
+  Tick busy_until = 0;
+  std::uint64_t bytes = 0, pieces = 0;
+  Tick busy_ps = 0;
+};
+constexpr std::uint32_t kHost = 0xffffffffu;
+
+struct LinkInfo {
+  LinkKind kind;
+  std::uint32_t a, b;          ///< endpoints (NPU index, or kHost for a host PCIe link)
+  std::uint32_t port_ab, port_ba;
+  std::string name;
+};
+
+class Machine final : public EventHandler {
+ public:
+  struct Stats {
+    std::uint64_t tasks = 0, pieces = 0, notifies = 0;
+  };
+
+  Machine(Scheduler& sch, std::uint64_t piece_bytes = 256 * 1024) : sch_(sch), piece_bytes_(piece_bytes) {}
+  void set_listener(MachineListener* l) { listener_ = l; }
+
+  std::uint32_t add_npu(const NpuParams& p);
+  std::uint32_t add_link(LinkKind kind, std::uint32_t a, std::uint32_t b, const LinkParams& p, std::string name);
+
+  std::uint32_t npu_count() const { return static_cast<std::uint32_t>(npus_.size()); }
+  const NpuParams& npu_params(std::uint32_t n) const { return npus_[n].params; }
+  SparseMemory& hbm(std::uint32_t n) { return npus_[n].hbm; }
+  const std::vector<LinkInfo>& links() const { return links_; }
+  const std::vector<Port>& ports() const { return ports_; }
+  /// Directional port from NPU a to NPU b over a direct link, or -1.
+  int port_between(std::uint32_t a, std::uint32_t b) const;
+  const Stats& stats() const { return stats_; }
+  std::uint64_t piece_bytes() const { return piece_bytes_; }
+
+  std::uint32_t create_stream(std::uint32_t npu);
+  bool stream_valid(std::uint32_t s) const { return s < streams_.size() && streams_[s].alive; }
+  void destroy_stream(std::uint32_t s) { streams_[s].alive = false; }
+  std::uint32_t stream_npu(std::uint32_t s) const { return streams_[s].npu; }
+  bool stream_idle(std::uint32_t s) const { return streams_[s].q.empty(); }
+  bool stream_failed(std::uint32_t s) const { return streams_[s].failed; }
+  const std::string& stream_error(std::uint32_t s) const { return streams_[s].error; }
+  void clear_stream_error(std::uint32_t s) { streams_[s].failed = false; streams_[s].error.clear(); }
+
+  /// Append a task; it starts when all earlier tasks of the stream have completed.
+  void submit(std::uint32_t stream, const Task& t);
+
+  std::uint64_t event_completed(std::uint32_t npu, std::uint64_t ev) const {
+    auto it = npus_[npu].events.find(ev);
+    return it == npus_[npu].events.end() ? 0 : it->second.completed;
+  }
+  Tick event_time(std::uint32_t npu, std::uint64_t ev) const {
+    auto it = npus_[npu].events.find(ev);
+    return it == npus_[npu].events.end() ? 0 : it->second.t;
+  }
+
+  /// Backdoor (no time): used by the driver for rank descriptors and by fault injection.
+  void backdoor_write(std::uint64_t addr, const void* src, std::uint64_t len);
+  void backdoor_read(std::uint64_t addr, void* dst, std::uint64_t len) const;
+
+  void on_event(std::uint64_t a, std::uint64_t b) override;
+
+ private:
+  struct Notify {
+    std::int64_t count = 0;
+    std::deque<std::uint32_t> waiters;  // streams parked in NotifyWait, FIFO
+  };
+  struct EventReg {
+    std::uint64_t completed = 0;
+    Tick t = 0;
+    std::vector<std::uint32_t> waiters;
+  };
+  struct Npu {
+    NpuParams params;
+    SparseMemory hbm;
+    std::vector<Tick> sdma_busy;
+    std::vector<std::pair<std::uint32_t, std::uint32_t>> adj;  // (peer, port) sorted by peer
+    std::uint32_t h2d_port = 0, d2h_port = 0;
+    std::map<std::uint64_t, Notify> notifies;
+    std::map<std::uint64_t, EventReg> events;
+    Npu(const NpuParams& p) : params(p), hbm(p.hbm.capacity_bytes, p.hbm.store_bytes), sdma_busy(p.sdma_engines, 0) {}
+  };
+  struct StreamState {
+    std::uint32_t npu = 0;
+    bool alive = true, busy = false, failed = false;
+    std::deque<Task> q;
+    std::string error;
+  };
+  struct Transfer {
+    std::uint32_t stream = 0;
+    Task task;
+    std::uint64_t done = 0;           // bytes reserved so far
+    std::uint64_t bw = 0;
+    Tick latency = 0;                 // path latency after the last byte leaves
+    Tick earliest = 0;                // first byte may not leave before (SDMA setup)
+    std::uint32_t engine = 0, npu = 0;
+    int port = -1;                    // link port used, -1 for local
+    bool notify_write = false;        // a remote notify record rather than data
+  };
+  enum Ev : std::uint64_t { kDispatch = 1, kPieceSent, kPieceArrive, kNotifyArrive, kNotifyLocal, kComplete };
+
+  void dispatch(std::uint32_t s);
+  void complete(std::uint32_t s);
+  void fail(std::uint32_t s, const std::string& why);
+  void start_transfer(std::uint32_t s, const Task& t);
+  void send_piece(std::uint32_t xfer);
+  void arrive_piece(std::uint32_t xfer, std::uint64_t off, std::uint64_t len);
+  void notify_record(std::uint32_t npu, std::uint64_t key);
+  bool check_range(std::uint64_t addr, std::uint64_t len, std::string& why) const;
+  std::uint32_t alloc_xfer();
+
+  Scheduler& sch_;
+  std::uint64_t piece_bytes_;
+  MachineListener* listener_ = nullptr;
+  std::vector<Npu> npus_;
+  std::vector<Port> ports_;
+  std::vector<LinkInfo> links_;
+  std::vector<StreamState> streams_;
+  std::vector<Transfer> xfers_;
+  std::vector<std::uint32_t> free_xfers_;
+  std::vector<std::uint8_t> scratch_;
+  Stats stats_;
+};
+
+}  // namespace models

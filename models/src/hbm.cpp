@@ -1,0 +1,64 @@
+#include "models/hbm.h"
+
+#include <algorithm>
+#include <cstring>
+#include <stdexcept>
+#include <vector>
+
+#include "models/reduce.h"
+
+namespace models {
+
+std::uint8_t* SparseMemory::page_for_write(std::uint64_t page) {
+  auto& p = pages_[page];
+  if (!p) {
+    p.reset(new std::uint8_t[kPageBytes]);
+    std::memset(p.get(), 0, kPageBytes);
+  }
+  return p.get();
+}
+
+void SparseMemory::write(std::uint64_t offset, const void* src, std::uint64_t len) {
+  if (!in_range(offset, len)) throw std::out_of_range("HBM write outside capacity");
+  if (!store_) return;
+  auto* s = static_cast<const std::uint8_t*>(src);
+  while (len > 0) {
+    std::uint64_t page = offset / kPageBytes, in = offset % kPageBytes;
+    std::uint64_t n = std::min(len, kPageBytes - in);
+    std::memcpy(page_for_write(page) + in, s, n);
+    s += n; offset += n; len -= n;
+  }
+}
+
+void SparseMemory::read(std::uint64_t offset, void* dst, std::uint64_t len) const {
+  if (!in_range(offset, len)) throw std::out_of_range("HBM read outside capacity");
+  auto* d = static_cast<std::uint8_t*>(dst);
+  if (!store_) { std::memset(d, 0, len); return; }
+  while (len > 0) {
+    std::uint64_t page = offset / kPageBytes, in = offset % kPageBytes;
+    std::uint64_t n = std::min(len, kPageBytes - in);
+    auto it = pages_.find(page);
+    if (it == pages_.end()) std::memset(d, 0, n);
+    else std::memcpy(d, it->second.get() + in, n);
+    d += n; offset += n; len -= n;
+  }
+}
+
+void SparseMemory::reduce(std::uint64_t offset, const void* src, std::uint64_t len, int dtype, int op) {
+  if (!in_range(offset, len)) throw std::out_of_range("HBM reduce outside capacity");
+  if (!store_) return;
+  auto* s = static_cast<const std::uint8_t*>(src);
+  std::size_t esz = dtype_size(static_cast<DType>(dtype));
+  // Page boundaries are multiples of every element size, so elements never straddle pages
+  // as long as offset is element-aligned (the driver checks alignment).
+  while (len > 0) {
+    std::uint64_t page = offset / kPageBytes, in = offset % kPageBytes;
+    std::uint64_t n = std::min(len, kPageBytes - in);
+    n -= n % esz;
+    if (n == 0) throw std::invalid_argument("HBM reduce: misaligned element");
+    reduce_inplace(page_for_write(page) + in, s, n, static_cast<DType>(dtype), static_cast<ReduceOp>(op));
+    s += n; offset += n; len -= n;
+  }
+}
+
+}  // namespace models

@@ -1,0 +1,347 @@
+#include "models/machine.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace models {
+
+const char* link_kind_name(LinkKind k) { return k == LinkKind::Hccs ? "hccs" : "pcie"; }
+
+const char* task_kind_name(TaskKind k) {
+  switch (k) {
+    case TaskKind::Copy: return "copy";
+    case TaskKind::ReduceCopy: return "reduce_copy";
+    case TaskKind::NotifyRecord: return "notify_record";
+    case TaskKind::NotifyWait: return "notify_wait";
+    case TaskKind::EventRecord: return "event_record";
+    case TaskKind::EventWait: return "event_wait";
+    case TaskKind::HostToDevice: return "h2d";
+    case TaskKind::DeviceToHost: return "d2h";
+    case TaskKind::Marker: return "marker";
+  }
+  return "?";
+}
+
+namespace {
+constexpr std::uint64_t ev(std::uint64_t type, std::uint64_t id) { return type | (id << 8); }
+}  // namespace
+
+std::uint32_t Machine::add_npu(const NpuParams& p) {
+  if (p.sdma_engines == 0) throw std::invalid_argument("NPU needs at least one SDMA engine");
+  auto n = static_cast<std::uint32_t>(npus_.size());
+  npus_.emplace_back(p);
+  // Host PCIe link of this NPU.
+  std::uint32_t l = add_link(LinkKind::Pcie, kHost, n, p.host_link, "host-npu" + std::to_string(n));
+  npus_[n].h2d_port = links_[l].port_ab;
+  npus_[n].d2h_port = links_[l].port_ba;
+  return n;
+}
+
+std::uint32_t Machine::add_link(LinkKind kind, std::uint32_t a, std::uint32_t b, const LinkParams& p,
+                                std::string name) {
+  auto id = static_cast<std::uint32_t>(links_.size());
+  auto pa = static_cast<std::uint32_t>(ports_.size());
+  ports_.push_back(Port{kind, id, a, b, p});
+  ports_.push_back(Port{kind, id, b, a, p});
+  links_.push_back(LinkInfo{kind, a, b, pa, pa + 1, std::move(name)});
+  if (kind == LinkKind::Hccs) {
+    auto ins = [&](std::uint32_t x, std::uint32_t y, std::uint32_t port) {
+      auto& adj = npus_.at(x).adj;
+      adj.insert(std::lower_bound(adj.begin(), adj.end(), std::make_pair(y, 0u)), {y, port});
+    };
+    ins(a, b, pa);
+    ins(b, a, pa + 1);
+  }
+  return id;
+}
+
+int Machine::port_between(std::uint32_t a, std::uint32_t b) const {
+  const auto& adj = npus_[a].adj;
+  auto it = std::lower_bound(adj.begin(), adj.end(), std::make_pair(b, 0u));
+  if (it == adj.end() || it->first != b) return -1;
+  return static_cast<int>(it->second);
+}
+
+std::uint32_t Machine::create_stream(std::uint32_t npu) {
+  StreamState st;
+  st.npu = npu;
+  streams_.push_back(std::move(st));
+  return static_cast<std::uint32_t>(streams_.size() - 1);
+}
+
+void Machine::submit(std::uint32_t s, const Task& t) {
+  auto& st = streams_.at(s);
+  if (st.failed) return;  // a failed stream drops work until the error is cleared
+  st.q.push_back(t);
+  if (!st.busy) {
+    st.busy = true;
+    sch_.schedule(sch_.now() + npus_[st.npu].params.task_dispatch_ps, this, ev(kDispatch, s), 0);
+  }
+}
+
+bool Machine::check_range(std::uint64_t addr, std::uint64_t len, std::string& why) const {
+  if (!addr_is_device(addr) || addr_npu(addr) >= npus_.size()) {
+    why = "address 0x" + [](std::uint64_t v) { char b[32]; snprintf(b, sizeof b, "%llx", (unsigned long long)v); return std::string(b); }(addr) +
+          " is not device memory";
+    return false;
+  }
+  if (!npus_[addr_npu(addr)].hbm.in_range(addr_offset(addr), len)) {
+    why = "access of " + std::to_string(len) + " bytes at offset " + std::to_string(addr_offset(addr)) +
+          " exceeds HBM of npu" + std::to_string(addr_npu(addr));
+    return false;
+  }
+  return true;
+}
+
+void Machine::dispatch(std::uint32_t s) {
+  auto& st = streams_[s];
+  if (st.q.empty()) { st.busy = false; return; }
+  const Task& t = st.q.front();
+  Npu& me = npus_[st.npu];
+  ++stats_.tasks;
+  switch (t.kind) {
+    case TaskKind::Copy:
+    case TaskKind::ReduceCopy:
+    case TaskKind::HostToDevice:
+    case TaskKind::DeviceToHost:
+      start_transfer(s, t);
+      return;
+    case TaskKind::NotifyRecord: {
+      ++stats_.notifies;
+      if (t.target == st.npu) {
+        sch_.schedule(sch_.now() + me.params.notify_local_ps, this, ev(kNotifyLocal, s), t.key);
+        return;
+      }
+      if (t.target >= npus_.size()) { fail(s, "notify record to unknown npu " + std::to_string(t.target)); return; }
+      int port = port_between(st.npu, t.target);
+      if (port < 0 || !ports_[port].up) {
+        fail(s, "no HCCS link from npu" + std::to_string(st.npu) + " to npu" + std::to_string(t.target));
+        return;
+      }
+      Port& p = ports_[port];
+      Tick start = std::max(sch_.now(), p.busy_until);
+      Tick ser = serialization_ps(4, p.p.bandwidth_Bps);  // a 4-byte register write
+      p.busy_until = start + ser;
+      p.busy_ps += ser;
+      sch_.schedule(start + ser + p.p.latency_ps, this, ev(kNotifyArrive, t.target), t.key);
+      sch_.schedule(start + ser, this, ev(kComplete, s), 0);
+      return;
+    }
+    case TaskKind::NotifyWait: {
+      Notify& n = me.notifies[t.key];
+      if (n.count > 0) { --n.count; complete(s); }
+      else n.waiters.push_back(s);
+      return;
+    }
+    case TaskKind::EventRecord: {
+      EventReg& e = me.events[t.key];
+      e.completed = std::max(e.completed, t.value);
+      e.t = sch_.now();
+      std::vector<std::uint32_t> wake;
+      auto& w = e.waiters;
+      for (auto it = w.begin(); it != w.end();) {
+        if (streams_[*it].q.front().value <= e.completed) { wake.push_back(*it); it = w.erase(it); }
+        else ++it;
+      }
+      complete(s);
+      for (auto ws : wake) complete(ws);
+      return;
+    }
+    case TaskKind::EventWait: {
+      EventReg& e = me.events[t.key];
+      if (e.completed >= t.value) complete(s);
+      else e.waiters.push_back(s);
+      return;
+    }
+    case TaskKind::Marker:
+      if (listener_) listener_->on_marker(st.npu, s, t.key, sch_.now());
+      complete(s);
+      return;
+  }
+}
+
+void Machine::complete(std::uint32_t s) {
+  auto& st = streams_[s];
+  st.q.pop_front();
+  if (st.q.empty()) {
+    st.busy = false;
+    if (listener_) listener_->on_stream_idle(s);
+  } else {
+    sch_.schedule(sch_.now() + npus_[st.npu].params.task_dispatch_ps, this, ev(kDispatch, s), 0);
+  }
+}
+
+void Machine::fail(std::uint32_t s, const std::string& why) {
+  auto& st = streams_[s];
+  st.failed = true;
+  st.error = why;
+  st.q.clear();
+  st.busy = false;
+  if (listener_) {
+    listener_->on_task_error(s, why);
+    listener_->on_stream_idle(s);
+  }
+}
+
+std::uint32_t Machine::alloc_xfer() {
+  if (!free_xfers_.empty()) {
+    auto id = free_xfers_.back();
+    free_xfers_.pop_back();
+    return id;
+  }
+  xfers_.emplace_back();
+  return static_cast<std::uint32_t>(xfers_.size() - 1);
+}
+
+void Machine::start_transfer(std::uint32_t s, const Task& t) {
+  const std::uint32_t e_npu = streams_[s].npu;
+  Npu& me = npus_[e_npu];
+  std::string why;
+  Transfer x;
+  x.stream = s;
+  x.task = t;
+  x.npu = e_npu;
+  std::uint64_t bw = me.params.sdma_bandwidth_Bps;
+  Tick lat = 0;
+  x.earliest = sch_.now() + me.params.sdma_setup_ps;  // descriptor fetch delays the first byte
+  if (t.kind == TaskKind::HostToDevice || t.kind == TaskKind::DeviceToHost) {
+    std::uint64_t dev = t.kind == TaskKind::HostToDevice ? t.dst : t.src;
+    if (!check_range(dev, t.bytes, why)) { fail(s, why); return; }
+    if (addr_npu(dev) != e_npu) { fail(s, "host DMA must target the stream's own NPU"); return; }
+    if (t.bytes && !t.host) { fail(s, "null host pointer"); return; }
+    x.port = static_cast<int>(t.kind == TaskKind::HostToDevice ? me.h2d_port : me.d2h_port);
+  } else {
+    if (!check_range(t.src, t.bytes, why) || !check_range(t.dst, t.bytes, why)) { fail(s, why); return; }
+    if (t.kind == TaskKind::ReduceCopy && (t.bytes % dtype_size(t.dtype) != 0 ||
+                                          addr_offset(t.dst) % dtype_size(t.dtype) != 0)) {
+      fail(s, "reduce copy not aligned to the element size");
+      return;
+    }
+    std::uint32_t sn = addr_npu(t.src), dn = addr_npu(t.dst);
+    if (sn != e_npu && dn != e_npu) { fail(s, "SDMA copy must read or write the stream's own NPU"); return; }
+    if (sn == dn) {
+      bw = std::min(bw, me.params.hbm.bandwidth_Bps / 2);  // local copy reads and writes the same HBM
+    } else {
+      x.port = port_between(sn, dn);
+      if (x.port < 0) {
+        fail(s, "no HCCS link between npu" + std::to_string(sn) + " and npu" + std::to_string(dn));
+        return;
+      }
+    }
+  }
+  if (x.port >= 0) {
+    const Port& p = ports_[x.port];
+    if (!p.up) { fail(s, "link " + links_[p.link].name + " is down"); return; }
+    bw = std::min(bw, p.p.bandwidth_Bps);
+    lat += p.p.latency_ps;
+  }
+  x.bw = bw;
+  x.latency = lat;
+  // SDMA channel: the one free earliest (lowest index on ties) — deterministic.
+  auto it = std::min_element(me.sdma_busy.begin(), me.sdma_busy.end());
+  x.engine = static_cast<std::uint32_t>(it - me.sdma_busy.begin());
+  std::uint32_t id = alloc_xfer();
+  xfers_[id] = std::move(x);
+  if (t.bytes == 0) {
+    sch_.schedule(xfers_[id].earliest + lat, this, ev(kPieceArrive, id), 0);
+    return;
+  }
+  send_piece(id);
+}
+
+// Reserve the next piece on the SDMA engine and the link port for bytes / min(bw), starting when
+// both are free; the piece lands one path latency after its last byte leaves.
+void Machine::send_piece(std::uint32_t id) {
+  Transfer& x = xfers_[id];
+  Npu& me = npus_[x.npu];
+  std::uint64_t off = x.done;
+  std::uint64_t len = std::min(piece_bytes_, x.task.bytes - off);
+  Tick start = std::max({sch_.now(), x.earliest, me.sdma_busy[x.engine]});
+  if (x.port >= 0) start = std::max(start, ports_[x.port].busy_until);
+  Tick ser = serialization_ps(len, x.bw);
+  Tick end = start + ser;
+  me.sdma_busy[x.engine] = end;
+  if (x.port >= 0) {
+    Port& p = ports_[x.port];
+    p.busy_until = end;
+    p.busy_ps += ser;
+    p.bytes += len;
+    ++p.pieces;
+  }
+  ++stats_.pieces;
+  x.done += len;
+  sch_.schedule(end + x.latency, this, ev(kPieceArrive, id), off);
+  if (x.done < x.task.bytes) sch_.schedule(end, this, ev(kPieceSent, id), 0);
+}
+
+void Machine::arrive_piece(std::uint32_t id, std::uint64_t off, std::uint64_t) {
+  Transfer& x = xfers_[id];
+  const Task& t = x.task;
+  std::uint64_t len = std::min(piece_bytes_, t.bytes - off);
+  if (len > 0) {
+    switch (t.kind) {
+      case TaskKind::HostToDevice:
+        npus_[addr_npu(t.dst)].hbm.write(addr_offset(t.dst) + off, static_cast<const std::uint8_t*>(t.host) + off, len);
+        break;
+      case TaskKind::DeviceToHost:
+        npus_[addr_npu(t.src)].hbm.read(addr_offset(t.src) + off, static_cast<std::uint8_t*>(t.host) + off, len);
+        break;
+      case TaskKind::Copy:
+      case TaskKind::ReduceCopy: {
+        SparseMemory& src = npus_[addr_npu(t.src)].hbm;
+        SparseMemory& dst = npus_[addr_npu(t.dst)].hbm;
+        if (!dst.stores_bytes()) break;
+        scratch_.resize(len);
+        src.read(addr_offset(t.src) + off, scratch_.data(), len);
+        if (t.kind == TaskKind::Copy) dst.write(addr_offset(t.dst) + off, scratch_.data(), len);
+        else dst.reduce(addr_offset(t.dst) + off, scratch_.data(), len, static_cast<int>(t.dtype), static_cast<int>(t.op));
+        break;
+      }
+      default: break;
+    }
+  }
+  if (off + len >= t.bytes) {  // last piece: arrivals are in order on one path
+    std::uint32_t s = x.stream;
+    free_xfers_.push_back(id);
+    complete(s);
+  }
+}
+
+void Machine::notify_record(std::uint32_t npu, std::uint64_t key) {
+  Notify& n = npus_[npu].notifies[key];
+  if (!n.waiters.empty()) {
+    std::uint32_t s = n.waiters.front();
+    n.waiters.pop_front();
+    complete(s);
+  } else {
+    ++n.count;
+  }
+}
+
+void Machine::on_event(std::uint64_t a, std::uint64_t b) {
+  std::uint64_t type = a & 0xff, id = a >> 8;
+  switch (type) {
+    case kDispatch: dispatch(static_cast<std::uint32_t>(id)); break;
+    case kPieceSent: send_piece(static_cast<std::uint32_t>(id)); break;
+    case kPieceArrive: arrive_piece(static_cast<std::uint32_t>(id), b, 0); break;
+    case kNotifyArrive: notify_record(static_cast<std::uint32_t>(id), b); break;
+    case kNotifyLocal: {
+      auto s = static_cast<std::uint32_t>(id);
+      notify_record(streams_[s].npu, b);
+      complete(s);
+      break;
+    }
+    case kComplete: complete(static_cast<std::uint32_t>(id)); break;
+    default: break;
+  }
+}
+
+void Machine::backdoor_write(std::uint64_t addr, const void* src, std::uint64_t len) {
+  npus_.at(addr_npu(addr)).hbm.write(addr_offset(addr), src, len);
+}
+
+void Machine::backdoor_read(std::uint64_t addr, void* dst, std::uint64_t len) const {
+  npus_.at(addr_npu(addr)).hbm.read(addr_offset(addr), dst, len);
+}
+
+}  // namespace models

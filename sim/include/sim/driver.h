@@ -1,0 +1,82 @@
+// The simulated driver: hcomm's driver boundary implemented over the hardware models.
+// Blocking calls (stream synchronize) wait in the calling rank's SC_THREAD on a per-stream event.
+#pragma once
+#include <map>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <systemc>
+
+#include "hcomm/driver.h"
+#include "models/machine.h"
+#include "sim/topology.h"
+#include "sim/trace.h"
+
+namespace sim {
+
+struct OpRecord {
+  hcomm::OpInfo info;
+  std::uint32_t step = 0, rep = 0;
+  models::Tick start = 0, end = 0;
+  bool started = false, ended = false;
+};
+
+class SimDriver final : public hcomm::Driver, public models::MachineListener {
+ public:
+  SimDriver(models::Machine& m, const Topology& t, Trace* trace, bool echo_logs);
+
+  /// Associate the calling SystemC process with a rank (its device and server).
+  void bind_process(const std::string& process_name, std::uint32_t rank);
+  /// Step/rep labels attached to operations the rank announces from now on.
+  void set_phase(std::uint32_t rank, std::uint32_t step, std::uint32_t rep);
+  const std::vector<OpRecord>& ops() const { return done_ops_; }
+  std::uint64_t log_lines(int level) const { return level >= 0 && level < 4 ? log_count_[level] : 0; }
+
+  // hcomm::Driver
+  std::uint32_t rank_count() override;
+  hcomm::DrvStatus rank_desc(std::uint32_t rank, hcomm::RankDesc* out) override;
+  hcomm::DrvStatus device_of(std::uint32_t device_id, std::uint32_t* device) override;
+  hcomm::PairLink pair_link(std::uint32_t a, std::uint32_t b) override;
+  std::uint64_t device_memory_size(std::uint32_t device) override;
+  hcomm::DrvStatus mem_alloc(std::uint32_t device, std::uint64_t bytes, std::uint64_t* addr) override;
+  hcomm::DrvStatus mem_free(std::uint32_t device, std::uint64_t addr) override;
+  hcomm::DrvStatus stream_create(std::uint32_t device, std::uint32_t* stream) override;
+  hcomm::DrvStatus stream_destroy(std::uint32_t stream) override;
+  hcomm::DrvStatus submit(std::uint32_t stream, const hcomm::DrvTask& t) override;
+  hcomm::DrvStatus stream_synchronize(std::uint32_t stream, std::uint64_t timeout_ns, std::string* error) override;
+  bool stream_idle(std::uint32_t stream) override;
+  std::uint64_t event_completed(std::uint32_t device, std::uint64_t event) override;
+  std::uint64_t event_time_ns(std::uint32_t device, std::uint64_t event) override;
+  std::uint64_t now_ns() override;
+  void profile_op(std::uint32_t device, std::uint64_t begin_key, std::uint64_t end_key, const hcomm::OpInfo& info) override;
+  void log(std::uint32_t device, int level, const std::string& line) override;
+
+  // models::MachineListener
+  void on_stream_idle(std::uint32_t stream) override;
+  void on_marker(std::uint32_t npu, std::uint32_t stream, std::uint64_t key, models::Tick t) override;
+  void on_task_error(std::uint32_t stream, const std::string& why) override;
+
+ private:
+  struct Heap {  // device memory allocator: first fit over a free list, 512-byte granules
+    std::uint64_t capacity = 0, top = 0;
+    std::map<std::uint64_t, std::uint64_t> used;  // offset -> bytes
+    std::map<std::uint64_t, std::uint64_t> free;  // offset -> bytes
+  };
+  std::int64_t current_rank();
+  models::Machine& m_;
+  const Topology& topo_;
+  Trace* trace_;
+  bool echo_;
+  std::vector<Heap> heaps_;
+  std::unordered_map<std::string, std::uint32_t> proc_rank_;
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> phase_;  // per rank: step, rep
+  std::vector<std::unique_ptr<sc_core::sc_event>> stream_ev_;
+  std::map<std::pair<std::uint32_t, std::uint64_t>, std::size_t> begin_key_, end_key_;  // (npu,key) -> pending op
+  std::vector<OpRecord> pending_;
+  std::vector<OpRecord> done_ops_;
+  std::uint64_t log_count_[4] = {0, 0, 0, 0};
+};
+
+}  // namespace sim

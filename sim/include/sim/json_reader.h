@@ -1,0 +1,62 @@
+// Strict JSON reading for hcsim's input files: unknown keys are errors (fail closed), every problem
+// is collected as "file: /json/pointer: reason" (up to a limit), nothing throws past this layer.
+#pragma once
+#include <cstdint>
+#include <initializer_list>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace sim {
+
+using json = nlohmann::json;
+
+class Diagnostics {
+ public:
+  explicit Diagnostics(std::string file, std::size_t limit = 50) : file_(std::move(file)), limit_(limit) {}
+  void error(const std::string& pointer, const std::string& why);
+  bool ok() const { return count_ == 0; }
+  std::size_t count() const { return count_; }
+  const std::vector<std::string>& messages() const { return msgs_; }
+  const std::string& file() const { return file_; }
+
+ private:
+  std::string file_;
+  std::size_t limit_, count_ = 0;
+  std::vector<std::string> msgs_;
+};
+
+/// Read and parse a JSON file. Rejects missing/unreadable files, files over 64 MiB, nesting deeper
+/// than 64 levels and syntax errors, reporting byte offsets.
+std::optional<json> read_json_file(const std::string& path, Diagnostics& d);
+
+/// View of one JSON object that checks its keys against an allowed list.
+class ObjectReader {
+ public:
+  ObjectReader(const json& j, std::string pointer, Diagnostics& d, std::initializer_list<const char*> allowed);
+  bool valid() const { return valid_; }
+  const std::string& pointer() const { return ptr_; }
+  std::string child(const std::string& key) const;
+  const json* get(const char* key, bool required) const;
+  std::optional<std::string> str(const char* key, bool required) const;
+  std::optional<bool> boolean(const char* key, bool required) const;
+  std::optional<std::uint64_t> uint(const char* key, bool required, std::uint64_t lo, std::uint64_t hi) const;
+  std::optional<double> number(const char* key, bool required, double lo, double hi) const;
+  std::optional<std::uint64_t> bandwidth(const char* key, bool required) const;  ///< bytes/s
+  std::optional<std::uint64_t> size(const char* key, bool required) const;       ///< bytes
+  std::optional<std::uint64_t> duration(const char* key, bool required) const;   ///< ps
+  Diagnostics& diag() const { return d_; }
+
+ private:
+  const json& j_;
+  std::string ptr_;
+  Diagnostics& d_;
+  bool valid_ = true;
+};
+
+std::optional<std::uint32_t> parse_ipv4(const std::string& s);
+std::string format_ipv4(std::uint32_t ip);
+
+}  // namespace sim

@@ -1,0 +1,32 @@
+// SystemC shell of the fabric (DESIGN.md §3): one SC_METHOD owns the flat event queue of plain
+// records and re-arms itself with one sc_event at the queue head. Models never touch the kernel.
+#pragma once
+#include <systemc>
+
+#include "models/event_queue.h"
+
+namespace sim {
+
+class ScScheduler : public sc_core::sc_module, public models::Scheduler {
+ public:
+  SC_HAS_PROCESS(ScScheduler);
+  explicit ScScheduler(sc_core::sc_module_name name);
+
+  models::Tick now() const override { return sc_core::sc_time_stamp().value(); }
+  void schedule(models::Tick at, models::EventHandler* h, std::uint64_t a, std::uint64_t b) override;
+  std::uint64_t events_processed() const { return processed_; }
+
+ private:
+  void run();
+  void arm();
+  models::EventQueue q_;
+  sc_core::sc_event wake_;
+  models::Tick armed_ = models::kTickMax;
+  bool in_run_ = false;
+  std::uint64_t processed_ = 0;
+};
+
+/// Kernel time resolution is 1 ps so that sc_time values equal models::Tick.
+void configure_kernel();
+
+}  // namespace sim

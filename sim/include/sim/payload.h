@@ -1,0 +1,40 @@
+// Workload payloads and their host-side reference results. The inputs are a pure function of
+// (seed, rank, step, rep, element) so that every rank and the checker agree without exchanging
+// data; references are computed on the host with plain arithmetic, independently of the models.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "models/reduce.h"
+
+namespace sim {
+
+struct PayloadKey {
+  std::uint64_t seed = 1;
+  std::uint32_t step = 0, rep = 0;
+};
+
+/// Element i of rank r's input, as a double exactly representable in the dtype.
+double input_value(const PayloadKey& k, std::uint32_t rank, std::uint64_t i, models::DType t, models::ReduceOp op);
+/// Fill `buf` (count elements of dtype t) with rank r's input.
+void fill_input(void* buf, std::uint64_t count, models::DType t, models::ReduceOp op, const PayloadKey& k, std::uint32_t rank);
+
+/// Host reference of an all-reduce over `nranks` ranks, encoded in the dtype.
+std::vector<std::uint8_t> allreduce_reference(std::uint64_t count, models::DType t, models::ReduceOp op,
+                                              const PayloadKey& k, std::uint32_t nranks);
+
+struct CheckResult {
+  std::uint64_t mismatches = 0;
+  std::uint64_t first_bad = 0;
+  double max_err = 0, tolerance = 0;
+  std::string detail;  ///< empty when ok
+  bool ok() const { return mismatches == 0; }
+};
+
+/// Compare `got` against `ref` element-wise: integers exactly, floats within the summation bound
+/// (see docs/checks.md): sum |err| <= (p+1)*p*u*max|x|, prod |err| <= 2(p+1)*u*|ref|, max/min exact.
+CheckResult compare(const void* got, const void* ref, std::uint64_t count, models::DType t, models::ReduceOp op,
+                    std::uint32_t nranks);
+
+}  // namespace sim

@@ -1,0 +1,40 @@
+// Scenario runner: builds the machine from the topology, starts one SC_THREAD per rank running the
+// scenario's workload through the public hcomm API, checks every result against a host reference,
+// records the trace and evaluates the expectations. One run per process (SystemC cannot reset).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sim/scenario.h"
+
+namespace sim {
+
+struct RunOptions {
+  std::string db_path;        ///< empty: no trace
+  bool echo_logs = true;      ///< library log lines to stderr
+  std::uint64_t piece_bytes = 256 * 1024;
+};
+
+struct StepSummary {
+  std::uint32_t step = 0, rep = 0;
+  std::string kind;
+  std::uint64_t bytes = 0;
+  double time_us = 0, algbw_GBps = 0, busbw_GBps = 0;
+  std::uint32_t checked = 0, failed = 0;
+};
+
+struct RunResult {
+  int exit_code = 0;                   ///< 0 all expectations held, 1 one failed
+  std::vector<StepSummary> steps;
+  std::vector<std::string> failures;   ///< why the expectations failed
+  std::uint64_t sim_end_ps = 0, events = 0;
+  double wall_s = 0;
+};
+
+RunResult run_scenario(const Scenario& sc, const RunOptions& opt);
+
+/// Pretty summary as printed by `hcsim run`.
+std::string format_summary(const Scenario& sc, const RunResult& r);
+
+}  // namespace sim

@@ -1,0 +1,48 @@
+// Scenario files (docs/scenario-format.md): a topology, a workload run by every rank through the
+// public hcomm API, faults, and expectations that decide the exit code.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "models/reduce.h"
+#include "sim/json_reader.h"
+#include "sim/topology.h"
+
+namespace sim {
+
+struct WorkloadStep {
+  std::string op;             ///< "allreduce" or "sendrecv"
+  std::uint64_t bytes = 0;
+  models::DType dtype = models::DType::Fp32;
+  models::ReduceOp reduce = models::ReduceOp::Sum;
+  std::uint32_t repeat = 1;
+  bool check = true;
+};
+
+struct Fault {
+  std::string type;           ///< "hbm_bitflip"
+  std::uint32_t rank = 0, step = 0, rep = 0, bit = 0;
+  std::uint64_t byte = 0;
+};
+
+struct Expectations {
+  bool checks_pass = true;
+  std::optional<double> max_op_time_us;
+  std::optional<double> min_busbw_GBps;
+};
+
+struct Scenario {
+  std::string file, name, description, topology_path;
+  Topology topology;
+  std::uint64_t seed = 1;
+  bool store_bytes = true;    ///< payload "real" (bytes checked) or "timing" (no bytes stored)
+  std::vector<WorkloadStep> workload;
+  std::vector<Fault> faults;
+  Expectations expect;
+};
+
+std::optional<Scenario> load_scenario(const std::string& path, std::vector<std::string>* errors);
+
+}  // namespace sim

@@ -1,0 +1,229 @@
+#include "sim/driver.h"
+
+#include <cstdio>
+
+namespace sim {
+
+using hcomm::DrvStatus;
+
+SimDriver::SimDriver(models::Machine& m, const Topology& t, Trace* trace, bool echo)
+    : m_(m), topo_(t), trace_(trace), echo_(echo), heaps_(m.npu_count()), phase_(t.npus.size(), {0, 0}) {
+  for (std::uint32_t i = 0; i < m.npu_count(); ++i) heaps_[i].capacity = m.npu_params(i).hbm.capacity_bytes;
+  m_.set_listener(this);
+}
+
+void SimDriver::bind_process(const std::string& name, std::uint32_t rank) { proc_rank_[name] = rank; }
+void SimDriver::set_phase(std::uint32_t rank, std::uint32_t step, std::uint32_t rep) { phase_.at(rank) = {step, rep}; }
+
+std::int64_t SimDriver::current_rank() {
+  sc_core::sc_process_handle h = sc_core::sc_get_current_process_handle();
+  if (!h.valid()) return -1;
+  auto it = proc_rank_.find(h.name());
+  return it == proc_rank_.end() ? -1 : it->second;
+}
+
+std::uint32_t SimDriver::rank_count() { return static_cast<std::uint32_t>(topo_.npus.size()); }
+
+DrvStatus SimDriver::rank_desc(std::uint32_t rank, hcomm::RankDesc* out) {
+  if (rank >= topo_.npus.size() || !out) return DrvStatus::Invalid;
+  const NpuSpec& n = topo_.npus[rank];
+  hcomm::RankDesc d;
+  d.rank = rank;
+  d.device = rank;  // rank i runs on NPU i
+  d.device_id = n.device_id;
+  d.server = n.server;
+  d.host_ip = topo_.servers[n.server].host_ip;
+  d.device_base_addr = models::npu_base_addr(rank);
+  const auto& srv = topo_.servers[n.server];
+  for (std::uint32_t j = 0; j < srv.npus.size() && j < 32; ++j)
+    if (m_.port_between(rank, srv.npus[j]) >= 0) d.hccs_port_map[j / 8] |= static_cast<std::uint8_t>(1u << (j % 8));
+  *out = d;
+  return DrvStatus::Ok;
+}
+
+DrvStatus SimDriver::device_of(std::uint32_t device_id, std::uint32_t* device) {
+  std::int64_t r = current_rank();
+  if (r < 0 || !device) return DrvStatus::Invalid;
+  const auto& srv = topo_.servers[topo_.npus[r].server];
+  if (device_id >= srv.npus.size()) return DrvStatus::Invalid;
+  *device = srv.npus[device_id];
+  return DrvStatus::Ok;
+}
+
+hcomm::PairLink SimDriver::pair_link(std::uint32_t a, std::uint32_t b) {
+  if (a >= m_.npu_count() || b >= m_.npu_count()) return hcomm::PairLink::None;
+  if (a == b) return hcomm::PairLink::Local;
+  int p = m_.port_between(a, b);
+  return p >= 0 && m_.ports()[p].up ? hcomm::PairLink::Hccs : hcomm::PairLink::None;
+}
+
+std::uint64_t SimDriver::device_memory_size(std::uint32_t device) {
+  return device < heaps_.size() ? heaps_[device].capacity : 0;
+}
+
+DrvStatus SimDriver::mem_alloc(std::uint32_t device, std::uint64_t bytes, std::uint64_t* addr) {
+  if (device >= heaps_.size() || !addr || bytes == 0) return DrvStatus::Invalid;
+  Heap& h = heaps_[device];
+  const std::uint64_t need = (bytes + 511) & ~511ULL;
+  if (need < bytes) return DrvStatus::NoMemory;
+  for (auto it = h.free.begin(); it != h.free.end(); ++it) {
+    if (it->second < need) continue;
+    std::uint64_t off = it->first, left = it->second - need;
+    h.free.erase(it);
+    if (left) h.free[off + need] = left;
+    h.used[off] = need;
+    *addr = models::npu_base_addr(device) + off;
+    return DrvStatus::Ok;
+  }
+  if (need > h.capacity - h.top) return DrvStatus::NoMemory;
+  std::uint64_t off = h.top;
+  h.top += need;
+  h.used[off] = need;
+  *addr = models::npu_base_addr(device) + off;
+  return DrvStatus::Ok;
+}
+
+DrvStatus SimDriver::mem_free(std::uint32_t device, std::uint64_t addr) {
+  if (device >= heaps_.size() || models::addr_npu(addr) != device) return DrvStatus::Invalid;
+  Heap& h = heaps_[device];
+  auto it = h.used.find(models::addr_offset(addr));
+  if (it == h.used.end()) return DrvStatus::Invalid;
+  std::uint64_t off = it->first, len = it->second;
+  h.used.erase(it);
+  // Coalesce with neighbours.
+  auto nx = h.free.lower_bound(off);
+  if (nx != h.free.end() && off + len == nx->first) { len += nx->second; nx = h.free.erase(nx); }
+  if (nx != h.free.begin()) {
+    auto pv = std::prev(nx);
+    if (pv->first + pv->second == off) { off = pv->first; len += pv->second; h.free.erase(pv); }
+  }
+  if (off + len == h.top) h.top = off;
+  else h.free[off] = len;
+  return DrvStatus::Ok;
+}
+
+DrvStatus SimDriver::stream_create(std::uint32_t device, std::uint32_t* stream) {
+  if (device >= m_.npu_count() || !stream) return DrvStatus::Invalid;
+  *stream = m_.create_stream(device);
+  return DrvStatus::Ok;
+}
+
+DrvStatus SimDriver::stream_destroy(std::uint32_t s) {
+  if (!m_.stream_valid(s)) return DrvStatus::Invalid;
+  m_.destroy_stream(s);
+  return DrvStatus::Ok;
+}
+
+static models::DType to_dtype(int t) {
+  switch (t) {
+    case 0: return models::DType::Int8;
+    case 1: return models::DType::Int16;
+    case 2: return models::DType::Int32;
+    case 3: return models::DType::Fp16;
+    case 4: return models::DType::Fp32;
+    case 5: return models::DType::Int64;
+    case 10: return models::DType::Fp64;
+    case 11: return models::DType::Bf16;
+    default: return models::DType::Fp32;
+  }
+}
+
+DrvStatus SimDriver::submit(std::uint32_t s, const hcomm::DrvTask& t) {
+  if (!m_.stream_valid(s)) return DrvStatus::Invalid;
+  models::Task k;
+  k.kind = static_cast<models::TaskKind>(t.kind);  // enumerators are declared in the same order
+  k.src = t.src;
+  k.dst = t.dst;
+  k.bytes = t.bytes;
+  k.dtype = to_dtype(t.dtype);
+  k.op = static_cast<models::ReduceOp>(t.op);
+  k.target = t.target;
+  k.key = t.key;
+  k.value = t.value;
+  k.host = t.host;
+  m_.submit(s, k);
+  return DrvStatus::Ok;
+}
+
+DrvStatus SimDriver::stream_synchronize(std::uint32_t s, std::uint64_t timeout_ns, std::string* error) {
+  if (!m_.stream_valid(s)) return DrvStatus::Invalid;
+  if (!m_.stream_idle(s)) {
+    if (stream_ev_.size() <= s) stream_ev_.resize(s + 1);
+    if (!stream_ev_[s]) stream_ev_[s] = std::make_unique<sc_core::sc_event>();
+    const models::Tick deadline = sc_core::sc_time_stamp().value() + timeout_ns * models::kPsPerNs;
+    while (!m_.stream_idle(s)) {
+      models::Tick now = sc_core::sc_time_stamp().value();
+      if (now >= deadline) return DrvStatus::Timeout;
+      sc_core::wait(sc_core::sc_time::from_value(deadline - now), *stream_ev_[s]);
+    }
+  }
+  if (m_.stream_failed(s)) {
+    if (error) *error = m_.stream_error(s);
+    m_.clear_stream_error(s);
+    return DrvStatus::Failed;
+  }
+  return DrvStatus::Ok;
+}
+
+bool SimDriver::stream_idle(std::uint32_t s) { return m_.stream_valid(s) && m_.stream_idle(s); }
+
+std::uint64_t SimDriver::event_completed(std::uint32_t device, std::uint64_t event) {
+  return device < m_.npu_count() ? m_.event_completed(device, event) : 0;
+}
+std::uint64_t SimDriver::event_time_ns(std::uint32_t device, std::uint64_t event) {
+  return device < m_.npu_count() ? m_.event_time(device, event) / models::kPsPerNs : 0;
+}
+
+std::uint64_t SimDriver::now_ns() { return sc_core::sc_time_stamp().value() / models::kPsPerNs; }
+
+void SimDriver::profile_op(std::uint32_t device, std::uint64_t begin_key, std::uint64_t end_key, const hcomm::OpInfo& info) {
+  OpRecord r;
+  r.info = info;
+  auto ph = info.rank < phase_.size() ? phase_[info.rank] : std::make_pair(0u, 0u);
+  r.step = ph.first;
+  r.rep = ph.second;
+  std::size_t idx = pending_.size();
+  pending_.push_back(r);
+  begin_key_[{device, begin_key}] = idx;
+  end_key_[{device, end_key}] = idx;
+}
+
+void SimDriver::on_marker(std::uint32_t npu, std::uint32_t, std::uint64_t key, models::Tick t) {
+  auto b = begin_key_.find({npu, key});
+  if (b != begin_key_.end()) {  // the library announces an op (profile_op) before submitting its markers
+    pending_[b->second].start = t;
+    pending_[b->second].started = true;
+    begin_key_.erase(b);
+    return;
+  }
+  auto e = end_key_.find({npu, key});
+  if (e == end_key_.end()) return;  // a marker of no announced op
+  OpRecord& r = pending_[e->second];
+  r.end = t;
+  r.ended = true;
+  end_key_.erase(e);
+  done_ops_.push_back(r);
+  if (trace_)
+    trace_->operation(r.info.rank, r.info.seq, r.info.kind, r.info.algorithm, r.info.bytes,
+                      models::dtype_name(to_dtype(r.info.dtype)),
+                      r.info.kind == "allreduce" ? models::reduce_op_name(static_cast<models::ReduceOp>(r.info.op)) : "",
+                      r.info.peer, r.step, r.rep, static_cast<double>(r.start) / 1e3, static_cast<double>(r.end) / 1e3);
+}
+
+void SimDriver::on_stream_idle(std::uint32_t s) {
+  if (s < stream_ev_.size() && stream_ev_[s]) stream_ev_[s]->notify(sc_core::SC_ZERO_TIME);
+}
+
+void SimDriver::on_task_error(std::uint32_t s, const std::string& why) {
+  std::uint32_t npu = m_.stream_npu(s);
+  log(npu, 0, "[HCOMM_ERR] Rank" + std::to_string(npu) + " stream " + std::to_string(s) + " task failed: " + why);
+}
+
+void SimDriver::log(std::uint32_t device, int level, const std::string& line) {
+  double t = static_cast<double>(sc_core::sc_time_stamp().value()) / 1e3;
+  if (level >= 0 && level < 4) ++log_count_[level];
+  if (trace_) trace_->log(t, device, level, line);
+  if (echo_) std::fprintf(stderr, "[%12.3f us] %s\n", t / 1e3, line.c_str());
+}
+
+}  // namespace sim

@@ -1,0 +1,154 @@
+#include "sim/payload.h"
+
+#include <cmath>
+#include <cstring>
+#include <sstream>
+
+namespace sim {
+namespace {
+
+std::uint64_t mix(std::uint64_t x) {  // splitmix64 finaliser
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+bool is_int(models::DType t) {
+  return t == models::DType::Int8 || t == models::DType::Int16 || t == models::DType::Int32 || t == models::DType::Int64;
+}
+
+double unit_roundoff(models::DType t) {
+  switch (t) {
+    case models::DType::Fp16: return std::ldexp(1.0, -11);
+    case models::DType::Bf16: return std::ldexp(1.0, -8);
+    case models::DType::Fp32: return std::ldexp(1.0, -24);
+    case models::DType::Fp64: return std::ldexp(1.0, -53);
+    default: return 0;
+  }
+}
+
+double max_abs_input(models::DType t) {
+  switch (t) {
+    case models::DType::Fp16: return 2;
+    case models::DType::Bf16: return 2;
+    default: return is_int(t) ? 100 : 4;
+  }
+}
+
+void store(void* buf, std::uint64_t i, models::DType t, double v, std::uint64_t int_bits) {
+  auto* b = static_cast<std::uint8_t*>(buf);
+  switch (t) {
+    case models::DType::Int8: { auto x = static_cast<std::uint8_t>(int_bits); std::memcpy(b + i, &x, 1); break; }
+    case models::DType::Int16: { auto x = static_cast<std::uint16_t>(int_bits); std::memcpy(b + 2 * i, &x, 2); break; }
+    case models::DType::Int32: { auto x = static_cast<std::uint32_t>(int_bits); std::memcpy(b + 4 * i, &x, 4); break; }
+    case models::DType::Int64: { std::memcpy(b + 8 * i, &int_bits, 8); break; }
+    case models::DType::Fp16: { auto x = models::float_to_half(static_cast<float>(v)); std::memcpy(b + 2 * i, &x, 2); break; }
+    case models::DType::Bf16: { auto x = models::float_to_bf16(static_cast<float>(v)); std::memcpy(b + 2 * i, &x, 2); break; }
+    case models::DType::Fp32: { auto x = static_cast<float>(v); std::memcpy(b + 4 * i, &x, 4); break; }
+    case models::DType::Fp64: { std::memcpy(b + 8 * i, &v, 8); break; }
+  }
+}
+
+double load(const void* buf, std::uint64_t i, models::DType t) {
+  auto* b = static_cast<const std::uint8_t*>(buf);
+  switch (t) {
+    case models::DType::Int8: { std::int8_t x; std::memcpy(&x, b + i, 1); return x; }
+    case models::DType::Int16: { std::int16_t x; std::memcpy(&x, b + 2 * i, 2); return x; }
+    case models::DType::Int32: { std::int32_t x; std::memcpy(&x, b + 4 * i, 4); return x; }
+    case models::DType::Int64: { std::int64_t x; std::memcpy(&x, b + 8 * i, 8); return static_cast<double>(x); }
+    case models::DType::Fp16: { std::uint16_t x; std::memcpy(&x, b + 2 * i, 2); return models::half_to_float(x); }
+    case models::DType::Bf16: { std::uint16_t x; std::memcpy(&x, b + 2 * i, 2); return models::bf16_to_float(x); }
+    case models::DType::Fp32: { float x; std::memcpy(&x, b + 4 * i, 4); return x; }
+    case models::DType::Fp64: { double x; std::memcpy(&x, b + 8 * i, 8); return x; }
+  }
+  return 0;
+}
+
+std::uint64_t load_bits(const void* buf, std::uint64_t i, std::size_t esz) {
+  std::uint64_t x = 0;
+  std::memcpy(&x, static_cast<const std::uint8_t*>(buf) + esz * i, esz);
+  return x;
+}
+
+}  // namespace
+
+double input_value(const PayloadKey& k, std::uint32_t rank, std::uint64_t i, models::DType t, models::ReduceOp op) {
+  std::uint64_t h = mix(k.seed ^ mix((static_cast<std::uint64_t>(rank) << 40) ^ (static_cast<std::uint64_t>(k.step) << 20) ^ k.rep) ^ mix(i));
+  const bool prod = op == models::ReduceOp::Prod;
+  if (is_int(t)) return prod ? static_cast<double>(h % 5) - 2 : static_cast<double>(h % 201) - 100;
+  switch (t) {
+    case models::DType::Fp16: return prod ? 1 + (static_cast<double>(h % 16) - 8) / 64 : (static_cast<double>(h % 64) - 32) / 16;
+    case models::DType::Bf16: return prod ? 1 + (static_cast<double>(h % 8) - 4) / 32 : (static_cast<double>(h % 32) - 16) / 8;
+    default: return prod ? 1 + (static_cast<double>(h % 64) - 32) / 1024 : (static_cast<double>(h % 8192) - 4096) / 1024;
+  }
+}
+
+void fill_input(void* buf, std::uint64_t count, models::DType t, models::ReduceOp op, const PayloadKey& k, std::uint32_t rank) {
+  for (std::uint64_t i = 0; i < count; ++i) {
+    double v = input_value(k, rank, i, t, op);
+    store(buf, i, t, v, static_cast<std::uint64_t>(static_cast<std::int64_t>(v)));
+  }
+}
+
+std::vector<std::uint8_t> allreduce_reference(std::uint64_t count, models::DType t, models::ReduceOp op,
+                                              const PayloadKey& k, std::uint32_t nranks) {
+  const std::size_t esz = models::dtype_size(t);
+  std::vector<std::uint8_t> out(count * esz);
+  for (std::uint64_t i = 0; i < count; ++i) {
+    double acc = input_value(k, 0, i, t, op);
+    std::uint64_t iacc = static_cast<std::uint64_t>(static_cast<std::int64_t>(acc));
+    for (std::uint32_t r = 1; r < nranks; ++r) {
+      double v = input_value(k, r, i, t, op);
+      std::uint64_t iv = static_cast<std::uint64_t>(static_cast<std::int64_t>(v));
+      switch (op) {
+        case models::ReduceOp::Sum: acc += v; iacc += iv; break;  // integer wraps modulo 2^64, truncated below
+        case models::ReduceOp::Prod: acc *= v; iacc *= iv; break;
+        case models::ReduceOp::Max: acc = std::max(acc, v); iacc = static_cast<std::uint64_t>(static_cast<std::int64_t>(acc)); break;
+        case models::ReduceOp::Min: acc = std::min(acc, v); iacc = static_cast<std::uint64_t>(static_cast<std::int64_t>(acc)); break;
+      }
+    }
+    store(out.data(), i, t, acc, iacc);
+  }
+  return out;
+}
+
+CheckResult compare(const void* got, const void* ref, std::uint64_t count, models::DType t, models::ReduceOp op,
+                    std::uint32_t p) {
+  CheckResult r;
+  const std::size_t esz = models::dtype_size(t);
+  const double u = unit_roundoff(t);
+  const double pd = static_cast<double>(p);
+  double abs_tol = 0, rel_tol = 0;
+  if (!is_int(t)) {
+    if (op == models::ReduceOp::Sum) abs_tol = (pd + 1) * pd * u * max_abs_input(t);
+    if (op == models::ReduceOp::Prod) rel_tol = 2 * (pd + 1) * u;
+  }
+  for (std::uint64_t i = 0; i < count; ++i) {
+    bool bad;
+    double err = 0;
+    if (is_int(t)) {
+      bad = load_bits(got, i, esz) != load_bits(ref, i, esz);
+      if (bad) err = std::fabs(load(got, i, t) - load(ref, i, t));
+    } else {
+      double g = load(got, i, t), e = load(ref, i, t);
+      err = std::fabs(g - e);
+      double tol = abs_tol + rel_tol * std::fabs(e);
+      bad = !(err <= tol);  // NaN counts as bad
+      r.tolerance = std::max(r.tolerance, tol);
+    }
+    if (bad) {
+      if (r.mismatches == 0) {
+        r.first_bad = i;
+        std::ostringstream os;
+        os << "element " << i << ": got " << load(got, i, t) << ", expected " << load(ref, i, t);
+        r.detail = os.str();
+      }
+      ++r.mismatches;
+      if (!(err <= r.max_err)) r.max_err = err;
+    }
+  }
+  return r;
+}
+
+}  // namespace sim

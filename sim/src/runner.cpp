@@ -1,0 +1,312 @@
+#include "sim/runner.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <sstream>
+
+#include <systemc>
+
+#include "hcomm/hcomm.h"
+#include "models/machine.h"
+#include "sim/driver.h"
+#include "sim/kernel.h"
+#include "sim/payload.h"
+#include "sim/trace.h"
+#include "sim/units.h"
+
+namespace sim {
+namespace {
+
+hcomm_data_type_t to_hcomm(models::DType t) {
+  switch (t) {
+    case models::DType::Int8: return HCOMM_DATA_TYPE_INT8;
+    case models::DType::Int16: return HCOMM_DATA_TYPE_INT16;
+    case models::DType::Int32: return HCOMM_DATA_TYPE_INT32;
+    case models::DType::Int64: return HCOMM_DATA_TYPE_INT64;
+    case models::DType::Fp16: return HCOMM_DATA_TYPE_FP16;
+    case models::DType::Bf16: return HCOMM_DATA_TYPE_BFP16;
+    case models::DType::Fp32: return HCOMM_DATA_TYPE_FP32;
+    case models::DType::Fp64: return HCOMM_DATA_TYPE_FP64;
+  }
+  return HCOMM_DATA_TYPE_FP32;
+}
+
+class Cluster : public sc_core::sc_module {
+ public:
+  Cluster(sc_core::sc_module_name n, const Scenario& sc, const RunOptions& opt, Trace* trace)
+      : sc_core::sc_module(n), sc_(sc), sched_("fabric"), machine_(sched_, opt.piece_bytes),
+        nranks_(static_cast<std::uint32_t>(sc.topology.npus.size())) {
+    for (const auto& npu : sc.topology.npus) {
+      models::NpuParams p = npu.params;
+      p.hbm.store_bytes = sc.store_bytes;
+      machine_.add_npu(p);
+    }
+    for (const auto& l : sc.topology.links) machine_.add_link(l.kind, l.a, l.b, l.params, l.name);
+    driver_ = std::make_unique<SimDriver>(machine_, sc.topology, trace, opt.echo_logs);
+    hcomm::set_driver(driver_.get());
+    checks_.assign(sc.workload.size(), {});
+    done_.assign(nranks_, false);
+  }
+
+  void start_ranks() {
+    for (std::uint32_t r = 0; r < nranks_; ++r) {
+      sc_core::sc_spawn_options o;
+      o.set_stack_size(kStack);
+      std::string name = "rank" + std::to_string(r);
+      sc_core::sc_process_handle h = sc_core::sc_spawn([this, r] { rank_main(r); }, name.c_str(), &o);
+      driver_->bind_process(h.name(), r);
+    }
+  }
+
+  models::Machine& machine() { return machine_; }
+  SimDriver& driver() { return *driver_; }
+  ScScheduler& sched() { return sched_; }
+  std::vector<std::string> failures;
+  struct CheckTally { std::map<std::uint32_t, std::pair<std::uint32_t, std::uint32_t>> by_rep; };  // rep -> (checked, failed)
+  std::vector<CheckTally> checks_;
+  std::vector<bool> done_;
+  std::uint32_t nranks() const { return nranks_; }
+
+ private:
+#if defined(__SANITIZE_ADDRESS__)
+  static constexpr std::size_t kStack = 1024 * 1024;
+#else
+  static constexpr std::size_t kStack = 128 * 1024;
+#endif
+
+  bool ok(std::uint32_t r, const char* what, hcomm_result_t rc) {
+    if (rc == HCOMM_SUCCESS) return true;
+    failures.push_back("rank " + std::to_string(r) + ": " + what + " failed: " + hcomm_result_string(rc));
+    return false;
+  }
+
+  // Reference results are computed once per (step, rep) and shared by the ranks that check them.
+  const std::vector<std::uint8_t>& reference(std::uint32_t step, std::uint32_t rep) {
+    auto key = std::make_pair(step, rep);
+    auto it = refs_.find(key);
+    if (it != refs_.end()) return it->second.first;
+    const WorkloadStep& w = sc_.workload[step];
+    auto ref = allreduce_reference(w.bytes / models::dtype_size(w.dtype), w.dtype, w.reduce, PayloadKey{sc_.seed, step, rep}, nranks_);
+    return refs_.emplace(key, std::make_pair(std::move(ref), 0u)).first->second.first;
+  }
+  void release_reference(std::uint32_t step, std::uint32_t rep) {
+    auto it = refs_.find({step, rep});
+    if (it != refs_.end() && ++it->second.second == nranks_) refs_.erase(it);
+  }
+
+  void rank_main(std::uint32_t r) {
+    const auto& npu = sc_.topology.npus[r];
+    hcomm_context_t ctx = nullptr;
+    hcomm_comm_t comm = nullptr;
+    hcomm_stream_t st = nullptr, st2 = nullptr;
+    if (!ok(r, "hcomm_create_context", hcomm_create_context(npu.device_id, &ctx))) return;
+    if (!ok(r, "hcomm_comm_init", hcomm_comm_init(ctx, nranks_, r, &comm)) ||
+        !ok(r, "hcomm_create_stream", hcomm_create_stream(ctx, &st)) ||
+        !ok(r, "hcomm_create_stream", hcomm_create_stream(ctx, &st2))) {
+      hcomm_destroy_context(ctx);
+      return;
+    }
+    for (std::uint32_t s = 0; s < sc_.workload.size(); ++s) {
+      const WorkloadStep& w = sc_.workload[s];
+      const std::size_t esz = models::dtype_size(w.dtype);
+      const std::uint64_t count = w.bytes / esz;
+      const bool real = sc_.store_bytes && w.check;
+      void *in = nullptr, *out = nullptr;
+      if (!ok(r, "hcomm_malloc", hcomm_malloc(ctx, std::max<std::uint64_t>(w.bytes, 1), &in)) ||
+          !ok(r, "hcomm_malloc", hcomm_malloc(ctx, std::max<std::uint64_t>(w.bytes, 1), &out)))
+        break;
+      std::vector<std::uint8_t> host(real ? w.bytes : 0);
+      for (std::uint32_t rep = 0; rep < w.repeat; ++rep) {
+        driver_->set_phase(r, s, rep);
+        PayloadKey key{sc_.seed, s, rep};
+        if (real) {
+          fill_input(host.data(), count, w.dtype, w.reduce, key, r);
+          if (!ok(r, "hcomm_memcpy_host_to_device", hcomm_memcpy_host_to_device(in, host.data(), w.bytes, st)) ||
+              !ok(r, "hcomm_stream_synchronize", hcomm_stream_synchronize(st)))
+            goto out;
+        }
+        if (w.op == "allreduce") {
+          if (!ok(r, "hcomm_allreduce", hcomm_allreduce(in, out, count, to_hcomm(w.dtype), static_cast<hcomm_reduce_op_t>(w.reduce), comm, st)) ||
+              !ok(r, "hcomm_stream_synchronize", hcomm_stream_synchronize(st)))
+            goto out;
+        } else {  // sendrecv: ranks 2k and 2k+1 exchange buffers, send and receive on separate streams
+          std::uint32_t peer = r ^ 1u;
+          hcomm_request_t reqs[2];
+          if (!ok(r, "hcomm_isend", hcomm_isend(in, count, to_hcomm(w.dtype), peer, rep, comm, st, &reqs[0])) ||
+              !ok(r, "hcomm_irecv", hcomm_irecv(out, count, to_hcomm(w.dtype), peer, rep, comm, st2, &reqs[1])) ||
+              !ok(r, "hcomm_waitall", hcomm_waitall(2, reqs)))
+            goto out;
+        }
+        for (const Fault& f : sc_.faults)
+          if (f.type == "hbm_bitflip" && f.rank == r && f.step == s && f.rep == rep) {
+            std::uint64_t a = reinterpret_cast<std::uint64_t>(out) + f.byte;
+            std::uint8_t b = 0;
+            machine_.backdoor_read(a, &b, 1);
+            b = static_cast<std::uint8_t>(b ^ (1u << f.bit));
+            machine_.backdoor_write(a, &b, 1);
+            driver_->log(r, 1, "[HCOMM_WARN] fault injected: HBM bit flip on rank " + std::to_string(r) + " at output byte " +
+                                   std::to_string(f.byte) + " bit " + std::to_string(f.bit));
+          }
+        if (real) {
+          if (!ok(r, "hcomm_memcpy_device_to_host", hcomm_memcpy_device_to_host(host.data(), out, w.bytes, st)) ||
+              !ok(r, "hcomm_stream_synchronize", hcomm_stream_synchronize(st)))
+            goto out;
+          CheckResult cr;
+          if (w.op == "allreduce") {
+            cr = compare(host.data(), reference(s, rep).data(), count, w.dtype, w.reduce, nranks_);
+            release_reference(s, rep);
+          } else {
+            std::vector<std::uint8_t> expect(w.bytes);
+            fill_input(expect.data(), count, w.dtype, w.reduce, key, r ^ 1u);
+            cr = compare(host.data(), expect.data(), count, w.dtype, models::ReduceOp::Max, 1);
+          }
+          auto& tally = checks_[s].by_rep[rep];
+          ++tally.first;
+          if (!cr.ok()) {
+            ++tally.second;
+            failures.push_back("rank " + std::to_string(r) + " step " + std::to_string(s) + " rep " + std::to_string(rep) +
+                               ": result check failed: " + std::to_string(cr.mismatches) + " wrong elements, first " + cr.detail);
+          }
+          if (trace_) trace_->check(r, s, rep, cr.ok(), cr.mismatches, cr.detail);
+        }
+      }
+    out:
+      hcomm_free(ctx, in);
+      hcomm_free(ctx, out);
+    }
+    hcomm_destroy_stream(st);
+    hcomm_destroy_stream(st2);
+    hcomm_comm_destroy(comm);
+    hcomm_destroy_context(ctx);
+    done_[r] = true;
+  }
+
+ public:
+  Trace* trace_ = nullptr;
+
+ private:
+  const Scenario& sc_;
+  ScScheduler sched_;
+  models::Machine machine_;
+  std::uint32_t nranks_;
+  std::unique_ptr<SimDriver> driver_;
+  std::map<std::pair<std::uint32_t, std::uint32_t>, std::pair<std::vector<std::uint8_t>, std::uint32_t>> refs_;
+};
+
+}  // namespace
+
+RunResult run_scenario(const Scenario& sc, const RunOptions& opt) {
+  auto wall0 = std::chrono::steady_clock::now();
+  RunResult res;
+  Trace trace;
+  Trace* tp = nullptr;
+  if (!opt.db_path.empty()) {
+    std::string why;
+    if (!trace.open(opt.db_path, &why)) throw std::runtime_error(opt.db_path + ": cannot create trace database: " + why);
+    tp = &trace;
+  }
+  configure_kernel();
+  auto cluster = std::make_unique<Cluster>("cluster", sc, opt, tp);
+  cluster->trace_ = tp;
+  const std::uint32_t n = cluster->nranks();
+  trace.run(sc.file, sc.topology.file, sc.seed, n, sc.store_bytes ? "real" : "timing");
+  for (std::uint32_t i = 0; i < n; ++i) {
+    const auto& npu = sc.topology.npus[i];
+    trace.npu(i, npu.name, npu.server, npu.device_id, npu.params.model, npu.params.hbm.capacity_bytes);
+  }
+  const auto& links = cluster->machine().links();
+  for (std::uint32_t i = 0; i < links.size(); ++i) {
+    const auto& l = links[i];
+    const auto& p = cluster->machine().ports()[l.port_ab].p;
+    trace.link(i, l.name, models::link_kind_name(l.kind), l.a == models::kHost ? -1 : static_cast<std::int64_t>(l.a),
+               static_cast<std::int64_t>(l.b), p.bandwidth_Bps, static_cast<double>(p.latency_ps) / 1e3);
+  }
+  cluster->start_ranks();
+  sc_core::sc_start();
+  res.sim_end_ps = sc_core::sc_time_stamp().value();
+  res.events = cluster->sched().events_processed();
+  res.failures = cluster->failures;
+  for (std::uint32_t r = 0; r < n; ++r)
+    if (!cluster->done_[r] && res.failures.size() < 100) res.failures.push_back("rank " + std::to_string(r) + " did not finish its workload");
+
+  // Per (step, rep): the collective's time is from the first rank's start to the last rank's end.
+  std::map<std::pair<std::uint32_t, std::uint32_t>, StepSummary> agg;
+  std::map<std::pair<std::uint32_t, std::uint32_t>, std::pair<models::Tick, models::Tick>> span;
+  for (const OpRecord& o : cluster->driver().ops()) {
+    auto k = std::make_pair(o.step, o.rep);
+    auto& s = agg[k];
+    s.step = o.step;
+    s.rep = o.rep;
+    s.kind = sc.workload[o.step].op;
+    s.bytes = sc.workload[o.step].bytes;
+    auto it = span.find(k);
+    if (it == span.end()) span[k] = {o.start, o.end};
+    else { it->second.first = std::min(it->second.first, o.start); it->second.second = std::max(it->second.second, o.end); }
+  }
+  for (auto& [k, s] : agg) {
+    auto [t0, t1] = span[k];
+    s.time_us = static_cast<double>(t1 - t0) / 1e6;
+    s.algbw_GBps = s.time_us > 0 ? static_cast<double>(s.bytes) / (s.time_us * 1e3) : 0;
+    s.busbw_GBps = s.kind == "allreduce" ? s.algbw_GBps * 2.0 * (n - 1) / n : s.algbw_GBps;
+    auto tally = cluster->checks_[s.step].by_rep.find(s.rep);
+    if (tally != cluster->checks_[s.step].by_rep.end()) { s.checked = tally->second.first; s.failed = tally->second.second; }
+    trace.summary(s.step, s.rep, s.kind, s.bytes, s.time_us, s.algbw_GBps, s.busbw_GBps);
+    res.steps.push_back(s);
+    if (sc.expect.max_op_time_us && s.time_us > *sc.expect.max_op_time_us)
+      res.failures.push_back("step " + std::to_string(s.step) + " rep " + std::to_string(s.rep) + ": time " + std::to_string(s.time_us) +
+                             " us exceeds max_op_time_us " + std::to_string(*sc.expect.max_op_time_us));
+    if (sc.expect.min_busbw_GBps && s.busbw_GBps < *sc.expect.min_busbw_GBps)
+      res.failures.push_back("step " + std::to_string(s.step) + " rep " + std::to_string(s.rep) + ": busbw " + std::to_string(s.busbw_GBps) +
+                             " GB/s below min_busbw_GBps " + std::to_string(*sc.expect.min_busbw_GBps));
+  }
+  std::size_t expected_ops = 0;
+  for (auto& w : sc.workload) expected_ops += w.repeat;
+  if (res.steps.size() != expected_ops && res.failures.empty())
+    res.failures.push_back("only " + std::to_string(res.steps.size()) + " of " + std::to_string(expected_ops) + " operations completed");
+  if (!sc.expect.checks_pass) {
+    // The scenario expects a check to fail (e.g. an injected corruption): invert that part.
+    bool any_check_failed = false;
+    std::vector<std::string> other;
+    for (auto& f : res.failures) {
+      if (f.find("result check failed") != std::string::npos) any_check_failed = true;
+      else other.push_back(f);
+    }
+    res.failures = other;
+    if (!any_check_failed) res.failures.push_back("expected a result check to fail (checks_pass: false), but all passed");
+  }
+  const auto& ports = cluster->machine().ports();
+  for (std::uint32_t i = 0; i < links.size(); ++i) {
+    const auto& a = ports[links[i].port_ab];
+    const auto& b = ports[links[i].port_ba];
+    double t = static_cast<double>(res.sim_end_ps) / 1e3;
+    trace.link_counter(i, "ab", t, a.bytes, a.pieces, static_cast<double>(a.busy_ps) / 1e3);
+    trace.link_counter(i, "ba", t, b.bytes, b.pieces, static_cast<double>(b.busy_ps) / 1e3);
+  }
+  res.exit_code = res.failures.empty() ? 0 : 1;
+  res.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
+  trace.run_end(res.sim_end_ps / 1000, res.exit_code, res.exit_code ? "expectations failed" : "ok", res.wall_s);
+  trace.close();
+  return res;
+}
+
+std::string format_summary(const Scenario& sc, const RunResult& r) {
+  std::ostringstream os;
+  char line[256];
+  std::snprintf(line, sizeof line, "%5s %5s %-10s %12s %12s %12s %12s  %s\n", "step", "rep", "op", "size", "time(us)",
+                "algbw(GB/s)", "busbw(GB/s)", "check");
+  os << line;
+  for (const auto& s : r.steps) {
+    std::string check = s.checked == 0 ? "-" : (s.failed ? "FAILED " + std::to_string(s.failed) + "/" : "ok ") + std::to_string(s.checked) + " ranks";
+    if (s.checked && !s.failed) check = "ok (" + std::to_string(s.checked) + " ranks)";
+    std::snprintf(line, sizeof line, "%5u %5u %-10s %12s %12.3f %12.2f %12.2f  %s\n", s.step, s.rep, s.kind.c_str(),
+                  format_bytes(s.bytes).c_str(), s.time_us, s.algbw_GBps, s.busbw_GBps, check.c_str());
+    os << line;
+  }
+  (void)sc;
+  return os.str();
+}
+
+}  // namespace sim

@@ -1,0 +1,101 @@
+#include "sim/units.h"
+
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+
+namespace sim {
+namespace {
+
+// Split "  12.5 GB/s " into number and unit. Only plain decimal numbers are accepted.
+bool split(const std::string& s, double* num, std::string* unit, std::string* why) {
+  std::size_t i = 0, n = s.size();
+  while (i < n && std::isspace(static_cast<unsigned char>(s[i]))) ++i;
+  std::size_t start = i;
+  bool digits = false, dot = false;
+  while (i < n && (std::isdigit(static_cast<unsigned char>(s[i])) || (s[i] == '.' && !dot))) {
+    if (s[i] == '.') dot = true; else digits = true;
+    ++i;
+  }
+  if (!digits) {
+    *why = (start < n && s[start] == '-') ? "negative values are not allowed: \"" + s + "\""
+                                          : "expected a number followed by a unit, got \"" + s + "\"";
+    return false;
+  }
+  *num = std::strtod(s.substr(start, i - start).c_str(), nullptr);
+  while (i < n && std::isspace(static_cast<unsigned char>(s[i]))) ++i;
+  std::size_t e = n;
+  while (e > i && std::isspace(static_cast<unsigned char>(s[e - 1]))) --e;
+  *unit = s.substr(i, e - i);
+  return true;
+}
+
+std::optional<std::uint64_t> finish(double v, const std::string& s, std::string* why) {
+  if (!std::isfinite(v) || v >= 1.8e19) { *why = "value out of range: \"" + s + "\""; return std::nullopt; }
+  return static_cast<std::uint64_t>(std::llround(v));
+}
+
+// Prefix multiplier of a size unit ("", K, M, G, T, Ki, Mi, Gi, Ti); returns false if unknown.
+bool prefix(const std::string& p, double* mult) {
+  static const struct { const char* p; double m; } tab[] = {
+      {"", 1}, {"K", 1e3}, {"k", 1e3}, {"M", 1e6}, {"G", 1e9}, {"T", 1e12},
+      {"Ki", 1024.0}, {"Mi", 1048576.0}, {"Gi", 1073741824.0}, {"Ti", 1099511627776.0}};
+  for (auto& t : tab) if (p == t.p) { *mult = t.m; return true; }
+  return false;
+}
+
+}  // namespace
+
+std::optional<std::uint64_t> parse_bandwidth(const std::string& s, std::string* why) {
+  double v; std::string u;
+  if (!split(s, &v, &u, why)) return std::nullopt;
+  if (u.size() < 3 || u.compare(u.size() - 2, 2, "/s") != 0) {
+    *why = "bandwidth needs a unit such as GB/s or Gb/s, got \"" + s + "\"";
+    return std::nullopt;
+  }
+  char kind = u[u.size() - 3];
+  double m;
+  if ((kind != 'B' && kind != 'b') || !prefix(u.substr(0, u.size() - 3), &m)) {
+    *why = "unknown bandwidth unit \"" + u + "\" (use B/s, KB/s, MB/s, GB/s, TB/s, GiB/s, Gb/s, ...)";
+    return std::nullopt;
+  }
+  v *= m;
+  if (kind == 'b') v /= 8;
+  if (v <= 0) { *why = "bandwidth must be positive: \"" + s + "\""; return std::nullopt; }
+  return finish(v, s, why);
+}
+
+std::optional<std::uint64_t> parse_size(const std::string& s, std::string* why) {
+  double v; std::string u;
+  if (!split(s, &v, &u, why)) return std::nullopt;
+  double m;
+  if (u.empty() || u.back() != 'B' || !prefix(u.substr(0, u.size() - 1), &m)) {
+    *why = "unknown size unit \"" + u + "\" (use B, KB, MB, GB, KiB, MiB, GiB, TiB)";
+    return std::nullopt;
+  }
+  return finish(v * m, s, why);
+}
+
+std::optional<std::uint64_t> parse_duration(const std::string& s, std::string* why) {
+  double v; std::string u;
+  if (!split(s, &v, &u, why)) return std::nullopt;
+  static const struct { const char* u; double ps; } tab[] = {
+      {"ps", 1}, {"ns", 1e3}, {"us", 1e6}, {"\xC2\xB5s", 1e6}, {"ms", 1e9}, {"s", 1e12}};
+  for (auto& t : tab) if (u == t.u) return finish(v * t.ps, s, why);
+  *why = "unknown time unit \"" + u + "\" (use ps, ns, us, ms, s)";
+  return std::nullopt;
+}
+
+std::string format_bytes(std::uint64_t b) {
+  static const char* u[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int i = 0;
+  double v = static_cast<double>(b);
+  while (v >= 1024 && i < 4) { v /= 1024; ++i; }
+  char buf[32];
+  if (v == std::floor(v)) std::snprintf(buf, sizeof buf, "%.0f %s", v, u[i]);
+  else std::snprintf(buf, sizeof buf, "%.2f %s", v, u[i]);
+  return buf;
+}
+
+}  // namespace sim

@@ -1,0 +1,143 @@
+// hcsim: command-line front end of the simulator.
+//   hcsim run [SCENARIO] [--db FILE] [--no-trace] [--quiet]
+//   hcsim validate FILE...
+// Exit codes: 0 ran and every expectation held; 1 an expectation failed; 2 bad input or usage.
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <systemc>
+
+#include "sim/runner.h"
+#include "sim/scenario.h"
+#include "sim/topology.h"
+#include "sim/units.h"
+
+namespace {
+
+const char* kUsage =
+    "usage: hcsim <command> [options]\n"
+    "\n"
+    "commands:\n"
+    "  run [SCENARIO] [--db FILE] [--no-trace] [--quiet]\n"
+    "        run a scenario (default: scenarios/quickstart.json); the trace goes to FILE\n"
+    "        (default: ./<scenario name>.hcsim.db)\n"
+    "  validate FILE...\n"
+    "        check topology and scenario files; every problem is printed as file: /pointer: reason\n"
+    "  --help, --version\n"
+    "\n"
+    "exit codes: 0 ok, 1 an expectation failed, 2 bad input or usage\n";
+
+int usage_error(const std::string& msg) {
+  std::fprintf(stderr, "hcsim: %s\n\n%s", msg.c_str(), kUsage);
+  return 2;
+}
+
+bool exists(const std::string& p) { return std::ifstream(p).good(); }
+
+std::string default_scenario() {
+  const std::string rel = "scenarios/quickstart.json";
+  if (exists(rel)) return rel;
+  return std::string(HCSIM_SOURCE_DIR) + "/" + rel;
+}
+
+int cmd_validate(const std::vector<std::string>& files) {
+  if (files.empty()) return usage_error("validate needs at least one file");
+  int rc = 0;
+  for (const auto& f : files) {
+    sim::Diagnostics d(f);
+    auto j = sim::read_json_file(f, d);
+    std::vector<std::string> errs;
+    if (j && j->is_object() && j->contains("format") && (*j)["format"] == "hcsim-scenario") {
+      if (!sim::load_scenario(f, &errs)) rc = 2;
+    } else if (j) {
+      if (!sim::topology_from_json(*j, d)) rc = 2;
+      errs = d.messages();
+    } else {
+      errs = d.messages();
+      rc = 2;
+    }
+    for (auto& e : errs) std::fprintf(stderr, "%s\n", e.c_str());
+    if (errs.empty()) std::printf("%s: ok\n", f.c_str());
+  }
+  return rc;
+}
+
+int cmd_run(const std::vector<std::string>& args) {
+  std::string scenario, db;
+  bool no_trace = false, quiet = false, db_set = false;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--db") {
+      if (i + 1 >= args.size()) return usage_error("--db needs a file name");
+      db = args[++i];
+      db_set = true;
+    } else if (a.rfind("--db=", 0) == 0) {
+      db = a.substr(5);
+      db_set = true;
+    } else if (a == "--no-trace") {
+      no_trace = true;
+    } else if (a == "--quiet" || a == "-q") {
+      quiet = true;
+    } else if (!a.empty() && a[0] == '-') {
+      return usage_error("unknown option " + a);
+    } else if (scenario.empty()) {
+      scenario = a;
+    } else {
+      return usage_error("run takes one scenario, got a second: " + a);
+    }
+  }
+  if (scenario.empty()) scenario = default_scenario();
+  if (db_set && db.empty()) return usage_error("--db needs a file name");
+  std::vector<std::string> errs;
+  auto sc = sim::load_scenario(scenario, &errs);
+  if (!sc) {
+    for (auto& e : errs) std::fprintf(stderr, "%s\n", e.c_str());
+    return 2;
+  }
+  if (!db_set) db = sc->name + ".hcsim.db";
+  sim::RunOptions opt;
+  opt.db_path = no_trace ? "" : db;
+  opt.echo_logs = !quiet;
+  std::printf("hcsim: scenario %s (%s)\n", sc->name.c_str(), scenario.c_str());
+  std::printf("hcsim: topology %s: %zu servers, %zu NPUs, %zu HCCS links; payload %s\n", sc->topology.name.c_str(),
+              sc->topology.servers.size(), sc->topology.npus.size(), sc->topology.links.size(),
+              sc->store_bytes ? "real bytes (checked)" : "timing only");
+  if (!opt.db_path.empty()) std::printf("hcsim: trace database %s\n", opt.db_path.c_str());
+  std::fflush(stdout);
+  sim::RunResult r;
+  try {
+    r = sim::run_scenario(*sc, opt);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "hcsim: %s\n", e.what());
+    return 2;
+  }
+  std::printf("%s", sim::format_summary(*sc, r).c_str());
+  std::printf("hcsim: simulated %.3f us, %llu fabric events, %.2f s wall\n", static_cast<double>(r.sim_end_ps) / 1e6,
+              static_cast<unsigned long long>(r.events), r.wall_s);
+  for (auto& f : r.failures) std::printf("FAIL: %s\n", f.c_str());
+  std::printf("hcsim: %s\n", r.exit_code == 0 ? "PASS: all expectations held" : "FAIL: expectations not met");
+  return r.exit_code;
+}
+
+}  // namespace
+
+int sc_main(int argc, char* argv[]) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty()) return usage_error("no command given");
+  const std::string cmd = args[0];
+  std::vector<std::string> rest(args.begin() + 1, args.end());
+  if (cmd == "--help" || cmd == "-h" || cmd == "help") { std::printf("%s", kUsage); return 0; }
+  if (cmd == "--version") { std::printf("hcsim %s (SystemC %s)\n", HCSIM_VERSION, sc_core::sc_release()); return 0; }
+  if (cmd == "run") return cmd_run(rest);
+  if (cmd == "validate") return cmd_validate(rest);
+  return usage_error("unknown command \"" + cmd + "\"");
+}
+
+int main(int argc, char* argv[]) {
+  setenv("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1", 1);
+  return sc_core::sc_elab_and_sim(argc, argv);
+}
