@@ -9,11 +9,11 @@
 
 namespace models {
 
-std::uint8_t* SparseMemory::page_for_write(std::uint64_t page) {
+std::uint8_t* SparseMemory::page_for_write(std::uint64_t page, bool whole) {
   auto& p = pages_[page];
   if (!p) {
     p.reset(new std::uint8_t[kPageBytes]);
-    std::memset(p.get(), 0, kPageBytes);
+    if (!whole) std::memset(p.get(), 0, kPageBytes);  // a write covering the page needs no zeroing
   }
   return p.get();
 }
@@ -25,7 +25,7 @@ void SparseMemory::write(std::uint64_t offset, const void* src, std::uint64_t le
   while (len > 0) {
     std::uint64_t page = offset / kPageBytes, in = offset % kPageBytes;
     std::uint64_t n = std::min(len, kPageBytes - in);
-    std::memcpy(page_for_write(page) + in, s, n);
+    std::memcpy(page_for_write(page, n == kPageBytes) + in, s, n);
     s += n; offset += n; len -= n;
   }
 }
@@ -56,7 +56,7 @@ void SparseMemory::reduce(std::uint64_t offset, const void* src, std::uint64_t l
     std::uint64_t n = std::min(len, kPageBytes - in);
     n -= n % esz;
     if (n == 0) throw std::invalid_argument("HBM reduce: misaligned element");
-    reduce_inplace(page_for_write(page) + in, s, n, static_cast<DType>(dtype), static_cast<ReduceOp>(op));
+    reduce_inplace(page_for_write(page, false) + in, s, n, static_cast<DType>(dtype), static_cast<ReduceOp>(op));
     s += n; offset += n; len -= n;
   }
 }

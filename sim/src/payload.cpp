@@ -73,9 +73,12 @@ std::uint64_t load_bits(const void* buf, std::uint64_t i, std::size_t esz) {
 
 }  // namespace
 
-double input_value(const PayloadKey& k, std::uint32_t rank, std::uint64_t i, models::DType t, models::ReduceOp op) {
-  std::uint64_t h = mix(k.seed ^ mix((static_cast<std::uint64_t>(rank) << 40) ^ (static_cast<std::uint64_t>(k.step) << 20) ^ k.rep) ^ mix(i));
-  const bool prod = op == models::ReduceOp::Prod;
+namespace {
+std::uint64_t stream_base(const PayloadKey& k, std::uint32_t rank) {
+  return mix(k.seed ^ mix((static_cast<std::uint64_t>(rank) << 40) ^ (static_cast<std::uint64_t>(k.step) << 20) ^ k.rep));
+}
+// One splitmix per element; the value grids are chosen so that sums of up to 8 ranks are exact.
+inline double value_from(std::uint64_t h, models::DType t, bool prod) {
   if (is_int(t)) return prod ? static_cast<double>(h % 5) - 2 : static_cast<double>(h % 201) - 100;
   switch (t) {
     case models::DType::Fp16: return prod ? 1 + (static_cast<double>(h % 16) - 8) / 64 : (static_cast<double>(h % 64) - 32) / 16;
@@ -83,33 +86,55 @@ double input_value(const PayloadKey& k, std::uint32_t rank, std::uint64_t i, mod
     default: return prod ? 1 + (static_cast<double>(h % 64) - 32) / 1024 : (static_cast<double>(h % 8192) - 4096) / 1024;
   }
 }
+}  // namespace
+
+double input_value(const PayloadKey& k, std::uint32_t rank, std::uint64_t i, models::DType t, models::ReduceOp op) {
+  return value_from(mix(stream_base(k, rank) + i * 0x9e3779b97f4a7c15ULL), t, op == models::ReduceOp::Prod);
+}
 
 void fill_input(void* buf, std::uint64_t count, models::DType t, models::ReduceOp op, const PayloadKey& k, std::uint32_t rank) {
+  const std::uint64_t base = stream_base(k, rank);
+  const bool prod = op == models::ReduceOp::Prod;
+  if (t == models::DType::Fp32) {  // the common case, kept tight
+    auto* f = static_cast<float*>(buf);
+    for (std::uint64_t i = 0; i < count; ++i)
+      f[i] = static_cast<float>(value_from(mix(base + i * 0x9e3779b97f4a7c15ULL), t, prod));
+    return;
+  }
   for (std::uint64_t i = 0; i < count; ++i) {
-    double v = input_value(k, rank, i, t, op);
+    double v = value_from(mix(base + i * 0x9e3779b97f4a7c15ULL), t, prod);
     store(buf, i, t, v, static_cast<std::uint64_t>(static_cast<std::int64_t>(v)));
   }
 }
 
 std::vector<std::uint8_t> allreduce_reference(std::uint64_t count, models::DType t, models::ReduceOp op,
                                               const PayloadKey& k, std::uint32_t nranks) {
-  const std::size_t esz = models::dtype_size(t);
-  std::vector<std::uint8_t> out(count * esz);
-  for (std::uint64_t i = 0; i < count; ++i) {
-    double acc = input_value(k, 0, i, t, op);
-    std::uint64_t iacc = static_cast<std::uint64_t>(static_cast<std::int64_t>(acc));
-    for (std::uint32_t r = 1; r < nranks; ++r) {
-      double v = input_value(k, r, i, t, op);
-      std::uint64_t iv = static_cast<std::uint64_t>(static_cast<std::int64_t>(v));
-      switch (op) {
-        case models::ReduceOp::Sum: acc += v; iacc += iv; break;  // integer wraps modulo 2^64, truncated below
-        case models::ReduceOp::Prod: acc *= v; iacc *= iv; break;
-        case models::ReduceOp::Max: acc = std::max(acc, v); iacc = static_cast<std::uint64_t>(static_cast<std::int64_t>(acc)); break;
-        case models::ReduceOp::Min: acc = std::min(acc, v); iacc = static_cast<std::uint64_t>(static_cast<std::int64_t>(acc)); break;
+  // Ranks outer, elements inner: accumulate in double (floats) and in wrapping uint64 (integers).
+  const bool prod = op == models::ReduceOp::Prod;
+  std::vector<double> acc(count);
+  std::vector<std::uint64_t> iacc(is_int(t) ? count : 0);
+  for (std::uint32_t r = 0; r < nranks; ++r) {
+    const std::uint64_t base = stream_base(k, r);
+    for (std::uint64_t i = 0; i < count; ++i) {
+      double v = value_from(mix(base + i * 0x9e3779b97f4a7c15ULL), t, prod);
+      if (r == 0) acc[i] = v;
+      else switch (op) {
+        case models::ReduceOp::Sum: acc[i] += v; break;
+        case models::ReduceOp::Prod: acc[i] *= v; break;
+        case models::ReduceOp::Max: acc[i] = std::max(acc[i], v); break;
+        case models::ReduceOp::Min: acc[i] = std::min(acc[i], v); break;
+      }
+      if (!iacc.empty()) {
+        auto iv = static_cast<std::uint64_t>(static_cast<std::int64_t>(v));
+        if (r == 0) iacc[i] = iv;
+        else if (op == models::ReduceOp::Sum) iacc[i] += iv;  // wraps modulo 2^64; truncated on store
+        else if (op == models::ReduceOp::Prod) iacc[i] *= iv;
+        else iacc[i] = static_cast<std::uint64_t>(static_cast<std::int64_t>(acc[i]));
       }
     }
-    store(out.data(), i, t, acc, iacc);
   }
+  std::vector<std::uint8_t> out(count * models::dtype_size(t));
+  for (std::uint64_t i = 0; i < count; ++i) store(out.data(), i, t, acc[i], iacc.empty() ? 0 : iacc[i]);
   return out;
 }
 
@@ -123,6 +148,10 @@ CheckResult compare(const void* got, const void* ref, std::uint64_t count, model
   if (!is_int(t)) {
     if (op == models::ReduceOp::Sum) abs_tol = (pd + 1) * pd * u * max_abs_input(t);
     if (op == models::ReduceOp::Prod) rel_tol = 2 * (pd + 1) * u;
+  }
+  if (std::memcmp(got, ref, count * esz) == 0) {  // fast path: identical bytes need no arithmetic
+    r.tolerance = abs_tol;
+    return r;
   }
   for (std::uint64_t i = 0; i < count; ++i) {
     bool bad;

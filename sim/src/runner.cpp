@@ -118,13 +118,13 @@ class Cluster : public sc_core::sc_module {
       if (!ok(r, "hcomm_malloc", hcomm_malloc(ctx, std::max<std::uint64_t>(w.bytes, 1), &in)) ||
           !ok(r, "hcomm_malloc", hcomm_malloc(ctx, std::max<std::uint64_t>(w.bytes, 1), &out)))
         break;
-      std::vector<std::uint8_t> host(real ? w.bytes : 0);
+      std::unique_ptr<std::uint8_t[]> host(new std::uint8_t[real ? w.bytes : 1]);  // no zero-fill: fully written
       for (std::uint32_t rep = 0; rep < w.repeat; ++rep) {
         driver_->set_phase(r, s, rep);
         PayloadKey key{sc_.seed, s, rep};
         if (real) {
-          fill_input(host.data(), count, w.dtype, w.reduce, key, r);
-          if (!ok(r, "hcomm_memcpy_host_to_device", hcomm_memcpy_host_to_device(in, host.data(), w.bytes, st)) ||
+          fill_input(host.get(), count, w.dtype, w.reduce, key, r);
+          if (!ok(r, "hcomm_memcpy_host_to_device", hcomm_memcpy_host_to_device(in, host.get(), w.bytes, st)) ||
               !ok(r, "hcomm_stream_synchronize", hcomm_stream_synchronize(st)))
             goto out;
         }
@@ -151,17 +151,17 @@ class Cluster : public sc_core::sc_module {
                                    std::to_string(f.byte) + " bit " + std::to_string(f.bit));
           }
         if (real) {
-          if (!ok(r, "hcomm_memcpy_device_to_host", hcomm_memcpy_device_to_host(host.data(), out, w.bytes, st)) ||
+          if (!ok(r, "hcomm_memcpy_device_to_host", hcomm_memcpy_device_to_host(host.get(), out, w.bytes, st)) ||
               !ok(r, "hcomm_stream_synchronize", hcomm_stream_synchronize(st)))
             goto out;
           CheckResult cr;
           if (w.op == "allreduce") {
-            cr = compare(host.data(), reference(s, rep).data(), count, w.dtype, w.reduce, nranks_);
+            cr = compare(host.get(), reference(s, rep).data(), count, w.dtype, w.reduce, nranks_);
             release_reference(s, rep);
           } else {
             std::vector<std::uint8_t> expect(w.bytes);
             fill_input(expect.data(), count, w.dtype, w.reduce, key, r ^ 1u);
-            cr = compare(host.data(), expect.data(), count, w.dtype, models::ReduceOp::Max, 1);
+            cr = compare(host.get(), expect.data(), count, w.dtype, models::ReduceOp::Max, 1);
           }
           auto& tally = checks_[s].by_rep[rep];
           ++tally.first;

@@ -37,7 +37,7 @@ class SparseMemory {
   std::uint64_t pages_allocated() const { return pages_.size(); }
 
  private:
-  std::uint8_t* page_for_write(std::uint64_t page);
+  std::uint8_t* page_for_write(std::uint64_t page, bool whole);
   std::uint64_t capacity_;
   bool store_;
   std::unordered_map<std::uint64_t, std::unique_ptr<std::uint8_t[]>> pages_;  // lookups only, never iterated
