@@ -64,7 +64,7 @@ class EventQueue {
 class StandaloneScheduler final : public Scheduler {
  public:
   Tick now() const override { return now_; }
-  void schedule(Tick at, EventHandler* h, std::uint64_t a, std::uint64_t b) override {
+  void schedule(Tick at, EventHandler* h, std::uint64_t a = 0, std::uint64_t b = 0) override {
     q_.push(at < now_ ? now_ : at, h, a, b);
   }
   /// Process events until none remain or time would pass `limit`. Returns events processed.

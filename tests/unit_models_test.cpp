@@ -1,0 +1,275 @@
+// Model cores without a kernel, each against an independent reference (closed-form timing,
+// a reference memory, host arithmetic).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <random>
+#include <vector>
+
+#include "models/event_queue.h"
+#include "models/hbm.h"
+#include "models/machine.h"
+#include "models/reduce.h"
+
+using namespace models;
+
+namespace {
+
+// Closed form in double, independent of serialization_ps's integer arithmetic.
+Tick expected_ps(double bytes, double Bps) { return static_cast<Tick>(std::ceil(bytes * 1e12 / Bps - 1e-6)); }
+
+struct Recorder : MachineListener {
+  std::map<std::uint32_t, Tick> idle_at;
+  std::vector<std::string> errors;
+  Scheduler* s = nullptr;
+  void on_stream_idle(std::uint32_t st) override { idle_at[st] = s->now(); }
+  void on_marker(std::uint32_t, std::uint32_t, std::uint64_t, Tick) override {}
+  void on_task_error(std::uint32_t, const std::string& why) override { errors.push_back(why); }
+};
+
+NpuParams bare_npu() {  // no dispatch/setup overheads: timing is the link's alone
+  NpuParams p;
+  p.task_dispatch_ps = 0;
+  p.sdma_setup_ps = 0;
+  p.notify_local_ps = 0;
+  p.sdma_bandwidth_Bps = 1000ULL * 1000 * 1000 * 1000;  // 1 TB/s: never the bottleneck
+  p.hbm.capacity_bytes = 1ULL << 30;
+  return p;
+}
+
+}  // namespace
+
+TEST(Time, SerializationRoundsUpToPicoseconds) {
+  EXPECT_EQ(serialization_ps(28, 28ULL * 1000 * 1000 * 1000), 1000u);  // 28 B at 28 GB/s = 1 ns
+  EXPECT_EQ(serialization_ps(1, 3), 333333333334u);                    // 1/3 s rounded up
+  EXPECT_EQ(serialization_ps(64ULL << 30, 1000000000ULL), 68719476736000ULL);  // 64 GiB * 1e12 needs 128 bits
+  EXPECT_EQ(serialization_ps(64ULL << 30, 1), kTickMax);                          // saturates, never wraps
+  EXPECT_EQ(serialization_ps(0, 5), 0u);
+}
+
+TEST(EventQueue, OrdersByTimeThenInsertion) {
+  struct H : EventHandler {
+    std::vector<std::uint64_t> seen;
+    void on_event(std::uint64_t a, std::uint64_t) override { seen.push_back(a); }
+  } h;
+  StandaloneScheduler s;
+  s.schedule(30, &h, 3);
+  s.schedule(10, &h, 1);
+  s.schedule(30, &h, 4);
+  s.schedule(10, &h, 2);
+  s.run();
+  EXPECT_EQ(h.seen, (std::vector<std::uint64_t>{1, 2, 3, 4}));
+}
+
+// The idle-path time of one HCCS transfer is exactly bytes/bandwidth + latency.
+TEST(HccsLink, IdleTransferIsSerializationPlusLatency) {
+  for (std::uint64_t bytes : {1ULL, 4096ULL, 1ULL << 20, 3ULL << 20, 64ULL << 20}) {
+    StandaloneScheduler sch;
+    Recorder rec;
+    rec.s = &sch;
+    Machine m(sch, 256 * 1024);
+    m.set_listener(&rec);
+    m.add_npu(bare_npu());
+    m.add_npu(bare_npu());
+    LinkParams lp{28ULL * 1000 * 1000 * 1000, 500 * kPsPerNs};
+    m.add_link(LinkKind::Hccs, 0, 1, lp, "l");
+    std::uint32_t st = m.create_stream(0);
+    Task t;
+    t.kind = TaskKind::Copy;
+    t.src = npu_base_addr(0);
+    t.dst = npu_base_addr(1);
+    t.bytes = bytes;
+    m.submit(st, t);
+    sch.run();
+    // Pieces leave back to back, so the total equals one serialization of all bytes (to the ps
+    // rounding of each piece).
+    Tick pieces = (bytes + m.piece_bytes() - 1) / m.piece_bytes();
+    Tick expect = expected_ps(static_cast<double>(bytes), 28e9) + 500 * kPsPerNs;
+    EXPECT_GE(rec.idle_at[st], expect) << bytes;
+    EXPECT_LE(rec.idle_at[st], expect + pieces) << bytes;  // at most 1 ps of rounding per piece
+    EXPECT_EQ(m.ports()[m.links()[2].port_ab].bytes, bytes);
+  }
+}
+
+// Two transfers on one port: the second waits exactly the first one's serialization backlog.
+TEST(HccsLink, SecondTransferWaitsTheBacklog) {
+  StandaloneScheduler sch;
+  Recorder rec;
+  rec.s = &sch;
+  Machine m(sch, 1ULL << 30);  // one piece per transfer
+  m.set_listener(&rec);
+  m.add_npu(bare_npu());
+  m.add_npu(bare_npu());
+  LinkParams lp{10ULL * 1000 * 1000 * 1000, 700 * kPsPerNs};
+  m.add_link(LinkKind::Hccs, 0, 1, lp, "l");
+  std::uint32_t a = m.create_stream(0), b = m.create_stream(0);
+  Task t;
+  t.kind = TaskKind::Copy;
+  t.src = npu_base_addr(0);
+  t.dst = npu_base_addr(1);
+  t.bytes = 1000000;  // 100 us at 10 GB/s
+  m.submit(a, t);
+  t.bytes = 500000;   // 50 us
+  m.submit(b, t);
+  sch.run();
+  EXPECT_EQ(rec.idle_at[a], 100 * kPsPerUs + 700 * kPsPerNs);
+  EXPECT_EQ(rec.idle_at[b], 150 * kPsPerUs + 700 * kPsPerNs);  // 100 us backlog + its own 50 us
+}
+
+TEST(Machine, CopyMovesRealBytesAndReduceCopyReduces) {
+  StandaloneScheduler sch;
+  Recorder rec;
+  rec.s = &sch;
+  Machine m(sch, 4096);
+  m.set_listener(&rec);
+  m.add_npu(bare_npu());
+  m.add_npu(bare_npu());
+  m.add_link(LinkKind::Hccs, 0, 1, LinkParams{}, "l");
+  const std::size_t n = 10000;
+  std::vector<std::int32_t> a(n), b(n);
+  for (std::size_t i = 0; i < n; ++i) { a[i] = static_cast<std::int32_t>(i * 7 - 3000); b[i] = static_cast<std::int32_t>(i); }
+  m.backdoor_write(npu_base_addr(0), a.data(), n * 4);
+  m.backdoor_write(npu_base_addr(1) + 4096, b.data(), n * 4);
+  std::uint32_t st = m.create_stream(0);
+  Task t;
+  t.kind = TaskKind::ReduceCopy;
+  t.src = npu_base_addr(0);
+  t.dst = npu_base_addr(1) + 4096;
+  t.bytes = n * 4;
+  t.dtype = DType::Int32;
+  t.op = ReduceOp::Sum;
+  m.submit(st, t);
+  sch.run();
+  std::vector<std::int32_t> got(n);
+  m.backdoor_read(npu_base_addr(1) + 4096, got.data(), n * 4);
+  for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(got[i], a[i] + b[i]) << i;
+  EXPECT_TRUE(rec.errors.empty());
+}
+
+TEST(Machine, NotifyWaitBlocksUntilRemoteRecord) {
+  StandaloneScheduler sch;
+  Recorder rec;
+  rec.s = &sch;
+  Machine m(sch);
+  m.set_listener(&rec);
+  m.add_npu(bare_npu());
+  m.add_npu(bare_npu());
+  m.add_link(LinkKind::Hccs, 0, 1, LinkParams{28ULL * 1000 * 1000 * 1000, 500 * kPsPerNs}, "l");
+  std::uint32_t s0 = m.create_stream(0), s1 = m.create_stream(1);
+  Task w;
+  w.kind = TaskKind::NotifyWait;
+  w.key = 42;
+  m.submit(s1, w);
+  sch.run();
+  EXPECT_FALSE(m.stream_idle(s1));  // parked
+  Task r;
+  r.kind = TaskKind::NotifyRecord;
+  r.target = 1;
+  r.key = 42;
+  m.submit(s0, r);
+  sch.run();
+  EXPECT_TRUE(m.stream_idle(s1));
+  // A 4-byte register write: serialization (ceil of 4 B at 28 GB/s) + 0.5 us latency.
+  EXPECT_EQ(rec.idle_at[s1], serialization_ps(4, 28ULL * 1000 * 1000 * 1000) + 500 * kPsPerNs);
+}
+
+TEST(Machine, BadAddressFailsTheStreamWithAMessage) {
+  StandaloneScheduler sch;
+  Recorder rec;
+  rec.s = &sch;
+  Machine m(sch);
+  m.set_listener(&rec);
+  m.add_npu(bare_npu());
+  std::uint32_t st = m.create_stream(0);
+  Task t;
+  t.kind = TaskKind::Copy;
+  t.src = npu_base_addr(0);
+  t.dst = npu_base_addr(0) + (2ULL << 30);  // beyond 1 GiB of HBM
+  t.bytes = 16;
+  m.submit(st, t);
+  sch.run();
+  ASSERT_EQ(rec.errors.size(), 1u);
+  EXPECT_NE(rec.errors[0].find("exceeds HBM"), std::string::npos);
+  EXPECT_TRUE(m.stream_failed(st));
+}
+
+TEST(SparseMemory, MatchesAReferenceMemory) {
+  SparseMemory mem(1ULL << 30);
+  std::vector<std::uint8_t> ref(1 << 20, 0);  // reference over the first MiB
+  std::mt19937_64 rng(7);
+  for (int k = 0; k < 200; ++k) {
+    std::uint64_t off = rng() % (ref.size() - 5000), len = rng() % 5000;
+    std::vector<std::uint8_t> buf(len);
+    for (auto& x : buf) x = static_cast<std::uint8_t>(rng());
+    mem.write(off, buf.data(), len);
+    std::memcpy(ref.data() + off, buf.data(), len);
+  }
+  std::vector<std::uint8_t> got(ref.size());
+  mem.read(0, got.data(), got.size());
+  EXPECT_EQ(got, ref);
+  EXPECT_LE(mem.pages_allocated(), 16u + 1);  // only the touched 64 KiB pages
+  EXPECT_THROW(mem.write((1ULL << 30) - 2, got.data(), 4), std::out_of_range);
+}
+
+TEST(SparseMemory, TimingOnlyStoresNothing) {
+  SparseMemory mem(1ULL << 40, false);
+  std::vector<std::uint8_t> buf(1 << 20, 0xab);
+  mem.write(123, buf.data(), buf.size());
+  EXPECT_EQ(mem.pages_allocated(), 0u);
+  mem.read(123, buf.data(), 16);
+  EXPECT_EQ(buf[0], 0);
+}
+
+// Integer reductions are bit-exact against host arithmetic (wrapping modulo 2^bits).
+TEST(Reduce, IntegersAreBitExact) {
+  std::mt19937_64 rng(1);
+  for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Prod, ReduceOp::Max, ReduceOp::Min}) {
+    std::vector<std::int8_t> a(1000), b(1000);
+    std::vector<std::int64_t> c(1000), d(1000);
+    for (int i = 0; i < 1000; ++i) {
+      a[i] = static_cast<std::int8_t>(rng()); b[i] = static_cast<std::int8_t>(rng());
+      c[i] = static_cast<std::int64_t>(rng()); d[i] = static_cast<std::int64_t>(rng());
+    }
+    auto a0 = a;
+    auto c0 = c;
+    reduce_inplace(a.data(), b.data(), a.size(), DType::Int8, op);
+    reduce_inplace(c.data(), d.data(), c.size() * 8, DType::Int64, op);
+    for (int i = 0; i < 1000; ++i) {
+      int x = a0[i], y = b[i];
+      int e8 = op == ReduceOp::Sum ? x + y : op == ReduceOp::Prod ? x * y : op == ReduceOp::Max ? std::max(x, y) : std::min(x, y);
+      ASSERT_EQ(a[i], static_cast<std::int8_t>(static_cast<std::uint8_t>(e8 & 0xff))) << i;
+      std::uint64_t ux = static_cast<std::uint64_t>(c0[i]), uy = static_cast<std::uint64_t>(d[i]);
+      std::int64_t e64 = op == ReduceOp::Sum ? static_cast<std::int64_t>(ux + uy)
+                         : op == ReduceOp::Prod ? static_cast<std::int64_t>(ux * uy)
+                         : op == ReduceOp::Max ? std::max(c0[i], d[i]) : std::min(c0[i], d[i]);
+      ASSERT_EQ(c[i], e64) << i;
+    }
+  }
+}
+
+// fp16/bf16: the result is the correctly rounded fp32 result (tolerance: half an ulp of the type).
+TEST(Reduce, HalfAndBfloatWithinHalfUlp) {
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> dist(-100.f, 100.f);
+  for (int i = 0; i < 5000; ++i) {
+    float x = dist(rng), y = dist(rng);
+    std::uint16_t hx = float_to_half(x), hy = float_to_half(y);
+    std::uint16_t bx = float_to_bf16(x), by = float_to_bf16(y);
+    std::uint16_t hr = hx, br = bx;
+    reduce_inplace(&hr, &hy, 2, DType::Fp16, ReduceOp::Sum);
+    reduce_inplace(&br, &by, 2, DType::Bf16, ReduceOp::Sum);
+    double exact_h = static_cast<double>(half_to_float(hx)) + half_to_float(hy);
+    double exact_b = static_cast<double>(bf16_to_float(bx)) + bf16_to_float(by);
+    double ulp_h = std::ldexp(1.0, std::ilogb(exact_h == 0 ? 1 : exact_h) - 10);
+    double ulp_b = std::ldexp(1.0, std::ilogb(exact_b == 0 ? 1 : exact_b) - 7);
+    ASSERT_LE(std::fabs(half_to_float(hr) - exact_h), ulp_h / 2 + 1e-12) << x << " + " << y;
+    ASSERT_LE(std::fabs(bf16_to_float(br) - exact_b), ulp_b / 2 + 1e-12) << x << " + " << y;
+  }
+  EXPECT_EQ(float_to_half(1.0f), 0x3c00);
+  EXPECT_EQ(float_to_half(65504.0f), 0x7bff);
+  EXPECT_EQ(float_to_half(1e6f), 0x7c00);       // overflow to +inf
+  EXPECT_EQ(half_to_float(0x0001), std::ldexp(1.0f, -24));  // smallest subnormal
+  EXPECT_EQ(float_to_bf16(1.0f), 0x3f80);
+}

@@ -1,0 +1,164 @@
+// sim/ pieces that need no kernel: units, strict JSON reading, topology validation, payload checks.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <fstream>
+
+#include "sim/json_reader.h"
+#include "sim/payload.h"
+#include "sim/scenario.h"
+#include "sim/topology.h"
+#include "sim/units.h"
+
+using namespace sim;
+
+TEST(Units, Bandwidth) {
+  std::string why;
+  EXPECT_EQ(parse_bandwidth("28GB/s", &why), 28000000000ULL);
+  EXPECT_EQ(parse_bandwidth("200Gb/s", &why), 25000000000ULL);
+  EXPECT_EQ(parse_bandwidth("1.6TB/s", &why), 1600000000000ULL);
+  EXPECT_EQ(parse_bandwidth("1GiB/s", &why), 1073741824ULL);
+  EXPECT_FALSE(parse_bandwidth("28GB", &why));
+  EXPECT_FALSE(parse_bandwidth("-5GB/s", &why));
+  EXPECT_NE(why.find("negative"), std::string::npos);
+  EXPECT_FALSE(parse_bandwidth("fast", &why));
+  EXPECT_FALSE(parse_bandwidth("0GB/s", &why));
+  EXPECT_FALSE(parse_bandwidth("1e400GB/s", &why));
+}
+
+TEST(Units, SizeAndDuration) {
+  std::string why;
+  EXPECT_EQ(parse_size("64MiB", &why), 64ULL << 20);
+  EXPECT_EQ(parse_size("64GB", &why), 64000000000ULL);
+  EXPECT_EQ(parse_size("512 B", &why), 512u);
+  EXPECT_FALSE(parse_size("64", &why));
+  EXPECT_FALSE(parse_size("99999999999999999999999TiB", &why));
+  EXPECT_EQ(parse_duration("500ns", &why), 500000u);
+  EXPECT_EQ(parse_duration("0.5us", &why), 500000u);
+  EXPECT_EQ(parse_duration("1.5\xC2\xB5s", &why), 1500000u);
+  EXPECT_EQ(parse_duration("2ms", &why), 2000000000u);
+  EXPECT_FALSE(parse_duration("3 fortnights", &why));
+}
+
+namespace {
+json a2() {
+  return json::parse(R"({"format":"hcsim-topology","version":1,"name":"t","servers":[
+    {"name":"s0","type":"atlas800t-a2","host_ip":"10.0.0.1"}]})");
+}
+std::vector<std::string> errors_of(const json& j) {
+  Diagnostics d("t.json");
+  topology_from_json(j, d);
+  return d.messages();
+}
+bool has(const std::vector<std::string>& v, const std::string& needle) {
+  for (auto& s : v) if (s.find(needle) != std::string::npos) return true;
+  return false;
+}
+}  // namespace
+
+TEST(Topology, A2PresetHasFullMesh) {
+  Diagnostics d("t.json");
+  auto t = topology_from_json(a2(), d);
+  ASSERT_TRUE(t) << (d.messages().empty() ? "" : d.messages()[0]);
+  EXPECT_EQ(t->npus.size(), 8u);
+  EXPECT_EQ(t->links.size(), 8u * 7 / 2);  // full mesh: n(n-1)/2
+  for (auto& l : t->links) {
+    EXPECT_EQ(l.params.bandwidth_Bps, 28000000000ULL);
+    EXPECT_EQ(l.params.latency_ps, 500000u);
+  }
+  EXPECT_EQ(t->npus[0].params.hbm.capacity_bytes, 64ULL << 30);
+}
+
+TEST(Topology, EveryRuleReportsFileAndPointer) {
+  json j = a2();
+  j["servers"][0]["colour"] = "blue";
+  EXPECT_TRUE(has(errors_of(j), "t.json: /servers/0/colour: unknown key"));
+  j = a2();
+  j["servers"][0]["hccs"] = {{"bandwidth", "28GB"}};
+  EXPECT_TRUE(has(errors_of(j), "t.json: /servers/0/hccs/bandwidth: bandwidth needs a unit"));
+  j = a2();
+  j["servers"].push_back(j["servers"][0]);
+  auto e = errors_of(j);
+  EXPECT_TRUE(has(e, "/servers/1/name: duplicate server name \"s0\""));
+  EXPECT_TRUE(has(e, "/servers/1/host_ip: host_ip 10.0.0.1 already used"));
+  j = a2();
+  j["servers"][0].erase("host_ip");
+  EXPECT_TRUE(has(errors_of(j), "/servers/0/host_ip: missing required key"));
+  j = a2();
+  j["servers"][0]["npus"] = {{"count", -3}};
+  EXPECT_TRUE(has(errors_of(j), "/servers/0/npus/count: expected a non-negative integer"));
+  j = a2();
+  j["servers"][0]["npus"] = {{"count", 1e300}};
+  EXPECT_TRUE(has(errors_of(j), "/servers/0/npus/count"));
+  j = a2();
+  j["servers"][0]["type"] = "dgx";
+  EXPECT_TRUE(has(errors_of(j), "/servers/0/type: unknown server type"));
+  j = a2();
+  j["version"] = 2;
+  EXPECT_TRUE(has(errors_of(j), "/version: value 2 out of range"));
+  EXPECT_TRUE(has(errors_of(json::array()), "t.json: /: expected an object"));
+}
+
+TEST(Topology, ServersWithoutANetworkCannotReachEachOther) {
+  json j = a2();
+  j["servers"].push_back({{"name", "s1"}, {"type", "atlas800t-a2"}, {"host_ip", "10.0.0.2"}});
+  EXPECT_TRUE(has(errors_of(j), "NPUs cannot reach each other: s1/npu0 has no path to s0/npu0"));
+}
+
+TEST(Topology, ManyErrorsAreAllReportedUpToTheLimit) {
+  json j = a2();
+  for (int i = 0; i < 100; ++i) j["servers"][0]["bad" + std::to_string(i)] = i;
+  Diagnostics d("t.json");
+  EXPECT_FALSE(topology_from_json(j, d));
+  EXPECT_EQ(d.count(), 100u);
+  EXPECT_EQ(d.messages().size(), 51u);  // 50 messages and "further errors omitted"
+}
+
+TEST(JsonReader, RejectsJunkWithoutCrashing) {
+  const std::string dir = ::testing::TempDir();
+  auto write = [&](const std::string& name, const std::string& text) {
+    std::ofstream(dir + name) << text;
+    return dir + name;
+  };
+  struct Case { std::string text, expect; } cases[] = {
+      {"", "file is empty"},
+      {"not json at all", "not valid JSON at byte"},
+      {"{\"a\": [1, 2", "not valid JSON"},
+      {std::string(100, '[') + std::string(100, ']'), "nesting deeper than 64 levels"},
+  };
+  for (auto& c : cases) {
+    Diagnostics d("x");
+    auto path = write("junk.json", c.text);
+    EXPECT_FALSE(read_json_file(path, d));
+    ASSERT_FALSE(d.messages().empty());
+    EXPECT_NE(d.messages()[0].find(c.expect), std::string::npos) << d.messages()[0];
+  }
+  Diagnostics d("x");
+  EXPECT_FALSE(read_json_file(dir + "does-not-exist.json", d));
+  EXPECT_NE(d.messages()[0].find("cannot open file"), std::string::npos);
+}
+
+// The result checker catches a deliberately corrupted all-reduce result, and only that.
+TEST(Payload, CheckerCatchesCorruption) {
+  const std::uint64_t n = 100000;
+  PayloadKey k{7, 0, 0};
+  for (models::DType t : {models::DType::Fp32, models::DType::Int32, models::DType::Fp16, models::DType::Bf16}) {
+    auto ref = allreduce_reference(n, t, models::ReduceOp::Sum, k, 8);
+    // Independent recomputation of element 123 from the inputs.
+    double sum = 0;
+    for (std::uint32_t r = 0; r < 8; ++r) sum += input_value(k, r, 123, t, models::ReduceOp::Sum);
+    auto good = ref;
+    EXPECT_TRUE(compare(good.data(), ref.data(), n, t, models::ReduceOp::Sum, 8).ok());
+    auto bad = ref;
+    std::size_t esz = models::dtype_size(t);
+    bad[123 * esz + esz - 1] ^= 0x40;  // flip a high bit of element 123
+    auto cr = compare(bad.data(), ref.data(), n, t, models::ReduceOp::Sum, 8);
+    EXPECT_EQ(cr.mismatches, 1u);
+    EXPECT_EQ(cr.first_bad, 123u);
+    // The reference itself equals the host sum (exact: the inputs lie on a grid).
+    std::vector<std::uint8_t> one(esz);
+    std::memcpy(one.data(), ref.data() + 123 * esz, esz);
+    if (t == models::DType::Fp32) { float f; std::memcpy(&f, one.data(), 4); EXPECT_EQ(f, static_cast<float>(sum)); }
+    if (t == models::DType::Int32) { std::int32_t v; std::memcpy(&v, one.data(), 4); EXPECT_EQ(v, static_cast<std::int32_t>(sum)); }
+  }
+}
