@@ -219,6 +219,10 @@ void SimDriver::on_task_error(std::uint32_t s, const std::string& why) {
   log(npu, 0, "[HCOMM_ERR] Rank" + std::to_string(npu) + " stream " + std::to_string(s) + " task failed: " + why);
 }
 
+void SimDriver::note(std::uint32_t rank, int level, const std::string& line) {
+  if (trace_) trace_->log(static_cast<double>(sc_core::sc_time_stamp().value()) / 1e3, rank, level, line);
+}
+
 void SimDriver::log(std::uint32_t device, int level, const std::string& line) {
   double t = static_cast<double>(sc_core::sc_time_stamp().value()) / 1e3;
   if (level >= 0 && level < 4) ++log_count_[level];

@@ -51,6 +51,8 @@ class Cluster : public sc_core::sc_module {
     done_.assign(nranks_, false);
   }
 
+  RankProgram program;
+
   void start_ranks() {
     for (std::uint32_t r = 0; r < nranks_; ++r) {
       sc_core::sc_spawn_options o;
@@ -98,6 +100,11 @@ class Cluster : public sc_core::sc_module {
   }
 
   void rank_main(std::uint32_t r) {
+    if (program) {
+      program(r);
+      done_[r] = true;
+      return;
+    }
     const auto& npu = sc_.topology.npus[r];
     hcomm_context_t ctx = nullptr;
     hcomm_comm_t comm = nullptr;
@@ -171,6 +178,10 @@ class Cluster : public sc_core::sc_module {
                                ": result check failed: " + std::to_string(cr.mismatches) + " wrong elements, first " + cr.detail);
           }
           if (trace_) trace_->check(r, s, rep, cr.ok(), cr.mismatches, cr.detail);
+          driver_->note(r, cr.ok() ? 2 : 0,
+                        std::string(cr.ok() ? "[HCSIM_INFO]" : "[HCSIM_ERR]") + " Rank" + std::to_string(r) + " step " +
+                            std::to_string(s) + " rep " + std::to_string(rep) + " " + w.op + " check " +
+                            (cr.ok() ? "passed" : "FAILED: " + cr.detail) + " (" + std::to_string(count) + " elements)");
         }
       }
     out:
@@ -290,6 +301,26 @@ RunResult run_scenario(const Scenario& sc, const RunOptions& opt) {
   trace.run_end(res.sim_end_ps / 1000, res.exit_code, res.exit_code ? "expectations failed" : "ok", res.wall_s);
   trace.close();
   return res;
+}
+
+std::uint64_t run_program(const Topology& topo, const RankProgram& program, const RunOptions& opt, bool store_bytes) {
+  static Scenario sc;  // the cluster keeps a reference: must outlive the (single) simulation
+  sc.name = "program";
+  sc.topology = topo;
+  sc.store_bytes = store_bytes;
+  configure_kernel();
+  Trace trace;
+  if (!opt.db_path.empty()) {
+    std::string why;
+    if (!trace.open(opt.db_path, &why)) throw std::runtime_error(opt.db_path + ": cannot create trace database: " + why);
+  }
+  auto* cluster = new Cluster("cluster", sc, opt, trace.is_open() ? &trace : nullptr);  // lives until exit
+  cluster->trace_ = trace.is_open() ? &trace : nullptr;
+  cluster->program = program;
+  cluster->start_ranks();
+  sc_core::sc_start();
+  trace.close();
+  return sc_core::sc_time_stamp().value();
 }
 
 std::string format_summary(const Scenario& sc, const RunResult& r) {

@@ -31,6 +31,8 @@ class SimDriver final : public hcomm::Driver, public models::MachineListener {
   void bind_process(const std::string& process_name, std::uint32_t rank);
   /// Step/rep labels attached to operations the rank announces from now on.
   void set_phase(std::uint32_t rank, std::uint32_t step, std::uint32_t rep);
+  /// A simulator-side log line (trace only, not echoed).
+  void note(std::uint32_t rank, int level, const std::string& line);
   const std::vector<OpRecord>& ops() const { return done_ops_; }
   std::uint64_t log_lines(int level) const { return level >= 0 && level < 4 ? log_count_[level] : 0; }
 

@@ -3,6 +3,7 @@
 // records the trace and evaluates the expectations. One run per process (SystemC cannot reset).
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,12 @@ struct RunResult {
 };
 
 RunResult run_scenario(const Scenario& sc, const RunOptions& opt);
+
+/// Run `program(rank)` in every rank's SC_THREAD on the given topology instead of a scenario
+/// workload (tests and tools that drive the hcomm API directly). Returns the final simulated time.
+using RankProgram = std::function<void(std::uint32_t rank)>;
+std::uint64_t run_program(const Topology& topo, const RankProgram& program, const RunOptions& opt = {},
+                          bool store_bytes = true);
 
 /// Pretty summary as printed by `hcsim run`.
 std::string format_summary(const Scenario& sc, const RunResult& r);
