@@ -79,8 +79,8 @@ TEST(Topology, EveryRuleReportsFileAndPointer) {
   j = a2();
   j["servers"].push_back(j["servers"][0]);
   auto e = errors_of(j);
-  EXPECT_TRUE(has(e, "/servers/1/name: duplicate server name \"s0\""));
-  EXPECT_TRUE(has(e, "/servers/1/host_ip: host_ip 10.0.0.1 already used"));
+  EXPECT_TRUE(has(e, "/servers/1/name: duplicate device name \"s0\""));
+  EXPECT_TRUE(has(e, "/servers/1/host_ip: IP 10.0.0.1 of s0 is already used by s0"));
   j = a2();
   j["servers"][0].erase("host_ip");
   EXPECT_TRUE(has(errors_of(j), "/servers/0/host_ip: missing required key"));

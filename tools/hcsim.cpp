@@ -29,6 +29,10 @@ const char* kUsage =
     "        (default: ./<scenario name>.hcsim.db)\n"
     "  validate FILE...\n"
     "        check topology and scenario files; every problem is printed as file: /pointer: reason\n"
+    "  topo FILE [--summary] [--dot] [--svg] [--ranktable 1.0|1.2] [--full] [-o OUT]\n"
+    "        describe a topology: counts, bisection bandwidth and diameter (--summary, the default),\n"
+    "        a Graphviz DOT or SVG picture (large layouts collapsed unless --full), or an Ascend\n"
+    "        rank table for its rank order; written to OUT or stdout\n"
     "  --help, --version\n"
     "\n"
     "exit codes: 0 ok, 1 an expectation failed, 2 bad input or usage\n";
@@ -56,7 +60,8 @@ int cmd_validate(const std::vector<std::string>& files) {
     if (j && j->is_object() && j->contains("format") && (*j)["format"] == "hcsim-scenario") {
       if (!sim::load_scenario(f, &errs)) rc = 2;
     } else if (j) {
-      if (!sim::topology_from_json(*j, d)) rc = 2;
+      auto k = f.find_last_of('/');
+      if (!sim::topology_from_json(*j, d, k == std::string::npos ? "" : f.substr(0, k + 1))) rc = 2;
       errs = d.messages();
     } else {
       errs = d.messages();
@@ -66,6 +71,51 @@ int cmd_validate(const std::vector<std::string>& files) {
     if (errs.empty()) std::printf("%s: ok\n", f.c_str());
   }
   return rc;
+}
+
+int cmd_topo(const std::vector<std::string>& args) {
+  std::string file, out, what = "summary", rt_version;
+  bool full = false;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--summary") what = "summary";
+    else if (a == "--dot") what = "dot";
+    else if (a == "--svg") what = "svg";
+    else if (a == "--full") full = true;
+    else if (a == "--ranktable") {
+      what = "ranktable";
+      if (i + 1 >= args.size() || (args[i + 1] != "1.0" && args[i + 1] != "1.2")) return usage_error("--ranktable needs a version: 1.0 or 1.2");
+      rt_version = args[++i];
+    } else if (a == "-o") {
+      if (i + 1 >= args.size()) return usage_error("-o needs a file name");
+      out = args[++i];
+    } else if (!a.empty() && a[0] == '-') return usage_error("unknown option " + a);
+    else if (file.empty()) file = a;
+    else return usage_error("topo takes one file");
+  }
+  if (file.empty()) return usage_error("topo needs a topology file");
+  sim::Diagnostics d(file);
+  auto t = sim::load_topology(file, d);
+  if (!t) {
+    for (auto& e : d.messages()) std::fprintf(stderr, "%s\n", e.c_str());
+    return 2;
+  }
+  std::string text;
+  if (what == "summary") text = sim::format_summary(*t, sim::summarize(*t));
+  else if (what == "dot") text = sim::to_dot(*t, full ? SIZE_MAX : 64);
+  else if (what == "svg") text = sim::to_svg(*t, full ? SIZE_MAX : 64);
+  else {
+    for (auto& n : t->npus)
+      if (!n.device_ip) {
+        std::fprintf(stderr, "%s: /servers: %s has no device IP; a rank table needs one per NPU (set nic.device_ip)\n", file.c_str(), n.name.c_str());
+        return 2;
+      }
+    text = sim::export_rank_table(*t, rt_version).dump(2) + "\n";
+  }
+  if (out.empty()) { std::fputs(text.c_str(), stdout); return 0; }
+  std::ofstream f(out, std::ios::binary);
+  if (!(f << text)) { std::fprintf(stderr, "hcsim: %s: cannot write\n", out.c_str()); return 2; }
+  return 0;
 }
 
 int cmd_run(const std::vector<std::string>& args) {
@@ -136,6 +186,7 @@ int sc_main(int argc, char* argv[]) {
   if (cmd == "--version") { std::printf("hcsim %s (SystemC %s)\n", HCSIM_VERSION, sc_core::sc_release()); return 0; }
   if (cmd == "run") return cmd_run(rest);
   if (cmd == "validate") return cmd_validate(rest);
+  if (cmd == "topo") return cmd_topo(rest);
   return usage_error("unknown command \"" + cmd + "\"");
 }
 

@@ -9,6 +9,8 @@ using hcomm::DrvStatus;
 SimDriver::SimDriver(models::Machine& m, const Topology& t, Trace* trace, bool echo)
     : m_(m), topo_(t), trace_(trace), echo_(echo), heaps_(m.npu_count()), phase_(t.npus.size(), {0, 0}) {
   for (std::uint32_t i = 0; i < m.npu_count(); ++i) heaps_[i].capacity = m.npu_params(i).hbm.capacity_bytes;
+  npu_rank_.resize(t.npus.size());
+  for (std::uint32_t r = 0; r < t.rank_to_npu.size(); ++r) npu_rank_[t.rank_to_npu[r]] = r;
   m_.set_listener(this);
 }
 
@@ -26,17 +28,18 @@ std::uint32_t SimDriver::rank_count() { return static_cast<std::uint32_t>(topo_.
 
 DrvStatus SimDriver::rank_desc(std::uint32_t rank, hcomm::RankDesc* out) {
   if (rank >= topo_.npus.size() || !out) return DrvStatus::Invalid;
-  const NpuSpec& n = topo_.npus[rank];
+  const std::uint32_t npu = topo_.rank_to_npu[rank];
+  const NpuSpec& n = topo_.npus[npu];
   hcomm::RankDesc d;
   d.rank = rank;
-  d.device = rank;  // rank i runs on NPU i
+  d.device = npu;
   d.device_id = n.device_id;
   d.server = n.server;
   d.host_ip = topo_.servers[n.server].host_ip;
-  d.device_base_addr = models::npu_base_addr(rank);
+  d.device_base_addr = models::npu_base_addr(npu);
   const auto& srv = topo_.servers[n.server];
   for (std::uint32_t j = 0; j < srv.npus.size() && j < 32; ++j)
-    if (m_.port_between(rank, srv.npus[j]) >= 0) d.hccs_port_map[j / 8] |= static_cast<std::uint8_t>(1u << (j % 8));
+    if (m_.port_between(npu, srv.npus[j]) >= 0) d.hccs_port_map[j / 8] |= static_cast<std::uint8_t>(1u << (j % 8));
   *out = d;
   return DrvStatus::Ok;
 }
@@ -44,7 +47,7 @@ DrvStatus SimDriver::rank_desc(std::uint32_t rank, hcomm::RankDesc* out) {
 DrvStatus SimDriver::device_of(std::uint32_t device_id, std::uint32_t* device) {
   std::int64_t r = current_rank();
   if (r < 0 || !device) return DrvStatus::Invalid;
-  const auto& srv = topo_.servers[topo_.npus[r].server];
+  const auto& srv = topo_.servers[topo_.npus[topo_.rank_to_npu[r]].server];
   if (device_id >= srv.npus.size()) return DrvStatus::Invalid;
   *device = srv.npus[device_id];
   return DrvStatus::Ok;
@@ -216,7 +219,7 @@ void SimDriver::on_stream_idle(std::uint32_t s) {
 
 void SimDriver::on_task_error(std::uint32_t s, const std::string& why) {
   std::uint32_t npu = m_.stream_npu(s);
-  log(npu, 0, "[HCOMM_ERR] Rank" + std::to_string(npu) + " stream " + std::to_string(s) + " task failed: " + why);
+  log(npu, 0, "[HCOMM_ERR] Rank" + std::to_string(npu_rank_[npu]) + " stream " + std::to_string(s) + " task failed: " + why);
 }
 
 void SimDriver::note(std::uint32_t rank, int level, const std::string& line) {
@@ -226,7 +229,7 @@ void SimDriver::note(std::uint32_t rank, int level, const std::string& line) {
 void SimDriver::log(std::uint32_t device, int level, const std::string& line) {
   double t = static_cast<double>(sc_core::sc_time_stamp().value()) / 1e3;
   if (level >= 0 && level < 4) ++log_count_[level];
-  if (trace_) trace_->log(t, device, level, line);
+  if (trace_) trace_->log(t, device < npu_rank_.size() ? npu_rank_[device] : -1, level, line);
   if (echo_) std::fprintf(stderr, "[%12.3f us] %s\n", t / 1e3, line.c_str());
 }
 

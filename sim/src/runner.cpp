@@ -44,7 +44,8 @@ class Cluster : public sc_core::sc_module {
       p.hbm.store_bytes = sc.store_bytes;
       machine_.add_npu(p);
     }
-    for (const auto& l : sc.topology.links) machine_.add_link(l.kind, l.a, l.b, l.params, l.name);
+    for (const auto& l : sc.topology.links)
+      if (l.type == LinkType::Hccs) machine_.add_link(models::LinkKind::Hccs, l.a.index, l.b.index, l.params, l.name);
     driver_ = std::make_unique<SimDriver>(machine_, sc.topology, trace, opt.echo_logs);
     hcomm::set_driver(driver_.get());
     checks_.assign(sc.workload.size(), {});
@@ -105,7 +106,7 @@ class Cluster : public sc_core::sc_module {
       done_[r] = true;
       return;
     }
-    const auto& npu = sc_.topology.npus[r];
+    const auto& npu = sc_.topology.npus[sc_.topology.rank_to_npu[r]];
     hcomm_context_t ctx = nullptr;
     hcomm_comm_t comm = nullptr;
     hcomm_stream_t st = nullptr, st2 = nullptr;
@@ -154,7 +155,7 @@ class Cluster : public sc_core::sc_module {
             machine_.backdoor_read(a, &b, 1);
             b = static_cast<std::uint8_t>(b ^ (1u << f.bit));
             machine_.backdoor_write(a, &b, 1);
-            driver_->log(r, 1, "[HCOMM_WARN] fault injected: HBM bit flip on rank " + std::to_string(r) + " at output byte " +
+            driver_->note(r, 1, "[HCSIM_WARN] fault injected: HBM bit flip on rank " + std::to_string(r) + " at output byte " +
                                    std::to_string(f.byte) + " bit " + std::to_string(f.bit));
           }
         if (real) {

@@ -119,6 +119,13 @@ std::optional<Scenario> load_scenario(const std::string& path, std::vector<std::
     return std::nullopt;
   }
   sc.topology = std::move(*topo);
+  // What the hardware models can run today: NPUs joined by HCCS inside one server.
+  for (const auto& l : sc.topology.links)
+    if (l.type != LinkType::Hccs) {
+      d.error("/topology", sc.topology_path + " has " + link_type_name(l.type) + " links (" + l.name +
+                               "): only HCCS inside one server can be simulated yet; RoCE and PCIe switch models are not built");
+      break;
+    }
   for (std::size_t i = 0; i < sc.faults.size(); ++i)
     if (sc.faults[i].rank >= sc.topology.npus.size())
       d.error("/faults/" + std::to_string(i) + "/rank", "rank " + std::to_string(sc.faults[i].rank) + " does not exist (" +

@@ -1,0 +1,272 @@
+// hcsim topo: counts, bisection bandwidth (max flow), diameter, and pictures (DOT, SVG).
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <set>
+#include <sstream>
+#include <tuple>
+
+#include <boost/graph/adjacency_list.hpp>
+#include <boost/graph/push_relabel_max_flow.hpp>
+
+#include "sim/topology.h"
+#include "sim/units.h"
+
+namespace sim {
+
+namespace {
+
+// Bisection: maximum flow from the first half of the ranks to the second half, every link
+// carrying its bandwidth in each direction. For the symmetric layouts hcsim generates (servers in
+// rank order, Clos fabrics) this is the bisection bandwidth.
+double bisection(const Topology& t) {
+  using Traits = boost::adjacency_list_traits<boost::vecS, boost::vecS, boost::directedS>;
+  using Graph = boost::adjacency_list<
+      boost::vecS, boost::vecS, boost::directedS, boost::no_property,
+      boost::property<boost::edge_capacity_t, long long,
+                      boost::property<boost::edge_residual_capacity_t, long long, boost::property<boost::edge_reverse_t, Traits::edge_descriptor>>>>;
+  const std::size_t N = t.npus.size();
+  if (N < 2) return 0;
+  const std::size_t V = N + t.switches.size() + 2, src = V - 2, dst = V - 1;
+  Graph g(V);
+  auto cap = boost::get(boost::edge_capacity, g);
+  auto rev = boost::get(boost::edge_reverse, g);
+  auto arc = [&](std::size_t u, std::size_t v, long long c) {
+    auto e1 = boost::add_edge(u, v, g).first, e2 = boost::add_edge(v, u, g).first;
+    cap[e1] = c;
+    cap[e2] = 0;
+    rev[e1] = e2;
+    rev[e2] = e1;
+  };
+  auto vid = [&](const Endpoint& e) { return e.is_switch ? N + e.index : e.index; };
+  // Capacities in MB/s keep sums far from overflow.
+  for (auto& l : t.links) {
+    long long c = static_cast<long long>(l.params.bandwidth_Bps / 1000000);
+    arc(vid(l.a), vid(l.b), c);
+    arc(vid(l.b), vid(l.a), c);
+  }
+  const long long inf = 1LL << 50;
+  for (std::size_t r = 0; r < N; ++r) {
+    if (r < N / 2) arc(src, t.rank_to_npu[r], inf);
+    else arc(t.rank_to_npu[r], dst, inf);
+  }
+  long long f = boost::push_relabel_max_flow(g, src, dst);
+  return static_cast<double>(f) * 1e6;
+}
+
+// Diameter in hops between NPUs: BFS from every NPU over a compact adjacency array.
+std::uint32_t diameter(const Topology& t) {
+  const std::size_t N = t.npus.size(), V = N + t.switches.size();
+  std::vector<std::uint32_t> deg(V + 1, 0), adj;
+  auto vid = [&](const Endpoint& e) { return static_cast<std::uint32_t>(e.is_switch ? N + e.index : e.index); };
+  for (auto& l : t.links) { ++deg[vid(l.a) + 1]; ++deg[vid(l.b) + 1]; }
+  for (std::size_t i = 0; i < V; ++i) deg[i + 1] += deg[i];
+  adj.resize(deg[V]);
+  std::vector<std::uint32_t> fill(deg.begin(), deg.end() - 1);
+  for (auto& l : t.links) { adj[fill[vid(l.a)]++] = vid(l.b); adj[fill[vid(l.b)]++] = vid(l.a); }
+  std::vector<std::uint32_t> dist(V), queue(V), stamp(V, 0);
+  std::uint32_t best = 0;
+  for (std::uint32_t s = 0; s < N; ++s) {
+    std::size_t head = 0, tail = 0;
+    queue[tail++] = s;
+    stamp[s] = s + 1;
+    dist[s] = 0;
+    while (head < tail) {
+      std::uint32_t u = queue[head++];
+      if (u < N) best = std::max(best, dist[u]);
+      for (std::uint32_t k = deg[u]; k < deg[u + 1]; ++k) {
+        std::uint32_t v = adj[k];
+        if (stamp[v] != s + 1) { stamp[v] = s + 1; dist[v] = dist[u] + 1; queue[tail++] = v; }
+      }
+    }
+  }
+  return best;
+}
+
+std::string gbps(double Bps) {
+  char b[64];
+  std::snprintf(b, sizeof b, "%.1f GB/s (%.0f Gb/s)", Bps / 1e9, Bps * 8 / 1e9);
+  return b;
+}
+
+// ---- collapsed view for pictures ----
+struct View {
+  struct Node { std::string label; int tier; std::size_t members; };  // tier 0 = servers
+  struct Edge { std::size_t a, b, count; std::uint64_t Bps; std::string type; };
+  std::vector<Node> nodes;
+  std::vector<Edge> edges;
+};
+
+View make_view(const Topology& t, std::size_t max_nodes) {
+  // Base nodes: servers (their NPUs and in-server PCIe switch merged in), then the other switches.
+  const std::size_t S = t.servers.size();
+  std::vector<std::size_t> sw_node(t.switches.size(), SIZE_MAX);
+  std::size_t base = S;
+  for (std::size_t i = 0; i < t.switches.size(); ++i)
+    sw_node[i] = t.switches[i].server >= 0 ? static_cast<std::size_t>(t.switches[i].server) : base++;
+  auto node_of = [&](const Endpoint& e) { return e.is_switch ? sw_node[e.index] : static_cast<std::size_t>(t.npus[e.index].server); };
+  std::vector<std::set<std::size_t>> nbr(base);
+  for (auto& l : t.links) {
+    std::size_t a = node_of(l.a), b = node_of(l.b);
+    if (a != b) { nbr[a].insert(b); nbr[b].insert(a); }
+  }
+  std::vector<int> tier(base, 0);
+  std::vector<std::string> name(base);
+  for (std::size_t s = 0; s < S; ++s) name[s] = t.servers[s].name;
+  for (std::size_t i = 0; i < t.switches.size(); ++i)
+    if (t.switches[i].server < 0) { tier[sw_node[i]] = static_cast<int>(std::max<std::uint32_t>(1, t.switches[i].tier)); name[sw_node[i]] = t.switches[i].name; }
+  // Group: identity when small; otherwise servers by their switches, then switches tier by tier
+  // by the groups of their lower-tier neighbours.
+  std::vector<std::size_t> group(base);
+  for (std::size_t i = 0; i < base; ++i) group[i] = i;
+  if (base > max_nodes) {
+    std::map<std::pair<int, std::vector<std::size_t>>, std::size_t> key_group;
+    std::size_t next = 0;
+    for (std::size_t s = 0; s < S; ++s) {
+      std::vector<std::size_t> k(nbr[s].begin(), nbr[s].end());
+      auto it = key_group.emplace(std::make_pair(0, k), next).first;
+      if (it->second == next) ++next;
+      group[s] = it->second;
+    }
+    for (int tr = 1; tr <= 3; ++tr)
+      for (std::size_t v = S; v < base; ++v) {
+        if (tier[v] != tr) continue;
+        std::vector<std::size_t> k;
+        for (auto u : nbr[v]) if (tier[u] < tr) k.push_back(group[u]);
+        std::sort(k.begin(), k.end());
+        k.erase(std::unique(k.begin(), k.end()), k.end());
+        auto it = key_group.emplace(std::make_pair(tr, k), next).first;
+        if (it->second == next) ++next;
+        group[v] = it->second;
+      }
+  }
+  View view;
+  std::map<std::size_t, std::size_t> gnode;
+  std::map<std::size_t, std::vector<std::size_t>> members;
+  for (std::size_t v = 0; v < base; ++v) members[group[v]].push_back(v);
+  for (auto& [g, m] : members) {
+    gnode[g] = view.nodes.size();
+    std::string label = name[m.front()];
+    if (m.size() > 1) {
+      const bool contiguous = m.back() - m.front() + 1 == m.size();
+      label += (contiguous || m.size() == 2 ? " .. " : ", " + name[m[1]] + " .. ") + name[m.back()] + " (" + std::to_string(m.size()) +
+               (tier[m.front()] == 0 ? " servers)" : " switches)");
+    }
+    view.nodes.push_back({label, tier[m.front()], m.size()});
+  }
+  std::map<std::tuple<std::size_t, std::size_t, std::string>, std::pair<std::size_t, std::uint64_t>> agg;
+  for (auto& l : t.links) {
+    std::size_t a = gnode[group[node_of(l.a)]], b = gnode[group[node_of(l.b)]];
+    if (a == b) continue;
+    if (a > b) std::swap(a, b);
+    auto& e = agg[{a, b, link_type_name(l.type)}];
+    ++e.first;
+    e.second += l.params.bandwidth_Bps;
+  }
+  for (auto& [k, v] : agg) view.edges.push_back({std::get<0>(k), std::get<1>(k), v.first, v.second, std::get<2>(k)});
+  return view;
+}
+
+std::string xml_escape(const std::string& s) {
+  std::string o;
+  for (char c : s) {
+    if (c == '<') o += "&lt;"; else if (c == '>') o += "&gt;"; else if (c == '&') o += "&amp;"; else if (c == '"') o += "&quot;"; else o += c;
+  }
+  return o;
+}
+
+}  // namespace
+
+TopologySummary summarize(const Topology& t) {
+  TopologySummary s;
+  s.servers = t.servers.size();
+  s.npus = t.npus.size();
+  for (auto& sw : t.switches) {
+    if (sw.kind == SwitchKind::Pcie) ++s.pcie_switches;
+    else { ++s.eth_switches; ++s.switches_by_tier[std::min<std::uint32_t>(sw.tier, 3)]; }
+  }
+  for (auto& l : t.links) {
+    if (l.type == LinkType::Hccs) ++s.hccs_links;
+    else if (l.type == LinkType::Pcie) ++s.pcie_links;
+    else ++s.roce_links;
+  }
+  s.bisection_Bps = bisection(t);
+  s.diameter = diameter(t);
+  return s;
+}
+
+std::string format_summary(const Topology& t, const TopologySummary& s) {
+  std::ostringstream os;
+  os << "topology " << t.name << " (" << t.file << ")\n";
+  os << "  servers          " << s.servers << "\n";
+  os << "  NPUs             " << s.npus << "\n";
+  os << "  Ethernet switches " << s.eth_switches;
+  if (s.eth_switches) os << " (leaf " << s.switches_by_tier[1] << ", spine " << s.switches_by_tier[2] << ", core " << s.switches_by_tier[3] << ")";
+  os << "\n  PCIe switches    " << s.pcie_switches << "\n";
+  os << "  links            HCCS " << s.hccs_links << ", PCIe " << s.pcie_links << ", RoCE " << s.roce_links << "\n";
+  if (!t.fabric.type.empty())
+    os << "  fabric           " << t.fabric.tiers << "-tier Clos, radix " << t.fabric.radix << ", " << t.fabric.down << " down / " << t.fabric.up
+       << " up per leaf" << (t.fabric.rail_optimized ? ", rail-optimised" : "") << "\n";
+  os << "  bisection        " << gbps(s.bisection_Bps) << " per direction (ranks 0.." << (s.npus / 2 ? s.npus / 2 - 1 : 0) << " vs the rest)\n";
+  os << "  diameter         " << s.diameter << " hops between NPUs\n";
+  if (!t.rank_table.empty()) os << "  rank table       " << t.rank_table << "\n";
+  return os.str();
+}
+
+std::string to_dot(const Topology& t, std::size_t max_nodes) {
+  View v = make_view(t, max_nodes);
+  std::ostringstream os;
+  os << "graph \"" << t.name << "\" {\n  rankdir=BT;\n  node [fontname=\"Helvetica\", fontsize=10];\n";
+  for (std::size_t i = 0; i < v.nodes.size(); ++i)
+    os << "  n" << i << " [label=\"" << v.nodes[i].label << "\", shape=" << (v.nodes[i].tier == 0 ? "box" : "ellipse") << "];\n";
+  for (auto& e : v.edges)
+    os << "  n" << e.a << " -- n" << e.b << " [label=\"" << e.count << " x " << e.type << ", " << std::llround(static_cast<double>(e.Bps) * 8 / 1e9)
+       << " Gb/s\"];\n";
+  os << "}\n";
+  return os.str();
+}
+
+std::string to_svg(const Topology& t, std::size_t max_nodes) {
+  View v = make_view(t, max_nodes);
+  std::map<int, std::vector<std::size_t>> rows;
+  for (std::size_t i = 0; i < v.nodes.size(); ++i) rows[v.nodes[i].tier].push_back(i);
+  const double bw = 170, bh = 40, gap = 20, rowgap = 110;
+  std::size_t widest = 1;
+  for (auto& [tr, r] : rows) widest = std::max(widest, r.size());
+  const double W = widest * (bw + gap) + gap, H = rows.size() * (bh + rowgap) + 60;
+  std::vector<double> x(v.nodes.size()), y(v.nodes.size());
+  int ri = 0;
+  for (auto it = rows.rbegin(); it != rows.rend(); ++it, ++ri) {
+    const auto& r = it->second;
+    double off = (W - r.size() * (bw + gap) + gap) / 2;
+    for (std::size_t k = 0; k < r.size(); ++k) { x[r[k]] = off + k * (bw + gap); y[r[k]] = 50 + ri * (bh + rowgap); }
+  }
+  std::ostringstream os;
+  os << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << W << "\" height=\"" << H << "\" font-family=\"Helvetica,Arial\" font-size=\"11\">\n";
+  os << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
+  os << "<text x=\"" << gap << "\" y=\"24\" font-size=\"15\">" << xml_escape(t.name) << ": " << t.servers.size() << " servers, " << t.npus.size()
+     << " NPUs, " << t.switches.size() << " switches</text>\n";
+  for (auto& e : v.edges) {
+    double w = std::min(8.0, 1 + std::log2(static_cast<double>(e.count)));
+    const char* col = e.type == "hccs" ? "#c0392b" : e.type == "pcie" ? "#8e44ad" : "#2c3e50";
+    os << "<line x1=\"" << x[e.a] + bw / 2 << "\" y1=\"" << y[e.a] + bh / 2 << "\" x2=\"" << x[e.b] + bw / 2 << "\" y2=\"" << y[e.b] + bh / 2
+       << "\" stroke=\"" << col << "\" stroke-opacity=\"0.5\" stroke-width=\"" << w << "\"><title>" << e.count << " x " << e.type << ", "
+       << std::llround(static_cast<double>(e.Bps) * 8 / 1e9) << " Gb/s</title></line>\n";
+  }
+  for (std::size_t i = 0; i < v.nodes.size(); ++i) {
+    const char* fill = v.nodes[i].tier == 0 ? "#eaf2f8" : v.nodes[i].tier == 1 ? "#fef9e7" : v.nodes[i].tier == 2 ? "#fdebd0" : "#f6ddcc";
+    os << "<rect x=\"" << x[i] << "\" y=\"" << y[i] << "\" width=\"" << bw << "\" height=\"" << bh << "\" rx=\"6\" fill=\"" << fill
+       << "\" stroke=\"#555\"/>\n";
+    std::string label = v.nodes[i].label;
+    std::string l1 = label, l2;
+    auto k = label.find(" (");
+    if (k != std::string::npos) { l1 = label.substr(0, k); l2 = label.substr(k + 1); }
+    os << "<text x=\"" << x[i] + bw / 2 << "\" y=\"" << y[i] + (l2.empty() ? 24 : 17) << "\" text-anchor=\"middle\">" << xml_escape(l1) << "</text>\n";
+    if (!l2.empty()) os << "<text x=\"" << x[i] + bw / 2 << "\" y=\"" << y[i] + 32 << "\" text-anchor=\"middle\" fill=\"#555\">" << xml_escape(l2) << "</text>\n";
+  }
+  os << "</svg>\n";
+  return os.str();
+}
+
+}  // namespace sim
