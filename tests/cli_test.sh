@@ -41,6 +41,16 @@ expect default-db 0 "trace database small.hcsim.db" -- "$HCSIM" run "$FX/small.j
 expect corrupt 1 "rank 3 step 0 rep 1: result check failed: 1 wrong elements, first element 1024" -- "$HCSIM" run "$FX/corrupt.json" --no-trace
 expect corrupt-expected 0 "PASS" -- "$HCSIM" run "$FX/corrupt-expected.json" --no-trace
 
+expect topo-summary 0 "bisection +102400.0 GB/s" -- "$HCSIM" topo "$SRC/topologies/clos-1024.json"
+expect topo-dot 0 "node0 .. node63 \(64 servers\)" -- "$HCSIM" topo "$SRC/topologies/clos-1024.json" --dot
+expect topo-svg 0 "</svg>" -- "$HCSIM" topo "$SRC/topologies/a2-pod-16.json" --svg
+expect topo-ranktable 0 '"rank_id": "15"' -- "$HCSIM" topo "$SRC/topologies/a2-2node.json" --ranktable 1.2
+expect topo-ranktable-version 2 "needs a version" -- "$HCSIM" topo "$SRC/topologies/a2-2node.json" --ranktable 3
+expect topo-ranked 0 '"device_id": "7",\s*$' -- "$HCSIM" topo "$FX/ranked-2node.json" --ranktable 1.0
+expect topo-ranked-bad 2 "ranktable-interleaved.json: /server_list/0/device: rank ids of a server must be contiguous" -- "$HCSIM" validate "$FX/ranked-bad.json"
+expect run-network 2 "only HCCS inside one server can be simulated yet" -- "$HCSIM" run "$FX/network.json"
+expect topo-unwritable 2 "cannot write" -- "$HCSIM" topo "$SRC/topologies/a2-2node.json" --svg -o /nonexistent-dir/x.svg
+
 # The trace has rows in every table, and one operation row per rank per op (8 ranks x 2 all-reduce + 16 p2p).
 if command -v sqlite3 > /dev/null; then
   empty=""
