@@ -80,6 +80,26 @@ TEST(TopologyRules, EachRuleTripsWithFileAndPointer) {
   }
 }
 
+TEST(TopologyRules, PerDeviceOverrides) {
+  json j = two_node();
+  j["overrides"] = {{{"device", "b/npu3"}, {"hbm_capacity", "32GiB"}, {"nic_bandwidth", "100Gb/s"}}};
+  Diagnostics d("t.json");
+  auto t = topology_from_json(j, d);
+  ASSERT_TRUE(t) << d.messages()[0];
+  EXPECT_EQ(t->npus[11].params.hbm.capacity_bytes, 32ULL << 30);
+  EXPECT_EQ(t->npus[11].nic_Bps, 12500000000ULL);
+  EXPECT_EQ(t->npus[10].params.hbm.capacity_bytes, 64ULL << 30);  // only that NPU
+  // An overridden NIC now disagrees with the switch it is cabled to.
+  j["overrides"][0]["device"] = "b/npu0";
+  auto e = errors(j);
+  ASSERT_FALSE(e.empty());
+  EXPECT_NE(e[0].find("/links/1: link ends disagree on speed: b/npu0 runs at 100Gb/s, sw/1 at 200Gb/s"), std::string::npos) << e[0];
+  j["overrides"][0]["device"] = "b/npu9";
+  e = errors(j);
+  ASSERT_FALSE(e.empty());
+  EXPECT_NE(e[0].find("/overrides/0/device: no NPU named \"b/npu9\""), std::string::npos) << e[0];
+}
+
 TEST(TopologyRules, JunkNeverCrashes) {
   for (const char* text : {"null", "42", "\"x\"", "[]", "{}", R"({"servers":[1,2,3]})", R"({"servers":[{"npus":{"count":1e999}}]})",
                            R"({"format":"hcsim-topology","version":1,"name":"x","server_groups":[{"name":"n{i}","count":99999}]})"}) {

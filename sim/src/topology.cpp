@@ -323,6 +323,32 @@ class Builder {
 
   void fabric(const json& j, const std::string& ptr);
 
+  // Per-device overrides: {"device": "node3/npu5", "hbm_capacity": "32GiB", ...}.
+  void override_(const json& j, const std::string& ptr) {
+    ObjectReader o(j, ptr, d_, {"device", "hbm_capacity", "hbm_bandwidth", "nic_bandwidth", "pcie_bandwidth", "sdma_engines"});
+    if (!o.valid()) return;
+    auto dev = o.str("device", true);
+    if (!dev) return;
+    auto k = dev->rfind('/');
+    auto sv = k == std::string::npos ? server_index_.end() : server_index_.find(dev->substr(0, k));
+    unsigned idx = 0;
+    char tail = 0;
+    if (sv == server_index_.end() || dev->compare(k + 1, 3, "npu") != 0 ||
+        std::sscanf(dev->c_str() + k + 4, "%u%c", &idx, &tail) != 1 || idx >= t_.servers[sv->second].npus.size()) {
+      d_.error(o.child("device"), "no NPU named \"" + *dev + "\" (overrides name one NPU: \"<server>/npu<k>\")");
+      return;
+    }
+    NpuSpec& n = t_.npus[t_.servers[sv->second].npus[idx]];
+    if (auto v = o.size("hbm_capacity", false)) {
+      if (*v == 0 || *v > (1ULL << 40)) d_.error(o.child("hbm_capacity"), "HBM capacity must be in (0, 1 TiB]");
+      else n.params.hbm.capacity_bytes = *v;
+    }
+    if (auto v = o.bandwidth("hbm_bandwidth", false)) n.params.hbm.bandwidth_Bps = *v;
+    if (auto v = o.bandwidth("nic_bandwidth", false)) n.nic_Bps = *v;
+    if (auto v = o.bandwidth("pcie_bandwidth", false)) n.params.host_link.bandwidth_Bps = *v;
+    if (auto v = o.uint("sdma_engines", false, 1, 64)) n.params.sdma_engines = static_cast<std::uint32_t>(*v);
+  }
+
   // Generated HCCS/PCIe links of the servers claim their ports too.
   void claim_generated_ports() {
     for (auto& l : t_.links)
@@ -463,7 +489,7 @@ void Builder::fabric(const json& j, const std::string& ptr) {
 }  // namespace
 
 std::optional<Topology> topology_from_json(const json& j, Diagnostics& d, const std::string& base_dir) {
-  ObjectReader top(j, "", d, {"format", "version", "name", "description", "servers", "server_groups", "switches", "links", "fabric", "rank_table"});
+  ObjectReader top(j, "", d, {"format", "version", "name", "description", "servers", "server_groups", "overrides", "switches", "links", "fabric", "rank_table"});
   if (!top.valid()) return std::nullopt;
   Topology t;
   t.file = d.file();
@@ -497,6 +523,10 @@ std::optional<Topology> topology_from_json(const json& j, Diagnostics& d, const 
   }
   if (t.servers.empty() && d.ok()) d.error("/servers", "no servers");
   b.claim_generated_ports();
+  if (const json* ov = top.get("overrides", false)) {
+    if (!ov->is_array()) d.error(top.child("overrides"), "expected an array");
+    else for (std::size_t i = 0; i < ov->size(); ++i) b.override_((*ov)[i], "/overrides/" + std::to_string(i));
+  }
   if (const json* sw = top.get("switches", false)) {
     if (!sw->is_array()) d.error(top.child("switches"), "expected an array");
     else for (std::size_t i = 0; i < sw->size(); ++i) b.switch_((*sw)[i], "/switches/" + std::to_string(i));
