@@ -1,0 +1,211 @@
+// RoCE v2 network at packet granularity (the packet tier; with a large MTU it is the chunk tier):
+// NICs with reliable-connected QPs, per-QP DCQCN rate control, go-back-N retransmission and CNP
+// generation; Ethernet switches with output queues on a shared buffer, RED/ECN marking, PFC
+// pause/resume with headroom, and ECMP over equal-cost next hops by hashing the flow's 5-tuple.
+// Policies (ECMP hash, ECN marking, PFC thresholds) are separate from the forwarding mechanism.
+// Plain C++ on the fabric's Scheduler; no kernel events of its own.
+#pragma once
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "models/event_queue.h"
+#include "models/time.h"
+
+namespace models {
+
+/// DCQCN (Zhu et al., SIGCOMM 2015; parameters as in the authors' ns-3 code).
+struct DcqcnParams {
+  bool enabled = true;
+  double g = 1.0 / 256;                        ///< alpha gain
+  Tick alpha_timer_ps = 55 * kPsPerUs;         ///< alpha decays once per period without CNPs
+  Tick rate_increase_timer_ps = 55 * kPsPerUs; ///< rate-increase timer period
+  std::uint64_t byte_counter = 10ULL << 20;    ///< bytes between byte-counter increase events
+  std::uint32_t fast_recovery_stages = 5;      ///< F
+  std::uint64_t rai_Bps = 5ULL * 1000 * 1000;  ///< additive increase: 40 Mb/s
+  std::uint64_t rhai_Bps = 50ULL * 1000 * 1000;  ///< hyper increase step: 400 Mb/s
+  std::uint64_t min_rate_Bps = 12500000;       ///< floor: 100 Mb/s
+  Tick cnp_interval_ps = 50 * kPsPerUs;        ///< receiver: at most one CNP per QP per interval
+};
+
+/// RED marking on an egress queue: mark if q > Kmax, else with probability Pmax (q-Kmin)/(Kmax-Kmin).
+struct EcnParams {
+  bool enabled = true;
+  std::uint64_t kmin_bytes = 5 * 1000;
+  std::uint64_t kmax_bytes = 200 * 1000;
+  double pmax = 0.01;
+};
+
+/// PFC, one priority: an ingress queue above xoff pauses the upstream sender, below xon resumes it.
+/// Thresholds are derived: headroom = 3 x rate x link delay + 2 MTU per ingress port (HPCC's ns-3
+/// setup); xoff = (buffer - ports x headroom) / ports; xon = xoff - 2 MTU.
+struct PfcParams {
+  bool enabled = false;
+};
+
+struct NetParams {
+  std::uint32_t mtu = 4096;              ///< payload bytes per packet
+  std::uint32_t header_bytes = 58;       ///< Eth + IP + UDP + BTH + ICRC on the wire
+  std::uint32_t ctrl_bytes = 64;         ///< ACK / NAK / CNP / PFC frame size
+  std::uint32_t ack_every = 4;           ///< receiver coalesces ACKs over this many packets
+  Tick nic_latency_ps = 500 * kPsPerNs;  ///< WQE processing before a message's first packet
+  std::uint32_t timeout_exp = 20;        ///< retransmit timeout = 4.096 us x 2^timeout_exp (HCCL_RDMA_TIMEOUT)
+  std::uint32_t retry_count = 7;         ///< timeouts before the QP errors out (HCCL_RDMA_RETRY_CNT)
+  std::uint64_t seed = 1;                ///< ECN marking and drop PRNG
+  double drop_rate = 0;                  ///< random loss per data packet on every link (fault injection)
+  DcqcnParams dcqcn;
+  EcnParams ecn;
+  PfcParams pfc;
+};
+
+class NetworkListener {
+ public:
+  virtual ~NetworkListener() = default;
+  /// A posted write is fully acknowledged (or failed: the QP exhausted its retries).
+  virtual void on_write_done(std::uint32_t qp, std::uint64_t tag, bool ok) = 0;
+  /// Bytes of a write arrived in order at the receiver: [offset, offset+len) of write `tag`.
+  virtual void on_data(std::uint32_t qp, std::uint64_t tag, std::uint64_t offset, std::uint64_t len) {}
+};
+
+class Network final : public EventHandler {
+ public:
+  struct PortStats {
+    std::uint64_t tx_bytes = 0, tx_packets = 0, drops = 0, ecn_marked = 0, pause_sent = 0, pause_rcv = 0;
+    std::uint64_t max_queue_bytes = 0;
+    Tick paused_ps = 0;
+  };
+  struct QpStats {
+    std::uint64_t tx_bytes = 0, rx_bytes = 0, retransmits = 0, timeouts = 0, naks = 0, cnp_rcv = 0, cnp_sent = 0;
+  };
+
+  Network(Scheduler& s, NetParams p) : sch_(s), p_(p), rng_(p.seed ? p.seed : 1) {}
+  void set_listener(NetworkListener* l) { listener_ = l; }
+  const NetParams& params() const { return p_; }
+
+  std::uint32_t add_host(std::string name);
+  std::uint32_t add_switch(std::string name, std::uint32_t ports, std::uint64_t buffer_bytes, Tick latency_ps);
+  /// Cable node a's port pa to node b's port pb (hosts have one port, 0).
+  void connect(std::uint32_t a, std::uint32_t pa, std::uint32_t b, std::uint32_t pb, std::uint64_t Bps, Tick latency_ps);
+  /// Compute ECMP next-hop sets (call after all connects).
+  void build_routes();
+
+  std::uint32_t create_qp(std::uint32_t src_host, std::uint32_t dst_host, std::uint16_t udp_sport);
+  /// RDMA write of `bytes` on the QP; completes through the listener with `tag`.
+  void post_write(std::uint32_t qp, std::uint64_t bytes, std::uint64_t tag);
+  bool qp_failed(std::uint32_t qp) const { return qps_[qp].failed; }
+
+  // Faults.
+  void set_link_up(std::uint32_t node, std::uint32_t port, bool up);
+  void set_drop_rate(double r) { p_.drop_rate = r; }
+
+  // Observation.
+  std::uint32_t nodes() const { return static_cast<std::uint32_t>(nodes_.size()); }
+  const std::string& node_name(std::uint32_t n) const { return nodes_[n].name; }
+  std::uint32_t node_ports(std::uint32_t n) const { return static_cast<std::uint32_t>(nodes_[n].ports.size()); }
+  const PortStats& port_stats(std::uint32_t node, std::uint32_t port) const { return nodes_[node].ports[port].st; }
+  std::uint64_t queue_bytes(std::uint32_t node, std::uint32_t port) const { return nodes_[node].ports[port].qbytes; }
+  const QpStats& qp_stats(std::uint32_t qp) const { return qps_[qp].st; }
+  double qp_rate_Bps(std::uint32_t qp) const { return qps_[qp].rc; }
+  std::uint64_t total_drops() const;
+  std::uint64_t events() const { return events_; }
+  /// Equal-cost egress ports of switch `sw` towards host `dst` (for tests and route dumps).
+  std::vector<std::uint32_t> next_hops(std::uint32_t sw, std::uint32_t dst_host) const;
+  std::uint32_t ecmp_port(std::uint32_t sw, std::uint32_t qp) const;
+
+  void on_event(std::uint64_t a, std::uint64_t b) override;
+
+ private:
+  enum PktKind : std::uint8_t { kData, kAck, kNak, kCnp, kPause, kResume };
+  struct Pkt {
+    PktKind kind = kData;
+    bool ecn = false, last = false;
+    std::uint32_t qp = 0, src = 0, dst = 0, in_port = 0;
+    std::uint64_t psn = 0, bytes = 0, payload = 0, msg_tag = 0, msg_off = 0;
+  };
+  struct Port {
+    std::uint32_t peer = 0, peer_port = 0;
+    std::uint64_t Bps = 0;
+    Tick latency = 0;
+    bool cabled = false, up = true, busy = false, paused = false;
+    Tick paused_since = 0;
+    std::deque<std::uint32_t> q;  // packet slots
+    std::uint64_t qbytes = 0;
+    // PFC ingress accounting (switch ports): bytes buffered that arrived on this port.
+    std::uint64_t in_bytes = 0;
+    bool upstream_paused = false;
+    PortStats st;
+  };
+  struct Node {
+    std::string name;
+    bool is_switch = false;
+    std::uint64_t buffer = 0, used = 0;
+    Tick latency = 0;
+    std::vector<Port> ports;
+    std::vector<std::uint32_t> qps;   // hosts: QPs sending from here, for egress arbitration
+    std::uint32_t rr = 0;             // round-robin pointer over qps
+    std::uint64_t xoff = 0, xon = 0;
+  };
+  struct Msg { std::uint64_t tag, bytes, first_psn, npkts; };
+  struct Qp {
+    std::uint32_t src = 0, dst = 0;
+    std::uint16_t sport = 0;
+    std::uint64_t hash = 0;
+    std::deque<Msg> msgs;            // posted, not yet fully acknowledged
+    std::uint64_t next_psn = 0;      // next PSN to transmit
+    std::uint64_t end_psn = 0;       // PSN after the last posted packet
+    std::uint64_t acked = 0;         // all PSNs below are acknowledged
+    Tick next_tx = 0;                // rate limiter: earliest next packet start
+    Tick ready_at = 0;               // WQE processing of the head message
+    bool failed = false;
+    // DCQCN sender state
+    double rc = 0, rt = 0, alpha = 1, line = 0;
+    std::uint32_t t_stage = 0, bc_stage = 0;
+    std::uint64_t bytes_since = 0;
+    bool limited = false, cnp_this_period = false;
+    std::uint64_t timer_gen = 0, alpha_gen = 0;
+    // Retransmission
+    std::uint64_t rto_gen = 0;
+    std::uint32_t retries = 0;
+    // Receiver side
+    std::uint64_t expected = 0, unacked = 0;
+    bool nak_sent = false;
+    Tick last_cnp = 0;
+    bool any_cnp = false;
+    QpStats st;
+  };
+  enum Ev : std::uint64_t { kTxDone = 1, kArrive, kHostKick, kRto, kRateTimer, kAlphaTimer, kPfcFrame };
+
+  std::uint32_t alloc_pkt(const Pkt& p);
+  void free_pkt(std::uint32_t id) { free_pkts_.push_back(id); }
+  void enqueue(std::uint32_t node, std::uint32_t port, std::uint32_t pkt);
+  void try_tx(std::uint32_t node, std::uint32_t port);
+  void arrive(std::uint32_t node, std::uint32_t port, std::uint32_t pkt);
+  void host_rx(std::uint32_t host, std::uint32_t pkt);
+  void host_kick(std::uint32_t host);
+  void send_ctrl(std::uint32_t host, PktKind k, std::uint32_t qp, std::uint64_t psn);
+  void pfc_frame(std::uint32_t node, std::uint32_t port, bool pause);
+  void arm_rto(std::uint32_t qp);
+  void on_cnp(std::uint32_t qp);
+  void rate_increase(std::uint32_t qp);
+  std::uint64_t psn_bytes(const Qp& q, std::uint64_t psn, std::uint64_t* tag, std::uint64_t* off, bool* last) const;
+  double uniform() { rng_ ^= rng_ << 13; rng_ ^= rng_ >> 7; rng_ ^= rng_ << 17; return static_cast<double>(rng_ >> 11) / 9007199254740992.0; }
+  void schedule(Tick at, Ev e, std::uint64_t id, std::uint64_t b = 0) { sch_.schedule(at, this, e | (id << 8), b); ++events_; }
+
+  Scheduler& sch_;
+  NetParams p_;
+  NetworkListener* listener_ = nullptr;
+  std::vector<Node> nodes_;
+  std::vector<Qp> qps_;
+  std::vector<Pkt> pkts_;
+  std::vector<std::uint32_t> free_pkts_;
+  std::vector<std::vector<std::uint32_t>> hop_start_;  // per switch: offsets into hops_ by host
+  std::vector<std::vector<std::uint32_t>> hops_;
+  std::vector<std::uint32_t> host_index_;              // node -> host ordinal (or ~0)
+  std::vector<std::uint32_t> hosts_;                   // host ordinal -> node
+  std::uint64_t rng_;
+  std::uint64_t events_ = 0;
+};
+
+}  // namespace models

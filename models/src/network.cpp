@@ -1,0 +1,468 @@
+#include "models/network.h"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+namespace models {
+
+namespace {
+std::uint64_t mix64(std::uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+constexpr std::uint32_t kNone = 0xffffffffu;
+}  // namespace
+
+std::uint32_t Network::add_host(std::string name) {
+  Node n;
+  n.name = std::move(name);
+  n.ports.resize(1);
+  nodes_.push_back(std::move(n));
+  auto id = static_cast<std::uint32_t>(nodes_.size() - 1);
+  host_index_.resize(nodes_.size(), kNone);
+  host_index_[id] = static_cast<std::uint32_t>(hosts_.size());
+  hosts_.push_back(id);
+  return id;
+}
+
+std::uint32_t Network::add_switch(std::string name, std::uint32_t ports, std::uint64_t buffer, Tick latency) {
+  Node n;
+  n.name = std::move(name);
+  n.is_switch = true;
+  n.buffer = buffer;
+  n.latency = latency;
+  n.ports.resize(ports);
+  nodes_.push_back(std::move(n));
+  host_index_.resize(nodes_.size(), kNone);
+  return static_cast<std::uint32_t>(nodes_.size() - 1);
+}
+
+void Network::connect(std::uint32_t a, std::uint32_t pa, std::uint32_t b, std::uint32_t pb, std::uint64_t Bps, Tick lat) {
+  Port& x = nodes_.at(a).ports.at(pa);
+  Port& y = nodes_.at(b).ports.at(pb);
+  if (x.cabled || y.cabled) throw std::invalid_argument("network: port cabled twice");
+  x.peer = b; x.peer_port = pb; x.Bps = Bps; x.latency = lat; x.cabled = true;
+  y.peer = a; y.peer_port = pa; y.Bps = Bps; y.latency = lat; y.cabled = true;
+}
+
+void Network::build_routes() {
+  const std::uint32_t H = static_cast<std::uint32_t>(hosts_.size());
+  hop_start_.assign(nodes_.size(), {});
+  hops_.assign(nodes_.size(), {});
+  for (std::uint32_t n = 0; n < nodes_.size(); ++n)
+    if (nodes_[n].is_switch) hop_start_[n].assign(H + 1, 0);
+  std::vector<std::uint32_t> dist(nodes_.size()), queue(nodes_.size());
+  for (std::uint32_t h = 0; h < H; ++h) {
+    std::fill(dist.begin(), dist.end(), kNone);
+    std::size_t head = 0, tail = 0;
+    dist[hosts_[h]] = 0;
+    queue[tail++] = hosts_[h];
+    while (head < tail) {  // BFS that does not forward through other hosts
+      std::uint32_t u = queue[head++];
+      if (!nodes_[u].is_switch && u != hosts_[h]) continue;
+      for (auto& p : nodes_[u].ports)
+        if (p.cabled && dist[p.peer] == kNone) { dist[p.peer] = dist[u] + 1; queue[tail++] = p.peer; }
+    }
+    for (std::uint32_t s = 0; s < nodes_.size(); ++s) {
+      if (!nodes_[s].is_switch) continue;
+      hop_start_[s][h] = static_cast<std::uint32_t>(hops_[s].size());
+      if (dist[s] == kNone) continue;
+      for (std::uint32_t k = 0; k < nodes_[s].ports.size(); ++k) {
+        const Port& p = nodes_[s].ports[k];
+        if (p.cabled && dist[p.peer] + 1 == dist[s] && (nodes_[p.peer].is_switch || p.peer == hosts_[h])) hops_[s].push_back(k);
+      }
+    }
+  }
+  for (std::uint32_t s = 0; s < nodes_.size(); ++s) {
+    if (!nodes_[s].is_switch) continue;
+    hop_start_[s][H] = static_cast<std::uint32_t>(hops_[s].size());
+    // PFC thresholds from the shared buffer and each port's headroom.
+    Node& n = nodes_[s];
+    std::uint64_t headroom = 0;
+    for (auto& p : n.ports)
+      if (p.cabled)
+        headroom = std::max<std::uint64_t>(headroom, 3 * static_cast<std::uint64_t>(static_cast<double>(p.Bps) * p.latency / kPsPerSec) +
+                                                         2ULL * (p_.mtu + p_.header_bytes));
+    const std::uint64_t ports = n.ports.size();
+    n.xoff = n.buffer > ports * headroom ? (n.buffer - ports * headroom) / ports : p_.mtu;
+    n.xon = n.xoff > 2ULL * (p_.mtu + p_.header_bytes) ? n.xoff - 2ULL * (p_.mtu + p_.header_bytes) : 0;
+  }
+}
+
+std::vector<std::uint32_t> Network::next_hops(std::uint32_t sw, std::uint32_t dst) const {
+  std::uint32_t h = host_index_[dst];
+  return {hops_[sw].begin() + hop_start_[sw][h], hops_[sw].begin() + hop_start_[sw][h + 1]};
+}
+
+std::uint32_t Network::ecmp_port(std::uint32_t sw, std::uint32_t qp) const {
+  std::uint32_t h = host_index_[qps_[qp].dst];
+  std::uint32_t lo = hop_start_[sw][h], n = hop_start_[sw][h + 1] - lo;
+  if (n == 0) return kNone;
+  // ECMP policy: hash of the flow's 5-tuple (src, dst, UDP source port, 4791, UDP), salted per switch.
+  return hops_[sw][lo + mix64(qps_[qp].hash ^ (static_cast<std::uint64_t>(sw) * 0x9e3779b97f4a7c15ULL)) % n];
+}
+
+std::uint32_t Network::create_qp(std::uint32_t src, std::uint32_t dst, std::uint16_t sport) {
+  Qp q;
+  q.src = src;
+  q.dst = dst;
+  q.sport = sport;
+  q.hash = mix64((static_cast<std::uint64_t>(src) << 40) ^ (static_cast<std::uint64_t>(dst) << 16) ^ sport) ^ 4791;
+  q.line = static_cast<double>(nodes_.at(src).ports[0].Bps);
+  q.rc = q.rt = q.line;
+  qps_.push_back(q);
+  auto id = static_cast<std::uint32_t>(qps_.size() - 1);
+  nodes_[src].qps.push_back(id);
+  return id;
+}
+
+void Network::post_write(std::uint32_t qp, std::uint64_t bytes, std::uint64_t tag) {
+  Qp& q = qps_.at(qp);
+  std::uint64_t npkts = bytes == 0 ? 1 : (bytes + p_.mtu - 1) / p_.mtu;
+  if (q.msgs.empty()) q.ready_at = sch_.now() + p_.nic_latency_ps;
+  q.msgs.push_back(Msg{tag, bytes, q.end_psn, npkts});
+  q.end_psn += npkts;
+  if (q.failed) { if (listener_) listener_->on_write_done(qp, tag, false); q.msgs.pop_back(); return; }
+  schedule(std::max(sch_.now(), q.ready_at), kHostKick, q.src);
+}
+
+std::uint64_t Network::psn_bytes(const Qp& q, std::uint64_t psn, std::uint64_t* tag, std::uint64_t* off, bool* last) const {
+  for (const Msg& m : q.msgs)
+    if (psn >= m.first_psn && psn < m.first_psn + m.npkts) {
+      std::uint64_t k = psn - m.first_psn;
+      *tag = m.tag;
+      *off = k * p_.mtu;
+      *last = k + 1 == m.npkts;
+      return std::min<std::uint64_t>(p_.mtu, m.bytes - *off);
+    }
+  *tag = 0; *off = 0; *last = true;
+  return 0;
+}
+
+std::uint32_t Network::alloc_pkt(const Pkt& p) {
+  if (!free_pkts_.empty()) {
+    auto id = free_pkts_.back();
+    free_pkts_.pop_back();
+    pkts_[id] = p;
+    return id;
+  }
+  pkts_.push_back(p);
+  return static_cast<std::uint32_t>(pkts_.size() - 1);
+}
+
+void Network::enqueue(std::uint32_t node, std::uint32_t port, std::uint32_t pkt) {
+  Port& p = nodes_[node].ports[port];
+  p.q.push_back(pkt);
+  p.qbytes += pkts_[pkt].bytes;
+  p.st.max_queue_bytes = std::max(p.st.max_queue_bytes, p.qbytes);
+  try_tx(node, port);
+}
+
+void Network::try_tx(std::uint32_t node, std::uint32_t port) {
+  Node& n = nodes_[node];
+  Port& p = n.ports[port];
+  if (p.busy || p.paused || !p.up || p.q.empty()) return;
+  std::uint32_t id = p.q.front();
+  p.q.pop_front();
+  Pkt& k = pkts_[id];
+  p.qbytes -= k.bytes;
+  if (n.is_switch) {
+    n.used -= k.bytes;
+    Port& in = n.ports[k.in_port];
+    in.in_bytes -= k.bytes;
+    if (p_.pfc.enabled && in.upstream_paused && in.in_bytes <= n.xon) {
+      in.upstream_paused = false;
+      schedule(sch_.now() + in.latency, kPfcFrame, in.peer, in.peer_port);  // resume
+    }
+  }
+  p.busy = true;
+  p.st.tx_bytes += k.bytes;
+  ++p.st.tx_packets;
+  schedule(sch_.now() + serialization_ps(k.bytes, p.Bps), kTxDone, node, (static_cast<std::uint64_t>(port) << 32) | id);
+}
+
+void Network::pfc_frame(std::uint32_t node, std::uint32_t port, bool pause) {
+  Port& p = nodes_[node].ports[port];
+  if (pause) {
+    if (!p.paused) { p.paused = true; p.paused_since = sch_.now(); }
+    ++p.st.pause_rcv;
+  } else if (p.paused) {
+    p.paused = false;
+    p.st.paused_ps += sch_.now() - p.paused_since;
+    if (nodes_[node].is_switch) try_tx(node, port);
+    else host_kick(node);
+  }
+}
+
+void Network::arrive(std::uint32_t node, std::uint32_t port, std::uint32_t id) {
+  Node& n = nodes_[node];
+  Pkt& k = pkts_[id];
+  if (!n.is_switch) { host_rx(node, id); return; }
+  std::uint32_t out = ecmp_port(node, k.qp);
+  // Control packets travel back to the sender: route them by the QP's source.
+  if (k.kind != kData) {
+    std::uint32_t h = host_index_[k.dst];
+    std::uint32_t lo = hop_start_[node][h], cnt = hop_start_[node][h + 1] - lo;
+    out = cnt ? hops_[node][lo + mix64(qps_[k.qp].hash ^ 0x5bd1e995ULL ^ node) % cnt] : kNone;
+  }
+  if (out == kNone) { free_pkt(id); return; }
+  Port& op = n.ports[out];
+  if (n.used + k.bytes > n.buffer || !op.up) {  // shared buffer full (or a dead port): tail drop
+    ++op.st.drops;
+    free_pkt(id);
+    return;
+  }
+  if (k.kind == kData && p_.ecn.enabled) {  // ECN policy: RED on the egress queue at enqueue
+    const EcnParams& e = p_.ecn;
+    if (op.qbytes > e.kmax_bytes) k.ecn = true;
+    else if (op.qbytes > e.kmin_bytes && uniform() < e.pmax * static_cast<double>(op.qbytes - e.kmin_bytes) / static_cast<double>(e.kmax_bytes - e.kmin_bytes))
+      k.ecn = true;
+    if (k.ecn) ++op.st.ecn_marked;
+  }
+  n.used += k.bytes;
+  k.in_port = port;
+  Port& in = n.ports[port];
+  in.in_bytes += k.bytes;
+  if (p_.pfc.enabled && !in.upstream_paused && in.in_bytes > n.xoff) {
+    in.upstream_paused = true;
+    ++in.st.pause_sent;
+    schedule(sch_.now() + in.latency, kPfcFrame, in.peer, in.peer_port | (1ULL << 32));
+  }
+  enqueue(node, out, id);
+}
+
+void Network::send_ctrl(std::uint32_t host, PktKind kind, std::uint32_t qp, std::uint64_t psn) {
+  Pkt k;
+  k.kind = kind;
+  k.qp = qp;
+  k.src = host;
+  k.dst = qps_[qp].src;
+  k.psn = psn;
+  k.bytes = p_.ctrl_bytes;
+  nodes_[host].ports[0].q.push_front(alloc_pkt(k));  // control frames go ahead of queued data
+  nodes_[host].ports[0].qbytes += k.bytes;
+  host_kick(host);
+}
+
+void Network::host_kick(std::uint32_t host) {
+  Node& n = nodes_[host];
+  Port& p = n.ports[0];
+  if (p.busy || p.paused || !p.up) return;
+  if (!p.q.empty()) { try_tx(host, 0); return; }
+  // Egress arbitration: round-robin over QPs whose rate limiter and WQE processing allow a packet.
+  const Tick now = sch_.now();
+  Tick wake = kTickMax;
+  const std::size_t nq = n.qps.size();
+  for (std::size_t i = 0; i < nq; ++i) {
+    std::uint32_t qi = n.qps[(n.rr + i) % nq];
+    Qp& q = qps_[qi];
+    if (q.failed || q.next_psn >= q.end_psn) continue;
+    Tick t = std::max(q.next_tx, q.ready_at);
+    if (t > now) { wake = std::min(wake, t); continue; }
+    n.rr = static_cast<std::uint32_t>((n.rr + i + 1) % nq);
+    Pkt k;
+    k.kind = kData;
+    k.qp = qi;
+    k.src = host;
+    k.dst = q.dst;
+    if (q.next_psn < q.acked) q.next_psn = q.acked;  // never resend what is acknowledged
+    k.psn = q.next_psn;
+    k.payload = psn_bytes(q, q.next_psn, &k.msg_tag, &k.msg_off, &k.last);
+    k.bytes = k.payload + p_.header_bytes;
+    ++q.next_psn;
+    q.st.tx_bytes += k.payload;
+    q.next_tx = now + serialization_ps(k.bytes, static_cast<std::uint64_t>(q.rc));
+    if (p_.dcqcn.enabled && q.limited) {
+      q.bytes_since += k.bytes;
+      if (q.bytes_since >= p_.dcqcn.byte_counter) { q.bytes_since = 0; ++q.bc_stage; rate_increase(qi); }
+    }
+    if (q.rto_gen % 2 == 0) arm_rto(qi);  // even generation: no timer armed
+    p.q.push_back(alloc_pkt(k));
+    p.qbytes += k.bytes;
+    try_tx(host, 0);
+    return;
+  }
+  if (wake != kTickMax) schedule(wake, kHostKick, host);
+}
+
+void Network::arm_rto(std::uint32_t qi) {
+  Qp& q = qps_[qi];
+  q.rto_gen += (q.rto_gen % 2 == 0) ? 1 : 2;  // odd generation: a timer is armed
+  Tick rto = static_cast<Tick>(4096) * kPsPerNs * (1ULL << std::min<std::uint32_t>(p_.timeout_exp, 31));
+  schedule(sch_.now() + rto, kRto, qi, q.rto_gen);
+}
+
+void Network::host_rx(std::uint32_t host, std::uint32_t id) {
+  Pkt k = pkts_[id];
+  free_pkt(id);
+  Qp& q = qps_[k.qp];
+  const std::uint32_t qi = k.qp;
+  switch (k.kind) {
+    case kData: {
+      if (k.psn == q.expected) {
+        ++q.expected;
+        q.nak_sent = false;
+        q.st.rx_bytes += k.payload;
+        if (listener_) listener_->on_data(qi, k.msg_tag, k.msg_off, k.payload);
+        if (++q.unacked >= p_.ack_every || k.last) { q.unacked = 0; send_ctrl(host, kAck, qi, q.expected); }
+      } else if (k.psn > q.expected) {
+        if (!q.nak_sent) { q.nak_sent = true; send_ctrl(host, kNak, qi, q.expected); }
+      } else {
+        send_ctrl(host, kAck, qi, q.expected);  // duplicate: re-acknowledge
+      }
+      if (k.ecn && p_.dcqcn.enabled && (!q.any_cnp || sch_.now() - q.last_cnp >= p_.dcqcn.cnp_interval_ps)) {
+        q.any_cnp = true;
+        q.last_cnp = sch_.now();
+        ++q.st.cnp_sent;
+        send_ctrl(host, kCnp, qi, 0);
+      }
+      break;
+    }
+    case kAck:
+    case kNak: {
+      if (k.kind == kNak) ++q.st.naks;
+      if (k.psn > q.acked) {
+        q.acked = k.psn;
+        q.retries = 0;
+        while (!q.msgs.empty() && q.msgs.front().first_psn + q.msgs.front().npkts <= q.acked) {
+          Msg m = q.msgs.front();
+          q.msgs.pop_front();
+          if (!q.msgs.empty()) q.ready_at = std::max(q.ready_at, sch_.now());
+          if (listener_) listener_->on_write_done(qi, m.tag, true);
+        }
+        if (q.acked < q.next_psn) arm_rto(qi);
+        else if (q.rto_gen % 2 == 1) ++q.rto_gen;  // disarm
+      }
+      if (k.kind == kNak && k.psn < q.next_psn) {  // go-back-N from the receiver's expected PSN
+        q.st.retransmits += q.next_psn - std::max(k.psn, q.acked);
+        q.next_psn = std::max(k.psn, q.acked);
+      }
+      host_kick(host);
+      break;
+    }
+    case kCnp:
+      ++q.st.cnp_rcv;
+      on_cnp(qi);
+      break;
+    default: break;
+  }
+}
+
+void Network::on_cnp(std::uint32_t qi) {
+  Qp& q = qps_[qi];
+  const DcqcnParams& d = p_.dcqcn;
+  if (!d.enabled) return;
+  q.rt = q.rc;
+  q.rc = std::max(static_cast<double>(d.min_rate_Bps), q.rc * (1 - q.alpha / 2));
+  q.alpha = (1 - d.g) * q.alpha + d.g;
+  q.t_stage = q.bc_stage = 0;
+  q.bytes_since = 0;
+  q.cnp_this_period = true;
+  ++q.timer_gen;  // restart the rate-increase timer
+  schedule(sch_.now() + d.rate_increase_timer_ps, kRateTimer, qi, q.timer_gen);
+  if (!q.limited) {
+    q.limited = true;
+    schedule(sch_.now() + d.alpha_timer_ps, kAlphaTimer, qi, ++q.alpha_gen);
+  }
+}
+
+void Network::rate_increase(std::uint32_t qi) {
+  Qp& q = qps_[qi];
+  const DcqcnParams& d = p_.dcqcn;
+  const std::uint32_t F = d.fast_recovery_stages;
+  if (std::max(q.t_stage, q.bc_stage) < F) {
+    // fast recovery: towards the target rate
+  } else if (std::min(q.t_stage, q.bc_stage) > F) {
+    q.rt += static_cast<double>(std::min(q.t_stage, q.bc_stage) - F) * static_cast<double>(d.rhai_Bps);  // hyper increase
+  } else {
+    q.rt += static_cast<double>(d.rai_Bps);  // additive increase
+  }
+  q.rt = std::min(q.rt, q.line);
+  q.rc = std::min((q.rt + q.rc) / 2, q.line);
+  if (q.rc >= q.line * (1 - 1e-9)) { q.rc = q.line; q.limited = false; ++q.timer_gen; ++q.alpha_gen; }
+}
+
+void Network::set_link_up(std::uint32_t node, std::uint32_t port, bool up) {
+  Port& a = nodes_.at(node).ports.at(port);
+  Port& b = nodes_[a.peer].ports[a.peer_port];
+  a.up = b.up = up;
+  if (up) {
+    if (nodes_[node].is_switch) try_tx(node, port); else host_kick(node);
+    if (nodes_[a.peer].is_switch) try_tx(a.peer, a.peer_port); else host_kick(a.peer);
+  }
+}
+
+std::uint64_t Network::total_drops() const {
+  std::uint64_t d = 0;
+  for (auto& n : nodes_) for (auto& p : n.ports) d += p.st.drops;
+  return d;
+}
+
+void Network::on_event(std::uint64_t a, std::uint64_t b) {
+  const std::uint64_t type = a & 0xff, id = a >> 8;
+  switch (type) {
+    case kTxDone: {
+      auto node = static_cast<std::uint32_t>(id);
+      auto port = static_cast<std::uint32_t>(b >> 32), pkt = static_cast<std::uint32_t>(b);
+      Port& p = nodes_[node].ports[port];
+      p.busy = false;
+      Pkt& k = pkts_[pkt];
+      bool lost = !p.up || (k.kind == kData && p_.drop_rate > 0 && uniform() < p_.drop_rate);
+      if (lost) { ++p.st.drops; free_pkt(pkt); }
+      else {
+        Tick fwd = nodes_[p.peer].is_switch ? nodes_[p.peer].latency : 0;
+        schedule(sch_.now() + p.latency + fwd, kArrive, p.peer, (static_cast<std::uint64_t>(p.peer_port) << 32) | pkt);
+      }
+      if (nodes_[node].is_switch) try_tx(node, port);
+      else host_kick(node);
+      break;
+    }
+    case kArrive: arrive(static_cast<std::uint32_t>(id), static_cast<std::uint32_t>(b >> 32), static_cast<std::uint32_t>(b)); break;
+    case kHostKick: host_kick(static_cast<std::uint32_t>(id)); break;
+    case kPfcFrame: pfc_frame(static_cast<std::uint32_t>(id), static_cast<std::uint32_t>(b & 0xffffffffu), (b >> 32) != 0); break;
+    case kRto: {
+      Qp& q = qps_[id];
+      if (b != q.rto_gen) break;  // stale
+      ++q.rto_gen;                // disarmed
+      if (q.acked >= q.next_psn && q.acked >= q.end_psn) break;
+      ++q.st.timeouts;
+      if (++q.retries > p_.retry_count) {
+        q.failed = true;
+        while (!q.msgs.empty()) {
+          Msg m = q.msgs.front();
+          q.msgs.pop_front();
+          if (listener_) listener_->on_write_done(static_cast<std::uint32_t>(id), m.tag, false);
+        }
+        q.next_psn = q.end_psn = q.acked;
+        break;
+      }
+      q.st.retransmits += q.next_psn - q.acked;
+      q.next_psn = q.acked;
+      arm_rto(static_cast<std::uint32_t>(id));
+      host_kick(q.src);
+      break;
+    }
+    case kRateTimer: {
+      Qp& q = qps_[id];
+      if (b != q.timer_gen || !q.limited) break;
+      ++q.t_stage;
+      rate_increase(static_cast<std::uint32_t>(id));
+      if (q.limited) schedule(sch_.now() + p_.dcqcn.rate_increase_timer_ps, kRateTimer, id, q.timer_gen);
+      break;
+    }
+    case kAlphaTimer: {
+      Qp& q = qps_[id];
+      if (b != q.alpha_gen || !q.limited) break;
+      if (!q.cnp_this_period) q.alpha = (1 - p_.dcqcn.g) * q.alpha;
+      q.cnp_this_period = false;
+      schedule(sch_.now() + p_.dcqcn.alpha_timer_ps, kAlphaTimer, id, q.alpha_gen);
+      break;
+    }
+    default: break;
+  }
+}
+
+}  // namespace models
