@@ -82,6 +82,35 @@ hcomm_result_t reduce_copy(hcomm_stream_t s, std::uint64_t dst, std::uint64_t sr
   t.op = op;
   return submit(s, t);
 }
+hcomm_result_t rdma_write(hcomm_stream_t s, std::uint32_t device, std::uint64_t dst, std::uint64_t src, std::uint64_t bytes,
+                          bool notify, std::uint64_t key) {
+  DrvTask t;
+  t.kind = DrvTaskKind::RdmaWrite;
+  t.target = device;
+  t.dst = dst;
+  t.src = src;
+  t.bytes = bytes;
+  t.key = key;
+  t.value = notify ? 1 : 0;
+  return submit(s, t);
+}
+bool via_hccs(hcomm_comm_t comm, const RankDesc& peer) {
+  auto it = comm->links.find(peer.rank);
+  if (it == comm->links.end()) it = comm->links.emplace(peer.rank, comm->ctx->drv->pair_link(comm->ctx->device, peer.device)).first;
+  return it->second == PairLink::Hccs;
+}
+hcomm_result_t remote_notify(hcomm_stream_t s, hcomm_comm_t comm, const RankDesc& peer, std::uint64_t key) {
+  if (via_hccs(comm, peer)) return notify_record(s, peer.device, key);
+  return rdma_write(s, peer.device, 0, 0, 0, true, key);
+}
+hcomm_result_t put_notify(hcomm_stream_t s, hcomm_comm_t comm, const RankDesc& peer, std::uint64_t dst, std::uint64_t src,
+                          std::uint64_t bytes, std::uint64_t key) {
+  if (via_hccs(comm, peer)) {
+    if (bytes) copy(s, dst, src, bytes);
+    return notify_record(s, peer.device, key);
+  }
+  return rdma_write(s, peer.device, dst, src, bytes, true, key);
+}
 hcomm_result_t make_stream(hcomm_context_t ctx, hcomm_stream_t* out) {
   std::uint32_t id = 0;
   if (ctx->drv->stream_create(ctx->device, &id) != DrvStatus::Ok) return HCOMM_E_DRV;
@@ -452,14 +481,13 @@ hcomm_result_t hcomm_isend(const void* buf, uint64_t count, hcomm_data_type_t dt
   hcomm_context_t ctx = comm->ctx;
   const std::uint64_t bytes = count * hcomm_data_type_size(dtype);
   const std::uint64_t window = peer->device_base_addr + (ctx->p2p_addr - ctx->base);
-  OpInfo info{comm->rank, comm->nranks, "send", "p2p", bytes, dtype, 0, dst, comm->op_seq};
+  OpInfo info{comm->rank, comm->nranks, "send", via_hccs(comm, *peer) ? "p2p-hccs" : "p2p-roce", bytes, dtype, 0, dst, comm->op_seq};
   std::uint64_t mk = op_begin(stream, info);
   std::uint64_t off = 0;
   do {
     std::uint64_t n = std::min(ctx->p2p_bytes, bytes - off);
     notify_wait(stream, notify_key(comm->id, kP2pReady, dst, tag));
-    if (n) copy(stream, window, dev(buf) + off, n);
-    notify_record(stream, peer->device, notify_key(comm->id, kP2pData, comm->rank, tag));
+    put_notify(stream, comm, *peer, window, dev(buf) + off, n, notify_key(comm->id, kP2pData, comm->rank, tag));
     off += n;
   } while (off < bytes);
   op_end(stream, mk);
@@ -481,12 +509,12 @@ hcomm_result_t hcomm_irecv(void* buf, uint64_t count, hcomm_data_type_t dtype, u
   hcomm_create_event(ctx, &after);
   hcomm_record_event(before, stream);   // the receive starts after earlier work on the user stream
   hcomm_wait_event(before, rs);
-  OpInfo info{comm->rank, comm->nranks, "recv", "p2p", bytes, dtype, 0, src, comm->op_seq};
+  OpInfo info{comm->rank, comm->nranks, "recv", via_hccs(comm, *peer) ? "p2p-hccs" : "p2p-roce", bytes, dtype, 0, src, comm->op_seq};
   std::uint64_t mk = op_begin(rs, info);
   std::uint64_t off = 0;
   do {
     std::uint64_t n = std::min(ctx->p2p_bytes, bytes - off);
-    notify_record(rs, peer->device, notify_key(comm->id, kP2pReady, comm->rank, tag));
+    remote_notify(rs, comm, *peer, notify_key(comm->id, kP2pReady, comm->rank, tag));
     notify_wait(rs, notify_key(comm->id, kP2pData, src, tag));
     if (n) copy(rs, dev(buf) + off, ctx->p2p_addr, n);
     off += n;

@@ -44,7 +44,9 @@ struct hcomm_comm_s {
   hcomm_stream_t recv_stream = nullptr;  // all receives of this communicator, in posting order
   std::vector<hcomm_stream_t> slaves;    // mesh collectives: one per peer
   bool pulled_pending = false;           // peers still owe PULLED notifies from the last mesh all-reduce
+  bool ring_primed = false;              // the ring's staging credit to the previous rank has been given
   std::map<std::uint32_t, hcomm::RankDesc> peers;  // descriptors of peers actually used
+  std::map<std::uint32_t, hcomm::PairLink> links;  // transport to peers actually used
 };
 
 struct hcomm_request_s {
@@ -57,7 +59,7 @@ struct hcomm_request_s {
 namespace hcomm::detail {
 
 enum Purpose : std::uint64_t {
-  kArReady = 1, kArDone, kArReduced, kArPulled, kFork, kJoin, kP2pReady, kP2pData
+  kArReady = 1, kArDone, kArReduced, kArPulled, kFork, kJoin, kP2pReady, kP2pData, kRingData, kRingCredit
 };
 /// Notify key: communicator, purpose, peer rank and a sub-index (tag or slave index).
 inline std::uint64_t notify_key(std::uint32_t comm, Purpose p, std::uint32_t peer, std::uint32_t sub = 0) {
@@ -77,6 +79,16 @@ hcomm_result_t notify_wait(hcomm_stream_t s, std::uint64_t key);
 hcomm_result_t copy(hcomm_stream_t s, std::uint64_t dst, std::uint64_t src, std::uint64_t bytes);
 hcomm_result_t reduce_copy(hcomm_stream_t s, std::uint64_t dst, std::uint64_t src, std::uint64_t bytes, int dtype, int op);
 hcomm_result_t make_stream(hcomm_context_t ctx, hcomm_stream_t* out);
+/// RoCE write src -> dst on `device`, then notify `key` there (notify = true). bytes may be 0.
+hcomm_result_t rdma_write(hcomm_stream_t s, std::uint32_t device, std::uint64_t dst, std::uint64_t src, std::uint64_t bytes,
+                          bool notify, std::uint64_t key);
+/// Transport to a peer: HCCS (SDMA over the chip link) when the driver reports one, else RoCE.
+bool via_hccs(hcomm_comm_t comm, const RankDesc& peer);
+/// Notify `key` on the peer's device over whichever transport reaches it.
+hcomm_result_t remote_notify(hcomm_stream_t s, hcomm_comm_t comm, const RankDesc& peer, std::uint64_t key);
+/// Write bytes to the peer (dst is an address in its HBM), then notify `key` there.
+hcomm_result_t put_notify(hcomm_stream_t s, hcomm_comm_t comm, const RankDesc& peer, std::uint64_t dst, std::uint64_t src,
+                          std::uint64_t bytes, std::uint64_t key);
 void logf(hcomm_context_t ctx, int level, const char* fmt, ...);
 /// Announce an operation and submit its begin marker; op_end submits the end marker.
 std::uint64_t op_begin(hcomm_stream_t s, const OpInfo& info);

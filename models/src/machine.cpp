@@ -18,6 +18,7 @@ const char* task_kind_name(TaskKind k) {
     case TaskKind::HostToDevice: return "h2d";
     case TaskKind::DeviceToHost: return "d2h";
     case TaskKind::Marker: return "marker";
+    case TaskKind::RdmaWrite: return "rdma_write";
   }
   return "?";
 }
@@ -156,6 +157,9 @@ void Machine::dispatch(std::uint32_t s) {
     case TaskKind::Marker:
       if (listener_) listener_->on_marker(st.npu, s, t.key, sch_.now());
       complete(s);
+      return;
+    case TaskKind::RdmaWrite:
+      start_rdma(s, t);
       return;
   }
 }
@@ -334,6 +338,73 @@ void Machine::on_event(std::uint64_t a, std::uint64_t b) {
     case kComplete: complete(static_cast<std::uint32_t>(id)); break;
     default: break;
   }
+}
+
+void Machine::attach_network(Network* net, std::vector<std::uint32_t> nic_node) {
+  net_ = net;
+  nic_node_ = std::move(nic_node);
+  net_->set_listener(this);
+}
+
+std::uint32_t Machine::qp_for(std::uint32_t src, std::uint32_t dst) {
+  auto key = std::make_pair(src, dst);
+  auto it = qp_of_.find(key);
+  if (it != qp_of_.end()) return it->second;
+  // Each QP gets its own UDP source port, so ECMP spreads QPs over paths (RoCE v2).
+  auto sport = static_cast<std::uint16_t>(49152 + ((src * 2654435761u) ^ (dst * 40503u)) % 16384);
+  std::uint32_t qp = net_->create_qp(nic_node_[src], nic_node_[dst], sport);
+  qp_of_.emplace(key, qp);
+  return qp;
+}
+
+// An RDMA write: the NIC of the stream's NPU moves src (local HBM) to dst (the target NPU's HBM)
+// through the RoCE network; bytes land in the destination as packets arrive in order; an optional
+// notify write follows on the same QP, so it lands after the data. The task completes when every
+// write of it is acknowledged.
+void Machine::start_rdma(std::uint32_t s, const Task& t) {
+  const std::uint32_t me = streams_[s].npu;
+  std::string why;
+  if (t.target >= npus_.size()) { fail(s, "RDMA write to unknown npu " + std::to_string(t.target)); return; }
+  if (!has_nic(me) || !has_nic(t.target)) {
+    fail(s, "no RoCE path from npu" + std::to_string(me) + " to npu" + std::to_string(t.target) + " (no NIC or no network)");
+    return;
+  }
+  if (t.bytes) {
+    if (!check_range(t.src, t.bytes, why) || !check_range(t.dst, t.bytes, why)) { fail(s, why); return; }
+    if (addr_npu(t.src) != me || addr_npu(t.dst) != t.target) { fail(s, "RDMA write must read local HBM and write the target's"); return; }
+  }
+  std::uint32_t id;
+  if (!free_rdmas_.empty()) { id = free_rdmas_.back(); free_rdmas_.pop_back(); }
+  else { id = static_cast<std::uint32_t>(rdmas_.size()); rdmas_.emplace_back(); }
+  rdmas_[id] = Rdma{s, t, 0, true};
+  std::uint32_t qp = qp_for(me, t.target);
+  if (t.bytes || !t.value) { ++rdmas_[id].pending; net_->post_write(qp, t.bytes, static_cast<std::uint64_t>(id) << 1); }
+  if (t.value) { ++rdmas_[id].pending; net_->post_write(qp, 4, (static_cast<std::uint64_t>(id) << 1) | 1); }
+}
+
+void Machine::on_data(std::uint32_t, std::uint64_t tag, std::uint64_t off, std::uint64_t len) {
+  const Rdma& r = rdmas_[tag >> 1];
+  const Task& t = r.task;
+  if (tag & 1) {  // the notify write: one packet
+    notify_record(t.target, t.key);
+    return;
+  }
+  SparseMemory& dst = npus_[addr_npu(t.dst)].hbm;
+  if (!dst.stores_bytes() || len == 0) return;
+  scratch_.resize(len);
+  npus_[addr_npu(t.src)].hbm.read(addr_offset(t.src) + off, scratch_.data(), len);
+  dst.write(addr_offset(t.dst) + off, scratch_.data(), len);
+}
+
+void Machine::on_write_done(std::uint32_t, std::uint64_t tag, bool ok) {
+  Rdma& r = rdmas_[tag >> 1];
+  r.ok = r.ok && ok;
+  if (--r.pending) return;
+  std::uint32_t s = r.stream;
+  bool good = r.ok;
+  free_rdmas_.push_back(static_cast<std::uint32_t>(tag >> 1));
+  if (good) complete(s);
+  else fail(s, "RDMA write failed: retry count exceeded (link down or persistent loss)");
 }
 
 void Machine::backdoor_write(std::uint64_t addr, const void* src, std::uint64_t len) {

@@ -57,7 +57,8 @@ hcomm::PairLink SimDriver::pair_link(std::uint32_t a, std::uint32_t b) {
   if (a >= m_.npu_count() || b >= m_.npu_count()) return hcomm::PairLink::None;
   if (a == b) return hcomm::PairLink::Local;
   int p = m_.port_between(a, b);
-  return p >= 0 && m_.ports()[p].up ? hcomm::PairLink::Hccs : hcomm::PairLink::None;
+  if (p >= 0 && m_.ports()[p].up) return hcomm::PairLink::Hccs;
+  return m_.has_nic(a) && m_.has_nic(b) ? hcomm::PairLink::Roce : hcomm::PairLink::None;
 }
 
 std::uint64_t SimDriver::device_memory_size(std::uint32_t device) {

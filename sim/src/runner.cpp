@@ -46,6 +46,7 @@ class Cluster : public sc_core::sc_module {
     }
     for (const auto& l : sc.topology.links)
       if (l.type == LinkType::Hccs) machine_.add_link(models::LinkKind::Hccs, l.a.index, l.b.index, l.params, l.name);
+    if (sc.topology.has_network()) build_network(sc);
     driver_ = std::make_unique<SimDriver>(machine_, sc.topology, trace, opt.echo_logs);
     hcomm::set_driver(driver_.get());
     checks_.assign(sc.workload.size(), {});
@@ -53,6 +54,29 @@ class Cluster : public sc_core::sc_module {
   }
 
   RankProgram program;
+
+  // The RoCE network: one host node per cabled NIC, the topology's Ethernet switches, its links.
+  void build_network(const Scenario& sc) {
+    net_ = std::make_unique<models::Network>(sched_, sc.net);
+    const auto& t = sc.topology;
+    std::vector<std::uint32_t> sw_node(t.switches.size(), ~0u), nic(t.npus.size(), ~0u);
+    for (std::size_t i = 0; i < t.switches.size(); ++i)
+      if (t.switches[i].kind == SwitchKind::Ethernet)
+        sw_node[i] = net_->add_switch(t.switches[i].name, t.switches[i].ports, t.switches[i].buffer_bytes, t.switches[i].latency_ps);
+    auto node = [&](const Endpoint& e) {
+      if (e.is_switch) return sw_node[e.index];
+      if (nic[e.index] == ~0u) nic[e.index] = net_->add_host(t.npus[e.index].name);
+      return nic[e.index];
+    };
+    for (const auto& l : t.links)
+      if (l.type == LinkType::Roce) {
+        std::uint32_t a = node(l.a), b = node(l.b);
+        net_->connect(a, l.a.is_switch ? l.a.port : 0, b, l.b.is_switch ? l.b.port : 0, l.params.bandwidth_Bps, l.params.latency_ps);
+      }
+    net_->build_routes();
+    machine_.attach_network(net_.get(), nic);
+  }
+  models::Network* network() { return net_.get(); }
 
   void start_ranks() {
     for (std::uint32_t r = 0; r < nranks_; ++r) {
@@ -80,6 +104,10 @@ class Cluster : public sc_core::sc_module {
   static constexpr std::size_t kStack = 128 * 1024;
 #endif
 
+  std::uint32_t partner(const WorkloadStep& w, std::uint32_t r) const {
+    return w.pattern == "halves" ? (r + nranks_ / 2) % nranks_ : r ^ 1u;
+  }
+
   bool ok(std::uint32_t r, const char* what, hcomm_result_t rc) {
     if (rc == HCOMM_SUCCESS) return true;
     failures.push_back("rank " + std::to_string(r) + ": " + what + " failed: " + hcomm_result_string(rc));
@@ -103,7 +131,7 @@ class Cluster : public sc_core::sc_module {
   void rank_main(std::uint32_t r) {
     if (program) {
       program(r);
-      done_[r] = true;
+      rank_finished(r);
       return;
     }
     const auto& npu = sc_.topology.npus[sc_.topology.rank_to_npu[r]];
@@ -140,8 +168,8 @@ class Cluster : public sc_core::sc_module {
           if (!ok(r, "hcomm_allreduce", hcomm_allreduce(in, out, count, to_hcomm(w.dtype), static_cast<hcomm_reduce_op_t>(w.reduce), comm, st)) ||
               !ok(r, "hcomm_stream_synchronize", hcomm_stream_synchronize(st)))
             goto out;
-        } else {  // sendrecv: ranks 2k and 2k+1 exchange buffers, send and receive on separate streams
-          std::uint32_t peer = r ^ 1u;
+        } else {  // sendrecv: partners exchange buffers, send and receive on separate streams
+          const std::uint32_t peer = partner(w, r);
           hcomm_request_t reqs[2];
           if (!ok(r, "hcomm_isend", hcomm_isend(in, count, to_hcomm(w.dtype), peer, rep, comm, st, &reqs[0])) ||
               !ok(r, "hcomm_irecv", hcomm_irecv(out, count, to_hcomm(w.dtype), peer, rep, comm, st2, &reqs[1])) ||
@@ -168,7 +196,7 @@ class Cluster : public sc_core::sc_module {
             release_reference(s, rep);
           } else {
             std::vector<std::uint8_t> expect(w.bytes);
-            fill_input(expect.data(), count, w.dtype, w.reduce, key, r ^ 1u);
+            fill_input(expect.data(), count, w.dtype, w.reduce, key, partner(w, r));
             cr = compare(host.get(), expect.data(), count, w.dtype, models::ReduceOp::Max, 1);
           }
           auto& tally = checks_[s].by_rep[rep];
@@ -193,8 +221,16 @@ class Cluster : public sc_core::sc_module {
     hcomm_destroy_stream(st2);
     hcomm_comm_destroy(comm);
     hcomm_destroy_context(ctx);
-    done_[r] = true;
+    rank_finished(r);
   }
+
+  // The run ends when the last rank is done: stale timers (e.g. disarmed RDMA retransmit
+  // timeouts) left in the event queue must not advance simulated time.
+  void rank_finished(std::uint32_t r) {
+    done_[r] = true;
+    if (++finished_ == nranks_) sc_core::sc_stop();
+  }
+  std::uint32_t finished_ = 0;
 
  public:
   Trace* trace_ = nullptr;
@@ -204,6 +240,7 @@ class Cluster : public sc_core::sc_module {
   ScScheduler sched_;
   models::Machine machine_;
   std::uint32_t nranks_;
+  std::unique_ptr<models::Network> net_;
   std::unique_ptr<SimDriver> driver_;
   std::map<std::pair<std::uint32_t, std::uint32_t>, std::pair<std::vector<std::uint8_t>, std::uint32_t>> refs_;
 };
@@ -221,6 +258,7 @@ RunResult run_scenario(const Scenario& sc, const RunOptions& opt) {
     tp = &trace;
   }
   configure_kernel();
+  sc_core::sc_report_handler::set_actions(sc_core::SC_INFO, sc_core::SC_DO_NOTHING);  // "simulation stopped by user"
   auto cluster = std::make_unique<Cluster>("cluster", sc, opt, tp);
   cluster->trace_ = tp;
   const std::uint32_t n = cluster->nranks();
@@ -310,6 +348,7 @@ std::uint64_t run_program(const Topology& topo, const RankProgram& program, cons
   sc.topology = topo;
   sc.store_bytes = store_bytes;
   configure_kernel();
+  sc_core::sc_report_handler::set_actions(sc_core::SC_INFO, sc_core::SC_DO_NOTHING);
   Trace trace;
   if (!opt.db_path.empty()) {
     std::string why;

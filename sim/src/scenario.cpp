@@ -35,7 +35,7 @@ std::optional<Scenario> load_scenario(const std::string& path, std::vector<std::
   };
   auto j = read_json_file(path, d);
   if (!j) return finish();
-  ObjectReader top(*j, "", d, {"format", "version", "name", "description", "topology", "seed", "payload", "workload", "faults", "expect"});
+  ObjectReader top(*j, "", d, {"format", "version", "name", "description", "topology", "seed", "payload", "network", "workload", "faults", "expect"});
   if (!top.valid()) return finish();
   Scenario sc;
   sc.file = path;
@@ -52,11 +52,48 @@ std::optional<Scenario> load_scenario(const std::string& path, std::vector<std::
   }
   if (auto t = top.str("topology", true)) sc.topology_path = (!t->empty() && (*t)[0] == '/') ? *t : dir_of(path) + *t;
 
+  sc.net.seed = sc.seed;
+  if (const json* nj = top.get("network", false)) {
+    ObjectReader n(*nj, top.child("network"), d, {"mtu", "ack_every", "nic_latency", "timeout_exp", "retry_count", "drop_rate", "dcqcn", "ecn", "pfc"});
+    models::NetParams& p = sc.net;
+    if (auto v = n.size("mtu", false)) { if (*v < 256 || *v > (1u << 20)) d.error(n.child("mtu"), "MTU must be 256 B .. 1 MiB"); else p.mtu = static_cast<std::uint32_t>(*v); }
+    if (auto v = n.uint("ack_every", false, 1, 1024)) p.ack_every = static_cast<std::uint32_t>(*v);
+    if (auto v = n.duration("nic_latency", false)) p.nic_latency_ps = *v;
+    if (auto v = n.uint("timeout_exp", false, 0, 31)) p.timeout_exp = static_cast<std::uint32_t>(*v);
+    if (auto v = n.uint("retry_count", false, 0, 7)) p.retry_count = static_cast<std::uint32_t>(*v);
+    if (auto v = n.number("drop_rate", false, 0, 1)) p.drop_rate = *v;
+    if (const json* dj = n.get("dcqcn", false)) {
+      ObjectReader q(*dj, n.child("dcqcn"), d, {"enabled", "g", "alpha_timer", "rate_increase_timer", "byte_counter", "fast_recovery_stages", "rai", "rhai", "min_rate", "cnp_interval"});
+      models::DcqcnParams& c = p.dcqcn;
+      if (auto v = q.boolean("enabled", false)) c.enabled = *v;
+      if (auto v = q.number("g", false, 1e-6, 1)) c.g = *v;
+      if (auto v = q.duration("alpha_timer", false)) c.alpha_timer_ps = std::max<models::Tick>(*v, 1);
+      if (auto v = q.duration("rate_increase_timer", false)) c.rate_increase_timer_ps = std::max<models::Tick>(*v, 1);
+      if (auto v = q.size("byte_counter", false)) c.byte_counter = std::max<std::uint64_t>(*v, 1);
+      if (auto v = q.uint("fast_recovery_stages", false, 0, 100)) c.fast_recovery_stages = static_cast<std::uint32_t>(*v);
+      if (auto v = q.bandwidth("rai", false)) c.rai_Bps = *v;
+      if (auto v = q.bandwidth("rhai", false)) c.rhai_Bps = *v;
+      if (auto v = q.bandwidth("min_rate", false)) c.min_rate_Bps = *v;
+      if (auto v = q.duration("cnp_interval", false)) c.cnp_interval_ps = *v;
+    }
+    if (const json* ej = n.get("ecn", false)) {
+      ObjectReader e(*ej, n.child("ecn"), d, {"enabled", "kmin", "kmax", "pmax"});
+      if (auto v = e.boolean("enabled", false)) p.ecn.enabled = *v;
+      if (auto v = e.size("kmin", false)) p.ecn.kmin_bytes = *v;
+      if (auto v = e.size("kmax", false)) p.ecn.kmax_bytes = *v;
+      if (auto v = e.number("pmax", false, 0, 1)) p.ecn.pmax = *v;
+      if (p.ecn.kmax_bytes <= p.ecn.kmin_bytes) d.error(e.child("kmax"), "kmax must be larger than kmin");
+    }
+    if (const json* pj = n.get("pfc", false)) {
+      ObjectReader f(*pj, n.child("pfc"), d, {"enabled"});
+      if (auto v = f.boolean("enabled", false)) p.pfc.enabled = *v;
+    }
+  }
   const json* wl = top.get("workload", true);
   if (wl && (!wl->is_array() || wl->empty())) { d.error(top.child("workload"), "expected a non-empty array"); wl = nullptr; }
   if (wl) {
     for (std::size_t i = 0; i < wl->size(); ++i) {
-      ObjectReader w((*wl)[i], top.child("workload") + "/" + std::to_string(i), d, {"op", "bytes", "dtype", "reduce", "repeat", "check"});
+      ObjectReader w((*wl)[i], top.child("workload") + "/" + std::to_string(i), d, {"op", "bytes", "dtype", "reduce", "repeat", "check", "pattern"});
       if (!w.valid()) continue;
       WorkloadStep st;
       st.op = w.str("op", true).value_or("");
@@ -78,6 +115,11 @@ std::optional<Scenario> load_scenario(const std::string& path, std::vector<std::
         d.error(w.child("bytes"), "not a multiple of the " + std::string(models::dtype_name(st.dtype)) + " element size");
       st.repeat = static_cast<std::uint32_t>(w.uint("repeat", false, 1, 100000).value_or(1));
       st.check = w.boolean("check", false).value_or(true);
+      if (auto v = w.str("pattern", false)) {
+        if (st.op != "sendrecv") d.error(w.child("pattern"), "pattern applies to sendrecv only");
+        else if (*v != "pairs" && *v != "halves") d.error(w.child("pattern"), "unknown pattern \"" + *v + "\" (pairs, halves)");
+        else st.pattern = *v;
+      }
       sc.workload.push_back(st);
     }
   }
@@ -119,11 +161,11 @@ std::optional<Scenario> load_scenario(const std::string& path, std::vector<std::
     return std::nullopt;
   }
   sc.topology = std::move(*topo);
-  // What the hardware models can run today: NPUs joined by HCCS inside one server.
+  // What the hardware models can run today: HCCS inside servers and RoCE between them.
   for (const auto& l : sc.topology.links)
-    if (l.type != LinkType::Hccs) {
-      d.error("/topology", sc.topology_path + " has " + link_type_name(l.type) + " links (" + l.name +
-                               "): only HCCS inside one server can be simulated yet; RoCE and PCIe switch models are not built");
+    if (l.type == LinkType::Pcie) {
+      d.error("/topology", sc.topology_path + " has PCIe switch links (" + l.name +
+                               "): PCIe peer-to-peer is not simulated yet; HCCS and RoCE are");
       break;
     }
   for (std::size_t i = 0; i < sc.faults.size(); ++i)

@@ -25,7 +25,8 @@ struct RankDesc {
 enum class PairLink : int { None = 0, Local, Hccs, Pcie, Roce };
 
 enum class DrvTaskKind : std::uint8_t {
-  Copy, ReduceCopy, NotifyRecord, NotifyWait, EventRecord, EventWait, HostToDevice, DeviceToHost, Marker
+  Copy, ReduceCopy, NotifyRecord, NotifyWait, EventRecord, EventWait, HostToDevice, DeviceToHost, Marker,
+  RdmaWrite  ///< RoCE write src -> dst on device `target`, then (value != 0) notify `key` there
 };
 
 /// One stream task. dtype/op use the hcomm_data_type_t / hcomm_reduce_op_t numbering.

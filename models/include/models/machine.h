@@ -13,6 +13,7 @@
 
 #include "models/event_queue.h"
 #include "models/hbm.h"
+#include "models/network.h"
 #include "models/reduce.h"
 #include "models/time.h"
 
@@ -54,6 +55,8 @@ enum class TaskKind : std::uint8_t {
   HostToDevice,  ///< DMA host memory -> device over PCIe
   DeviceToHost,  ///< DMA device -> host memory over PCIe
   Marker,        ///< timestamp marker (profiling); reported to the listener
+  RdmaWrite,     ///< RoCE write src (local) -> dst (NPU `target`), then, if value != 0, notify `key`
+                 ///< on `target` (an ordered second write on the same QP); bytes may be 0
 };
 const char* task_kind_name(TaskKind k);
 
@@ -95,7 +98,7 @@ struct LinkInfo {
   std::string name;
 };
 
-class Machine final : public EventHandler {
+class Machine final : public EventHandler, public NetworkListener {
  public:
   struct Stats {
     std::uint64_t tasks = 0, pieces = 0, notifies = 0;
@@ -144,6 +147,13 @@ class Machine final : public EventHandler {
 
   void on_event(std::uint64_t a, std::uint64_t b) override;
 
+  /// Attach the RoCE network: NPU i's NIC is network node nic_node[i] (~0u: no NIC).
+  void attach_network(Network* net, std::vector<std::uint32_t> nic_node);
+  Network* network() const { return net_; }
+  bool has_nic(std::uint32_t npu) const { return net_ && npu < nic_node_.size() && nic_node_[npu] != ~0u; }
+  void on_write_done(std::uint32_t qp, std::uint64_t tag, bool ok) override;
+  void on_data(std::uint32_t qp, std::uint64_t tag, std::uint64_t offset, std::uint64_t len) override;
+
  private:
   struct Notify {
     std::int64_t count = 0;
@@ -187,6 +197,8 @@ class Machine final : public EventHandler {
   void complete(std::uint32_t s);
   void fail(std::uint32_t s, const std::string& why);
   void start_transfer(std::uint32_t s, const Task& t);
+  void start_rdma(std::uint32_t s, const Task& t);
+  std::uint32_t qp_for(std::uint32_t src, std::uint32_t dst);
   void send_piece(std::uint32_t xfer);
   void arrive_piece(std::uint32_t xfer, std::uint64_t off, std::uint64_t len);
   void notify_record(std::uint32_t npu, std::uint64_t key);
@@ -204,6 +216,12 @@ class Machine final : public EventHandler {
   std::vector<std::uint32_t> free_xfers_;
   std::vector<std::uint8_t> scratch_;
   Stats stats_;
+  Network* net_ = nullptr;
+  std::vector<std::uint32_t> nic_node_;
+  std::map<std::pair<std::uint32_t, std::uint32_t>, std::uint32_t> qp_of_;  // (src npu, dst npu) -> QP
+  struct Rdma { std::uint32_t stream; Task task; std::uint32_t pending; bool ok; };
+  std::vector<Rdma> rdmas_;
+  std::vector<std::uint32_t> free_rdmas_;
 };
 
 }  // namespace models

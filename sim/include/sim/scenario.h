@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "models/network.h"
 #include "models/reduce.h"
 #include "sim/json_reader.h"
 #include "sim/topology.h"
@@ -19,6 +20,7 @@ struct WorkloadStep {
   models::ReduceOp reduce = models::ReduceOp::Sum;
   std::uint32_t repeat = 1;
   bool check = true;
+  std::string pattern = "pairs";  ///< sendrecv: "pairs" (r <-> r^1) or "halves" (r <-> r +- n/2)
 };
 
 struct Fault {
@@ -38,6 +40,7 @@ struct Scenario {
   Topology topology;
   std::uint64_t seed = 1;
   bool store_bytes = true;    ///< payload "real" (bytes checked) or "timing" (no bytes stored)
+  models::NetParams net;     ///< RoCE network parameters (scenario "network")
   std::vector<WorkloadStep> workload;
   std::vector<Fault> faults;
   Expectations expect;
