@@ -6,16 +6,31 @@
 #include <vector>
 
 #include "models/reduce.h"
+#include "models/huge_alloc.h"
 
 namespace models {
 
-std::uint8_t* SparseMemory::page_for_write(std::uint64_t page, bool whole) {
+SparseMemory::~SparseMemory() {
+  for (auto& a : arenas_) huge_free(a.base, kArenaBytes);
+}
+
+SparseMemory::SparseMemory(SparseMemory&& o) noexcept
+    : capacity_(o.capacity_), store_(o.store_), pages_(std::move(o.pages_)), arenas_(std::move(o.arenas_)) {
+  o.arenas_.clear();
+}
+
+std::uint8_t* SparseMemory::page_for_write(std::uint64_t page, bool) {
   auto& p = pages_[page];
   if (!p) {
-    p.reset(new std::uint8_t[kPageBytes]);
-    if (!whole) std::memset(p.get(), 0, kPageBytes);  // a write covering the page needs no zeroing
+    if (arenas_.empty() || arenas_.back().used + kPageBytes > kArenaBytes) {
+      auto* base = static_cast<std::uint8_t*>(huge_alloc(kArenaBytes));  // zero-filled by the kernel
+      if (!base) throw std::bad_alloc();
+      arenas_.push_back(Arena{base, 0});
+    }
+    p = arenas_.back().base + arenas_.back().used;
+    arenas_.back().used += kPageBytes;
   }
-  return p.get();
+  return p;
 }
 
 void SparseMemory::write(std::uint64_t offset, const void* src, std::uint64_t len) {
@@ -39,7 +54,7 @@ void SparseMemory::read(std::uint64_t offset, void* dst, std::uint64_t len) cons
     std::uint64_t n = std::min(len, kPageBytes - in);
     auto it = pages_.find(page);
     if (it == pages_.end()) std::memset(d, 0, n);
-    else std::memcpy(d, it->second.get() + in, n);
+    else std::memcpy(d, it->second + in, n);
     d += n; offset += n; len -= n;
   }
 }

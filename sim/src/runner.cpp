@@ -10,6 +10,7 @@
 #include <systemc>
 
 #include "hcomm/hcomm.h"
+#include "models/huge_alloc.h"
 #include "models/machine.h"
 #include "sim/driver.h"
 #include "sim/kernel.h"
@@ -154,7 +155,8 @@ class Cluster : public sc_core::sc_module {
       if (!ok(r, "hcomm_malloc", hcomm_malloc(ctx, std::max<std::uint64_t>(w.bytes, 1), &in)) ||
           !ok(r, "hcomm_malloc", hcomm_malloc(ctx, std::max<std::uint64_t>(w.bytes, 1), &out)))
         break;
-      std::unique_ptr<std::uint8_t[]> host(new std::uint8_t[real ? w.bytes : 1]);  // no zero-fill: fully written
+      models::HugeBuffer host(real ? w.bytes : 1);
+      if (!host) { failures.push_back("rank " + std::to_string(r) + ": out of host memory"); break; }
       for (std::uint32_t rep = 0; rep < w.repeat; ++rep) {
         driver_->set_phase(r, s, rep);
         PayloadKey key{sc_.seed, s, rep};

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <memory>
 #include <unordered_map>
+#include <vector>
 
 #include "models/time.h"
 
@@ -40,7 +41,19 @@ class SparseMemory {
   std::uint8_t* page_for_write(std::uint64_t page, bool whole);
   std::uint64_t capacity_;
   bool store_;
-  std::unordered_map<std::uint64_t, std::unique_ptr<std::uint8_t[]>> pages_;  // lookups only, never iterated
+  std::unordered_map<std::uint64_t, std::uint8_t*> pages_;  // lookups only, never iterated
+  // Pages are carved from 32 MiB arenas backed by transparent huge pages: touching gigabytes of
+  // simulated HBM then costs one page fault per 2 MiB instead of per 4 KiB (measured: faults
+  // dominated large real-byte runs).
+  struct Arena { std::uint8_t* base; std::size_t used; };
+  std::vector<Arena> arenas_;
+
+ public:
+  ~SparseMemory();
+  SparseMemory(const SparseMemory&) = delete;
+  SparseMemory& operator=(const SparseMemory&) = delete;
+  SparseMemory(SparseMemory&& o) noexcept;
+  SparseMemory& operator=(SparseMemory&&) = delete;
 };
 
 }  // namespace models

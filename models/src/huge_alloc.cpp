@@ -1,0 +1,20 @@
+#include "models/huge_alloc.h"
+
+#include <sys/mman.h>
+
+namespace models {
+
+void* huge_alloc(std::size_t bytes) {
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) return nullptr;
+#ifdef MADV_HUGEPAGE
+  madvise(p, bytes, MADV_HUGEPAGE);
+#endif
+  return p;
+}
+
+void huge_free(void* p, std::size_t bytes) {
+  if (p) munmap(p, bytes);
+}
+
+}  // namespace models
