@@ -273,3 +273,105 @@ TEST(Reduce, HalfAndBfloatWithinHalfUlp) {
   EXPECT_EQ(half_to_float(0x0001), std::ldexp(1.0f, -24));  // smallest subnormal
   EXPECT_EQ(float_to_bf16(1.0f), 0x3f80);
 }
+
+namespace {
+// One 2-NPU machine with a single HCCS link, timing-only HBM, no overheads.
+struct TwoNpus {
+  StandaloneScheduler sch;
+  Recorder rec;
+  Machine m{sch, 256 * 1024};
+  std::uint32_t link = 0, st = 0;
+  explicit TwoNpus(LinkParams lp) {
+    rec.s = &sch;
+    m.set_listener(&rec);
+    NpuParams p = bare_npu();
+    p.hbm.store_bytes = false;
+    p.hbm.capacity_bytes = 1ULL << 36;
+    m.add_npu(p);
+    m.add_npu(p);
+    link = m.add_link(LinkKind::Hccs, 0, 1, lp, "l");
+    st = m.create_stream(0);
+  }
+  Tick copy(std::uint64_t bytes) {
+    Task t;
+    t.kind = TaskKind::Copy;
+    t.src = npu_base_addr(0);
+    t.dst = npu_base_addr(1);
+    t.bytes = bytes;
+    Tick t0 = sch.now();
+    m.submit(st, t);
+    sch.run();
+    return rec.idle_at[st] - t0;
+  }
+  const Port& port() { return m.ports()[m.links()[link].port_ab]; }
+};
+}  // namespace
+
+// CRC errors at rate r: replays ~ Binomial(frames, r) (checked within 5 sigma), and the time grows
+// by exactly replays x (round trip + one frame).
+TEST(HccsLink, CrcErrorsAreRetriedAndCostTime) {
+  LinkParams lp;  // 28 GB/s, 0.5 us, 256 B frames
+  for (double r : {1e-4, 1e-3, 1e-2}) {
+    lp.crc_error_rate = r;
+    TwoNpus t(lp);
+    const std::uint64_t bytes = 256ULL << 20;  // 1 Mi frames
+    Tick took = t.copy(bytes);
+    const double frames = static_cast<double>(t.port().frames), retries = static_cast<double>(t.port().rx_retry);
+    EXPECT_EQ(frames, static_cast<double>(bytes / 256));
+    const double mean = frames * r, sd = std::sqrt(frames * r * (1 - r));
+    EXPECT_NEAR(retries, mean, 5 * sd) << r;
+    const Tick clean = serialization_ps(bytes, lp.bandwidth_Bps) + lp.latency_ps;
+    const Tick per = 2 * lp.latency_ps + serialization_ps(256, lp.bandwidth_Bps);
+    EXPECT_NEAR(static_cast<double>(took), static_cast<double>(clean + t.port().rx_retry * per), 1024) << r;  // ps rounding per piece
+    std::printf("CRC rate %.0e: %.0f retries of %.0f frames (expected %.0f +- %.0f), effective %.2f GB/s\n", r, retries, frames, mean, sd,
+                static_cast<double>(bytes) / static_cast<double>(took) * 1e3);
+  }
+}
+
+// Lane degrade: 8 -> 2 lanes quarters the bandwidth; the credit limit caps a link whose receive
+// buffer is smaller than its bandwidth-delay product at buffer / round trip.
+TEST(HccsLink, LaneDegradeAndCredits) {
+  LinkParams lp;
+  TwoNpus t(lp);
+  const std::uint64_t bytes = 64ULL << 20;
+  EXPECT_NEAR(static_cast<double>(t.copy(bytes)), static_cast<double>(serialization_ps(bytes, 28000000000ULL) + lp.latency_ps), 256);  // 1 ps per piece
+  t.m.set_link_lanes(t.link, 2);
+  Tick slow = t.copy(bytes);
+  EXPECT_NEAR(static_cast<double>(slow), static_cast<double>(serialization_ps(bytes, 7000000000ULL) + lp.latency_ps), 256);
+  LinkParams small = lp;
+  small.rx_buffer_bytes = 14000;  // 14 KB per 1 us round trip = 14 GB/s < 28 GB/s
+  TwoNpus c(small);
+  Tick capped = c.copy(bytes);
+  EXPECT_NEAR(static_cast<double>(capped), static_cast<double>(serialization_ps(bytes, 14000000000ULL) + lp.latency_ps), 256);
+  EXPECT_GT(c.port().credit_stall_ps, 0u);
+}
+
+// Link down: the transfer fails with a message; both ends hear of it (link event).
+TEST(HccsLink, LinkDownFailsTransfers) {
+  TwoNpus t(LinkParams{});
+  std::vector<std::string> events;
+  struct L : Recorder {
+    std::vector<std::string>* ev;
+    void on_link_event(std::uint32_t, const std::string& w) override { ev->push_back(w); }
+  } l;
+  l.s = &t.sch;
+  l.ev = &events;
+  t.m.set_listener(&l);
+  t.m.set_link_up(t.link, false);
+  Task c;
+  c.kind = TaskKind::Copy;
+  c.src = npu_base_addr(0);
+  c.dst = npu_base_addr(1);
+  c.bytes = 4096;
+  t.m.submit(t.st, c);
+  t.sch.run();
+  ASSERT_EQ(l.errors.size(), 1u);
+  EXPECT_NE(l.errors[0].find("is down"), std::string::npos);
+  EXPECT_EQ(events, std::vector<std::string>{"down"});
+  // Up again: the next transfer succeeds.
+  t.m.clear_stream_error(t.st);
+  t.m.set_link_up(t.link, true);
+  t.m.submit(t.st, c);
+  t.sch.run();
+  EXPECT_EQ(l.errors.size(), 1u);
+}

@@ -1,6 +1,7 @@
 #include "models/machine.h"
 
 #include <algorithm>
+#include <cmath>
 #include <stdexcept>
 
 namespace models {
@@ -38,12 +39,28 @@ std::uint32_t Machine::add_npu(const NpuParams& p) {
   return n;
 }
 
+std::uint64_t Port::rate() const {
+  const std::uint32_t lanes = p.lanes ? p.lanes : 1;
+  std::uint64_t r = p.bandwidth_Bps / lanes * active_lanes;
+  // Credit-based flow control: at most rx_buffer_bytes in flight per round trip.
+  if (p.rx_buffer_bytes && p.latency_ps) {
+    unsigned __int128 credit = static_cast<unsigned __int128>(p.rx_buffer_bytes) * kPsPerSec / (2 * p.latency_ps);
+    if (credit < r) r = static_cast<std::uint64_t>(credit);
+  }
+  return r;
+}
+
 std::uint32_t Machine::add_link(LinkKind kind, std::uint32_t a, std::uint32_t b, const LinkParams& p,
                                 std::string name) {
   auto id = static_cast<std::uint32_t>(links_.size());
   auto pa = static_cast<std::uint32_t>(ports_.size());
-  ports_.push_back(Port{kind, id, a, b, p});
-  ports_.push_back(Port{kind, id, b, a, p});
+  Port pt{kind, id, a, b, p};
+  pt.active_lanes = p.lanes ? p.lanes : 1;
+  pt.rng ^= (static_cast<std::uint64_t>(id) + 1) * 0x9e3779b97f4a7c15ULL;  // seeded per link: deterministic
+  ports_.push_back(pt);
+  std::swap(pt.from, pt.to);
+  pt.rng ^= 0x2545f4914f6cdd1dULL;
+  ports_.push_back(pt);
   links_.push_back(LinkInfo{kind, a, b, pa, pa + 1, std::move(name)});
   if (kind == LinkKind::Hccs) {
     auto ins = [&](std::uint32_t x, std::uint32_t y, std::uint32_t port) {
@@ -236,7 +253,7 @@ void Machine::start_transfer(std::uint32_t s, const Task& t) {
   if (x.port >= 0) {
     const Port& p = ports_[x.port];
     if (!p.up) { fail(s, "link " + links_[p.link].name + " is down"); return; }
-    bw = std::min(bw, p.p.bandwidth_Bps);
+    bw = std::min(bw, p.rate());
     lat += p.p.latency_ps;
   }
   x.bw = bw;
@@ -263,6 +280,39 @@ void Machine::send_piece(std::uint32_t id) {
   Tick start = std::max({sch_.now(), x.earliest, me.sdma_busy[x.engine]});
   if (x.port >= 0) start = std::max(start, ports_[x.port].busy_until);
   Tick ser = serialization_ps(len, x.bw);
+  if (x.port >= 0) {
+    Port& p = ports_[x.port];
+    if (!p.up) {  // the link went down while the transfer was in progress
+      std::uint32_t s = x.stream;
+      free_xfers_.push_back(id);
+      fail(s, "link " + links_[p.link].name + " went down during a transfer");
+      return;
+    }
+    // Frames failing their CRC are replayed: each costs a round trip plus the frame again.
+    const std::uint64_t fb = p.p.frame_bytes ? p.p.frame_bytes : len;
+    const std::uint64_t frames = (len + fb - 1) / fb;
+    p.frames += frames;
+    if (p.p.crc_error_rate > 0) {
+      const double lq = std::log1p(-std::min(p.p.crc_error_rate, 0.999999));
+      std::uint64_t pos = 0, errors = 0;
+      for (;;) {  // geometric gaps between errors
+        p.rng ^= p.rng << 13; p.rng ^= p.rng >> 7; p.rng ^= p.rng << 17;
+        double u = (static_cast<double>(p.rng >> 11) + 0.5) / 9007199254740992.0;
+        pos += static_cast<std::uint64_t>(std::floor(std::log(u) / lq)) + 1;
+        if (pos > frames) break;
+        ++errors;
+      }
+      if (errors) {
+        Tick lost = errors * (2 * p.p.latency_ps + serialization_ps(fb, x.bw));
+        p.rx_retry += errors;
+        p.retry_ps += lost;
+        ser += lost;
+      }
+    }
+    // Credit stalls: the time the credit limit adds over the lanes' rate.
+    const std::uint64_t lane_rate = p.p.bandwidth_Bps / (p.p.lanes ? p.p.lanes : 1) * p.active_lanes;
+    if (x.bw < lane_rate && x.bw == p.rate()) p.credit_stall_ps += serialization_ps(len, x.bw) - serialization_ps(len, lane_rate);
+  }
   Tick end = start + ser;
   me.sdma_busy[x.engine] = end;
   if (x.port >= 0) {
@@ -405,6 +455,24 @@ void Machine::on_write_done(std::uint32_t, std::uint64_t tag, bool ok) {
   free_rdmas_.push_back(static_cast<std::uint32_t>(tag >> 1));
   if (good) complete(s);
   else fail(s, "RDMA write failed: retry count exceeded (link down or persistent loss)");
+}
+
+void Machine::set_link_up(std::uint32_t link, bool up) {
+  const LinkInfo& l = links_.at(link);
+  ports_[l.port_ab].up = ports_[l.port_ba].up = up;
+  if (listener_) listener_->on_link_event(link, up ? "up" : "down");
+}
+
+void Machine::set_link_lanes(std::uint32_t link, std::uint32_t lanes) {
+  const LinkInfo& l = links_.at(link);
+  for (auto p : {l.port_ab, l.port_ba}) ports_[p].active_lanes = std::max<std::uint32_t>(1, std::min(lanes, ports_[p].p.lanes));
+  if (listener_) listener_->on_link_event(link, "lanes " + std::to_string(ports_[l.port_ab].active_lanes) + "/" + std::to_string(ports_[l.port_ab].p.lanes));
+}
+
+void Machine::set_link_crc_rate(std::uint32_t link, double rate) {
+  const LinkInfo& l = links_.at(link);
+  ports_[l.port_ab].p.crc_error_rate = ports_[l.port_ba].p.crc_error_rate = rate;
+  if (listener_) listener_->on_link_event(link, "crc error rate " + std::to_string(rate));
 }
 
 void Machine::backdoor_write(std::uint64_t addr, const void* src, std::uint64_t len) {

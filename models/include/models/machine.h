@@ -27,8 +27,12 @@ inline std::uint32_t addr_npu(std::uint64_t a) { return static_cast<std::uint32_
 inline std::uint64_t addr_offset(std::uint64_t a) { return a & ((1ULL << kAddrShift) - 1); }
 
 struct LinkParams {
-  std::uint64_t bandwidth_Bps = 28ULL * 1000 * 1000 * 1000;  ///< bytes/s per direction; HCCS on 910B: 28 GB/s
+  std::uint64_t bandwidth_Bps = 28ULL * 1000 * 1000 * 1000;  ///< bytes/s per direction, all lanes; HCCS on 910B: 28 GB/s
   Tick latency_ps = 500 * kPsPerNs;                          ///< one-way latency; HCCS ~0.5 us
+  std::uint32_t lanes = 8;                 ///< lanes of the link; bandwidth scales with active lanes (lane degrade)
+  std::uint32_t frame_bytes = 256;         ///< link-layer frame covered by one CRC (assumption)
+  double crc_error_rate = 0;               ///< probability that a frame fails its CRC and is replayed
+  std::uint64_t rx_buffer_bytes = 64 * 1024;  ///< receive buffer = credits; rate <= buffer / round trip (assumption)
 };
 
 enum class LinkKind : std::uint8_t { Hccs, Pcie };
@@ -42,7 +46,7 @@ struct NpuParams {
   Tick sdma_setup_ps = 200 * kPsPerNs;                      ///< descriptor fetch before the first byte
   Tick task_dispatch_ps = 100 * kPsPerNs;                   ///< stream scheduler: task start overhead
   Tick notify_local_ps = 50 * kPsPerNs;                     ///< local notify/event register write
-  LinkParams host_link{63ULL * 1000 * 1000 * 1000, 1000 * kPsPerNs};  ///< PCIe Gen5 x16 to the host
+  LinkParams host_link{63ULL * 1000 * 1000 * 1000, 1000 * kPsPerNs, 16, 256, 0, 256 * 1024};  ///< PCIe Gen5 x16 to the host
 };
 
 enum class TaskKind : std::uint8_t {
@@ -77,6 +81,8 @@ class MachineListener {
   virtual void on_stream_idle(std::uint32_t stream) = 0;
   virtual void on_marker(std::uint32_t npu, std::uint32_t stream, std::uint64_t key, Tick t) = 0;
   virtual void on_task_error(std::uint32_t stream, const std::string& why) = 0;
+  /// A link changed state (down/up, lanes, error rate): reported to both ends.
+  virtual void on_link_event(std::uint32_t link, const std::string& what) {}
 };
 
 struct Port {
@@ -85,9 +91,17 @@ struct Port {
   std::uint32_t from = 0, to = 0;  ///< NPU indices; for PCIe the host side is kHost
   LinkParams p;
   bool up = true;
+  std::uint32_t active_lanes = 8;
   Tick busy_until = 0;
   std::uint64_t bytes = 0, pieces = 0;
   Tick busy_ps = 0;
+  std::uint64_t frames = 0;
+  std::uint64_t rx_retry = 0;     ///< frames replayed after a CRC error (hccs_rx_retry_cnt)
+  Tick retry_ps = 0;              ///< link time lost to replays
+  Tick credit_stall_ps = 0;       ///< time the sender waited for credits (pcie_flow_ctrl on PCIe)
+  std::uint64_t rng = 0x853c49e6748fea9bULL;
+  /// Current data rate: lanes and credits (buffer / round trip) permitting.
+  std::uint64_t rate() const;
 };
 constexpr std::uint32_t kHost = 0xffffffffu;
 
@@ -140,6 +154,11 @@ class Machine final : public EventHandler, public NetworkListener {
     auto it = npus_[npu].events.find(ev);
     return it == npus_[npu].events.end() ? 0 : it->second.t;
   }
+
+  // Link faults (both directions; both ends see the effect).
+  void set_link_up(std::uint32_t link, bool up);
+  void set_link_lanes(std::uint32_t link, std::uint32_t lanes);
+  void set_link_crc_rate(std::uint32_t link, double rate);
 
   /// Backdoor (no time): used by the driver for rank descriptors and by fault injection.
   void backdoor_write(std::uint64_t addr, const void* src, std::uint64_t len);
