@@ -177,11 +177,11 @@ hcomm_result_t sync_stream(hcomm_stream_t s) {
   switch (st) {
     case DrvStatus::Ok: return HCOMM_SUCCESS;
     case DrvStatus::Timeout:
-      logf(s->ctx, 0, "Rank dev%u stream %u synchronize timed out after %llu ms", s->ctx->device_id, s->id,
+      logf(s->ctx, 0, "Device%u stream %u synchronize timed out after %llu ms", s->ctx->device_id, s->id,
            (unsigned long long)(s->ctx->timeout_ns / 1000000));
       return HCOMM_E_TIMEOUT;
     default:
-      logf(s->ctx, 0, "Rank dev%u stream %u task failed: %s", s->ctx->device_id, s->id, err.c_str());
+      logf(s->ctx, 0, "Device%u stream %u task failed: %s", s->ctx->device_id, s->id, err.c_str());
       return HCOMM_E_RUNTIME;
   }
 }

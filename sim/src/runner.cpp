@@ -45,8 +45,11 @@ class Cluster : public sc_core::sc_module {
       p.hbm.store_bytes = sc.store_bytes;
       machine_.add_npu(p);
     }
-    for (const auto& l : sc.topology.links)
-      if (l.type == LinkType::Hccs) machine_.add_link(models::LinkKind::Hccs, l.a.index, l.b.index, l.params, l.name);
+    hccs_link_.assign(sc.topology.links.size(), ~0u);
+    for (std::size_t k = 0; k < sc.topology.links.size(); ++k) {
+      const auto& l = sc.topology.links[k];
+      if (l.type == LinkType::Hccs) hccs_link_[k] = machine_.add_link(models::LinkKind::Hccs, l.a.index, l.b.index, l.params, l.name);
+    }
     if (sc.topology.has_network()) build_network(sc);
     driver_ = std::make_unique<SimDriver>(machine_, sc.topology, trace, opt.echo_logs);
     hcomm::set_driver(driver_.get());
@@ -55,6 +58,63 @@ class Cluster : public sc_core::sc_module {
   }
 
   RankProgram program;
+
+  // Timed faults from the scenario, applied by the fabric at their simulated time.
+  struct Injector : models::EventHandler {
+    Cluster* c = nullptr;
+    void on_event(std::uint64_t i, std::uint64_t) override { c->apply_fault(c->sc_.faults[i]); }
+  } injector_;
+  void schedule_faults() {
+    injector_.c = this;
+    for (std::size_t i = 0; i < sc_.faults.size(); ++i)
+      if (sc_.faults[i].type != "hbm_bitflip") sched_.schedule(sc_.faults[i].at_ps, &injector_, i, 0);
+  }
+  void apply_fault(const Fault& f) {
+    if (f.type == "link_down" || f.type == "link_up") machine_.set_link_up(hccs_link_[f.link], f.type == "link_up");
+    else if (f.type == "crc_rate") machine_.set_link_crc_rate(hccs_link_[f.link], f.rate);
+    else if (f.type == "lane_degrade") machine_.set_link_lanes(hccs_link_[f.link], f.lanes);
+    else if (f.type == "drop_rate" && net_) net_->set_drop_rate(f.rate);
+    else if ((f.type == "nic_down" || f.type == "nic_up") && net_) net_->set_link_up(nic_[f.npu], 0, f.type == "nic_up");
+    const auto& t = sc_.topology;
+    const std::uint32_t rank = f.npu >= 0 ? npu_rank(static_cast<std::uint32_t>(f.npu))
+                                          : f.link >= 0 ? npu_rank(t.links[f.link].a.index) : 0;
+    driver_->note(rank, 1, "[HCSIM_WARN] fault injected: " + f.what);
+  }
+  std::uint32_t npu_rank(std::uint32_t npu) const {
+    for (std::uint32_t r = 0; r < sc_.topology.rank_to_npu.size(); ++r)
+      if (sc_.topology.rank_to_npu[r] == npu) return r;
+    return 0;
+  }
+  std::vector<std::uint32_t> hccs_link_;  // topology link index -> machine link id (HCCS only)
+  std::vector<std::uint32_t> nic_;        // NPU -> network host node
+
+  /// Hardware counters summed over the cluster (names: counter_names()).
+  std::map<std::string, double> counters() const {
+    std::map<std::string, double> c;
+    for (auto& n : counter_names()) c[n] = 0;
+    for (const auto& p : machine_.ports())
+      if (p.kind == models::LinkKind::Hccs) {
+        c["hccs_rx_retry_cnt"] += static_cast<double>(p.rx_retry);
+        c["hccs_frames"] += static_cast<double>(p.frames);
+        c["hccs_credit_stall_ns"] += static_cast<double>(p.credit_stall_ps) / 1e3;
+      }
+    if (net_) {
+      for (std::uint32_t q = 0; q < net_->qp_count(); ++q) {
+        const auto& st = net_->qp_stats(q);
+        c["rdma_cnp_rcv"] += static_cast<double>(st.cnp_rcv);
+        c["rdma_retransmits"] += static_cast<double>(st.retransmits);
+        c["rdma_timeouts"] += static_cast<double>(st.timeouts);
+      }
+      for (std::uint32_t n = 0; n < net_->nodes(); ++n)
+        for (std::uint32_t k = 0; k < net_->node_ports(n); ++k) {
+          const auto& ps = net_->port_stats(n, k);
+          c["pfc_pause_sent"] += static_cast<double>(ps.pause_sent);
+          c["drops"] += static_cast<double>(ps.drops);
+          c["ecn_marked"] += static_cast<double>(ps.ecn_marked);
+        }
+    }
+    return c;
+  }
 
   // The RoCE network: one host node per cabled NIC, the topology's Ethernet switches, its links.
   void build_network(const Scenario& sc) {
@@ -75,6 +135,7 @@ class Cluster : public sc_core::sc_module {
         net_->connect(a, l.a.is_switch ? l.a.port : 0, b, l.b.is_switch ? l.b.port : 0, l.params.bandwidth_Bps, l.params.latency_ps);
       }
     net_->build_routes();
+    nic_ = nic;
     machine_.attach_network(net_.get(), nic);
   }
   models::Network* network() { return net_.get(); }
@@ -276,6 +337,7 @@ RunResult run_scenario(const Scenario& sc, const RunOptions& opt) {
     trace.link(i, l.name, models::link_kind_name(l.kind), l.a == models::kHost ? -1 : static_cast<std::int64_t>(l.a),
                static_cast<std::int64_t>(l.b), p.bandwidth_Bps, static_cast<double>(p.latency_ps) / 1e3);
   }
+  cluster->schedule_faults();
   cluster->start_ranks();
   sc_core::sc_start();
   res.sim_end_ps = sc_core::sc_time_stamp().value();
@@ -318,6 +380,27 @@ RunResult run_scenario(const Scenario& sc, const RunOptions& opt) {
   for (auto& w : sc.workload) expected_ops += w.repeat;
   if (res.steps.size() != expected_ops && res.failures.empty())
     res.failures.push_back("only " + std::to_string(res.steps.size()) + " of " + std::to_string(expected_ops) + " operations completed");
+  // Hardware counters: traced, and checked against the scenario's bounds.
+  const auto ctr = cluster->counters();
+  for (const auto& [name, v] : ctr) trace.counter(name, v);
+  for (const auto& [name, lo] : sc.expect.counters_min)
+    if (ctr.at(name) < lo) res.failures.push_back("counter " + name + " = " + std::to_string(ctr.at(name)) + " is below counters_min " + std::to_string(lo));
+  for (const auto& [name, hi] : sc.expect.counters_max)
+    if (ctr.at(name) > hi) res.failures.push_back("counter " + name + " = " + std::to_string(ctr.at(name)) + " exceeds counters_max " + std::to_string(hi));
+  res.counters = ctr;
+  if (sc.expect.api_errors) {
+    // The scenario injects a fault the library must report: API errors are the expected outcome.
+    std::vector<std::string> other;
+    bool any = false;
+    for (auto& f : res.failures) {
+      bool api = f.find(" failed: ") != std::string::npos && f.rfind("rank ", 0) == 0 && f.find("result check") == std::string::npos;
+      bool unfinished = f.find("did not finish") != std::string::npos || f.find("operations completed") != std::string::npos;
+      if (api) any = true;
+      if (!api && !unfinished) other.push_back(f);
+    }
+    res.failures = other;
+    if (!any) res.failures.push_back("expected an hcomm call to fail (api_errors: expected), but none did");
+  }
   if (!sc.expect.checks_pass) {
     // The scenario expects a check to fail (e.g. an injected corruption): invert that part.
     bool any_check_failed = false;
@@ -334,8 +417,17 @@ RunResult run_scenario(const Scenario& sc, const RunOptions& opt) {
     const auto& a = ports[links[i].port_ab];
     const auto& b = ports[links[i].port_ba];
     double t = static_cast<double>(res.sim_end_ps) / 1e3;
-    trace.link_counter(i, "ab", t, a.bytes, a.pieces, static_cast<double>(a.busy_ps) / 1e3);
-    trace.link_counter(i, "ba", t, b.bytes, b.pieces, static_cast<double>(b.busy_ps) / 1e3);
+    trace.link_counter(i, "ab", t, a.bytes, a.pieces, static_cast<double>(a.busy_ps) / 1e3, a.rx_retry, static_cast<double>(a.credit_stall_ps) / 1e3);
+    trace.link_counter(i, "ba", t, b.bytes, b.pieces, static_cast<double>(b.busy_ps) / 1e3, b.rx_retry, static_cast<double>(b.credit_stall_ps) / 1e3);
+  }
+  if (models::Network* net = cluster->network()) {
+    for (std::uint32_t n = 0; n < net->nodes(); ++n)
+      for (std::uint32_t k = 0; k < net->node_ports(n); ++k) {
+        const auto& ps = net->port_stats(n, k);
+        if (ps.tx_packets == 0 && ps.drops == 0 && ps.pause_rcv == 0) continue;
+        trace.port_counter(net->node_name(n), k, ps.tx_bytes, ps.tx_packets, ps.drops, ps.ecn_marked, ps.pause_sent, ps.pause_rcv,
+                           static_cast<double>(ps.paused_ps) / 1e3, ps.max_queue_bytes);
+      }
   }
   res.exit_code = res.failures.empty() ? 0 : 1;
   res.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();

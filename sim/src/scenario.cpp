@@ -1,5 +1,7 @@
 #include "sim/scenario.h"
 
+#include <algorithm>
+
 namespace sim {
 namespace {
 
@@ -26,6 +28,13 @@ std::string dir_of(const std::string& p) {
 }
 
 }  // namespace
+
+const std::vector<std::string>& counter_names() {
+  static const std::vector<std::string> n = {"hccs_rx_retry_cnt", "hccs_frames",  "hccs_credit_stall_ns", "rdma_cnp_rcv",
+                                             "rdma_retransmits",  "rdma_timeouts", "pfc_pause_sent",       "drops",
+                                             "ecn_marked"};
+  return n;
+}
 
 std::optional<Scenario> load_scenario(const std::string& path, std::vector<std::string>* errors) {
   Diagnostics d(path);
@@ -123,34 +132,83 @@ std::optional<Scenario> load_scenario(const std::string& path, std::vector<std::
       sc.workload.push_back(st);
     }
   }
+  struct PendingRef { std::size_t fault; std::string ptr, a, b, npu; };
+  std::vector<PendingRef> refs;  // device names resolved once the topology is loaded
   if (const json* fl = top.get("faults", false)) {
     if (!fl->is_array()) d.error(top.child("faults"), "expected an array");
     else
       for (std::size_t i = 0; i < fl->size(); ++i) {
-        ObjectReader f((*fl)[i], top.child("faults") + "/" + std::to_string(i), d, {"type", "rank", "step", "rep", "byte", "bit"});
-        if (!f.valid()) continue;
+        const std::string fp = top.child("faults") + "/" + std::to_string(i);
+        const json& fj = (*fl)[i];
+        std::string type = fj.is_object() && fj.contains("type") && fj["type"].is_string() ? fj["type"].get<std::string>() : "";
         Fault ft;
-        ft.type = f.str("type", true).value_or("");
-        if (!ft.type.empty() && ft.type != "hbm_bitflip") d.error(f.child("type"), "unknown fault type \"" + ft.type + "\" (hbm_bitflip)");
-        ft.rank = static_cast<std::uint32_t>(f.uint("rank", true, 0, 1u << 20).value_or(0));
-        ft.step = static_cast<std::uint32_t>(f.uint("step", false, 0, 1u << 20).value_or(0));
-        ft.rep = static_cast<std::uint32_t>(f.uint("rep", false, 0, 1u << 20).value_or(0));
-        ft.byte = f.uint("byte", false, 0, 16ULL << 30).value_or(0);
-        ft.bit = static_cast<std::uint32_t>(f.uint("bit", false, 0, 7).value_or(0));
-        if (ft.step < sc.workload.size()) {
-          if (ft.byte >= sc.workload[ft.step].bytes) d.error(f.child("byte"), "beyond the step's buffer");
-          if (ft.rep >= sc.workload[ft.step].repeat) d.error(f.child("rep"), "the step has fewer repetitions");
-        } else if (wl) {
-          d.error(f.child("step"), "no such workload step");
+        ft.type = type;
+        if (type == "hbm_bitflip" || type.empty() || !fj.is_object()) {
+          ObjectReader f(fj, fp, d, {"type", "rank", "step", "rep", "byte", "bit"});
+          if (!f.valid()) continue;
+          f.str("type", true);
+          ft.rank = static_cast<std::uint32_t>(f.uint("rank", true, 0, 1u << 20).value_or(0));
+          ft.step = static_cast<std::uint32_t>(f.uint("step", false, 0, 1u << 20).value_or(0));
+          ft.rep = static_cast<std::uint32_t>(f.uint("rep", false, 0, 1u << 20).value_or(0));
+          ft.byte = f.uint("byte", false, 0, 16ULL << 30).value_or(0);
+          ft.bit = static_cast<std::uint32_t>(f.uint("bit", false, 0, 7).value_or(0));
+          if (ft.step < sc.workload.size()) {
+            if (ft.byte >= sc.workload[ft.step].bytes) d.error(f.child("byte"), "beyond the step's buffer");
+            if (ft.rep >= sc.workload[ft.step].repeat) d.error(f.child("rep"), "the step has fewer repetitions");
+          } else if (wl) {
+            d.error(f.child("step"), "no such workload step");
+          }
+        } else if (type == "link_down" || type == "link_up" || type == "crc_rate" || type == "lane_degrade") {
+          ObjectReader f(fj, fp, d, {"type", "at", "a", "b", "rate", "lanes"});
+          ft.at_ps = f.duration("at", true).value_or(0);
+          auto a = f.str("a", true), b = f.str("b", true);
+          if (type == "crc_rate") ft.rate = f.number("rate", true, 0, 0.5).value_or(0);
+          if (type == "lane_degrade") ft.lanes = static_cast<std::uint32_t>(f.uint("lanes", true, 1, 64).value_or(1));
+          if (a && b) refs.push_back({sc.faults.size(), fp, *a, *b, ""});
+        } else if (type == "nic_down" || type == "nic_up") {
+          ObjectReader f(fj, fp, d, {"type", "at", "npu"});
+          ft.at_ps = f.duration("at", true).value_or(0);
+          if (auto n = f.str("npu", true)) refs.push_back({sc.faults.size(), fp, "", "", *n});
+        } else if (type == "drop_rate") {
+          ObjectReader f(fj, fp, d, {"type", "at", "rate"});
+          ft.at_ps = f.duration("at", true).value_or(0);
+          ft.rate = f.number("rate", true, 0, 1).value_or(0);
+          ft.what = "packet drop rate " + std::to_string(ft.rate);
+        } else {
+          d.error(fp + "/type", "unknown fault type \"" + type + "\" (hbm_bitflip, link_down, link_up, crc_rate, lane_degrade, nic_down, nic_up, drop_rate)");
+          continue;
         }
         sc.faults.push_back(ft);
       }
   }
   if (const json* ej = top.get("expect", false)) {
-    ObjectReader e(*ej, top.child("expect"), d, {"checks_pass", "max_op_time_us", "min_busbw_GBps"});
+    ObjectReader e(*ej, top.child("expect"), d, {"checks_pass", "api_errors", "max_op_time_us", "min_busbw_GBps", "counters_min", "counters_max"});
     sc.expect.checks_pass = e.boolean("checks_pass", false).value_or(true);
+    if (auto v = e.str("api_errors", false)) {
+      if (*v == "none") sc.expect.api_errors = false;
+      else if (*v == "expected") sc.expect.api_errors = true;
+      else d.error(e.child("api_errors"), "expected \"none\" or \"expected\", got \"" + *v + "\"");
+    }
     sc.expect.max_op_time_us = e.number("max_op_time_us", false, 0, 1e15);
     sc.expect.min_busbw_GBps = e.number("min_busbw_GBps", false, 0, 1e9);
+    for (const char* key : {"counters_min", "counters_max"}) {
+      const json* cj = e.get(key, false);
+      if (!cj) continue;
+      if (!cj->is_object()) { d.error(e.child(key), "expected an object of counter: number"); continue; }
+      for (auto it = cj->begin(); it != cj->end(); ++it) {
+        const auto& names = counter_names();
+        std::string p = e.child(key) + "/" + it.key();
+        if (std::find(names.begin(), names.end(), it.key()) == names.end()) {
+          std::string list;
+          for (auto& n : names) list += (list.empty() ? "" : ", ") + n;
+          d.error(p, "unknown counter (known: " + list + ")");
+        } else if (!it.value().is_number() || it.value().get<double>() < 0) {
+          d.error(p, "expected a non-negative number");
+        } else {
+          (std::string(key) == "counters_min" ? sc.expect.counters_min : sc.expect.counters_max)[it.key()] = it.value().get<double>();
+        }
+      }
+    }
   }
   if (!d.ok()) return finish();
   Diagnostics td(sc.topology_path);
@@ -168,8 +226,37 @@ std::optional<Scenario> load_scenario(const std::string& path, std::vector<std::
                                "): PCIe peer-to-peer is not simulated yet; HCCS and RoCE are");
       break;
     }
+  std::map<std::string, std::uint32_t> npu_by_name;
+  for (std::uint32_t i = 0; i < sc.topology.npus.size(); ++i) npu_by_name[sc.topology.npus[i].name] = i;
+  for (const auto& r : refs) {
+    Fault& f = sc.faults[r.fault];
+    auto find = [&](const std::string& n, const char* key) -> std::int64_t {
+      auto it = npu_by_name.find(n);
+      if (it == npu_by_name.end()) { d.error(r.ptr + "/" + key, "no NPU named \"" + n + "\" in " + sc.topology_path); return -1; }
+      return it->second;
+    };
+    if (!r.npu.empty()) {
+      f.npu = find(r.npu, "npu");
+      bool cabled = false;
+      for (auto& l : sc.topology.links)
+        if (l.type == LinkType::Roce && ((!l.a.is_switch && l.a.index == f.npu) || (!l.b.is_switch && l.b.index == f.npu))) cabled = true;
+      if (f.npu >= 0 && !cabled) d.error(r.ptr + "/npu", r.npu + " has no cabled NIC");
+      f.what = "NIC of " + r.npu + (f.type == "nic_down" ? " down" : " up");
+      continue;
+    }
+    std::int64_t a = find(r.a, "a"), b = find(r.b, "b");
+    if (a < 0 || b < 0) continue;
+    for (std::size_t k = 0; k < sc.topology.links.size(); ++k) {
+      const auto& l = sc.topology.links[k];
+      if (l.type == LinkType::Hccs && ((l.a.index == a && l.b.index == b) || (l.a.index == b && l.b.index == a))) f.link = static_cast<std::int64_t>(k);
+    }
+    if (f.link < 0) { d.error(r.ptr, "no HCCS link between " + r.a + " and " + r.b); continue; }
+    f.what = "HCCS link " + sc.topology.links[f.link].name + " " +
+             (f.type == "link_down" ? "down" : f.type == "link_up" ? "up" : f.type == "crc_rate" ? "CRC error rate " + std::to_string(f.rate)
+                                                                                                : "degraded to " + std::to_string(f.lanes) + " lanes");
+  }
   for (std::size_t i = 0; i < sc.faults.size(); ++i)
-    if (sc.faults[i].rank >= sc.topology.npus.size())
+    if (sc.faults[i].type == "hbm_bitflip" && sc.faults[i].rank >= sc.topology.npus.size())
       d.error("/faults/" + std::to_string(i) + "/rank", "rank " + std::to_string(sc.faults[i].rank) + " does not exist (" +
                                                            std::to_string(sc.topology.npus.size()) + " ranks)");
   for (std::size_t i = 0; i < sc.workload.size(); ++i)

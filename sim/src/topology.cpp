@@ -114,7 +114,8 @@ class Builder {
       if (auto v = n.bandwidth("hbm_bandwidth", false)) np.hbm.bandwidth_Bps = *v;
     }
     bool pcie_switch = pre->pcie_switch;
-    models::LinkParams pcie_lp{pre->pcie_bw, 1000 * models::kPsPerNs};
+    models::LinkParams pcie_lp = models::NpuParams{}.host_link;  // lanes, credits: PCIe defaults
+    pcie_lp.bandwidth_Bps = pre->pcie_bw;
     if (const json* pj = s.get("pcie", false)) {
       ObjectReader p(*pj, s.child("pcie"), d_, {"bandwidth", "latency", "switch"});
       if (auto v = p.bandwidth("bandwidth", false)) pcie_lp.bandwidth_Bps = *v;

@@ -18,7 +18,10 @@ CREATE TABLE links(id INTEGER PRIMARY KEY, name TEXT, kind TEXT, a INTEGER, b IN
 CREATE TABLE operations(id INTEGER PRIMARY KEY, rank INTEGER, seq INTEGER, kind TEXT, algorithm TEXT, bytes INTEGER,
                         dtype TEXT, reduce_op TEXT, peer INTEGER, step INTEGER, rep INTEGER, start_ns REAL, end_ns REAL);
 CREATE TABLE link_counters(link_id INTEGER, direction TEXT, sim_time_ns REAL, bytes INTEGER, pieces INTEGER,
-                           busy_ns REAL);
+                           busy_ns REAL, rx_retry INTEGER, credit_stall_ns REAL);
+CREATE TABLE port_counters(node TEXT, port INTEGER, tx_bytes INTEGER, tx_packets INTEGER, drops INTEGER, ecn_marked INTEGER,
+                           pause_sent INTEGER, pause_rcv INTEGER, paused_ns REAL, max_queue_bytes INTEGER);
+CREATE TABLE counters(name TEXT PRIMARY KEY, value REAL);
 CREATE TABLE logs(id INTEGER PRIMARY KEY, sim_time_ns REAL, rank INTEGER, level INTEGER, message TEXT);
 CREATE TABLE checks(rank INTEGER, step INTEGER, rep INTEGER, ok INTEGER, mismatches INTEGER, detail TEXT);
 CREATE TABLE summary(step INTEGER, rep INTEGER, kind TEXT, bytes INTEGER, time_us REAL, algbw_GBps REAL,
@@ -51,7 +54,9 @@ bool Trace::open(const std::string& path, std::string* why) {
   st_npu_ = prep("INSERT INTO npus VALUES(?,?,?,?,?,?)");
   st_link_ = prep("INSERT INTO links VALUES(?,?,?,?,?,?,?)");
   st_op_ = prep("INSERT INTO operations(rank,seq,kind,algorithm,bytes,dtype,reduce_op,peer,step,rep,start_ns,end_ns) VALUES(?,?,?,?,?,?,?,?,?,?,?,?)");
-  st_ctr_ = prep("INSERT INTO link_counters VALUES(?,?,?,?,?,?)");
+  st_ctr_ = prep("INSERT INTO link_counters VALUES(?,?,?,?,?,?,?,?)");
+  st_port_ = prep("INSERT INTO port_counters VALUES(?,?,?,?,?,?,?,?,?,?)");
+  st_counter_ = prep("INSERT INTO counters VALUES(?,?)");
   st_log_ = prep("INSERT INTO logs(sim_time_ns,rank,level,message) VALUES(?,?,?,?)");
   st_check_ = prep("INSERT INTO checks VALUES(?,?,?,?,?,?)");
   st_sum_ = prep("INSERT INTO summary VALUES(?,?,?,?,?,?,?)");
@@ -62,7 +67,7 @@ bool Trace::open(const std::string& path, std::string* why) {
 void Trace::close() {
   if (!db_) return;
   exec("COMMIT");
-  for (auto* s : {st_npu_, st_link_, st_op_, st_ctr_, st_log_, st_check_, st_sum_}) sqlite3_finalize(s);
+  for (auto* s : {st_npu_, st_link_, st_op_, st_ctr_, st_log_, st_check_, st_sum_, st_port_, st_counter_}) sqlite3_finalize(s);
   sqlite3_close(db_);
   db_ = nullptr;
 }
@@ -148,9 +153,23 @@ void Trace::operation(std::uint32_t rank, std::uint64_t seq, const std::string& 
 }
 
 void Trace::link_counter(std::uint32_t link, const std::string& dir, double t, std::uint64_t bytes, std::uint64_t pieces,
-                         double busy) {
+                         double busy, std::uint64_t rx_retry, double credit_stall) {
   if (!db_) return;
-  Binder{st_ctr_}(static_cast<I>(link))(dir)(t)(static_cast<I>(bytes))(static_cast<I>(pieces))(busy).step(db_);
+  Binder{st_ctr_}(static_cast<I>(link))(dir)(t)(static_cast<I>(bytes))(static_cast<I>(pieces))(busy)(static_cast<I>(rx_retry))(credit_stall).step(db_);
+  row_done();
+}
+
+void Trace::port_counter(const std::string& node, std::uint32_t port, std::uint64_t tx_bytes, std::uint64_t tx_packets,
+                         std::uint64_t drops, std::uint64_t ecn, std::uint64_t ps, std::uint64_t pr, double paused, std::uint64_t maxq) {
+  if (!db_) return;
+  Binder{st_port_}(node)(static_cast<I>(port))(static_cast<I>(tx_bytes))(static_cast<I>(tx_packets))(static_cast<I>(drops))(static_cast<I>(ecn))(
+      static_cast<I>(ps))(static_cast<I>(pr))(paused)(static_cast<I>(maxq)).step(db_);
+  row_done();
+}
+
+void Trace::counter(const std::string& name, double value) {
+  if (!db_) return;
+  Binder{st_counter_}(name)(value).step(db_);
   row_done();
 }
 

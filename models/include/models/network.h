@@ -107,6 +107,7 @@ class Network final : public EventHandler {
   const PortStats& port_stats(std::uint32_t node, std::uint32_t port) const { return nodes_[node].ports[port].st; }
   std::uint64_t queue_bytes(std::uint32_t node, std::uint32_t port) const { return nodes_[node].ports[port].qbytes; }
   const QpStats& qp_stats(std::uint32_t qp) const { return qps_[qp].st; }
+  std::uint32_t qp_count() const { return static_cast<std::uint32_t>(qps_.size()); }
   double qp_rate_Bps(std::uint32_t qp) const { return qps_[qp].rc; }
   std::uint64_t total_drops() const;
   std::uint64_t events() const { return events_; }

@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,7 @@ struct RunResult {
   std::vector<StepSummary> steps;
   std::vector<std::string> failures;   ///< why the expectations failed
   std::uint64_t sim_end_ps = 0, events = 0;
+  std::map<std::string, double> counters;  ///< hardware counters at the end (counter_names())
   double wall_s = 0;
 };
 

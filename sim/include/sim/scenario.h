@@ -2,6 +2,7 @@
 // public hcomm API, faults, and expectations that decide the exit code.
 #pragma once
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -24,16 +25,27 @@ struct WorkloadStep {
 };
 
 struct Fault {
-  std::string type;           ///< "hbm_bitflip"
-  std::uint32_t rank = 0, step = 0, rep = 0, bit = 0;
+  std::string type;           ///< hbm_bitflip, link_down, link_up, crc_rate, lane_degrade, drop_rate, nic_down, nic_up
+  std::uint32_t rank = 0, step = 0, rep = 0, bit = 0;  ///< hbm_bitflip: where
   std::uint64_t byte = 0;
+  models::Tick at_ps = 0;     ///< timed faults: when (simulated)
+  std::int64_t link = -1;     ///< HCCS faults: index into topology.links
+  std::int64_t npu = -1;      ///< NIC faults: NPU index
+  double rate = 0;            ///< crc_rate, drop_rate
+  std::uint32_t lanes = 0;    ///< lane_degrade
+  std::string what;           ///< human description for logs
 };
 
 struct Expectations {
   bool checks_pass = true;
+  bool api_errors = false;    ///< true: the run passes only if some hcomm call fails (fault scenarios)
   std::optional<double> max_op_time_us;
   std::optional<double> min_busbw_GBps;
+  std::map<std::string, double> counters_min, counters_max;  ///< hardware counters at the end of the run
 };
+
+/// Names of the counters `expect/counters_min|max` may name.
+const std::vector<std::string>& counter_names();
 
 struct Scenario {
   std::string file, name, description, topology_path;

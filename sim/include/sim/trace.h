@@ -9,7 +9,7 @@ struct sqlite3_stmt;
 
 namespace sim {
 
-constexpr int kTraceSchemaVersion = 1;
+constexpr int kTraceSchemaVersion = 2;
 
 class Trace {
  public:
@@ -34,7 +34,11 @@ class Trace {
                  std::uint64_t bytes, const std::string& dtype, const std::string& op, std::int64_t peer,
                  std::uint32_t step, std::uint32_t rep, double start_ns, double end_ns);
   void link_counter(std::uint32_t link, const std::string& dir, double t_ns, std::uint64_t bytes, std::uint64_t pieces,
-                    double busy_ns);
+                    double busy_ns, std::uint64_t rx_retry, double credit_stall_ns);
+  void port_counter(const std::string& node, std::uint32_t port, std::uint64_t tx_bytes, std::uint64_t tx_packets,
+                    std::uint64_t drops, std::uint64_t ecn_marked, std::uint64_t pause_sent, std::uint64_t pause_rcv,
+                    double paused_ns, std::uint64_t max_queue_bytes);
+  void counter(const std::string& name, double value);
   void log(double t_ns, std::int64_t rank, int level, const std::string& msg);
   void check(std::uint32_t rank, std::uint32_t step, std::uint32_t rep, bool ok, std::uint64_t mismatches,
              const std::string& detail);
@@ -47,7 +51,8 @@ class Trace {
   void row_done();
   sqlite3* db_ = nullptr;
   sqlite3_stmt *st_npu_ = nullptr, *st_link_ = nullptr, *st_op_ = nullptr, *st_ctr_ = nullptr, *st_log_ = nullptr,
-               *st_check_ = nullptr, *st_sum_ = nullptr;
+               *st_check_ = nullptr, *st_sum_ = nullptr,
+               *st_port_ = nullptr, *st_counter_ = nullptr;
   std::uint64_t pending_ = 0, batch_ = 2000;
 };
 
