@@ -48,7 +48,7 @@ void ring_allreduce(hcomm_comm_t comm, hcomm_stream_t s, const std::vector<const
     const std::uint32_t send = rs ? (pos + S - kk) % S : (pos + 1 + S - kk) % S;
     const std::uint32_t recv = rs ? (pos + S - kk - 1) % S : (pos + S - kk) % S;
     notify_wait(s, notify_key(comm->id, kRingCredit, next.rank));
-    put_notify(s, comm, next, next_stage, x + boff(send), blen(send), notify_key(comm->id, kRingData, comm->rank));
+    put_notify(s, comm, next, next_stage, x + boff(send), blen(send), notify_key(comm->id, kRingData, comm->rank), ctx->ccl_rkey);
     notify_wait(s, notify_key(comm->id, kRingData, prev.rank));
     if (blen(recv)) {
       if (rs) reduce_copy(s, x + boff(recv), my_stage, blen(recv), dtype, op);

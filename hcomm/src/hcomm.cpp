@@ -83,7 +83,7 @@ hcomm_result_t reduce_copy(hcomm_stream_t s, std::uint64_t dst, std::uint64_t sr
   return submit(s, t);
 }
 hcomm_result_t rdma_write(hcomm_stream_t s, std::uint32_t device, std::uint64_t dst, std::uint64_t src, std::uint64_t bytes,
-                          bool notify, std::uint64_t key) {
+                          bool notify, std::uint64_t key, std::uint32_t rkey) {
   DrvTask t;
   t.kind = DrvTaskKind::RdmaWrite;
   t.target = device;
@@ -92,6 +92,7 @@ hcomm_result_t rdma_write(hcomm_stream_t s, std::uint32_t device, std::uint64_t 
   t.bytes = bytes;
   t.key = key;
   t.value = notify ? 1 : 0;
+  t.rkey = rkey;
   return submit(s, t);
 }
 bool via_hccs(hcomm_comm_t comm, const RankDesc& peer) {
@@ -101,15 +102,15 @@ bool via_hccs(hcomm_comm_t comm, const RankDesc& peer) {
 }
 hcomm_result_t remote_notify(hcomm_stream_t s, hcomm_comm_t comm, const RankDesc& peer, std::uint64_t key) {
   if (via_hccs(comm, peer)) return notify_record(s, peer.device, key);
-  return rdma_write(s, peer.device, 0, 0, 0, true, key);
+  return rdma_write(s, peer.device, 0, 0, 0, true, key, 0);
 }
 hcomm_result_t put_notify(hcomm_stream_t s, hcomm_comm_t comm, const RankDesc& peer, std::uint64_t dst, std::uint64_t src,
-                          std::uint64_t bytes, std::uint64_t key) {
+                          std::uint64_t bytes, std::uint64_t key, std::uint32_t rkey) {
   if (via_hccs(comm, peer)) {
     if (bytes) copy(s, dst, src, bytes);
     return notify_record(s, peer.device, key);
   }
-  return rdma_write(s, peer.device, dst, src, bytes, true, key);
+  return rdma_write(s, peer.device, dst, src, bytes, true, key, rkey);
 }
 hcomm_result_t make_stream(hcomm_context_t ctx, hcomm_stream_t* out) {
   std::uint32_t id = 0;
@@ -242,13 +243,25 @@ hcomm_result_t hcomm_create_context(uint32_t device_id, hcomm_context_t* out) {
   c->timeout_ns = env_u64("HCOMM_TIMEOUT_MS", 30000, 1000, 300000, &bad) * 1000000ULL;
   c->ccl_bytes = env_u64("HCOMM_BUFFSIZE_MB", 256, 1, 4096, &bad) << 20;
   c->p2p_bytes = env_u64("HCOMM_BUFFER_SIZE_MB", 8, 1, 64, &bad) << 20;
+  c->slot_bytes = env_u64("HCOMM_SLOT_SIZE_MB", 256, 1, 4096, &bad) << 20;
+  const std::uint64_t slots = env_u64("HCOMM_SYM_SLOTS", 4, 0, 64, &bad);
   if (bad) { delete c; return HCOMM_E_PARA; }
   // The communication buffers are the first allocations on every device, so their offsets from
   // the HBM base are identical on every rank (symmetric): remote address = peer base + offset.
+  // The symmetric slot region is reserved the same way (HBM is only touched when written).
   if (drv->mem_alloc(device, c->ccl_bytes, &c->ccl_addr) != DrvStatus::Ok ||
-      drv->mem_alloc(device, c->p2p_bytes, &c->p2p_addr) != DrvStatus::Ok) {
+      drv->mem_alloc(device, c->p2p_bytes, &c->p2p_addr) != DrvStatus::Ok ||
+      (slots && drv->mem_alloc(device, slots * c->slot_bytes, &c->sym_addr) != DrvStatus::Ok)) {
     delete c;
     return HCOMM_E_MEMORY;
+  }
+  c->slot_used.assign(slots, 0);
+  // Peers write into these over RoCE: register them (first registrations: same keys everywhere).
+  const std::uint32_t rw = HCOMM_ACCESS_LOCAL_WRITE | HCOMM_ACCESS_REMOTE_WRITE;
+  if (drv->mr_register(device, c->ccl_addr, c->ccl_bytes, rw, &c->ccl_rkey) != DrvStatus::Ok ||
+      drv->mr_register(device, c->p2p_addr, c->p2p_bytes, rw, &c->p2p_rkey) != DrvStatus::Ok) {
+    delete c;
+    return HCOMM_E_DRV;
   }
   c->base = c->ccl_addr & ~((1ULL << 40) - 1);
   track(c, kCtx);
@@ -259,6 +272,10 @@ hcomm_result_t hcomm_create_context(uint32_t device_id, hcomm_context_t* out) {
 
 hcomm_result_t hcomm_destroy_context(hcomm_context_t ctx) {
   if (!live(ctx, kCtx)) return HCOMM_E_UNAVAIL;
+  for (auto& [key, addr] : ctx->mrs) ctx->drv->mr_deregister(ctx->device, key);
+  ctx->drv->mr_deregister(ctx->device, ctx->p2p_rkey);
+  ctx->drv->mr_deregister(ctx->device, ctx->ccl_rkey);
+  if (ctx->sym_addr) ctx->drv->mem_free(ctx->device, ctx->sym_addr);
   ctx->drv->mem_free(ctx->device, ctx->p2p_addr);
   ctx->drv->mem_free(ctx->device, ctx->ccl_addr);
   untrack(ctx);
@@ -393,6 +410,54 @@ hcomm_result_t hcomm_memcpy_device_to_device(void* dst, const void* src, uint64_
   return memcpy_task(DrvTaskKind::Copy, dst, src, bytes, s);
 }
 
+hcomm_result_t hcomm_buffer_alloc(hcomm_context_t ctx, uint64_t bytes, void** p) {
+  if (!live(ctx, kCtx)) return HCOMM_E_UNAVAIL;
+  if (!p) return HCOMM_E_PTR;
+  if (bytes == 0) return HCOMM_E_PARA;
+  const std::uint64_t need = (bytes + ctx->slot_bytes - 1) / ctx->slot_bytes;
+  const std::uint64_t n = ctx->slot_used.size();
+  for (std::uint64_t i = 0; i + need <= n; ++i) {  // first fit: deterministic, so symmetric across ranks
+    std::uint64_t k = 0;
+    while (k < need && ctx->slot_used[i + k] == 0) ++k;
+    if (k < need) { i += k; continue; }
+    for (k = 0; k < need; ++k) ctx->slot_used[i + k] = k == 0 ? static_cast<std::uint32_t>(need) : ~0u;
+    *p = reinterpret_cast<void*>(ctx->sym_addr + i * ctx->slot_bytes);
+    return HCOMM_SUCCESS;
+  }
+  logf(ctx, 0, "device %u: no %llu free symmetric slots of %llu MiB (HCOMM_SYM_SLOTS)", ctx->device_id, (unsigned long long)need,
+       (unsigned long long)(ctx->slot_bytes >> 20));
+  return HCOMM_E_MEMORY;
+}
+
+hcomm_result_t hcomm_buffer_free(hcomm_context_t ctx, void* p) {
+  if (!live(ctx, kCtx)) return HCOMM_E_UNAVAIL;
+  std::uint64_t a = dev(p);
+  if (a < ctx->sym_addr || (a - ctx->sym_addr) % ctx->slot_bytes) return HCOMM_E_PTR;
+  std::uint64_t i = (a - ctx->sym_addr) / ctx->slot_bytes;
+  if (i >= ctx->slot_used.size() || ctx->slot_used[i] == 0 || ctx->slot_used[i] == ~0u) return HCOMM_E_PTR;
+  std::uint32_t need = ctx->slot_used[i];
+  for (std::uint32_t k = 0; k < need; ++k) ctx->slot_used[i + k] = 0;
+  return HCOMM_SUCCESS;
+}
+
+hcomm_result_t hcomm_reg_mr(hcomm_context_t ctx, void* p, uint64_t bytes, uint32_t access, hcomm_mr_t* mr) {
+  if (!live(ctx, kCtx)) return HCOMM_E_UNAVAIL;
+  if (!p || !mr) return HCOMM_E_PTR;
+  if (bytes == 0 || access == 0 || (access & ~7u)) return HCOMM_E_PARA;
+  std::uint32_t key = 0;
+  if (ctx->drv->mr_register(ctx->device, dev(p), bytes, access, &key) != DrvStatus::Ok) return HCOMM_E_PARA;
+  ctx->mrs[key] = dev(p);
+  *mr = hcomm_mr_t{dev(p), bytes, key, key, access};
+  return HCOMM_SUCCESS;
+}
+
+hcomm_result_t hcomm_dereg_mr(hcomm_context_t ctx, const hcomm_mr_t* mr) {
+  if (!live(ctx, kCtx)) return HCOMM_E_UNAVAIL;
+  if (!mr) return HCOMM_E_PTR;
+  if (!ctx->mrs.erase(mr->lkey) || ctx->drv->mr_deregister(ctx->device, mr->lkey) != DrvStatus::Ok) return HCOMM_E_NOT_FOUND;
+  return HCOMM_SUCCESS;
+}
+
 hcomm_result_t hcomm_comm_init(hcomm_context_t ctx, uint32_t nranks, uint32_t rank, hcomm_comm_t* out) {
   if (!live(ctx, kCtx)) return HCOMM_E_UNAVAIL;
   if (!out) return HCOMM_E_PTR;
@@ -487,7 +552,7 @@ hcomm_result_t hcomm_isend(const void* buf, uint64_t count, hcomm_data_type_t dt
   do {
     std::uint64_t n = std::min(ctx->p2p_bytes, bytes - off);
     notify_wait(stream, notify_key(comm->id, kP2pReady, dst, tag));
-    put_notify(stream, comm, *peer, window, dev(buf) + off, n, notify_key(comm->id, kP2pData, comm->rank, tag));
+    put_notify(stream, comm, *peer, window, dev(buf) + off, n, notify_key(comm->id, kP2pData, comm->rank, tag), ctx->p2p_rkey);
     off += n;
   } while (off < bytes);
   op_end(stream, mk);
@@ -574,6 +639,50 @@ hcomm_result_t hcomm_recv(void* buf, uint64_t count, hcomm_data_type_t dtype, ui
   hcomm_request_t r = nullptr;
   hcomm_result_t rc = hcomm_irecv(buf, count, dtype, src, tag, comm, comm->internal, &r);
   return rc == HCOMM_SUCCESS ? hcomm_wait(r) : rc;
+}
+
+hcomm_result_t hcomm_remote_addr(hcomm_comm_t comm, uint32_t peer, const void* my_ptr, uint64_t* remote) {
+  if (!live(comm, kComm)) return HCOMM_E_UNAVAIL;
+  if (!remote) return HCOMM_E_PTR;
+  if (peer >= comm->nranks) return HCOMM_E_PARA;
+  const RankDesc* d = peer_desc(comm, peer);
+  if (!d) return HCOMM_E_NOT_FOUND;
+  if (dev(my_ptr) < comm->ctx->base) return HCOMM_E_PTR;
+  *remote = d->device_base_addr + (dev(my_ptr) - comm->ctx->base);
+  return HCOMM_SUCCESS;
+}
+
+hcomm_result_t hcomm_rdma_write(const void* local, uint64_t bytes, uint32_t dst, uint64_t remote_addr, uint32_t rkey,
+                                hcomm_comm_t comm, hcomm_stream_t stream) {
+  if (!live(comm, kComm) || !live(stream, kStream)) return HCOMM_E_UNAVAIL;
+  if (!local && bytes) return HCOMM_E_PTR;
+  if (dst >= comm->nranks || stream->ctx != comm->ctx) return HCOMM_E_PARA;
+  const RankDesc* peer = peer_desc(comm, dst);
+  if (!peer) return HCOMM_E_NOT_FOUND;
+  if (comm->ctx->drv->pair_link(comm->ctx->device, peer->device) == PairLink::None) return HCOMM_E_ROCE_CONNECT;
+  OpInfo info{comm->rank, comm->nranks, "rdma_write", "roce", bytes, HCOMM_DATA_TYPE_INT8, 0, dst, comm->op_seq};
+  std::uint64_t mk = op_begin(stream, info);
+  hcomm_result_t rc = rdma_write(stream, peer->device, remote_addr, dev(local), bytes, false, 0, rkey);
+  op_end(stream, mk);
+  return rc;
+}
+
+hcomm_result_t hcomm_barrier(hcomm_comm_t comm, hcomm_stream_t stream) {
+  if (!live(comm, kComm)) return HCOMM_E_UNAVAIL;
+  if (stream && !live(stream, kStream)) return HCOMM_E_UNAVAIL;
+  hcomm_stream_t s = stream ? stream : comm->internal;
+  const std::uint32_t n = comm->nranks, r = comm->rank;
+  OpInfo info{r, n, "barrier", "dissemination", 0, HCOMM_DATA_TYPE_INT8, 0, -1, comm->op_seq++};
+  std::uint64_t mk = op_begin(s, info);
+  // Round k: tell rank r + 2^k, wait for rank r - 2^k. Counting notifies make repeated barriers safe.
+  for (std::uint32_t k = 0, d = 1; d < n; ++k, d <<= 1) {
+    const RankDesc* to = peer_desc(comm, (r + d) % n);
+    if (!to) return HCOMM_E_NOT_FOUND;
+    remote_notify(s, comm, *to, notify_key(comm->id, kBarrier, r, k));
+    notify_wait(s, notify_key(comm->id, kBarrier, (r + n - d) % n, k));
+  }
+  op_end(s, mk);
+  return stream ? HCOMM_SUCCESS : sync_stream(s);
 }
 
 hcomm_result_t hcomm_allreduce(const void* in, void* out, uint64_t count, hcomm_data_type_t dtype,

@@ -23,6 +23,10 @@ struct hcomm_context_s {
   std::uint64_t next_event = 1, next_marker = 1;
   std::uint32_t next_comm_id = 1;
   std::map<std::uint64_t, std::uint64_t> allocs;  // addr -> bytes
+  std::uint32_t ccl_rkey = 0, p2p_rkey = 0;       // pre-registered communication buffers (same on all ranks)
+  std::uint64_t sym_addr = 0, slot_bytes = 0;     // symmetric region of fixed-size slots
+  std::vector<std::uint32_t> slot_used;           // per slot: 0 free, else number of slots of the buffer starting here
+  std::map<std::uint32_t, std::uint64_t> mrs;     // key -> addr
 };
 
 struct hcomm_stream_s {
@@ -59,7 +63,7 @@ struct hcomm_request_s {
 namespace hcomm::detail {
 
 enum Purpose : std::uint64_t {
-  kArReady = 1, kArDone, kArReduced, kArPulled, kFork, kJoin, kP2pReady, kP2pData, kRingData, kRingCredit
+  kArReady = 1, kArDone, kArReduced, kArPulled, kFork, kJoin, kP2pReady, kP2pData, kRingData, kRingCredit, kBarrier
 };
 /// Notify key: communicator, purpose, peer rank and a sub-index (tag or slave index).
 inline std::uint64_t notify_key(std::uint32_t comm, Purpose p, std::uint32_t peer, std::uint32_t sub = 0) {
@@ -81,14 +85,14 @@ hcomm_result_t reduce_copy(hcomm_stream_t s, std::uint64_t dst, std::uint64_t sr
 hcomm_result_t make_stream(hcomm_context_t ctx, hcomm_stream_t* out);
 /// RoCE write src -> dst on `device`, then notify `key` there (notify = true). bytes may be 0.
 hcomm_result_t rdma_write(hcomm_stream_t s, std::uint32_t device, std::uint64_t dst, std::uint64_t src, std::uint64_t bytes,
-                          bool notify, std::uint64_t key);
+                          bool notify, std::uint64_t key, std::uint32_t rkey);
 /// Transport to a peer: HCCS (SDMA over the chip link) when the driver reports one, else RoCE.
 bool via_hccs(hcomm_comm_t comm, const RankDesc& peer);
 /// Notify `key` on the peer's device over whichever transport reaches it.
 hcomm_result_t remote_notify(hcomm_stream_t s, hcomm_comm_t comm, const RankDesc& peer, std::uint64_t key);
-/// Write bytes to the peer (dst is an address in its HBM), then notify `key` there.
+/// Write bytes to the peer (dst is an address in its HBM, in the region of `rkey`), then notify `key` there.
 hcomm_result_t put_notify(hcomm_stream_t s, hcomm_comm_t comm, const RankDesc& peer, std::uint64_t dst, std::uint64_t src,
-                          std::uint64_t bytes, std::uint64_t key);
+                          std::uint64_t bytes, std::uint64_t key, std::uint32_t rkey);
 void logf(hcomm_context_t ctx, int level, const char* fmt, ...);
 /// Announce an operation and submit its begin marker; op_end submits the end marker.
 std::uint64_t op_begin(hcomm_stream_t s, const OpInfo& info);

@@ -422,6 +422,21 @@ void Machine::start_rdma(std::uint32_t s, const Task& t) {
   if (t.bytes) {
     if (!check_range(t.src, t.bytes, why) || !check_range(t.dst, t.bytes, why)) { fail(s, why); return; }
     if (addr_npu(t.src) != me || addr_npu(t.dst) != t.target) { fail(s, "RDMA write must read local HBM and write the target's"); return; }
+    // The responder's access check (checked when posted; the model does not charge the NAK's trip).
+    const auto& mrs = npus_[t.target].mrs;
+    auto it = mrs.find(t.rkey);
+    const char* bad = nullptr;
+    if (it == mrs.end()) bad = "unknown rkey";
+    else if (!(it->second.access & kRemoteWrite)) bad = "region not registered for REMOTE_WRITE";
+    else if (t.dst < it->second.addr || t.dst + t.bytes > it->second.addr + it->second.bytes) bad = "write outside the registered region";
+    if (bad) {
+      ++rdma_access_errors_;
+      char b[160];
+      std::snprintf(b, sizeof b, "remote access error on npu%u: %s (rkey 0x%x, %llu bytes at offset 0x%llx)", t.target, bad, t.rkey,
+                    static_cast<unsigned long long>(t.bytes), static_cast<unsigned long long>(addr_offset(t.dst)));
+      fail(s, b);
+      return;
+    }
   }
   std::uint32_t id;
   if (!free_rdmas_.empty()) { id = free_rdmas_.back(); free_rdmas_.pop_back(); }
@@ -456,6 +471,15 @@ void Machine::on_write_done(std::uint32_t, std::uint64_t tag, bool ok) {
   if (good) complete(s);
   else fail(s, "RDMA write failed: retry count exceeded (link down or persistent loss)");
 }
+
+std::uint32_t Machine::register_mr(std::uint32_t npu, std::uint64_t addr, std::uint64_t bytes, std::uint32_t access) {
+  Npu& n = npus_.at(npu);
+  std::uint32_t key = n.next_key++;
+  n.mrs[key] = Npu::Mr{addr, bytes, access};
+  return key;
+}
+
+bool Machine::deregister_mr(std::uint32_t npu, std::uint32_t key) { return npus_.at(npu).mrs.erase(key) == 1; }
 
 void Machine::set_link_up(std::uint32_t link, bool up) {
   const LinkInfo& l = links_.at(link);

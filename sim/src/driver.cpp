@@ -106,6 +106,20 @@ DrvStatus SimDriver::mem_free(std::uint32_t device, std::uint64_t addr) {
   return DrvStatus::Ok;
 }
 
+DrvStatus SimDriver::mr_register(std::uint32_t device, std::uint64_t addr, std::uint64_t bytes, std::uint32_t access,
+                                 std::uint32_t* key) {
+  if (device >= m_.npu_count() || !key || bytes == 0 || models::addr_npu(addr) != device ||
+      !m_.hbm(device).in_range(models::addr_offset(addr), bytes))
+    return DrvStatus::Invalid;
+  *key = m_.register_mr(device, addr, bytes, access);
+  return DrvStatus::Ok;
+}
+
+DrvStatus SimDriver::mr_deregister(std::uint32_t device, std::uint32_t key) {
+  if (device >= m_.npu_count()) return DrvStatus::Invalid;
+  return m_.deregister_mr(device, key) ? DrvStatus::Ok : DrvStatus::Invalid;
+}
+
 DrvStatus SimDriver::stream_create(std::uint32_t device, std::uint32_t* stream) {
   if (device >= m_.npu_count() || !stream) return DrvStatus::Invalid;
   *stream = m_.create_stream(device);
@@ -145,6 +159,7 @@ DrvStatus SimDriver::submit(std::uint32_t s, const hcomm::DrvTask& t) {
   k.key = t.key;
   k.value = t.value;
   k.host = t.host;
+  k.rkey = t.rkey;
   m_.submit(s, k);
   return DrvStatus::Ok;
 }

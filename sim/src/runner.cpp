@@ -158,13 +158,61 @@ class Cluster : public sc_core::sc_module {
   std::vector<CheckTally> checks_;
   std::vector<bool> done_;
   std::uint32_t nranks() const { return nranks_; }
+  bool incast_sender(const WorkloadStep& w, std::uint32_t r) const {
+    if (r == w.root) return false;
+    if (w.senders == "all") return true;
+    const auto& t = sc_.topology;
+    return t.npus[t.rank_to_npu[r]].server != t.npus[t.rank_to_npu[w.root]].server;
+  }
 
- private:
 #if defined(__SANITIZE_ADDRESS__)
   static constexpr std::size_t kStack = 1024 * 1024;
 #else
   static constexpr std::size_t kStack = 128 * 1024;
 #endif
+
+  // Incast: every sender RDMA-writes `bytes` into the root's symmetric buffer at offset
+  // rank x bytes (one-sided, registered memory); a barrier; the root checks every segment.
+  bool incast(std::uint32_t r, const WorkloadStep& w, std::uint32_t s, std::uint32_t rep, hcomm_context_t ctx, hcomm_comm_t comm,
+              hcomm_stream_t st, void* in, unsigned char* host) {
+    const std::uint64_t seg = w.bytes, count = seg / models::dtype_size(w.dtype);
+    void* sym = nullptr;
+    hcomm_mr_t mr{};
+    bool good = ok(r, "hcomm_buffer_alloc", hcomm_buffer_alloc(ctx, seg * nranks_, &sym)) &&
+                ok(r, "hcomm_reg_mr", hcomm_reg_mr(ctx, sym, seg * nranks_, HCOMM_ACCESS_LOCAL_WRITE | HCOMM_ACCESS_REMOTE_WRITE, &mr)) &&
+                ok(r, "hcomm_barrier", hcomm_barrier(comm, nullptr));
+    if (good && incast_sender(w, r)) {
+      std::uint64_t remote = 0;
+      good = ok(r, "hcomm_remote_addr", hcomm_remote_addr(comm, w.root, static_cast<unsigned char*>(sym) + r * seg, &remote)) &&
+             ok(r, "hcomm_rdma_write", hcomm_rdma_write(in, seg, w.root, remote, mr.rkey, comm, st)) &&
+             ok(r, "hcomm_stream_synchronize", hcomm_stream_synchronize(st));
+    }
+    good = good && ok(r, "hcomm_barrier", hcomm_barrier(comm, nullptr));
+    if (good && r == w.root && host) {
+      std::uint32_t checked = 0, failed = 0;
+      std::vector<std::uint8_t> expect(seg);
+      for (std::uint32_t q = 0; q < nranks_; ++q) {
+        if (!incast_sender(w, q)) continue;
+        if (!ok(r, "hcomm_memcpy_device_to_host", hcomm_memcpy_device_to_host(host, static_cast<unsigned char*>(sym) + q * seg, seg, st)) ||
+            !ok(r, "hcomm_stream_synchronize", hcomm_stream_synchronize(st)))
+          return false;
+        fill_input(expect.data(), count, w.dtype, w.reduce, PayloadKey{sc_.seed, s, rep}, q);
+        CheckResult cr = compare(host, expect.data(), count, w.dtype, models::ReduceOp::Max, 1);
+        ++checked;
+        if (!cr.ok()) {
+          ++failed;
+          failures.push_back("rank " + std::to_string(r) + " step " + std::to_string(s) + " rep " + std::to_string(rep) +
+                             ": result check failed: segment from rank " + std::to_string(q) + ": " + cr.detail);
+        }
+        if (trace_) trace_->check(q, s, rep, cr.ok(), cr.mismatches, cr.detail);
+      }
+      auto& tally = checks_[s].by_rep[rep];
+      tally.first += checked;
+      tally.second += failed;
+    }
+    if (sym) { hcomm_dereg_mr(ctx, &mr); hcomm_buffer_free(ctx, sym); }
+    return good;
+  }
 
   std::uint32_t partner(const WorkloadStep& w, std::uint32_t r) const {
     return w.pattern == "halves" ? (r + nranks_ / 2) % nranks_ : r ^ 1u;
@@ -231,6 +279,9 @@ class Cluster : public sc_core::sc_module {
           if (!ok(r, "hcomm_allreduce", hcomm_allreduce(in, out, count, to_hcomm(w.dtype), static_cast<hcomm_reduce_op_t>(w.reduce), comm, st)) ||
               !ok(r, "hcomm_stream_synchronize", hcomm_stream_synchronize(st)))
             goto out;
+        } else if (w.op == "incast") {
+          if (!incast(r, w, s, rep, ctx, comm, st, in, real ? host.get() : nullptr)) goto out;
+          continue;  // incast checks its own results at the root
         } else {  // sendrecv: partners exchange buffers, send and receive on separate streams
           const std::uint32_t peer = partner(w, r);
           hcomm_request_t reqs[2];
@@ -349,13 +400,24 @@ RunResult run_scenario(const Scenario& sc, const RunOptions& opt) {
   // Per (step, rep): the collective's time is from the first rank's start to the last rank's end.
   std::map<std::pair<std::uint32_t, std::uint32_t>, StepSummary> agg;
   std::map<std::pair<std::uint32_t, std::uint32_t>, std::pair<models::Tick, models::Tick>> span;
+  auto counts = [&](const WorkloadStep& w, const std::string& kind) {
+    if (w.op == "allreduce") return kind == "allreduce";
+    if (w.op == "sendrecv") return kind == "send" || kind == "recv";
+    return kind == "rdma_write";
+  };
   for (const OpRecord& o : cluster->driver().ops()) {
+    if (o.step >= sc.workload.size() || !counts(sc.workload[o.step], o.info.kind)) continue;
     auto k = std::make_pair(o.step, o.rep);
     auto& s = agg[k];
     s.step = o.step;
     s.rep = o.rep;
     s.kind = sc.workload[o.step].op;
     s.bytes = sc.workload[o.step].bytes;
+    if (s.kind == "incast") {  // aggregate into the root
+      std::uint64_t senders = 0;
+      for (std::uint32_t q = 0; q < n; ++q) senders += cluster->incast_sender(sc.workload[o.step], q) ? 1 : 0;
+      s.bytes *= senders;
+    }
     auto it = span.find(k);
     if (it == span.end()) span[k] = {o.start, o.end};
     else { it->second.first = std::min(it->second.first, o.start); it->second.second = std::max(it->second.second, o.end); }

@@ -102,12 +102,22 @@ std::optional<Scenario> load_scenario(const std::string& path, std::vector<std::
   if (wl && (!wl->is_array() || wl->empty())) { d.error(top.child("workload"), "expected a non-empty array"); wl = nullptr; }
   if (wl) {
     for (std::size_t i = 0; i < wl->size(); ++i) {
-      ObjectReader w((*wl)[i], top.child("workload") + "/" + std::to_string(i), d, {"op", "bytes", "dtype", "reduce", "repeat", "check", "pattern"});
+      ObjectReader w((*wl)[i], top.child("workload") + "/" + std::to_string(i), d, {"op", "bytes", "dtype", "reduce", "repeat", "check", "pattern", "root", "senders"});
       if (!w.valid()) continue;
       WorkloadStep st;
       st.op = w.str("op", true).value_or("");
-      if (!st.op.empty() && st.op != "allreduce" && st.op != "sendrecv")
-        d.error(w.child("op"), "unknown op \"" + st.op + "\" (allreduce, sendrecv)");
+      if (!st.op.empty() && st.op != "allreduce" && st.op != "sendrecv" && st.op != "incast")
+        d.error(w.child("op"), "unknown op \"" + st.op + "\" (allreduce, sendrecv, incast)");
+      if (st.op == "incast") {
+        st.root = static_cast<std::uint32_t>(w.uint("root", false, 0, 1u << 20).value_or(0));
+        if (auto v = w.str("senders", false)) {
+          if (*v != "all" && *v != "remote") d.error(w.child("senders"), "expected \"all\" or \"remote\" (ranks on other servers than the root)");
+          else st.senders = *v;
+        }
+      } else {
+        if (w.get("root", false)) d.error(w.child("root"), "root applies to incast only");
+        if (w.get("senders", false)) d.error(w.child("senders"), "senders applies to incast only");
+      }
       if (auto b = w.size("bytes", true)) {
         if (*b > (16ULL << 30)) d.error(w.child("bytes"), "more than 16 GiB per rank");
         else st.bytes = *b;
@@ -260,7 +270,9 @@ std::optional<Scenario> load_scenario(const std::string& path, std::vector<std::
       d.error("/faults/" + std::to_string(i) + "/rank", "rank " + std::to_string(sc.faults[i].rank) + " does not exist (" +
                                                            std::to_string(sc.topology.npus.size()) + " ranks)");
   for (std::size_t i = 0; i < sc.workload.size(); ++i)
-    if (sc.workload[i].op == "sendrecv" && sc.topology.npus.size() % 2)
+    if (sc.workload[i].op == "incast" && sc.workload[i].root >= sc.topology.npus.size())
+      d.error("/workload/" + std::to_string(i) + "/root", "rank " + std::to_string(sc.workload[i].root) + " does not exist");
+    else if (sc.workload[i].op == "sendrecv" && sc.topology.npus.size() % 2)
       d.error("/workload/" + std::to_string(i) + "/op", "sendrecv pairs ranks and needs an even number of ranks");
   if (!d.ok()) return finish();
   return sc;

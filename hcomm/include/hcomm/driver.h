@@ -38,6 +38,7 @@ struct DrvTask {
   std::uint64_t key = 0;      ///< notify key / event id / marker id
   std::uint64_t value = 0;    ///< event sequence
   void* host = nullptr;
+  std::uint32_t rkey = 0;     ///< RdmaWrite: the target region's remote key
 };
 
 /// What the library reports about an operation (profiling, as the real library feeds msprof).
@@ -63,6 +64,10 @@ class Driver {
   // Memory.
   virtual DrvStatus mem_alloc(std::uint32_t device, std::uint64_t bytes, std::uint64_t* addr) = 0;
   virtual DrvStatus mem_free(std::uint32_t device, std::uint64_t addr) = 0;
+  // RDMA memory registration on the device's NIC (access: 1 LOCAL_WRITE, 2 REMOTE_READ, 4 REMOTE_WRITE).
+  virtual DrvStatus mr_register(std::uint32_t device, std::uint64_t addr, std::uint64_t bytes, std::uint32_t access,
+                                std::uint32_t* key) = 0;
+  virtual DrvStatus mr_deregister(std::uint32_t device, std::uint32_t key) = 0;
   // Streams and tasks.
   virtual DrvStatus stream_create(std::uint32_t device, std::uint32_t* stream) = 0;
   virtual DrvStatus stream_destroy(std::uint32_t stream) = 0;

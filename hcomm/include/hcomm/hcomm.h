@@ -86,6 +86,27 @@ hcomm_result_t hcomm_memcpy_host_to_device(void* dst, const void* src, uint64_t 
 hcomm_result_t hcomm_memcpy_device_to_host(void* dst, const void* src, uint64_t bytes, hcomm_stream_t stream);
 hcomm_result_t hcomm_memcpy_device_to_device(void* dst, const void* src, uint64_t bytes, hcomm_stream_t stream);
 
+/* ---- symmetric buffers and RDMA memory registration ----
+ * hcomm_buffer_alloc hands out whole slots (HCOMM_SLOT_SIZE_MB, default 256 MB) of a region that
+ * sits at the same offset on every rank, so a peer's copy of a buffer is at
+ * peer base + (ptr - own base); ranks that allocate in the same order get the same offsets. */
+hcomm_result_t hcomm_buffer_alloc(hcomm_context_t ctx, uint64_t bytes, void** dev_ptr);
+hcomm_result_t hcomm_buffer_free(hcomm_context_t ctx, void* dev_ptr);
+
+typedef enum { HCOMM_ACCESS_LOCAL_WRITE = 1, HCOMM_ACCESS_REMOTE_READ = 2, HCOMM_ACCESS_REMOTE_WRITE = 4 } hcomm_access_t;
+typedef struct {
+  uint64_t addr;   /* start of the region (device address) */
+  uint64_t size;
+  uint32_t lkey, rkey;
+  uint32_t access;
+} hcomm_mr_t;
+/* Keys follow registration order: ranks registering the same buffers in the same order get the
+ * same keys (as they get the same symmetric offsets). */
+hcomm_result_t hcomm_reg_mr(hcomm_context_t ctx, void* dev_ptr, uint64_t bytes, uint32_t access, hcomm_mr_t* mr);
+hcomm_result_t hcomm_dereg_mr(hcomm_context_t ctx, const hcomm_mr_t* mr);
+/* The peer's address of one of my symmetric buffers. */
+hcomm_result_t hcomm_remote_addr(hcomm_comm_t comm, uint32_t peer, const void* my_ptr, uint64_t* remote_addr);
+
 /* ---- communicators ---- */
 /* The world communicator over all ranks of the cluster; `rank` must be the caller's rank. */
 hcomm_result_t hcomm_comm_init(hcomm_context_t ctx, uint32_t nranks, uint32_t rank, hcomm_comm_t* comm);
@@ -108,6 +129,16 @@ hcomm_result_t hcomm_recv(void* buf, uint64_t count, hcomm_data_type_t dtype, ui
 hcomm_result_t hcomm_test(hcomm_request_t req);
 hcomm_result_t hcomm_wait(hcomm_request_t req);
 hcomm_result_t hcomm_waitall(uint32_t n, hcomm_request_t* reqs);
+
+/* One-sided RDMA write of `bytes` from local device memory to `remote_addr` on rank `dst_rank`,
+ * inside a region the target registered with REMOTE_WRITE under `rkey`. A write outside the
+ * region or with a wrong key fails (HCOMM_E_RUNTIME at synchronize) and is counted by the NIC. */
+hcomm_result_t hcomm_rdma_write(const void* local, uint64_t bytes, uint32_t dst_rank, uint64_t remote_addr, uint32_t rkey,
+                                hcomm_comm_t comm, hcomm_stream_t stream);
+
+/* Barrier over the communicator: dissemination over ceil(log2 n) rounds of notifies. With a
+ * stream, stream-ordered; with NULL, blocks the caller until every rank has arrived. */
+hcomm_result_t hcomm_barrier(hcomm_comm_t comm, hcomm_stream_t stream);
 
 /* ---- collectives (stream-ordered: the host blocks only in stream synchronize) ---- */
 hcomm_result_t hcomm_allreduce(const void* send_buf, void* recv_buf, uint64_t count, hcomm_data_type_t dtype,

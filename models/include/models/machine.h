@@ -73,6 +73,7 @@ struct Task {
   std::uint64_t key = 0;       ///< notify key / event id / marker id
   std::uint64_t value = 0;     ///< event sequence
   void* host = nullptr;        ///< host buffer of H2D / D2H (must stay valid until the task ends)
+  std::uint32_t rkey = 0;      ///< RdmaWrite: remote key of the target's memory region
 };
 
 class MachineListener {
@@ -155,6 +156,13 @@ class Machine final : public EventHandler, public NetworkListener {
     return it == npus_[npu].events.end() ? 0 : it->second.t;
   }
 
+  // Memory regions of the RoCE NIC: a write is accepted only inside a region registered with
+  // REMOTE_WRITE on the target, under its key; otherwise it fails and is counted.
+  static constexpr std::uint32_t kLocalWrite = 1, kRemoteRead = 2, kRemoteWrite = 4;
+  std::uint32_t register_mr(std::uint32_t npu, std::uint64_t addr, std::uint64_t bytes, std::uint32_t access);
+  bool deregister_mr(std::uint32_t npu, std::uint32_t key);
+  std::uint64_t rdma_access_errors() const { return rdma_access_errors_; }
+
   // Link faults (both directions; both ends see the effect).
   void set_link_up(std::uint32_t link, bool up);
   void set_link_lanes(std::uint32_t link, std::uint32_t lanes);
@@ -191,6 +199,9 @@ class Machine final : public EventHandler, public NetworkListener {
     std::uint32_t h2d_port = 0, d2h_port = 0;
     std::map<std::uint64_t, Notify> notifies;
     std::map<std::uint64_t, EventReg> events;
+    struct Mr { std::uint64_t addr, bytes; std::uint32_t access; };
+    std::map<std::uint32_t, Mr> mrs;
+    std::uint32_t next_key = 0x100;
     Npu(const NpuParams& p) : params(p), hbm(p.hbm.capacity_bytes, p.hbm.store_bytes), sdma_busy(p.sdma_engines, 0) {}
   };
   struct StreamState {
@@ -241,6 +252,7 @@ class Machine final : public EventHandler, public NetworkListener {
   struct Rdma { std::uint32_t stream; Task task; std::uint32_t pending; bool ok; };
   std::vector<Rdma> rdmas_;
   std::vector<std::uint32_t> free_rdmas_;
+  std::uint64_t rdma_access_errors_ = 0;
 };
 
 }  // namespace models

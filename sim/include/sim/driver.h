@@ -44,6 +44,9 @@ class SimDriver final : public hcomm::Driver, public models::MachineListener {
   std::uint64_t device_memory_size(std::uint32_t device) override;
   hcomm::DrvStatus mem_alloc(std::uint32_t device, std::uint64_t bytes, std::uint64_t* addr) override;
   hcomm::DrvStatus mem_free(std::uint32_t device, std::uint64_t addr) override;
+  hcomm::DrvStatus mr_register(std::uint32_t device, std::uint64_t addr, std::uint64_t bytes, std::uint32_t access,
+                               std::uint32_t* key) override;
+  hcomm::DrvStatus mr_deregister(std::uint32_t device, std::uint32_t key) override;
   hcomm::DrvStatus stream_create(std::uint32_t device, std::uint32_t* stream) override;
   hcomm::DrvStatus stream_destroy(std::uint32_t stream) override;
   hcomm::DrvStatus submit(std::uint32_t stream, const hcomm::DrvTask& t) override;

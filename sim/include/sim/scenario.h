@@ -15,13 +15,15 @@
 namespace sim {
 
 struct WorkloadStep {
-  std::string op;             ///< "allreduce" or "sendrecv"
+  std::string op;             ///< "allreduce", "sendrecv" or "incast" (one-sided RDMA writes to one root)
   std::uint64_t bytes = 0;
   models::DType dtype = models::DType::Fp32;
   models::ReduceOp reduce = models::ReduceOp::Sum;
   std::uint32_t repeat = 1;
   bool check = true;
   std::string pattern = "pairs";  ///< sendrecv: "pairs" (r <-> r^1) or "halves" (r <-> r +- n/2)
+  std::uint32_t root = 0;         ///< incast: the rank every sender writes to
+  std::string senders = "all";    ///< incast: "all" other ranks or "remote" (other servers)
 };
 
 struct Fault {
