@@ -1,0 +1,62 @@
+// Event rate of the RoCE fabric (plain C++ event queue, no kernel): N endpoints under one switch
+// (8) or a two-tier Clos (1024: radix 64; 8192: radix 128), every host writing 256 KiB to the host
+// N/2 away (all traffic crosses the spines), 4 KiB packets. Reports events per second.
+#include <benchmark/benchmark.h>
+
+#include <chrono>
+#include <vector>
+
+#include "models/network.h"
+
+using namespace models;
+
+namespace {
+struct Sink : NetworkListener {
+  std::uint64_t done = 0;
+  void on_write_done(std::uint32_t, std::uint64_t, bool) override { ++done; }
+};
+
+void build(Network& net, std::uint32_t n, std::vector<std::uint32_t>& hosts) {
+  const std::uint64_t bw = 25000000000ULL;
+  const Tick lat = 500 * kPsPerNs, swl = 600 * kPsPerNs;
+  if (n <= 64) {
+    std::uint32_t sw = net.add_switch("sw", n, 32 << 20, swl);
+    for (std::uint32_t i = 0; i < n; ++i) { hosts.push_back(net.add_host("h")); net.connect(hosts[i], 0, sw, i, bw, lat); }
+    return;
+  }
+  const std::uint32_t radix = n <= 2048 ? 64 : 128, down = radix / 2, leaves = n / down, spines = radix / 2;
+  std::vector<std::uint32_t> leaf(leaves), spine(spines);
+  for (auto& l : leaf) l = net.add_switch("leaf", radix, 32 << 20, swl);
+  for (auto& s : spine) s = net.add_switch("spine", radix, 32 << 20, swl);
+  for (std::uint32_t i = 0; i < n; ++i) { hosts.push_back(net.add_host("h")); net.connect(hosts[i], 0, leaf[i / down], i % down, bw, lat); }
+  for (std::uint32_t l = 0; l < leaves; ++l)
+    for (std::uint32_t s = 0; s < spines; ++s) net.connect(leaf[l], down + s, spine[s], l, bw, lat);
+}
+}  // namespace
+
+static void BM_FabricEventRate(benchmark::State& state) {
+  const auto n = static_cast<std::uint32_t>(state.range(0));
+  std::uint64_t events = 0;
+  double seconds = 0;
+  for (auto _ : state) {
+    state.PauseTiming();
+    StandaloneScheduler sch;
+    Network net(sch, NetParams{});
+    Sink sink;
+    net.set_listener(&sink);
+    std::vector<std::uint32_t> hosts;
+    build(net, n, hosts);
+    net.build_routes();
+    for (std::uint32_t i = 0; i < n; ++i) net.post_write(net.create_qp(hosts[i], hosts[(i + n / 2) % n], static_cast<std::uint16_t>(i)), 256 << 10, i);
+    state.ResumeTiming();
+    auto t0 = std::chrono::steady_clock::now();
+    events += sch.run();
+    seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (sink.done != n) state.SkipWithError("not all writes completed");
+  }
+  state.counters["events"] = benchmark::Counter(static_cast<double>(events) / static_cast<double>(state.iterations()));
+  state.counters["events_per_s"] = benchmark::Counter(static_cast<double>(events) / seconds);
+}
+BENCHMARK(BM_FabricEventRate)->Arg(8)->Arg(1024)->Arg(8192)->Unit(benchmark::kMillisecond)->Iterations(1);
+
+BENCHMARK_MAIN();
