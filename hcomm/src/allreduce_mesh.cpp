@@ -88,8 +88,8 @@ hcomm_result_t allreduce_mesh(hcomm_comm_t comm, std::uint64_t in, std::uint64_t
   std::vector<const RankDesc*> local(L), ring(S);
   for (std::uint32_t q = 0; q < L; ++q) {
     local[q] = peer_desc(comm, first + q);
-    if (q != l && !via_hccs(comm, *local[q])) {
-      logf(ctx, 0, "Rank%u mesh all-reduce needs an HCCS link to rank %u", r, first + q);
+    if (q != l && !via_sdma(comm, *local[q])) {
+      logf(ctx, 0, "Rank%u mesh all-reduce needs an HCCS link or PCIe peer-to-peer path to rank %u", r, first + q);
       return HCOMM_E_NOT_SUPPORT;
     }
   }

@@ -95,18 +95,26 @@ hcomm_result_t rdma_write(hcomm_stream_t s, std::uint32_t device, std::uint64_t 
   t.rkey = rkey;
   return submit(s, t);
 }
-bool via_hccs(hcomm_comm_t comm, const RankDesc& peer) {
+bool via_sdma(hcomm_comm_t comm, const RankDesc& peer) {
   auto it = comm->links.find(peer.rank);
   if (it == comm->links.end()) it = comm->links.emplace(peer.rank, comm->ctx->drv->pair_link(comm->ctx->device, peer.device)).first;
-  return it->second == PairLink::Hccs;
+  return it->second == PairLink::Hccs || it->second == PairLink::Pcie;
+}
+static const char* p2p_algo(hcomm_comm_t comm, const RankDesc& peer) {
+  via_sdma(comm, peer);
+  switch (comm->links[peer.rank]) {
+    case PairLink::Hccs: return "p2p-hccs";
+    case PairLink::Pcie: return "p2p-pcie";
+    default: return "p2p-roce";
+  }
 }
 hcomm_result_t remote_notify(hcomm_stream_t s, hcomm_comm_t comm, const RankDesc& peer, std::uint64_t key) {
-  if (via_hccs(comm, peer)) return notify_record(s, peer.device, key);
+  if (via_sdma(comm, peer)) return notify_record(s, peer.device, key);
   return rdma_write(s, peer.device, 0, 0, 0, true, key, 0);
 }
 hcomm_result_t put_notify(hcomm_stream_t s, hcomm_comm_t comm, const RankDesc& peer, std::uint64_t dst, std::uint64_t src,
                           std::uint64_t bytes, std::uint64_t key, std::uint32_t rkey) {
-  if (via_hccs(comm, peer)) {
+  if (via_sdma(comm, peer)) {
     if (bytes) copy(s, dst, src, bytes);
     return notify_record(s, peer.device, key);
   }
@@ -546,7 +554,7 @@ hcomm_result_t hcomm_isend(const void* buf, uint64_t count, hcomm_data_type_t dt
   hcomm_context_t ctx = comm->ctx;
   const std::uint64_t bytes = count * hcomm_data_type_size(dtype);
   const std::uint64_t window = peer->device_base_addr + (ctx->p2p_addr - ctx->base);
-  OpInfo info{comm->rank, comm->nranks, "send", via_hccs(comm, *peer) ? "p2p-hccs" : "p2p-roce", bytes, dtype, 0, dst, comm->op_seq};
+  OpInfo info{comm->rank, comm->nranks, "send", p2p_algo(comm, *peer), bytes, dtype, 0, dst, comm->op_seq};
   std::uint64_t mk = op_begin(stream, info);
   std::uint64_t off = 0;
   do {
@@ -574,7 +582,7 @@ hcomm_result_t hcomm_irecv(void* buf, uint64_t count, hcomm_data_type_t dtype, u
   hcomm_create_event(ctx, &after);
   hcomm_record_event(before, stream);   // the receive starts after earlier work on the user stream
   hcomm_wait_event(before, rs);
-  OpInfo info{comm->rank, comm->nranks, "recv", via_hccs(comm, *peer) ? "p2p-hccs" : "p2p-roce", bytes, dtype, 0, src, comm->op_seq};
+  OpInfo info{comm->rank, comm->nranks, "recv", p2p_algo(comm, *peer), bytes, dtype, 0, src, comm->op_seq};
   std::uint64_t mk = op_begin(rs, info);
   std::uint64_t off = 0;
   do {

@@ -86,8 +86,9 @@ hcomm_result_t make_stream(hcomm_context_t ctx, hcomm_stream_t* out);
 /// RoCE write src -> dst on `device`, then notify `key` there (notify = true). bytes may be 0.
 hcomm_result_t rdma_write(hcomm_stream_t s, std::uint32_t device, std::uint64_t dst, std::uint64_t src, std::uint64_t bytes,
                           bool notify, std::uint64_t key, std::uint32_t rkey);
-/// Transport to a peer: HCCS (SDMA over the chip link) when the driver reports one, else RoCE.
-bool via_hccs(hcomm_comm_t comm, const RankDesc& peer);
+/// Transport to a peer: SDMA when the driver reports an HCCS link or a PCIe peer-to-peer path,
+/// else RoCE (RDMA writes through the NPU's NIC).
+bool via_sdma(hcomm_comm_t comm, const RankDesc& peer);
 /// Notify `key` on the peer's device over whichever transport reaches it.
 hcomm_result_t remote_notify(hcomm_stream_t s, hcomm_comm_t comm, const RankDesc& peer, std::uint64_t key);
 /// Write bytes to the peer (dst is an address in its HBM, in the region of `rkey`), then notify `key` there.

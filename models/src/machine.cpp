@@ -73,6 +73,38 @@ std::uint32_t Machine::add_link(LinkKind kind, std::uint32_t a, std::uint32_t b,
   return id;
 }
 
+std::uint32_t Machine::add_pcie_switch(std::string name, Tick latency_ps) {
+  pcie_switches_.push_back(PcieSwitch{std::move(name), latency_ps});
+  return static_cast<std::uint32_t>(pcie_switches_.size() - 1);
+}
+
+std::uint32_t Machine::add_pcie_switch_link(std::uint32_t npu, std::uint32_t sw, const LinkParams& p, std::string name) {
+  auto id = static_cast<std::uint32_t>(links_.size());
+  auto pa = static_cast<std::uint32_t>(ports_.size());
+  Port pt{LinkKind::Pcie, id, npu, kHost - 1 - sw, p};
+  pt.active_lanes = p.lanes ? p.lanes : 1;
+  pt.rng ^= (static_cast<std::uint64_t>(id) + 1) * 0x9e3779b97f4a7c15ULL;
+  ports_.push_back(pt);
+  std::swap(pt.from, pt.to);
+  ports_.push_back(pt);
+  links_.push_back(LinkInfo{LinkKind::Pcie, npu, kHost - 1 - sw, pa, pa + 1, std::move(name)});
+  if (npu_switch_.size() < npus_.size()) npu_switch_.resize(npus_.size());
+  npu_switch_.at(npu) = SwitchPorts{sw, pa, pa + 1};
+  return id;
+}
+
+Machine::Route Machine::route(std::uint32_t a, std::uint32_t b) const {
+  Route r;
+  r.p1 = port_between(a, b);
+  if (r.p1 >= 0) return r;
+  if (a < npu_switch_.size() && b < npu_switch_.size() && npu_switch_[a].sw >= 0 && npu_switch_[a].sw == npu_switch_[b].sw) {
+    r.p1 = static_cast<int>(npu_switch_[a].up);
+    r.p2 = static_cast<int>(npu_switch_[b].down);
+    r.extra_ps = pcie_switches_[static_cast<std::size_t>(npu_switch_[a].sw)].latency;
+  }
+  return r;
+}
+
 int Machine::port_between(std::uint32_t a, std::uint32_t b) const {
   const auto& adj = npus_[a].adj;
   auto it = std::lower_bound(adj.begin(), adj.end(), std::make_pair(b, 0u));
@@ -131,17 +163,25 @@ void Machine::dispatch(std::uint32_t s) {
         return;
       }
       if (t.target >= npus_.size()) { fail(s, "notify record to unknown npu " + std::to_string(t.target)); return; }
-      int port = port_between(st.npu, t.target);
-      if (port < 0 || !ports_[port].up) {
-        fail(s, "no HCCS link from npu" + std::to_string(st.npu) + " to npu" + std::to_string(t.target));
+      const Route rt = route(st.npu, t.target);
+      if (!rt.ok() || !ports_[rt.p1].up || (rt.p2 >= 0 && !ports_[rt.p2].up)) {
+        fail(s, "no HCCS or PCIe path from npu" + std::to_string(st.npu) + " to npu" + std::to_string(t.target));
         return;
       }
-      Port& p = ports_[port];
-      Tick start = std::max(sch_.now(), p.busy_until);
-      Tick ser = serialization_ps(4, p.p.bandwidth_Bps);  // a 4-byte register write
-      p.busy_until = start + ser;
-      p.busy_ps += ser;
-      sch_.schedule(start + ser + p.p.latency_ps, this, ev(kNotifyArrive, t.target), t.key);
+      // A 4-byte register write, posted: the task completes when it has left.
+      Tick start = sch_.now(), lat = rt.extra_ps;
+      for (int pi : {rt.p1, rt.p2})
+        if (pi >= 0) start = std::max(start, ports_[pi].busy_until);
+      Tick ser = 0;
+      for (int pi : {rt.p1, rt.p2})
+        if (pi >= 0) {
+          Port& p = ports_[pi];
+          ser = std::max(ser, serialization_ps(4, p.p.bandwidth_Bps));
+          lat += p.p.latency_ps;
+        }
+      for (int pi : {rt.p1, rt.p2})
+        if (pi >= 0) { ports_[pi].busy_until = start + ser; ports_[pi].busy_ps += ser; }
+      sch_.schedule(start + ser + lat, this, ev(kNotifyArrive, t.target), t.key);
       sch_.schedule(start + ser, this, ev(kComplete, s), 0);
       return;
     }
@@ -243,15 +283,19 @@ void Machine::start_transfer(std::uint32_t s, const Task& t) {
     if (sn == dn) {
       bw = std::min(bw, me.params.hbm.bandwidth_Bps / 2);  // local copy reads and writes the same HBM
     } else {
-      x.port = port_between(sn, dn);
-      if (x.port < 0) {
-        fail(s, "no HCCS link between npu" + std::to_string(sn) + " and npu" + std::to_string(dn));
+      const Route rt = route(sn, dn);
+      if (!rt.ok()) {
+        fail(s, "no HCCS link or PCIe switch between npu" + std::to_string(sn) + " and npu" + std::to_string(dn));
         return;
       }
+      x.port = rt.p1;
+      x.port2 = rt.p2;
+      lat += rt.extra_ps;
     }
   }
-  if (x.port >= 0) {
-    const Port& p = ports_[x.port];
+  for (int pi : {x.port, x.port2}) {
+    if (pi < 0) continue;
+    const Port& p = ports_[pi];
     if (!p.up) { fail(s, "link " + links_[p.link].name + " is down"); return; }
     bw = std::min(bw, p.rate());
     lat += p.p.latency_ps;
@@ -279,7 +323,15 @@ void Machine::send_piece(std::uint32_t id) {
   std::uint64_t len = std::min(piece_bytes_, x.task.bytes - off);
   Tick start = std::max({sch_.now(), x.earliest, me.sdma_busy[x.engine]});
   if (x.port >= 0) start = std::max(start, ports_[x.port].busy_until);
+  if (x.port2 >= 0) start = std::max(start, ports_[x.port2].busy_until);
   Tick ser = serialization_ps(len, x.bw);
+  if (x.port2 >= 0 && !ports_[x.port2].up) {
+    std::uint32_t s = x.stream;
+    const std::string name = links_[ports_[x.port2].link].name;
+    free_xfers_.push_back(id);
+    fail(s, "link " + name + " went down during a transfer");
+    return;
+  }
   if (x.port >= 0) {
     Port& p = ports_[x.port];
     if (!p.up) {  // the link went down while the transfer was in progress
@@ -315,8 +367,9 @@ void Machine::send_piece(std::uint32_t id) {
   }
   Tick end = start + ser;
   me.sdma_busy[x.engine] = end;
-  if (x.port >= 0) {
-    Port& p = ports_[x.port];
+  for (int pi : {x.port, x.port2}) {
+    if (pi < 0) continue;
+    Port& p = ports_[pi];
     p.busy_until = end;
     p.busy_ps += ser;
     p.bytes += len;

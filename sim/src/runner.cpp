@@ -50,6 +50,14 @@ class Cluster : public sc_core::sc_module {
       const auto& l = sc.topology.links[k];
       if (l.type == LinkType::Hccs) hccs_link_[k] = machine_.add_link(models::LinkKind::Hccs, l.a.index, l.b.index, l.params, l.name);
     }
+    // PCIe switches joining NPUs of a server (peer-to-peer DMA), and their links.
+    std::vector<std::uint32_t> pcie_sw(sc.topology.switches.size(), ~0u);
+    for (std::size_t i = 0; i < sc.topology.switches.size(); ++i)
+      if (sc.topology.switches[i].kind == SwitchKind::Pcie)
+        pcie_sw[i] = machine_.add_pcie_switch(sc.topology.switches[i].name, sc.topology.switches[i].latency_ps);
+    for (const auto& l : sc.topology.links)
+      if (l.type == LinkType::Pcie && !l.a.is_switch && l.b.is_switch && pcie_sw[l.b.index] != ~0u)
+        machine_.add_pcie_switch_link(l.a.index, pcie_sw[l.b.index], l.params, l.name);
     if (sc.topology.has_network()) build_network(sc);
     driver_ = std::make_unique<SimDriver>(machine_, sc.topology, trace, opt.echo_logs);
     hcomm::set_driver(driver_.get());
@@ -385,8 +393,13 @@ RunResult run_scenario(const Scenario& sc, const RunOptions& opt) {
   for (std::uint32_t i = 0; i < links.size(); ++i) {
     const auto& l = links[i];
     const auto& p = cluster->machine().ports()[l.port_ab].p;
-    trace.link(i, l.name, models::link_kind_name(l.kind), l.a == models::kHost ? -1 : static_cast<std::int64_t>(l.a),
-               static_cast<std::int64_t>(l.b), p.bandwidth_Bps, static_cast<double>(p.latency_ps) / 1e3);
+    // Ends: NPU index, -1 the host, -2-k PCIe switch k.
+    auto end = [&](std::uint32_t e) -> std::int64_t {
+      if (e == models::kHost) return -1;
+      if (e < n) return e;
+      return -2 - static_cast<std::int64_t>(models::kHost - 1 - e);
+    };
+    trace.link(i, l.name, models::link_kind_name(l.kind), end(l.a), end(l.b), p.bandwidth_Bps, static_cast<double>(p.latency_ps) / 1e3);
   }
   cluster->schedule_faults();
   cluster->start_ranks();

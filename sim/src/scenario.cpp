@@ -229,13 +229,6 @@ std::optional<Scenario> load_scenario(const std::string& path, std::vector<std::
     return std::nullopt;
   }
   sc.topology = std::move(*topo);
-  // What the hardware models can run today: HCCS inside servers and RoCE between them.
-  for (const auto& l : sc.topology.links)
-    if (l.type == LinkType::Pcie) {
-      d.error("/topology", sc.topology_path + " has PCIe switch links (" + l.name +
-                               "): PCIe peer-to-peer is not simulated yet; HCCS and RoCE are");
-      break;
-    }
   std::map<std::string, std::uint32_t> npu_by_name;
   for (std::uint32_t i = 0; i < sc.topology.npus.size(); ++i) npu_by_name[sc.topology.npus[i].name] = i;
   for (const auto& r : refs) {

@@ -181,7 +181,7 @@ class Builder {
       sw.kind = SwitchKind::Pcie;
       sw.ports = count + 1;  // one per NPU and the upstream port to the root complex
       sw.port_Bps = pcie_lp.bandwidth_Bps;
-      sw.latency_ps = 150 * models::kPsPerNs;
+      sw.latency_ps = 500 * models::kPsPerNs;  // PCIe P2P = 1 + 0.5 + 1 us = 5 x HCCS 0.5 us (HCOMM docs: HCCS ~1/5 of PCIe P2P)
       sw.tier = 0;
       sw.server = sidx;
       srv.pcie_switch = static_cast<std::int64_t>(t_.switches.size());

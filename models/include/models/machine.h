@@ -132,6 +132,18 @@ class Machine final : public EventHandler, public NetworkListener {
   const std::vector<Port>& ports() const { return ports_; }
   /// Directional port from NPU a to NPU b over a direct link, or -1.
   int port_between(std::uint32_t a, std::uint32_t b) const;
+
+  /// A PCIe switch joining NPUs for peer-to-peer DMA (Atlas 800: its two HCCS groups).
+  std::uint32_t add_pcie_switch(std::string name, Tick latency_ps);
+  /// Cable NPU `npu` to switch `sw` (a PCIe link: one port each way).
+  std::uint32_t add_pcie_switch_link(std::uint32_t npu, std::uint32_t sw, const LinkParams& p, std::string name);
+  /// Path between two NPUs: a direct HCCS port, or two PCIe ports through a shared switch.
+  struct Route {
+    int p1 = -1, p2 = -1;  ///< ports in order (p2 = -1 for one hop)
+    Tick extra_ps = 0;     ///< switch latency
+    bool ok() const { return p1 >= 0; }
+  };
+  Route route(std::uint32_t a, std::uint32_t b) const;
   const Stats& stats() const { return stats_; }
   std::uint64_t piece_bytes() const { return piece_bytes_; }
 
@@ -219,6 +231,7 @@ class Machine final : public EventHandler, public NetworkListener {
     Tick earliest = 0;                // first byte may not leave before (SDMA setup)
     std::uint32_t engine = 0, npu = 0;
     int port = -1;                    // link port used, -1 for local
+    int port2 = -1;                   // second hop (PCIe peer-to-peer through a switch)
     bool notify_write = false;        // a remote notify record rather than data
   };
   enum Ev : std::uint64_t { kDispatch = 1, kPieceSent, kPieceArrive, kNotifyArrive, kNotifyLocal, kComplete };
@@ -247,6 +260,10 @@ class Machine final : public EventHandler, public NetworkListener {
   std::vector<std::uint8_t> scratch_;
   Stats stats_;
   Network* net_ = nullptr;
+  struct PcieSwitch { std::string name; Tick latency; };
+  std::vector<PcieSwitch> pcie_switches_;
+  struct SwitchPorts { std::int64_t sw = -1; std::uint32_t up = 0, down = 0; };
+  std::vector<SwitchPorts> npu_switch_;  // per NPU
   std::vector<std::uint32_t> nic_node_;
   std::map<std::pair<std::uint32_t, std::uint32_t>, std::uint32_t> qp_of_;  // (src npu, dst npu) -> QP
   struct Rdma { std::uint32_t stream; Task task; std::uint32_t pending; bool ok; };
