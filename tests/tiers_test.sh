@@ -2,27 +2,31 @@
 # Fidelity tiers agree on a small case: the same 2-server, 16-NPU exchange (every rank swaps
 # 16 MiB with its partner on the other server over RoCE, plus an all-reduce) simulated at the packet
 # tier (4 KiB MTU, per-hop queues) and the chunk tier (256 KiB units on the same mechanism):
+# within 10 %. An 8:1 DCQCN incast is also run in both tiers and reported, not asserted: rate
+# control reacts to 256 KiB units more coarsely (measured: 27 % apart).
 # completion times within 10 %. Each run is its own process (one simulation per process).
 set -u
 HCSIM=$(realpath "$1")
 SRC=$(realpath "$2")
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
-for tier in 4KiB 256KiB; do
+for tier in packet chunk; do
   cat > "$TMP/tier-$tier.json" <<JSON
 { "format": "hcsim-scenario", "version": 1, "name": "tier-$tier", "topology": "$SRC/topologies/a2-2node.json",
-  "payload": "timing", "network": { "mtu": "$tier" },
+  "payload": "timing", "fidelity": "$tier",
   "workload": [ { "op": "sendrecv", "bytes": "16MiB", "pattern": "halves", "check": false },
-                { "op": "allreduce", "bytes": "64MiB", "check": false } ] }
+                { "op": "allreduce", "bytes": "64MiB", "check": false },
+                { "op": "incast", "bytes": "32MiB", "root": 0, "senders": "remote", "check": false } ] }
 JSON
   "$HCSIM" run "$TMP/tier-$tier.json" --db "$TMP/$tier.db" -q > "$TMP/$tier.txt" 2>&1 || { cat "$TMP/$tier.txt"; echo "0 passed, 1 failed"; exit 1; }
 done
 fail=0
-for step in 0 1; do
-  a=$(sqlite3 "$TMP/4KiB.db" "SELECT time_us FROM summary WHERE step=$step")
-  b=$(sqlite3 "$TMP/256KiB.db" "SELECT time_us FROM summary WHERE step=$step")
+for step in 0 1 2; do
+  a=$(sqlite3 "$TMP/packet.db" "SELECT time_us FROM summary WHERE step=$step")
+  b=$(sqlite3 "$TMP/chunk.db" "SELECT time_us FROM summary WHERE step=$step")
   err=$(awk -v a="$a" -v b="$b" 'BEGIN { d = (b - a) / a; if (d < 0) d = -d; printf "%.4f", d }')
   ok=$(awk -v e="$err" 'BEGIN { print (e <= 0.10) ? 1 : 0 }')
+  [ "$step" -eq 2 ] && ok=1  # reported only
   echo "step $step: packet tier $a us, chunk tier $b us, difference $(awk -v e="$err" 'BEGIN { printf "%.2f", e * 100 }') %"
   [ "$ok" -eq 1 ] || fail=1
 done

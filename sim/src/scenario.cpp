@@ -44,7 +44,7 @@ std::optional<Scenario> load_scenario(const std::string& path, std::vector<std::
   };
   auto j = read_json_file(path, d);
   if (!j) return finish();
-  ObjectReader top(*j, "", d, {"format", "version", "name", "description", "topology", "seed", "payload", "network", "workload", "faults", "expect"});
+  ObjectReader top(*j, "", d, {"format", "version", "name", "description", "topology", "seed", "payload", "fidelity", "network", "workload", "faults", "expect"});
   if (!top.valid()) return finish();
   Scenario sc;
   sc.file = path;
@@ -62,6 +62,20 @@ std::optional<Scenario> load_scenario(const std::string& path, std::vector<std::
   if (auto t = top.str("topology", true)) sc.topology_path = (!t->empty() && (*t)[0] == '/') ? *t : dir_of(path) + *t;
 
   sc.net.seed = sc.seed;
+  // Fidelity tier: the same inputs at packet granularity (4 KiB MTU, per-hop queues, PFC frames,
+  // CNPs) or chunk granularity (256 KiB units on the same mechanism, ECN thresholds raised to at
+  // least 2 and 8 units so that marking keeps its meaning). network/mtu and network/ecn override.
+  if (auto f = top.str("fidelity", false)) {
+    if (*f == "chunk") {
+      sc.net.mtu = 256 * 1024;
+      sc.net.ecn.kmin_bytes = std::max<std::uint64_t>(sc.net.ecn.kmin_bytes, 2ULL * sc.net.mtu);
+      sc.net.ecn.kmax_bytes = std::max<std::uint64_t>(sc.net.ecn.kmax_bytes, 8ULL * sc.net.mtu);
+    } else if (*f == "flow") {
+      d.error(top.child("fidelity"), "the flow tier is not implemented yet (packet, chunk)");
+    } else if (*f != "packet") {
+      d.error(top.child("fidelity"), "expected \"packet\" or \"chunk\", got \"" + *f + "\"");
+    }
+  }
   if (const json* nj = top.get("network", false)) {
     ObjectReader n(*nj, top.child("network"), d, {"mtu", "ack_every", "nic_latency", "timeout_exp", "retry_count", "drop_rate", "dcqcn", "ecn", "pfc"});
     models::NetParams& p = sc.net;
