@@ -267,7 +267,7 @@ class Cluster : public sc_core::sc_module {
       const WorkloadStep& w = sc_.workload[s];
       const std::size_t esz = models::dtype_size(w.dtype);
       const std::uint64_t count = w.bytes / esz;
-      const bool real = sc_.store_bytes && w.check;
+      const bool real = sc_.store_bytes && w.check && w.op != "barrier";
       void *in = nullptr, *out = nullptr;
       if (!ok(r, "hcomm_malloc", hcomm_malloc(ctx, std::max<std::uint64_t>(w.bytes, 1), &in)) ||
           !ok(r, "hcomm_malloc", hcomm_malloc(ctx, std::max<std::uint64_t>(w.bytes, 1), &out)))
@@ -282,6 +282,10 @@ class Cluster : public sc_core::sc_module {
           if (!ok(r, "hcomm_memcpy_host_to_device", hcomm_memcpy_host_to_device(in, host.get(), w.bytes, st)) ||
               !ok(r, "hcomm_stream_synchronize", hcomm_stream_synchronize(st)))
             goto out;
+        }
+        if (w.op == "barrier") {
+          if (!ok(r, "hcomm_barrier", hcomm_barrier(comm, st)) || !ok(r, "hcomm_stream_synchronize", hcomm_stream_synchronize(st))) goto out;
+          continue;
         }
         if (w.op == "allreduce") {
           if (!ok(r, "hcomm_allreduce", hcomm_allreduce(in, out, count, to_hcomm(w.dtype), static_cast<hcomm_reduce_op_t>(w.reduce), comm, st)) ||
@@ -313,7 +317,11 @@ class Cluster : public sc_core::sc_module {
               !ok(r, "hcomm_stream_synchronize", hcomm_stream_synchronize(st)))
             goto out;
           CheckResult cr;
-          if (w.op == "allreduce") {
+          if (w.op == "barrier") {
+          if (!ok(r, "hcomm_barrier", hcomm_barrier(comm, st)) || !ok(r, "hcomm_stream_synchronize", hcomm_stream_synchronize(st))) goto out;
+          continue;
+        }
+        if (w.op == "allreduce") {
             cr = compare(host.get(), reference(s, rep).data(), count, w.dtype, w.reduce, nranks_);
             release_reference(s, rep);
           } else {
@@ -416,6 +424,7 @@ RunResult run_scenario(const Scenario& sc, const RunOptions& opt) {
   auto counts = [&](const WorkloadStep& w, const std::string& kind) {
     if (w.op == "allreduce") return kind == "allreduce";
     if (w.op == "sendrecv") return kind == "send" || kind == "recv";
+    if (w.op == "barrier") return kind == "barrier";
     return kind == "rdma_write";
   };
   for (const OpRecord& o : cluster->driver().ops()) {

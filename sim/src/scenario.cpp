@@ -120,8 +120,8 @@ std::optional<Scenario> load_scenario(const std::string& path, std::vector<std::
       if (!w.valid()) continue;
       WorkloadStep st;
       st.op = w.str("op", true).value_or("");
-      if (!st.op.empty() && st.op != "allreduce" && st.op != "sendrecv" && st.op != "incast")
-        d.error(w.child("op"), "unknown op \"" + st.op + "\" (allreduce, sendrecv, incast)");
+      if (!st.op.empty() && st.op != "allreduce" && st.op != "sendrecv" && st.op != "incast" && st.op != "barrier")
+        d.error(w.child("op"), "unknown op \"" + st.op + "\" (allreduce, sendrecv, incast, barrier)");
       if (st.op == "incast") {
         st.root = static_cast<std::uint32_t>(w.uint("root", false, 0, 1u << 20).value_or(0));
         if (auto v = w.str("senders", false)) {
@@ -132,7 +132,7 @@ std::optional<Scenario> load_scenario(const std::string& path, std::vector<std::
         if (w.get("root", false)) d.error(w.child("root"), "root applies to incast only");
         if (w.get("senders", false)) d.error(w.child("senders"), "senders applies to incast only");
       }
-      if (auto b = w.size("bytes", true)) {
+      if (auto b = w.size("bytes", st.op != "barrier")) {
         if (*b > (16ULL << 30)) d.error(w.child("bytes"), "more than 16 GiB per rank");
         else st.bytes = *b;
       }
