@@ -7,9 +7,9 @@ namespace sim {
 using hcomm::DrvStatus;
 
 SimDriver::SimDriver(models::Machine& m, const Topology& t, Trace* trace, bool echo)
-    : m_(m), topo_(t), trace_(trace), echo_(echo), heaps_(m.npu_count()), phase_(t.npus.size(), {0, 0}) {
+    : m_(m), topo_(t), trace_(trace), echo_(echo), heaps_(m.npu_count()), phase_(t.rank_to_npu.size(), {0, 0}) {
   for (std::uint32_t i = 0; i < m.npu_count(); ++i) heaps_[i].capacity = m.npu_params(i).hbm.capacity_bytes;
-  npu_rank_.resize(t.npus.size());
+  npu_rank_.assign(t.npus.size(), ~0u);  // NPUs without a rank (a subset run) map to ~0
   for (std::uint32_t r = 0; r < t.rank_to_npu.size(); ++r) npu_rank_[t.rank_to_npu[r]] = r;
   m_.set_listener(this);
 }
@@ -24,10 +24,10 @@ std::int64_t SimDriver::current_rank() {
   return it == proc_rank_.end() ? -1 : it->second;
 }
 
-std::uint32_t SimDriver::rank_count() { return static_cast<std::uint32_t>(topo_.npus.size()); }
+std::uint32_t SimDriver::rank_count() { return static_cast<std::uint32_t>(topo_.rank_to_npu.size()); }
 
 DrvStatus SimDriver::rank_desc(std::uint32_t rank, hcomm::RankDesc* out) {
-  if (rank >= topo_.npus.size() || !out) return DrvStatus::Invalid;
+  if (rank >= topo_.rank_to_npu.size() || !out) return DrvStatus::Invalid;
   const std::uint32_t npu = topo_.rank_to_npu[rank];
   const NpuSpec& n = topo_.npus[npu];
   hcomm::RankDesc d;

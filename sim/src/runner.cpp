@@ -39,7 +39,7 @@ class Cluster : public sc_core::sc_module {
  public:
   Cluster(sc_core::sc_module_name n, const Scenario& sc, const RunOptions& opt, Trace* trace)
       : sc_core::sc_module(n), sc_(sc), sched_("fabric"), machine_(sched_, opt.piece_bytes),
-        nranks_(static_cast<std::uint32_t>(sc.topology.npus.size())) {
+        nranks_(static_cast<std::uint32_t>(sc.topology.rank_to_npu.size())) {
     for (const auto& npu : sc.topology.npus) {
       models::NpuParams p = npu.params;
       p.hbm.store_bytes = sc.store_bytes;
