@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
 #include <unordered_map>
 
 #include "internal.h"
@@ -83,7 +84,7 @@ hcomm_result_t reduce_copy(hcomm_stream_t s, std::uint64_t dst, std::uint64_t sr
   return submit(s, t);
 }
 hcomm_result_t rdma_write(hcomm_stream_t s, std::uint32_t device, std::uint64_t dst, std::uint64_t src, std::uint64_t bytes,
-                          bool notify, std::uint64_t key, std::uint32_t rkey) {
+                          bool notify, std::uint64_t key, std::uint32_t rkey, hcomm_comm_t comm) {
   DrvTask t;
   t.kind = DrvTaskKind::RdmaWrite;
   t.target = device;
@@ -93,6 +94,10 @@ hcomm_result_t rdma_write(hcomm_stream_t s, std::uint32_t device, std::uint64_t 
   t.key = key;
   t.value = notify ? 1 : 0;
   t.rkey = rkey;
+  if (comm) {  // the communicator's num_qp and bandwidth_limit (MB/s)
+    t.qp_count = static_cast<std::uint32_t>(comm->cfg.num_qp);
+    t.rate_cap_Bps = comm->cfg.bandwidth_limit * 1000000ULL;
+  }
   return submit(s, t);
 }
 bool via_sdma(hcomm_comm_t comm, const RankDesc& peer) {
@@ -110,7 +115,8 @@ static const char* p2p_algo(hcomm_comm_t comm, const RankDesc& peer) {
 }
 hcomm_result_t remote_notify(hcomm_stream_t s, hcomm_comm_t comm, const RankDesc& peer, std::uint64_t key) {
   if (via_sdma(comm, peer)) return notify_record(s, peer.device, key);
-  return rdma_write(s, peer.device, 0, 0, 0, true, key, 0);
+  if (comm->cfg.protocol == HCOMM_PROTOCOL_SHM) return HCOMM_E_NOT_SUPPORT;
+  return rdma_write(s, peer.device, 0, 0, 0, true, key, 0, comm);
 }
 hcomm_result_t put_notify(hcomm_stream_t s, hcomm_comm_t comm, const RankDesc& peer, std::uint64_t dst, std::uint64_t src,
                           std::uint64_t bytes, std::uint64_t key, std::uint32_t rkey) {
@@ -118,7 +124,8 @@ hcomm_result_t put_notify(hcomm_stream_t s, hcomm_comm_t comm, const RankDesc& p
     if (bytes) copy(s, dst, src, bytes);
     return notify_record(s, peer.device, key);
   }
-  return rdma_write(s, peer.device, dst, src, bytes, true, key, rkey);
+  if (comm->cfg.protocol == HCOMM_PROTOCOL_SHM) return HCOMM_E_NOT_SUPPORT;
+  return rdma_write(s, peer.device, dst, src, bytes, true, key, rkey, comm);
 }
 hcomm_result_t make_stream(hcomm_context_t ctx, hcomm_stream_t* out) {
   std::uint32_t id = 0;
@@ -180,19 +187,55 @@ bool valid_dtype(int t) {
   }
 }
 
-hcomm_result_t sync_stream(hcomm_stream_t s) {
+hcomm_result_t sync_stream(hcomm_stream_t s) { return hcomm::detail::sync_timeout(s, s->ctx->timeout_ns / 1000000); }
+
+}  // namespace
+
+namespace hcomm::detail {
+hcomm_result_t sync_timeout(hcomm_stream_t s, std::uint64_t timeout_ms) {
   std::string err;
-  DrvStatus st = s->ctx->drv->stream_synchronize(s->id, s->ctx->timeout_ns, &err);
+  DrvStatus st = s->ctx->drv->stream_synchronize(s->id, timeout_ms * 1000000ULL, &err);
   switch (st) {
     case DrvStatus::Ok: return HCOMM_SUCCESS;
     case DrvStatus::Timeout:
       logf(s->ctx, 0, "Device%u stream %u synchronize timed out after %llu ms", s->ctx->device_id, s->id,
-           (unsigned long long)(s->ctx->timeout_ns / 1000000));
+           (unsigned long long)timeout_ms);
       return HCOMM_E_TIMEOUT;
     default:
       logf(s->ctx, 0, "Device%u stream %u task failed: %s", s->ctx->device_id, s->id, err.c_str());
       return HCOMM_E_RUNTIME;
   }
+}
+}  // namespace hcomm::detail
+
+namespace {
+
+// Resolve one knob: communicator value, else HCOMM_<env> (number, or one of `names`), else default.
+bool resolve(hcomm_context_t ctx, std::uint64_t* field, const char* field_name, const char* env, std::uint64_t def, std::uint64_t lo,
+             std::uint64_t hi, std::initializer_list<const char*> names = {}) {
+  if (*field == HCOMM_CONFIG_UNSET) {
+    *field = def;
+    if (const char* v = std::getenv(env); v && *v) {
+      std::uint64_t i = 0;
+      bool named = false;
+      for (const char* n : names) { if (std::strcmp(v, n) == 0) { *field = i; named = true; } ++i; }
+      if (!named) {
+        char* end = nullptr;
+        unsigned long long x = std::strtoull(v, &end, 10);
+        if (*end || end == v) {
+          logf(ctx, 0, "%s=%s is not a valid value for %s", env, v, field_name);
+          return false;
+        }
+        *field = x;
+      }
+    }
+  }
+  if (*field < lo || *field > hi) {
+    logf(ctx, 0, "config %s = %llu is out of range [%llu, %llu]", field_name, (unsigned long long)*field, (unsigned long long)lo,
+         (unsigned long long)hi);
+    return false;
+  }
+  return true;
 }
 
 }  // namespace
@@ -466,9 +509,46 @@ hcomm_result_t hcomm_dereg_mr(hcomm_context_t ctx, const hcomm_mr_t* mr) {
   return HCOMM_SUCCESS;
 }
 
+void hcomm_config_init(hcomm_config_t* c) {
+  if (!c) return;
+  c->mode = c->send_buffer_size = c->recv_buffer_size = c->buffer_pool_size = c->timeout_ms = c->retry_count = c->protocol =
+      c->bandwidth_limit = c->num_qp = c->buffer_size = HCOMM_CONFIG_UNSET;
+}
+
 hcomm_result_t hcomm_comm_init(hcomm_context_t ctx, uint32_t nranks, uint32_t rank, hcomm_comm_t* out) {
+  return hcomm_comm_init_config(ctx, nranks, rank, nullptr, out);
+}
+
+hcomm_result_t hcomm_comm_get_config(hcomm_comm_t comm, hcomm_config_t* cfg) {
+  if (!live(comm, kComm)) return HCOMM_E_UNAVAIL;
+  if (!cfg) return HCOMM_E_PTR;
+  *cfg = comm->cfg;
+  return HCOMM_SUCCESS;
+}
+
+hcomm_result_t hcomm_comm_init_config(hcomm_context_t ctx, uint32_t nranks, uint32_t rank, const hcomm_config_t* user,
+                                      hcomm_comm_t* out) {
   if (!live(ctx, kCtx)) return HCOMM_E_UNAVAIL;
   if (!out) return HCOMM_E_PTR;
+  hcomm_config_t cfg;
+  hcomm_config_init(&cfg);
+  if (user) cfg = *user;
+  const std::uint64_t MB = 1ULL << 20;
+  bool good = resolve(ctx, &cfg.mode, "mode", "HCOMM_MODE", HCOMM_COMM_MODE_AUTO, 0, 2, {"AUTO", "SMALL_MSG", "LARGE_MSG"}) &&
+              resolve(ctx, &cfg.send_buffer_size, "send_buffer_size", "HCOMM_SEND_BUFFER_SIZE", 16 * MB, MB, 1024 * MB) &&
+              resolve(ctx, &cfg.recv_buffer_size, "recv_buffer_size", "HCOMM_RECV_BUFFER_SIZE", 16 * MB, MB, 1024 * MB) &&
+              resolve(ctx, &cfg.buffer_pool_size, "buffer_pool_size", "HCOMM_BUFFER_POOL_SIZE", 8, 1, 1024) &&
+              resolve(ctx, &cfg.timeout_ms, "timeout_ms", "HCOMM_TIMEOUT_MS", 30000, 1000, 300000) &&
+              resolve(ctx, &cfg.retry_count, "retry_count", "HCOMM_RETRY_COUNT", 3, 0, 10) &&
+              resolve(ctx, &cfg.protocol, "protocol", "HCOMM_PROTOCOL", HCOMM_PROTOCOL_RDMA, 0, 2, {"TCP", "RDMA", "SHM"}) &&
+              resolve(ctx, &cfg.bandwidth_limit, "bandwidth_limit", "HCOMM_BANDWIDTH_LIMIT", 0, 0, 1000) &&
+              resolve(ctx, &cfg.num_qp, "num_qp", "HCOMM_NUM_QP", 8, 1, 32) &&
+              resolve(ctx, &cfg.buffer_size, "buffer_size", "HCOMM_BUFFER_SIZE", 8 * MB, MB, 64 * MB);
+  if (!good) return HCOMM_E_PARA;
+  if (cfg.protocol == HCOMM_PROTOCOL_TCP) {
+    logf(ctx, 0, "protocol TCP is not modelled by this driver (RDMA and SHM are)");
+    return HCOMM_E_NOT_SUPPORT;
+  }
   if (nranks == 0 || nranks != ctx->drv->rank_count() || rank >= nranks) {
     logf(ctx, 0, "comm init: nranks %u / rank %u do not match the cluster's %u ranks", nranks, rank,
          ctx->drv->rank_count());
@@ -483,6 +563,7 @@ hcomm_result_t hcomm_comm_init(hcomm_context_t ctx, uint32_t nranks, uint32_t ra
   }
   auto* c = new hcomm_comm_s;
   c->ctx = ctx;
+  c->cfg = cfg;
   c->id = ctx->next_comm_id++;
   c->rank = rank;
   c->nranks = nranks;
@@ -558,7 +639,7 @@ hcomm_result_t hcomm_isend(const void* buf, uint64_t count, hcomm_data_type_t dt
   std::uint64_t mk = op_begin(stream, info);
   std::uint64_t off = 0;
   do {
-    std::uint64_t n = std::min(ctx->p2p_bytes, bytes - off);
+    std::uint64_t n = std::min(std::min(ctx->p2p_bytes, comm->cfg.buffer_size), bytes - off);
     notify_wait(stream, notify_key(comm->id, kP2pReady, dst, tag));
     put_notify(stream, comm, *peer, window, dev(buf) + off, n, notify_key(comm->id, kP2pData, comm->rank, tag), ctx->p2p_rkey);
     off += n;
@@ -586,7 +667,7 @@ hcomm_result_t hcomm_irecv(void* buf, uint64_t count, hcomm_data_type_t dtype, u
   std::uint64_t mk = op_begin(rs, info);
   std::uint64_t off = 0;
   do {
-    std::uint64_t n = std::min(ctx->p2p_bytes, bytes - off);
+    std::uint64_t n = std::min(std::min(ctx->p2p_bytes, comm->cfg.buffer_size), bytes - off);
     remote_notify(rs, comm, *peer, notify_key(comm->id, kP2pReady, comm->rank, tag));
     notify_wait(rs, notify_key(comm->id, kP2pData, src, tag));
     if (n) copy(rs, dev(buf) + off, ctx->p2p_addr, n);
@@ -616,7 +697,7 @@ hcomm_result_t hcomm_test(hcomm_request_t r) {
 hcomm_result_t hcomm_wait(hcomm_request_t r) {
   if (!live(r, kReq)) return HCOMM_E_UNAVAIL;
   hcomm_result_t rc = HCOMM_SUCCESS;
-  if (hcomm_query_event(r->done) != HCOMM_SUCCESS) rc = sync_stream(r->stream);
+  if (hcomm_query_event(r->done) != HCOMM_SUCCESS) rc = sync_timeout(r->stream, r->comm->cfg.timeout_ms);
   hcomm_destroy_event(r->done);
   untrack(r);
   delete r;
@@ -670,7 +751,7 @@ hcomm_result_t hcomm_rdma_write(const void* local, uint64_t bytes, uint32_t dst,
   if (comm->ctx->drv->pair_link(comm->ctx->device, peer->device) == PairLink::None) return HCOMM_E_ROCE_CONNECT;
   OpInfo info{comm->rank, comm->nranks, "rdma_write", "roce", bytes, HCOMM_DATA_TYPE_INT8, 0, dst, comm->op_seq};
   std::uint64_t mk = op_begin(stream, info);
-  hcomm_result_t rc = rdma_write(stream, peer->device, remote_addr, dev(local), bytes, false, 0, rkey);
+  hcomm_result_t rc = rdma_write(stream, peer->device, remote_addr, dev(local), bytes, false, 0, rkey, comm);
   op_end(stream, mk);
   return rc;
 }
@@ -690,7 +771,7 @@ hcomm_result_t hcomm_barrier(hcomm_comm_t comm, hcomm_stream_t stream) {
     notify_wait(s, notify_key(comm->id, kBarrier, (r + n - d) % n, k));
   }
   op_end(s, mk);
-  return stream ? HCOMM_SUCCESS : sync_stream(s);
+  return stream ? HCOMM_SUCCESS : sync_timeout(s, comm->cfg.timeout_ms);
 }
 
 hcomm_result_t hcomm_allreduce(const void* in, void* out, uint64_t count, hcomm_data_type_t dtype,

@@ -42,6 +42,7 @@ struct hcomm_event_s {
 
 struct hcomm_comm_s {
   hcomm_context_t ctx = nullptr;
+  hcomm_config_t cfg{};                  // resolved configuration
   std::uint32_t id = 0, rank = 0, nranks = 0;
   std::uint64_t op_seq = 0;
   hcomm_stream_t internal = nullptr;     // blocking p2p and the serialized receive path
@@ -85,7 +86,9 @@ hcomm_result_t reduce_copy(hcomm_stream_t s, std::uint64_t dst, std::uint64_t sr
 hcomm_result_t make_stream(hcomm_context_t ctx, hcomm_stream_t* out);
 /// RoCE write src -> dst on `device`, then notify `key` there (notify = true). bytes may be 0.
 hcomm_result_t rdma_write(hcomm_stream_t s, std::uint32_t device, std::uint64_t dst, std::uint64_t src, std::uint64_t bytes,
-                          bool notify, std::uint64_t key, std::uint32_t rkey);
+                          bool notify, std::uint64_t key, std::uint32_t rkey, hcomm_comm_t comm = nullptr);
+/// Synchronize a stream with a timeout (ms), mapping driver status to result codes.
+hcomm_result_t sync_timeout(hcomm_stream_t s, std::uint64_t timeout_ms);
 /// Transport to a peer: SDMA when the driver reports an HCCS link or a PCIe peer-to-peer path,
 /// else RoCE (RDMA writes through the NPU's NIC).
 bool via_sdma(hcomm_comm_t comm, const RankDesc& peer);

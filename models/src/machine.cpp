@@ -449,12 +449,12 @@ void Machine::attach_network(Network* net, std::vector<std::uint32_t> nic_node) 
   net_->set_listener(this);
 }
 
-std::uint32_t Machine::qp_for(std::uint32_t src, std::uint32_t dst) {
-  auto key = std::make_pair(src, dst);
+std::uint32_t Machine::qp_for(std::uint32_t src, std::uint32_t dst, std::uint32_t index) {
+  auto key = std::make_tuple(src, dst, index);
   auto it = qp_of_.find(key);
   if (it != qp_of_.end()) return it->second;
   // Each QP gets its own UDP source port, so ECMP spreads QPs over paths (RoCE v2).
-  auto sport = static_cast<std::uint16_t>(49152 + ((src * 2654435761u) ^ (dst * 40503u)) % 16384);
+  auto sport = static_cast<std::uint16_t>(49152 + ((src * 2654435761u) ^ (dst * 40503u) ^ (index * 2246822519u)) % 16384);
   std::uint32_t qp = net_->create_qp(nic_node_[src], nic_node_[dst], sport);
   qp_of_.emplace(key, qp);
   return qp;
@@ -494,19 +494,39 @@ void Machine::start_rdma(std::uint32_t s, const Task& t) {
   std::uint32_t id;
   if (!free_rdmas_.empty()) { id = free_rdmas_.back(); free_rdmas_.pop_back(); }
   else { id = static_cast<std::uint32_t>(rdmas_.size()); rdmas_.emplace_back(); }
-  rdmas_[id] = Rdma{s, t, 0, true};
-  std::uint32_t qp = qp_for(me, t.target);
-  if (t.bytes || !t.value) { ++rdmas_[id].pending; net_->post_write(qp, t.bytes, static_cast<std::uint64_t>(id) << 1); }
-  if (t.value) { ++rdmas_[id].pending; net_->post_write(qp, 4, (static_cast<std::uint64_t>(id) << 1) | 1); }
+  // One QP: the data write and the notify write go back to back (RC keeps them in order).
+  // Several QPs (striping): the data parts go in parallel; the notify follows once all are acked.
+  const std::uint32_t k = std::max<std::uint32_t>(1, std::min<std::uint64_t>(t.qp_count, std::max<std::uint64_t>(1, t.bytes / 4096)));
+  rdmas_[id] = Rdma{s, t, 0, true, k > 1 && t.value != 0};
+  const std::uint64_t part = (t.bytes + k - 1) / k;
+  for (std::uint32_t i = 0; i < k; ++i) {
+    const std::uint64_t off = std::min<std::uint64_t>(t.bytes, i * part), len = std::min<std::uint64_t>(part, t.bytes - off);
+    if (len == 0 && (i > 0 || t.value)) continue;
+    std::uint32_t qp = qp_for(me, t.target, i);
+    net_->set_qp_rate_cap(qp, t.rate_cap_Bps ? std::max<std::uint64_t>(1, t.rate_cap_Bps / k) : 0);  // the cap is for all parts together
+    ++rdmas_[id].pending;
+    // tag: rdma id, part index, notify bit; the part's offset is recovered from the index
+    net_->post_write(qp, len, (static_cast<std::uint64_t>(id) << 8) | (static_cast<std::uint64_t>(i) << 1));
+  }
+  if (t.value && k == 1) {
+    ++rdmas_[id].pending;
+    net_->post_write(qp_for(me, t.target, 0), 4, (static_cast<std::uint64_t>(id) << 8) | 1);
+  }
+  if (rdmas_[id].pending == 0) {  // nothing to send at all
+    free_rdmas_.push_back(id);
+    complete(s);
+  }
 }
 
 void Machine::on_data(std::uint32_t, std::uint64_t tag, std::uint64_t off, std::uint64_t len) {
-  const Rdma& r = rdmas_[tag >> 1];
+  const Rdma& r = rdmas_[tag >> 8];
   const Task& t = r.task;
   if (tag & 1) {  // the notify write: one packet
     notify_record(t.target, t.key);
     return;
   }
+  const std::uint32_t k = std::max<std::uint32_t>(1, std::min<std::uint64_t>(t.qp_count, std::max<std::uint64_t>(1, t.bytes / 4096)));
+  off += ((tag >> 1) & 0x7f) * ((t.bytes + k - 1) / k);  // the part's offset in the write
   SparseMemory& dst = npus_[addr_npu(t.dst)].hbm;
   if (!dst.stores_bytes() || len == 0) return;
   scratch_.resize(len);
@@ -515,12 +535,19 @@ void Machine::on_data(std::uint32_t, std::uint64_t tag, std::uint64_t off, std::
 }
 
 void Machine::on_write_done(std::uint32_t, std::uint64_t tag, bool ok) {
-  Rdma& r = rdmas_[tag >> 1];
+  const auto id = static_cast<std::uint32_t>(tag >> 8);
+  Rdma& r = rdmas_[id];
   r.ok = r.ok && ok;
   if (--r.pending) return;
+  if (r.ok && r.notify_after) {  // striped data all acknowledged: now the ordered notify
+    r.notify_after = false;
+    r.pending = 1;
+    net_->post_write(qp_for(streams_[r.stream].npu, r.task.target, 0), 4, (static_cast<std::uint64_t>(id) << 8) | 1);
+    return;
+  }
   std::uint32_t s = r.stream;
   bool good = r.ok;
-  free_rdmas_.push_back(static_cast<std::uint32_t>(tag >> 1));
+  free_rdmas_.push_back(id);
   if (good) complete(s);
   else fail(s, "RDMA write failed: retry count exceeded (link down or persistent loss)");
 }

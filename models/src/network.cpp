@@ -119,6 +119,17 @@ std::uint32_t Network::create_qp(std::uint32_t src, std::uint32_t dst, std::uint
   return id;
 }
 
+void Network::set_qp_rate_cap(std::uint32_t qp, std::uint64_t Bps) {
+  Qp& q = qps_.at(qp);
+  const double port = static_cast<double>(nodes_[q.src].ports[0].Bps);
+  const double line = Bps ? std::min(port, static_cast<double>(Bps)) : port;
+  if (line == q.line) return;
+  q.line = line;
+  q.rc = std::min(q.rc, line);
+  q.rt = std::min(q.rt, line);
+  if (!q.limited) q.rc = q.rt = line;
+}
+
 void Network::post_write(std::uint32_t qp, std::uint64_t bytes, std::uint64_t tag) {
   Qp& q = qps_.at(qp);
   std::uint64_t npkts = bytes == 0 ? 1 : (bytes + p_.mtu - 1) / p_.mtu;

@@ -161,6 +161,8 @@ DrvStatus SimDriver::submit(std::uint32_t s, const hcomm::DrvTask& t) {
   k.value = t.value;
   k.host = t.host;
   k.rkey = t.rkey;
+  k.qp_count = t.qp_count;
+  k.rate_cap_Bps = t.rate_cap_Bps;
   m_.submit(s, k);
   return DrvStatus::Ok;
 }

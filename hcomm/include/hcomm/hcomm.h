@@ -107,9 +107,35 @@ hcomm_result_t hcomm_dereg_mr(hcomm_context_t ctx, const hcomm_mr_t* mr);
 /* The peer's address of one of my symmetric buffers. */
 hcomm_result_t hcomm_remote_addr(hcomm_comm_t comm, uint32_t peer, const void* my_ptr, uint64_t* remote_addr);
 
+/* ---- configuration ----
+ * Per-communicator configuration beats the HCOMM_* environment variable, which beats the
+ * default. Fields left at HCOMM_CONFIG_UNSET take the environment or the default; an out-of-range
+ * value makes hcomm_comm_init_config fail with HCOMM_E_PARA and an [HCOMM_ERR] line naming it.
+ * docs/config.md lists every knob with default, range and effect. */
+#define HCOMM_CONFIG_UNSET 0xffffffffffffffffULL
+typedef enum { HCOMM_COMM_MODE_AUTO = 0, HCOMM_COMM_MODE_SMALL_MSG = 1, HCOMM_COMM_MODE_LARGE_MSG = 2 } hcomm_comm_mode_t;
+typedef enum { HCOMM_PROTOCOL_TCP = 0, HCOMM_PROTOCOL_RDMA = 1, HCOMM_PROTOCOL_SHM = 2 } hcomm_protocol_t;
+typedef struct {
+  uint64_t mode;             /* hcomm_comm_mode_t */
+  uint64_t send_buffer_size; /* bytes */
+  uint64_t recv_buffer_size; /* bytes */
+  uint64_t buffer_pool_size; /* buffers */
+  uint64_t timeout_ms;
+  uint64_t retry_count;
+  uint64_t protocol;         /* hcomm_protocol_t */
+  uint64_t bandwidth_limit;  /* MB/s, 0 = none */
+  uint64_t num_qp;
+  uint64_t buffer_size;      /* bytes */
+} hcomm_config_t;
+void hcomm_config_init(hcomm_config_t* cfg); /* every field HCOMM_CONFIG_UNSET */
+
 /* ---- communicators ---- */
 /* The world communicator over all ranks of the cluster; `rank` must be the caller's rank. */
 hcomm_result_t hcomm_comm_init(hcomm_context_t ctx, uint32_t nranks, uint32_t rank, hcomm_comm_t* comm);
+hcomm_result_t hcomm_comm_init_config(hcomm_context_t ctx, uint32_t nranks, uint32_t rank, const hcomm_config_t* cfg,
+                                      hcomm_comm_t* comm);
+/* The configuration in effect (every field resolved). */
+hcomm_result_t hcomm_comm_get_config(hcomm_comm_t comm, hcomm_config_t* cfg);
 hcomm_result_t hcomm_comm_destroy(hcomm_comm_t comm);
 hcomm_result_t hcomm_comm_rank(hcomm_comm_t comm, uint32_t* rank);
 hcomm_result_t hcomm_comm_size(hcomm_comm_t comm, uint32_t* size);

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <tuple>
 #include <string>
 #include <vector>
 
@@ -74,6 +75,8 @@ struct Task {
   std::uint64_t value = 0;     ///< event sequence
   void* host = nullptr;        ///< host buffer of H2D / D2H (must stay valid until the task ends)
   std::uint32_t rkey = 0;      ///< RdmaWrite: remote key of the target's memory region
+  std::uint32_t qp_count = 1;  ///< RdmaWrite: stripe the data over this many QPs to that NPU (num_qp)
+  std::uint64_t rate_cap_Bps = 0;  ///< RdmaWrite: cap the QP's rate (bandwidth_limit); 0 = line rate
 };
 
 class MachineListener {
@@ -241,7 +244,7 @@ class Machine final : public EventHandler, public NetworkListener {
   void fail(std::uint32_t s, const std::string& why);
   void start_transfer(std::uint32_t s, const Task& t);
   void start_rdma(std::uint32_t s, const Task& t);
-  std::uint32_t qp_for(std::uint32_t src, std::uint32_t dst);
+  std::uint32_t qp_for(std::uint32_t src, std::uint32_t dst, std::uint32_t index);
   void send_piece(std::uint32_t xfer);
   void arrive_piece(std::uint32_t xfer, std::uint64_t off, std::uint64_t len);
   void notify_record(std::uint32_t npu, std::uint64_t key);
@@ -265,8 +268,8 @@ class Machine final : public EventHandler, public NetworkListener {
   struct SwitchPorts { std::int64_t sw = -1; std::uint32_t up = 0, down = 0; };
   std::vector<SwitchPorts> npu_switch_;  // per NPU
   std::vector<std::uint32_t> nic_node_;
-  std::map<std::pair<std::uint32_t, std::uint32_t>, std::uint32_t> qp_of_;  // (src npu, dst npu) -> QP
-  struct Rdma { std::uint32_t stream; Task task; std::uint32_t pending; bool ok; };
+  std::map<std::tuple<std::uint32_t, std::uint32_t, std::uint32_t>, std::uint32_t> qp_of_;  // (src, dst, index) -> QP
+  struct Rdma { std::uint32_t stream; Task task; std::uint32_t pending; bool ok; bool notify_after; };
   std::vector<Rdma> rdmas_;
   std::vector<std::uint32_t> free_rdmas_;
   std::uint64_t rdma_access_errors_ = 0;

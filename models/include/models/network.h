@@ -95,6 +95,8 @@ class Network final : public EventHandler {
   /// RDMA write of `bytes` on the QP; completes through the listener with `tag`.
   void post_write(std::uint32_t qp, std::uint64_t bytes, std::uint64_t tag);
   bool qp_failed(std::uint32_t qp) const { return qps_[qp].failed; }
+  /// Cap a QP's sending rate (bytes/s; 0 = the port's line rate), e.g. a communicator's bandwidth_limit.
+  void set_qp_rate_cap(std::uint32_t qp, std::uint64_t Bps);
 
   // Faults.
   void set_link_up(std::uint32_t node, std::uint32_t port, bool up);
