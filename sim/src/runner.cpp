@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstdio>
 #include <map>
 #include <memory>
@@ -409,6 +410,7 @@ RunResult run_scenario(const Scenario& sc, const RunOptions& opt) {
     };
     trace.link(i, l.name, models::link_kind_name(l.kind), end(l.a), end(l.b), p.bandwidth_Bps, static_cast<double>(p.latency_ps) / 1e3);
   }
+  for (const auto& [k, v] : sc.hcomm_env) setenv(k.c_str(), v.c_str(), 1);  // the library reads them at init
   cluster->schedule_faults();
   cluster->start_ranks();
   sc_core::sc_start();

@@ -44,7 +44,7 @@ std::optional<Scenario> load_scenario(const std::string& path, std::vector<std::
   };
   auto j = read_json_file(path, d);
   if (!j) return finish();
-  ObjectReader top(*j, "", d, {"format", "version", "name", "description", "topology", "seed", "payload", "fidelity", "network", "workload", "faults", "expect"});
+  ObjectReader top(*j, "", d, {"format", "version", "name", "description", "topology", "seed", "payload", "fidelity", "network", "hcomm_env", "workload", "faults", "expect"});
   if (!top.valid()) return finish();
   Scenario sc;
   sc.file = path;
@@ -111,6 +111,16 @@ std::optional<Scenario> load_scenario(const std::string& path, std::vector<std::
       ObjectReader f(*pj, n.child("pfc"), d, {"enabled"});
       if (auto v = f.boolean("enabled", false)) p.pfc.enabled = *v;
     }
+  }
+  if (const json* ej = top.get("hcomm_env", false)) {
+    if (!ej->is_object()) d.error(top.child("hcomm_env"), "expected an object of HCOMM_* variables");
+    else
+      for (auto it = ej->begin(); it != ej->end(); ++it) {
+        const std::string p = top.child("hcomm_env") + "/" + it.key();
+        if (it.key().rfind("HCOMM_", 0) != 0) d.error(p, "only HCOMM_* variables can be set");
+        else if (!it.value().is_string()) d.error(p, "expected a string value");
+        else sc.hcomm_env[it.key()] = it.value().get<std::string>();
+      }
   }
   const json* wl = top.get("workload", true);
   if (wl && (!wl->is_array() || wl->empty())) { d.error(top.child("workload"), "expected a non-empty array"); wl = nullptr; }

@@ -55,6 +55,7 @@ struct Scenario {
   std::uint64_t seed = 1;
   bool store_bytes = true;    ///< payload "real" (bytes checked) or "timing" (no bytes stored)
   models::NetParams net;     ///< RoCE network parameters (scenario "network")
+  std::map<std::string, std::string> hcomm_env;  ///< HCOMM_* variables set for the run
   std::vector<WorkloadStep> workload;
   std::vector<Fault> faults;
   Expectations expect;
