@@ -113,28 +113,16 @@ T combine_int(T a, T b, ReduceOp op) {
   }
 }
 
-template <typename T, typename U>
-void reduce_int(void* dst, const void* src, std::size_t n, ReduceOp op) {
+// Element loop over unaligned buffers; Combine is the element arithmetic.
+template <typename T, T (*Combine)(T, T, ReduceOp)>
+void reduce_elems(void* dst, const void* src, std::size_t n, ReduceOp op) {
   auto* d = static_cast<unsigned char*>(dst);
   auto* s = static_cast<const unsigned char*>(src);
   for (std::size_t i = 0; i < n; ++i) {
     T a, b;
     std::memcpy(&a, d + i * sizeof(T), sizeof(T));
     std::memcpy(&b, s + i * sizeof(T), sizeof(T));
-    T r = combine_int<T, U>(a, b, op);
-    std::memcpy(d + i * sizeof(T), &r, sizeof(T));
-  }
-}
-
-template <typename T>
-void reduce_float(void* dst, const void* src, std::size_t n, ReduceOp op) {
-  auto* d = static_cast<unsigned char*>(dst);
-  auto* s = static_cast<const unsigned char*>(src);
-  for (std::size_t i = 0; i < n; ++i) {
-    T a, b;
-    std::memcpy(&a, d + i * sizeof(T), sizeof(T));
-    std::memcpy(&b, s + i * sizeof(T), sizeof(T));
-    T r = combine(a, b, op);
+    T r = Combine(a, b, op);
     std::memcpy(d + i * sizeof(T), &r, sizeof(T));
   }
 }
@@ -157,14 +145,14 @@ void reduce_16(void* dst, const void* src, std::size_t n, ReduceOp op) {
 void reduce_inplace(void* dst, const void* src, std::size_t bytes, DType t, ReduceOp op) {
   std::size_t n = bytes / dtype_size(t);
   switch (t) {
-    case DType::Int8: reduce_int<std::int8_t, std::uint8_t>(dst, src, n, op); break;
-    case DType::Int16: reduce_int<std::int16_t, std::uint16_t>(dst, src, n, op); break;
-    case DType::Int32: reduce_int<std::int32_t, std::uint32_t>(dst, src, n, op); break;
-    case DType::Int64: reduce_int<std::int64_t, std::uint64_t>(dst, src, n, op); break;
+    case DType::Int8: reduce_elems<std::int8_t, combine_int<std::int8_t, std::uint8_t>>(dst, src, n, op); break;
+    case DType::Int16: reduce_elems<std::int16_t, combine_int<std::int16_t, std::uint16_t>>(dst, src, n, op); break;
+    case DType::Int32: reduce_elems<std::int32_t, combine_int<std::int32_t, std::uint32_t>>(dst, src, n, op); break;
+    case DType::Int64: reduce_elems<std::int64_t, combine_int<std::int64_t, std::uint64_t>>(dst, src, n, op); break;
     case DType::Fp16: reduce_16<half_to_float, float_to_half>(dst, src, n, op); break;
     case DType::Bf16: reduce_16<bf16_to_float, float_to_bf16>(dst, src, n, op); break;
-    case DType::Fp32: reduce_float<float>(dst, src, n, op); break;
-    case DType::Fp64: reduce_float<double>(dst, src, n, op); break;
+    case DType::Fp32: reduce_elems<float, combine<float>>(dst, src, n, op); break;
+    case DType::Fp64: reduce_elems<double, combine<double>>(dst, src, n, op); break;
   }
 }
 
