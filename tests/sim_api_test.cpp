@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "hcomm/hcomm.h"
+#include "hcomm/hcomm.hpp"
 #include "sim/runner.h"
 
 using namespace sim;
@@ -91,6 +92,76 @@ void program(std::uint32_t r) {
   note(r, "elapsed", hcomm_event_elapsed_time(e0, e1, &ms));
   if (r == 0) out.value["d2d_ms"] = ms;
 
+  // Buffer pool of one device buffer: a release while an isend from it is in flight returns the
+  // buffer only once the transfer has finished; the next acquire waits for that.
+  {
+    hcomm_buffer_pool_t pool = nullptr;
+    note(r, "pool_create", hcomm_create_buffer_pool(ctx, 1, 1 << 20, HCOMM_MEMORY_TYPE_DEVICE, &pool));
+    hcomm_buffer_t pb{}, pb2{};
+    note(r, "pool_acquire", hcomm_buffer_pool_acquire(pool, 1000, &pb));
+    note(r, "pool_empty", hcomm_buffer_pool_acquire(pool, 1000, &pb2));  // all acquired: at once
+    auto mine1m = pattern(r + 100, (1 << 20) / 4);
+    hcomm_memcpy_host_to_device(pb.addr, mine1m.data(), 1 << 20, s1);
+    hcomm_request_t rq[2];
+    hcomm_isend(pb.addr, (1 << 20) / 4, HCOMM_DATA_TYPE_FP32, partner, 50, comm, s1, &rq[0]);
+    hcomm_irecv(b, (1 << 20) / 4, HCOMM_DATA_TYPE_FP32, partner, 50, comm, s2, &rq[1]);
+    note(r, "pool_release_inflight", hcomm_buffer_pool_release(pool, &pb, s1));
+    uint32_t avail = 9;
+    hcomm_buffer_pool_available(pool, &avail);
+    if (r == 0) out.value["pool_avail_inflight"] = avail;  // 0: still in flight
+    note(r, "pool_reacquire", hcomm_buffer_pool_acquire(pool, 1000, &pb2));  // waits for the isend
+    note(r, "pool_same_buffer", pb2.addr == pb.addr ? HCOMM_SUCCESS : HCOMM_E_INTERNAL);
+    note(r, "pool_send_done", hcomm_test(rq[0]) == HCOMM_SUCCESS ? HCOMM_SUCCESS : HCOMM_E_INTERNAL);
+    note(r, "pool_waitall", hcomm_wait(rq[1]));
+    std::vector<float> got1m((1 << 20) / 4);
+    hcomm_memcpy_device_to_host(got1m.data(), b, 1 << 20, s2);
+    hcomm_stream_synchronize(s2);
+    note(r, "pool_data", got1m == pattern(partner + 100, (1 << 20) / 4) ? HCOMM_SUCCESS : HCOMM_E_INTERNAL);
+    note(r, "pool_destroy_out", hcomm_destroy_buffer_pool(pool));  // pb2 is still acquired
+    hcomm_buffer_t forged = pb2;
+    forged.index = 7;  // not a buffer of this pool
+    note(r, "pool_bad_release", hcomm_buffer_pool_release(pool, &forged, nullptr));
+    hcomm_buffer_pool_release(pool, &pb2, nullptr);
+    note(r, "pool_destroy", hcomm_destroy_buffer_pool(pool));
+    note(r, "pool_after_destroy", hcomm_buffer_pool_acquire(pool, 0, &pb));
+  }
+
+  // Host cache flush costs host time: 0.5 us + 1 MiB / 25 GB/s = 42.44 us between two markers.
+  {
+    hcomm_event_t f0, f1;
+    hcomm_create_event(ctx, &f0);
+    hcomm_create_event(ctx, &f1);
+    hcomm_record_event(f0, s1);
+    hcomm_stream_synchronize(s1);
+    note(r, "flush", hcomm_flush_cache(ctx, mine.data(), 1 << 20, HCOMM_FLUSH_TO_DEVICE));
+    hcomm_record_event(f1, s1);
+    hcomm_stream_synchronize(s1);
+    float fms = 0;
+    hcomm_event_elapsed_time(f0, f1, &fms);
+    if (r == 0) out.value["flush_us"] = fms * 1e3;
+    note(r, "flush_null", hcomm_flush_cache(ctx, nullptr, 64, HCOMM_FLUSH_TO_DEVICE));
+    hcomm_destroy_event(f0);
+    hcomm_destroy_event(f1);
+  }
+
+  // The RAII layer: owned handles, errors as exceptions.
+  {
+    int caught = HCOMM_SUCCESS;
+    try {
+      hcomm::Context bad(99);
+    } catch (const hcomm::Error& e) {
+      caught = e.code();
+    }
+    note(r, "raii_error", static_cast<hcomm_result_t>(caught));
+    hcomm::Context c2(r);
+    hcomm::Stream st2(c2);
+    hcomm::DeviceBuffer db(c2, 4096);
+    hcomm::Event ev(c2);
+    ev.record(st2);
+    st2.synchronize();
+    note(r, "raii_ok", ev.done() && c2.device_id() == r ? HCOMM_SUCCESS : HCOMM_E_INTERNAL);
+  }
+
   // Misuse: parameter errors, never a crash.
   hcomm_request_t q = nullptr;
   note(r, "bad_rank", hcomm_isend(a, 1, HCOMM_DATA_TYPE_FP32, 8, 0, comm, s1, &q));
@@ -152,6 +223,17 @@ TEST(SimApi, PointToPointEventsAndErrors) {
                          "waitall", "pair_data", "event_sync", "d2d_data", "elapsed", "destroy_context"})
     expect_all(ok, HCOMM_SUCCESS);
   expect_all("test_inflight", HCOMM_E_AGAIN);
+  for (const char* ok : {"pool_create", "pool_acquire", "pool_release_inflight", "pool_reacquire", "pool_same_buffer",
+                         "pool_send_done", "pool_waitall", "pool_data", "pool_destroy", "flush", "raii_ok"})
+    expect_all(ok, HCOMM_SUCCESS);
+  expect_all("pool_empty", HCOMM_E_UNAVAIL);
+  expect_all("pool_destroy_out", HCOMM_E_AGAIN);
+  expect_all("pool_bad_release", HCOMM_E_PARA);
+  expect_all("pool_after_destroy", HCOMM_E_UNAVAIL);
+  expect_all("flush_null", HCOMM_E_PTR);
+  expect_all("raii_error", HCOMM_E_PARA);
+  EXPECT_EQ(out.value["pool_avail_inflight"], 0);
+  EXPECT_NEAR(out.value["flush_us"], 0.5 + (1 << 20) / 25e3, 0.5);  // +- marker dispatches
   for (const char* para : {"bad_rank", "self_rank", "bad_dtype", "bad_op"}) expect_all(para, HCOMM_E_PARA);
   expect_all("bad_comm_size", HCOMM_E_PARA);
   expect_all("null_out", HCOMM_E_PTR);

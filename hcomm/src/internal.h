@@ -54,6 +54,19 @@ struct hcomm_comm_s {
   std::map<std::uint32_t, hcomm::PairLink> links;  // transport to peers actually used
 };
 
+struct hcomm_buffer_pool_s {
+  hcomm_context_t ctx = nullptr;
+  hcomm_memory_type_t type = HCOMM_MEMORY_TYPE_DEVICE;
+  std::uint64_t size = 0;
+  std::vector<void*> addr;
+  enum State : std::uint8_t { kFree, kOut, kPending };
+  std::vector<State> state;
+  std::vector<hcomm_event_t> ev;      // pending: completes when the transfer using it is done
+  std::vector<hcomm_stream_t> stream; // pending: the stream to wait on
+  std::vector<std::uint64_t> order;   // pending: release sequence (oldest first)
+  std::uint64_t seq = 0;
+};
+
 struct hcomm_request_s {
   hcomm_comm_t comm = nullptr;
   hcomm_stream_t stream = nullptr;
@@ -75,7 +88,7 @@ inline std::uint64_t notify_key(std::uint32_t comm, Purpose p, std::uint32_t pee
 bool live(const void* handle, int type);
 void track(const void* handle, int type);
 void untrack(const void* handle);
-enum HandleType { kCtx = 1, kStream, kEvent, kComm, kReq };
+enum HandleType { kCtx = 1, kStream, kEvent, kComm, kReq, kPool };
 
 const RankDesc* peer_desc(hcomm_comm_t comm, std::uint32_t rank);
 hcomm_result_t submit(hcomm_stream_t s, const DrvTask& t);

@@ -196,6 +196,11 @@ std::uint64_t SimDriver::event_time_ns(std::uint32_t device, std::uint64_t event
   return device < m_.npu_count() ? m_.event_time(device, event) / models::kPsPerNs : 0;
 }
 
+void SimDriver::host_delay(std::uint64_t ns) {
+  if (ns && sc_core::sc_get_current_process_handle().proc_kind() == sc_core::SC_THREAD_PROC_)
+    sc_core::wait(sc_core::sc_time::from_value(ns * models::kPsPerNs));
+}
+
 std::uint64_t SimDriver::now_ns() { return sc_core::sc_time_stamp().value() / models::kPsPerNs; }
 
 void SimDriver::profile_op(std::uint32_t device, std::uint64_t begin_key, std::uint64_t end_key, const hcomm::OpInfo& info) {

@@ -81,6 +81,8 @@ class Driver {
   virtual std::uint64_t event_time_ns(std::uint32_t device, std::uint64_t event) = 0;
   // Time, profiling, logs.
   virtual std::uint64_t now_ns() = 0;
+  /// The calling host thread is busy for `ns` (host-side work such as cache maintenance).
+  virtual void host_delay(std::uint64_t ns) = 0;
   /// Announce an operation bracketed by Marker tasks begin_key/end_key on `stream`.
   virtual void profile_op(std::uint32_t device, std::uint64_t begin_key, std::uint64_t end_key, const OpInfo& info) = 0;
   virtual void log(std::uint32_t device, int level, const std::string& line) = 0;

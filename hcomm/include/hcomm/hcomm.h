@@ -86,6 +86,36 @@ hcomm_result_t hcomm_memcpy_host_to_device(void* dst, const void* src, uint64_t 
 hcomm_result_t hcomm_memcpy_device_to_host(void* dst, const void* src, uint64_t bytes, hcomm_stream_t stream);
 hcomm_result_t hcomm_memcpy_device_to_device(void* dst, const void* src, uint64_t bytes, hcomm_stream_t stream);
 
+/* ---- buffer pools ----
+ * Fixed-size buffers in device or host memory, handed out and taken back without allocation.
+ * acquire: a free buffer at once; else, if some released buffer is still waiting for its transfer,
+ * wait (up to timeout_ms of simulated time) for the oldest such transfer and take that buffer
+ * (HCOMM_E_TIMEOUT if it does not finish in time); if every buffer is acquired and none released,
+ * HCOMM_E_UNAVAIL at once ("pool empty").
+ * release with a stream: the buffer returns to the pool only when the work queued on that stream so
+ * far (e.g. an isend from it) has finished; with NULL: at once.
+ * destroy: HCOMM_E_AGAIN while buffers are acquired; waits for pending releases. */
+typedef enum { HCOMM_MEMORY_TYPE_DEVICE = 0, HCOMM_MEMORY_TYPE_HOST = 1 } hcomm_memory_type_t;
+typedef struct hcomm_buffer_pool_s* hcomm_buffer_pool_t;
+typedef struct {
+  void* addr;
+  uint64_t size;
+  uint32_t index;
+} hcomm_buffer_t;
+hcomm_result_t hcomm_create_buffer_pool(hcomm_context_t ctx, uint32_t num_buffers, uint64_t buffer_size,
+                                        hcomm_memory_type_t memory_type, hcomm_buffer_pool_t* pool);
+hcomm_result_t hcomm_buffer_pool_acquire(hcomm_buffer_pool_t pool, uint32_t timeout_ms, hcomm_buffer_t* buf);
+hcomm_result_t hcomm_buffer_pool_release(hcomm_buffer_pool_t pool, const hcomm_buffer_t* buf, hcomm_stream_t stream);
+hcomm_result_t hcomm_buffer_pool_available(hcomm_buffer_pool_t pool, uint32_t* free_buffers);
+hcomm_result_t hcomm_destroy_buffer_pool(hcomm_buffer_pool_t pool);
+
+/* ---- host cache maintenance ----
+ * Write back (TO_DEVICE) or invalidate (FROM_DEVICE) the host cache lines of [host_ptr, +size)
+ * before / after a transfer. Costs the calling host thread 0.5 us + size rounded up to 64-byte lines
+ * at 25 GB/s of simulated time (an assumption; the simulated host is coherent). */
+typedef enum { HCOMM_FLUSH_TO_DEVICE = 0, HCOMM_FLUSH_FROM_DEVICE = 1 } hcomm_flush_dir_t;
+hcomm_result_t hcomm_flush_cache(hcomm_context_t ctx, const void* host_ptr, uint64_t size, hcomm_flush_dir_t direction);
+
 /* ---- symmetric buffers and RDMA memory registration ----
  * hcomm_buffer_alloc hands out whole slots (HCOMM_SLOT_SIZE_MB, default 256 MB) of a region that
  * sits at the same offset on every rank, so a peer's copy of a buffer is at

@@ -55,6 +55,7 @@ class SimDriver final : public hcomm::Driver, public models::MachineListener {
   std::uint64_t event_completed(std::uint32_t device, std::uint64_t event) override;
   std::uint64_t event_time_ns(std::uint32_t device, std::uint64_t event) override;
   std::uint64_t now_ns() override;
+  void host_delay(std::uint64_t ns) override;
   void profile_op(std::uint32_t device, std::uint64_t begin_key, std::uint64_t end_key, const hcomm::OpInfo& info) override;
   void log(std::uint32_t device, int level, const std::string& line) override;
 

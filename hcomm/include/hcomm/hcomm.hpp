@@ -1,0 +1,126 @@
+// Thin RAII C++ layer over the HCOMM C API: handles are owned, failures throw hcomm::Error.
+#pragma once
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+#include "hcomm/hcomm.h"
+
+namespace hcomm {
+
+class Error : public std::runtime_error {
+ public:
+  Error(hcomm_result_t code, const std::string& what)
+      : std::runtime_error(what + ": " + hcomm_result_string(code)), code_(code) {}
+  hcomm_result_t code() const { return code_; }
+
+ private:
+  hcomm_result_t code_;
+};
+
+inline void check(hcomm_result_t rc, const char* what) {
+  if (rc != HCOMM_SUCCESS) throw Error(rc, what);
+}
+
+// Move-only owner of one handle; Destroy is the C destroy function.
+template <typename H, hcomm_result_t (*Destroy)(H)>
+class Handle {
+ public:
+  Handle() = default;
+  explicit Handle(H h) : h_(h) {}
+  ~Handle() { reset(); }
+  Handle(Handle&& o) noexcept : h_(std::exchange(o.h_, nullptr)) {}
+  Handle& operator=(Handle&& o) noexcept {
+    if (this != &o) { reset(); h_ = std::exchange(o.h_, nullptr); }
+    return *this;
+  }
+  Handle(const Handle&) = delete;
+  Handle& operator=(const Handle&) = delete;
+  H get() const { return h_; }
+  void reset() {
+    if (h_) Destroy(h_);
+    h_ = nullptr;
+  }
+
+ private:
+  H h_ = nullptr;
+};
+
+class Context : public Handle<hcomm_context_t, hcomm_destroy_context> {
+ public:
+  explicit Context(uint32_t device_id) : Handle(make(device_id)) {}
+  uint32_t device_id() const { uint32_t d = 0; check(hcomm_context_device_id(get(), &d), "hcomm_context_device_id"); return d; }
+
+ private:
+  static hcomm_context_t make(uint32_t id) {
+    hcomm_context_t c = nullptr;
+    check(hcomm_create_context(id, &c), "hcomm_create_context");
+    return c;
+  }
+};
+
+class Stream : public Handle<hcomm_stream_t, hcomm_destroy_stream> {
+ public:
+  explicit Stream(const Context& ctx) : Handle(make(ctx)) {}
+  void synchronize() const { check(hcomm_stream_synchronize(get()), "hcomm_stream_synchronize"); }
+
+ private:
+  static hcomm_stream_t make(const Context& ctx) {
+    hcomm_stream_t s = nullptr;
+    check(hcomm_create_stream(ctx.get(), &s), "hcomm_create_stream");
+    return s;
+  }
+};
+
+class Event : public Handle<hcomm_event_t, hcomm_destroy_event> {
+ public:
+  explicit Event(const Context& ctx) : Handle(make(ctx)) {}
+  void record(const Stream& s) const { check(hcomm_record_event(get(), s.get()), "hcomm_record_event"); }
+  void wait(const Stream& s) const { check(hcomm_wait_event(get(), s.get()), "hcomm_wait_event"); }
+  bool done() const { return hcomm_query_event(get()) == HCOMM_SUCCESS; }
+
+ private:
+  static hcomm_event_t make(const Context& ctx) {
+    hcomm_event_t e = nullptr;
+    check(hcomm_create_event(ctx.get(), &e), "hcomm_create_event");
+    return e;
+  }
+};
+
+class Comm : public Handle<hcomm_comm_t, hcomm_comm_destroy> {
+ public:
+  Comm(const Context& ctx, uint32_t nranks, uint32_t rank, const hcomm_config_t* cfg = nullptr) : Handle(make(ctx, nranks, rank, cfg)) {}
+  void allreduce(const void* in, void* out, uint64_t count, hcomm_data_type_t t, hcomm_reduce_op_t op, const Stream& s) const {
+    check(hcomm_allreduce(in, out, count, t, op, get(), s.get()), "hcomm_allreduce");
+  }
+  void send(const void* buf, uint64_t count, hcomm_data_type_t t, uint32_t dst, uint32_t tag) const {
+    check(hcomm_send(buf, count, t, dst, tag, get()), "hcomm_send");
+  }
+  void recv(void* buf, uint64_t count, hcomm_data_type_t t, uint32_t src, uint32_t tag) const {
+    check(hcomm_recv(buf, count, t, src, tag, get()), "hcomm_recv");
+  }
+  void barrier() const { check(hcomm_barrier(get(), nullptr), "hcomm_barrier"); }
+
+ private:
+  static hcomm_comm_t make(const Context& ctx, uint32_t n, uint32_t r, const hcomm_config_t* cfg) {
+    hcomm_comm_t c = nullptr;
+    check(hcomm_comm_init_config(ctx.get(), n, r, cfg, &c), "hcomm_comm_init");
+    return c;
+  }
+};
+
+/// Device memory owned for the scope.
+class DeviceBuffer {
+ public:
+  DeviceBuffer(const Context& ctx, uint64_t bytes) : ctx_(ctx.get()) { check(hcomm_malloc(ctx_, bytes, &p_), "hcomm_malloc"); }
+  ~DeviceBuffer() { if (p_) hcomm_free(ctx_, p_); }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  void* get() const { return p_; }
+
+ private:
+  hcomm_context_t ctx_;
+  void* p_ = nullptr;
+};
+
+}  // namespace hcomm
