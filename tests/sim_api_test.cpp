@@ -189,6 +189,15 @@ void program(std::uint32_t r) {
     note(r, "timeout", hcomm_wait(lost));
   }
 
+  // Size mismatch: rank 2 sends 64 elements, rank 3 expects 60 (same chunk count): the receive
+  // must not take the wrong bytes; it times out with a message naming the mismatch.
+  if (r == 2 || r == 3) {
+    hcomm_request_t q = nullptr;
+    if (r == 2) note(r, "mismatch_post", hcomm_isend(a, 64, HCOMM_DATA_TYPE_FP32, 3, 77, comm, s1, &q));
+    else note(r, "mismatch_post", hcomm_irecv(b, 60, HCOMM_DATA_TYPE_FP32, 2, 77, comm, s2, &q));
+    note(r, "mismatch", hcomm_wait(q));
+  }
+
   // Use after destroy.
   hcomm_destroy_event(e0);
   note(r, "event_after_destroy", hcomm_record_event(e0, s1));
@@ -245,6 +254,10 @@ TEST(SimApi, PointToPointEventsAndErrors) {
   for (const char* gone : {"event_after_destroy", "stream_after_destroy", "comm_after_destroy", "ctx_after_destroy"})
     expect_all(gone, HCOMM_E_UNAVAIL);
   EXPECT_EQ(out.rc["timeout"][0], HCOMM_E_TIMEOUT);
+  EXPECT_EQ(out.rc["mismatch_post"][2], HCOMM_SUCCESS);
+  EXPECT_EQ(out.rc["mismatch_post"][3], HCOMM_SUCCESS);
+  EXPECT_EQ(out.rc["mismatch"][2], HCOMM_SUCCESS);   // the sender's data went into the window
+  EXPECT_EQ(out.rc["mismatch"][3], HCOMM_E_TIMEOUT); // the receiver never matched it
   EXPECT_GE(end_ps, 1000ULL * 1000 * 1000 * 1000);  // the timeout really waited 1 s of simulated time
   // D2D copy of 3 MiB at min(SDMA 400 GB/s, HBM 1.6 TB/s / 2) + 0.2 us setup, between two markers:
   const double expect_ms = ((3 << 20) + 20) / 400e9 * 1e3 + 0.2e-3;

@@ -740,8 +740,9 @@ static hcomm_result_t p2p_check(const void* buf, uint64_t count, hcomm_data_type
   return HCOMM_SUCCESS;
 }
 
-static hcomm_result_t make_request(hcomm_comm_t comm, hcomm_stream_t stream, hcomm_request_t* req) {
-  auto* r = new hcomm_request_s{comm, stream, nullptr, 0};
+static hcomm_result_t make_request(hcomm_comm_t comm, hcomm_stream_t stream, hcomm_request_t* req, std::int64_t peer = -1,
+                                   std::uint32_t tag = 0, std::uint64_t bytes = 0, bool is_send = false) {
+  auto* r = new hcomm_request_s{comm, stream, nullptr, 0, peer, tag, bytes, is_send};
   hcomm_result_t rc = hcomm_create_event(comm->ctx, &r->done);
   if (rc == HCOMM_SUCCESS) rc = hcomm_record_event(r->done, stream);
   if (rc != HCOMM_SUCCESS) { delete r; return rc; }
@@ -766,11 +767,13 @@ hcomm_result_t hcomm_isend(const void* buf, uint64_t count, hcomm_data_type_t dt
   do {
     std::uint64_t n = std::min(std::min(ctx->p2p_bytes, comm->cfg.buffer_size), bytes - off);
     notify_wait(stream, notify_key(comm->id, kP2pReady, dst, tag));
-    put_notify(stream, comm, *peer, window, dev(buf) + off, n, notify_key(comm->id, kP2pData, comm->rank, tag), ctx->p2p_rkey);
+    const bool last = off + n >= bytes;
+    put_notify(stream, comm, *peer, window, dev(buf) + off, n,
+               last ? last_key(comm->id, comm->rank, tag, bytes) : notify_key(comm->id, kP2pData, comm->rank, tag), ctx->p2p_rkey);
     off += n;
   } while (off < bytes);
   op_end(stream, mk);
-  return make_request(comm, stream, req);
+  return make_request(comm, stream, req, dst, tag, bytes, true);
 }
 
 hcomm_result_t hcomm_irecv(void* buf, uint64_t count, hcomm_data_type_t dtype, uint32_t src, uint32_t tag,
@@ -794,7 +797,8 @@ hcomm_result_t hcomm_irecv(void* buf, uint64_t count, hcomm_data_type_t dtype, u
   do {
     std::uint64_t n = std::min(std::min(ctx->p2p_bytes, comm->cfg.buffer_size), bytes - off);
     remote_notify(rs, comm, *peer, notify_key(comm->id, kP2pReady, comm->rank, tag));
-    notify_wait(rs, notify_key(comm->id, kP2pData, src, tag));
+    const bool last = off + n >= bytes;
+    notify_wait(rs, last ? last_key(comm->id, src, tag, bytes) : notify_key(comm->id, kP2pData, src, tag));
     if (n) copy(rs, dev(buf) + off, ctx->p2p_addr, n);
     off += n;
   } while (off < bytes);
@@ -803,7 +807,7 @@ hcomm_result_t hcomm_irecv(void* buf, uint64_t count, hcomm_data_type_t dtype, u
   hcomm_wait_event(after, stream);      // later work on the user stream sees the data
   hcomm_destroy_event(before);
   hcomm_destroy_event(after);
-  return make_request(comm, stream, req);
+  return make_request(comm, stream, req, src, tag, bytes, false);
 }
 
 hcomm_result_t hcomm_test(hcomm_request_t r) {
@@ -823,6 +827,10 @@ hcomm_result_t hcomm_wait(hcomm_request_t r) {
   if (!live(r, kReq)) return HCOMM_E_UNAVAIL;
   hcomm_result_t rc = HCOMM_SUCCESS;
   if (hcomm_query_event(r->done) != HCOMM_SUCCESS) rc = sync_timeout(r->stream, r->comm->cfg.timeout_ms);
+  if (rc == HCOMM_E_TIMEOUT && r->peer >= 0)
+    logf(r->comm->ctx, 0, "Rank%u %s rank %lld (tag %u, %llu bytes) timed out: no matching %s; sizes and tags must match on both sides",
+         r->comm->rank, r->is_send ? "send to" : "recv from", (long long)r->peer, r->tag, (unsigned long long)r->bytes,
+         r->is_send ? "receive was posted" : "message arrived");
   hcomm_destroy_event(r->done);
   untrack(r);
   delete r;
