@@ -561,6 +561,13 @@ std::uint32_t Machine::register_mr(std::uint32_t npu, std::uint64_t addr, std::u
 
 bool Machine::deregister_mr(std::uint32_t npu, std::uint32_t key) { return npus_.at(npu).mrs.erase(key) == 1; }
 
+void Machine::crash_npu(std::uint32_t npu) {
+  for (std::uint32_t l = 0; l < links_.size(); ++l)
+    if (links_[l].a == npu || links_[l].b == npu) set_link_up(l, false);
+  for (std::uint32_t s = 0; s < streams_.size(); ++s)
+    if (streams_[s].npu == npu && streams_[s].alive && !streams_[s].q.empty()) fail(s, "npu" + std::to_string(npu) + " crashed");
+}
+
 void Machine::set_link_up(std::uint32_t link, bool up) {
   const LinkInfo& l = links_.at(link);
   ports_[l.port_ab].up = ports_[l.port_ba].up = up;

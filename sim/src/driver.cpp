@@ -243,7 +243,8 @@ void SimDriver::on_stream_idle(std::uint32_t s) {
 
 void SimDriver::on_task_error(std::uint32_t s, const std::string& why) {
   std::uint32_t npu = m_.stream_npu(s);
-  log(npu, 0, "[HCOMM_ERR] Rank" + std::to_string(npu_rank_[npu]) + " stream " + std::to_string(s) + " task failed: " + why);
+  log(npu, 0, "[HCSIM_ERR] npu" + std::to_string(npu) + " (rank " + std::to_string(npu_rank_[npu]) + ") stream " + std::to_string(s) +
+                  " task failed: " + why);
 }
 
 void SimDriver::note(std::uint32_t rank, int level, const std::string& line) {

@@ -78,7 +78,16 @@ class Cluster : public sc_core::sc_module {
     for (std::size_t i = 0; i < sc_.faults.size(); ++i)
       if (sc_.faults[i].type != "hbm_bitflip") sched_.schedule(sc_.faults[i].at_ps, &injector_, i, 0);
   }
+  std::vector<sc_core::sc_process_handle> procs_;  // rank threads
   void apply_fault(const Fault& f) {
+    if (f.type == "rank_crash") {  // the process dies; so does its device (streams, links, NIC)
+      const std::uint32_t npu = sc_.topology.rank_to_npu[f.rank];
+      driver_->note(f.rank, 0, "[HCSIM_ERR] fault injected: " + f.what);
+      machine_.crash_npu(npu);
+      if (net_ && npu < nic_.size() && nic_[npu] != ~0u) net_->set_link_up(nic_[npu], 0, false);
+      if (f.rank < procs_.size() && !procs_[f.rank].terminated()) procs_[f.rank].kill();
+      return;
+    }
     if (f.type == "link_down" || f.type == "link_up") machine_.set_link_up(hccs_link_[f.link], f.type == "link_up");
     else if (f.type == "crc_rate") machine_.set_link_crc_rate(hccs_link_[f.link], f.rate);
     else if (f.type == "lane_degrade") machine_.set_link_lanes(hccs_link_[f.link], f.lanes);
@@ -156,6 +165,7 @@ class Cluster : public sc_core::sc_module {
       std::string name = "rank" + std::to_string(r);
       sc_core::sc_process_handle h = sc_core::sc_spawn([this, r] { rank_main(r); }, name.c_str(), &o);
       driver_->bind_process(h.name(), r);
+      procs_.push_back(h);
     }
   }
 

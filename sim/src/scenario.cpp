@@ -203,13 +203,18 @@ std::optional<Scenario> load_scenario(const std::string& path, std::vector<std::
           ObjectReader f(fj, fp, d, {"type", "at", "npu"});
           ft.at_ps = f.duration("at", true).value_or(0);
           if (auto n = f.str("npu", true)) refs.push_back({sc.faults.size(), fp, "", "", *n});
+        } else if (type == "rank_crash") {
+          ObjectReader f(fj, fp, d, {"type", "at", "rank"});
+          ft.at_ps = f.duration("at", true).value_or(0);
+          ft.rank = static_cast<std::uint32_t>(f.uint("rank", true, 0, 1u << 20).value_or(0));
+          ft.what = "rank " + std::to_string(ft.rank) + " crashed";
         } else if (type == "drop_rate") {
           ObjectReader f(fj, fp, d, {"type", "at", "rate"});
           ft.at_ps = f.duration("at", true).value_or(0);
           ft.rate = f.number("rate", true, 0, 1).value_or(0);
           ft.what = "packet drop rate " + std::to_string(ft.rate);
         } else {
-          d.error(fp + "/type", "unknown fault type \"" + type + "\" (hbm_bitflip, link_down, link_up, crc_rate, lane_degrade, nic_down, nic_up, drop_rate)");
+          d.error(fp + "/type", "unknown fault type \"" + type + "\" (hbm_bitflip, link_down, link_up, crc_rate, lane_degrade, nic_down, nic_up, drop_rate, rank_crash)");
           continue;
         }
         sc.faults.push_back(ft);
@@ -283,7 +288,7 @@ std::optional<Scenario> load_scenario(const std::string& path, std::vector<std::
                                                                                                 : "degraded to " + std::to_string(f.lanes) + " lanes");
   }
   for (std::size_t i = 0; i < sc.faults.size(); ++i)
-    if (sc.faults[i].type == "hbm_bitflip" && sc.faults[i].rank >= sc.topology.npus.size())
+    if ((sc.faults[i].type == "hbm_bitflip" || sc.faults[i].type == "rank_crash") && sc.faults[i].rank >= sc.topology.npus.size())
       d.error("/faults/" + std::to_string(i) + "/rank", "rank " + std::to_string(sc.faults[i].rank) + " does not exist (" +
                                                            std::to_string(sc.topology.npus.size()) + " ranks)");
   for (std::size_t i = 0; i < sc.workload.size(); ++i)

@@ -178,6 +178,9 @@ class Machine final : public EventHandler, public NetworkListener {
   bool deregister_mr(std::uint32_t npu, std::uint32_t key);
   std::uint64_t rdma_access_errors() const { return rdma_access_errors_; }
 
+  /// The NPU dies: its streams fail, its HCCS and PCIe links go down (its NIC is the network's).
+  void crash_npu(std::uint32_t npu);
+
   // Link faults (both directions; both ends see the effect).
   void set_link_up(std::uint32_t link, bool up);
   void set_link_lanes(std::uint32_t link, std::uint32_t lanes);
