@@ -5,6 +5,7 @@
 
 #include <cstdlib>
 #include <map>
+#include <vector>
 #include <string>
 
 #include "hcomm/hcomm.h"
@@ -78,6 +79,49 @@ TEST(SimConfig, PrecedenceRangesAndEffects) {
     void* buf;
     const std::uint64_t bytes = 4 << 20;
     hcomm_malloc(ctx, bytes, &buf);
+
+    // One-sided RDMA into registered symmetric memory, and the target NIC's access checks.
+    void* sym = nullptr;
+    rc["buffer_alloc"] = hcomm_buffer_alloc(ctx, 1 << 20, &sym);
+    hcomm_mr_t mr{}, ro{};
+    rc["reg_mr"] = hcomm_reg_mr(ctx, sym, 1 << 20, HCOMM_ACCESS_LOCAL_WRITE | HCOMM_ACCESS_REMOTE_WRITE, &mr);
+    rc["reg_mr_ro"] = hcomm_reg_mr(ctx, static_cast<char*>(sym) + (1 << 19), 4096, HCOMM_ACCESS_REMOTE_READ, &ro);
+    hcomm_mr_t junk{};
+    rc["reg_mr_bad_flags"] = hcomm_reg_mr(ctx, sym, 64, 0x80, &junk);
+    hcomm_barrier(plain, nullptr);
+    if (r == 8) {  // rank 8 writes 64 KiB into rank 0's buffer, then tries three bad writes
+      hcomm_stream_t s;
+      hcomm_create_stream(ctx, &s);
+      std::vector<std::uint8_t> pat(65536);
+      for (std::size_t i = 0; i < pat.size(); ++i) pat[i] = static_cast<std::uint8_t>(i * 7 + 3);
+      hcomm_memcpy_host_to_device(buf, pat.data(), pat.size(), s);
+      std::uint64_t remote = 0;
+      hcomm_remote_addr(plain, 0, static_cast<char*>(sym) + 4096, &remote);
+      rc["rdma_ok"] = hcomm_rdma_write(buf, pat.size(), 0, remote, mr.rkey, plain, s);
+      rc["rdma_ok_sync"] = hcomm_stream_synchronize(s);
+      rc["rdma_outside"] = hcomm_rdma_write(buf, pat.size(), 0, remote + (1 << 20), mr.rkey, plain, s);
+      rc["rdma_outside_sync"] = hcomm_stream_synchronize(s);
+      hcomm_remote_addr(plain, 0, static_cast<char*>(sym) + (1 << 19), &remote);
+      hcomm_rdma_write(buf, 1024, 0, remote, ro.rkey, plain, s);  // region without REMOTE_WRITE
+      rc["rdma_noflag_sync"] = hcomm_stream_synchronize(s);
+      hcomm_rdma_write(buf, 1024, 0, remote, 0xdead, plain, s);   // unknown key
+      rc["rdma_badkey_sync"] = hcomm_stream_synchronize(s);
+      hcomm_destroy_stream(s);
+    }
+    hcomm_barrier(plain, nullptr);
+    if (r == 0) {
+      std::vector<std::uint8_t> got(65536);
+      hcomm_stream_t s;
+      hcomm_create_stream(ctx, &s);
+      hcomm_memcpy_device_to_host(got.data(), static_cast<char*>(sym) + 4096, got.size(), s);
+      hcomm_stream_synchronize(s);
+      bool same = true;
+      for (std::size_t i = 0; i < got.size(); ++i) same = same && got[i] == static_cast<std::uint8_t>(i * 7 + 3);
+      rc["rdma_data"] = same ? HCOMM_SUCCESS : HCOMM_E_INTERNAL;
+      hcomm_destroy_stream(s);
+    }
+    rc["dereg"] = r == 0 ? hcomm_dereg_mr(ctx, &ro) : HCOMM_SUCCESS;
+    rc["dereg_twice"] = r == 0 ? hcomm_dereg_mr(ctx, &ro) : HCOMM_E_NOT_FOUND;
     double t_plain = timed_send(plain, ctx, r, buf, bytes);
     double t_limited = timed_send(limited, ctx, r, buf, bytes);
     double t_small = timed_send(small, ctx, r, buf, bytes);
@@ -86,13 +130,17 @@ TEST(SimConfig, PrecedenceRangesAndEffects) {
     hcomm_comm_destroy(limited);
     hcomm_comm_destroy(small);
     hcomm_destroy_context(ctx);
-  }, opt, false);
+  }, opt, true);
   EXPECT_EQ(rc["plain"], HCOMM_SUCCESS);
   EXPECT_EQ(rc["limited"], HCOMM_SUCCESS);
   EXPECT_EQ(rc["small"], HCOMM_SUCCESS);
   EXPECT_EQ(rc["num_qp_range"], HCOMM_E_PARA);
   EXPECT_EQ(rc["timeout_range"], HCOMM_E_PARA);
   EXPECT_EQ(rc["tcp"], HCOMM_E_NOT_SUPPORT);
+  for (const char* k : {"buffer_alloc", "reg_mr", "reg_mr_ro", "rdma_ok", "rdma_ok_sync", "rdma_outside", "rdma_data", "dereg"}) EXPECT_EQ(rc[k], HCOMM_SUCCESS) << k;
+  EXPECT_EQ(rc["reg_mr_bad_flags"], HCOMM_E_PARA);
+  for (const char* k : {"rdma_outside_sync", "rdma_noflag_sync", "rdma_badkey_sync"}) EXPECT_EQ(rc[k], HCOMM_E_RUNTIME) << k;
+  EXPECT_EQ(rc["dereg_twice"], HCOMM_E_NOT_FOUND);
   EXPECT_EQ(v["env_num_qp"], 4);
   EXPECT_EQ(v["env_timeout"], 20000);
   EXPECT_EQ(v["def_buffer"], 8 << 20);

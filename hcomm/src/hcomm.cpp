@@ -431,6 +431,8 @@ hcomm_result_t hcomm_malloc(hcomm_context_t ctx, uint64_t bytes, void** p) {
   *p = reinterpret_cast<void*>(a);
   return HCOMM_SUCCESS;
 }
+hcomm_result_t hcomm_create_buffer(hcomm_context_t ctx, uint64_t bytes, void** p) { return hcomm_malloc(ctx, bytes, p); }
+
 hcomm_result_t hcomm_free(hcomm_context_t ctx, void* p) {
   if (!live(ctx, kCtx)) return HCOMM_E_UNAVAIL;
   auto it = ctx->allocs.find(dev(p));
@@ -740,6 +742,17 @@ static hcomm_result_t p2p_check(const void* buf, uint64_t count, hcomm_data_type
   return HCOMM_SUCCESS;
 }
 
+// Point-to-point chunk: buffer_size (AUTO), at most 256 KiB (SMALL_MSG: earlier first bytes,
+// more handshakes) or the whole receive window (LARGE_MSG: fewest handshakes).
+static std::uint64_t p2p_chunk(hcomm_comm_t comm) {
+  const std::uint64_t window = comm->ctx->p2p_bytes;
+  switch (comm->cfg.mode) {
+    case HCOMM_COMM_MODE_SMALL_MSG: return std::min<std::uint64_t>({window, comm->cfg.buffer_size, 256 * 1024});
+    case HCOMM_COMM_MODE_LARGE_MSG: return window;
+    default: return std::min(window, comm->cfg.buffer_size);
+  }
+}
+
 static hcomm_result_t make_request(hcomm_comm_t comm, hcomm_stream_t stream, hcomm_request_t* req, std::int64_t peer = -1,
                                    std::uint32_t tag = 0, std::uint64_t bytes = 0, bool is_send = false) {
   auto* r = new hcomm_request_s{comm, stream, nullptr, 0, peer, tag, bytes, is_send};
@@ -765,7 +778,7 @@ hcomm_result_t hcomm_isend(const void* buf, uint64_t count, hcomm_data_type_t dt
   std::uint64_t mk = op_begin(stream, info);
   std::uint64_t off = 0;
   do {
-    std::uint64_t n = std::min(std::min(ctx->p2p_bytes, comm->cfg.buffer_size), bytes - off);
+    std::uint64_t n = std::min(p2p_chunk(comm), bytes - off);
     notify_wait(stream, notify_key(comm->id, kP2pReady, dst, tag));
     const bool last = off + n >= bytes;
     put_notify(stream, comm, *peer, window, dev(buf) + off, n,
@@ -795,7 +808,7 @@ hcomm_result_t hcomm_irecv(void* buf, uint64_t count, hcomm_data_type_t dtype, u
   std::uint64_t mk = op_begin(rs, info);
   std::uint64_t off = 0;
   do {
-    std::uint64_t n = std::min(std::min(ctx->p2p_bytes, comm->cfg.buffer_size), bytes - off);
+    std::uint64_t n = std::min(p2p_chunk(comm), bytes - off);
     remote_notify(rs, comm, *peer, notify_key(comm->id, kP2pReady, comm->rank, tag));
     const bool last = off + n >= bytes;
     notify_wait(rs, last ? last_key(comm->id, src, tag, bytes) : notify_key(comm->id, kP2pData, src, tag));

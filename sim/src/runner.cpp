@@ -116,6 +116,7 @@ class Cluster : public sc_core::sc_module {
         c["hccs_frames"] += static_cast<double>(p.frames);
         c["hccs_credit_stall_ns"] += static_cast<double>(p.credit_stall_ps) / 1e3;
       }
+    c["rdma_access_errors"] = static_cast<double>(machine_.rdma_access_errors());
     if (net_) {
       for (std::uint32_t q = 0; q < net_->qp_count(); ++q) {
         const auto& st = net_->qp_stats(q);

@@ -82,6 +82,8 @@ hcomm_result_t hcomm_event_elapsed_time(hcomm_event_t start, hcomm_event_t end, 
 /* ---- memory ---- */
 hcomm_result_t hcomm_malloc(hcomm_context_t ctx, uint64_t bytes, void** dev_ptr);
 hcomm_result_t hcomm_free(hcomm_context_t ctx, void* dev_ptr);
+/* create_buffer in the HCOMM documentation: device memory of `bytes` (same as hcomm_malloc). */
+hcomm_result_t hcomm_create_buffer(hcomm_context_t ctx, uint64_t bytes, void** dev_ptr);
 hcomm_result_t hcomm_memcpy_host_to_device(void* dst, const void* src, uint64_t bytes, hcomm_stream_t stream);
 hcomm_result_t hcomm_memcpy_device_to_host(void* dst, const void* src, uint64_t bytes, hcomm_stream_t stream);
 hcomm_result_t hcomm_memcpy_device_to_device(void* dst, const void* src, uint64_t bytes, hcomm_stream_t stream);
