@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -158,12 +159,25 @@ int sc_main(int argc, char* argv[]) {
     hcomm_comm_t comm = nullptr;
     hcomm_stream_t st = nullptr, st2 = nullptr;
     hcomm_event_t e0 = nullptr, e1 = nullptr;
+    void *in = nullptr, *out = nullptr;
+    struct Cleanup {  // every exit path releases what was created
+      std::function<void()> f;
+      ~Cleanup() { f(); }
+    } cleanup{[&] {
+      if (e0) hcomm_destroy_event(e0);
+      if (e1) hcomm_destroy_event(e1);
+      if (st) hcomm_destroy_stream(st);
+      if (st2) hcomm_destroy_stream(st2);
+      if (in) hcomm_free(ctx, in);
+      if (out) hcomm_free(ctx, out);
+      if (comm) hcomm_comm_destroy(comm);
+      if (ctx) hcomm_destroy_context(ctx);
+    }};
     const auto& npu = topo->npus[topo->rank_to_npu[r]];
     if (fail("hcomm_create_context", hcomm_create_context(npu.device_id, &ctx)) || fail("hcomm_comm_init", hcomm_comm_init(ctx, nranks, r, &comm)) ||
         fail("hcomm_create_stream", hcomm_create_stream(ctx, &st)) || fail("hcomm_create_stream", hcomm_create_stream(ctx, &st2)) ||
         fail("hcomm_create_event", hcomm_create_event(ctx, &e0)) || fail("hcomm_create_event", hcomm_create_event(ctx, &e1)))
       return;
-    void *in = nullptr, *out = nullptr;
     if (fail("hcomm_malloc", hcomm_malloc(ctx, sizes.back(), &in)) || fail("hcomm_malloc", hcomm_malloc(ctx, sizes.back(), &out))) return;
     models::HugeBuffer host(check ? sizes.back() : 1);
     const std::uint32_t peer = r ^ 1u;
@@ -207,10 +221,6 @@ int sc_main(int argc, char* argv[]) {
         if (r != 0 && !cr.ok()) rows[k].ok = false;
       }
     }
-    hcomm_free(ctx, in);
-    hcomm_free(ctx, out);
-    hcomm_comm_destroy(comm);
-    hcomm_destroy_context(ctx);
   };
   sim::run_program(*topo, program, opt, check);
   std::printf("%-20s %-18s %-22s %s\n", "data_size(Bytes):", "aveg_time(us):", "alg_bandwidth(GB/s):", "check_result:");
