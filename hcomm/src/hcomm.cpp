@@ -97,6 +97,7 @@ hcomm_result_t rdma_write(hcomm_stream_t s, std::uint32_t device, std::uint64_t 
   if (comm) {  // the communicator's num_qp and bandwidth_limit (MB/s)
     t.qp_count = static_cast<std::uint32_t>(comm->cfg.num_qp);
     t.rate_cap_Bps = comm->cfg.bandwidth_limit * 1000000ULL;
+    t.retry_count = static_cast<std::uint32_t>(comm->cfg.retry_count);
   }
   return submit(s, t);
 }

@@ -504,6 +504,7 @@ void Machine::start_rdma(std::uint32_t s, const Task& t) {
     if (len == 0 && (i > 0 || t.value)) continue;
     std::uint32_t qp = qp_for(me, t.target, i);
     net_->set_qp_rate_cap(qp, t.rate_cap_Bps ? std::max<std::uint64_t>(1, t.rate_cap_Bps / k) : 0);  // the cap is for all parts together
+    net_->set_qp_retry_count(qp, t.retry_count);
     ++rdmas_[id].pending;
     // tag: rdma id, part index, notify bit; the part's offset is recovered from the index
     net_->post_write(qp, len, (static_cast<std::uint64_t>(id) << 8) | (static_cast<std::uint64_t>(i) << 1));

@@ -440,7 +440,7 @@ void Network::on_event(std::uint64_t a, std::uint64_t b) {
       ++q.rto_gen;                // disarmed
       if (q.acked >= q.next_psn && q.acked >= q.end_psn) break;
       ++q.st.timeouts;
-      if (++q.retries > p_.retry_count) {
+      if (++q.retries > (q.retry_limit == ~0u ? p_.retry_count : q.retry_limit)) {
         q.failed = true;
         while (!q.msgs.empty()) {
           Msg m = q.msgs.front();

@@ -163,6 +163,7 @@ DrvStatus SimDriver::submit(std::uint32_t s, const hcomm::DrvTask& t) {
   k.rkey = t.rkey;
   k.qp_count = t.qp_count;
   k.rate_cap_Bps = t.rate_cap_Bps;
+  k.retry_count = t.retry_count;
   m_.submit(s, k);
   return DrvStatus::Ok;
 }

@@ -77,6 +77,7 @@ struct Task {
   std::uint32_t rkey = 0;      ///< RdmaWrite: remote key of the target's memory region
   std::uint32_t qp_count = 1;  ///< RdmaWrite: stripe the data over this many QPs to that NPU (num_qp)
   std::uint64_t rate_cap_Bps = 0;  ///< RdmaWrite: cap the QP's rate (bandwidth_limit); 0 = line rate
+  std::uint32_t retry_count = ~0u; ///< RdmaWrite: QP retransmit retries (~0u: the network's default)
 };
 
 class MachineListener {

@@ -97,6 +97,8 @@ class Network final : public EventHandler {
   bool qp_failed(std::uint32_t qp) const { return qps_[qp].failed; }
   /// Cap a QP's sending rate (bytes/s; 0 = the port's line rate), e.g. a communicator's bandwidth_limit.
   void set_qp_rate_cap(std::uint32_t qp, std::uint64_t Bps);
+  /// Retransmit-timeout retries before the QP fails (default: NetParams::retry_count).
+  void set_qp_retry_count(std::uint32_t qp, std::uint32_t n) { qps_.at(qp).retry_limit = n; }
 
   // Faults.
   void set_link_up(std::uint32_t node, std::uint32_t port, bool up);
@@ -170,7 +172,7 @@ class Network final : public EventHandler {
     std::uint64_t timer_gen = 0, alpha_gen = 0;
     // Retransmission
     std::uint64_t rto_gen = 0;
-    std::uint32_t retries = 0;
+    std::uint32_t retries = 0, retry_limit = ~0u;  // ~0u: NetParams::retry_count
     // Receiver side
     std::uint64_t expected = 0, unacked = 0;
     bool nak_sent = false;
