@@ -464,6 +464,37 @@ hcomm_result_t hcomm_memcpy_device_to_device(void* dst, const void* src, uint64_
   return memcpy_task(DrvTaskKind::Copy, dst, src, bytes, s);
 }
 
+hcomm_result_t hcomm_finalize(void) {
+  // Dependency order; within a type the order does not matter (nothing observable is produced).
+  for (int type : {kReq, kPool, kEvent, kComm, kStream, kCtx}) {
+    std::vector<const void*> live_of_type;
+    for (const auto& [h, t] : handles())
+      if (t == type) live_of_type.push_back(h);
+    for (const void* h : live_of_type) {
+      switch (type) {
+        case kReq: {
+          auto* r = static_cast<hcomm_request_t>(const_cast<void*>(h));
+          untrack(r);
+          delete r;  // its event is a tracked handle of its own
+          break;
+        }
+        case kPool: {
+          auto* p = static_cast<hcomm_buffer_pool_t>(const_cast<void*>(h));
+          for (void* a : p->addr) p->type == HCOMM_MEMORY_TYPE_DEVICE ? (void)hcomm_free(p->ctx, a) : std::free(a);
+          untrack(p);
+          delete p;
+          break;
+        }
+        case kEvent: hcomm_destroy_event(static_cast<hcomm_event_t>(const_cast<void*>(h))); break;
+        case kComm: hcomm_comm_destroy(static_cast<hcomm_comm_t>(const_cast<void*>(h))); break;
+        case kStream: hcomm_destroy_stream(static_cast<hcomm_stream_t>(const_cast<void*>(h))); break;
+        case kCtx: hcomm_destroy_context(static_cast<hcomm_context_t>(const_cast<void*>(h))); break;
+      }
+    }
+  }
+  return HCOMM_SUCCESS;
+}
+
 hcomm_result_t hcomm_create_buffer_pool(hcomm_context_t ctx, uint32_t num, uint64_t size, hcomm_memory_type_t type,
                                         hcomm_buffer_pool_t* out) {
   if (!live(ctx, kCtx)) return HCOMM_E_UNAVAIL;

@@ -425,6 +425,7 @@ RunResult run_scenario(const Scenario& sc, const RunOptions& opt) {
   cluster->schedule_faults();
   cluster->start_ranks();
   sc_core::sc_start();
+  hcomm_finalize();  // what ranks that died (or failed) still held
   res.sim_end_ps = sc_core::sc_time_stamp().value();
   res.events = cluster->sched().events_processed();
   res.failures = cluster->failures;
@@ -550,6 +551,7 @@ std::uint64_t run_program(const Topology& topo, const RankProgram& program, cons
   cluster->program = program;
   cluster->start_ranks();
   sc_core::sc_start();
+  hcomm_finalize();
   trace.close();
   return sc_core::sc_time_stamp().value();
 }

@@ -202,6 +202,11 @@ hcomm_result_t hcomm_barrier(hcomm_comm_t comm, hcomm_stream_t stream);
 hcomm_result_t hcomm_allreduce(const void* send_buf, void* recv_buf, uint64_t count, hcomm_data_type_t dtype,
                                hcomm_reduce_op_t op, hcomm_comm_t comm, hcomm_stream_t stream);
 
+/* Release every handle still alive in this process (requests, pools, events, communicators,
+ * streams, contexts) without waiting for device work: for process teardown, e.g. after a rank
+ * died holding resources. */
+hcomm_result_t hcomm_finalize(void);
+
 const char* hcomm_result_string(hcomm_result_t r);
 uint32_t hcomm_data_type_size(hcomm_data_type_t t);
 
