@@ -12,6 +12,7 @@
 #include "models/hbm.h"
 #include "models/machine.h"
 #include "models/reduce.h"
+#include "models/regmap.h"
 
 using namespace models;
 
@@ -409,4 +410,73 @@ TEST(PcieSwitch, PeerToPeerLatencyAndBandwidthFollowParameters) {
   const std::uint64_t big = 64ULL << 20;
   EXPECT_NEAR(static_cast<double>(copy(2, big)), static_cast<double>(serialization_ps(big, 31500000000ULL) + 2500 * kPsPerNs), 512);
   EXPECT_TRUE(rec.errors.empty());
+}
+
+// Register map semantics, one table: RO ignores writes, W1C clears the written bits, RW stores.
+TEST(RegisterMap, GenericAccessSemantics) {
+  RegisterBlock b(npu_regs::table());
+  std::uint64_t v = 0;
+  b.hw_write(npu_regs::kNpuId, 5);
+  EXPECT_FALSE(b.write(npu_regs::kNpuId, 9));
+  ASSERT_TRUE(b.read(npu_regs::kNpuId, &v));
+  EXPECT_EQ(v, 5u);
+  b.hw_set_bits(npu_regs::kIntStatus, 0b11);
+  EXPECT_TRUE(b.write(npu_regs::kIntStatus, 0b01));  // write 1 to clear bit 0
+  b.read(npu_regs::kIntStatus, &v);
+  EXPECT_EQ(v, 0b10u);
+  EXPECT_TRUE(b.write(npu_regs::kIntMask, 0xff));
+  b.read(npu_regs::kIntMask, &v);
+  EXPECT_EQ(v, 0xffu);
+  EXPECT_FALSE(b.read(0x7777, &v));  // unmapped
+  EXPECT_EQ(b.ignored_writes(), 1u);
+}
+
+// Tasks written into a stream's queue run only when the doorbell (SQ tail, by MMIO) says so;
+// SQ head and CQ tail count started and completed tasks; a task failure raises INT_STATUS bit 0;
+// the configuration space is read-only to software.
+TEST(RegisterMap, DoorbellQueuesAndInterruptStatus) {
+  StandaloneScheduler sch;
+  Recorder rec;
+  rec.s = &sch;
+  Machine m(sch);
+  m.set_listener(&rec);
+  m.add_npu(bare_npu());
+  std::uint32_t st = m.create_stream(0);
+  Task marker;
+  marker.kind = TaskKind::Marker;
+  m.enqueue(st, marker);
+  m.enqueue(st, marker);
+  sch.run();
+  std::uint64_t head = 9, tail = 9, cq = 9;
+  m.mmio_read(0, npu_regs::stream_reg(st, npu_regs::kSqHead), &head);
+  EXPECT_EQ(head, 0u);  // nothing rung yet
+  EXPECT_FALSE(m.mmio_write(0, npu_regs::stream_reg(st, npu_regs::kSqTail), 3));  // beyond what was enqueued
+  EXPECT_TRUE(m.mmio_write(0, npu_regs::stream_reg(st, npu_regs::kSqTail), 1));
+  sch.run();
+  m.mmio_read(0, npu_regs::stream_reg(st, npu_regs::kSqHead), &head);
+  m.mmio_read(0, npu_regs::stream_reg(st, npu_regs::kCqTail), &cq);
+  EXPECT_EQ(head, 1u);
+  EXPECT_EQ(cq, 1u);
+  EXPECT_TRUE(m.mmio_write(0, npu_regs::stream_reg(st, npu_regs::kSqTail), 2));
+  sch.run();
+  m.mmio_read(0, npu_regs::stream_reg(st, npu_regs::kSqTail), &tail);
+  m.mmio_read(0, npu_regs::stream_reg(st, npu_regs::kCqTail), &cq);
+  EXPECT_EQ(tail, 2u);
+  EXPECT_EQ(cq, 2u);
+  EXPECT_FALSE(m.mmio_write(0, npu_regs::stream_reg(st, npu_regs::kCqTail), 0));  // RO
+  Task bad;
+  bad.kind = TaskKind::Copy;
+  bad.src = npu_base_addr(0);
+  bad.dst = npu_base_addr(0) + (4ULL << 30);
+  bad.bytes = 8;
+  m.submit(st, bad);
+  sch.run();
+  std::uint64_t irq = 0;
+  m.mmio_read(0, npu_regs::kIntStatus, &irq);
+  EXPECT_EQ(irq & 1, 1u);
+  m.load_config(0, npu_regs::kCfgRank, 42);
+  std::uint64_t rank = 0;
+  EXPECT_FALSE(m.mmio_write(0, npu_regs::kCfgRank, 7));
+  m.mmio_read(0, npu_regs::kCfgRank, &rank);
+  EXPECT_EQ(rank, 42u);
 }

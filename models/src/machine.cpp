@@ -32,6 +32,8 @@ std::uint32_t Machine::add_npu(const NpuParams& p) {
   if (p.sdma_engines == 0) throw std::invalid_argument("NPU needs at least one SDMA engine");
   auto n = static_cast<std::uint32_t>(npus_.size());
   npus_.emplace_back(p);
+  npus_.back().regs = std::make_unique<RegisterBlock>(npu_regs::table());
+  npus_.back().regs->hw_write(npu_regs::kNpuId, n);
   // Host PCIe link of this NPU.
   std::uint32_t l = add_link(LinkKind::Pcie, kHost, n, p.host_link, "host-npu" + std::to_string(n));
   npus_[n].h2d_port = links_[l].port_ab;
@@ -120,14 +122,48 @@ std::uint32_t Machine::create_stream(std::uint32_t npu) {
 }
 
 void Machine::submit(std::uint32_t s, const Task& t) {
-  auto& st = streams_.at(s);
-  if (st.failed) return;  // a failed stream drops work until the error is cleared
-  st.q.push_back(t);
-  if (!st.busy) {
+  enqueue(s, t);
+  const auto& st = streams_.at(s);
+  mmio_write(st.npu, npu_regs::stream_reg(s, npu_regs::kSqTail), st.rung + st.pending.size());
+}
+
+void Machine::enqueue(std::uint32_t s, const Task& t) { streams_.at(s).pending.push_back(t); }
+
+bool Machine::mmio_read(std::uint32_t npu, std::uint32_t off, std::uint64_t* v) const {
+  if (npu >= npus_.size() || !v) return false;
+  if (off < npu_regs::kStreamBase) return npus_[npu].regs->read(off, v);
+  const std::uint32_t s = (off - npu_regs::kStreamBase) / 0x20, reg = (off - npu_regs::kStreamBase) % 0x20;
+  if (s >= streams_.size() || streams_[s].npu != npu) return false;
+  const auto& st = streams_[s];
+  switch (reg) {
+    case npu_regs::kSqTail: *v = st.rung; return true;
+    case npu_regs::kSqHead: *v = st.started; return true;
+    case npu_regs::kCqTail: *v = st.completed; return true;
+    default: return false;
+  }
+}
+
+bool Machine::mmio_write(std::uint32_t npu, std::uint32_t off, std::uint64_t v) {
+  if (npu >= npus_.size()) return false;
+  if (off < npu_regs::kStreamBase) return npus_[npu].regs->write(off, v);
+  const std::uint32_t s = (off - npu_regs::kStreamBase) / 0x20, reg = (off - npu_regs::kStreamBase) % 0x20;
+  if (s >= streams_.size() || streams_[s].npu != npu || reg != npu_regs::kSqTail) return false;  // SQ_HEAD, CQ_TAIL: RO
+  auto& st = streams_[s];
+  // Doorbell: the new tail may not pass what was enqueued, nor move back.
+  if (v < st.rung || v > st.rung + st.pending.size()) return false;
+  for (; st.rung < v; ++st.rung) {
+    Task t = std::move(st.pending.front());
+    st.pending.pop_front();
+    if (!st.failed) st.q.push_back(std::move(t));  // a failed stream drops work until the error is cleared
+  }
+  if (!st.busy && !st.q.empty()) {
     st.busy = true;
     sch_.schedule(sch_.now() + npus_[st.npu].params.task_dispatch_ps, this, ev(kDispatch, s), 0);
   }
+  return true;
 }
+
+void Machine::load_config(std::uint32_t npu, std::uint32_t off, std::uint64_t v) { npus_.at(npu).regs->hw_write(off, v); }
 
 bool Machine::check_range(std::uint64_t addr, std::uint64_t len, std::string& why) const {
   if (!addr_is_device(addr) || addr_npu(addr) >= npus_.size()) {
@@ -149,6 +185,7 @@ void Machine::dispatch(std::uint32_t s) {
   const Task& t = st.q.front();
   Npu& me = npus_[st.npu];
   ++stats_.tasks;
+  ++st.started;
   switch (t.kind) {
     case TaskKind::Copy:
     case TaskKind::ReduceCopy:
@@ -224,6 +261,7 @@ void Machine::dispatch(std::uint32_t s) {
 void Machine::complete(std::uint32_t s) {
   auto& st = streams_[s];
   st.q.pop_front();
+  ++st.completed;
   if (st.q.empty()) {
     st.busy = false;
     if (listener_) listener_->on_stream_idle(s);
@@ -234,6 +272,7 @@ void Machine::complete(std::uint32_t s) {
 
 void Machine::fail(std::uint32_t s, const std::string& why) {
   auto& st = streams_[s];
+  npus_[st.npu].regs->hw_set_bits(npu_regs::kIntStatus, 1);
   st.failed = true;
   st.error = why;
   st.q.clear();
@@ -572,6 +611,8 @@ void Machine::crash_npu(std::uint32_t npu) {
 void Machine::set_link_up(std::uint32_t link, bool up) {
   const LinkInfo& l = links_.at(link);
   ports_[l.port_ab].up = ports_[l.port_ba].up = up;
+  for (std::uint32_t end : {l.a, l.b})
+    if (end < npus_.size()) npus_[end].regs->hw_set_bits(npu_regs::kIntStatus, 2);
   if (listener_) listener_->on_link_event(link, up ? "up" : "down");
 }
 

@@ -11,6 +11,22 @@ SimDriver::SimDriver(models::Machine& m, const Topology& t, Trace* trace, bool e
   for (std::uint32_t i = 0; i < m.npu_count(); ++i) heaps_[i].capacity = m.npu_params(i).hbm.capacity_bytes;
   npu_rank_.assign(t.npus.size(), ~0u);  // NPUs without a rank (a subset run) map to ~0
   for (std::uint32_t r = 0; r < t.rank_to_npu.size(); ++r) npu_rank_[t.rank_to_npu[r]] = r;
+  // Driver load: register each rank's descriptor in its NPU's configuration space.
+  namespace R = models::npu_regs;
+  for (std::uint32_t r = 0; r < t.rank_to_npu.size(); ++r) {
+    const std::uint32_t npu = t.rank_to_npu[r];
+    const NpuSpec& n = t.npus[npu];
+    const auto& srv = t.servers[n.server];
+    std::uint64_t map = 0;
+    for (std::uint32_t j = 0; j < srv.npus.size() && j < 32; ++j)
+      if (m_.port_between(npu, srv.npus[j]) >= 0) map |= 1ULL << j;
+    m_.load_config(npu, R::kCfgHostIp, srv.host_ip);
+    m_.load_config(npu, R::kCfgBaseAddr, models::npu_base_addr(npu));
+    m_.load_config(npu, R::kCfgHccsPortMap, map);
+    m_.load_config(npu, R::kCfgDeviceId, n.device_id);
+    m_.load_config(npu, R::kCfgServer, n.server);
+    m_.load_config(npu, R::kCfgRank, r);
+  }
   m_.set_listener(this);
 }
 
@@ -29,17 +45,21 @@ std::uint32_t SimDriver::rank_count() { return static_cast<std::uint32_t>(topo_.
 DrvStatus SimDriver::rank_desc(std::uint32_t rank, hcomm::RankDesc* out) {
   if (rank >= topo_.rank_to_npu.size() || !out) return DrvStatus::Invalid;
   const std::uint32_t npu = topo_.rank_to_npu[rank];
-  const NpuSpec& n = topo_.npus[npu];
+  // Read the descriptor back from the NPU's configuration space (MMIO).
+  namespace R = models::npu_regs;
+  std::uint64_t host_ip = 0, base = 0, map = 0, dev_id = 0, server = 0, cfg_rank = 0;
+  if (!m_.mmio_read(npu, R::kCfgHostIp, &host_ip) || !m_.mmio_read(npu, R::kCfgBaseAddr, &base) ||
+      !m_.mmio_read(npu, R::kCfgHccsPortMap, &map) || !m_.mmio_read(npu, R::kCfgDeviceId, &dev_id) ||
+      !m_.mmio_read(npu, R::kCfgServer, &server) || !m_.mmio_read(npu, R::kCfgRank, &cfg_rank) || cfg_rank != rank)
+    return DrvStatus::Failed;
   hcomm::RankDesc d;
   d.rank = rank;
   d.device = npu;
-  d.device_id = n.device_id;
-  d.server = n.server;
-  d.host_ip = topo_.servers[n.server].host_ip;
-  d.device_base_addr = models::npu_base_addr(npu);
-  const auto& srv = topo_.servers[n.server];
-  for (std::uint32_t j = 0; j < srv.npus.size() && j < 32; ++j)
-    if (m_.port_between(npu, srv.npus[j]) >= 0) d.hccs_port_map[j / 8] |= static_cast<std::uint8_t>(1u << (j % 8));
+  d.device_id = static_cast<std::uint32_t>(dev_id);
+  d.server = static_cast<std::uint32_t>(server);
+  d.host_ip = static_cast<std::uint32_t>(host_ip);
+  d.device_base_addr = base;
+  for (int b = 0; b < 4; ++b) d.hccs_port_map[b] = static_cast<std::uint8_t>(map >> (8 * b));
   *out = d;
   return DrvStatus::Ok;
 }
@@ -164,7 +184,11 @@ DrvStatus SimDriver::submit(std::uint32_t s, const hcomm::DrvTask& t) {
   k.qp_count = t.qp_count;
   k.rate_cap_Bps = t.rate_cap_Bps;
   k.retry_count = t.retry_count;
-  m_.submit(s, k);
+  // Write the task into the stream's submission queue, then ring its doorbell by MMIO (SQ tail).
+  m_.enqueue(s, k);
+  if (sq_tail_.size() <= s) sq_tail_.resize(s + 1, 0);
+  if (!m_.mmio_write(m_.stream_npu(s), models::npu_regs::stream_reg(s, models::npu_regs::kSqTail), ++sq_tail_[s]))
+    return DrvStatus::Failed;
   return DrvStatus::Ok;
 }
 

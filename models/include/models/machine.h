@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <memory>
 #include <tuple>
 #include <string>
 #include <vector>
@@ -15,6 +16,7 @@
 #include "models/event_queue.h"
 #include "models/hbm.h"
 #include "models/network.h"
+#include "models/regmap.h"
 #include "models/reduce.h"
 #include "models/time.h"
 
@@ -161,7 +163,17 @@ class Machine final : public EventHandler, public NetworkListener {
   void clear_stream_error(std::uint32_t s) { streams_[s].failed = false; streams_[s].error.clear(); }
 
   /// Append a task; it starts when all earlier tasks of the stream have completed.
+  /// (enqueue + ring the stream's doorbell; the driver does the two steps itself.)
   void submit(std::uint32_t stream, const Task& t);
+  /// Write a task into the stream's submission queue; it becomes visible at the next doorbell.
+  void enqueue(std::uint32_t stream, const Task& t);
+
+  // MMIO: the NPU's register map (models/regmap.h npu_regs). False for unmapped offsets,
+  // read-only registers, or a doorbell value beyond what was enqueued.
+  bool mmio_read(std::uint32_t npu, std::uint32_t offset, std::uint64_t* value) const;
+  bool mmio_write(std::uint32_t npu, std::uint32_t offset, std::uint64_t value);
+  /// The driver registers the rank descriptor in the configuration space at load (privileged).
+  void load_config(std::uint32_t npu, std::uint32_t offset, std::uint64_t value);
 
   std::uint64_t event_completed(std::uint32_t npu, std::uint64_t ev) const {
     auto it = npus_[npu].events.find(ev);
@@ -218,6 +230,7 @@ class Machine final : public EventHandler, public NetworkListener {
     std::uint32_t h2d_port = 0, d2h_port = 0;
     std::map<std::uint64_t, Notify> notifies;
     std::map<std::uint64_t, EventReg> events;
+    std::unique_ptr<RegisterBlock> regs;
     struct Mr { std::uint64_t addr, bytes; std::uint32_t access; };
     std::map<std::uint32_t, Mr> mrs;
     std::uint32_t next_key = 0x100;
@@ -226,7 +239,9 @@ class Machine final : public EventHandler, public NetworkListener {
   struct StreamState {
     std::uint32_t npu = 0;
     bool alive = true, busy = false, failed = false;
-    std::deque<Task> q;
+    std::deque<Task> q;        // visible to the engine (doorbell rung)
+    std::deque<Task> pending;  // enqueued, doorbell not yet rung
+    std::uint64_t rung = 0, started = 0, completed = 0;
     std::string error;
   };
   struct Transfer {

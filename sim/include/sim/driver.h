@@ -77,6 +77,7 @@ class SimDriver final : public hcomm::Driver, public models::MachineListener {
   bool echo_;
   std::vector<Heap> heaps_;
   std::vector<std::uint32_t> npu_rank_;
+  std::vector<std::uint64_t> sq_tail_;  // shadow of each stream's SQ tail doorbell
   std::unordered_map<std::string, std::uint32_t> proc_rank_;
   std::vector<std::pair<std::uint32_t, std::uint32_t>> phase_;  // per rank: step, rep
   std::vector<std::unique_ptr<sc_core::sc_event>> stream_ev_;

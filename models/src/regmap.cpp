@@ -1,0 +1,61 @@
+#include "models/regmap.h"
+
+namespace models {
+
+RegisterBlock::RegisterBlock(std::vector<RegDef> defs, std::function<void(std::uint32_t, std::uint64_t)> on_write)
+    : defs_(std::move(defs)), on_write_(std::move(on_write)) {
+  for (const auto& d : defs_) val_.push_back(d.reset);
+}
+
+int RegisterBlock::index(std::uint32_t offset) const {
+  for (std::size_t i = 0; i < defs_.size(); ++i)
+    if (defs_[i].offset == offset) return static_cast<int>(i);
+  return -1;
+}
+
+bool RegisterBlock::read(std::uint32_t offset, std::uint64_t* value) const {
+  int i = index(offset);
+  if (i < 0) return false;
+  *value = val_[i];
+  return true;
+}
+
+bool RegisterBlock::write(std::uint32_t offset, std::uint64_t value) {
+  int i = index(offset);
+  if (i < 0) { ++ignored_; return false; }
+  switch (defs_[i].access) {
+    case RegAccess::RO: ++ignored_; return false;
+    case RegAccess::RW: case RegAccess::Doorbell: val_[i] = value; break;
+    case RegAccess::W1C: val_[i] &= ~value; break;
+  }
+  if (on_write_) on_write_(offset, value);
+  return true;
+}
+
+void RegisterBlock::hw_write(std::uint32_t offset, std::uint64_t value) {
+  int i = index(offset);
+  if (i >= 0) val_[i] = value;
+}
+
+void RegisterBlock::hw_set_bits(std::uint32_t offset, std::uint64_t bits) {
+  int i = index(offset);
+  if (i >= 0) val_[i] |= bits;
+}
+
+namespace npu_regs {
+std::vector<RegDef> table() {
+  return {
+      {"NPU_ID", kNpuId, RegAccess::RO, 0, "NPU index in the cluster"},
+      {"INT_STATUS", kIntStatus, RegAccess::W1C, 0, "bit 0: a stream task failed; bit 1: a link changed state"},
+      {"INT_MASK", kIntMask, RegAccess::RW, 0, "interrupt mask"},
+      {"CFG_HOST_IP", kCfgHostIp, RegAccess::RO, 0, "rank descriptor: host IPv4"},
+      {"CFG_DEVICE_BASE_ADDR", kCfgBaseAddr, RegAccess::RO, 0, "rank descriptor: HBM base in the device address space"},
+      {"CFG_HCCS_PORT_MAP", kCfgHccsPortMap, RegAccess::RO, 0, "rank descriptor: HCCS port bitmap (bit i: link to device id i)"},
+      {"CFG_DEVICE_ID", kCfgDeviceId, RegAccess::RO, 0, "device id inside the server"},
+      {"CFG_SERVER", kCfgServer, RegAccess::RO, 0, "server index"},
+      {"CFG_RANK", kCfgRank, RegAccess::RO, 0, "rank"},
+  };
+}
+}  // namespace npu_regs
+
+}  // namespace models
