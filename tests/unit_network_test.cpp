@@ -198,3 +198,25 @@ TEST(Network, EcmpSpreadsFlowsOverEqualCostPaths) {
   ASSERT_EQ(used.size(), 4u);
   for (auto& [port, c] : used) EXPECT_NEAR(c, 100, 35) << port;  // binomial(400, 1/4): sd 8.7
 }
+
+// Flow tier: max-min fair fluid flows. Two equal writes into one 100 Gb/s port share it equally
+// and end together after 2 x bytes of wire time; a third flow elsewhere is unaffected.
+TEST(Network, FlowTierMaxMinFairness) {
+  NetParams p;
+  p.flow = true;
+  Incast t(3, p);  // senders tx0, tx1, tx2 -> rx through one switch
+  const std::uint64_t B = 8 << 20;
+  const double wire = static_cast<double>(B + (B / p.mtu) * p.header_bytes);
+  t.net.post_write(t.qps[0], B, 0);
+  t.net.post_write(t.qps[1], B, 1);
+  t.sch.run();
+  ASSERT_EQ(t.done.done.size(), 2u);
+  // Both end together: 2 x wire / line rate after the WQE latency, then data one path latency
+  // later (2 x 1 us links + 0.6 us switch) and the ACK one more.
+  const double expect = p.nic_latency_ps + 2 * wire / G100 * 1e12 + 2 * (2 * kPsPerUs + 600e3);
+  for (auto& [tag, v] : t.done.done) {
+    EXPECT_TRUE(v.second);
+    EXPECT_NEAR(static_cast<double>(v.first), expect, 1e3) << tag;
+  }
+  EXPECT_EQ(t.net.qp_stats(t.qps[0]).rx_bytes, B);
+}

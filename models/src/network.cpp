@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <stdexcept>
 
 namespace models {
@@ -137,7 +138,135 @@ void Network::post_write(std::uint32_t qp, std::uint64_t bytes, std::uint64_t ta
   q.msgs.push_back(Msg{tag, bytes, q.end_psn, npkts});
   q.end_psn += npkts;
   if (q.failed) { if (listener_) listener_->on_write_done(qp, tag, false); q.msgs.pop_back(); return; }
+  if (p_.flow) {  // the head message starts after WQE processing; later ones when it is sent
+    if (q.msgs.size() == 1) schedule(std::max(sch_.now(), q.ready_at), kFlowStart, qp);
+    return;
+  }
   schedule(std::max(sch_.now(), q.ready_at), kHostKick, q.src);
+}
+
+// ---- flow tier ----------------------------------------------------------------------------
+// Each QP sends its messages in order; the head message is a fluid flow along its ECMP path.
+// Rates are max-min fair over the ports' capacities (progressive filling), recomputed whenever a
+// flow starts or ends. The message lands one path latency after its last byte leaves (the flow's
+// end) and is acknowledged one path latency later. No queues, ECN, DCQCN or PFC in this tier: it
+// stands for ideal congestion control.
+
+void Network::flow_post(std::uint32_t qp) {
+  Qp& q = qps_[qp];
+  const Msg& m = q.msgs.front();
+  std::uint32_t id;
+  if (!free_flows_.empty()) { id = free_flows_.back(); free_flows_.pop_back(); }
+  else { id = static_cast<std::uint32_t>(flows_.size()); flows_.emplace_back(); }
+  Flow& f = flows_[id];
+  f = Flow{};
+  f.qp = qp;
+  f.tag = m.tag;
+  f.bytes = m.bytes;
+  const std::uint64_t pkts = m.bytes == 0 ? 1 : (m.bytes + p_.mtu - 1) / p_.mtu;
+  f.left = static_cast<double>(m.bytes + pkts * p_.header_bytes);  // wire bytes
+  std::uint32_t node = q.src, port = 0;
+  bool up = true;
+  for (int hops = 0; hops < 64; ++hops) {
+    const Port& pt = nodes_[node].ports[port];
+    up = up && pt.cabled && pt.up;
+    f.path.emplace_back(node, port);
+    f.latency += pt.latency + (nodes_[pt.peer].is_switch ? nodes_[pt.peer].latency : 0);
+    node = pt.peer;
+    if (!nodes_[node].is_switch) break;
+    port = ecmp_port(node, qp);
+    if (port == 0xffffffffu) { up = false; break; }
+  }
+  if (!up || node != q.dst) {  // no path: the write fails as after exhausted retries
+    Msg dead = q.msgs.front();
+    q.msgs.pop_front();
+    free_flows_.push_back(id);
+    ++q.st.timeouts;
+    if (listener_) listener_->on_write_done(qp, dead.tag, false);
+    if (!q.msgs.empty()) flow_post(qp);
+    return;
+  }
+  flow_progress();
+  f.active = true;
+  active_flows_.push_back(id);
+  q.st.tx_bytes += m.bytes;
+  flow_rates();
+}
+
+void Network::flow_progress() {
+  const Tick now = sch_.now();
+  if (now <= flow_t_) return;
+  const double dt = static_cast<double>(now - flow_t_) / 1e12;
+  for (std::uint32_t id : active_flows_) flows_[id].left = std::max(0.0, flows_[id].left - flows_[id].rate * dt);
+  flow_t_ = now;
+}
+
+void Network::flow_rates() {
+  // Progressive filling: repeatedly give the most constrained port's flows its equal share.
+  std::map<std::pair<std::uint32_t, std::uint32_t>, std::pair<double, std::uint32_t>> cap;  // port -> (capacity left, unfrozen flows)
+  for (std::uint32_t id : active_flows_)
+    for (auto& hop : flows_[id].path) {
+      auto it = cap.find(hop);
+      if (it == cap.end()) cap.emplace(hop, std::make_pair(static_cast<double>(nodes_[hop.first].ports[hop.second].Bps), 1u));
+      else ++it->second.second;
+    }
+  std::vector<std::uint32_t> unfrozen = active_flows_;
+  for (std::uint32_t id : unfrozen) flows_[id].rate = 0;
+  while (!unfrozen.empty()) {
+    double share = -1;
+    for (auto& [port, c] : cap)
+      if (c.second > 0) {
+        double s = c.first / c.second;
+        if (share < 0 || s < share) share = s;
+      }
+    if (share < 0) break;
+    std::vector<std::uint32_t> still;
+    for (std::uint32_t id : unfrozen) {
+      bool bottlenecked = false;
+      for (auto& hop : flows_[id].path) {
+        auto& c = cap[hop];
+        if (c.second > 0 && c.first / c.second <= share * (1 + 1e-12)) bottlenecked = true;
+      }
+      if (bottlenecked) {
+        flows_[id].rate = share;
+        for (auto& hop : flows_[id].path) { auto& c = cap[hop]; c.first -= share; --c.second; }
+      } else {
+        still.push_back(id);
+      }
+    }
+    if (still.size() == unfrozen.size()) break;  // numerical safety
+    unfrozen.swap(still);
+  }
+  // Next completion among active flows.
+  ++flow_gen_;
+  Tick best = kTickMax;
+  std::uint32_t who = 0;
+  for (std::uint32_t id : active_flows_) {
+    const Flow& f = flows_[id];
+    if (f.rate <= 0) continue;
+    Tick t = flow_t_ + static_cast<Tick>(std::ceil(f.left / f.rate * 1e12));
+    if (t < best) { best = t; who = id; }
+  }
+  if (best != kTickMax) schedule(best, kFlowDone, who, flow_gen_);
+}
+
+void Network::flow_done(std::uint32_t id) {
+  flow_progress();
+  Flow& f = flows_[id];
+  f.active = false;
+  f.left = 0;
+  active_flows_.erase(std::find(active_flows_.begin(), active_flows_.end(), id));
+  for (auto& hop : f.path) {
+    PortStats& st = nodes_[hop.first].ports[hop.second].st;
+    st.tx_bytes += f.bytes;
+    ++st.tx_packets;
+  }
+  schedule(sch_.now() + f.latency, kFlowDeliver, id);
+  // The QP's next message follows (its WQE was processed meanwhile).
+  Qp& q = qps_[f.qp];
+  q.msgs.pop_front();
+  if (!q.msgs.empty()) flow_post(f.qp);
+  else flow_rates();
 }
 
 std::uint64_t Network::psn_bytes(const Qp& q, std::uint64_t psn, std::uint64_t* tag, std::uint64_t* off, bool* last) const {
@@ -434,6 +563,25 @@ void Network::on_event(std::uint64_t a, std::uint64_t b) {
     case kArrive: arrive(static_cast<std::uint32_t>(id), static_cast<std::uint32_t>(b >> 32), static_cast<std::uint32_t>(b)); break;
     case kHostKick: host_kick(static_cast<std::uint32_t>(id)); break;
     case kPfcFrame: pfc_frame(static_cast<std::uint32_t>(id), static_cast<std::uint32_t>(b & 0xffffffffu), (b >> 32) != 0); break;
+    case kFlowStart:
+      if (!qps_[id].msgs.empty()) flow_post(static_cast<std::uint32_t>(id));
+      break;
+    case kFlowDone:
+      if (b == flow_gen_) flow_done(static_cast<std::uint32_t>(id));
+      break;
+    case kFlowDeliver: {
+      Flow& f = flows_[id];
+      qps_[f.qp].st.rx_bytes += f.bytes;
+      if (listener_) listener_->on_data(f.qp, f.tag, 0, f.bytes);
+      schedule(sch_.now() + f.latency, kFlowAck, id);
+      break;
+    }
+    case kFlowAck: {
+      Flow& f = flows_[id];
+      free_flows_.push_back(static_cast<std::uint32_t>(id));
+      if (listener_) listener_->on_write_done(f.qp, f.tag, true);
+      break;
+    }
     case kRto: {
       Qp& q = qps_[id];
       if (b != q.rto_gen) break;  // stale

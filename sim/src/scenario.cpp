@@ -71,9 +71,9 @@ std::optional<Scenario> load_scenario(const std::string& path, std::vector<std::
       sc.net.ecn.kmin_bytes = std::max<std::uint64_t>(sc.net.ecn.kmin_bytes, 2ULL * sc.net.mtu);
       sc.net.ecn.kmax_bytes = std::max<std::uint64_t>(sc.net.ecn.kmax_bytes, 8ULL * sc.net.mtu);
     } else if (*f == "flow") {
-      d.error(top.child("fidelity"), "the flow tier is not implemented yet (packet, chunk)");
+      sc.net.flow = true;  // fluid flows at max-min fair rates (no queues, ECN, DCQCN, PFC)
     } else if (*f != "packet") {
-      d.error(top.child("fidelity"), "expected \"packet\" or \"chunk\", got \"" + *f + "\"");
+      d.error(top.child("fidelity"), "expected \"packet\", \"chunk\" or \"flow\", got \"" + *f + "\"");
     }
   }
   if (const json* nj = top.get("network", false)) {

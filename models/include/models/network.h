@@ -46,6 +46,7 @@ struct PfcParams {
 };
 
 struct NetParams {
+  bool flow = false;                     ///< flow tier: messages as fluid flows at max-min fair rates
   std::uint32_t mtu = 4096;              ///< payload bytes per packet
   std::uint32_t header_bytes = 58;       ///< Eth + IP + UDP + BTH + ICRC on the wire
   std::uint32_t ctrl_bytes = 64;         ///< ACK / NAK / CNP / PFC frame size
@@ -180,7 +181,26 @@ class Network final : public EventHandler {
     bool any_cnp = false;
     QpStats st;
   };
-  enum Ev : std::uint64_t { kTxDone = 1, kArrive, kHostKick, kRto, kRateTimer, kAlphaTimer, kPfcFrame };
+  enum Ev : std::uint64_t { kTxDone = 1, kArrive, kHostKick, kRto, kRateTimer, kAlphaTimer, kPfcFrame, kFlowStart, kFlowDone, kFlowDeliver, kFlowAck };
+
+  // ---- flow tier ----
+  struct Flow {
+    std::uint32_t qp = 0;
+    std::uint64_t tag = 0, bytes = 0;
+    double left = 0, rate = 0;                         // bytes still to send, current rate (bytes/s)
+    std::vector<std::pair<std::uint32_t, std::uint32_t>> path;  // (node, egress port) hops
+    Tick latency = 0;                                   // one-way path latency
+    bool active = false;
+  };
+  std::vector<Flow> flows_;
+  std::vector<std::uint32_t> free_flows_;
+  std::vector<std::uint32_t> active_flows_;            // in start order (deterministic)
+  Tick flow_t_ = 0;                                     // time the rates last changed
+  std::uint64_t flow_gen_ = 0;
+  void flow_post(std::uint32_t qp);                     // start the QP's head message as a flow
+  void flow_progress();                                 // advance every active flow to now
+  void flow_rates();                                    // max-min fair rates, then the next completion event
+  void flow_done(std::uint32_t id);
 
   std::uint32_t alloc_pkt(const Pkt& p);
   void free_pkt(std::uint32_t id) { free_pkts_.push_back(id); }
