@@ -412,6 +412,35 @@ TEST(PcieSwitch, PeerToPeerLatencyAndBandwidthFollowParameters) {
   EXPECT_TRUE(rec.errors.empty());
 }
 
+// A two-hop path behind a busy port: NPU 1 -> switch -> NPU 2 shares the switch's port to NPU 2
+// with a transfer from NPU 0 already in flight; the second waits exactly the first's backlog.
+TEST(PcieSwitch, TwoHopPathWaitsTheBacklog) {
+  StandaloneScheduler sch;
+  Recorder rec;
+  rec.s = &sch;
+  Machine m(sch, 1ULL << 30);  // one piece per transfer: the backlog is the whole first transfer
+  m.set_listener(&rec);
+  NpuParams p = bare_npu();
+  for (int i = 0; i < 3; ++i) m.add_npu(p);
+  LinkParams pcie{10000000000ULL, 1000 * kPsPerNs, 16, 256, 0, 1ULL << 30};  // 10 GB/s, 1 us, ample credits
+  std::uint32_t sw = m.add_pcie_switch("sw", 500 * kPsPerNs);
+  for (std::uint32_t n : {0u, 1u, 2u}) m.add_pcie_switch_link(n, sw, pcie, "pcie" + std::to_string(n));
+  std::uint32_t a = m.create_stream(0), b = m.create_stream(1);
+  Task t;
+  t.kind = TaskKind::Copy;
+  t.dst = npu_base_addr(2);
+  t.src = npu_base_addr(0);
+  t.bytes = 1000000;  // 100 us at 10 GB/s
+  m.submit(a, t);
+  t.src = npu_base_addr(1);
+  t.bytes = 500000;   // 50 us
+  m.submit(b, t);
+  sch.run();
+  const Tick path = 2 * 1000 * kPsPerNs + 500 * kPsPerNs;  // two links and the switch
+  EXPECT_EQ(rec.idle_at[a], 100 * kPsPerUs + path);
+  EXPECT_EQ(rec.idle_at[b], 150 * kPsPerUs + path);  // waited the 100 us on the shared down port
+}
+
 // Register map semantics, one table: RO ignores writes, W1C clears the written bits, RW stores.
 TEST(RegisterMap, GenericAccessSemantics) {
   RegisterBlock b(npu_regs::table());
