@@ -65,23 +65,22 @@ hcomm_result_t notify_wait(hcomm_stream_t s, std::uint64_t key) {
   t.key = key;
   return submit(s, t);
 }
-hcomm_result_t copy(hcomm_stream_t s, std::uint64_t dst, std::uint64_t src, std::uint64_t bytes) {
+static hcomm_result_t sdma(hcomm_stream_t s, DrvTaskKind kind, std::uint64_t dst, std::uint64_t src, std::uint64_t bytes,
+                           int dtype, int op) {
   DrvTask t;
-  t.kind = DrvTaskKind::Copy;
-  t.dst = dst;
-  t.src = src;
-  t.bytes = bytes;
-  return submit(s, t);
-}
-hcomm_result_t reduce_copy(hcomm_stream_t s, std::uint64_t dst, std::uint64_t src, std::uint64_t bytes, int dtype, int op) {
-  DrvTask t;
-  t.kind = DrvTaskKind::ReduceCopy;
+  t.kind = kind;
   t.dst = dst;
   t.src = src;
   t.bytes = bytes;
   t.dtype = dtype;
   t.op = op;
   return submit(s, t);
+}
+hcomm_result_t copy(hcomm_stream_t s, std::uint64_t dst, std::uint64_t src, std::uint64_t bytes) {
+  return sdma(s, DrvTaskKind::Copy, dst, src, bytes, 0, 0);
+}
+hcomm_result_t reduce_copy(hcomm_stream_t s, std::uint64_t dst, std::uint64_t src, std::uint64_t bytes, int dtype, int op) {
+  return sdma(s, DrvTaskKind::ReduceCopy, dst, src, bytes, dtype, op);
 }
 hcomm_result_t rdma_write(hcomm_stream_t s, std::uint32_t device, std::uint64_t dst, std::uint64_t src, std::uint64_t bytes,
                           bool notify, std::uint64_t key, std::uint32_t rkey, hcomm_comm_t comm) {
@@ -787,7 +786,7 @@ static std::uint64_t p2p_chunk(hcomm_comm_t comm) {
 
 static hcomm_result_t make_request(hcomm_comm_t comm, hcomm_stream_t stream, hcomm_request_t* req, std::int64_t peer = -1,
                                    std::uint32_t tag = 0, std::uint64_t bytes = 0, bool is_send = false) {
-  auto* r = new hcomm_request_s{comm, stream, nullptr, 0, peer, tag, bytes, is_send};
+  auto* r = new hcomm_request_s{comm, stream, nullptr, peer, tag, bytes, is_send};
   hcomm_result_t rc = hcomm_create_event(comm->ctx, &r->done);
   if (rc == HCOMM_SUCCESS) rc = hcomm_record_event(r->done, stream);
   if (rc != HCOMM_SUCCESS) { delete r; return rc; }

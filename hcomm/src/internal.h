@@ -71,7 +71,6 @@ struct hcomm_request_s {
   hcomm_comm_t comm = nullptr;
   hcomm_stream_t stream = nullptr;
   hcomm_event_t done = nullptr;
-  std::uint64_t seq = 0;
   std::int64_t peer = -1;  // p2p: for error messages
   std::uint32_t tag = 0;
   std::uint64_t bytes = 0;

@@ -254,7 +254,6 @@ class Machine final : public EventHandler, public NetworkListener {
     std::uint32_t engine = 0, npu = 0;
     int port = -1;                    // link port used, -1 for local
     int port2 = -1;                   // second hop (PCIe peer-to-peer through a switch)
-    bool notify_write = false;        // a remote notify record rather than data
   };
   enum Ev : std::uint64_t { kDispatch = 1, kPieceSent, kPieceArrive, kNotifyArrive, kNotifyLocal, kComplete };
 
