@@ -34,6 +34,11 @@ expect unknown-key 2 "unknown-key.json: /workload/0/repaet: unknown key" -- "$HC
 expect bad-topology 2 "bad-topology.json: /servers/0/hccs/bandwidth: bandwidth needs a unit" -- "$HCSIM" validate "$FX/bad-topology.json"
 expect bad-topology-ip 2 "bad-topology.json: /servers/0/host_ip: not an IPv4 address" -- "$HCSIM" validate "$FX/bad-topology.json"
 expect bad-topology-ref 2 "bad-topology-ref.json: /topology: topology file is invalid" -- "$HCSIM" run "$FX/bad-topology-ref.json"
+# Chunk size: only in the chunk tier, 64 KiB .. 1 MiB.
+printf '{"format":"hcsim-scenario","version":1,"name":"c","topology":"%s","fidelity":"packet","network":{"chunk":"128KiB"},"workload":[{"op":"barrier"}]}' "$SRC/topologies/a2-2node.json" > chunk-packet.json
+printf '{"format":"hcsim-scenario","version":1,"name":"c","topology":"%s","network":{"chunk":"2MiB"},"workload":[{"op":"barrier"}]}' "$SRC/topologies/a2-2node.json" > chunk-big.json
+expect chunk-needs-tier 2 "chunk-packet.json: /network/chunk: a chunk size needs" -- "$HCSIM" validate chunk-packet.json
+expect chunk-range 2 "chunk-big.json: /network/chunk: chunk must be 64 KiB .. 1 MiB" -- "$HCSIM" validate chunk-big.json
 expect validate-ok 0 "atlas800t-a2.json: ok" -- "$HCSIM" validate "$SRC/topologies/atlas800t-a2.json" "$SRC/scenarios/quickstart.json"
 expect unwritable-db 2 "cannot create trace database" -- "$HCSIM" run "$FX/small.json" --db /nonexistent-dir/x.db
 expect small-run 0 "PASS: all expectations held" -- "$HCSIM" run "$FX/small.json" --db small.db

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Fidelity tiers agree on a small case: the same 2-server, 16-NPU exchange (every rank swaps
-# 16 MiB with its partner on the other server over RoCE, plus an all-reduce) simulated at the packet
-# tier (4 KiB MTU, per-hop queues) and the chunk tier (256 KiB units on the same mechanism):
-# within 10 %. An 8:1 DCQCN incast is also run in both tiers and reported, not asserted: rate
-# control reacts to 256 KiB units more coarsely (measured: 27 % apart).
-# completion times within 10 %. Each run is its own process (one simulation per process).
+# 16 MiB with its partner on the other server over RoCE), an all-reduce and an 8:1 DCQCN incast
+# simulated at the packet tier (4 KiB MTU, per-hop queues) and the chunk tier (64 KiB units on the
+# same mechanism): completion times within 10 % (measured 0.27, 0.10, 0.32 %). The flow tier
+# (ideal congestion control) must agree on the exchange and the all-reduce; its incast is not
+# comparable (no DCQCN). Each run is its own process (one simulation per process).
 set -u
 HCSIM=$(realpath "$1")
 SRC=$(realpath "$2")
@@ -27,7 +27,6 @@ for cmp in chunk:0 chunk:1 chunk:2 flow:0 flow:1; do
   b=$(sqlite3 "$TMP/$other.db" "SELECT time_us FROM summary WHERE step=$step")
   err=$(awk -v a="$a" -v b="$b" 'BEGIN { d = (b - a) / a; if (d < 0) d = -d; printf "%.4f", d }')
   ok=$(awk -v e="$err" 'BEGIN { print (e <= 0.10) ? 1 : 0 }')
-  [ "$step" -eq 2 ] && ok=1  # reported only
   echo "step $step: packet tier $a us, $other tier $b us, difference $(awk -v e="$err" 'BEGIN { printf "%.2f", e * 100 }') %"
   [ "$ok" -eq 1 ] || fail=1
 done

@@ -55,29 +55,43 @@ double jain(const std::vector<double>& x) {
 // at line rate plus the path latency (pipelined store-and-forward: one extra packet time) plus
 // the NIC's WQE processing and the last ACK's way back.
 TEST(Network, IdleWriteMatchesClosedForm) {
-  NetParams p;
-  p.ack_every = 1;
-  Incast t(1, p);
-  const std::uint64_t B = 1 << 20;
-  t.net.post_write(t.qps[0], B, 7);
-  t.sch.run();
-  ASSERT_TRUE(t.done.done.count(7));
-  const double pkts = std::ceil(static_cast<double>(B) / p.mtu);
-  const double wire = pkts * (p.mtu + p.header_bytes) / static_cast<double>(G100) * 1e12;
-  const double one_pkt = (p.mtu + p.header_bytes) / static_cast<double>(G100) * 1e12;
-  const double ack = 2 * static_cast<double>(p.ctrl_bytes) / G100 * 1e12;
-  const double expect = p.nic_latency_ps + wire + one_pkt + 2 * kPsPerUs + 600e3 /*switch*/ + ack + 2 * kPsPerUs + 600e3;
-  EXPECT_NEAR(static_cast<double>(t.done.done[7].first), expect, 1000) << "ps";
-  EXPECT_EQ(t.net.qp_stats(t.qps[0]).rx_bytes, B);
+  // The chunk tier (256 KiB units, cut-through at the switch like pipelined packets) must give the
+  // same closed form as the packet tier.
+  for (std::uint32_t unit : {0u, 256u * 1024}) {
+    NetParams p;
+    p.ack_every = 1;
+    p.unit_bytes = unit;
+    Incast t(1, p);
+    const std::uint64_t B = 1 << 20;
+    t.net.post_write(t.qps[0], B, 7);
+    t.sch.run();
+    ASSERT_TRUE(t.done.done.count(7));
+    const double pkts = std::ceil(static_cast<double>(B) / p.mtu);
+    const double wire = pkts * (p.mtu + p.header_bytes) / static_cast<double>(G100) * 1e12;
+    const double one_pkt = (p.mtu + p.header_bytes) / static_cast<double>(G100) * 1e12;
+    const double ack = 2 * static_cast<double>(p.ctrl_bytes) / G100 * 1e12;
+    const double expect = p.nic_latency_ps + wire + one_pkt + 2 * kPsPerUs + 600e3 /*switch*/ + ack + 2 * kPsPerUs + 600e3;
+    EXPECT_NEAR(static_cast<double>(t.done.done[7].first), expect, 1000) << "ps, unit " << unit;
+    EXPECT_EQ(t.net.qp_stats(t.qps[0]).rx_bytes, B);
+    EXPECT_EQ(t.net.port_stats(t.sw, 1).tx_packets, static_cast<std::uint64_t>(pkts)) << unit;
+  }
 }
 
 // DCQCN with DESIGN.md's defaults (Kmin 5 KB, Kmax 200 KB, Pmax 1 %, g 1/256, 55 us timers, 10 MB
 // byte counter, AI 40 Mb/s), 4 KiB MTU: N flows into one 100 Gb/s port converge to fair shares
 // with a bounded queue. Converged = from this 5 ms window on, every window has Jain >= 0.95 and
 // the bottleneck >= 90 % busy.
+// The chunk tier (64 KiB units, its default) runs the same DCQCN on units: a unit is marked if any
+// of its packets would be, on the queue packets paced at the senders' rates would build. Measured
+// with 256 KiB units: n = 2, 4 converge (12, 26 ms) but n = 8 overflows the buffer first: each
+// flow's units reach the receiver only once per 8-unit round (168 us), so CNPs come 3x rarer
+// than the 50 us the receivers may send them at (docs/models/roce-nic.md).
 TEST(Network, DcqcnConvergesToFairShares) {
+  for (std::uint32_t unit : {0u, 64u * 1024})
   for (std::uint32_t n : {2u, 4u, 8u}) {
-    Incast t(n, NetParams{});
+    NetParams np;
+    np.unit_bytes = unit;
+    Incast t(n, np);
     for (auto q : t.qps) t.net.post_write(q, 1ULL << 36, q);
     const Tick ms = kPsPerSec / 1000, horizon = 80 * ms, win = 5 * ms;
     std::vector<std::vector<double>> bytes;  // per ms: cumulative rx per flow
@@ -102,8 +116,8 @@ TEST(Network, DcqcnConvergesToFairShares) {
     }
     std::uint64_t qmax = 0;
     for (std::size_t k = converged; k < queue.size(); ++k) qmax = std::max(qmax, queue[k]);
-    std::printf("DCQCN n=%u: converged after %zu ms (Jain %.3f, utilisation %.3f in the last 5 ms); queue after convergence <= %llu B; drops %llu\n",
-                n, converged, last_jain, last_util, static_cast<unsigned long long>(qmax), static_cast<unsigned long long>(t.net.total_drops()));
+    std::printf("DCQCN %s, n=%u: converged after %zu ms (Jain %.3f, utilisation %.3f in the last 5 ms); queue after convergence <= %llu B; drops %llu\n",
+                unit ? "64 KiB chunks" : "4 KiB packets", n, converged, last_jain, last_util, static_cast<unsigned long long>(qmax), static_cast<unsigned long long>(t.net.total_drops()));
     EXPECT_LE(converged, 60u) << "n=" << n << " did not converge within 60 ms";
     EXPECT_LT(qmax, 1u << 20) << n;  // bounded: well under 1 MiB of a 32 MiB buffer
     EXPECT_EQ(t.net.total_drops(), 0u) << n;
@@ -113,52 +127,64 @@ TEST(Network, DcqcnConvergesToFairShares) {
 // The same incast with DCQCN and PFC off overflows the buffer and drops: fairness above is not an
 // accident of the topology.
 TEST(Network, NoCongestionControlDrops) {
-  NetParams p;
-  p.dcqcn.enabled = false;
-  p.ecn.enabled = false;
-  p.timeout_exp = 8;  // ~1 ms retransmit timeout
-  Incast t(8, p, 4ULL << 20);
-  for (auto q : t.qps) t.net.post_write(q, 8ULL << 20, q);
-  t.sch.run(20 * kPsPerSec / 1000);
-  EXPECT_GT(t.net.total_drops(), 0u);
-  std::uint64_t retx = 0;
-  for (auto q : t.qps) retx += t.net.qp_stats(q).retransmits;
-  EXPECT_GT(retx, 0u);
+  for (std::uint32_t unit : {0u, 64u * 1024}) {  // packet and chunk tiers
+    SCOPED_TRACE(unit);
+    NetParams p;
+    p.unit_bytes = unit;
+    p.dcqcn.enabled = false;
+    p.ecn.enabled = false;
+    p.timeout_exp = 8;  // ~1 ms retransmit timeout
+    Incast t(8, p, 4ULL << 20);
+    for (auto q : t.qps) t.net.post_write(q, 8ULL << 20, q);
+    t.sch.run(20 * kPsPerSec / 1000);
+    EXPECT_GT(t.net.total_drops(), 0u);
+    std::uint64_t retx = 0;
+    for (auto q : t.qps) retx += t.net.qp_stats(q).retransmits;
+    EXPECT_GT(retx, 0u);
+  }
 }
 
 // PFC on (no DCQCN): an 8:1 incast loses nothing, pause frames are sent, every write completes.
 TEST(Network, PfcIncastIsLossless) {
-  NetParams p;
-  p.dcqcn.enabled = false;
-  p.ecn.enabled = false;
-  p.pfc.enabled = true;
-  Incast t(8, p, 4ULL << 20);
-  for (auto q : t.qps) t.net.post_write(q, 8ULL << 20, q);
-  t.sch.run();
-  EXPECT_EQ(t.net.total_drops(), 0u);
-  std::uint64_t pauses = 0;
-  for (std::uint32_t i = 0; i < 8; ++i) pauses += t.net.port_stats(t.sw, i).pause_sent;
-  EXPECT_GT(pauses, 0u);
-  ASSERT_EQ(t.done.done.size(), 8u);
-  Tick last = 0;
-  for (auto& [tag, v] : t.done.done) { EXPECT_TRUE(v.second); last = std::max(last, v.first); }
-  // 64 MiB through one 100 Gb/s port: at least 64 MiB of wire time.
-  EXPECT_GE(static_cast<double>(last), 8.0 * (8 << 20) / G100 * 1e12);
+  for (std::uint32_t unit : {0u, 64u * 1024}) {  // packet and chunk tiers
+    SCOPED_TRACE(unit);
+    NetParams p;
+    p.unit_bytes = unit;
+    p.dcqcn.enabled = false;
+    p.ecn.enabled = false;
+    p.pfc.enabled = true;
+    Incast t(8, p, 4ULL << 20);
+    for (auto q : t.qps) t.net.post_write(q, 8ULL << 20, q);
+    t.sch.run();
+    EXPECT_EQ(t.net.total_drops(), 0u);
+    std::uint64_t pauses = 0;
+    for (std::uint32_t i = 0; i < 8; ++i) pauses += t.net.port_stats(t.sw, i).pause_sent;
+    EXPECT_GT(pauses, 0u);
+    ASSERT_EQ(t.done.done.size(), 8u);
+    Tick last = 0;
+    for (auto& [tag, v] : t.done.done) { EXPECT_TRUE(v.second); last = std::max(last, v.first); }
+    // 64 MiB through one 100 Gb/s port: at least 64 MiB of wire time.
+    EXPECT_GE(static_cast<double>(last), 8.0 * (8 << 20) / G100 * 1e12);
+  }
 }
 
 // Random loss: go-back-N recovers every byte; retransmissions are counted.
 TEST(Network, GoBackNRecoversFromLoss) {
-  NetParams p;
-  p.drop_rate = 0.01;
-  p.timeout_exp = 8;
-  Incast t(2, p);
-  for (auto q : t.qps) t.net.post_write(q, 4 << 20, q);
-  t.sch.run();
-  ASSERT_EQ(t.done.done.size(), 2u);
-  for (auto& [tag, v] : t.done.done) EXPECT_TRUE(v.second);
-  for (auto q : t.qps) {
-    EXPECT_EQ(t.net.qp_stats(q).rx_bytes, 4u << 20);
-    EXPECT_GT(t.net.qp_stats(q).retransmits, 0u);
+  for (std::uint32_t unit : {0u, 64u * 1024}) {  // packet and chunk tiers
+    SCOPED_TRACE(unit);
+    NetParams p;
+    p.unit_bytes = unit;
+    p.drop_rate = 0.01;
+    p.timeout_exp = 8;
+    Incast t(2, p);
+    for (auto q : t.qps) t.net.post_write(q, 4 << 20, q);
+    t.sch.run();
+    ASSERT_EQ(t.done.done.size(), 2u);
+    for (auto& [tag, v] : t.done.done) EXPECT_TRUE(v.second);
+    for (auto q : t.qps) {
+      EXPECT_EQ(t.net.qp_stats(q).rx_bytes, 4u << 20);
+      EXPECT_GT(t.net.qp_stats(q).retransmits, 0u);
+    }
   }
 }
 

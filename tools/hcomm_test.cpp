@@ -36,7 +36,8 @@ const char* kUsage =
     "  -n N      timed iterations per size (default 20)\n"
     "  -w N      warm-up iterations (default 5)\n"
     "  -c 0|1    check results against a host reference (default 1)\n"
-    "  --topology FILE  cluster to simulate (default topologies/atlas800t-a2.json)\n";
+    "  --topology FILE  cluster to simulate (default topologies/atlas800t-a2.json)\n"
+    "  --fidelity TIER  RoCE network granularity: packet, chunk (default, 64 KiB units) or flow\n";
 
 int usage(const std::string& m) {
   std::fprintf(stderr, "hcomm_test: %s\n\n%s", m.c_str(), kUsage);
@@ -73,6 +74,7 @@ int sc_main(int argc, char* argv[]) {
   if (op != "allreduce" && op != "sendrecv") return usage("unknown operation \"" + op + "\"");
   std::uint64_t minb = 8 << 10, maxb = 64 << 20, factor = 2, iters = 20, warm = 5, per_server = 0;
   bool check = true;
+  std::string fidelity = "chunk";
   std::string dtype = "fp32", rop = "sum", topo_file = std::string(HCSIM_SOURCE_DIR) + "/topologies/atlas800t-a2.json";
   for (std::size_t i = 1; i < a.size(); ++i) {
     auto need = [&](const char* f) -> const std::string* {
@@ -100,6 +102,11 @@ int sc_main(int argc, char* argv[]) {
     } else if (f == "--topology") {
       if (!(v = need("--topology"))) return 2;
       topo_file = *v;
+    } else if (f == "--fidelity") {
+      if (!(v = need("--fidelity"))) return 2;
+      models::NetParams probe;
+      if (!sim::set_fidelity(probe, *v)) return usage("--fidelity must be packet, chunk or flow, got " + *v);
+      fidelity = *v;
     } else {
       return usage("unknown option " + f);
     }
@@ -148,6 +155,7 @@ int sc_main(int argc, char* argv[]) {
   setenv("HCOMM_BUFFSIZE_MB", "512", 0);
 
   sim::RunOptions opt;
+  opt.fidelity = fidelity;
   opt.echo_logs = true;
   auto program = [&](std::uint32_t r) {
     auto fail = [&](const char* what, hcomm_result_t rc) {

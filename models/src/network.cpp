@@ -77,6 +77,8 @@ void Network::build_routes() {
       }
     }
   }
+  // PFC headroom covers two whole units in flight (two packets in the packet tier).
+  const std::uint64_t unit_wire = p_.unit() + ((p_.unit() + p_.mtu - 1) / p_.mtu) * p_.header_bytes;
   for (std::uint32_t s = 0; s < nodes_.size(); ++s) {
     if (!nodes_[s].is_switch) continue;
     hop_start_[s][H] = static_cast<std::uint32_t>(hops_[s].size());
@@ -86,10 +88,10 @@ void Network::build_routes() {
     for (auto& p : n.ports)
       if (p.cabled)
         headroom = std::max<std::uint64_t>(headroom, 3 * static_cast<std::uint64_t>(static_cast<double>(p.Bps) * p.latency / kPsPerSec) +
-                                                         2ULL * (p_.mtu + p_.header_bytes));
+                                                         2ULL * unit_wire);
     const std::uint64_t ports = n.ports.size();
     n.xoff = n.buffer > ports * headroom ? (n.buffer - ports * headroom) / ports : p_.mtu;
-    n.xon = n.xoff > 2ULL * (p_.mtu + p_.header_bytes) ? n.xoff - 2ULL * (p_.mtu + p_.header_bytes) : 0;
+    n.xon = n.xoff > 2ULL * unit_wire ? n.xoff - 2ULL * unit_wire : 0;
   }
 }
 
@@ -133,7 +135,8 @@ void Network::set_qp_rate_cap(std::uint32_t qp, std::uint64_t Bps) {
 
 void Network::post_write(std::uint32_t qp, std::uint64_t bytes, std::uint64_t tag) {
   Qp& q = qps_.at(qp);
-  std::uint64_t npkts = bytes == 0 ? 1 : (bytes + p_.mtu - 1) / p_.mtu;
+  const std::uint64_t unit = p_.unit();
+  std::uint64_t npkts = bytes == 0 ? 1 : (bytes + unit - 1) / unit;  // units (packets in the packet tier)
   if (q.msgs.empty()) q.ready_at = sch_.now() + p_.nic_latency_ps;
   q.msgs.push_back(Msg{tag, bytes, q.end_psn, npkts});
   q.end_psn += npkts;
@@ -274,9 +277,9 @@ std::uint64_t Network::psn_bytes(const Qp& q, std::uint64_t psn, std::uint64_t* 
     if (psn >= m.first_psn && psn < m.first_psn + m.npkts) {
       std::uint64_t k = psn - m.first_psn;
       *tag = m.tag;
-      *off = k * p_.mtu;
+      *off = k * p_.unit();
       *last = k + 1 == m.npkts;
-      return std::min<std::uint64_t>(p_.mtu, m.bytes - *off);
+      return std::min<std::uint64_t>(p_.unit(), m.bytes - *off);
     }
   *tag = 0; *off = 0; *last = true;
   return 0;
@@ -320,8 +323,22 @@ void Network::try_tx(std::uint32_t node, std::uint32_t port) {
   }
   p.busy = true;
   p.st.tx_bytes += k.bytes;
-  ++p.st.tx_packets;
-  schedule(sch_.now() + serialization_ps(k.bytes, p.Bps), kTxDone, node, (static_cast<std::uint64_t>(port) << 32) | id);
+  p.st.tx_packets += k.npk;
+  // A unit is a train of MTU packets: a switch forwards it cut-through once its first packet is in
+  // (as the packet tier pipelines packets), and it cannot leave faster than its tail arrives.
+  const Tick now = sch_.now();
+  const std::uint64_t piece = std::min<std::uint64_t>(k.bytes, p_.mtu + p_.header_bytes);
+  Tick dur = serialization_ps(k.bytes, p.Bps);
+  if (k.tail_at > now) dur = std::max(dur, k.tail_at - now + serialization_ps(piece, p.Bps));
+  p.tx_end = now + dur;
+  p.tx_bytes = k.bytes;
+  schedule(p.tx_end, kTxDone, node, port);
+  const double loss = k.kind != kData || p_.drop_rate <= 0 ? 0 : k.npk == 1 ? p_.drop_rate : 1 - std::pow(1 - p_.drop_rate, k.npk);
+  if (loss > 0 && uniform() < loss) { ++p.st.drops; free_pkt(id); return; }
+  const Node& next = nodes_[p.peer];
+  k.tail_at = p.tx_end + p.latency + (next.is_switch ? next.latency : 0);
+  const Tick at = next.is_switch ? now + serialization_ps(piece, p.Bps) + p.latency + next.latency : k.tail_at;
+  schedule(at, kArrive, p.peer, (static_cast<std::uint64_t>(p.peer_port) << 32) | id);
 }
 
 void Network::pfc_frame(std::uint32_t node, std::uint32_t port, bool pause) {
@@ -340,6 +357,11 @@ void Network::pfc_frame(std::uint32_t node, std::uint32_t port, bool pause) {
 void Network::arrive(std::uint32_t node, std::uint32_t port, std::uint32_t id) {
   Node& n = nodes_[node];
   Pkt& k = pkts_[id];
+  if (!n.ports[port].up) {  // the link went down while the packet was on it
+    ++nodes_[n.ports[port].peer].ports[n.ports[port].peer_port].st.drops;
+    free_pkt(id);
+    return;
+  }
   if (!n.is_switch) { host_rx(node, id); return; }
   std::uint32_t out = ecmp_port(node, k.qp);
   // Control packets travel back to the sender: route them by the QP's source.
@@ -357,9 +379,33 @@ void Network::arrive(std::uint32_t node, std::uint32_t port, std::uint32_t id) {
   }
   if (k.kind == kData && p_.ecn.enabled) {  // ECN policy: RED on the egress queue at enqueue
     const EcnParams& e = p_.ecn;
-    if (op.qbytes > e.kmax_bytes) k.ecn = true;
-    else if (op.qbytes > e.kmin_bytes && uniform() < e.pmax * static_cast<double>(op.qbytes - e.kmin_bytes) / static_cast<double>(e.kmax_bytes - e.kmin_bytes))
-      k.ecn = true;
+    auto red = [&e](double q) {
+      return q > static_cast<double>(e.kmax_bytes) ? 1.0
+             : q > static_cast<double>(e.kmin_bytes) ? e.pmax * (q - static_cast<double>(e.kmin_bytes)) / static_cast<double>(e.kmax_bytes - e.kmin_bytes)
+                                                     : 0.0;
+    };
+    if (p_.unit() <= p_.mtu) {
+      const double pk = red(static_cast<double>(op.qbytes));
+      k.ecn = pk >= 1 || (pk > 0 && uniform() < pk);
+    } else {
+      // Chunk tier: units move as line-rate bursts, so their queue is lumpy even when the senders'
+      // paced rates fit. Mark on the queue that packets paced at those rates would build (a fluid
+      // queue fed by each unit at its sender's rate, drained at line rate), evaluated at each of
+      // the unit's packets; the unit is marked if any of them would be.
+      const Tick now = sch_.now();
+      double vq = virtual_queue(op, now);
+      const double r = std::min(k.rate > 0 ? k.rate : static_cast<double>(n.ports[port].Bps), static_cast<double>(n.ports[port].Bps));
+      op.vin.emplace_back(now + static_cast<Tick>(static_cast<double>(k.bytes) / r * kPsPerSec), r);
+      double in = 0;
+      for (auto& v : op.vin) in += v.second;
+      const double step = (in - static_cast<double>(op.Bps)) * static_cast<double>(k.bytes) / k.npk / r;  // queue change per packet
+      double clear = 1;
+      for (std::uint32_t i = 0; i < k.npk && clear > 0; ++i) {
+        clear *= 1 - red(vq);
+        vq = std::max(0.0, vq + step);
+      }
+      k.ecn = clear <= 0 || (clear < 1 && uniform() >= clear);
+    }
     if (k.ecn) ++op.st.ecn_marked;
   }
   n.used += k.bytes;
@@ -411,7 +457,9 @@ void Network::host_kick(std::uint32_t host) {
     if (q.next_psn < q.acked) q.next_psn = q.acked;  // never resend what is acknowledged
     k.psn = q.next_psn;
     k.payload = psn_bytes(q, q.next_psn, &k.msg_tag, &k.msg_off, &k.last);
-    k.bytes = k.payload + p_.header_bytes;
+    k.npk = k.payload <= p_.mtu ? 1 : static_cast<std::uint32_t>((k.payload + p_.mtu - 1) / p_.mtu);
+    k.bytes = k.payload + static_cast<std::uint64_t>(k.npk) * p_.header_bytes;
+    k.rate = q.rc;
     ++q.next_psn;
     q.st.tx_bytes += k.payload;
     q.next_tx = now + serialization_ps(k.bytes, static_cast<std::uint64_t>(q.rc));
@@ -426,6 +474,19 @@ void Network::host_kick(std::uint32_t host) {
     return;
   }
   if (wake != kTickMax) schedule(wake, kHostKick, host);
+}
+
+double Network::virtual_queue(Port& p, Tick now) {
+  const double C = static_cast<double>(p.Bps);
+  while (p.vq_t < now) {
+    double in = 0;
+    Tick seg = now;
+    for (auto& [end, r] : p.vin) { in += r; seg = std::min(seg, end); }
+    p.vq = std::max(0.0, p.vq + (in - C) * static_cast<double>(seg - p.vq_t) / kPsPerSec);
+    p.vq_t = seg;
+    p.vin.erase(std::remove_if(p.vin.begin(), p.vin.end(), [seg](const std::pair<Tick, double>& v) { return v.first <= seg; }), p.vin.end());
+  }
+  return p.vq;
 }
 
 void Network::arm_rto(std::uint32_t qi) {
@@ -447,7 +508,8 @@ void Network::host_rx(std::uint32_t host, std::uint32_t id) {
         q.nak_sent = false;
         q.st.rx_bytes += k.payload;
         if (listener_) listener_->on_data(qi, k.msg_tag, k.msg_off, k.payload);
-        if (++q.unacked >= p_.ack_every || k.last) { q.unacked = 0; send_ctrl(host, kAck, qi, q.expected); }
+        q.unacked += k.npk;
+        if (q.unacked >= p_.ack_every || k.last) { q.unacked = 0; send_ctrl(host, kAck, qi, q.expected); }
       } else if (k.psn > q.expected) {
         if (!q.nak_sent) { q.nak_sent = true; send_ctrl(host, kNak, qi, q.expected); }
       } else {
@@ -546,16 +608,8 @@ void Network::on_event(std::uint64_t a, std::uint64_t b) {
   switch (type) {
     case kTxDone: {
       auto node = static_cast<std::uint32_t>(id);
-      auto port = static_cast<std::uint32_t>(b >> 32), pkt = static_cast<std::uint32_t>(b);
-      Port& p = nodes_[node].ports[port];
-      p.busy = false;
-      Pkt& k = pkts_[pkt];
-      bool lost = !p.up || (k.kind == kData && p_.drop_rate > 0 && uniform() < p_.drop_rate);
-      if (lost) { ++p.st.drops; free_pkt(pkt); }
-      else {
-        Tick fwd = nodes_[p.peer].is_switch ? nodes_[p.peer].latency : 0;
-        schedule(sch_.now() + p.latency + fwd, kArrive, p.peer, (static_cast<std::uint64_t>(p.peer_port) << 32) | pkt);
-      }
+      auto port = static_cast<std::uint32_t>(b);
+      nodes_[node].ports[port].busy = false;
       if (nodes_[node].is_switch) try_tx(node, port);
       else host_kick(node);
       break;

@@ -541,6 +541,7 @@ std::uint64_t run_program(const Topology& topo, const RankProgram& program, cons
   sc.name = "program";
   sc.topology = topo;
   sc.store_bytes = store_bytes;
+  if (!set_fidelity(sc.net, opt.fidelity)) throw std::invalid_argument("unknown fidelity tier " + opt.fidelity);
   configure_kernel();
   sc_core::sc_report_handler::set_actions(sc_core::SC_INFO, sc_core::SC_DO_NOTHING);
   Trace trace;

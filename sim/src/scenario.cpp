@@ -36,6 +36,14 @@ const std::vector<std::string>& counter_names() {
   return n;
 }
 
+bool set_fidelity(models::NetParams& p, const std::string& tier, std::uint32_t chunk_bytes) {
+  if (tier == "packet") { p.flow = false; p.unit_bytes = 0; }
+  else if (tier == "chunk") { p.flow = false; p.unit_bytes = chunk_bytes; }
+  else if (tier == "flow") { p.flow = true; p.unit_bytes = 0; }  // no queues, ECN, DCQCN, PFC
+  else return false;
+  return true;
+}
+
 std::optional<Scenario> load_scenario(const std::string& path, std::vector<std::string>* errors) {
   Diagnostics d(path);
   auto finish = [&]() -> std::optional<Scenario> {
@@ -62,24 +70,19 @@ std::optional<Scenario> load_scenario(const std::string& path, std::vector<std::
   if (auto t = top.str("topology", true)) sc.topology_path = (!t->empty() && (*t)[0] == '/') ? *t : dir_of(path) + *t;
 
   sc.net.seed = sc.seed;
-  // Fidelity tier: the same inputs at packet granularity (4 KiB MTU, per-hop queues, PFC frames,
-  // CNPs) or chunk granularity (256 KiB units on the same mechanism, ECN thresholds raised to at
-  // least 2 and 8 units so that marking keeps its meaning). network/mtu and network/ecn override.
-  if (auto f = top.str("fidelity", false)) {
-    if (*f == "chunk") {
-      sc.net.mtu = 256 * 1024;
-      sc.net.ecn.kmin_bytes = std::max<std::uint64_t>(sc.net.ecn.kmin_bytes, 2ULL * sc.net.mtu);
-      sc.net.ecn.kmax_bytes = std::max<std::uint64_t>(sc.net.ecn.kmax_bytes, 8ULL * sc.net.mtu);
-    } else if (*f == "flow") {
-      sc.net.flow = true;  // fluid flows at max-min fair rates (no queues, ECN, DCQCN, PFC)
-    } else if (*f != "packet") {
-      d.error(top.child("fidelity"), "expected \"packet\", \"chunk\" or \"flow\", got \"" + *f + "\"");
-    }
-  }
+  // Fidelity tier: the same inputs at packet granularity (4 KiB MTU), chunk granularity (the
+  // default: units of network/chunk bytes on the same mechanism) or as fluid flows.
+  const std::string tier = top.str("fidelity", false).value_or("chunk");
+  if (!set_fidelity(sc.net, tier)) d.error(top.child("fidelity"), "expected \"packet\", \"chunk\" or \"flow\", got \"" + tier + "\"");
   if (const json* nj = top.get("network", false)) {
-    ObjectReader n(*nj, top.child("network"), d, {"mtu", "ack_every", "nic_latency", "timeout_exp", "retry_count", "drop_rate", "dcqcn", "ecn", "pfc"});
+    ObjectReader n(*nj, top.child("network"), d, {"mtu", "chunk", "ack_every", "nic_latency", "timeout_exp", "retry_count", "drop_rate", "dcqcn", "ecn", "pfc"});
     models::NetParams& p = sc.net;
-    if (auto v = n.size("mtu", false)) { if (*v < 256 || *v > (1u << 20)) d.error(n.child("mtu"), "MTU must be 256 B .. 1 MiB"); else p.mtu = static_cast<std::uint32_t>(*v); }
+    if (auto v = n.size("mtu", false)) { if (*v < 256 || *v > 9216) d.error(n.child("mtu"), "MTU must be 256 B .. 9216 B (jumbo frames)"); else p.mtu = static_cast<std::uint32_t>(*v); }
+    if (auto v = n.size("chunk", false)) {
+      if (tier != "chunk") d.error(n.child("chunk"), "a chunk size needs \"fidelity\": \"chunk\"");
+      else if (*v < 64 * 1024 || *v > (1u << 20)) d.error(n.child("chunk"), "chunk must be 64 KiB .. 1 MiB");
+      else p.unit_bytes = static_cast<std::uint32_t>(*v);
+    }
     if (auto v = n.uint("ack_every", false, 1, 1024)) p.ack_every = static_cast<std::uint32_t>(*v);
     if (auto v = n.duration("nic_latency", false)) p.nic_latency_ps = *v;
     if (auto v = n.uint("timeout_exp", false, 0, 31)) p.timeout_exp = static_cast<std::uint32_t>(*v);

@@ -48,6 +48,10 @@ struct PfcParams {
 struct NetParams {
   bool flow = false;                     ///< flow tier: messages as fluid flows at max-min fair rates
   std::uint32_t mtu = 4096;              ///< payload bytes per packet
+  /// Chunk tier: payload bytes per simulated unit (a train of back-to-back MTU packets that moves
+  /// as one; wire bytes, ECN, drops and ACKs still count its packets). 0: one packet (packet tier).
+  std::uint32_t unit_bytes = 0;
+  std::uint32_t unit() const { return unit_bytes > mtu ? unit_bytes : mtu; }
   std::uint32_t header_bytes = 58;       ///< Eth + IP + UDP + BTH + ICRC on the wire
   std::uint32_t ctrl_bytes = 64;         ///< ACK / NAK / CNP / PFC frame size
   std::uint32_t ack_every = 4;           ///< receiver coalesces ACKs over this many packets
@@ -128,6 +132,9 @@ class Network final : public EventHandler {
     PktKind kind = kData;
     bool ecn = false, last = false;
     std::uint32_t qp = 0, src = 0, dst = 0, in_port = 0;
+    std::uint32_t npk = 1;            // MTU packets this unit stands for (1 in the packet tier)
+    Tick tail_at = 0;                 // when its last byte reaches the node it is travelling to
+    double rate = 0;                  // chunk tier: the sender's paced rate (bytes/s) when it left
     std::uint64_t psn = 0, bytes = 0, payload = 0, msg_tag = 0, msg_off = 0;
   };
   struct Port {
@@ -137,6 +144,13 @@ class Network final : public EventHandler {
     bool cabled = false, up = true, busy = false, paused = false;
     Tick paused_since = 0;
     std::deque<std::uint32_t> q;  // packet slots
+    Tick tx_end = 0;              // the unit in service leaves completely at tx_end
+    std::uint64_t tx_bytes = 0;   // ... and has this many wire bytes
+    // Chunk tier, ECN: the queue a packet-tier port would hold. Units reach it as fluid at their
+    // senders' paced rates (ending at the Tick), and it drains at the line rate.
+    double vq = 0;
+    Tick vq_t = 0;
+    std::vector<std::pair<Tick, double>> vin;
     std::uint64_t qbytes = 0;
     // PFC ingress accounting (switch ports): bytes buffered that arrived on this port.
     std::uint64_t in_bytes = 0;
@@ -212,6 +226,7 @@ class Network final : public EventHandler {
   void send_ctrl(std::uint32_t host, PktKind k, std::uint32_t qp, std::uint64_t psn);
   void pfc_frame(std::uint32_t node, std::uint32_t port, bool pause);
   void arm_rto(std::uint32_t qp);
+  double virtual_queue(Port& p, Tick now);
   void on_cnp(std::uint32_t qp);
   void rate_increase(std::uint32_t qp);
   std::uint64_t psn_bytes(const Qp& q, std::uint64_t psn, std::uint64_t* tag, std::uint64_t* off, bool* last) const;

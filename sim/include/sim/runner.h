@@ -16,6 +16,7 @@ struct RunOptions {
   std::string db_path;        ///< empty: no trace
   bool echo_logs = true;      ///< library log lines to stderr
   std::uint64_t piece_bytes = 256 * 1024;
+  std::string fidelity = "chunk";  ///< run_program: network tier (set_fidelity)
 };
 
 struct StepSummary {

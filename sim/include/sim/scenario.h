@@ -49,12 +49,22 @@ struct Expectations {
 /// Names of the counters `expect/counters_min|max` may name.
 const std::vector<std::string>& counter_names();
 
+/// Network granularity (docs/scenario-format.md /fidelity): chunk is the default.
+constexpr std::uint32_t kDefaultChunkBytes = 64 * 1024;
+/// Set `p` to a tier: "packet", "chunk" (units of chunk_bytes) or "flow"; false for other names.
+bool set_fidelity(models::NetParams& p, const std::string& tier, std::uint32_t chunk_bytes = kDefaultChunkBytes);
+inline models::NetParams default_net() {
+  models::NetParams p;
+  set_fidelity(p, "chunk");
+  return p;
+}
+
 struct Scenario {
   std::string file, name, description, topology_path;
   Topology topology;
   std::uint64_t seed = 1;
   bool store_bytes = true;    ///< payload "real" (bytes checked) or "timing" (no bytes stored)
-  models::NetParams net;     ///< RoCE network parameters (scenario "network")
+  models::NetParams net = default_net();  ///< RoCE network parameters (scenario "fidelity", "network")
   std::map<std::string, std::string> hcomm_env;  ///< HCOMM_* variables set for the run
   std::vector<WorkloadStep> workload;
   std::vector<Fault> faults;
