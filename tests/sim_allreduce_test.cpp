@@ -63,11 +63,12 @@ TEST(SimAllReduce, MeshMatchesAlphaBetaAndEveryResultIsCorrect) {
   //  - the local copy of the rank's own slice into the collective buffer: n/p bytes at
   //    min(SDMA 400 GB/s, HBM/2 = 800 GB/s);
   //  - 3 one-way latencies more than the formula's 2 (READY, DONE, REDUCED notifies);
-  //  - 3 SDMA descriptor setups of 0.2 us (local copy, reduce-scatter, all-gather);
+  //  - 3 SDMA descriptor setups of 0.2 us (local copy, reduce-scatter, all-gather), each with an
+  //    HBM read latency before its first byte and a write latency after its last (0.1 us each);
   //  - the serial stream-task dispatches on the critical path, 0.1 us each: 5(p-1)+12 = 47
   //    (begin/end markers, p-1 PULLED waits, READY and fork records, DONE waits, REDUCED
   //    records, join waits, 4 tasks on each slave per phase), plus 2 local notifies of 0.05 us.
-  const double handshake_us = 3 * 0.5 + 3 * 0.2 + (5 * (p - 1) + 12) * 0.1 + 2 * 0.05;
+  const double handshake_us = 3 * 0.5 + 3 * (0.2 + 2 * 0.1) + (5 * (p - 1) + 12) * 0.1 + 2 * 0.05;
   for (int i = 0; i < 3; ++i) {
     const auto& s = r.steps[i];
     const double n = static_cast<double>(s.bytes);

@@ -35,6 +35,7 @@ NpuParams bare_npu() {  // no dispatch/setup overheads: timing is the link's alo
   p.task_dispatch_ps = 0;
   p.sdma_setup_ps = 0;
   p.notify_local_ps = 0;
+  p.hbm.access_latency_ps = 0;
   p.sdma_bandwidth_Bps = 1000ULL * 1000 * 1000 * 1000;  // 1 TB/s: never the bottleneck
   p.hbm.capacity_bytes = 1ULL << 30;
   return p;
@@ -91,6 +92,36 @@ TEST(HccsLink, IdleTransferIsSerializationPlusLatency) {
     EXPECT_GE(rec.idle_at[st], expect) << bytes;
     EXPECT_LE(rec.idle_at[st], expect + pieces) << bytes;  // at most 1 ps of rounding per piece
     EXPECT_EQ(m.ports()[m.links()[2].port_ab].bytes, bytes);
+  }
+}
+
+// HBM access latency: an idle copy pays the source's read latency before its first byte and the
+// destination's write latency after its last: local (HBM/2 bandwidth) and over HCCS.
+TEST(Hbm, AccessLatencyAddsToAnIdleCopy) {
+  for (bool remote : {false, true}) {
+    StandaloneScheduler sch;
+    Recorder rec;
+    rec.s = &sch;
+    Machine m(sch, 1ULL << 30);
+    m.set_listener(&rec);
+    NpuParams a = bare_npu(), b = bare_npu();
+    a.hbm.access_latency_ps = 120 * kPsPerNs;  // source read
+    b.hbm.access_latency_ps = 80 * kPsPerNs;   // destination write (remote case)
+    m.add_npu(a);
+    m.add_npu(b);
+    m.add_link(LinkKind::Hccs, 0, 1, LinkParams{28ULL * 1000 * 1000 * 1000, 500 * kPsPerNs}, "l");
+    std::uint32_t st = m.create_stream(0);
+    Task t;
+    t.kind = TaskKind::Copy;
+    t.src = npu_base_addr(0);
+    t.dst = remote ? npu_base_addr(1) : npu_base_addr(0) + (1 << 20);
+    t.bytes = 1 << 20;
+    m.submit(st, t);
+    sch.run();
+    const Tick expect = remote ? 120 * kPsPerNs + expected_ps(1 << 20, 28e9) + 500 * kPsPerNs + 80 * kPsPerNs
+                               : 120 * kPsPerNs + expected_ps(1 << 20, 800e9) + 120 * kPsPerNs;  // 1.6 TB/s read + write
+    EXPECT_GE(rec.idle_at[st], expect) << remote;
+    EXPECT_LE(rec.idle_at[st], expect + 1) << remote;
   }
 }
 

@@ -339,6 +339,10 @@ void Machine::start_transfer(std::uint32_t s, const Task& t) {
     bw = std::min(bw, p.rate());
     lat += p.p.latency_ps;
   }
+  // HBM access latency: the engine's first read of the source, and the last write landing in the
+  // destination (host memory's side is part of the PCIe link latency).
+  if (addr_is_device(t.src) && t.kind != TaskKind::HostToDevice) x.earliest += npus_[addr_npu(t.src)].params.hbm.access_latency_ps;
+  if (addr_is_device(t.dst) && t.kind != TaskKind::DeviceToHost) lat += npus_[addr_npu(t.dst)].params.hbm.access_latency_ps;
   x.bw = bw;
   x.latency = lat;
   // SDMA channel: the one free earliest (lowest index on ties) — deterministic.
