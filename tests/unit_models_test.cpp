@@ -540,3 +540,75 @@ TEST(RegisterMap, DoorbellQueuesAndInterruptStatus) {
   m.mmio_read(0, npu_regs::kCfgRank, &rank);
   EXPECT_EQ(rank, 42u);
 }
+
+// Notify registers in the MMIO map: a wait binds the notify to a register that reads 0; a host
+// MMIO write of 1 records it and wakes the stream; an unconsumed record reads back as its count;
+// a consumed notify releases its register; a full table fails the wait and a record that finds
+// no register sets INT_STATUS bit 2.
+TEST(RegisterMap, NotifyRegistersAreReachedByMmio) {
+  StandaloneScheduler sch;
+  Recorder rec;
+  rec.s = &sch;
+  Machine m(sch);
+  m.set_listener(&rec);
+  NpuParams p = bare_npu();
+  p.notify_regs = 2;
+  m.add_npu(p);
+  std::uint32_t a = m.create_stream(0), b = m.create_stream(0);
+  Task wait;
+  wait.kind = TaskKind::NotifyWait;
+  wait.key = 0xabc;
+  m.submit(a, wait);
+  sch.run();
+  EXPECT_FALSE(m.stream_idle(a));
+  const int r = m.notify_index(0, 0xabc);
+  ASSERT_GE(r, 0);
+  std::uint64_t v = 9, in_use = 0;
+  EXPECT_TRUE(m.mmio_read(0, npu_regs::notify_reg(static_cast<std::uint32_t>(r)), &v));
+  EXPECT_EQ(v, 0u);
+  m.mmio_read(0, npu_regs::kNotifyInUse, &in_use);
+  EXPECT_EQ(in_use, 1u);
+  EXPECT_FALSE(m.mmio_write(0, npu_regs::notify_reg(1), 1));  // not bound to a notify
+  EXPECT_TRUE(m.mmio_write(0, npu_regs::notify_reg(static_cast<std::uint32_t>(r)), 1));
+  sch.run();
+  EXPECT_TRUE(m.stream_idle(a));
+  EXPECT_EQ(m.notify_index(0, 0xabc), -1);  // consumed: released
+  // Two records without a waiter: the register holds 2; two waits consume them.
+  Task rec2;
+  rec2.kind = TaskKind::NotifyRecord;
+  rec2.target = 0;
+  rec2.key = 0xdef;
+  m.submit(b, rec2);
+  m.submit(b, rec2);
+  sch.run();
+  const int r2 = m.notify_index(0, 0xdef);
+  ASSERT_GE(r2, 0);
+  m.mmio_read(0, npu_regs::notify_reg(static_cast<std::uint32_t>(r2)), &v);
+  EXPECT_EQ(v, 2u);
+  wait.key = 0xdef;
+  m.submit(a, wait);
+  m.submit(a, wait);
+  sch.run();
+  EXPECT_TRUE(m.stream_idle(a));
+  EXPECT_EQ(m.notify_index(0, 0xdef), -1);
+  // Table full: two waits hold both registers; a third key cannot be bound.
+  std::uint32_t c = m.create_stream(0);
+  wait.key = 1;
+  m.submit(a, wait);
+  wait.key = 2;
+  m.submit(b, wait);
+  wait.key = 3;
+  m.submit(c, wait);
+  sch.run();
+  EXPECT_TRUE(m.stream_failed(c));
+  EXPECT_NE(m.stream_error(c).find("notify registers of npu0 are in use"), std::string::npos) << m.stream_error(c);
+  Task rec3 = rec2;
+  rec3.key = 4;
+  std::uint32_t d = m.create_stream(0);
+  m.submit(d, rec3);
+  sch.run();
+  EXPECT_EQ(m.notify_overflows(), 1u);
+  std::uint64_t irq = 0;
+  m.mmio_read(0, npu_regs::kIntStatus, &irq);
+  EXPECT_EQ(irq & 4, 4u);
+}

@@ -198,8 +198,8 @@ hcomm_result_t sync_timeout(hcomm_stream_t s, std::uint64_t timeout_ms) {
   switch (st) {
     case DrvStatus::Ok: return HCOMM_SUCCESS;
     case DrvStatus::Timeout:
-      logf(s->ctx, 0, "Device%u stream %u synchronize timed out after %llu ms", s->ctx->device_id, s->id,
-           (unsigned long long)timeout_ms);
+      logf(s->ctx, 0, "Device%u stream %u synchronize timed out after %llu ms%s%s", s->ctx->device_id, s->id,
+           (unsigned long long)timeout_ms, err.empty() ? "" : ": ", err.c_str());
       return HCOMM_E_TIMEOUT;
     default:
       logf(s->ctx, 0, "Device%u stream %u task failed: %s", s->ctx->device_id, s->id, err.c_str());

@@ -131,6 +131,13 @@ void Machine::enqueue(std::uint32_t s, const Task& t) { streams_.at(s).pending.p
 
 bool Machine::mmio_read(std::uint32_t npu, std::uint32_t off, std::uint64_t* v) const {
   if (npu >= npus_.size() || !v) return false;
+  if (off >= npu_regs::kNotifyBase) {
+    if ((off - npu_regs::kNotifyBase) % 8) return false;
+    const std::uint32_t r = (off - npu_regs::kNotifyBase) / 8;
+    if (r >= npus_[npu].params.notify_regs) return false;
+    *v = r < npus_[npu].nregs.size() && npus_[npu].nregs[r].bound ? static_cast<std::uint64_t>(npus_[npu].nregs[r].count) : 0;
+    return true;
+  }
   if (off < npu_regs::kStreamBase) return npus_[npu].regs->read(off, v);
   const std::uint32_t s = (off - npu_regs::kStreamBase) / 0x20, reg = (off - npu_regs::kStreamBase) % 0x20;
   if (s >= streams_.size() || streams_[s].npu != npu) return false;
@@ -145,6 +152,14 @@ bool Machine::mmio_read(std::uint32_t npu, std::uint32_t off, std::uint64_t* v) 
 
 bool Machine::mmio_write(std::uint32_t npu, std::uint32_t off, std::uint64_t v) {
   if (npu >= npus_.size()) return false;
+  if (off >= npu_regs::kNotifyBase) {  // a notify record by MMIO: v records
+    if ((off - npu_regs::kNotifyBase) % 8) return false;
+    const std::uint32_t r = (off - npu_regs::kNotifyBase) / 8;
+    if (r >= npus_[npu].nregs.size() || !npus_[npu].nregs[r].bound || v == 0 || v > (1u << 20)) return false;
+    const std::uint64_t key = npus_[npu].nregs[r].key;
+    for (std::uint64_t i = 0; i < v; ++i) notify_record(npu, key);  // a wake-up may release the register
+    return true;
+  }
   if (off < npu_regs::kStreamBase) return npus_[npu].regs->write(off, v);
   const std::uint32_t s = (off - npu_regs::kStreamBase) / 0x20, reg = (off - npu_regs::kStreamBase) % 0x20;
   if (s >= streams_.size() || streams_[s].npu != npu || reg != npu_regs::kSqTail) return false;  // SQ_HEAD, CQ_TAIL: RO
@@ -223,9 +238,16 @@ void Machine::dispatch(std::uint32_t s) {
       return;
     }
     case TaskKind::NotifyWait: {
-      Notify& n = me.notifies[t.key];
-      if (n.count > 0) { --n.count; complete(s); }
-      else n.waiters.push_back(s);
+      const int r = bind_notify(st.npu, t.key);
+      if (r < 0) { fail(s, "notify wait: all " + std::to_string(me.params.notify_regs) + " notify registers of npu" + std::to_string(st.npu) + " are in use"); return; }
+      NotifyReg& n = me.nregs[static_cast<std::uint32_t>(r)];
+      if (n.count > 0) {
+        --n.count;
+        notify_release(st.npu, static_cast<std::uint32_t>(r));
+        complete(s);
+      } else {
+        n.waiters.push_back(s);
+      }
       return;
     }
     case TaskKind::EventRecord: {
@@ -457,15 +479,57 @@ void Machine::arrive_piece(std::uint32_t id, std::uint64_t off, std::uint64_t) {
   }
 }
 
-void Machine::notify_record(std::uint32_t npu, std::uint64_t key) {
-  Notify& n = npus_[npu].notifies[key];
+int Machine::bind_notify(std::uint32_t npu, std::uint64_t key) {
+  Npu& n = npus_[npu];
+  auto it = n.nkey.find(key);
+  if (it != n.nkey.end()) return static_cast<int>(it->second);
+  std::uint32_t r;
+  if (!n.nfree.empty()) { r = n.nfree.back(); n.nfree.pop_back(); }
+  else if (n.nregs.size() < n.params.notify_regs) { r = static_cast<std::uint32_t>(n.nregs.size()); n.nregs.emplace_back(); }
+  else return -1;
+  n.nregs[r].key = key;
+  n.nregs[r].bound = true;
+  n.nkey.emplace(key, r);
+  n.regs->hw_write(npu_regs::kNotifyInUse, n.nkey.size());
+  return static_cast<int>(r);
+}
+
+void Machine::notify_release(std::uint32_t npu, std::uint32_t r) {
+  Npu& n = npus_[npu];
+  NotifyReg& g = n.nregs[r];
+  if (!g.bound || g.count != 0 || !g.waiters.empty()) return;
+  g.bound = false;
+  n.nkey.erase(g.key);
+  n.nfree.push_back(r);
+  n.regs->hw_write(npu_regs::kNotifyInUse, n.nkey.size());
+}
+
+int Machine::notify_index(std::uint32_t npu, std::uint64_t key) const {
+  if (npu >= npus_.size()) return -1;
+  auto it = npus_[npu].nkey.find(key);
+  return it == npus_[npu].nkey.end() ? -1 : static_cast<int>(it->second);
+}
+
+void Machine::notify_deliver(std::uint32_t npu, std::uint32_t r) {
+  NotifyReg& n = npus_[npu].nregs[r];
   if (!n.waiters.empty()) {
     std::uint32_t s = n.waiters.front();
     n.waiters.pop_front();
+    notify_release(npu, r);
     complete(s);
   } else {
     ++n.count;
   }
+}
+
+void Machine::notify_record(std::uint32_t npu, std::uint64_t key) {
+  const int r = bind_notify(npu, key);
+  if (r < 0) {  // a posted write with nowhere to land: lost, flagged in INT_STATUS bit 2
+    ++notify_overflows_;
+    npus_[npu].regs->hw_set_bits(npu_regs::kIntStatus, 4);
+    return;
+  }
+  notify_deliver(npu, static_cast<std::uint32_t>(r));
 }
 
 void Machine::on_event(std::uint64_t a, std::uint64_t b) {

@@ -46,8 +46,9 @@ namespace npu_regs {
 std::vector<RegDef> table() {
   return {
       {"NPU_ID", kNpuId, RegAccess::RO, 0, "NPU index in the cluster"},
-      {"INT_STATUS", kIntStatus, RegAccess::W1C, 0, "bit 0: a stream task failed; bit 1: a link changed state"},
+      {"INT_STATUS", kIntStatus, RegAccess::W1C, 0, "bit 0: a stream task failed; bit 1: a link changed state; bit 2: a notify record found no free notify register"},
       {"INT_MASK", kIntMask, RegAccess::RW, 0, "interrupt mask"},
+      {"NOTIFY_IN_USE", kNotifyInUse, RegAccess::RO, 0, "notify registers bound to a notify now"},
       {"CFG_HOST_IP", kCfgHostIp, RegAccess::RO, 0, "rank descriptor: host IPv4"},
       {"CFG_DEVICE_BASE_ADDR", kCfgBaseAddr, RegAccess::RO, 0, "rank descriptor: HBM base in the device address space"},
       {"CFG_HCCS_PORT_MAP", kCfgHccsPortMap, RegAccess::RO, 0, "rank descriptor: HCCS port bitmap (bit i: link to device id i)"},

@@ -200,7 +200,10 @@ DrvStatus SimDriver::stream_synchronize(std::uint32_t s, std::uint64_t timeout_n
     const models::Tick deadline = sc_core::sc_time_stamp().value() + timeout_ns * models::kPsPerNs;
     while (!m_.stream_idle(s)) {
       models::Tick now = sc_core::sc_time_stamp().value();
-      if (now >= deadline) return DrvStatus::Timeout;
+      if (now >= deadline) {
+        if (error) *error = stuck_report(s);
+        return DrvStatus::Timeout;
+      }
       sc_core::wait(sc_core::sc_time::from_value(deadline - now), *stream_ev_[s]);
     }
   }
@@ -210,6 +213,37 @@ DrvStatus SimDriver::stream_synchronize(std::uint32_t s, std::uint64_t timeout_n
     return DrvStatus::Failed;
   }
   return DrvStatus::Ok;
+}
+
+// What a stuck stream is doing, read from the NPU's registers by MMIO (as a real driver dumps
+// the SQ/CQ pointers and the notify a wait task is blocked on).
+std::string SimDriver::stuck_report(std::uint32_t s) const {
+  const std::uint32_t npu = m_.stream_npu(s);
+  std::uint64_t tail = 0, head = 0, cq = 0;
+  m_.mmio_read(npu, models::npu_regs::stream_reg(s, models::npu_regs::kSqTail), &tail);
+  m_.mmio_read(npu, models::npu_regs::stream_reg(s, models::npu_regs::kSqHead), &head);
+  m_.mmio_read(npu, models::npu_regs::stream_reg(s, models::npu_regs::kCqTail), &cq);
+  char b[256];
+  std::snprintf(b, sizeof b, "stream %u of npu%u: SQ tail %llu, SQ head %llu, CQ tail %llu", s, npu, (unsigned long long)tail,
+                (unsigned long long)head, (unsigned long long)cq);
+  std::string out = b;
+  if (const models::Task* t = m_.stream_head(s)) {
+    out += std::string("; blocked in ") + models::task_kind_name(t->kind);
+    if (t->kind == models::TaskKind::NotifyWait) {
+      const int r = m_.notify_index(npu, t->key);
+      std::uint64_t v = 0;
+      if (r >= 0) m_.mmio_read(npu, models::npu_regs::notify_reg(static_cast<std::uint32_t>(r)), &v);
+      std::snprintf(b, sizeof b, " on notify register %d (MMIO 0x%x) = %llu, key 0x%llx", r,
+                    r >= 0 ? models::npu_regs::notify_reg(static_cast<std::uint32_t>(r)) : 0u, (unsigned long long)v,
+                    (unsigned long long)t->key);
+      out += b;
+    } else if (t->kind == models::TaskKind::EventWait) {
+      std::snprintf(b, sizeof b, " on event %llu (completed %llu of %llu)", (unsigned long long)t->key,
+                    (unsigned long long)m_.event_completed(npu, t->key), (unsigned long long)t->value);
+      out += b;
+    }
+  }
+  return out;
 }
 
 bool SimDriver::stream_idle(std::uint32_t s) { return m_.stream_valid(s) && m_.stream_idle(s); }

@@ -49,6 +49,7 @@ struct NpuParams {
   Tick sdma_setup_ps = 200 * kPsPerNs;                      ///< descriptor fetch before the first byte
   Tick task_dispatch_ps = 100 * kPsPerNs;                   ///< stream scheduler: task start overhead
   Tick notify_local_ps = 50 * kPsPerNs;                     ///< local notify/event register write
+  std::uint32_t notify_regs = 8192;                         ///< notify registers per NPU (assumption)
   LinkParams host_link{63ULL * 1000 * 1000 * 1000, 1000 * kPsPerNs, 16, 256, 0, 256 * 1024};  ///< PCIe Gen5 x16 to the host
 };
 
@@ -175,6 +176,12 @@ class Machine final : public EventHandler, public NetworkListener {
   /// The driver registers the rank descriptor in the configuration space at load (privileged).
   void load_config(std::uint32_t npu, std::uint32_t offset, std::uint64_t value);
 
+  /// Notify register bound to notify `key` on `npu` (read it at npu_regs::notify_reg), or -1.
+  int notify_index(std::uint32_t npu, std::uint64_t key) const;
+  /// The task at the head of a stream (being executed or waiting), or null when idle.
+  const Task* stream_head(std::uint32_t s) const { return streams_[s].q.empty() ? nullptr : &streams_[s].q.front(); }
+  std::uint64_t notify_overflows() const { return notify_overflows_; }
+
   std::uint64_t event_completed(std::uint32_t npu, std::uint64_t ev) const {
     auto it = npus_[npu].events.find(ev);
     return it == npus_[npu].events.end() ? 0 : it->second.completed;
@@ -213,7 +220,12 @@ class Machine final : public EventHandler, public NetworkListener {
   void on_data(std::uint32_t qp, std::uint64_t tag, std::uint64_t offset, std::uint64_t len) override;
 
  private:
-  struct Notify {
+  // Notify registers: the library names notifies by 64-bit keys; a key is bound to one of the
+  // NPU's notify_regs registers on first use and released when its count is back to zero with
+  // no waiter (a real runtime allocates notify ids ahead; the binding stands for that).
+  struct NotifyReg {
+    std::uint64_t key = 0;
+    bool bound = false;
     std::int64_t count = 0;
     std::deque<std::uint32_t> waiters;  // streams parked in NotifyWait, FIFO
   };
@@ -228,7 +240,9 @@ class Machine final : public EventHandler, public NetworkListener {
     std::vector<Tick> sdma_busy;
     std::vector<std::pair<std::uint32_t, std::uint32_t>> adj;  // (peer, port) sorted by peer
     std::uint32_t h2d_port = 0, d2h_port = 0;
-    std::map<std::uint64_t, Notify> notifies;
+    std::vector<NotifyReg> nregs;
+    std::map<std::uint64_t, std::uint32_t> nkey;  // bound key -> register
+    std::vector<std::uint32_t> nfree;             // released registers (reused first)
     std::map<std::uint64_t, EventReg> events;
     std::unique_ptr<RegisterBlock> regs;
     struct Mr { std::uint64_t addr, bytes; std::uint32_t access; };
@@ -266,6 +280,9 @@ class Machine final : public EventHandler, public NetworkListener {
   void send_piece(std::uint32_t xfer);
   void arrive_piece(std::uint32_t xfer, std::uint64_t off, std::uint64_t len);
   void notify_record(std::uint32_t npu, std::uint64_t key);
+  int bind_notify(std::uint32_t npu, std::uint64_t key);
+  void notify_deliver(std::uint32_t npu, std::uint32_t reg);
+  void notify_release(std::uint32_t npu, std::uint32_t reg);
   bool check_range(std::uint64_t addr, std::uint64_t len, std::string& why) const;
   std::uint32_t alloc_xfer();
 
@@ -291,6 +308,7 @@ class Machine final : public EventHandler, public NetworkListener {
   std::vector<Rdma> rdmas_;
   std::vector<std::uint32_t> free_rdmas_;
   std::uint64_t rdma_access_errors_ = 0;
+  std::uint64_t notify_overflows_ = 0;
 };
 
 }  // namespace models

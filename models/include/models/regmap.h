@@ -45,7 +45,7 @@ class RegisterBlock {
 /// The Ascend NPU's register map (per NPU). Offsets in the NPU's MMIO window.
 namespace npu_regs {
 constexpr std::uint32_t kNpuId = 0x000;          ///< RO: NPU index
-constexpr std::uint32_t kIntStatus = 0x008;      ///< W1C: bit 0 task error, bit 1 link event
+constexpr std::uint32_t kIntStatus = 0x008;      ///< W1C: bit 0 task error, bit 1 link event, bit 2 notify overflow
 constexpr std::uint32_t kIntMask = 0x010;        ///< RW
 // Configuration space: the rank descriptor the driver registers at load (RO to software).
 constexpr std::uint32_t kCfgHostIp = 0x100;      ///< RO: host IPv4
@@ -55,11 +55,17 @@ constexpr std::uint32_t kCfgDeviceId = 0x118;    ///< RO: device id inside the s
 constexpr std::uint32_t kCfgServer = 0x120;      ///< RO: server index
 constexpr std::uint32_t kCfgRank = 0x128;        ///< RO: rank
 // Per-stream queue registers: bank of 0x20 bytes per stream id from kStreamBase.
-constexpr std::uint32_t kStreamBase = 0x10000;
+constexpr std::uint32_t kStreamBase = 0x10000;   ///< streams up to (kNotifyBase - kStreamBase) / 0x20
 constexpr std::uint32_t kSqTail = 0x00;          ///< doorbell: tasks submitted so far
 constexpr std::uint32_t kSqHead = 0x08;          ///< RO: tasks the engine has started
 constexpr std::uint32_t kCqTail = 0x10;          ///< RO: tasks completed
 inline std::uint32_t stream_reg(std::uint32_t stream, std::uint32_t reg) { return kStreamBase + stream * 0x20 + reg; }
+// Notify registers: 8 bytes each from kNotifyBase. Read: the count of records not yet consumed by
+// a wait. Write v: record v times (wakes waiting streams). Registers not bound to a notify read 0
+// and reject writes.
+constexpr std::uint32_t kNotifyBase = 0x10000000;
+inline std::uint32_t notify_reg(std::uint32_t index) { return kNotifyBase + index * 8; }
+constexpr std::uint32_t kNotifyInUse = 0x030;     ///< RO: notify registers bound now
 std::vector<RegDef> table();  ///< the fixed registers (the stream bank is handled by the NPU)
 }  // namespace npu_regs
 

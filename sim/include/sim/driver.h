@@ -71,6 +71,7 @@ class SimDriver final : public hcomm::Driver, public models::MachineListener {
     std::map<std::uint64_t, std::uint64_t> free;  // offset -> bytes
   };
   std::int64_t current_rank();
+  std::string stuck_report(std::uint32_t stream) const;
   models::Machine& m_;
   const Topology& topo_;
   Trace* trace_;
