@@ -38,7 +38,37 @@ std::uint32_t Machine::add_npu(const NpuParams& p) {
   std::uint32_t l = add_link(LinkKind::Pcie, kHost, n, p.host_link, "host-npu" + std::to_string(n));
   npus_[n].h2d_port = links_[l].port_ab;
   npus_[n].d2h_port = links_[l].port_ba;
+  npus_[n].h2d[0] = static_cast<int>(links_[l].port_ab);
+  npus_[n].d2h[0] = static_cast<int>(links_[l].port_ba);
   return n;
+}
+
+std::uint32_t Machine::add_root_complex(std::string name, const LinkParams& p) {
+  const std::uint32_t l = add_link(LinkKind::Pcie, kHost, kHost, p, std::move(name));
+  rcs_.push_back(RootComplex{links_[l].port_ab, links_[l].port_ba});
+  return static_cast<std::uint32_t>(rcs_.size() - 1);
+}
+
+std::uint32_t Machine::add_pcie_switch_upstream(std::uint32_t sw, std::uint32_t rc, const LinkParams& p, std::string name) {
+  const std::uint32_t l = add_link(LinkKind::Pcie, kHost, kHost - 1 - sw, p, std::move(name));
+  pcie_switches_.at(sw).down = static_cast<int>(links_[l].port_ab);
+  pcie_switches_.at(sw).up = static_cast<int>(links_[l].port_ba);
+  (void)rcs_.at(rc);
+  return l;
+}
+
+void Machine::attach_host(std::uint32_t npu, std::uint32_t rc) {
+  Npu& n = npus_.at(npu);
+  const RootComplex& r = rcs_.at(rc);
+  const SwitchPorts* sp = npu < npu_switch_.size() && npu_switch_[npu].sw >= 0 ? &npu_switch_[npu] : nullptr;
+  const PcieSwitch* sw = sp ? &pcie_switches_[static_cast<std::size_t>(sp->sw)] : nullptr;
+  if (sw && sw->up >= 0) {  // device -> switch -> upstream -> root complex
+    n.d2h[0] = static_cast<int>(sp->up); n.d2h[1] = sw->up; n.d2h[2] = static_cast<int>(r.up);
+    n.h2d[0] = static_cast<int>(r.down); n.h2d[1] = sw->down; n.h2d[2] = static_cast<int>(sp->down);
+  } else {
+    n.d2h[0] = static_cast<int>(n.d2h_port); n.d2h[1] = static_cast<int>(r.up); n.d2h[2] = -1;
+    n.h2d[0] = static_cast<int>(r.down); n.h2d[1] = static_cast<int>(n.h2d_port); n.h2d[2] = -1;
+  }
 }
 
 std::uint64_t Port::rate() const {
@@ -331,7 +361,11 @@ void Machine::start_transfer(std::uint32_t s, const Task& t) {
     if (!check_range(dev, t.bytes, why)) { fail(s, why); return; }
     if (addr_npu(dev) != e_npu) { fail(s, "host DMA must target the stream's own NPU"); return; }
     if (t.bytes && !t.host) { fail(s, "null host pointer"); return; }
-    x.port = static_cast<int>(t.kind == TaskKind::HostToDevice ? me.h2d_port : me.d2h_port);
+    const int* path = t.kind == TaskKind::HostToDevice ? me.h2d : me.d2h;
+    x.port = path[0];
+    x.port2 = path[1];
+    x.port3 = path[2];
+    if (x.port3 >= 0) lat += pcie_switches_[static_cast<std::size_t>(npu_switch_[e_npu].sw)].latency;
   } else {
     if (!check_range(t.src, t.bytes, why) || !check_range(t.dst, t.bytes, why)) { fail(s, why); return; }
     if (t.kind == TaskKind::ReduceCopy && (t.bytes % dtype_size(t.dtype) != 0 ||
@@ -354,7 +388,7 @@ void Machine::start_transfer(std::uint32_t s, const Task& t) {
       lat += rt.extra_ps;
     }
   }
-  for (int pi : {x.port, x.port2}) {
+  for (int pi : {x.port, x.port2, x.port3}) {
     if (pi < 0) continue;
     const Port& p = ports_[pi];
     if (!p.up) { fail(s, "link " + links_[p.link].name + " is down"); return; }
@@ -379,24 +413,25 @@ void Machine::start_transfer(std::uint32_t s, const Task& t) {
   send_piece(id);
 }
 
-// Reserve the next piece on the SDMA engine and the link port for bytes / min(bw), starting when
-// both are free; the piece lands one path latency after its last byte leaves.
+// Reserve the next piece on the SDMA engine and the ports of its path, starting when all are free:
+// the engine for bytes / min(bw), each port for bytes at its own rate (a faster shared port, such
+// as a root complex, is held only for its share); the piece lands one path latency after its last
+// byte leaves.
 void Machine::send_piece(std::uint32_t id) {
   Transfer& x = xfers_[id];
   Npu& me = npus_[x.npu];
   std::uint64_t off = x.done;
   std::uint64_t len = std::min(piece_bytes_, x.task.bytes - off);
-  Tick start = std::max({sch_.now(), x.earliest, me.sdma_busy[x.engine]});
-  if (x.port >= 0) start = std::max(start, ports_[x.port].busy_until);
-  if (x.port2 >= 0) start = std::max(start, ports_[x.port2].busy_until);
-  Tick ser = serialization_ps(len, x.bw);
-  if (x.port2 >= 0 && !ports_[x.port2].up) {
-    std::uint32_t s = x.stream;
-    const std::string name = links_[ports_[x.port2].link].name;
-    free_xfers_.push_back(id);
-    fail(s, "link " + name + " went down during a transfer");
-    return;
-  }
+  const Tick start = std::max({sch_.now(), x.earliest, me.sdma_busy[x.engine]});
+  Tick ser = serialization_ps(len, x.bw), lost = 0;
+  for (int pi : {x.port2, x.port3})
+    if (pi >= 0 && !ports_[pi].up) {
+      std::uint32_t s = x.stream;
+      const std::string name = links_[ports_[pi].link].name;
+      free_xfers_.push_back(id);
+      fail(s, "link " + name + " went down during a transfer");
+      return;
+    }
   if (x.port >= 0) {
     Port& p = ports_[x.port];
     if (!p.up) {  // the link went down while the transfer was in progress
@@ -420,7 +455,7 @@ void Machine::send_piece(std::uint32_t id) {
         ++errors;
       }
       if (errors) {
-        Tick lost = errors * (2 * p.p.latency_ps + serialization_ps(fb, x.bw));
+        lost = errors * (2 * p.p.latency_ps + serialization_ps(fb, x.bw));
         p.rx_retry += errors;
         p.retry_ps += lost;
         ser += lost;
@@ -430,16 +465,22 @@ void Machine::send_piece(std::uint32_t id) {
     const std::uint64_t lane_rate = p.p.bandwidth_Bps / (p.p.lanes ? p.p.lanes : 1) * p.active_lanes;
     if (x.bw < lane_rate && x.bw == p.rate()) p.credit_stall_ps += serialization_ps(len, x.bw) - serialization_ps(len, lane_rate);
   }
+  // Each port serves its pieces in order at its own rate: it finishes this one at
+  // max(its busy_until, start) + bytes / rate, and the piece ends no earlier than any of them. A
+  // port that is this piece's bottleneck is thus held exclusively (busy until); a faster shared
+  // port (a root complex) only accrues the work, so flows below its capacity do not queue.
   Tick end = start + ser;
-  me.sdma_busy[x.engine] = end;
-  for (int pi : {x.port, x.port2}) {
+  for (int pi : {x.port, x.port2, x.port3}) {
     if (pi < 0) continue;
     Port& p = ports_[pi];
-    p.busy_until = end;
-    p.busy_ps += ser;
+    const Tick own = serialization_ps(len, p.rate()) + (pi == x.port ? lost : 0);
+    p.busy_until = std::max(p.busy_until, start) + own;
+    end = std::max(end, p.busy_until);
+    p.busy_ps += own;
     p.bytes += len;
     ++p.pieces;
   }
+  me.sdma_busy[x.engine] = end;
   ++stats_.pieces;
   x.done += len;
   sch_.schedule(end + x.latency, this, ev(kPieceArrive, id), off);

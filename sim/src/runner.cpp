@@ -59,11 +59,27 @@ class Cluster : public sc_core::sc_module {
     for (const auto& l : sc.topology.links)
       if (l.type == LinkType::Pcie && !l.a.is_switch && l.b.is_switch && pcie_sw[l.b.index] != ~0u)
         machine_.add_pcie_switch_link(l.a.index, pcie_sw[l.b.index], l.params, l.name);
+    // One root complex per server carries the host-memory side of its NPUs' host DMA; a server's
+    // PCIe switch reaches it over its upstream port (a link at the switch's port bandwidth).
+    for (const auto& srv : sc.topology.servers) {
+      models::LinkParams rp{srv.root_complex_Bps, srv.root_complex_latency_ps, 16, 256, 0, 0};  // no credit limit
+      const std::uint32_t rc = machine_.add_root_complex(srv.name + "/root-complex", rp);
+      if (srv.pcie_switch >= 0 && pcie_sw[static_cast<std::size_t>(srv.pcie_switch)] != ~0u) {
+        const auto& sw = sc.topology.switches[static_cast<std::size_t>(srv.pcie_switch)];
+        models::LinkParams up = models::NpuParams{}.host_link;
+        up.bandwidth_Bps = sw.port_Bps;
+        up.latency_ps = 0;  // the switch's own latency is charged on the path
+        machine_.add_pcie_switch_upstream(pcie_sw[static_cast<std::size_t>(srv.pcie_switch)], rc, up, sw.name + "/upstream");
+      }
+      for (std::uint32_t n : srv.npus) machine_.attach_host(n, rc);
+    }
     if (sc.topology.has_network()) build_network(sc);
     driver_ = std::make_unique<SimDriver>(machine_, sc.topology, trace, opt.echo_logs);
     hcomm::set_driver(driver_.get());
     checks_.assign(sc.workload.size(), {});
     done_.assign(nranks_, false);
+    departed_.assign(nranks_, false);
+    rv_expected_ = nranks_;
   }
 
   RankProgram program;
@@ -86,6 +102,7 @@ class Cluster : public sc_core::sc_module {
       machine_.crash_npu(npu);
       if (net_ && npu < nic_.size() && nic_[npu] != ~0u) net_->set_link_up(nic_[npu], 0, false);
       if (f.rank < procs_.size() && !procs_[f.rank].terminated()) procs_[f.rank].kill();
+      depart(f.rank);
       return;
     }
     if (f.type == "link_down" || f.type == "link_up") machine_.set_link_up(hccs_link_[f.link], f.type == "link_up");
@@ -270,11 +287,12 @@ class Cluster : public sc_core::sc_module {
     hcomm_context_t ctx = nullptr;
     hcomm_comm_t comm = nullptr;
     hcomm_stream_t st = nullptr, st2 = nullptr;
-    if (!ok(r, "hcomm_create_context", hcomm_create_context(npu.device_id, &ctx))) return;
+    if (!ok(r, "hcomm_create_context", hcomm_create_context(npu.device_id, &ctx))) { depart(r); return; }
     if (!ok(r, "hcomm_comm_init", hcomm_comm_init(ctx, nranks_, r, &comm)) ||
         !ok(r, "hcomm_create_stream", hcomm_create_stream(ctx, &st)) ||
         !ok(r, "hcomm_create_stream", hcomm_create_stream(ctx, &st2))) {
       hcomm_destroy_context(ctx);
+      depart(r);
       return;
     }
     for (std::uint32_t s = 0; s < sc_.workload.size(); ++s) {
@@ -296,6 +314,7 @@ class Cluster : public sc_core::sc_module {
           if (!ok(r, "hcomm_memcpy_host_to_device", hcomm_memcpy_host_to_device(in, host.get(), w.bytes, st)) ||
               !ok(r, "hcomm_stream_synchronize", hcomm_stream_synchronize(st)))
             goto out;
+          rendezvous();
         }
         if (w.op == "barrier") {
           if (!ok(r, "hcomm_barrier", hcomm_barrier(comm, st)) || !ok(r, "hcomm_stream_synchronize", hcomm_stream_synchronize(st))) goto out;
@@ -331,11 +350,7 @@ class Cluster : public sc_core::sc_module {
               !ok(r, "hcomm_stream_synchronize", hcomm_stream_synchronize(st)))
             goto out;
           CheckResult cr;
-          if (w.op == "barrier") {
-          if (!ok(r, "hcomm_barrier", hcomm_barrier(comm, st)) || !ok(r, "hcomm_stream_synchronize", hcomm_stream_synchronize(st))) goto out;
-          continue;
-        }
-        if (w.op == "allreduce") {
+          if (w.op == "allreduce") {
             cr = compare(host.get(), reference(s, rep).data(), count, w.dtype, w.reduce, nranks_);
             release_reference(s, rep);
           } else {
@@ -371,10 +386,36 @@ class Cluster : public sc_core::sc_module {
   // The run ends when the last rank is done: stale timers (e.g. disarmed RDMA retransmit
   // timeouts) left in the event queue must not advance simulated time.
   void rank_finished(std::uint32_t r) {
+    depart(r);
     done_[r] = true;
     if (++finished_ == nranks_) sc_core::sc_stop();
   }
   std::uint32_t finished_ = 0;
+
+  // Host-side rendezvous after the input copies (hccl_test's MPI_Barrier between iterations):
+  // copies that contend at the host end at different times, and the timed operation should not
+  // include that skew. Costs no simulated time and puts nothing on the devices. Ranks that end or
+  // die leave it, so nobody waits for them.
+  std::uint32_t rv_expected_ = 0, rv_arrived_ = 0;
+  std::uint64_t rv_gen_ = 0;
+  sc_core::sc_event rv_ev_;
+  std::vector<bool> departed_;
+  void rv_release() {
+    rv_arrived_ = 0;
+    ++rv_gen_;
+    rv_ev_.notify();
+  }
+  void rendezvous() {
+    if (++rv_arrived_ >= rv_expected_) { rv_release(); return; }
+    const std::uint64_t g = rv_gen_;
+    while (rv_gen_ == g) sc_core::wait(rv_ev_);
+  }
+  void depart(std::uint32_t r) {
+    if (r >= departed_.size() || departed_[r]) return;
+    departed_[r] = true;
+    --rv_expected_;
+    if (rv_arrived_ > 0 && rv_arrived_ >= rv_expected_) rv_release();
+  }
 
  public:
   Trace* trace_ = nullptr;

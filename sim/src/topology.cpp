@@ -117,10 +117,12 @@ class Builder {
     models::LinkParams pcie_lp = models::NpuParams{}.host_link;  // lanes, credits: PCIe defaults
     pcie_lp.bandwidth_Bps = pre->pcie_bw;
     if (const json* pj = s.get("pcie", false)) {
-      ObjectReader p(*pj, s.child("pcie"), d_, {"bandwidth", "latency", "switch"});
+      ObjectReader p(*pj, s.child("pcie"), d_, {"bandwidth", "latency", "switch", "root_complex", "root_complex_latency"});
       if (auto v = p.bandwidth("bandwidth", false)) pcie_lp.bandwidth_Bps = *v;
       if (auto v = p.duration("latency", false)) pcie_lp.latency_ps = *v;
       if (auto v = p.boolean("switch", false)) pcie_switch = *v;
+      if (auto v = p.bandwidth("root_complex", false)) srv.root_complex_Bps = *v;
+      if (auto v = p.duration("root_complex_latency", false)) srv.root_complex_latency_ps = *v;
     }
     np.host_link = pcie_lp;
     std::string hccs_topo = pre->hccs_topology;

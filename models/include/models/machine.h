@@ -151,6 +151,15 @@ class Machine final : public EventHandler, public NetworkListener {
     bool ok() const { return p1 >= 0; }
   };
   Route route(std::uint32_t a, std::uint32_t b) const;
+
+  /// A host root complex (one per server): its ports carry the host-memory side of every host DMA
+  /// of the NPUs attached to it (port a->b: towards the devices, b->a: towards host memory).
+  std::uint32_t add_root_complex(std::string name, const LinkParams& p);
+  /// Host DMA of `npu` goes through root complex `rc`: over the NPU's own host link, or, when the
+  /// NPU sits behind a PCIe switch with an upstream link, through the switch and its upstream.
+  void attach_host(std::uint32_t npu, std::uint32_t rc);
+  /// The upstream link of PCIe switch `sw` to root complex `rc` (shared by its NPUs' host DMA).
+  std::uint32_t add_pcie_switch_upstream(std::uint32_t sw, std::uint32_t rc, const LinkParams& p, std::string name);
   const Stats& stats() const { return stats_; }
   std::uint64_t piece_bytes() const { return piece_bytes_; }
 
@@ -240,6 +249,7 @@ class Machine final : public EventHandler, public NetworkListener {
     std::vector<Tick> sdma_busy;
     std::vector<std::pair<std::uint32_t, std::uint32_t>> adj;  // (peer, port) sorted by peer
     std::uint32_t h2d_port = 0, d2h_port = 0;
+    int h2d[3] = {-1, -1, -1}, d2h[3] = {-1, -1, -1};  // host DMA paths (ports in travel order)
     std::vector<NotifyReg> nregs;
     std::map<std::uint64_t, std::uint32_t> nkey;  // bound key -> register
     std::vector<std::uint32_t> nfree;             // released registers (reused first)
@@ -267,7 +277,8 @@ class Machine final : public EventHandler, public NetworkListener {
     Tick earliest = 0;                // first byte may not leave before (SDMA setup)
     std::uint32_t engine = 0, npu = 0;
     int port = -1;                    // link port used, -1 for local
-    int port2 = -1;                   // second hop (PCIe peer-to-peer through a switch)
+    int port2 = -1;                   // second hop (PCIe peer-to-peer through a switch; root complex)
+    int port3 = -1;                   // third hop (host DMA through a PCIe switch and the root complex)
   };
   enum Ev : std::uint64_t { kDispatch = 1, kPieceSent, kPieceArrive, kNotifyArrive, kNotifyLocal, kComplete };
 
@@ -298,7 +309,9 @@ class Machine final : public EventHandler, public NetworkListener {
   std::vector<std::uint8_t> scratch_;
   Stats stats_;
   Network* net_ = nullptr;
-  struct PcieSwitch { std::string name; Tick latency; };
+  struct PcieSwitch { std::string name; Tick latency; int up = -1, down = -1; };  // upstream link ports
+  struct RootComplex { std::uint32_t down, up; };  // ports: towards devices, towards host memory
+  std::vector<RootComplex> rcs_;
   std::vector<PcieSwitch> pcie_switches_;
   struct SwitchPorts { std::int64_t sw = -1; std::uint32_t up = 0, down = 0; };
   std::vector<SwitchPorts> npu_switch_;  // per NPU

@@ -54,6 +54,8 @@ struct ServerSpec {
   std::uint32_t host_ip = 0;
   std::vector<std::uint32_t> npus;  ///< NPU indices in device-id order
   std::int64_t pcie_switch = -1;
+  std::uint64_t root_complex_Bps = 750ULL * 1000 * 1000 * 1000;  ///< host memory behind the root complex, per direction (pcie/root_complex)
+  models::Tick root_complex_latency_ps = 0;                      ///< added to host DMA (pcie/root_complex_latency)
 };
 
 struct FabricInfo {
