@@ -79,6 +79,8 @@ void Network::build_routes() {
   }
   // PFC headroom covers two whole units in flight (two packets in the packet tier).
   const std::uint64_t unit_wire = p_.unit() + ((p_.unit() + p_.mtu - 1) / p_.mtu) * p_.header_bytes;
+  port_base_.assign(nodes_.size() + 1, 0);
+  for (std::uint32_t n = 0; n < nodes_.size(); ++n) port_base_[n + 1] = port_base_[n] + static_cast<std::uint32_t>(nodes_[n].ports.size());
   for (std::uint32_t s = 0; s < nodes_.size(); ++s) {
     if (!nodes_[s].is_switch) continue;
     hop_start_[s][H] = static_cast<std::uint32_t>(hops_[s].size());
@@ -155,7 +157,7 @@ void Network::post_write(std::uint32_t qp, std::uint64_t bytes, std::uint64_t ta
 // end) and is acknowledged one path latency later. No queues, ECN, DCQCN or PFC in this tier: it
 // stands for ideal congestion control.
 
-void Network::flow_post(std::uint32_t qp) {
+void Network::flow_post(std::uint32_t qp, std::int64_t after) {
   Qp& q = qps_[qp];
   const Msg& m = q.msgs.front();
   std::uint32_t id;
@@ -174,6 +176,7 @@ void Network::flow_post(std::uint32_t qp) {
     const Port& pt = nodes_[node].ports[port];
     up = up && pt.cabled && pt.up;
     f.path.emplace_back(node, port);
+    f.gports.push_back(port_base_[node] + port);
     f.latency += pt.latency + (nodes_[pt.peer].is_switch ? nodes_[pt.peer].latency : 0);
     node = pt.peer;
     if (!nodes_[node].is_switch) break;
@@ -189,76 +192,109 @@ void Network::flow_post(std::uint32_t qp) {
     if (!q.msgs.empty()) flow_post(qp);
     return;
   }
-  flow_progress();
   f.active = true;
-  active_flows_.push_back(id);
+  f.t_set = sch_.now();
   q.st.tx_bytes += m.bytes;
-  flow_rates();
+  if (port_flows_.size() < port_base_.back()) port_flows_.resize(port_base_.back());
+  for (std::uint32_t g : f.gports) port_flows_[g].push_back(id);
+  if (after >= 0 && flows_[static_cast<std::size_t>(after)].gports == f.gports) {
+    f.rate = flows_[static_cast<std::size_t>(after)].rate;  // same paths, same rates
+    flow_project(id);
+  } else {
+    flow_seeds_.insert(flow_seeds_.end(), f.gports.begin(), f.gports.end());
+    if (after >= 0) flow_seeds_.insert(flow_seeds_.end(), flows_[static_cast<std::size_t>(after)].gports.begin(), flows_[static_cast<std::size_t>(after)].gports.end());
+  }
+  flow_rates_soon();
 }
 
-void Network::flow_progress() {
-  const Tick now = sch_.now();
-  if (now <= flow_t_) return;
-  const double dt = static_cast<double>(now - flow_t_) / 1e12;
-  for (std::uint32_t id : active_flows_) flows_[id].left = std::max(0.0, flows_[id].left - flows_[id].rate * dt);
-  flow_t_ = now;
+void Network::flow_rates_soon() {
+  if (flow_rates_pending_) return;
+  flow_rates_pending_ = true;
+  schedule(sch_.now(), kFlowRates, 0);
+}
+
+void Network::flow_project(std::uint32_t id) {
+  Flow& f = flows_[id];
+  f.stamp = ++flow_stamp_;
+  if (f.rate > 0) flow_heap_.emplace(f.t_set + static_cast<Tick>(std::ceil(f.left / f.rate * 1e12)), id, f.stamp);
 }
 
 void Network::flow_rates() {
-  // Progressive filling: repeatedly give the most constrained port's flows its equal share.
-  std::map<std::pair<std::uint32_t, std::uint32_t>, std::pair<double, std::uint32_t>> cap;  // port -> (capacity left, unfrozen flows)
-  for (std::uint32_t id : active_flows_)
-    for (auto& hop : flows_[id].path) {
-      auto it = cap.find(hop);
-      if (it == cap.end()) cap.emplace(hop, std::make_pair(static_cast<double>(nodes_[hop.first].ports[hop.second].Bps), 1u));
-      else ++it->second.second;
+  // The component of the changed ports: ports -> their flows -> those flows' ports, ...
+  const std::size_t P = port_base_.back();
+  if (fill_cap_.size() < P) { fill_cap_.assign(P, 0); fill_cnt_.assign(P, 0); port_seen_.assign(P, 0); }
+  if (flow_seen_.size() < flows_.size()) { flow_seen_.resize(flows_.size(), 0); fill_frozen_.resize(flows_.size(), 0); }
+  fill_ports_.clear();
+  fill_flows_.clear();
+  for (std::uint32_t g : flow_seeds_)
+    if (!port_seen_[g]) { port_seen_[g] = 1; fill_ports_.push_back(g); }
+  flow_seeds_.clear();
+  for (std::size_t i = 0; i < fill_ports_.size(); ++i)
+    for (std::uint32_t id : port_flows_[fill_ports_[i]]) {
+      if (flow_seen_[id]) continue;
+      flow_seen_[id] = 1;
+      fill_flows_.push_back(id);
+      for (std::uint32_t h : flows_[id].gports)
+        if (!port_seen_[h]) { port_seen_[h] = 1; fill_ports_.push_back(h); }
     }
-  std::vector<std::uint32_t> unfrozen = active_flows_;
-  for (std::uint32_t id : unfrozen) flows_[id].rate = 0;
-  while (!unfrozen.empty()) {
+  for (std::uint32_t g : fill_ports_) port_seen_[g] = 0;
+  const Tick now = sch_.now();
+  for (std::uint32_t id : fill_flows_) {  // settle each flow's progress at its old rate
+    Flow& f = flows_[id];
+    f.left = std::max(0.0, f.left - f.rate * static_cast<double>(now - f.t_set) / 1e12);
+    f.t_set = now;
+    f.rate = 0;
+    flow_seen_[id] = 0;
+    fill_frozen_[id] = 0;
+  }
+  std::sort(fill_ports_.begin(), fill_ports_.end());  // deterministic order
+  for (std::uint32_t g : fill_ports_) {
+    std::uint32_t node = static_cast<std::uint32_t>(std::upper_bound(port_base_.begin(), port_base_.end(), g) - port_base_.begin() - 1);
+    fill_cap_[g] = static_cast<double>(nodes_[node].ports[g - port_base_[node]].Bps);
+    fill_cnt_[g] = static_cast<std::uint32_t>(port_flows_[g].size());
+  }
+  // Progressive filling: repeatedly find the port with the smallest equal share of its remaining
+  // capacity and freeze its unfrozen flows at that share.
+  std::size_t left = fill_flows_.size();
+  while (left > 0) {
     double share = -1;
-    for (auto& [port, c] : cap)
-      if (c.second > 0) {
-        double s = c.first / c.second;
+    for (std::uint32_t g : fill_ports_)
+      if (fill_cnt_[g] > 0) {
+        const double s = fill_cap_[g] / fill_cnt_[g];
         if (share < 0 || s < share) share = s;
       }
     if (share < 0) break;
-    std::vector<std::uint32_t> still;
-    for (std::uint32_t id : unfrozen) {
-      bool bottlenecked = false;
-      for (auto& hop : flows_[id].path) {
-        auto& c = cap[hop];
-        if (c.second > 0 && c.first / c.second <= share * (1 + 1e-12)) bottlenecked = true;
-      }
-      if (bottlenecked) {
+    std::size_t frozen = 0;
+    for (std::uint32_t g : fill_ports_) {
+      if (fill_cnt_[g] == 0 || fill_cap_[g] / fill_cnt_[g] > share * (1 + 1e-12)) continue;
+      for (std::uint32_t id : port_flows_[g]) {
+        if (fill_frozen_[id]) continue;
+        fill_frozen_[id] = 1;
         flows_[id].rate = share;
-        for (auto& hop : flows_[id].path) { auto& c = cap[hop]; c.first -= share; --c.second; }
-      } else {
-        still.push_back(id);
+        for (std::uint32_t h : flows_[id].gports) { fill_cap_[h] = std::max(0.0, fill_cap_[h] - share); --fill_cnt_[h]; }
+        ++frozen;
       }
     }
-    if (still.size() == unfrozen.size()) break;  // numerical safety
-    unfrozen.swap(still);
+    if (frozen == 0) break;  // numerical safety
+    left -= frozen;
   }
-  // Next completion among active flows.
+  for (std::uint32_t id : fill_flows_) flow_project(id);
+}
+
+void Network::flow_next() {
   ++flow_gen_;
-  Tick best = kTickMax;
-  std::uint32_t who = 0;
-  for (std::uint32_t id : active_flows_) {
-    const Flow& f = flows_[id];
-    if (f.rate <= 0) continue;
-    Tick t = flow_t_ + static_cast<Tick>(std::ceil(f.left / f.rate * 1e12));
-    if (t < best) { best = t; who = id; }
+  while (!flow_heap_.empty()) {
+    const auto [t, id, stamp] = flow_heap_.top();
+    if (!flows_[id].active || flows_[id].stamp != stamp) { flow_heap_.pop(); continue; }
+    schedule(t, kFlowDone, id, flow_gen_);
+    return;
   }
-  if (best != kTickMax) schedule(best, kFlowDone, who, flow_gen_);
 }
 
 void Network::flow_done(std::uint32_t id) {
-  flow_progress();
   Flow& f = flows_[id];
   f.active = false;
   f.left = 0;
-  active_flows_.erase(std::find(active_flows_.begin(), active_flows_.end(), id));
   for (auto& hop : f.path) {
     PortStats& st = nodes_[hop.first].ports[hop.second].st;
     st.tx_bytes += f.bytes;
@@ -266,10 +302,18 @@ void Network::flow_done(std::uint32_t id) {
   }
   schedule(sch_.now() + f.latency, kFlowDeliver, id);
   // The QP's next message follows (its WQE was processed meanwhile).
+  for (std::uint32_t g : f.gports) {
+    auto& v = port_flows_[g];
+    v.erase(std::find(v.begin(), v.end(), id));
+  }
   Qp& q = qps_[f.qp];
   q.msgs.pop_front();
-  if (!q.msgs.empty()) flow_post(f.qp);
-  else flow_rates();
+  if (!q.msgs.empty()) {
+    flow_post(f.qp, id);
+  } else {
+    flow_seeds_.insert(flow_seeds_.end(), f.gports.begin(), f.gports.end());
+    flow_rates_soon();
+  }
 }
 
 std::uint64_t Network::psn_bytes(const Qp& q, std::uint64_t psn, std::uint64_t* tag, std::uint64_t* off, bool* last) const {
@@ -622,6 +666,11 @@ void Network::on_event(std::uint64_t a, std::uint64_t b) {
       break;
     case kFlowDone:
       if (b == flow_gen_) flow_done(static_cast<std::uint32_t>(id));
+      break;
+    case kFlowRates:
+      flow_rates_pending_ = false;
+      if (!flow_seeds_.empty()) flow_rates();
+      flow_next();
       break;
     case kFlowDeliver: {
       Flow& f = flows_[id];

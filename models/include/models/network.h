@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <queue>
+#include <tuple>
 #include <string>
 #include <vector>
 
@@ -195,25 +197,45 @@ class Network final : public EventHandler {
     bool any_cnp = false;
     QpStats st;
   };
-  enum Ev : std::uint64_t { kTxDone = 1, kArrive, kHostKick, kRto, kRateTimer, kAlphaTimer, kPfcFrame, kFlowStart, kFlowDone, kFlowDeliver, kFlowAck };
+  enum Ev : std::uint64_t { kTxDone = 1, kArrive, kHostKick, kRto, kRateTimer, kAlphaTimer, kPfcFrame, kFlowStart, kFlowDone, kFlowDeliver, kFlowAck, kFlowRates };
 
   // ---- flow tier ----
   struct Flow {
     std::uint32_t qp = 0;
     std::uint64_t tag = 0, bytes = 0;
-    double left = 0, rate = 0;                         // bytes still to send, current rate (bytes/s)
+    double left = 0, rate = 0;                         // wire bytes still to send at t_set, rate since (bytes/s)
+    Tick t_set = 0;
+    std::uint64_t stamp = 0;                            // identifies its current entry in flow_heap_
     std::vector<std::pair<std::uint32_t, std::uint32_t>> path;  // (node, egress port) hops
+    std::vector<std::uint32_t> gports;                  // the same hops as global port ids
     Tick latency = 0;                                   // one-way path latency
     bool active = false;
   };
   std::vector<Flow> flows_;
   std::vector<std::uint32_t> free_flows_;
-  std::vector<std::uint32_t> active_flows_;            // in start order (deterministic)
-  Tick flow_t_ = 0;                                     // time the rates last changed
+  // Projected completions (time, flow, stamp); entries whose stamp is no longer the flow's are stale.
+  std::priority_queue<std::tuple<Tick, std::uint32_t, std::uint64_t>, std::vector<std::tuple<Tick, std::uint32_t, std::uint64_t>>,
+                      std::greater<>> flow_heap_;
+  std::uint64_t flow_stamp_ = 0;
   std::uint64_t flow_gen_ = 0;
-  void flow_post(std::uint32_t qp);                     // start the QP's head message as a flow
-  void flow_progress();                                 // advance every active flow to now
-  void flow_rates();                                    // max-min fair rates, then the next completion event
+  bool flow_rates_pending_ = false;                     // a recomputation is scheduled for now
+  std::vector<std::uint32_t> port_base_;                // node -> first global port id
+  // Max-min rates decompose over connected components of the flow-port graph: a change only
+  // refills the component of the ports it touched (flow_seeds_).
+  std::vector<std::vector<std::uint32_t>> port_flows_;  // global port -> active flows on it, in start order
+  std::vector<std::uint32_t> flow_seeds_;
+  std::vector<double> fill_cap_;
+  std::vector<std::uint32_t> fill_cnt_, fill_ports_, fill_flows_;
+  std::vector<std::uint8_t> port_seen_, flow_seen_, fill_frozen_;
+  void flow_rates_soon();                               // recompute once, after every change at this time
+  /// Start the QP's head message as a flow; `after` (a flow of the QP that just ended) lends its
+  /// rate when the new flow takes the same path: the set of paths, hence every max-min rate, is
+  /// unchanged and no recomputation is needed.
+  void flow_post(std::uint32_t qp, std::int64_t after = -1);
+  void flow_project(std::uint32_t id);                  // (re)project a flow's completion at its rate
+  void flow_rates();                                    // max-min fair rates (progressive filling)
+  void flow_next();                                     // schedule the next completion
+
   void flow_done(std::uint32_t id);
 
   std::uint32_t alloc_pkt(const Pkt& p);
