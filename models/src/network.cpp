@@ -378,7 +378,7 @@ void Network::try_tx(std::uint32_t node, std::uint32_t port) {
   p.tx_bytes = k.bytes;
   schedule(p.tx_end, kTxDone, node, port);
   const double loss = k.kind != kData || p_.drop_rate <= 0 ? 0 : k.npk == 1 ? p_.drop_rate : 1 - std::pow(1 - p_.drop_rate, k.npk);
-  if (loss > 0 && uniform() < loss) { ++p.st.drops; free_pkt(id); return; }
+  if (loss > 0 && uniform() < loss) { p.st.drops += k.npk; free_pkt(id); return; }
   const Node& next = nodes_[p.peer];
   k.tail_at = p.tx_end + p.latency + (next.is_switch ? next.latency : 0);
   const Tick at = next.is_switch ? now + serialization_ps(piece, p.Bps) + p.latency + next.latency : k.tail_at;
@@ -402,7 +402,7 @@ void Network::arrive(std::uint32_t node, std::uint32_t port, std::uint32_t id) {
   Node& n = nodes_[node];
   Pkt& k = pkts_[id];
   if (!n.ports[port].up) {  // the link went down while the packet was on it
-    ++nodes_[n.ports[port].peer].ports[n.ports[port].peer_port].st.drops;
+    nodes_[n.ports[port].peer].ports[n.ports[port].peer_port].st.drops += k.npk;
     free_pkt(id);
     return;
   }
@@ -417,7 +417,7 @@ void Network::arrive(std::uint32_t node, std::uint32_t port, std::uint32_t id) {
   if (out == kNone) { free_pkt(id); return; }
   Port& op = n.ports[out];
   if (n.used + k.bytes > n.buffer || !op.up) {  // shared buffer full (or a dead port): tail drop
-    ++op.st.drops;
+    op.st.drops += k.npk;
     free_pkt(id);
     return;
   }
@@ -443,12 +443,14 @@ void Network::arrive(std::uint32_t node, std::uint32_t port, std::uint32_t id) {
       double in = 0;
       for (auto& v : op.vin) in += v.second;
       const double step = (in - static_cast<double>(op.Bps)) * static_cast<double>(k.bytes) / k.npk / r;  // queue change per packet
-      double clear = 1;
-      for (std::uint32_t i = 0; i < k.npk && clear > 0; ++i) {
-        clear *= 1 - red(vq);
+      std::uint32_t m = 0;
+      for (std::uint32_t i = 0; i < k.npk; ++i) {
+        const double pk = red(vq);
+        if (pk >= 1 || (pk > 0 && uniform() < pk)) ++m;
         vq = std::max(0.0, vq + step);
       }
-      k.ecn = clear <= 0 || (clear < 1 && uniform() >= clear);
+      k.marks = std::min(k.npk, k.marks + m);
+      k.ecn = k.marks > 0;
     }
     if (k.ecn) ++op.st.ecn_marked;
   }
@@ -559,12 +561,29 @@ void Network::host_rx(std::uint32_t host, std::uint32_t id) {
       } else {
         send_ctrl(host, kAck, qi, q.expected);  // duplicate: re-acknowledge
       }
-      if (k.ecn && p_.dcqcn.enabled && (!q.any_cnp || sch_.now() - q.last_cnp >= p_.dcqcn.cnp_interval_ps)) {
+      const Tick now = sch_.now(), iv = p_.dcqcn.cnp_interval_ps;
+      if (k.ecn && p_.dcqcn.enabled && k.npk > 1) {
+        // Chunk tier: the unit's packets stand for a stream that a packet-tier receiver would
+        // have seen spread since this QP's previous unit; it would have sent a CNP for a marked
+        // packet once per interval of that window, at most one per marked packet. One CNP
+        // frame carries them.
+        const Tick ws = q.seen_rx ? q.last_rx : now;
+        const Tick from = q.any_cnp ? std::max(ws, q.last_cnp + iv) : ws;
+        if (now >= from) {
+          const std::uint64_t c = std::min<std::uint64_t>(k.marks, 1 + (now - from) / iv);
+          q.any_cnp = true;
+          q.last_cnp = from + (c - 1) * iv;
+          q.st.cnp_sent += c;
+          send_ctrl(host, kCnp, qi, c);
+        }
+      } else if (k.ecn && p_.dcqcn.enabled && (!q.any_cnp || now - q.last_cnp >= iv)) {
         q.any_cnp = true;
-        q.last_cnp = sch_.now();
+        q.last_cnp = now;
         ++q.st.cnp_sent;
-        send_ctrl(host, kCnp, qi, 0);
+        send_ctrl(host, kCnp, qi, 1);
       }
+      q.seen_rx = true;
+      q.last_rx = now;
       break;
     }
     case kAck:
@@ -583,15 +602,17 @@ void Network::host_rx(std::uint32_t host, std::uint32_t id) {
         else if (q.rto_gen % 2 == 1) ++q.rto_gen;  // disarm
       }
       if (k.kind == kNak && k.psn < q.next_psn) {  // go-back-N from the receiver's expected PSN
-        q.st.retransmits += q.next_psn - std::max(k.psn, q.acked);
+        q.st.retransmits += (q.next_psn - std::max(k.psn, q.acked)) * packets_per_unit();
         q.next_psn = std::max(k.psn, q.acked);
       }
       host_kick(host);
       break;
     }
-    case kCnp:
-      ++q.st.cnp_rcv;
-      on_cnp(qi);
+    case kCnp:  // carries the number of CNPs it stands for (1 in the packet tier)
+      for (std::uint64_t i = 0; i < std::max<std::uint64_t>(k.psn, 1); ++i) {
+        ++q.st.cnp_rcv;
+        on_cnp(qi);
+      }
       break;
     default: break;
   }
@@ -701,7 +722,7 @@ void Network::on_event(std::uint64_t a, std::uint64_t b) {
         q.next_psn = q.end_psn = q.acked;
         break;
       }
-      q.st.retransmits += q.next_psn - q.acked;
+      q.st.retransmits += (q.next_psn - q.acked) * packets_per_unit();
       q.next_psn = q.acked;
       arm_rto(static_cast<std::uint32_t>(id));
       host_kick(q.src);

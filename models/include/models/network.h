@@ -54,6 +54,7 @@ struct NetParams {
   /// as one; wire bytes, ECN, drops and ACKs still count its packets). 0: one packet (packet tier).
   std::uint32_t unit_bytes = 0;
   std::uint32_t unit() const { return unit_bytes > mtu ? unit_bytes : mtu; }
+  std::uint64_t packets_per_unit() const { return (unit() + mtu - 1) / mtu; }
   std::uint32_t header_bytes = 58;       ///< Eth + IP + UDP + BTH + ICRC on the wire
   std::uint32_t ctrl_bytes = 64;         ///< ACK / NAK / CNP / PFC frame size
   std::uint32_t ack_every = 4;           ///< receiver coalesces ACKs over this many packets
@@ -135,6 +136,7 @@ class Network final : public EventHandler {
     bool ecn = false, last = false;
     std::uint32_t qp = 0, src = 0, dst = 0, in_port = 0;
     std::uint32_t npk = 1;            // MTU packets this unit stands for (1 in the packet tier)
+    std::uint32_t marks = 0;          // chunk tier: how many of them carry ECN marks
     Tick tail_at = 0;                 // when its last byte reaches the node it is travelling to
     double rate = 0;                  // chunk tier: the sender's paced rate (bytes/s) when it left
     std::uint64_t psn = 0, bytes = 0, payload = 0, msg_tag = 0, msg_off = 0;
@@ -193,8 +195,8 @@ class Network final : public EventHandler {
     // Receiver side
     std::uint64_t expected = 0, unacked = 0;
     bool nak_sent = false;
-    Tick last_cnp = 0;
-    bool any_cnp = false;
+    Tick last_cnp = 0, last_rx = 0;  // last CNP sent, last data unit received
+    bool any_cnp = false, seen_rx = false;
     QpStats st;
   };
   enum Ev : std::uint64_t { kTxDone = 1, kArrive, kHostKick, kRto, kRateTimer, kAlphaTimer, kPfcFrame, kFlowStart, kFlowDone, kFlowDeliver, kFlowAck, kFlowRates };
@@ -249,6 +251,7 @@ class Network final : public EventHandler {
   void pfc_frame(std::uint32_t node, std::uint32_t port, bool pause);
   void arm_rto(std::uint32_t qp);
   double virtual_queue(Port& p, Tick now);
+  std::uint64_t packets_per_unit() const { return p_.packets_per_unit(); }
   void on_cnp(std::uint32_t qp);
   void rate_increase(std::uint32_t qp);
   std::uint64_t psn_bytes(const Qp& q, std::uint64_t psn, std::uint64_t* tag, std::uint64_t* off, bool* last) const;
