@@ -76,7 +76,7 @@ TEST(HccsLink, IdleTransferIsSerializationPlusLatency) {
     m.add_npu(bare_npu());
     m.add_npu(bare_npu());
     LinkParams lp{28ULL * 1000 * 1000 * 1000, 500 * kPsPerNs};
-    m.add_link(LinkKind::Hccs, 0, 1, lp, "l");
+    const std::uint32_t link = m.add_link(LinkKind::Hccs, 0, 1, lp, "l");
     std::uint32_t st = m.create_stream(0);
     Task t;
     t.kind = TaskKind::Copy;
@@ -91,7 +91,7 @@ TEST(HccsLink, IdleTransferIsSerializationPlusLatency) {
     Tick expect = expected_ps(static_cast<double>(bytes), 28e9) + 500 * kPsPerNs;
     EXPECT_GE(rec.idle_at[st], expect) << bytes;
     EXPECT_LE(rec.idle_at[st], expect + pieces) << bytes;  // at most 1 ps of rounding per piece
-    EXPECT_EQ(m.ports()[m.links()[2].port_ab].bytes, bytes);
+    EXPECT_EQ(m.ports()[m.links()[link].port_ab].bytes, bytes);
   }
 }
 
@@ -686,4 +686,38 @@ TEST(RegisterMap, NotifyRegistersAreReachedByMmio) {
   std::uint64_t irq = 0;
   m.mmio_read(0, npu_regs::kIntStatus, &irq);
   EXPECT_EQ(irq & 4, 4u);
+}
+
+// HBM bandwidth is shared by every SDMA transfer that reads or writes it: 8 concurrent local
+// copies (each reads and writes the HBM) of B bytes on 8 engines take 2 x 8 x B / bandwidth, not
+// B / engine bandwidth; one copy alone is engine-bound.
+TEST(Hbm, BandwidthIsSharedBySdmaChannels) {
+  for (std::uint32_t copies : {1u, 8u}) {
+    StandaloneScheduler sch;
+    Recorder rec;
+    rec.s = &sch;
+    Machine m(sch);
+    m.set_listener(&rec);
+    NpuParams p = bare_npu();
+    p.sdma_bandwidth_Bps = 400ULL * 1000 * 1000 * 1000;
+    p.hbm.bandwidth_Bps = 1600ULL * 1000 * 1000 * 1000;
+    m.add_npu(p);
+    const std::uint64_t B = 64ULL << 20;
+    std::vector<std::uint32_t> st;
+    for (std::uint32_t i = 0; i < copies; ++i) {
+      st.push_back(m.create_stream(0));
+      Task t;
+      t.kind = TaskKind::Copy;
+      t.src = npu_base_addr(0) + i * 2 * B;
+      t.dst = t.src + B;
+      t.bytes = B;
+      m.submit(st.back(), t);
+    }
+    sch.run();
+    Tick last = 0;
+    for (auto s : st) last = std::max(last, rec.idle_at[s]);
+    const double expect = std::max(B / 400e9, 2.0 * copies * B / 1600e9) * 1e12;
+    EXPECT_GE(static_cast<double>(last), expect * (1 - 1e-9)) << copies;
+    EXPECT_LE(static_cast<double>(last), expect + copies * (256 * 1024 / 400e9 * 1e12)) << copies;  // within a piece each
+  }
 }

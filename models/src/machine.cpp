@@ -6,7 +6,7 @@
 
 namespace models {
 
-const char* link_kind_name(LinkKind k) { return k == LinkKind::Hccs ? "hccs" : "pcie"; }
+const char* link_kind_name(LinkKind k) { return k == LinkKind::Hccs ? "hccs" : k == LinkKind::Pcie ? "pcie" : "hbm"; }
 
 const char* task_kind_name(TaskKind k) {
   switch (k) {
@@ -40,6 +40,9 @@ std::uint32_t Machine::add_npu(const NpuParams& p) {
   npus_[n].d2h_port = links_[l].port_ba;
   npus_[n].h2d[0] = static_cast<int>(links_[l].port_ab);
   npus_[n].d2h[0] = static_cast<int>(links_[l].port_ba);
+  // HBM bandwidth as a port (reads and writes share it; no lanes, credits or latency here).
+  const std::uint32_t h = add_link(LinkKind::Hbm, n, n, LinkParams{p.hbm.bandwidth_Bps, 0, 1, 0, 0, 0}, "npu" + std::to_string(n) + "/hbm");
+  npus_[n].hbm_port = links_[h].port_ab;
   return n;
 }
 
@@ -375,9 +378,7 @@ void Machine::start_transfer(std::uint32_t s, const Task& t) {
     }
     std::uint32_t sn = addr_npu(t.src), dn = addr_npu(t.dst);
     if (sn != e_npu && dn != e_npu) { fail(s, "SDMA copy must read or write the stream's own NPU"); return; }
-    if (sn == dn) {
-      bw = std::min(bw, me.params.hbm.bandwidth_Bps / 2);  // local copy reads and writes the same HBM
-    } else {
+    if (sn != dn) {
       const Route rt = route(sn, dn);
       if (!rt.ok()) {
         fail(s, "no HCCS link or PCIe switch between npu" + std::to_string(sn) + " and npu" + std::to_string(dn));
@@ -388,6 +389,10 @@ void Machine::start_transfer(std::uint32_t s, const Task& t) {
       lat += rt.extra_ps;
     }
   }
+  if (addr_is_device(t.src) && t.kind != TaskKind::HostToDevice) x.hbm_src = static_cast<int>(npus_[addr_npu(t.src)].hbm_port);
+  if (addr_is_device(t.dst) && t.kind != TaskKind::DeviceToHost) x.hbm_dst = static_cast<int>(npus_[addr_npu(t.dst)].hbm_port);
+  for (int pi : {x.hbm_src, x.hbm_dst})
+    if (pi >= 0) bw = std::min(bw, ports_[pi].rate());
   for (int pi : {x.port, x.port2, x.port3}) {
     if (pi < 0) continue;
     const Port& p = ports_[pi];
@@ -470,7 +475,7 @@ void Machine::send_piece(std::uint32_t id) {
   // port that is this piece's bottleneck is thus held exclusively (busy until); a faster shared
   // port (a root complex) only accrues the work, so flows below its capacity do not queue.
   Tick end = start + ser;
-  for (int pi : {x.port, x.port2, x.port3}) {
+  for (int pi : {x.port, x.port2, x.port3, x.hbm_src, x.hbm_dst}) {
     if (pi < 0) continue;
     Port& p = ports_[pi];
     const Tick own = serialization_ps(len, p.rate()) + (pi == x.port ? lost : 0);
@@ -712,7 +717,7 @@ bool Machine::deregister_mr(std::uint32_t npu, std::uint32_t key) { return npus_
 
 void Machine::crash_npu(std::uint32_t npu) {
   for (std::uint32_t l = 0; l < links_.size(); ++l)
-    if (links_[l].a == npu || links_[l].b == npu) set_link_up(l, false);
+    if ((links_[l].a == npu || links_[l].b == npu) && links_[l].kind != LinkKind::Hbm) set_link_up(l, false);
   for (std::uint32_t s = 0; s < streams_.size(); ++s)
     if (streams_[s].npu == npu && streams_[s].alive && !streams_[s].q.empty()) fail(s, "npu" + std::to_string(npu) + " crashed");
 }

@@ -132,7 +132,7 @@ class Cluster : public sc_core::sc_module {
         c["hccs_rx_retry_cnt"] += static_cast<double>(p.rx_retry);
         c["hccs_frames"] += static_cast<double>(p.frames);
         c["hccs_credit_stall_ns"] += static_cast<double>(p.credit_stall_ps) / 1e3;
-      } else {
+      } else if (p.kind == models::LinkKind::Pcie) {
         c["pcie_flow_ctrl_ns"] += static_cast<double>(p.credit_stall_ps) / 1e3;  // time stalled on PCIe credits
       }
     c["rdma_access_errors"] = static_cast<double>(machine_.rdma_access_errors());

@@ -38,7 +38,7 @@ struct LinkParams {
   std::uint64_t rx_buffer_bytes = 64 * 1024;  ///< receive buffer = credits; rate <= buffer / round trip (assumption)
 };
 
-enum class LinkKind : std::uint8_t { Hccs, Pcie };
+enum class LinkKind : std::uint8_t { Hccs, Pcie, Hbm };  ///< Hbm: an NPU's memory as a shared port (a = b = the NPU)
 const char* link_kind_name(LinkKind k);
 
 struct NpuParams {
@@ -249,6 +249,7 @@ class Machine final : public EventHandler, public NetworkListener {
     std::vector<Tick> sdma_busy;
     std::vector<std::pair<std::uint32_t, std::uint32_t>> adj;  // (peer, port) sorted by peer
     std::uint32_t h2d_port = 0, d2h_port = 0;
+    std::uint32_t hbm_port = 0;  // the HBM's bandwidth, shared by every SDMA read and write of it
     int h2d[3] = {-1, -1, -1}, d2h[3] = {-1, -1, -1};  // host DMA paths (ports in travel order)
     std::vector<NotifyReg> nregs;
     std::map<std::uint64_t, std::uint32_t> nkey;  // bound key -> register
@@ -279,6 +280,7 @@ class Machine final : public EventHandler, public NetworkListener {
     int port = -1;                    // link port used, -1 for local
     int port2 = -1;                   // second hop (PCIe peer-to-peer through a switch; root complex)
     int port3 = -1;                   // third hop (host DMA through a PCIe switch and the root complex)
+    int hbm_src = -1, hbm_dst = -1;   // HBM ports read and written (the same port twice for a local copy)
   };
   enum Ev : std::uint64_t { kDispatch = 1, kPieceSent, kPieceArrive, kNotifyArrive, kNotifyLocal, kComplete };
 
