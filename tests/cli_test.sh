@@ -38,6 +38,9 @@ expect bad-topology-ref 2 "bad-topology-ref.json: /topology: topology file is in
 printf '{"format":"hcsim-scenario","version":1,"name":"c","topology":"%s","fidelity":"packet","network":{"chunk":"128KiB"},"workload":[{"op":"barrier"}]}' "$SRC/topologies/a2-2node.json" > chunk-packet.json
 printf '{"format":"hcsim-scenario","version":1,"name":"c","topology":"%s","network":{"chunk":"2MiB"},"workload":[{"op":"barrier"}]}' "$SRC/topologies/a2-2node.json" > chunk-big.json
 expect chunk-needs-tier 2 "chunk-packet.json: /network/chunk: a chunk size needs" -- "$HCSIM" validate chunk-packet.json
+printf '{"format":"hcsim-scenario","version":1,"name":"c","topology":"%s","network":{"ecmp_hash":"random","ecn":{"mode":"pi"}},"workload":[{"op":"barrier"}]}' "$SRC/topologies/a2-2node.json" > policy-bad.json
+expect ecmp-policy 2 "policy-bad.json: /network/ecmp_hash: expected \"5-tuple\" or \"src-dst\"" -- "$HCSIM" validate policy-bad.json
+expect ecn-policy 2 "policy-bad.json: /network/ecn/mode: expected \"red\" or \"step\"" -- "$HCSIM" validate policy-bad.json
 expect chunk-range 2 "chunk-big.json: /network/chunk: chunk must be 64 KiB .. 1 MiB" -- "$HCSIM" validate chunk-big.json
 expect validate-ok 0 "atlas800t-a2.json: ok" -- "$HCSIM" validate "$SRC/topologies/atlas800t-a2.json" "$SRC/scenarios/quickstart.json"
 expect unwritable-db 2 "cannot create trace database" -- "$HCSIM" run "$FX/small.json" --db /nonexistent-dir/x.db

@@ -204,8 +204,11 @@ TEST(Network, QpFailsAfterRetries) {
 
 // ECMP: flows that differ only in UDP source port spread over the equal-cost uplinks.
 TEST(Network, EcmpSpreadsFlowsOverEqualCostPaths) {
+  for (EcmpHash h : {EcmpHash::FiveTuple, EcmpHash::SrcDst}) {
   StandaloneScheduler sch;
-  Network net(sch, NetParams{});
+  NetParams np;
+  np.ecmp_hash = h;
+  Network net(sch, np);
   auto l0 = net.add_switch("leaf0", 8, 32 << 20, 0), l1 = net.add_switch("leaf1", 8, 32 << 20, 0);
   std::vector<std::uint32_t> spines;
   for (int s = 0; s < 4; ++s) {
@@ -221,8 +224,31 @@ TEST(Network, EcmpSpreadsFlowsOverEqualCostPaths) {
   EXPECT_EQ(net.next_hops(l1, b), std::vector<std::uint32_t>{0});
   std::map<std::uint32_t, int> used;
   for (int i = 0; i < 400; ++i) used[net.ecmp_port(l0, net.create_qp(a, b, static_cast<std::uint16_t>(1000 + i)))]++;
+  if (h == EcmpHash::SrcDst) {  // the policy ignores the UDP source port: one path for the pair
+    EXPECT_EQ(used.size(), 1u);
+    continue;
+  }
   ASSERT_EQ(used.size(), 4u);
   for (auto& [port, c] : used) EXPECT_NEAR(c, 100, 35) << port;  // binomial(400, 1/4): sd 8.7
+  }
+}
+
+// Marking and PFC policies as pure functions, against their definitions.
+TEST(Network, EcnAndPfcPolicies) {
+  EcnParams e;  // RED: Kmin 5 KB, Kmax 200 KB, Pmax 1 %
+  EXPECT_EQ(Network::ecn_mark_probability(e, 5000), 0.0);
+  EXPECT_DOUBLE_EQ(Network::ecn_mark_probability(e, 102500), 0.005);  // halfway: Pmax / 2
+  EXPECT_DOUBLE_EQ(Network::ecn_mark_probability(e, 200000), 0.01);
+  EXPECT_EQ(Network::ecn_mark_probability(e, 200001), 1.0);
+  e.mode = EcnParams::Mode::Step;  // DCTCP: every packet above K = Kmin
+  EXPECT_EQ(Network::ecn_mark_probability(e, 5000), 0.0);
+  EXPECT_EQ(Network::ecn_mark_probability(e, 5001), 1.0);
+  e.enabled = false;
+  EXPECT_EQ(Network::ecn_mark_probability(e, 1e9), 0.0);
+  std::uint64_t xoff = 0, xon = 0;
+  Network::pfc_thresholds(32ULL << 20, 32, 100000, 4154, &xoff, &xon);
+  EXPECT_EQ(xoff, ((32ULL << 20) - 32 * 100000) / 32);
+  EXPECT_EQ(xon, xoff - 2 * 4154);
 }
 
 // Flow tier: max-min fair fluid flows. Two equal writes into one 100 Gb/s port share it equally

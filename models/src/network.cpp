@@ -91,10 +91,31 @@ void Network::build_routes() {
       if (p.cabled)
         headroom = std::max<std::uint64_t>(headroom, 3 * static_cast<std::uint64_t>(static_cast<double>(p.Bps) * p.latency / kPsPerSec) +
                                                          2ULL * unit_wire);
-    const std::uint64_t ports = n.ports.size();
-    n.xoff = n.buffer > ports * headroom ? (n.buffer - ports * headroom) / ports : p_.mtu;
-    n.xon = n.xoff > 2ULL * unit_wire ? n.xoff - 2ULL * unit_wire : 0;
+    pfc_thresholds(n.buffer, n.ports.size(), headroom, unit_wire, &n.xoff, &n.xon);
   }
+}
+
+// ---- policies ------------------------------------------------------------------------------
+
+double Network::ecn_mark_probability(const EcnParams& e, double q) {
+  if (!e.enabled) return 0;
+  if (e.mode == EcnParams::Mode::Step) return q > static_cast<double>(e.kmin_bytes) ? 1.0 : 0.0;
+  if (q > static_cast<double>(e.kmax_bytes)) return 1.0;
+  if (q <= static_cast<double>(e.kmin_bytes)) return 0.0;
+  return e.pmax * (q - static_cast<double>(e.kmin_bytes)) / static_cast<double>(e.kmax_bytes - e.kmin_bytes);
+}
+
+std::uint64_t Network::ecmp_flow_key(EcmpHash h, std::uint32_t src, std::uint32_t dst, std::uint16_t sport) {
+  const std::uint64_t port = h == EcmpHash::FiveTuple ? sport : 0;
+  return mix64((static_cast<std::uint64_t>(src) << 40) ^ (static_cast<std::uint64_t>(dst) << 16) ^ port) ^ 4791;
+}
+
+void Network::pfc_thresholds(std::uint64_t buffer, std::uint64_t ports, std::uint64_t headroom, std::uint64_t unit_wire,
+                             std::uint64_t* xoff, std::uint64_t* xon) {
+  // Every ingress port may hold xoff before it pauses its sender; headroom absorbs what is in
+  // flight when the pause lands (HPCC's ns-3 setup); resume 2 units below.
+  *xoff = buffer > ports * headroom ? (buffer - ports * headroom) / ports : unit_wire;
+  *xon = *xoff > 2 * unit_wire ? *xoff - 2 * unit_wire : 0;
 }
 
 std::vector<std::uint32_t> Network::next_hops(std::uint32_t sw, std::uint32_t dst) const {
@@ -106,7 +127,7 @@ std::uint32_t Network::ecmp_port(std::uint32_t sw, std::uint32_t qp) const {
   std::uint32_t h = host_index_[qps_[qp].dst];
   std::uint32_t lo = hop_start_[sw][h], n = hop_start_[sw][h + 1] - lo;
   if (n == 0) return kNone;
-  // ECMP policy: hash of the flow's 5-tuple (src, dst, UDP source port, 4791, UDP), salted per switch.
+  // ECMP mechanism: the policy's flow key (ecmp_flow_key), salted per switch, picks a next hop.
   return hops_[sw][lo + mix64(qps_[qp].hash ^ (static_cast<std::uint64_t>(sw) * 0x9e3779b97f4a7c15ULL)) % n];
 }
 
@@ -115,7 +136,7 @@ std::uint32_t Network::create_qp(std::uint32_t src, std::uint32_t dst, std::uint
   q.src = src;
   q.dst = dst;
   q.sport = sport;
-  q.hash = mix64((static_cast<std::uint64_t>(src) << 40) ^ (static_cast<std::uint64_t>(dst) << 16) ^ sport) ^ 4791;
+  q.hash = ecmp_flow_key(p_.ecmp_hash, src, dst, sport);
   q.line = static_cast<double>(nodes_.at(src).ports[0].Bps);
   q.rc = q.rt = q.line;
   qps_.push_back(q);
@@ -421,13 +442,8 @@ void Network::arrive(std::uint32_t node, std::uint32_t port, std::uint32_t id) {
     free_pkt(id);
     return;
   }
-  if (k.kind == kData && p_.ecn.enabled) {  // ECN policy: RED on the egress queue at enqueue
-    const EcnParams& e = p_.ecn;
-    auto red = [&e](double q) {
-      return q > static_cast<double>(e.kmax_bytes) ? 1.0
-             : q > static_cast<double>(e.kmin_bytes) ? e.pmax * (q - static_cast<double>(e.kmin_bytes)) / static_cast<double>(e.kmax_bytes - e.kmin_bytes)
-                                                     : 0.0;
-    };
+  if (k.kind == kData && p_.ecn.enabled) {  // ECN at enqueue, by the marking policy
+    auto red = [this](double q) { return ecn_mark_probability(p_.ecn, q); };
     if (p_.unit() <= p_.mtu) {
       const double pk = red(static_cast<double>(op.qbytes));
       k.ecn = pk >= 1 || (pk > 0 && uniform() < pk);

@@ -75,13 +75,18 @@ std::optional<Scenario> load_scenario(const std::string& path, std::vector<std::
   const std::string tier = top.str("fidelity", false).value_or("chunk");
   if (!set_fidelity(sc.net, tier)) d.error(top.child("fidelity"), "expected \"packet\", \"chunk\" or \"flow\", got \"" + tier + "\"");
   if (const json* nj = top.get("network", false)) {
-    ObjectReader n(*nj, top.child("network"), d, {"mtu", "chunk", "ack_every", "nic_latency", "timeout_exp", "retry_count", "drop_rate", "dcqcn", "ecn", "pfc"});
+    ObjectReader n(*nj, top.child("network"), d, {"mtu", "chunk", "ecmp_hash", "ack_every", "nic_latency", "timeout_exp", "retry_count", "drop_rate", "dcqcn", "ecn", "pfc"});
     models::NetParams& p = sc.net;
     if (auto v = n.size("mtu", false)) { if (*v < 256 || *v > 9216) d.error(n.child("mtu"), "MTU must be 256 B .. 9216 B (jumbo frames)"); else p.mtu = static_cast<std::uint32_t>(*v); }
     if (auto v = n.size("chunk", false)) {
       if (tier != "chunk") d.error(n.child("chunk"), "a chunk size needs \"fidelity\": \"chunk\"");
       else if (*v < 64 * 1024 || *v > (1u << 20)) d.error(n.child("chunk"), "chunk must be 64 KiB .. 1 MiB");
       else p.unit_bytes = static_cast<std::uint32_t>(*v);
+    }
+    if (auto v = n.str("ecmp_hash", false)) {
+      if (*v == "5-tuple") p.ecmp_hash = models::EcmpHash::FiveTuple;
+      else if (*v == "src-dst") p.ecmp_hash = models::EcmpHash::SrcDst;
+      else d.error(n.child("ecmp_hash"), "expected \"5-tuple\" or \"src-dst\", got \"" + *v + "\"");
     }
     if (auto v = n.uint("ack_every", false, 1, 1024)) p.ack_every = static_cast<std::uint32_t>(*v);
     if (auto v = n.duration("nic_latency", false)) p.nic_latency_ps = *v;
@@ -103,8 +108,13 @@ std::optional<Scenario> load_scenario(const std::string& path, std::vector<std::
       if (auto v = q.duration("cnp_interval", false)) c.cnp_interval_ps = *v;
     }
     if (const json* ej = n.get("ecn", false)) {
-      ObjectReader e(*ej, n.child("ecn"), d, {"enabled", "kmin", "kmax", "pmax"});
+      ObjectReader e(*ej, n.child("ecn"), d, {"enabled", "mode", "kmin", "kmax", "pmax"});
       if (auto v = e.boolean("enabled", false)) p.ecn.enabled = *v;
+      if (auto v = e.str("mode", false)) {
+        if (*v == "red") p.ecn.mode = models::EcnParams::Mode::Red;
+        else if (*v == "step") p.ecn.mode = models::EcnParams::Mode::Step;
+        else d.error(e.child("mode"), "expected \"red\" or \"step\", got \"" + *v + "\"");
+      }
       if (auto v = e.size("kmin", false)) p.ecn.kmin_bytes = *v;
       if (auto v = e.size("kmax", false)) p.ecn.kmax_bytes = *v;
       if (auto v = e.number("pmax", false, 0, 1)) p.ecn.pmax = *v;

@@ -32,9 +32,12 @@ struct DcqcnParams {
   Tick cnp_interval_ps = 50 * kPsPerUs;        ///< receiver: at most one CNP per QP per interval
 };
 
-/// RED marking on an egress queue: mark if q > Kmax, else with probability Pmax (q-Kmin)/(Kmax-Kmin).
+/// ECN marking policy on an egress queue. RED: mark if q > Kmax, else with probability
+/// Pmax (q-Kmin)/(Kmax-Kmin) above Kmin. Step (DCTCP's K): mark every packet while q > Kmin.
 struct EcnParams {
+  enum class Mode : std::uint8_t { Red, Step };
   bool enabled = true;
+  Mode mode = Mode::Red;
   std::uint64_t kmin_bytes = 5 * 1000;
   std::uint64_t kmax_bytes = 200 * 1000;
   double pmax = 0.01;
@@ -47,8 +50,14 @@ struct PfcParams {
   bool enabled = false;
 };
 
+/// ECMP policy: which header fields choose among equal-cost next hops. FiveTuple: source,
+/// destination, UDP source port (one per QP), 4791, UDP — QPs of one pair spread. SrcDst: source
+/// and destination only — every QP of a pair takes one path (hash polarisation).
+enum class EcmpHash : std::uint8_t { FiveTuple, SrcDst };
+
 struct NetParams {
   bool flow = false;                     ///< flow tier: messages as fluid flows at max-min fair rates
+  EcmpHash ecmp_hash = EcmpHash::FiveTuple;
   std::uint32_t mtu = 4096;              ///< payload bytes per packet
   /// Chunk tier: payload bytes per simulated unit (a train of back-to-back MTU packets that moves
   /// as one; wire bytes, ECN, drops and ACKs still count its packets). 0: one packet (packet tier).
@@ -126,6 +135,15 @@ class Network final : public EventHandler {
   /// Equal-cost egress ports of switch `sw` towards host `dst` (for tests and route dumps).
   std::vector<std::uint32_t> next_hops(std::uint32_t sw, std::uint32_t dst_host) const;
   std::uint32_t ecmp_port(std::uint32_t sw, std::uint32_t qp) const;
+
+  // Policies, apart from the forwarding mechanism (pure functions of their parameters).
+  /// Probability that a packet entering an egress queue of `queue_bytes` is ECN-marked.
+  static double ecn_mark_probability(const EcnParams& e, double queue_bytes);
+  /// The flow key ECMP hashes for a QP (salted per switch when a next hop is chosen).
+  static std::uint64_t ecmp_flow_key(EcmpHash h, std::uint32_t src, std::uint32_t dst, std::uint16_t udp_sport);
+  /// PFC thresholds of a switch: xoff/xon per ingress port from its shared buffer and headroom.
+  static void pfc_thresholds(std::uint64_t buffer, std::uint64_t ports, std::uint64_t headroom, std::uint64_t unit_wire,
+                             std::uint64_t* xoff, std::uint64_t* xon);
 
   void on_event(std::uint64_t a, std::uint64_t b) override;
 
