@@ -446,7 +446,7 @@ void Network::arrive(std::uint32_t node, std::uint32_t port, std::uint32_t id) {
     auto red = [this](double q) { return ecn_mark_probability(p_.ecn, q); };
     if (p_.unit() <= p_.mtu) {
       const double pk = red(static_cast<double>(op.qbytes));
-      k.ecn = pk >= 1 || (pk > 0 && uniform() < pk);
+      if (pk >= 1 || (pk > 0 && uniform() < pk)) k.ecn = true;  // a mark from an earlier hop stays
     } else {
       // Chunk tier: units move as line-rate bursts, so their queue is lumpy even when the senders'
       // paced rates fit. Mark on the queue that packets paced at those rates would build (a fluid
@@ -467,6 +467,10 @@ void Network::arrive(std::uint32_t node, std::uint32_t port, std::uint32_t id) {
       }
       k.marks = std::min(k.npk, k.marks + m);
       k.ecn = k.marks > 0;
+      // Fluid FIFO: a port receiving more than its line rate passes each flow on at its share of
+      // it, and that is the rate the flow's packets reach the next queue at.
+      const double C = static_cast<double>(op.Bps);
+      if (in > C) k.rate = r * C / in;
     }
     if (k.ecn) ++op.st.ecn_marked;
   }
