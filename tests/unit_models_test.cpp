@@ -472,6 +472,30 @@ TEST(PcieSwitch, TwoHopPathWaitsTheBacklog) {
   EXPECT_EQ(rec.idle_at[b], 150 * kPsPerUs + path);  // waited the 100 us on the shared down port
 }
 
+// Attach NPUs 0..n-1 to root complex `rc`, let each DMA host.size() bytes at once (H2D or D2H),
+// run, and return when the last finished (each NPU's finish in *each).
+static Tick host_dma_all(Machine& m, Recorder& rec, StandaloneScheduler& sch, std::uint32_t n, std::uint32_t rc, TaskKind kind,
+                  std::vector<std::uint8_t>& host, std::vector<Tick>* each = nullptr) {
+  std::vector<std::uint32_t> st;
+  for (std::uint32_t k = 0; k < n; ++k) {
+    m.attach_host(k, rc);
+    st.push_back(m.create_stream(k));
+    Task t;
+    t.kind = kind;
+    (kind == TaskKind::HostToDevice ? t.dst : t.src) = npu_base_addr(k);
+    t.host = host.data();
+    t.bytes = host.size();
+    m.submit(st.back(), t);
+  }
+  sch.run();
+  Tick last = 0;
+  for (auto s : st) {
+    last = std::max(last, rec.idle_at[s]);
+    if (each) each->push_back(rec.idle_at[s]);
+  }
+  return last;
+}
+
 // Root complex: 8 NPUs DMA 16 MiB each from the host at once. Below the root complex's capacity
 // (750 GB/s > 8 x 63 GB/s) every NPU runs at its link rate as if alone; above it (100 GB/s) the
 // last finishes after all bytes at the root complex's rate, and no earlier than its own bytes at
@@ -479,37 +503,24 @@ TEST(PcieSwitch, TwoHopPathWaitsTheBacklog) {
 TEST(RootComplex, HostDmaSharesItsBandwidth) {
   const std::uint64_t B = 16ULL << 20;
   const double link = 63e9;
+  std::vector<std::uint8_t> host(B, 1);
   for (std::uint64_t rc_bw : {750000000000ULL, 100000000000ULL}) {
     StandaloneScheduler sch;
     Recorder rec;
     rec.s = &sch;
     Machine m(sch);
     m.set_listener(&rec);
-    NpuParams p = bare_npu();
-    std::vector<std::uint8_t> host(B, 1);
-    for (int i = 0; i < 8; ++i) m.add_npu(p);
+    for (int i = 0; i < 8; ++i) m.add_npu(bare_npu());
     const std::uint32_t rc = m.add_root_complex("rc", LinkParams{rc_bw, 0, 16, 256, 0, 0});
-    std::vector<std::uint32_t> st;
-    for (std::uint32_t n = 0; n < 8; ++n) {
-      m.attach_host(n, rc);
-      st.push_back(m.create_stream(n));
-      Task t;
-      t.kind = TaskKind::HostToDevice;
-      t.dst = npu_base_addr(n);
-      t.host = host.data();
-      t.bytes = B;
-      m.submit(st.back(), t);
-    }
-    sch.run();
-    Tick last = 0;
-    for (auto s : st) last = std::max(last, rec.idle_at[s]);
+    std::vector<Tick> each;
+    const Tick last = host_dma_all(m, rec, sch, 8, rc, TaskKind::HostToDevice, host, &each);
     const double lat = 1000 * kPsPerNs;  // host link latency
     const double alone = B / link * 1e12 + lat;
     const double shared = 8.0 * B / static_cast<double>(rc_bw) * 1e12 + lat;
     const double expect = std::max(alone, shared);
     EXPECT_GE(static_cast<double>(last), expect * (1 - 1e-9)) << rc_bw;
     EXPECT_LE(static_cast<double>(last), expect + 8 * (256 * 1024 / link * 1e12)) << rc_bw;  // within a piece per NPU
-    if (rc_bw > 8 * 63e9) for (auto s : st) EXPECT_NEAR(static_cast<double>(rec.idle_at[s]), alone, 1000) << "unshared: as if alone";
+    if (rc_bw > 8 * 63e9) for (Tick t : each) EXPECT_NEAR(static_cast<double>(t), alone, 1000) << "unshared: as if alone";
   }
   // Four NPUs behind a PCIe switch whose upstream link runs at 10 GB/s.
   StandaloneScheduler sch;
@@ -517,9 +528,7 @@ TEST(RootComplex, HostDmaSharesItsBandwidth) {
   rec.s = &sch;
   Machine m(sch);
   m.set_listener(&rec);
-  NpuParams p = bare_npu();
-  std::vector<std::uint8_t> host(B, 1);
-  for (int i = 0; i < 4; ++i) m.add_npu(p);
+  for (int i = 0; i < 4; ++i) m.add_npu(bare_npu());
   LinkParams pcie{31500000000ULL, 1000 * kPsPerNs, 16, 256, 0, 0};
   const std::uint32_t sw = m.add_pcie_switch("sw", 500 * kPsPerNs);
   for (std::uint32_t n = 0; n < 4; ++n) m.add_pcie_switch_link(n, sw, pcie, "pcie" + std::to_string(n));
@@ -528,20 +537,7 @@ TEST(RootComplex, HostDmaSharesItsBandwidth) {
   up.bandwidth_Bps = 10000000000ULL;
   up.latency_ps = 0;
   m.add_pcie_switch_upstream(sw, rc, up, "up");
-  std::vector<std::uint32_t> st;
-  for (std::uint32_t n = 0; n < 4; ++n) {
-    m.attach_host(n, rc);
-    st.push_back(m.create_stream(n));
-    Task t;
-    t.kind = TaskKind::DeviceToHost;
-    t.src = npu_base_addr(n);
-    t.host = host.data();
-    t.bytes = B;
-    m.submit(st.back(), t);
-  }
-  sch.run();
-  Tick last = 0;
-  for (auto s : st) last = std::max(last, rec.idle_at[s]);
+  const Tick last = host_dma_all(m, rec, sch, 4, rc, TaskKind::DeviceToHost, host);
   const double expect = 4.0 * B / 10e9 * 1e12 + 1000 * kPsPerNs + 500 * kPsPerNs;  // + link and switch latency
   EXPECT_GE(static_cast<double>(last), expect * (1 - 1e-9));
   EXPECT_LE(static_cast<double>(last), expect + 4 * (256 * 1024 / 10e9 * 1e12));

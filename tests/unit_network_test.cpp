@@ -126,13 +126,18 @@ TEST(Network, DcqcnConvergesToFairShares) {
 
 // The same incast with DCQCN and PFC off overflows the buffer and drops: fairness above is not an
 // accident of the topology.
+static NetParams no_congestion_control(std::uint32_t unit) {
+  NetParams p;
+  p.unit_bytes = unit;
+  p.dcqcn.enabled = false;
+  p.ecn.enabled = false;
+  return p;
+}
+
 TEST(Network, NoCongestionControlDrops) {
   for (std::uint32_t unit : {0u, 64u * 1024}) {  // packet and chunk tiers
     SCOPED_TRACE(unit);
-    NetParams p;
-    p.unit_bytes = unit;
-    p.dcqcn.enabled = false;
-    p.ecn.enabled = false;
+    NetParams p = no_congestion_control(unit);
     p.timeout_exp = 8;  // ~1 ms retransmit timeout
     Incast t(8, p, 4ULL << 20);
     for (auto q : t.qps) t.net.post_write(q, 8ULL << 20, q);
@@ -148,10 +153,7 @@ TEST(Network, NoCongestionControlDrops) {
 TEST(Network, PfcIncastIsLossless) {
   for (std::uint32_t unit : {0u, 64u * 1024}) {  // packet and chunk tiers
     SCOPED_TRACE(unit);
-    NetParams p;
-    p.unit_bytes = unit;
-    p.dcqcn.enabled = false;
-    p.ecn.enabled = false;
+    NetParams p = no_congestion_control(unit);
     p.pfc.enabled = true;
     Incast t(8, p, 4ULL << 20);
     for (auto q : t.qps) t.net.post_write(q, 8ULL << 20, q);
