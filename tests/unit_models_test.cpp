@@ -41,6 +41,17 @@ NpuParams bare_npu() {  // no dispatch/setup overheads: timing is the link's alo
   return p;
 }
 
+// A machine on its own scheduler with a recorder of stream idle times and errors.
+struct Rig {
+  StandaloneScheduler sch;
+  Recorder rec;
+  Machine m;
+  explicit Rig(std::uint64_t piece_bytes = 256 * 1024) : m(sch, piece_bytes) {
+    rec.s = &sch;
+    m.set_listener(&rec);
+  }
+};
+
 }  // namespace
 
 TEST(Time, SerializationRoundsUpToPicoseconds) {
@@ -99,11 +110,10 @@ TEST(HccsLink, IdleTransferIsSerializationPlusLatency) {
 // destination's write latency after its last: local (HBM/2 bandwidth) and over HCCS.
 TEST(Hbm, AccessLatencyAddsToAnIdleCopy) {
   for (bool remote : {false, true}) {
-    StandaloneScheduler sch;
-    Recorder rec;
-    rec.s = &sch;
-    Machine m(sch, 1ULL << 30);
-    m.set_listener(&rec);
+    Rig r(1ULL << 30);
+    auto& sch = r.sch;
+    auto& rec = r.rec;
+    auto& m = r.m;
     NpuParams a = bare_npu(), b = bare_npu();
     a.hbm.access_latency_ps = 120 * kPsPerNs;  // source read
     b.hbm.access_latency_ps = 80 * kPsPerNs;   // destination write (remote case)
@@ -505,11 +515,10 @@ TEST(RootComplex, HostDmaSharesItsBandwidth) {
   const double link = 63e9;
   std::vector<std::uint8_t> host(B, 1);
   for (std::uint64_t rc_bw : {750000000000ULL, 100000000000ULL}) {
-    StandaloneScheduler sch;
-    Recorder rec;
-    rec.s = &sch;
-    Machine m(sch);
-    m.set_listener(&rec);
+    Rig r;
+    auto& sch = r.sch;
+    auto& rec = r.rec;
+    auto& m = r.m;
     for (int i = 0; i < 8; ++i) m.add_npu(bare_npu());
     const std::uint32_t rc = m.add_root_complex("rc", LinkParams{rc_bw, 0, 16, 256, 0, 0});
     std::vector<Tick> each;
@@ -520,14 +529,15 @@ TEST(RootComplex, HostDmaSharesItsBandwidth) {
     const double expect = std::max(alone, shared);
     EXPECT_GE(static_cast<double>(last), expect * (1 - 1e-9)) << rc_bw;
     EXPECT_LE(static_cast<double>(last), expect + 8 * (256 * 1024 / link * 1e12)) << rc_bw;  // within a piece per NPU
-    if (rc_bw > 8 * 63e9) for (Tick t : each) EXPECT_NEAR(static_cast<double>(t), alone, 1000) << "unshared: as if alone";
+    if (rc_bw > 8 * 63e9) {
+      for (Tick t : each) EXPECT_NEAR(static_cast<double>(t), alone, 1000) << "unshared: as if alone";
+    }
   }
   // Four NPUs behind a PCIe switch whose upstream link runs at 10 GB/s.
-  StandaloneScheduler sch;
-  Recorder rec;
-  rec.s = &sch;
-  Machine m(sch);
-  m.set_listener(&rec);
+  Rig r;
+  auto& sch = r.sch;
+  auto& rec = r.rec;
+  auto& m = r.m;
   for (int i = 0; i < 4; ++i) m.add_npu(bare_npu());
   LinkParams pcie{31500000000ULL, 1000 * kPsPerNs, 16, 256, 0, 0};
   const std::uint32_t sw = m.add_pcie_switch("sw", 500 * kPsPerNs);
@@ -617,11 +627,9 @@ TEST(RegisterMap, DoorbellQueuesAndInterruptStatus) {
 // a consumed notify releases its register; a full table fails the wait and a record that finds
 // no register sets INT_STATUS bit 2.
 TEST(RegisterMap, NotifyRegistersAreReachedByMmio) {
-  StandaloneScheduler sch;
-  Recorder rec;
-  rec.s = &sch;
-  Machine m(sch);
-  m.set_listener(&rec);
+  Rig r;
+  auto& sch = r.sch;
+  auto& m = r.m;
   NpuParams p = bare_npu();
   p.notify_regs = 2;
   m.add_npu(p);
@@ -689,11 +697,10 @@ TEST(RegisterMap, NotifyRegistersAreReachedByMmio) {
 // B / engine bandwidth; one copy alone is engine-bound.
 TEST(Hbm, BandwidthIsSharedBySdmaChannels) {
   for (std::uint32_t copies : {1u, 8u}) {
-    StandaloneScheduler sch;
-    Recorder rec;
-    rec.s = &sch;
-    Machine m(sch);
-    m.set_listener(&rec);
+    Rig r;
+    auto& sch = r.sch;
+    auto& rec = r.rec;
+    auto& m = r.m;
     NpuParams p = bare_npu();
     p.sdma_bandwidth_Bps = 400ULL * 1000 * 1000 * 1000;
     p.hbm.bandwidth_Bps = 1600ULL * 1000 * 1000 * 1000;
