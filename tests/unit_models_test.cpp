@@ -627,9 +627,9 @@ TEST(RegisterMap, DoorbellQueuesAndInterruptStatus) {
 // a consumed notify releases its register; a full table fails the wait and a record that finds
 // no register sets INT_STATUS bit 2.
 TEST(RegisterMap, NotifyRegistersAreReachedByMmio) {
-  Rig r;
-  auto& sch = r.sch;
-  auto& m = r.m;
+  Rig rig;
+  auto& sch = rig.sch;
+  auto& m = rig.m;
   NpuParams p = bare_npu();
   p.notify_regs = 2;
   m.add_npu(p);
