@@ -603,7 +603,7 @@ void Machine::attach_network(Network* net, std::vector<std::uint32_t> nic_node) 
 }
 
 std::uint32_t Machine::qp_for(std::uint32_t src, std::uint32_t dst, std::uint32_t index) {
-  auto key = std::make_tuple(src, dst, index);
+  const std::uint64_t key = (static_cast<std::uint64_t>(src) << 40) | (static_cast<std::uint64_t>(dst) << 16) | (index & 0xffff);
   auto it = qp_of_.find(key);
   if (it != qp_of_.end()) return it->second;
   // Each QP gets its own UDP source port, so ECMP spreads QPs over paths (RoCE v2).

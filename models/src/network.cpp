@@ -50,30 +50,47 @@ void Network::connect(std::uint32_t a, std::uint32_t pa, std::uint32_t b, std::u
 }
 
 void Network::build_routes() {
+  // A host has one port, to the switch it is attached to; routes toward a host are the routes
+  // toward that switch plus its port to the host. So one BFS per attachment switch (not per
+  // host): tables of switches x attachment switches instead of switches x hosts.
   const std::uint32_t H = static_cast<std::uint32_t>(hosts_.size());
+  attach_.assign(H, kNone);
+  attach_port_.assign(H, 0);
+  att_index_.assign(nodes_.size(), kNone);
+  att_nodes_.clear();
+  for (std::uint32_t h = 0; h < H; ++h) {
+    const Port& p = nodes_[hosts_[h]].ports[0];
+    if (!p.cabled || !nodes_[p.peer].is_switch) continue;
+    attach_[h] = p.peer;
+    attach_port_[h] = p.peer_port;
+    if (att_index_[p.peer] == kNone) {
+      att_index_[p.peer] = static_cast<std::uint32_t>(att_nodes_.size());
+      att_nodes_.push_back(p.peer);
+    }
+  }
+  const std::uint32_t A = static_cast<std::uint32_t>(att_nodes_.size());
   hop_start_.assign(nodes_.size(), {});
   hops_.assign(nodes_.size(), {});
   for (std::uint32_t n = 0; n < nodes_.size(); ++n)
-    if (nodes_[n].is_switch) hop_start_[n].assign(H + 1, 0);
+    if (nodes_[n].is_switch) hop_start_[n].assign(A + 1, 0);
   std::vector<std::uint32_t> dist(nodes_.size()), queue(nodes_.size());
-  for (std::uint32_t h = 0; h < H; ++h) {
+  for (std::uint32_t a = 0; a < A; ++a) {
     std::fill(dist.begin(), dist.end(), kNone);
     std::size_t head = 0, tail = 0;
-    dist[hosts_[h]] = 0;
-    queue[tail++] = hosts_[h];
-    while (head < tail) {  // BFS that does not forward through other hosts
-      std::uint32_t u = queue[head++];
-      if (!nodes_[u].is_switch && u != hosts_[h]) continue;
+    dist[att_nodes_[a]] = 0;
+    queue[tail++] = att_nodes_[a];
+    while (head < tail) {  // over switches only: hosts do not forward
+      const std::uint32_t u = queue[head++];
       for (auto& p : nodes_[u].ports)
-        if (p.cabled && dist[p.peer] == kNone) { dist[p.peer] = dist[u] + 1; queue[tail++] = p.peer; }
+        if (p.cabled && nodes_[p.peer].is_switch && dist[p.peer] == kNone) { dist[p.peer] = dist[u] + 1; queue[tail++] = p.peer; }
     }
     for (std::uint32_t s = 0; s < nodes_.size(); ++s) {
       if (!nodes_[s].is_switch) continue;
-      hop_start_[s][h] = static_cast<std::uint32_t>(hops_[s].size());
-      if (dist[s] == kNone) continue;
+      hop_start_[s][a] = static_cast<std::uint32_t>(hops_[s].size());
+      if (dist[s] == kNone || dist[s] == 0) continue;
       for (std::uint32_t k = 0; k < nodes_[s].ports.size(); ++k) {
         const Port& p = nodes_[s].ports[k];
-        if (p.cabled && dist[p.peer] + 1 == dist[s] && (nodes_[p.peer].is_switch || p.peer == hosts_[h])) hops_[s].push_back(k);
+        if (p.cabled && nodes_[p.peer].is_switch && dist[p.peer] + 1 == dist[s]) hops_[s].push_back(k);
       }
     }
   }
@@ -83,7 +100,7 @@ void Network::build_routes() {
   for (std::uint32_t n = 0; n < nodes_.size(); ++n) port_base_[n + 1] = port_base_[n] + static_cast<std::uint32_t>(nodes_[n].ports.size());
   for (std::uint32_t s = 0; s < nodes_.size(); ++s) {
     if (!nodes_[s].is_switch) continue;
-    hop_start_[s][H] = static_cast<std::uint32_t>(hops_[s].size());
+    hop_start_[s][A] = static_cast<std::uint32_t>(hops_[s].size());
     // PFC thresholds from the shared buffer and each port's headroom.
     Node& n = nodes_[s];
     std::uint64_t headroom = 0;
@@ -118,17 +135,29 @@ void Network::pfc_thresholds(std::uint64_t buffer, std::uint64_t ports, std::uin
   *xon = *xoff > 2 * unit_wire ? *xoff - 2 * unit_wire : 0;
 }
 
+std::uint32_t Network::route_choices(std::uint32_t sw, std::uint32_t dst, const std::uint32_t** first) const {
+  const std::uint32_t h = host_index_[dst];
+  const std::uint32_t at = h == kNone ? kNone : attach_[h];
+  if (at == kNone) return 0;
+  if (at == sw) { *first = &attach_port_[h]; return 1; }
+  const std::uint32_t a = att_index_[at];
+  *first = hops_[sw].data() + hop_start_[sw][a];
+  return hop_start_[sw][a + 1] - hop_start_[sw][a];
+}
+
 std::vector<std::uint32_t> Network::next_hops(std::uint32_t sw, std::uint32_t dst) const {
-  std::uint32_t h = host_index_[dst];
-  return {hops_[sw].begin() + hop_start_[sw][h], hops_[sw].begin() + hop_start_[sw][h + 1]};
+  const std::uint32_t* first = nullptr;
+  const std::uint32_t n = route_choices(sw, dst, &first);
+  return n ? std::vector<std::uint32_t>(first, first + n) : std::vector<std::uint32_t>{};
 }
 
 std::uint32_t Network::ecmp_port(std::uint32_t sw, std::uint32_t qp) const {
-  std::uint32_t h = host_index_[qps_[qp].dst];
-  std::uint32_t lo = hop_start_[sw][h], n = hop_start_[sw][h + 1] - lo;
+  const std::uint32_t* first = nullptr;
+  const std::uint32_t n = route_choices(sw, qps_[qp].dst, &first);
   if (n == 0) return kNone;
+  if (n == 1) return first[0];
   // ECMP mechanism: the policy's flow key (ecmp_flow_key), salted per switch, picks a next hop.
-  return hops_[sw][lo + mix64(qps_[qp].hash ^ (static_cast<std::uint64_t>(sw) * 0x9e3779b97f4a7c15ULL)) % n];
+  return first[mix64(qps_[qp].hash ^ (static_cast<std::uint64_t>(sw) * 0x9e3779b97f4a7c15ULL)) % n];
 }
 
 std::uint32_t Network::create_qp(std::uint32_t src, std::uint32_t dst, std::uint16_t sport) {
@@ -431,9 +460,9 @@ void Network::arrive(std::uint32_t node, std::uint32_t port, std::uint32_t id) {
   std::uint32_t out = ecmp_port(node, k.qp);
   // Control packets travel back to the sender: route them by the QP's source.
   if (k.kind != kData) {
-    std::uint32_t h = host_index_[k.dst];
-    std::uint32_t lo = hop_start_[node][h], cnt = hop_start_[node][h + 1] - lo;
-    out = cnt ? hops_[node][lo + mix64(qps_[k.qp].hash ^ 0x5bd1e995ULL ^ node) % cnt] : kNone;
+    const std::uint32_t* first = nullptr;
+    const std::uint32_t cnt = route_choices(node, k.dst, &first);
+    out = cnt ? first[cnt == 1 ? 0 : mix64(qps_[k.qp].hash ^ 0x5bd1e995ULL ^ node) % cnt] : kNone;
   }
   if (out == kNone) { free_pkt(id); return; }
   Port& op = n.ports[out];

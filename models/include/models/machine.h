@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <tuple>
+#include <unordered_map>
 #include <string>
 #include <vector>
 
@@ -318,7 +319,10 @@ class Machine final : public EventHandler, public NetworkListener {
   struct SwitchPorts { std::int64_t sw = -1; std::uint32_t up = 0, down = 0; };
   std::vector<SwitchPorts> npu_switch_;  // per NPU
   std::vector<std::uint32_t> nic_node_;
-  std::map<std::tuple<std::uint32_t, std::uint32_t, std::uint32_t>, std::uint32_t> qp_of_;  // (src, dst, index) -> QP
+  struct KeyHash {
+    std::size_t operator()(std::uint64_t k) const { return static_cast<std::size_t>((k ^ (k >> 29)) * 0xbf58476d1ce4e5b9ULL >> 7); }
+  };
+  std::unordered_map<std::uint64_t, std::uint32_t, KeyHash> qp_of_;  // (src 24 b, dst 24 b, index 16 b) -> QP; lookups only
   struct Rdma { std::uint32_t stream; Task task; std::uint32_t pending; bool ok; bool notify_after; };
   std::vector<Rdma> rdmas_;
   std::vector<std::uint32_t> free_rdmas_;

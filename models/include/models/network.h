@@ -283,8 +283,12 @@ class Network final : public EventHandler {
   std::vector<Qp> qps_;
   std::vector<Pkt> pkts_;
   std::vector<std::uint32_t> free_pkts_;
-  std::vector<std::vector<std::uint32_t>> hop_start_;  // per switch: offsets into hops_ by host
-  std::vector<std::vector<std::uint32_t>> hops_;
+  std::vector<std::vector<std::uint32_t>> hop_start_;  // per switch: offsets into hops_ by attachment switch
+  std::vector<std::vector<std::uint32_t>> hops_;       // per switch: egress ports toward each attachment switch
+  std::vector<std::uint32_t> attach_, attach_port_;    // host ordinal -> its switch (or ~0) and that switch's port to it
+  std::vector<std::uint32_t> att_index_, att_nodes_;   // switch node <-> attachment ordinal
+  /// Equal-cost egress ports of switch `sw` toward host node `dst`: count, and *first points at them.
+  std::uint32_t route_choices(std::uint32_t sw, std::uint32_t dst, const std::uint32_t** first) const;
   std::vector<std::uint32_t> host_index_;              // node -> host ordinal (or ~0)
   std::vector<std::uint32_t> hosts_;                   // host ordinal -> node
   std::uint64_t rng_;
