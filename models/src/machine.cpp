@@ -501,8 +501,9 @@ void Machine::arrive_piece(std::uint32_t id, std::uint64_t off, std::uint64_t) {
       case TaskKind::HostToDevice:
         npus_[addr_npu(t.dst)].hbm.write(addr_offset(t.dst) + off, static_cast<const std::uint8_t*>(t.host) + off, len);
         break;
-      case TaskKind::DeviceToHost:
-        npus_[addr_npu(t.src)].hbm.read(addr_offset(t.src) + off, static_cast<std::uint8_t*>(t.host) + off, len);
+      case TaskKind::DeviceToHost:  // timing-only HBM has no bytes to give: the host buffer is left alone
+        if (npus_[addr_npu(t.src)].hbm.stores_bytes())
+          npus_[addr_npu(t.src)].hbm.read(addr_offset(t.src) + off, static_cast<std::uint8_t*>(t.host) + off, len);
         break;
       case TaskKind::Copy:
       case TaskKind::ReduceCopy: {

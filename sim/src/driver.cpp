@@ -296,6 +296,24 @@ void SimDriver::on_marker(std::uint32_t npu, std::uint32_t, std::uint64_t key, m
                       r.info.peer, r.step, r.rep, static_cast<double>(r.start) / 1e3, static_cast<double>(r.end) / 1e3);
 }
 
+void SimDriver::record_host_op(std::uint32_t rank, const std::string& kind, std::uint64_t bytes, models::Tick start, models::Tick end) {
+  OpRecord r;
+  r.info.rank = rank;
+  r.info.nranks = static_cast<std::uint32_t>(phase_.size());
+  r.info.kind = kind;
+  r.info.algorithm = "dma";
+  r.info.bytes = bytes;
+  r.info.dtype = 0;
+  r.step = phase_.at(rank).first;
+  r.rep = phase_.at(rank).second;
+  r.start = start;
+  r.end = end;
+  r.started = r.ended = true;
+  done_ops_.push_back(r);
+  if (trace_)
+    trace_->operation(rank, 0, kind, "dma", bytes, "", "", -1, r.step, r.rep, static_cast<double>(start) / 1e3, static_cast<double>(end) / 1e3);
+}
+
 void SimDriver::on_stream_idle(std::uint32_t s) {
   if (s < stream_ev_.size() && stream_ev_[s]) stream_ev_[s]->notify(sc_core::SC_ZERO_TIME);
 }

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <map>
 #include <memory>
+#include <cstring>
 #include <sstream>
 
 #include <systemc>
@@ -309,6 +310,10 @@ class Cluster : public sc_core::sc_module {
       for (std::uint32_t rep = 0; rep < w.repeat; ++rep) {
         driver_->set_phase(r, s, rep);
         PayloadKey key{sc_.seed, s, rep};
+        if (w.op == "h2d" || w.op == "d2h") {
+          if (!host_copy(r, w, s, rep, st, in, host.get(), real)) goto out;
+          continue;
+        }
         if (real) {
           fill_input(host.get(), count, w.dtype, w.reduce, key, r);
           if (!ok(r, "hcomm_memcpy_host_to_device", hcomm_memcpy_host_to_device(in, host.get(), w.bytes, st)) ||
@@ -358,18 +363,7 @@ class Cluster : public sc_core::sc_module {
             fill_input(expect.data(), count, w.dtype, w.reduce, key, partner(w, r));
             cr = compare(host.get(), expect.data(), count, w.dtype, models::ReduceOp::Max, 1);
           }
-          auto& tally = checks_[s].by_rep[rep];
-          ++tally.first;
-          if (!cr.ok()) {
-            ++tally.second;
-            failures.push_back("rank " + std::to_string(r) + " step " + std::to_string(s) + " rep " + std::to_string(rep) +
-                               ": result check failed: " + std::to_string(cr.mismatches) + " wrong elements, first " + cr.detail);
-          }
-          if (trace_) trace_->check(r, s, rep, cr.ok(), cr.mismatches, cr.detail);
-          driver_->note(r, cr.ok() ? 2 : 0,
-                        std::string(cr.ok() ? "[HCSIM_INFO]" : "[HCSIM_ERR]") + " Rank" + std::to_string(r) + " step " +
-                            std::to_string(s) + " rep " + std::to_string(rep) + " " + w.op + " check " +
-                            (cr.ok() ? "passed" : "FAILED: " + cr.detail) + " (" + std::to_string(count) + " elements)");
+          record_check(r, s, rep, w, cr, count);
         }
       }
     out:
@@ -391,6 +385,52 @@ class Cluster : public sc_core::sc_module {
     if (++finished_ == nranks_) sc_core::sc_stop();
   }
   std::uint32_t finished_ = 0;
+
+  // h2d / d2h: every rank copies `bytes` between the host and its device at once (after the
+  // rendezvous), timed by the host from submit to synchronize; with real payload the bytes that
+  // arrive are compared with the bytes sent (device memory read back by the backdoor for h2d).
+  bool host_copy(std::uint32_t r, const WorkloadStep& w, std::uint32_t s, std::uint32_t rep, hcomm_stream_t st, void* dev, std::uint8_t* host,
+                 bool real) {
+    const std::uint64_t count = w.bytes / models::dtype_size(w.dtype);
+    const std::uint64_t dev_addr = reinterpret_cast<std::uint64_t>(dev);
+    const bool h2d = w.op == "h2d";
+    std::vector<std::uint8_t> expect;
+    if (real) {
+      expect.resize(w.bytes);
+      fill_input(expect.data(), count, w.dtype, w.reduce, PayloadKey{sc_.seed, s, rep}, r);
+      if (h2d) std::memcpy(host, expect.data(), w.bytes);
+      else machine_.backdoor_write(dev_addr, expect.data(), w.bytes);
+    }
+    rendezvous();
+    const models::Tick t0 = sc_core::sc_time_stamp().value();
+    if (!ok(r, h2d ? "hcomm_memcpy_host_to_device" : "hcomm_memcpy_device_to_host",
+            h2d ? hcomm_memcpy_host_to_device(dev, host, w.bytes, st) : hcomm_memcpy_device_to_host(host, dev, w.bytes, st)) ||
+        !ok(r, "hcomm_stream_synchronize", hcomm_stream_synchronize(st)))
+      return false;
+    driver_->record_host_op(r, w.op, w.bytes, t0, sc_core::sc_time_stamp().value());
+    if (real) {
+      std::vector<std::uint8_t> got(w.bytes);
+      if (h2d) machine_.backdoor_read(dev_addr, got.data(), w.bytes);
+      else std::memcpy(got.data(), host, w.bytes);
+      record_check(r, s, rep, w, compare(got.data(), expect.data(), count, w.dtype, models::ReduceOp::Max, 1), count);
+    }
+    return true;
+  }
+
+  void record_check(std::uint32_t r, std::uint32_t s, std::uint32_t rep, const WorkloadStep& w, const CheckResult& cr, std::uint64_t count) {
+    auto& tally = checks_[s].by_rep[rep];
+    ++tally.first;
+    if (!cr.ok()) {
+      ++tally.second;
+      failures.push_back("rank " + std::to_string(r) + " step " + std::to_string(s) + " rep " + std::to_string(rep) +
+                         ": result check failed: " + std::to_string(cr.mismatches) + " wrong elements, first " + cr.detail);
+    }
+    if (trace_) trace_->check(r, s, rep, cr.ok(), cr.mismatches, cr.detail);
+    driver_->note(r, cr.ok() ? 2 : 0,
+                  std::string(cr.ok() ? "[HCSIM_INFO]" : "[HCSIM_ERR]") + " Rank" + std::to_string(r) + " step " + std::to_string(s) +
+                      " rep " + std::to_string(rep) + " " + w.op + " check " + (cr.ok() ? "passed" : "FAILED: " + cr.detail) + " (" +
+                      std::to_string(count) + " elements)");
+  }
 
   // Host-side rendezvous after the input copies (hccl_test's MPI_Barrier between iterations):
   // copies that contend at the host end at different times, and the timed operation should not
@@ -482,6 +522,7 @@ RunResult run_scenario(const Scenario& sc, const RunOptions& opt) {
     if (w.op == "allreduce") return kind == "allreduce";
     if (w.op == "sendrecv") return kind == "send" || kind == "recv";
     if (w.op == "barrier") return kind == "barrier";
+    if (w.op == "h2d" || w.op == "d2h") return kind == w.op;
     return kind == "rdma_write";
   };
   for (const OpRecord& o : cluster->driver().ops()) {
@@ -505,7 +546,9 @@ RunResult run_scenario(const Scenario& sc, const RunOptions& opt) {
     auto [t0, t1] = span[k];
     s.time_us = static_cast<double>(t1 - t0) / 1e6;
     s.algbw_GBps = s.time_us > 0 ? static_cast<double>(s.bytes) / (s.time_us * 1e3) : 0;
-    s.busbw_GBps = s.kind == "allreduce" ? s.algbw_GBps * 2.0 * (n - 1) / n : s.algbw_GBps;
+    // busbw: nccl-tests' bus bandwidth for all-reduce; for host copies the aggregate of all ranks.
+    s.busbw_GBps = s.kind == "allreduce" ? s.algbw_GBps * 2.0 * (n - 1) / n
+                   : (s.kind == "h2d" || s.kind == "d2h") ? s.algbw_GBps * n : s.algbw_GBps;
     auto tally = cluster->checks_[s.step].by_rep.find(s.rep);
     if (tally != cluster->checks_[s.step].by_rep.end()) { s.checked = tally->second.first; s.failed = tally->second.second; }
     trace.summary(s.step, s.rep, s.kind, s.bytes, s.time_us, s.algbw_GBps, s.busbw_GBps);

@@ -143,8 +143,9 @@ std::optional<Scenario> load_scenario(const std::string& path, std::vector<std::
       if (!w.valid()) continue;
       WorkloadStep st;
       st.op = w.str("op", true).value_or("");
-      if (!st.op.empty() && st.op != "allreduce" && st.op != "sendrecv" && st.op != "incast" && st.op != "barrier")
-        d.error(w.child("op"), "unknown op \"" + st.op + "\" (allreduce, sendrecv, incast, barrier)");
+      if (!st.op.empty() && st.op != "allreduce" && st.op != "sendrecv" && st.op != "incast" && st.op != "barrier" && st.op != "h2d" &&
+          st.op != "d2h")
+        d.error(w.child("op"), "unknown op \"" + st.op + "\" (allreduce, sendrecv, incast, barrier, h2d, d2h)");
       if (st.op == "incast") {
         st.root = static_cast<std::uint32_t>(w.uint("root", false, 0, 1u << 20).value_or(0));
         if (auto v = w.str("senders", false)) {

@@ -27,6 +27,10 @@ class SimDriver final : public hcomm::Driver, public models::MachineListener {
  public:
   SimDriver(models::Machine& m, const Topology& t, Trace* trace, bool echo_logs);
 
+  /// An operation timed by the host (e.g. a workload's host<->device copy): recorded like the
+  /// library's operations, in the current phase of `rank`.
+  void record_host_op(std::uint32_t rank, const std::string& kind, std::uint64_t bytes, models::Tick start, models::Tick end);
+
   /// Associate the calling SystemC process with a rank (its device and server).
   void bind_process(const std::string& process_name, std::uint32_t rank);
   /// Step/rep labels attached to operations the rank announces from now on.
