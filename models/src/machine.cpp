@@ -327,7 +327,7 @@ void Machine::complete(std::uint32_t s) {
 
 void Machine::fail(std::uint32_t s, const std::string& why) {
   auto& st = streams_[s];
-  npus_[st.npu].regs->hw_set_bits(npu_regs::kIntStatus, 1);
+  raise(st.npu, 1);
   st.failed = true;
   st.error = why;
   st.q.clear();
@@ -573,15 +573,39 @@ void Machine::notify_record(std::uint32_t npu, std::uint64_t key) {
   const int r = bind_notify(npu, key);
   if (r < 0) {  // a posted write with nowhere to land: lost, flagged in INT_STATUS bit 2
     ++notify_overflows_;
-    npus_[npu].regs->hw_set_bits(npu_regs::kIntStatus, 4);
+    raise(npu, 4);
     return;
   }
   notify_deliver(npu, static_cast<std::uint32_t>(r));
 }
 
+void Machine::raise(std::uint32_t npu, std::uint64_t bits) {
+  // Edge-triggered (MSI): bits that become set and are not masked send one message; bits that
+  // stay set send nothing more. Messages coalesce while one is in flight.
+  Npu& n = npus_[npu];
+  std::uint64_t status = 0, mask = 0;
+  n.regs->read(npu_regs::kIntStatus, &status);
+  n.regs->read(npu_regs::kIntMask, &mask);
+  n.regs->hw_set_bits(npu_regs::kIntStatus, bits);
+  if ((bits & ~status & ~mask) == 0 || n.msi_pending) return;
+  n.msi_pending = true;
+  sch_.schedule(sch_.now() + n.params.msi_latency_ps, this, ev(kInterrupt, npu), 0);
+}
+
 void Machine::on_event(std::uint64_t a, std::uint64_t b) {
   std::uint64_t type = a & 0xff, id = a >> 8;
   switch (type) {
+    case kInterrupt: {
+      Npu& n = npus_[id];
+      n.msi_pending = false;
+      std::uint64_t status = 0, mask = 0;
+      n.regs->read(npu_regs::kIntStatus, &status);
+      n.regs->read(npu_regs::kIntMask, &mask);
+      if ((status & ~mask) == 0) break;  // cleared (or masked) before it was taken
+      ++interrupts_;
+      if (listener_) listener_->on_interrupt(static_cast<std::uint32_t>(id), status & ~mask);
+      break;
+    }
     case kDispatch: dispatch(static_cast<std::uint32_t>(id)); break;
     case kPieceSent: send_piece(static_cast<std::uint32_t>(id)); break;
     case kPieceArrive: arrive_piece(static_cast<std::uint32_t>(id), b, 0); break;
@@ -727,7 +751,7 @@ void Machine::set_link_up(std::uint32_t link, bool up) {
   const LinkInfo& l = links_.at(link);
   ports_[l.port_ab].up = ports_[l.port_ba].up = up;
   for (std::uint32_t end : {l.a, l.b})
-    if (end < npus_.size()) npus_[end].regs->hw_set_bits(npu_regs::kIntStatus, 2);
+    if (end < npus_.size()) raise(end, 2);
   if (listener_) listener_->on_link_event(link, up ? "up" : "down");
 }
 

@@ -314,6 +314,19 @@ void SimDriver::record_host_op(std::uint32_t rank, const std::string& kind, std:
     trace_->operation(rank, 0, kind, "dma", bytes, "", "", -1, r.step, r.rep, static_cast<double>(start) / 1e3, static_cast<double>(end) / 1e3);
 }
 
+void SimDriver::on_interrupt(std::uint32_t npu, std::uint64_t) {
+  std::uint64_t status = 0;
+  m_.mmio_read(npu, models::npu_regs::kIntStatus, &status);
+  std::string what;
+  if (status & 1) what += " task error";
+  if (status & 2) what += " link event";
+  if (status & 4) what += " notify overflow";
+  char b[96];
+  std::snprintf(b, sizeof b, "[HCSIM_DEBUG] npu%u interrupt: INT_STATUS 0x%llx (", npu, static_cast<unsigned long long>(status));
+  note(npu < npu_rank_.size() ? npu_rank_[npu] : 0, 3, std::string(b) + (what.empty() ? std::string() : what.substr(1)) + ")");
+  m_.mmio_write(npu, models::npu_regs::kIntStatus, status);  // acknowledge: write 1 to clear
+}
+
 void SimDriver::on_stream_idle(std::uint32_t s) {
   if (s < stream_ev_.size() && stream_ev_[s]) stream_ev_[s]->notify(sc_core::SC_ZERO_TIME);
 }

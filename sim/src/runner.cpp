@@ -137,6 +137,7 @@ class Cluster : public sc_core::sc_module {
         c["pcie_flow_ctrl_ns"] += static_cast<double>(p.credit_stall_ps) / 1e3;  // time stalled on PCIe credits
       }
     c["rdma_access_errors"] = static_cast<double>(machine_.rdma_access_errors());
+    c["npu_interrupts"] = static_cast<double>(machine_.interrupts());
     if (net_) {
       for (std::uint32_t q = 0; q < net_->qp_count(); ++q) {
         const auto& st = net_->qp_stats(q);

@@ -32,7 +32,7 @@ std::string dir_of(const std::string& p) {
 const std::vector<std::string>& counter_names() {
   static const std::vector<std::string> n = {"hccs_rx_retry_cnt", "hccs_frames",  "hccs_credit_stall_ns", "rdma_cnp_rcv",
                                              "rdma_retransmits",  "rdma_timeouts", "pfc_pause_sent",       "drops",
-                                             "ecn_marked",        "rdma_access_errors", "pcie_flow_ctrl_ns"};
+                                             "ecn_marked",        "rdma_access_errors", "pcie_flow_ctrl_ns", "npu_interrupts"};
   return n;
 }
 

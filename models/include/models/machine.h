@@ -51,6 +51,7 @@ struct NpuParams {
   Tick task_dispatch_ps = 100 * kPsPerNs;                   ///< stream scheduler: task start overhead
   Tick notify_local_ps = 50 * kPsPerNs;                     ///< local notify/event register write
   std::uint32_t notify_regs = 8192;                         ///< notify registers per NPU (assumption)
+  Tick msi_latency_ps = 1 * kPsPerUs;                       ///< INT_STATUS bit set -> host interrupt handler runs (assumption)
   LinkParams host_link{63ULL * 1000 * 1000 * 1000, 1000 * kPsPerNs, 16, 256, 0, 256 * 1024};  ///< PCIe Gen5 x16 to the host
 };
 
@@ -92,6 +93,9 @@ class MachineListener {
   virtual void on_task_error(std::uint32_t stream, const std::string& why) = 0;
   /// A link changed state (down/up, lanes, error rate): reported to both ends.
   virtual void on_link_event(std::uint32_t link, const std::string& what) {}
+  /// An MSI from `npu`: INT_STATUS has unmasked bits set (`pending`); the handler reads and clears
+  /// them by MMIO (write 1 to clear). A bit raises an interrupt when it becomes set (edge).
+  virtual void on_interrupt(std::uint32_t npu, std::uint64_t pending) {}
 };
 
 struct Port {
@@ -191,6 +195,7 @@ class Machine final : public EventHandler, public NetworkListener {
   /// The task at the head of a stream (being executed or waiting), or null when idle.
   const Task* stream_head(std::uint32_t s) const { return streams_[s].q.empty() ? nullptr : &streams_[s].q.front(); }
   std::uint64_t notify_overflows() const { return notify_overflows_; }
+  std::uint64_t interrupts() const { return interrupts_; }
 
   std::uint64_t event_completed(std::uint32_t npu, std::uint64_t ev) const {
     auto it = npus_[npu].events.find(ev);
@@ -260,6 +265,7 @@ class Machine final : public EventHandler, public NetworkListener {
     struct Mr { std::uint64_t addr, bytes; std::uint32_t access; };
     std::map<std::uint32_t, Mr> mrs;
     std::uint32_t next_key = 0x100;
+    bool msi_pending = false;
     Npu(const NpuParams& p) : params(p), hbm(p.hbm.capacity_bytes, p.hbm.store_bytes), sdma_busy(p.sdma_engines, 0) {}
   };
   struct StreamState {
@@ -283,7 +289,9 @@ class Machine final : public EventHandler, public NetworkListener {
     int port3 = -1;                   // third hop (host DMA through a PCIe switch and the root complex)
     int hbm_src = -1, hbm_dst = -1;   // HBM ports read and written (the same port twice for a local copy)
   };
-  enum Ev : std::uint64_t { kDispatch = 1, kPieceSent, kPieceArrive, kNotifyArrive, kNotifyLocal, kComplete };
+  enum Ev : std::uint64_t { kDispatch = 1, kPieceSent, kPieceArrive, kNotifyArrive, kNotifyLocal, kComplete, kInterrupt };
+  /// Hardware sets INT_STATUS bits; newly set unmasked ones send an MSI after msi_latency.
+  void raise(std::uint32_t npu, std::uint64_t bits);
 
   void dispatch(std::uint32_t s);
   void complete(std::uint32_t s);
@@ -328,6 +336,7 @@ class Machine final : public EventHandler, public NetworkListener {
   std::vector<std::uint32_t> free_rdmas_;
   std::uint64_t rdma_access_errors_ = 0;
   std::uint64_t notify_overflows_ = 0;
+  std::uint64_t interrupts_ = 0;
 };
 
 }  // namespace models

@@ -67,6 +67,9 @@ class SimDriver final : public hcomm::Driver, public models::MachineListener {
   void on_stream_idle(std::uint32_t stream) override;
   void on_marker(std::uint32_t npu, std::uint32_t stream, std::uint64_t key, models::Tick t) override;
   void on_task_error(std::uint32_t stream, const std::string& why) override;
+  /// Interrupt handler: reads INT_STATUS by MMIO, logs what it says (trace, debug level) and
+  /// clears it (write 1 to clear).
+  void on_interrupt(std::uint32_t npu, std::uint64_t pending) override;
 
  private:
   struct Heap {  // device memory allocator: first fit over a free list, 512-byte granules
