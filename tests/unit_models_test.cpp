@@ -727,7 +727,8 @@ TEST(Hbm, BandwidthIsSharedBySdmaChannels) {
 
 // Interrupts (MSI, edge-triggered): a failing task sets INT_STATUS bit 0 and the host handler runs
 // msi_latency later with that bit pending; a bit that stays set raises nothing more; after the
-// handler clears it (W1C) a new error raises a new interrupt; a masked bit raises none.
+// handler clears it (W1C) a new error raises a new interrupt; a masked bit raises none until it is
+// unmasked.
 TEST(RegisterMap, InterruptsAreDeliveredByMsi) {
   struct Isr : Recorder {
     Machine* m = nullptr;
@@ -778,4 +779,9 @@ TEST(RegisterMap, InterruptsAreDeliveredByMsi) {
   std::uint64_t status = 0;
   m.mmio_read(0, npu_regs::kIntStatus, &status);
   EXPECT_EQ(status & 1, 1u);  // still recorded, just not signalled
+  const Tick unmask_at = sch.now();
+  m.mmio_write(0, npu_regs::kIntMask, 0);  // unmasking a set bit signals it
+  sch.run();
+  ASSERT_EQ(isr.irqs.size(), 4u);
+  EXPECT_EQ(isr.irqs[3].first, unmask_at + 2 * kPsPerUs);
 }

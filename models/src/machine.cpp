@@ -32,7 +32,10 @@ std::uint32_t Machine::add_npu(const NpuParams& p) {
   if (p.sdma_engines == 0) throw std::invalid_argument("NPU needs at least one SDMA engine");
   auto n = static_cast<std::uint32_t>(npus_.size());
   npus_.emplace_back(p);
-  npus_.back().regs = std::make_unique<RegisterBlock>(npu_regs::table());
+  // Unmasking a bit that is already set signals it (the MSI pending-bit rule).
+  npus_.back().regs = std::make_unique<RegisterBlock>(npu_regs::table(), [this, n](std::uint32_t off, std::uint64_t) {
+    if (off == npu_regs::kIntMask) signal(n);
+  });
   npus_.back().regs->hw_write(npu_regs::kNpuId, n);
   // Host PCIe link of this NPU.
   std::uint32_t l = add_link(LinkKind::Pcie, kHost, n, p.host_link, "host-npu" + std::to_string(n));
@@ -587,7 +590,15 @@ void Machine::raise(std::uint32_t npu, std::uint64_t bits) {
   n.regs->read(npu_regs::kIntStatus, &status);
   n.regs->read(npu_regs::kIntMask, &mask);
   n.regs->hw_set_bits(npu_regs::kIntStatus, bits);
-  if ((bits & ~status & ~mask) == 0 || n.msi_pending) return;
+  if ((bits & ~status & ~mask) != 0) signal(npu);
+}
+
+void Machine::signal(std::uint32_t npu) {
+  Npu& n = npus_[npu];
+  std::uint64_t status = 0, mask = 0;
+  n.regs->read(npu_regs::kIntStatus, &status);
+  n.regs->read(npu_regs::kIntMask, &mask);
+  if ((status & ~mask) == 0 || n.msi_pending) return;
   n.msi_pending = true;
   sch_.schedule(sch_.now() + n.params.msi_latency_ps, this, ev(kInterrupt, npu), 0);
 }

@@ -94,7 +94,8 @@ class MachineListener {
   /// A link changed state (down/up, lanes, error rate): reported to both ends.
   virtual void on_link_event(std::uint32_t link, const std::string& what) {}
   /// An MSI from `npu`: INT_STATUS has unmasked bits set (`pending`); the handler reads and clears
-  /// them by MMIO (write 1 to clear). A bit raises an interrupt when it becomes set (edge).
+  /// them by MMIO (write 1 to clear). A bit raises an interrupt when it becomes set while
+  /// unmasked, or when it is unmasked while set.
   virtual void on_interrupt(std::uint32_t npu, std::uint64_t pending) {}
 };
 
@@ -292,6 +293,8 @@ class Machine final : public EventHandler, public NetworkListener {
   enum Ev : std::uint64_t { kDispatch = 1, kPieceSent, kPieceArrive, kNotifyArrive, kNotifyLocal, kComplete, kInterrupt };
   /// Hardware sets INT_STATUS bits; newly set unmasked ones send an MSI after msi_latency.
   void raise(std::uint32_t npu, std::uint64_t bits);
+  /// Send an MSI if unmasked status bits are set and none is in flight.
+  void signal(std::uint32_t npu);
 
   void dispatch(std::uint32_t s);
   void complete(std::uint32_t s);
