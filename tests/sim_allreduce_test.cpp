@@ -8,14 +8,14 @@
 
 #include "sim/runner.h"
 #include "sim/scenario.h"
+#include "sim_test_util.h"
 
 using namespace sim;
 
 namespace {
 
 Scenario make_scenario() {
-  Diagnostics d("atlas800t-a2.json");
-  auto topo = load_topology(std::string(HCSIM_SOURCE_DIR) + "/topologies/atlas800t-a2.json", d);
+  auto topo = sim_test::preset("atlas800t-a2.json");
   EXPECT_TRUE(topo);
   Scenario sc;
   sc.name = "sim_allreduce_test";
@@ -46,9 +46,7 @@ Scenario make_scenario() {
 
 TEST(SimAllReduce, MeshMatchesAlphaBetaAndEveryResultIsCorrect) {
   static Scenario sc = make_scenario();
-  RunOptions opt;
-  opt.echo_logs = false;
-  RunResult r = run_scenario(sc, opt);
+  RunResult r = run_scenario(sc, sim_test::quiet());
   for (auto& f : r.failures) ADD_FAILURE() << f;
   ASSERT_EQ(r.exit_code, 0);
   ASSERT_EQ(r.steps.size(), sc.workload.size());

@@ -12,6 +12,7 @@
 #include "hcomm/hcomm.h"
 #include "hcomm/hcomm.hpp"
 #include "sim/runner.h"
+#include "sim_test_util.h"
 
 using namespace sim;
 
@@ -222,12 +223,9 @@ void expect_all(const std::string& what, int code) {
 
 TEST(SimApi, PointToPointEventsAndErrors) {
   setenv("HCOMM_TIMEOUT_MS", "1000", 1);
-  Diagnostics d("t");
-  auto topo = load_topology(std::string(HCSIM_SOURCE_DIR) + "/topologies/atlas800t-a2.json", d);
+  auto topo = sim_test::preset("atlas800t-a2.json");
   ASSERT_TRUE(topo);
-  RunOptions opt;
-  opt.echo_logs = false;
-  std::uint64_t end_ps = run_program(*topo, program, opt);
+  std::uint64_t end_ps = run_program(*topo, program, sim_test::quiet());
   for (const char* ok : {"create_context", "comm_init", "send", "recv", "ring_data", "isend", "isend2", "irecv", "irecv2",
                          "waitall", "pair_data", "event_sync", "d2d_data", "elapsed", "destroy_context"})
     expect_all(ok, HCOMM_SUCCESS);

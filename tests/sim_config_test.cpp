@@ -10,6 +10,7 @@
 
 #include "hcomm/hcomm.h"
 #include "sim/runner.h"
+#include "sim_test_util.h"
 
 using namespace sim;
 
@@ -44,11 +45,8 @@ double timed_send(hcomm_comm_t comm, hcomm_context_t ctx, std::uint32_t r, void*
 TEST(SimConfig, PrecedenceRangesAndEffects) {
   setenv("HCOMM_NUM_QP", "4", 1);        // environment beats the default (8)
   setenv("HCOMM_TIMEOUT_MS", "20000", 1);
-  Diagnostics d("a2-2node.json");
-  auto topo = load_topology(std::string(HCSIM_SOURCE_DIR) + "/topologies/a2-2node.json", d);
+  auto topo = sim_test::preset("a2-2node.json");
   ASSERT_TRUE(topo);
-  RunOptions opt;
-  opt.echo_logs = false;
   run_program(*topo, [](std::uint32_t r) {
     hcomm_context_t ctx;
     hcomm_create_context(r % 8, &ctx);
@@ -130,7 +128,7 @@ TEST(SimConfig, PrecedenceRangesAndEffects) {
     hcomm_comm_destroy(limited);
     hcomm_comm_destroy(small);
     hcomm_destroy_context(ctx);
-  }, opt, true);
+  }, sim_test::quiet(), true);
   EXPECT_EQ(rc["plain"], HCOMM_SUCCESS);
   EXPECT_EQ(rc["limited"], HCOMM_SUCCESS);
   EXPECT_EQ(rc["small"], HCOMM_SUCCESS);

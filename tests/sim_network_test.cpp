@@ -7,12 +7,12 @@
 
 #include "sim/runner.h"
 #include "sim/scenario.h"
+#include "sim_test_util.h"
 
 using namespace sim;
 
 TEST(SimNetwork, CrossServerP2pAndHierarchicalAllReduce) {
-  Diagnostics d("a2-2node.json");
-  auto topo = load_topology(std::string(HCSIM_SOURCE_DIR) + "/topologies/a2-2node.json", d);
+  auto topo = sim_test::preset("a2-2node.json");
   ASSERT_TRUE(topo);
   static Scenario sc;
   sc.name = "sim_network_test";
@@ -30,9 +30,7 @@ TEST(SimNetwork, CrossServerP2pAndHierarchicalAllReduce) {
   odd.dtype = models::DType::Int32;
   odd.reduce = models::ReduceOp::Min;
   sc.workload = {p2p, ar, odd};
-  RunOptions opt;
-  opt.echo_logs = false;
-  RunResult r = run_scenario(sc, opt);
+  RunResult r = run_scenario(sc, sim_test::quiet());
   for (auto& f : r.failures) ADD_FAILURE() << f;
   ASSERT_EQ(r.steps.size(), 3u);
   for (auto& s : r.steps) EXPECT_EQ(s.checked, 16u) << s.step;

@@ -79,11 +79,10 @@ TEST(EventQueue, OrdersByTimeThenInsertion) {
 // The idle-path time of one HCCS transfer is exactly bytes/bandwidth + latency.
 TEST(HccsLink, IdleTransferIsSerializationPlusLatency) {
   for (std::uint64_t bytes : {1ULL, 4096ULL, 1ULL << 20, 3ULL << 20, 64ULL << 20}) {
-    StandaloneScheduler sch;
-    Recorder rec;
-    rec.s = &sch;
-    Machine m(sch, 256 * 1024);
-    m.set_listener(&rec);
+    Rig rig(256 * 1024);
+    auto& sch = rig.sch;
+    auto& rec = rig.rec;
+    auto& m = rig.m;
     m.add_npu(bare_npu());
     m.add_npu(bare_npu());
     LinkParams lp{28ULL * 1000 * 1000 * 1000, 500 * kPsPerNs};
@@ -110,10 +109,10 @@ TEST(HccsLink, IdleTransferIsSerializationPlusLatency) {
 // destination's write latency after its last: local (HBM/2 bandwidth) and over HCCS.
 TEST(Hbm, AccessLatencyAddsToAnIdleCopy) {
   for (bool remote : {false, true}) {
-    Rig r(1ULL << 30);
-    auto& sch = r.sch;
-    auto& rec = r.rec;
-    auto& m = r.m;
+    Rig rig(1ULL << 30);
+    auto& sch = rig.sch;
+    auto& rec = rig.rec;
+    auto& m = rig.m;
     NpuParams a = bare_npu(), b = bare_npu();
     a.hbm.access_latency_ps = 120 * kPsPerNs;  // source read
     b.hbm.access_latency_ps = 80 * kPsPerNs;   // destination write (remote case)
@@ -137,11 +136,10 @@ TEST(Hbm, AccessLatencyAddsToAnIdleCopy) {
 
 // Two transfers on one port: the second waits exactly the first one's serialization backlog.
 TEST(HccsLink, SecondTransferWaitsTheBacklog) {
-  StandaloneScheduler sch;
-  Recorder rec;
-  rec.s = &sch;
-  Machine m(sch, 1ULL << 30);  // one piece per transfer
-  m.set_listener(&rec);
+  Rig rig(1ULL << 30);  // one piece per transfer
+  auto& sch = rig.sch;
+  auto& rec = rig.rec;
+  auto& m = rig.m;
   m.add_npu(bare_npu());
   m.add_npu(bare_npu());
   LinkParams lp{10ULL * 1000 * 1000 * 1000, 700 * kPsPerNs};
@@ -161,11 +159,10 @@ TEST(HccsLink, SecondTransferWaitsTheBacklog) {
 }
 
 TEST(Machine, CopyMovesRealBytesAndReduceCopyReduces) {
-  StandaloneScheduler sch;
-  Recorder rec;
-  rec.s = &sch;
-  Machine m(sch, 4096);
-  m.set_listener(&rec);
+  Rig rig(4096);
+  auto& sch = rig.sch;
+  auto& rec = rig.rec;
+  auto& m = rig.m;
   m.add_npu(bare_npu());
   m.add_npu(bare_npu());
   m.add_link(LinkKind::Hccs, 0, 1, LinkParams{}, "l");
@@ -191,11 +188,10 @@ TEST(Machine, CopyMovesRealBytesAndReduceCopyReduces) {
 }
 
 TEST(Machine, NotifyWaitBlocksUntilRemoteRecord) {
-  StandaloneScheduler sch;
-  Recorder rec;
-  rec.s = &sch;
-  Machine m(sch);
-  m.set_listener(&rec);
+  Rig rig;
+  auto& sch = rig.sch;
+  auto& rec = rig.rec;
+  auto& m = rig.m;
   m.add_npu(bare_npu());
   m.add_npu(bare_npu());
   m.add_link(LinkKind::Hccs, 0, 1, LinkParams{28ULL * 1000 * 1000 * 1000, 500 * kPsPerNs}, "l");
@@ -218,11 +214,10 @@ TEST(Machine, NotifyWaitBlocksUntilRemoteRecord) {
 }
 
 TEST(Machine, BadAddressFailsTheStreamWithAMessage) {
-  StandaloneScheduler sch;
-  Recorder rec;
-  rec.s = &sch;
-  Machine m(sch);
-  m.set_listener(&rec);
+  Rig rig;
+  auto& sch = rig.sch;
+  auto& rec = rig.rec;
+  auto& m = rig.m;
   m.add_npu(bare_npu());
   std::uint32_t st = m.create_stream(0);
   Task t;
@@ -422,11 +417,10 @@ TEST(HccsLink, LinkDownFailsTransfers) {
 // PCIe links 1 us each, switch 0.5 us) a small copy's latency over HCCS is 1/5 of PCIe P2P, the
 // ratio the HCOMM documentation reports. Bandwidth through the switch is the PCIe link's.
 TEST(PcieSwitch, PeerToPeerLatencyAndBandwidthFollowParameters) {
-  StandaloneScheduler sch;
-  Recorder rec;
-  rec.s = &sch;
-  Machine m(sch, 256 * 1024);
-  m.set_listener(&rec);
+  Rig rig(256 * 1024);
+  auto& sch = rig.sch;
+  auto& rec = rig.rec;
+  auto& m = rig.m;
   NpuParams p = bare_npu();
   for (int i = 0; i < 3; ++i) m.add_npu(p);
   m.add_link(LinkKind::Hccs, 0, 1, LinkParams{}, "hccs");
@@ -456,11 +450,10 @@ TEST(PcieSwitch, PeerToPeerLatencyAndBandwidthFollowParameters) {
 // A two-hop path behind a busy port: NPU 1 -> switch -> NPU 2 shares the switch's port to NPU 2
 // with a transfer from NPU 0 already in flight; the second waits exactly the first's backlog.
 TEST(PcieSwitch, TwoHopPathWaitsTheBacklog) {
-  StandaloneScheduler sch;
-  Recorder rec;
-  rec.s = &sch;
-  Machine m(sch, 1ULL << 30);  // one piece per transfer: the backlog is the whole first transfer
-  m.set_listener(&rec);
+  Rig rig(1ULL << 30);  // one piece per transfer: the backlog is the whole first transfer
+  auto& sch = rig.sch;
+  auto& rec = rig.rec;
+  auto& m = rig.m;
   NpuParams p = bare_npu();
   for (int i = 0; i < 3; ++i) m.add_npu(p);
   LinkParams pcie{10000000000ULL, 1000 * kPsPerNs, 16, 256, 0, 1ULL << 30};  // 10 GB/s, 1 us, ample credits
@@ -515,10 +508,10 @@ TEST(RootComplex, HostDmaSharesItsBandwidth) {
   const double link = 63e9;
   std::vector<std::uint8_t> host(B, 1);
   for (std::uint64_t rc_bw : {750000000000ULL, 100000000000ULL}) {
-    Rig r;
-    auto& sch = r.sch;
-    auto& rec = r.rec;
-    auto& m = r.m;
+    Rig rig;
+    auto& sch = rig.sch;
+    auto& rec = rig.rec;
+    auto& m = rig.m;
     for (int i = 0; i < 8; ++i) m.add_npu(bare_npu());
     const std::uint32_t rc = m.add_root_complex("rc", LinkParams{rc_bw, 0, 16, 256, 0, 0});
     std::vector<Tick> each;
@@ -534,10 +527,10 @@ TEST(RootComplex, HostDmaSharesItsBandwidth) {
     }
   }
   // Four NPUs behind a PCIe switch whose upstream link runs at 10 GB/s.
-  Rig r;
-  auto& sch = r.sch;
-  auto& rec = r.rec;
-  auto& m = r.m;
+  Rig rig;
+  auto& sch = rig.sch;
+  auto& rec = rig.rec;
+  auto& m = rig.m;
   for (int i = 0; i < 4; ++i) m.add_npu(bare_npu());
   LinkParams pcie{31500000000ULL, 1000 * kPsPerNs, 16, 256, 0, 0};
   const std::uint32_t sw = m.add_pcie_switch("sw", 500 * kPsPerNs);
@@ -576,11 +569,9 @@ TEST(RegisterMap, GenericAccessSemantics) {
 // SQ head and CQ tail count started and completed tasks; a task failure raises INT_STATUS bit 0;
 // the configuration space is read-only to software.
 TEST(RegisterMap, DoorbellQueuesAndInterruptStatus) {
-  StandaloneScheduler sch;
-  Recorder rec;
-  rec.s = &sch;
-  Machine m(sch);
-  m.set_listener(&rec);
+  Rig rig;
+  auto& sch = rig.sch;
+  auto& m = rig.m;
   m.add_npu(bare_npu());
   std::uint32_t st = m.create_stream(0);
   Task marker;
@@ -697,10 +688,10 @@ TEST(RegisterMap, NotifyRegistersAreReachedByMmio) {
 // B / engine bandwidth; one copy alone is engine-bound.
 TEST(Hbm, BandwidthIsSharedBySdmaChannels) {
   for (std::uint32_t copies : {1u, 8u}) {
-    Rig r;
-    auto& sch = r.sch;
-    auto& rec = r.rec;
-    auto& m = r.m;
+    Rig rig;
+    auto& sch = rig.sch;
+    auto& rec = rig.rec;
+    auto& m = rig.m;
     NpuParams p = bare_npu();
     p.sdma_bandwidth_Bps = 400ULL * 1000 * 1000 * 1000;
     p.hbm.bandwidth_Bps = 1600ULL * 1000 * 1000 * 1000;

@@ -39,8 +39,7 @@ std::uint32_t Machine::add_npu(const NpuParams& p) {
   npus_.back().regs->hw_write(npu_regs::kNpuId, n);
   // Host PCIe link of this NPU.
   std::uint32_t l = add_link(LinkKind::Pcie, kHost, n, p.host_link, "host-npu" + std::to_string(n));
-  npus_[n].h2d_port = links_[l].port_ab;
-  npus_[n].d2h_port = links_[l].port_ba;
+  npus_[n].host_link = l;
   npus_[n].h2d[0] = static_cast<int>(links_[l].port_ab);
   npus_[n].d2h[0] = static_cast<int>(links_[l].port_ba);
   // HBM bandwidth as a port (reads and writes share it; no lanes, credits or latency here).
@@ -72,8 +71,8 @@ void Machine::attach_host(std::uint32_t npu, std::uint32_t rc) {
     n.d2h[0] = static_cast<int>(sp->up); n.d2h[1] = sw->up; n.d2h[2] = static_cast<int>(r.up);
     n.h2d[0] = static_cast<int>(r.down); n.h2d[1] = sw->down; n.h2d[2] = static_cast<int>(sp->down);
   } else {
-    n.d2h[0] = static_cast<int>(n.d2h_port); n.d2h[1] = static_cast<int>(r.up); n.d2h[2] = -1;
-    n.h2d[0] = static_cast<int>(r.down); n.h2d[1] = static_cast<int>(n.h2d_port); n.h2d[2] = -1;
+    n.d2h[0] = static_cast<int>(links_[n.host_link].port_ba); n.d2h[1] = static_cast<int>(r.up); n.d2h[2] = -1;
+    n.h2d[0] = static_cast<int>(r.down); n.h2d[1] = static_cast<int>(links_[n.host_link].port_ab); n.h2d[2] = -1;
   }
 }
 

@@ -95,9 +95,11 @@ void Network::build_routes() {
     }
   }
   // PFC headroom covers two whole units in flight (two packets in the packet tier).
-  const std::uint64_t unit_wire = p_.unit() + ((p_.unit() + p_.mtu - 1) / p_.mtu) * p_.header_bytes;
+  const std::uint64_t unit_wire = p_.wire_bytes(p_.unit());
   port_base_.assign(nodes_.size() + 1, 0);
   for (std::uint32_t n = 0; n < nodes_.size(); ++n) port_base_[n + 1] = port_base_[n] + static_cast<std::uint32_t>(nodes_[n].ports.size());
+  port_node_.resize(port_base_.back());
+  for (std::uint32_t n = 0; n < nodes_.size(); ++n) std::fill(port_node_.begin() + port_base_[n], port_node_.begin() + port_base_[n + 1], n);
   for (std::uint32_t s = 0; s < nodes_.size(); ++s) {
     if (!nodes_[s].is_switch) continue;
     hop_start_[s][A] = static_cast<std::uint32_t>(hops_[s].size());
@@ -218,14 +220,12 @@ void Network::flow_post(std::uint32_t qp, std::int64_t after) {
   f.qp = qp;
   f.tag = m.tag;
   f.bytes = m.bytes;
-  const std::uint64_t pkts = m.bytes == 0 ? 1 : (m.bytes + p_.mtu - 1) / p_.mtu;
-  f.left = static_cast<double>(m.bytes + pkts * p_.header_bytes);  // wire bytes
+  f.left = static_cast<double>(p_.wire_bytes(m.bytes));
   std::uint32_t node = q.src, port = 0;
   bool up = true;
   for (int hops = 0; hops < 64; ++hops) {
     const Port& pt = nodes_[node].ports[port];
     up = up && pt.cabled && pt.up;
-    f.path.emplace_back(node, port);
     f.gports.push_back(port_base_[node] + port);
     f.latency += pt.latency + (nodes_[pt.peer].is_switch ? nodes_[pt.peer].latency : 0);
     node = pt.peer;
@@ -299,8 +299,7 @@ void Network::flow_rates() {
   }
   std::sort(fill_ports_.begin(), fill_ports_.end());  // deterministic order
   for (std::uint32_t g : fill_ports_) {
-    std::uint32_t node = static_cast<std::uint32_t>(std::upper_bound(port_base_.begin(), port_base_.end(), g) - port_base_.begin() - 1);
-    fill_cap_[g] = static_cast<double>(nodes_[node].ports[g - port_base_[node]].Bps);
+    fill_cap_[g] = static_cast<double>(gport(g).Bps);
     fill_cnt_[g] = static_cast<std::uint32_t>(port_flows_[g].size());
   }
   // Progressive filling: repeatedly find the port with the smallest equal share of its remaining
@@ -345,8 +344,8 @@ void Network::flow_done(std::uint32_t id) {
   Flow& f = flows_[id];
   f.active = false;
   f.left = 0;
-  for (auto& hop : f.path) {
-    PortStats& st = nodes_[hop.first].ports[hop.second].st;
+  for (std::uint32_t g : f.gports) {
+    PortStats& st = gport(g).st;
     st.tx_bytes += f.bytes;
     ++st.tx_packets;
   }
@@ -552,8 +551,8 @@ void Network::host_kick(std::uint32_t host) {
     if (q.next_psn < q.acked) q.next_psn = q.acked;  // never resend what is acknowledged
     k.psn = q.next_psn;
     k.payload = psn_bytes(q, q.next_psn, &k.msg_tag, &k.msg_off, &k.last);
-    k.npk = k.payload <= p_.mtu ? 1 : static_cast<std::uint32_t>((k.payload + p_.mtu - 1) / p_.mtu);
-    k.bytes = k.payload + static_cast<std::uint64_t>(k.npk) * p_.header_bytes;
+    k.npk = static_cast<std::uint32_t>(p_.packets(k.payload));
+    k.bytes = p_.wire_bytes(k.payload);
     k.rate = q.rc;
     ++q.next_psn;
     q.st.tx_bytes += k.payload;
@@ -651,7 +650,7 @@ void Network::host_rx(std::uint32_t host, std::uint32_t id) {
         else if (q.rto_gen % 2 == 1) ++q.rto_gen;  // disarm
       }
       if (k.kind == kNak && k.psn < q.next_psn) {  // go-back-N from the receiver's expected PSN
-        q.st.retransmits += (q.next_psn - std::max(k.psn, q.acked)) * packets_per_unit();
+        q.st.retransmits += (q.next_psn - std::max(k.psn, q.acked)) * p_.packets_per_unit();
         q.next_psn = std::max(k.psn, q.acked);
       }
       host_kick(host);
@@ -771,7 +770,7 @@ void Network::on_event(std::uint64_t a, std::uint64_t b) {
         q.next_psn = q.end_psn = q.acked;
         break;
       }
-      q.st.retransmits += (q.next_psn - q.acked) * packets_per_unit();
+      q.st.retransmits += (q.next_psn - q.acked) * p_.packets_per_unit();
       q.next_psn = q.acked;
       arm_rto(static_cast<std::uint32_t>(id));
       host_kick(q.src);

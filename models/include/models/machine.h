@@ -9,7 +9,6 @@
 #include <deque>
 #include <map>
 #include <memory>
-#include <tuple>
 #include <unordered_map>
 #include <string>
 #include <vector>
@@ -255,7 +254,7 @@ class Machine final : public EventHandler, public NetworkListener {
     SparseMemory hbm;
     std::vector<Tick> sdma_busy;
     std::vector<std::pair<std::uint32_t, std::uint32_t>> adj;  // (peer, port) sorted by peer
-    std::uint32_t h2d_port = 0, d2h_port = 0;
+    std::uint32_t host_link = 0;  // the NPU's own PCIe link to the host
     std::uint32_t hbm_port = 0;  // the HBM's bandwidth, shared by every SDMA read and write of it
     int h2d[3] = {-1, -1, -1}, d2h[3] = {-1, -1, -1};  // host DMA paths (ports in travel order)
     std::vector<NotifyReg> nregs;

@@ -63,7 +63,10 @@ struct NetParams {
   /// as one; wire bytes, ECN, drops and ACKs still count its packets). 0: one packet (packet tier).
   std::uint32_t unit_bytes = 0;
   std::uint32_t unit() const { return unit_bytes > mtu ? unit_bytes : mtu; }
-  std::uint64_t packets_per_unit() const { return (unit() + mtu - 1) / mtu; }
+  /// MTU packets that carry `payload` bytes (at least one), and their bytes on the wire.
+  std::uint64_t packets(std::uint64_t payload) const { return payload <= mtu ? 1 : (payload + mtu - 1) / mtu; }
+  std::uint64_t wire_bytes(std::uint64_t payload) const { return payload + packets(payload) * header_bytes; }
+  std::uint64_t packets_per_unit() const { return packets(unit()); }
   std::uint32_t header_bytes = 58;       ///< Eth + IP + UDP + BTH + ICRC on the wire
   std::uint32_t ctrl_bytes = 64;         ///< ACK / NAK / CNP / PFC frame size
   std::uint32_t ack_every = 4;           ///< receiver coalesces ACKs over this many packets
@@ -226,8 +229,7 @@ class Network final : public EventHandler {
     double left = 0, rate = 0;                         // wire bytes still to send at t_set, rate since (bytes/s)
     Tick t_set = 0;
     std::uint64_t stamp = 0;                            // identifies its current entry in flow_heap_
-    std::vector<std::pair<std::uint32_t, std::uint32_t>> path;  // (node, egress port) hops
-    std::vector<std::uint32_t> gports;                  // the same hops as global port ids
+    std::vector<std::uint32_t> gports;                  // egress ports along the path, as global port ids
     Tick latency = 0;                                   // one-way path latency
     bool active = false;
   };
@@ -240,6 +242,8 @@ class Network final : public EventHandler {
   std::uint64_t flow_gen_ = 0;
   bool flow_rates_pending_ = false;                     // a recomputation is scheduled for now
   std::vector<std::uint32_t> port_base_;                // node -> first global port id
+  std::vector<std::uint32_t> port_node_;                // global port id -> node
+  Port& gport(std::uint32_t g) { return nodes_[port_node_[g]].ports[g - port_base_[port_node_[g]]]; }
   // Max-min rates decompose over connected components of the flow-port graph: a change only
   // refills the component of the ports it touched (flow_seeds_).
   std::vector<std::vector<std::uint32_t>> port_flows_;  // global port -> active flows on it, in start order
@@ -269,7 +273,6 @@ class Network final : public EventHandler {
   void pfc_frame(std::uint32_t node, std::uint32_t port, bool pause);
   void arm_rto(std::uint32_t qp);
   double virtual_queue(Port& p, Tick now);
-  std::uint64_t packets_per_unit() const { return p_.packets_per_unit(); }
   void on_cnp(std::uint32_t qp);
   void rate_increase(std::uint32_t qp);
   std::uint64_t psn_bytes(const Qp& q, std::uint64_t psn, std::uint64_t* tag, std::uint64_t* off, bool* last) const;
