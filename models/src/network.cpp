@@ -423,13 +423,12 @@ void Network::try_tx(std::uint32_t node, std::uint32_t port) {
   const std::uint64_t piece = std::min<std::uint64_t>(k.bytes, p_.mtu + p_.header_bytes);
   Tick dur = serialization_ps(k.bytes, p.Bps);
   if (k.tail_at > now) dur = std::max(dur, k.tail_at - now + serialization_ps(piece, p.Bps));
-  p.tx_end = now + dur;
-  p.tx_bytes = k.bytes;
-  schedule(p.tx_end, kTxDone, node, port);
+  const Tick end = now + dur;
+  schedule(end, kTxDone, node, port);
   const double loss = k.kind != kData || p_.drop_rate <= 0 ? 0 : k.npk == 1 ? p_.drop_rate : 1 - std::pow(1 - p_.drop_rate, k.npk);
   if (loss > 0 && uniform() < loss) { p.st.drops += k.npk; free_pkt(id); return; }
   const Node& next = nodes_[p.peer];
-  k.tail_at = p.tx_end + p.latency + (next.is_switch ? next.latency : 0);
+  k.tail_at = end + p.latency + (next.is_switch ? next.latency : 0);
   const Tick at = next.is_switch ? now + serialization_ps(piece, p.Bps) + p.latency + next.latency : k.tail_at;
   schedule(at, kArrive, p.peer, (static_cast<std::uint64_t>(p.peer_port) << 32) | id);
 }
@@ -456,9 +455,10 @@ void Network::arrive(std::uint32_t node, std::uint32_t port, std::uint32_t id) {
     return;
   }
   if (!n.is_switch) { host_rx(node, id); return; }
-  std::uint32_t out = ecmp_port(node, k.qp);
-  // Control packets travel back to the sender: route them by the QP's source.
-  if (k.kind != kData) {
+  std::uint32_t out;
+  if (k.kind == kData) {
+    out = ecmp_port(node, k.qp);
+  } else {  // control packets travel back to the sender: routed to the QP's source, hashed apart
     const std::uint32_t* first = nullptr;
     const std::uint32_t cnt = route_choices(node, k.dst, &first);
     out = cnt ? first[cnt == 1 ? 0 : mix64(qps_[k.qp].hash ^ 0x5bd1e995ULL ^ node) % cnt] : kNone;

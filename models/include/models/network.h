@@ -169,8 +169,6 @@ class Network final : public EventHandler {
     bool cabled = false, up = true, busy = false, paused = false;
     Tick paused_since = 0;
     std::deque<std::uint32_t> q;  // packet slots
-    Tick tx_end = 0;              // the unit in service leaves completely at tx_end
-    std::uint64_t tx_bytes = 0;   // ... and has this many wire bytes
     // Chunk tier, ECN: the queue a packet-tier port would hold. Units reach it as fluid at their
     // senders' paced rates (ending at the Tick), and it drains at the line rate.
     double vq = 0;
