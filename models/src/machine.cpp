@@ -26,7 +26,12 @@ const char* task_kind_name(TaskKind k) {
 
 namespace {
 constexpr std::uint64_t ev(std::uint64_t type, std::uint64_t id) { return type | (id << 8); }
+constexpr std::uint64_t kEpochMask = 0xffffff;  // stream events carry the low 24 bits of the epoch
 }  // namespace
+
+std::uint64_t Machine::stream_ev(std::uint64_t type, std::uint32_t s) const {
+  return type | (static_cast<std::uint64_t>(s) << 8) | ((streams_[s].epoch & kEpochMask) << 40);
+}
 
 std::uint32_t Machine::add_npu(const NpuParams& p) {
   if (p.sdma_engines == 0) throw std::invalid_argument("NPU needs at least one SDMA engine");
@@ -208,7 +213,7 @@ bool Machine::mmio_write(std::uint32_t npu, std::uint32_t off, std::uint64_t v) 
   }
   if (!st.busy && !st.q.empty()) {
     st.busy = true;
-    sch_.schedule(sch_.now() + npus_[st.npu].params.task_dispatch_ps, this, ev(kDispatch, s), 0);
+    sch_.schedule(sch_.now() + npus_[st.npu].params.task_dispatch_ps, this, stream_ev(kDispatch, s), 0);
   }
   return true;
 }
@@ -246,7 +251,7 @@ void Machine::dispatch(std::uint32_t s) {
     case TaskKind::NotifyRecord: {
       ++stats_.notifies;
       if (t.target == st.npu) {
-        sch_.schedule(sch_.now() + me.params.notify_local_ps, this, ev(kNotifyLocal, s), t.key);
+        sch_.schedule(sch_.now() + me.params.notify_local_ps, this, stream_ev(kNotifyLocal, s), t.key);
         return;
       }
       if (t.target >= npus_.size()) { fail(s, "notify record to unknown npu " + std::to_string(t.target)); return; }
@@ -269,7 +274,7 @@ void Machine::dispatch(std::uint32_t s) {
       for (int pi : {rt.p1, rt.p2})
         if (pi >= 0) { ports_[pi].busy_until = start + ser; ports_[pi].busy_ps += ser; }
       sch_.schedule(start + ser + lat, this, ev(kNotifyArrive, t.target), t.key);
-      sch_.schedule(start + ser, this, ev(kComplete, s), 0);
+      sch_.schedule(start + ser, this, stream_ev(kComplete, s), 0);
       return;
     }
     case TaskKind::NotifyWait: {
@@ -319,11 +324,15 @@ void Machine::complete(std::uint32_t s) {
   auto& st = streams_[s];
   st.q.pop_front();
   ++st.completed;
+  if (st.space_at != ~0ULL && st.q.size() + st.pending.size() <= st.space_at) {
+    st.space_at = ~0ULL;
+    if (listener_) listener_->on_sq_space(s);
+  }
   if (st.q.empty()) {
     st.busy = false;
     if (listener_) listener_->on_stream_idle(s);
   } else {
-    sch_.schedule(sch_.now() + npus_[st.npu].params.task_dispatch_ps, this, ev(kDispatch, s), 0);
+    sch_.schedule(sch_.now() + npus_[st.npu].params.task_dispatch_ps, this, stream_ev(kDispatch, s), 0);
   }
 }
 
@@ -334,6 +343,18 @@ void Machine::fail(std::uint32_t s, const std::string& why) {
   st.error = why;
   st.q.clear();
   st.busy = false;
+  // Orphan what the failed task had in flight: its transfer stops moving bytes, its pending
+  // completions are ignored, and it no longer waits on a notify or event register.
+  ++st.epoch;
+  Npu& me = npus_[st.npu];
+  for (std::uint32_t r = 0; r < me.nregs.size(); ++r) {
+    auto& w = me.nregs[r].waiters;
+    const auto before = w.size();
+    w.erase(std::remove(w.begin(), w.end(), s), w.end());
+    if (w.size() != before) notify_release(st.npu, r);
+  }
+  for (auto& e : me.events) e.second.waiters.erase(std::remove(e.second.waiters.begin(), e.second.waiters.end(), s), e.second.waiters.end());
+  st.space_at = ~0ULL;  // its queue is empty now (on_stream_idle below wakes a blocked submitter)
   if (listener_) {
     listener_->on_task_error(s, why);
     listener_->on_stream_idle(s);
@@ -356,6 +377,7 @@ void Machine::start_transfer(std::uint32_t s, const Task& t) {
   std::string why;
   Transfer x;
   x.stream = s;
+  x.epoch = streams_[s].epoch;
   x.task = t;
   x.npu = e_npu;
   std::uint64_t bw = me.params.sdma_bandwidth_Bps;
@@ -414,6 +436,7 @@ void Machine::start_transfer(std::uint32_t s, const Task& t) {
   std::uint32_t id = alloc_xfer();
   xfers_[id] = std::move(x);
   if (t.bytes == 0) {
+    ++xfers_[id].inflight;
     sch_.schedule(xfers_[id].earliest + lat, this, ev(kPieceArrive, id), 0);
     return;
   }
@@ -424,8 +447,16 @@ void Machine::start_transfer(std::uint32_t s, const Task& t) {
 // the engine for bytes / min(bw), each port for bytes at its own rate (a faster shared port, such
 // as a root complex, is held only for its share); the piece lands one path latency after its last
 // byte leaves.
+void Machine::abort_transfer(std::uint32_t id) {
+  Transfer& x = xfers_[id];
+  x.aborted = true;
+  if (x.inflight == 0 && !x.sending) free_xfers_.push_back(id);
+}
+
 void Machine::send_piece(std::uint32_t id) {
   Transfer& x = xfers_[id];
+  x.sending = false;
+  if (x.aborted || streams_[x.stream].epoch != x.epoch) { abort_transfer(id); return; }
   Npu& me = npus_[x.npu];
   std::uint64_t off = x.done;
   std::uint64_t len = std::min(piece_bytes_, x.task.bytes - off);
@@ -435,7 +466,7 @@ void Machine::send_piece(std::uint32_t id) {
     if (pi >= 0 && !ports_[pi].up) {
       std::uint32_t s = x.stream;
       const std::string name = links_[ports_[pi].link].name;
-      free_xfers_.push_back(id);
+      abort_transfer(id);
       fail(s, "link " + name + " went down during a transfer");
       return;
     }
@@ -443,7 +474,7 @@ void Machine::send_piece(std::uint32_t id) {
     Port& p = ports_[x.port];
     if (!p.up) {  // the link went down while the transfer was in progress
       std::uint32_t s = x.stream;
-      free_xfers_.push_back(id);
+      abort_transfer(id);
       fail(s, "link " + links_[p.link].name + " went down during a transfer");
       return;
     }
@@ -490,12 +521,20 @@ void Machine::send_piece(std::uint32_t id) {
   me.sdma_busy[x.engine] = end;
   ++stats_.pieces;
   x.done += len;
+  ++x.inflight;
   sch_.schedule(end + x.latency, this, ev(kPieceArrive, id), off);
-  if (x.done < x.task.bytes) sch_.schedule(end, this, ev(kPieceSent, id), 0);
+  if (x.done < x.task.bytes) {
+    x.sending = true;
+    sch_.schedule(end, this, ev(kPieceSent, id), 0);
+  }
 }
 
 void Machine::arrive_piece(std::uint32_t id, std::uint64_t off, std::uint64_t) {
   Transfer& x = xfers_[id];
+  --x.inflight;
+  // An orphaned transfer moves no more bytes: a crashed rank's host buffers are gone, and a
+  // failed stream's next task must not be completed by its predecessor's last piece.
+  if (x.aborted || streams_[x.stream].epoch != x.epoch) { abort_transfer(id); return; }
   const Task& t = x.task;
   std::uint64_t len = std::min(piece_bytes_, t.bytes - off);
   if (len > 0) {
@@ -604,6 +643,11 @@ void Machine::signal(std::uint32_t npu) {
 
 void Machine::on_event(std::uint64_t a, std::uint64_t b) {
   std::uint64_t type = a & 0xff, id = a >> 8;
+  if (type == kDispatch || type == kNotifyLocal || type == kComplete) {  // stream events: drop stale ones
+    const auto s = static_cast<std::uint32_t>(id);
+    if (((id >> 32) & kEpochMask) != (streams_[s].epoch & kEpochMask)) return;
+    id = s;
+  }
   switch (type) {
     case kInterrupt: {
       Npu& n = npus_[id];
@@ -685,7 +729,7 @@ void Machine::start_rdma(std::uint32_t s, const Task& t) {
   // One QP: the data write and the notify write go back to back (RC keeps them in order).
   // Several QPs (striping): the data parts go in parallel; the notify follows once all are acked.
   const std::uint32_t k = std::max<std::uint32_t>(1, std::min<std::uint64_t>(t.qp_count, std::max<std::uint64_t>(1, t.bytes / 4096)));
-  rdmas_[id] = Rdma{s, t, 0, true, k > 1 && t.value != 0};
+  rdmas_[id] = Rdma{s, t, 0, true, k > 1 && t.value != 0, streams_[s].epoch};
   const std::uint64_t part = (t.bytes + k - 1) / k;
   for (std::uint32_t i = 0; i < k; ++i) {
     const std::uint64_t off = std::min<std::uint64_t>(t.bytes, i * part), len = std::min<std::uint64_t>(part, t.bytes - off);
@@ -736,7 +780,9 @@ void Machine::on_write_done(std::uint32_t, std::uint64_t tag, bool ok) {
   }
   std::uint32_t s = r.stream;
   bool good = r.ok;
+  const bool orphaned = streams_[s].epoch != r.epoch;  // the stream failed meanwhile
   free_rdmas_.push_back(id);
+  if (orphaned) return;
   if (good) complete(s);
   else fail(s, "RDMA write failed: retry count exceeded (link down or persistent loss)");
 }

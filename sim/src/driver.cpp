@@ -184,6 +184,21 @@ DrvStatus SimDriver::submit(std::uint32_t s, const hcomm::DrvTask& t) {
   k.qp_count = t.qp_count;
   k.rate_cap_Bps = t.rate_cap_Bps;
   k.retry_count = t.retry_count;
+  // A full submission queue blocks the host thread (as the runtime does) until the engine has
+  // drained it to half: memory follows the work in flight, not the work submitted, and the
+  // engine never starves (half a queue is still ahead of it when the host resumes).
+  const std::uint32_t depth = m_.sq_depth(s);
+  if (m_.stream_queued(s) >= depth && sc_core::sc_get_current_process_handle().proc_kind() == sc_core::SC_THREAD_PROC_) {
+    if (stream_ev_.size() <= s) stream_ev_.resize(s + 1);
+    if (!stream_ev_[s]) stream_ev_[s] = std::make_unique<sc_core::sc_event>();
+    const models::Tick deadline = sc_core::sc_time_stamp().value() + kSubmitTimeoutNs * models::kPsPerNs;
+    while (m_.stream_queued(s) >= depth) {
+      const models::Tick now = sc_core::sc_time_stamp().value();
+      if (now >= deadline || !m_.stream_valid(s)) return DrvStatus::Timeout;
+      m_.want_sq_space(s, depth / 2);
+      sc_core::wait(sc_core::sc_time::from_value(deadline - now), *stream_ev_[s]);
+    }
+  }
   // Write the task into the stream's submission queue, then ring its doorbell by MMIO (SQ tail).
   m_.enqueue(s, k);
   if (sq_tail_.size() <= s) sq_tail_.resize(s + 1, 0);
@@ -268,8 +283,9 @@ void SimDriver::profile_op(std::uint32_t device, std::uint64_t begin_key, std::u
   auto ph = info.rank < phase_.size() ? phase_[info.rank] : std::make_pair(0u, 0u);
   r.step = ph.first;
   r.rep = ph.second;
-  std::size_t idx = pending_.size();
-  pending_.push_back(r);
+  std::size_t idx;
+  if (!free_pending_.empty()) { idx = free_pending_.back(); free_pending_.pop_back(); pending_[idx] = r; }
+  else { idx = pending_.size(); pending_.push_back(r); }
   begin_key_[{device, begin_key}] = idx;
   end_key_[{device, end_key}] = idx;
 }
@@ -284,16 +300,26 @@ void SimDriver::on_marker(std::uint32_t npu, std::uint32_t, std::uint64_t key, m
   }
   auto e = end_key_.find({npu, key});
   if (e == end_key_.end()) return;  // a marker of no announced op
-  OpRecord& r = pending_[e->second];
+  const std::size_t idx = e->second;
+  OpRecord& r = pending_[idx];
   r.end = t;
   r.ended = true;
   end_key_.erase(e);
-  done_ops_.push_back(r);
+  free_pending_.push_back(idx);
+  finish_op(r);
   if (trace_)
     trace_->operation(r.info.rank, r.info.seq, r.info.kind, r.info.algorithm, r.info.bytes,
                       models::dtype_name(to_dtype(r.info.dtype)),
                       r.info.kind == "allreduce" ? models::reduce_op_name(static_cast<models::ReduceOp>(r.info.op)) : "",
                       r.info.peer, r.step, r.rep, static_cast<double>(r.start) / 1e3, static_cast<double>(r.end) / 1e3);
+}
+
+void SimDriver::finish_op(const OpRecord& r) {
+  auto [it, fresh] = spans_.try_emplace(SpanKey{r.step, r.rep, r.info.kind}, OpSpan{r.start, r.end});
+  if (!fresh) {
+    it->second.start = std::min(it->second.start, r.start);
+    it->second.end = std::max(it->second.end, r.end);
+  }
 }
 
 void SimDriver::record_host_op(std::uint32_t rank, const std::string& kind, std::uint64_t bytes, models::Tick start, models::Tick end) {
@@ -309,7 +335,7 @@ void SimDriver::record_host_op(std::uint32_t rank, const std::string& kind, std:
   r.start = start;
   r.end = end;
   r.started = r.ended = true;
-  done_ops_.push_back(r);
+  finish_op(r);
   if (trace_)
     trace_->operation(rank, 0, kind, "dma", bytes, "", "", -1, r.step, r.rep, static_cast<double>(start) / 1e3, static_cast<double>(end) / 1e3);
 }
@@ -328,6 +354,10 @@ void SimDriver::on_interrupt(std::uint32_t npu, std::uint64_t) {
 }
 
 void SimDriver::on_stream_idle(std::uint32_t s) {
+  if (s < stream_ev_.size() && stream_ev_[s]) stream_ev_[s]->notify(sc_core::SC_ZERO_TIME);
+}
+
+void SimDriver::on_sq_space(std::uint32_t s) {
   if (s < stream_ev_.size() && stream_ev_[s]) stream_ev_[s]->notify(sc_core::SC_ZERO_TIME);
 }
 

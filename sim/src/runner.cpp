@@ -526,17 +526,18 @@ RunResult run_scenario(const Scenario& sc, const RunOptions& opt) {
     if (w.op == "h2d" || w.op == "d2h") return kind == w.op;
     return kind == "rdma_write";
   };
-  for (const OpRecord& o : cluster->driver().ops()) {
-    if (o.step >= sc.workload.size() || !counts(sc.workload[o.step], o.info.kind)) continue;
-    auto k = std::make_pair(o.step, o.rep);
+  for (const auto& [key, o] : cluster->driver().op_spans()) {
+    const auto& [step, rep, kind] = key;
+    if (step >= sc.workload.size() || !counts(sc.workload[step], kind)) continue;
+    auto k = std::make_pair(step, rep);
     auto& s = agg[k];
-    s.step = o.step;
-    s.rep = o.rep;
-    s.kind = sc.workload[o.step].op;
-    s.bytes = sc.workload[o.step].bytes;
+    s.step = step;
+    s.rep = rep;
+    s.kind = sc.workload[step].op;
+    s.bytes = sc.workload[step].bytes;
     if (s.kind == "incast") {  // aggregate into the root
       std::uint64_t senders = 0;
-      for (std::uint32_t q = 0; q < n; ++q) senders += cluster->incast_sender(sc.workload[o.step], q) ? 1 : 0;
+      for (std::uint32_t q = 0; q < n; ++q) senders += cluster->incast_sender(sc.workload[step], q) ? 1 : 0;
       s.bytes *= senders;
     }
     auto it = span.find(k);

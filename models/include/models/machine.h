@@ -50,6 +50,7 @@ struct NpuParams {
   Tick task_dispatch_ps = 100 * kPsPerNs;                   ///< stream scheduler: task start overhead
   Tick notify_local_ps = 50 * kPsPerNs;                     ///< local notify/event register write
   std::uint32_t notify_regs = 8192;                         ///< notify registers per NPU (assumption)
+  std::uint32_t sq_depth = 1024;                            ///< submission queue entries per stream (assumption)
   Tick msi_latency_ps = 1 * kPsPerUs;                       ///< INT_STATUS bit set -> host interrupt handler runs (assumption)
   LinkParams host_link{63ULL * 1000 * 1000 * 1000, 1000 * kPsPerNs, 16, 256, 0, 256 * 1024};  ///< PCIe Gen5 x16 to the host
 };
@@ -90,6 +91,8 @@ class MachineListener {
   virtual void on_stream_idle(std::uint32_t stream) = 0;
   virtual void on_marker(std::uint32_t npu, std::uint32_t stream, std::uint64_t key, Tick t) = 0;
   virtual void on_task_error(std::uint32_t stream, const std::string& why) = 0;
+  /// Stream `stream`'s submission queue has room again (after want_sq_space).
+  virtual void on_sq_space(std::uint32_t stream) {}
   /// A link changed state (down/up, lanes, error rate): reported to both ends.
   virtual void on_link_event(std::uint32_t link, const std::string& what) {}
   /// An MSI from `npu`: INT_STATUS has unmasked bits set (`pending`); the handler reads and clears
@@ -173,6 +176,12 @@ class Machine final : public EventHandler, public NetworkListener {
   void destroy_stream(std::uint32_t s) { streams_[s].alive = false; }
   std::uint32_t stream_npu(std::uint32_t s) const { return streams_[s].npu; }
   bool stream_idle(std::uint32_t s) const { return streams_[s].q.empty(); }
+  /// Tasks in the stream's submission queue (doorbell rung or not) that the engine has not finished.
+  std::uint64_t stream_queued(std::uint32_t s) const { return streams_[s].q.size() + streams_[s].pending.size(); }
+  /// SQ entries per stream of the stream's NPU (NpuParams::sq_depth).
+  std::uint32_t sq_depth(std::uint32_t s) const { return npus_[streams_[s].npu].params.sq_depth; }
+  /// Call the listener's on_sq_space once at most `room_at` tasks remain queued (or the stream fails).
+  void want_sq_space(std::uint32_t s, std::uint64_t room_at) { streams_[s].space_at = room_at; }
   bool stream_failed(std::uint32_t s) const { return streams_[s].failed; }
   const std::string& stream_error(std::uint32_t s) const { return streams_[s].error; }
   void clear_stream_error(std::uint32_t s) { streams_[s].failed = false; streams_[s].error.clear(); }
@@ -274,6 +283,8 @@ class Machine final : public EventHandler, public NetworkListener {
     std::deque<Task> q;        // visible to the engine (doorbell rung)
     std::deque<Task> pending;  // enqueued, doorbell not yet rung
     std::uint64_t rung = 0, started = 0, completed = 0;
+    std::uint64_t epoch = 0;   // bumped when the stream fails: work started before is orphaned
+    std::uint64_t space_at = ~0ULL;  // on_sq_space once the queue is down to this many tasks
     std::string error;
   };
   struct Transfer {
@@ -288,6 +299,10 @@ class Machine final : public EventHandler, public NetworkListener {
     int port2 = -1;                   // second hop (PCIe peer-to-peer through a switch; root complex)
     int port3 = -1;                   // third hop (host DMA through a PCIe switch and the root complex)
     int hbm_src = -1, hbm_dst = -1;   // HBM ports read and written (the same port twice for a local copy)
+    std::uint64_t epoch = 0;          // the stream's epoch when the transfer started
+    std::uint32_t inflight = 0;       // piece arrivals scheduled and not yet processed
+    bool sending = false;             // a kPieceSent event is scheduled
+    bool aborted = false;             // the stream failed or a link died: no more bytes move
   };
   enum Ev : std::uint64_t { kDispatch = 1, kPieceSent, kPieceArrive, kNotifyArrive, kNotifyLocal, kComplete, kInterrupt };
   /// Hardware sets INT_STATUS bits; newly set unmasked ones send an MSI after msi_latency.
@@ -298,6 +313,10 @@ class Machine final : public EventHandler, public NetworkListener {
   void dispatch(std::uint32_t s);
   void complete(std::uint32_t s);
   void fail(std::uint32_t s, const std::string& why);
+  /// Event id of a stream-scoped event: stale events (the stream failed since) are dropped.
+  std::uint64_t stream_ev(std::uint64_t type, std::uint32_t s) const;
+  /// An aborted transfer's slot is reused only once none of its events is pending.
+  void abort_transfer(std::uint32_t id);
   void start_transfer(std::uint32_t s, const Task& t);
   void start_rdma(std::uint32_t s, const Task& t);
   std::uint32_t qp_for(std::uint32_t src, std::uint32_t dst, std::uint32_t index);
@@ -333,7 +352,7 @@ class Machine final : public EventHandler, public NetworkListener {
     std::size_t operator()(std::uint64_t k) const { return static_cast<std::size_t>((k ^ (k >> 29)) * 0xbf58476d1ce4e5b9ULL >> 7); }
   };
   std::unordered_map<std::uint64_t, std::uint32_t, KeyHash> qp_of_;  // (src 24 b, dst 24 b, index 16 b) -> QP; lookups only
-  struct Rdma { std::uint32_t stream; Task task; std::uint32_t pending; bool ok; bool notify_after; };
+  struct Rdma { std::uint32_t stream; Task task; std::uint32_t pending; bool ok; bool notify_after; std::uint64_t epoch; };
   std::vector<Rdma> rdmas_;
   std::vector<std::uint32_t> free_rdmas_;
   std::uint64_t rdma_access_errors_ = 0;

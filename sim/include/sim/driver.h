@@ -2,6 +2,7 @@
 // Blocking calls (stream synchronize) wait in the calling rank's SC_THREAD on a per-stream event.
 #pragma once
 #include <map>
+#include <tuple>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -37,7 +38,11 @@ class SimDriver final : public hcomm::Driver, public models::MachineListener {
   void set_phase(std::uint32_t rank, std::uint32_t step, std::uint32_t rep);
   /// A simulator-side log line (trace only, not echoed).
   void note(std::uint32_t rank, int level, const std::string& line);
-  const std::vector<OpRecord>& ops() const { return done_ops_; }
+  /// Completed operations, aggregated as they complete (memory follows the workload's phases,
+  /// not the number of operations): per (step, rep, kind), the first start and the last end.
+  struct OpSpan { models::Tick start = 0, end = 0; };
+  using SpanKey = std::tuple<std::uint32_t, std::uint32_t, std::string>;
+  const std::map<SpanKey, OpSpan>& op_spans() const { return spans_; }
   std::uint64_t log_lines(int level) const { return level >= 0 && level < 4 ? log_count_[level] : 0; }
 
   // hcomm::Driver
@@ -65,6 +70,10 @@ class SimDriver final : public hcomm::Driver, public models::MachineListener {
 
   // models::MachineListener
   void on_stream_idle(std::uint32_t stream) override;
+  void on_sq_space(std::uint32_t stream) override;
+  /// A submission blocked on a full SQ for this long (simulated) fails with Timeout: the
+  /// stream is stuck (e.g. waiting for a notify that never comes), as HCOMM's default timeout.
+  static constexpr std::uint64_t kSubmitTimeoutNs = 30ULL * 1000 * 1000 * 1000;
   void on_marker(std::uint32_t npu, std::uint32_t stream, std::uint64_t key, models::Tick t) override;
   void on_task_error(std::uint32_t stream, const std::string& why) override;
   /// Interrupt handler: reads INT_STATUS by MMIO, logs what it says (trace, debug level) and
@@ -90,8 +99,10 @@ class SimDriver final : public hcomm::Driver, public models::MachineListener {
   std::vector<std::pair<std::uint32_t, std::uint32_t>> phase_;  // per rank: step, rep
   std::vector<std::unique_ptr<sc_core::sc_event>> stream_ev_;
   std::map<std::pair<std::uint32_t, std::uint64_t>, std::size_t> begin_key_, end_key_;  // (npu,key) -> pending op
-  std::vector<OpRecord> pending_;
-  std::vector<OpRecord> done_ops_;
+  std::vector<OpRecord> pending_;            // announced ops whose end marker has not been seen
+  std::vector<std::size_t> free_pending_;    // slots of pending_ free for reuse
+  std::map<SpanKey, OpSpan> spans_;
+  void finish_op(const OpRecord& r);
   std::uint64_t log_count_[4] = {0, 0, 0, 0};
 };
 
