@@ -1,4 +1,4 @@
-// The driver boundary (DESIGN.md §2): the only way libhcomm reaches hardware. Modelled on the real
+// The driver boundary (docs/architecture.md#hcomm): the only way libhcomm reaches hardware. Modelled on the real
 // CANN split — runtime (devices, streams, events, notifies, memory, memcpy), device/topology
 // queries (rank descriptors, pair link type) — with stream tasks as the unit of device work.
 // A real port implements this over the Ascend runtime; sim/ implements it over timed models.

@@ -1,0 +1,94 @@
+// Communicators (docs/architecture.md#hcomm): init/destroy/rank/size and the per-peer caches.
+#include "core/comm.h"
+
+#include "core/config.h"
+#include "core/handles.h"
+#include "core/log.h"
+#include "core/stream.h"
+#include "driver_port.h"
+
+using namespace hcomm;
+using namespace hcomm::detail;
+
+namespace hcomm::detail {
+
+const RankDesc* peer_desc(hcomm_comm_t comm, std::uint32_t rank) {
+  auto it = comm->peers.find(rank);
+  if (it != comm->peers.end()) return &it->second;
+  RankDesc d;
+  if (port::rank_desc(comm->ctx, rank, &d) != HCOMM_SUCCESS) return nullptr;
+  return &comm->peers.emplace(rank, d).first->second;
+}
+
+}  // namespace hcomm::detail
+
+extern "C" {
+
+hcomm_result_t hcomm_comm_init(hcomm_context_t ctx, uint32_t nranks, uint32_t rank, hcomm_comm_t* out) {
+  return hcomm_comm_init_config(ctx, nranks, rank, nullptr, out);
+}
+
+hcomm_result_t hcomm_comm_get_config(hcomm_comm_t comm, hcomm_config_t* cfg) {
+  if (!live(comm, kComm)) return HCOMM_E_UNAVAIL;
+  if (!cfg) return HCOMM_E_PTR;
+  *cfg = comm->cfg;
+  return HCOMM_SUCCESS;
+}
+
+hcomm_result_t hcomm_comm_init_config(hcomm_context_t ctx, uint32_t nranks, uint32_t rank, const hcomm_config_t* user,
+                                      hcomm_comm_t* out) {
+  if (!live(ctx, kCtx)) return HCOMM_E_UNAVAIL;
+  if (!out) return HCOMM_E_PTR;
+  hcomm_config_t cfg;
+  if (hcomm_result_t rc = resolve_comm_config(ctx, user, &cfg); rc != HCOMM_SUCCESS) return rc;
+  if (nranks == 0 || nranks != port::rank_count(ctx) || rank >= nranks) {
+    logf(ctx, 0, "comm init: nranks %u / rank %u do not match the cluster's %u ranks", nranks, rank, port::rank_count(ctx));
+    return HCOMM_E_PARA;
+  }
+  RankDesc me;
+  if (port::rank_desc(ctx, rank, &me) != HCOMM_SUCCESS) return HCOMM_E_NOT_FOUND;
+  if (me.device != ctx->device || me.device_base_addr != ctx->base) {
+    logf(ctx, 0, "Rank%u descriptor does not match device %u (base 0x%llx vs 0x%llx)", rank, ctx->device_id,
+         (unsigned long long)me.device_base_addr, (unsigned long long)ctx->base);
+    return E_HCOMM_ADDR_MISMATCH;
+  }
+  auto* c = new hcomm_comm_s;
+  c->ctx = ctx;
+  c->cfg = cfg;
+  c->rdma = rdma_policy(cfg);  // the connection policy is set once, here (docs/config.md)
+  c->id = ctx->next_comm_id++;
+  c->rank = rank;
+  c->nranks = nranks;
+  c->peers.emplace(rank, me);
+  hcomm_result_t r = make_stream(ctx, &c->internal);
+  if (r == HCOMM_SUCCESS) r = make_stream(ctx, &c->recv_stream);
+  if (r != HCOMM_SUCCESS) { delete c; return r; }
+  track(c, kComm);
+  *out = c;
+  return HCOMM_SUCCESS;
+}
+
+hcomm_result_t hcomm_comm_destroy(hcomm_comm_t c) {
+  if (!live(c, kComm)) return HCOMM_E_UNAVAIL;
+  hcomm_destroy_stream(c->internal);
+  hcomm_destroy_stream(c->recv_stream);
+  for (auto s : c->slaves) hcomm_destroy_stream(s);
+  untrack(c);
+  delete c;
+  return HCOMM_SUCCESS;
+}
+hcomm_result_t hcomm_comm_rank(hcomm_comm_t c, uint32_t* r) {
+  if (!live(c, kComm)) return HCOMM_E_UNAVAIL;
+  if (!r) return HCOMM_E_PTR;
+  *r = c->rank;
+  return HCOMM_SUCCESS;
+}
+hcomm_result_t hcomm_comm_size(hcomm_comm_t c, uint32_t* n) {
+  if (!live(c, kComm)) return HCOMM_E_UNAVAIL;
+  if (!n) return HCOMM_E_PTR;
+  *n = c->nranks;
+  return HCOMM_SUCCESS;
+}
+
+}  // extern "C"
+

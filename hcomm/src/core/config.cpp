@@ -1,0 +1,123 @@
+// Configuration: context environment and the communicator knob table (docs/architecture.md#hcomm,
+// docs/config.md).
+#include "core/config.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "core/log.h"
+
+namespace hcomm::detail {
+
+namespace {
+
+std::uint64_t env_u64(const char* name, std::uint64_t def, std::uint64_t lo, std::uint64_t hi, bool* bad) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return def;
+  char* end = nullptr;
+  unsigned long long x = std::strtoull(v, &end, 10);
+  if (*end || x < lo || x > hi) {
+    *bad = true;
+    std::fprintf(stderr, "[HCOMM_ERR] %s=%s is out of range [%llu, %llu]\n", name, v, (unsigned long long)lo,
+                 (unsigned long long)hi);
+    return def;
+  }
+  return x;
+}
+
+constexpr std::uint64_t MB = 1ULL << 20;
+
+/// One communicator knob: its field, name, environment variable, default, range and (for enums)
+/// the names the environment may use instead of numbers.
+struct Knob {
+  std::uint64_t hcomm_config_t::*field;
+  const char* name;
+  const char* env;
+  std::uint64_t def, lo, hi;
+  const char* names[3];  ///< unused entries are null
+};
+
+// Resolution order is table order; the first bad knob stops it (docs/config.md).
+const Knob kKnobs[] = {
+    {&hcomm_config_t::mode, "mode", "HCOMM_MODE", HCOMM_COMM_MODE_AUTO, 0, 2, {"AUTO", "SMALL_MSG", "LARGE_MSG"}},
+    {&hcomm_config_t::send_buffer_size, "send_buffer_size", "HCOMM_SEND_BUFFER_SIZE", 16 * MB, MB, 1024 * MB, {}},
+    {&hcomm_config_t::recv_buffer_size, "recv_buffer_size", "HCOMM_RECV_BUFFER_SIZE", 16 * MB, MB, 1024 * MB, {}},
+    {&hcomm_config_t::buffer_pool_size, "buffer_pool_size", "HCOMM_BUFFER_POOL_SIZE", 8, 1, 1024, {}},
+    {&hcomm_config_t::timeout_ms, "timeout_ms", "HCOMM_TIMEOUT_MS", 30000, 1000, 300000, {}},
+    {&hcomm_config_t::retry_count, "retry_count", "HCOMM_RETRY_COUNT", 3, 0, 10, {}},
+    {&hcomm_config_t::protocol, "protocol", "HCOMM_PROTOCOL", HCOMM_PROTOCOL_RDMA, 0, 2, {"TCP", "RDMA", "SHM"}},
+    {&hcomm_config_t::bandwidth_limit, "bandwidth_limit", "HCOMM_BANDWIDTH_LIMIT", 0, 0, 1000, {}},
+    {&hcomm_config_t::num_qp, "num_qp", "HCOMM_NUM_QP", 8, 1, 32, {}},
+    {&hcomm_config_t::buffer_size, "buffer_size", "HCOMM_BUFFER_SIZE", 8 * MB, MB, 64 * MB, {}},
+};
+
+// Resolve one knob: communicator value, else HCOMM_<env> (number, or one of `names`), else default.
+bool resolve(hcomm_context_t ctx, std::uint64_t* field, const Knob& k) {
+  if (*field == HCOMM_CONFIG_UNSET) {
+    *field = k.def;
+    if (const char* v = std::getenv(k.env); v && *v) {
+      std::uint64_t i = 0;
+      bool named = false;
+      for (const char* n : k.names) { if (n && std::strcmp(v, n) == 0) { *field = i; named = true; } ++i; }
+      if (!named) {
+        char* end = nullptr;
+        unsigned long long x = std::strtoull(v, &end, 10);
+        if (*end || end == v) {
+          logf(ctx, 0, "%s=%s is not a valid value for %s", k.env, v, k.name);
+          return false;
+        }
+        *field = x;
+      }
+    }
+  }
+  if (*field < k.lo || *field > k.hi) {
+    logf(ctx, 0, "config %s = %llu is out of range [%llu, %llu]", k.name, (unsigned long long)*field, (unsigned long long)k.lo,
+         (unsigned long long)k.hi);
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+bool read_context_env(ContextEnv* e) {
+  bool bad = false;
+  e->debug = static_cast<int>(env_u64("HCOMM_DEBUG", 0, 0, 3, &bad));
+  e->timeout_ns = env_u64("HCOMM_TIMEOUT_MS", 30000, 1000, 300000, &bad) * 1000000ULL;
+  e->ccl_bytes = env_u64("HCOMM_BUFFSIZE_MB", 256, 1, 4096, &bad) << 20;
+  e->p2p_bytes = env_u64("HCOMM_BUFFER_SIZE_MB", 8, 1, 64, &bad) << 20;
+  e->slot_bytes = env_u64("HCOMM_SLOT_SIZE_MB", 256, 1, 4096, &bad) << 20;
+  e->slots = env_u64("HCOMM_SYM_SLOTS", 4, 0, 64, &bad);
+  return !bad;
+}
+
+hcomm_result_t resolve_comm_config(hcomm_context_t ctx, const hcomm_config_t* user, hcomm_config_t* out) {
+  hcomm_config_t cfg;
+  hcomm_config_init(&cfg);
+  if (user) cfg = *user;
+  for (const Knob& k : kKnobs)
+    if (!resolve(ctx, &(cfg.*k.field), k)) return HCOMM_E_PARA;
+  if (cfg.protocol == HCOMM_PROTOCOL_TCP) {
+    logf(ctx, 0, "protocol TCP is not modelled by this driver (RDMA and SHM are)");
+    return HCOMM_E_NOT_SUPPORT;
+  }
+  *out = cfg;
+  return HCOMM_SUCCESS;
+}
+
+RdmaPolicy rdma_policy(const hcomm_config_t& cfg) {
+  RdmaPolicy p;
+  p.qp_count = static_cast<std::uint32_t>(cfg.num_qp);            // num_qp
+  p.rate_cap_Bps = cfg.bandwidth_limit * 1000000ULL;              // bandwidth_limit (MB/s)
+  p.retry_count = static_cast<std::uint32_t>(cfg.retry_count);    // retry_count
+  return p;
+}
+
+}  // namespace hcomm::detail
+
+extern "C" void hcomm_config_init(hcomm_config_t* c) {
+  if (!c) return;
+  c->mode = c->send_buffer_size = c->recv_buffer_size = c->buffer_pool_size = c->timeout_ms = c->retry_count = c->protocol =
+      c->bandwidth_limit = c->num_qp = c->buffer_size = HCOMM_CONFIG_UNSET;
+}

@@ -1,0 +1,25 @@
+// Configuration (docs/architecture.md#hcomm, docs/config.md): the context's environment
+// variables and the communicator knob table (user value, else HCOMM_<env>, else default).
+#pragma once
+#include <cstdint>
+
+#include "core/objects.h"
+
+namespace hcomm::detail {
+
+/// Context-level environment (hcomm/README.md#environment).
+struct ContextEnv {
+  int debug = 0;
+  std::uint64_t timeout_ns = 0, ccl_bytes = 0, p2p_bytes = 0, slot_bytes = 0, slots = 0;
+};
+/// Read every context variable; false when any is out of range (each one is reported on stderr).
+bool read_context_env(ContextEnv* env);
+
+/// Resolve a communicator's knobs (`user` may be null). HCOMM_E_PARA on a bad value,
+/// HCOMM_E_NOT_SUPPORT for a protocol the driver does not model; logs why.
+hcomm_result_t resolve_comm_config(hcomm_context_t ctx, const hcomm_config_t* user, hcomm_config_t* cfg);
+
+/// The RoCE connection policy of a resolved configuration.
+RdmaPolicy rdma_policy(const hcomm_config_t& cfg);
+
+}  // namespace hcomm::detail

@@ -1,0 +1,86 @@
+// The library's handle objects (docs/architecture.md#hcomm). Per-rank state lives in these
+// objects, never in statics or thread_locals: every simulated rank shares one OS thread.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <vector>
+
+#include "hcomm/driver.h"
+#include "hcomm/hcomm.h"
+
+namespace hcomm::detail {
+/// Per-communicator RoCE connection policy, resolved once at communicator init from its
+/// configuration (num_qp, bandwidth_limit, retry_count; docs/config.md).
+struct RdmaPolicy {
+  std::uint32_t qp_count = 1;
+  std::uint64_t rate_cap_Bps = 0;   ///< 0 = no cap
+  std::uint32_t retry_count = ~0u;  ///< ~0u: the driver's default
+};
+}  // namespace hcomm::detail
+
+struct hcomm_context_s {
+  hcomm::Driver* drv = nullptr;    // used only by driver_port.cpp
+  std::uint32_t device_id = 0;     // id inside the server
+  std::uint32_t device = 0;        // global device handle
+  std::uint64_t base = 0;          // HBM base address of this device
+  std::uint64_t ccl_addr = 0, ccl_bytes = 0;     // collective buffer (symmetric)
+  std::uint64_t p2p_addr = 0, p2p_bytes = 0;     // point-to-point receive window (symmetric)
+  std::uint64_t timeout_ns = 30000ULL * 1000 * 1000;
+  int debug = 0;
+  std::uint64_t next_event = 1, next_marker = 1;
+  std::uint32_t next_comm_id = 1;
+  std::map<std::uint64_t, std::uint64_t> allocs;  // addr -> bytes
+  std::uint32_t ccl_rkey = 0, p2p_rkey = 0;       // pre-registered communication buffers (same on all ranks)
+  std::uint64_t sym_addr = 0, slot_bytes = 0;     // symmetric region of fixed-size slots
+  std::vector<std::uint32_t> slot_used;           // per slot: 0 free, else number of slots of the buffer starting here
+  std::map<std::uint32_t, std::uint64_t> mrs;     // key -> addr
+};
+
+struct hcomm_stream_s {
+  hcomm_context_t ctx = nullptr;
+  std::uint32_t id = 0;
+};
+
+struct hcomm_event_s {
+  hcomm_context_t ctx = nullptr;
+  std::uint64_t id = 0;
+  std::uint64_t recorded = 0;  // host-side count of records
+};
+
+struct hcomm_comm_s {
+  hcomm_context_t ctx = nullptr;
+  hcomm_config_t cfg{};                  // resolved configuration
+  hcomm::detail::RdmaPolicy rdma;        // from cfg, set once at init
+  std::uint32_t id = 0, rank = 0, nranks = 0;
+  std::uint64_t op_seq = 0;
+  hcomm_stream_t internal = nullptr;     // blocking p2p and the serialized receive path
+  hcomm_stream_t recv_stream = nullptr;  // all receives of this communicator, in posting order
+  std::vector<hcomm_stream_t> slaves;    // mesh collectives: one per peer
+  bool pulled_pending = false;           // peers still owe PULLED notifies from the last mesh all-reduce
+  bool ring_primed = false;              // the ring's staging credit to the previous rank has been given
+  std::map<std::uint32_t, hcomm::RankDesc> peers;  // descriptors of peers actually used
+  std::map<std::uint32_t, hcomm::PairLink> links;  // transport to peers actually used
+};
+
+struct hcomm_buffer_pool_s {
+  hcomm_context_t ctx = nullptr;
+  hcomm_memory_type_t type = HCOMM_MEMORY_TYPE_DEVICE;
+  std::uint64_t size = 0;
+  std::vector<void*> addr;
+  enum State : std::uint8_t { kFree, kOut, kPending };
+  std::vector<State> state;
+  std::vector<hcomm_event_t> ev;      // pending: completes when the transfer using it is done
+  std::vector<hcomm_stream_t> stream; // pending: the stream to wait on
+  std::vector<std::uint64_t> order;   // pending: release sequence (oldest first)
+  std::uint64_t seq = 0;
+};
+
+struct hcomm_request_s {
+  hcomm_comm_t comm = nullptr;
+  hcomm_stream_t stream = nullptr;
+  hcomm_event_t done = nullptr;
+  std::int64_t peer = -1;  // p2p: for error messages
+  std::uint32_t tag = 0;
+  std::uint64_t bytes = 0;
+  bool is_send = false;
+};

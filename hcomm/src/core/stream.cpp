@@ -1,0 +1,110 @@
+// Streams and events (docs/architecture.md#hcomm): thin handles over driver streams; an event is
+// an id plus a host-side record count, recorded and waited on by stream tasks.
+#include "core/stream.h"
+
+#include <string>
+
+#include "core/handles.h"
+#include "core/log.h"
+#include "core/objects.h"
+#include "driver_port.h"
+
+using namespace hcomm;
+using namespace hcomm::detail;
+
+namespace hcomm::detail {
+
+hcomm_result_t make_stream(hcomm_context_t ctx, hcomm_stream_t* out) {
+  std::uint32_t id = 0;
+  if (port::stream_create(ctx, &id) != HCOMM_SUCCESS) return HCOMM_E_DRV;
+  auto* s = new hcomm_stream_s{ctx, id};
+  track(s, kStream);
+  *out = s;
+  return HCOMM_SUCCESS;
+}
+
+hcomm_result_t sync_timeout(hcomm_stream_t s, std::uint64_t timeout_ms) {
+  std::string err;
+  hcomm_result_t rc = port::stream_synchronize(s, timeout_ms * 1000000ULL, &err);
+  switch (rc) {
+    case HCOMM_SUCCESS: return HCOMM_SUCCESS;
+    case HCOMM_E_TIMEOUT:
+      logf(s->ctx, 0, "Device%u stream %u synchronize timed out after %llu ms%s%s", s->ctx->device_id, s->id,
+           (unsigned long long)timeout_ms, err.empty() ? "" : ": ", err.c_str());
+      return HCOMM_E_TIMEOUT;
+    default:
+      logf(s->ctx, 0, "Device%u stream %u task failed: %s", s->ctx->device_id, s->id, err.c_str());
+      return HCOMM_E_RUNTIME;
+  }
+}
+
+}  // namespace hcomm::detail
+
+extern "C" {
+
+hcomm_result_t hcomm_create_stream(hcomm_context_t ctx, hcomm_stream_t* s) {
+  if (!live(ctx, kCtx)) return HCOMM_E_UNAVAIL;
+  if (!s) return HCOMM_E_PTR;
+  return make_stream(ctx, s);
+}
+hcomm_result_t hcomm_destroy_stream(hcomm_stream_t s) {
+  if (!live(s, kStream)) return HCOMM_E_UNAVAIL;
+  port::stream_destroy(s);
+  untrack(s);
+  delete s;
+  return HCOMM_SUCCESS;
+}
+hcomm_result_t hcomm_stream_synchronize(hcomm_stream_t s) {
+  if (!live(s, kStream)) return HCOMM_E_UNAVAIL;
+  return sync_timeout(s, s->ctx->timeout_ns / 1000000);
+}
+
+hcomm_result_t hcomm_create_event(hcomm_context_t ctx, hcomm_event_t* ev) {
+  if (!live(ctx, kCtx)) return HCOMM_E_UNAVAIL;
+  if (!ev) return HCOMM_E_PTR;
+  auto* e = new hcomm_event_s{ctx, ctx->next_event++, 0};
+  track(e, kEvent);
+  *ev = e;
+  return HCOMM_SUCCESS;
+}
+hcomm_result_t hcomm_destroy_event(hcomm_event_t ev) {
+  if (!live(ev, kEvent)) return HCOMM_E_UNAVAIL;
+  untrack(ev);
+  delete ev;
+  return HCOMM_SUCCESS;
+}
+hcomm_result_t hcomm_record_event(hcomm_event_t ev, hcomm_stream_t s) {
+  if (!live(ev, kEvent) || !live(s, kStream)) return HCOMM_E_UNAVAIL;
+  if (ev->ctx != s->ctx) return HCOMM_E_PARA;
+  DrvTask t;
+  t.kind = DrvTaskKind::EventRecord;
+  t.key = ev->id;
+  t.value = ++ev->recorded;
+  return port::submit(s, t);
+}
+hcomm_result_t hcomm_wait_event(hcomm_event_t ev, hcomm_stream_t s) {
+  if (!live(ev, kEvent) || !live(s, kStream)) return HCOMM_E_UNAVAIL;
+  if (ev->ctx != s->ctx) return HCOMM_E_PARA;
+  if (ev->recorded == 0) return HCOMM_SUCCESS;  // never recorded: nothing to wait for
+  DrvTask t;
+  t.kind = DrvTaskKind::EventWait;
+  t.key = ev->id;
+  t.value = ev->recorded;
+  return port::submit(s, t);
+}
+hcomm_result_t hcomm_query_event(hcomm_event_t ev) {
+  if (!live(ev, kEvent)) return HCOMM_E_UNAVAIL;
+  return port::event_completed(ev) >= ev->recorded ? HCOMM_SUCCESS : HCOMM_E_AGAIN;
+}
+hcomm_result_t hcomm_event_elapsed_time(hcomm_event_t a, hcomm_event_t b, float* ms) {
+  if (!live(a, kEvent) || !live(b, kEvent)) return HCOMM_E_UNAVAIL;
+  if (!ms) return HCOMM_E_PTR;
+  if (hcomm_query_event(a) != HCOMM_SUCCESS || hcomm_query_event(b) != HCOMM_SUCCESS || !a->recorded || !b->recorded)
+    return HCOMM_E_AGAIN;
+  double ta = static_cast<double>(port::event_time_ns(a));
+  double tb = static_cast<double>(port::event_time_ns(b));
+  *ms = static_cast<float>((tb - ta) / 1e6);
+  return HCOMM_SUCCESS;
+}
+
+}  // extern "C"

@@ -1,0 +1,69 @@
+// The driver port: the only calls into the Driver (docs/architecture.md#hcomm).
+#include "driver_port.h"
+
+namespace hcomm {
+
+namespace {
+Driver* g_driver = nullptr;  // process-wide, as the real runtime is
+}  // namespace
+void set_driver(Driver* d) { g_driver = d; }
+Driver* driver() { return g_driver; }
+
+namespace port {
+
+namespace {
+hcomm_result_t ok_or(DrvStatus st, hcomm_result_t failure) { return st == DrvStatus::Ok ? HCOMM_SUCCESS : failure; }
+}  // namespace
+
+hcomm_result_t open_device(std::uint32_t device_id, Driver** drv, std::uint32_t* device) {
+  Driver* d = g_driver;
+  if (!d) return HCOMM_E_DRV;
+  if (d->device_of(device_id, device) != DrvStatus::Ok) return HCOMM_E_PARA;
+  *drv = d;
+  return HCOMM_SUCCESS;
+}
+
+std::uint32_t rank_count(hcomm_context_t ctx) { return ctx->drv->rank_count(); }
+hcomm_result_t rank_desc(hcomm_context_t ctx, std::uint32_t rank, RankDesc* out) {
+  return ok_or(ctx->drv->rank_desc(rank, out), HCOMM_E_NOT_FOUND);
+}
+PairLink pair_link(hcomm_context_t ctx, std::uint32_t peer_device) { return ctx->drv->pair_link(ctx->device, peer_device); }
+
+hcomm_result_t mem_alloc(hcomm_context_t ctx, std::uint64_t bytes, std::uint64_t* addr) {
+  return ok_or(ctx->drv->mem_alloc(ctx->device, bytes, addr), HCOMM_E_MEMORY);
+}
+hcomm_result_t mem_free(hcomm_context_t ctx, std::uint64_t addr) {
+  return ok_or(ctx->drv->mem_free(ctx->device, addr), HCOMM_E_DRV);
+}
+hcomm_result_t mr_register(hcomm_context_t ctx, std::uint64_t addr, std::uint64_t bytes, std::uint32_t access,
+                           std::uint32_t* key) {
+  return ok_or(ctx->drv->mr_register(ctx->device, addr, bytes, access, key), HCOMM_E_DRV);
+}
+hcomm_result_t mr_deregister(hcomm_context_t ctx, std::uint32_t key) {
+  return ok_or(ctx->drv->mr_deregister(ctx->device, key), HCOMM_E_DRV);
+}
+
+hcomm_result_t stream_create(hcomm_context_t ctx, std::uint32_t* id) {
+  return ok_or(ctx->drv->stream_create(ctx->device, id), HCOMM_E_DRV);
+}
+hcomm_result_t stream_destroy(hcomm_stream_t s) { return ok_or(s->ctx->drv->stream_destroy(s->id), HCOMM_E_DRV); }
+hcomm_result_t submit(hcomm_stream_t s, const DrvTask& t) { return ok_or(s->ctx->drv->submit(s->id, t), HCOMM_E_DRV); }
+hcomm_result_t stream_synchronize(hcomm_stream_t s, std::uint64_t timeout_ns, std::string* error) {
+  switch (s->ctx->drv->stream_synchronize(s->id, timeout_ns, error)) {
+    case DrvStatus::Ok: return HCOMM_SUCCESS;
+    case DrvStatus::Timeout: return HCOMM_E_TIMEOUT;
+    default: return HCOMM_E_RUNTIME;
+  }
+}
+bool stream_idle(hcomm_stream_t s) { return s->ctx->drv->stream_idle(s->id); }
+std::uint64_t event_completed(hcomm_event_t ev) { return ev->ctx->drv->event_completed(ev->ctx->device, ev->id); }
+std::uint64_t event_time_ns(hcomm_event_t ev) { return ev->ctx->drv->event_time_ns(ev->ctx->device, ev->id); }
+
+void host_delay(hcomm_context_t ctx, std::uint64_t ns) { ctx->drv->host_delay(ns); }
+void profile_op(hcomm_context_t ctx, std::uint64_t begin_key, std::uint64_t end_key, const OpInfo& info) {
+  ctx->drv->profile_op(ctx->device, begin_key, end_key, info);
+}
+void log(hcomm_context_t ctx, int level, const std::string& line) { ctx->drv->log(ctx->device, level, line); }
+
+}  // namespace port
+}  // namespace hcomm

@@ -1,0 +1,48 @@
+// The driver port (docs/architecture.md#hcomm): the ONE place in libhcomm that calls the Driver
+// (hcomm/include/hcomm/driver.h). Every other file reaches hardware through these functions;
+// tests/layering_test.sh fails when a driver call appears anywhere else.
+//
+// Status mapping: Ok -> HCOMM_SUCCESS; otherwise the code each function documents. Callers whose
+// API contract promises another code (e.g. hcomm_reg_mr -> HCOMM_E_PARA) translate a failure.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "core/objects.h"
+
+namespace hcomm::port {
+
+/// The driver's device handle for `device_id` of the caller's server. No driver: HCOMM_E_DRV;
+/// unknown device: HCOMM_E_PARA.
+hcomm_result_t open_device(std::uint32_t device_id, Driver** drv, std::uint32_t* device);
+
+// Topology queries.
+std::uint32_t rank_count(hcomm_context_t ctx);
+/// Failure: HCOMM_E_NOT_FOUND.
+hcomm_result_t rank_desc(hcomm_context_t ctx, std::uint32_t rank, RankDesc* out);
+PairLink pair_link(hcomm_context_t ctx, std::uint32_t peer_device);
+
+// Memory and registration on the context's device. Failure: HCOMM_E_MEMORY (alloc), HCOMM_E_DRV.
+hcomm_result_t mem_alloc(hcomm_context_t ctx, std::uint64_t bytes, std::uint64_t* addr);
+hcomm_result_t mem_free(hcomm_context_t ctx, std::uint64_t addr);
+hcomm_result_t mr_register(hcomm_context_t ctx, std::uint64_t addr, std::uint64_t bytes, std::uint32_t access,
+                           std::uint32_t* key);
+hcomm_result_t mr_deregister(hcomm_context_t ctx, std::uint32_t key);
+
+// Streams and tasks. Failure: HCOMM_E_DRV.
+hcomm_result_t stream_create(hcomm_context_t ctx, std::uint32_t* id);
+hcomm_result_t stream_destroy(hcomm_stream_t s);
+hcomm_result_t submit(hcomm_stream_t s, const DrvTask& t);
+/// Block until the stream is idle: HCOMM_E_TIMEOUT after timeout_ns of device time,
+/// HCOMM_E_RUNTIME when a task failed (`error` says why).
+hcomm_result_t stream_synchronize(hcomm_stream_t s, std::uint64_t timeout_ns, std::string* error);
+bool stream_idle(hcomm_stream_t s);
+std::uint64_t event_completed(hcomm_event_t ev);
+std::uint64_t event_time_ns(hcomm_event_t ev);
+
+// Host time, profiling, logs.
+void host_delay(hcomm_context_t ctx, std::uint64_t ns);
+void profile_op(hcomm_context_t ctx, std::uint64_t begin_key, std::uint64_t end_key, const OpInfo& info);
+void log(hcomm_context_t ctx, int level, const std::string& line);
+
+}  // namespace hcomm::port

@@ -1,0 +1,126 @@
+// Point-to-point send/receive (docs/architecture.md#hcomm, docs/algorithms.md).
+// Protocol, per chunk of the receiver's p2p window (symmetric, ctx->p2p_bytes):
+//   receiver: notify READY(tag) on the sender, wait DATA(tag), copy window -> user buffer
+//   sender:   wait READY(tag), write user buffer -> receiver's window (SDMA over HCCS, or RDMA
+//             write over RoCE), notify DATA(tag)
+// All receives of a communicator run on its recv stream in posting order, so the one window is
+// granted to one sender at a time; the user's stream is joined to it through events.
+#include <algorithm>
+
+#include "core/comm.h"
+#include "core/handles.h"
+#include "core/objects.h"
+#include "core/profile.h"
+#include "core/types.h"
+#include "p2p/request.h"
+#include "transport/notify_keys.h"
+#include "transport/tasks.h"
+#include "transport/transport.h"
+
+using namespace hcomm;
+using namespace hcomm::detail;
+
+namespace {
+
+const std::uint32_t kMaxTag = (1u << 26) - 1;
+
+hcomm_result_t p2p_check(const void* buf, uint64_t count, hcomm_data_type_t dtype, uint32_t peer, uint32_t tag,
+                         hcomm_comm_t comm, hcomm_stream_t stream) {
+  if (!live(comm, kComm)) return HCOMM_E_UNAVAIL;
+  if (stream && !live(stream, kStream)) return HCOMM_E_UNAVAIL;
+  if (!valid_dtype(dtype) || peer >= comm->nranks || peer == comm->rank || tag > kMaxTag) return HCOMM_E_PARA;
+  if (!buf && count) return HCOMM_E_PTR;
+  return HCOMM_SUCCESS;
+}
+
+// Point-to-point chunk: buffer_size (AUTO), at most 256 KiB (SMALL_MSG: earlier first bytes,
+// more handshakes) or the whole receive window (LARGE_MSG: fewest handshakes).
+std::uint64_t p2p_chunk(hcomm_comm_t comm) {
+  const std::uint64_t window = comm->ctx->p2p_bytes;
+  switch (comm->cfg.mode) {
+    case HCOMM_COMM_MODE_SMALL_MSG: return std::min<std::uint64_t>({window, comm->cfg.buffer_size, 256 * 1024});
+    case HCOMM_COMM_MODE_LARGE_MSG: return window;
+    default: return std::min(window, comm->cfg.buffer_size);
+  }
+}
+
+}  // namespace
+
+extern "C" {
+
+hcomm_result_t hcomm_isend(const void* buf, uint64_t count, hcomm_data_type_t dtype, uint32_t dst, uint32_t tag,
+                           hcomm_comm_t comm, hcomm_stream_t stream, hcomm_request_t* req) {
+  hcomm_result_t rc = p2p_check(buf, count, dtype, dst, tag, comm, stream);
+  if (rc != HCOMM_SUCCESS) return rc;
+  if (!stream || !req) return HCOMM_E_PTR;
+  const RankDesc* peer = peer_desc(comm, dst);
+  if (!peer) return HCOMM_E_NOT_FOUND;
+  hcomm_context_t ctx = comm->ctx;
+  const std::uint64_t bytes = count * hcomm_data_type_size(dtype);
+  const std::uint64_t window = peer->device_base_addr + (ctx->p2p_addr - ctx->base);
+  OpInfo info{comm->rank, comm->nranks, "send", p2p_link_name(comm, *peer), bytes, dtype, 0, dst, comm->op_seq};
+  std::uint64_t mk = op_begin(stream, info);
+  std::uint64_t off = 0;
+  do {
+    std::uint64_t n = std::min(p2p_chunk(comm), bytes - off);
+    notify_wait(stream, notify_key(comm->id, kP2pReady, dst, tag));
+    const bool last = off + n >= bytes;
+    put_notify(stream, comm, *peer, window, dev(buf) + off, n,
+               last ? last_key(comm->id, comm->rank, tag, bytes) : notify_key(comm->id, kP2pData, comm->rank, tag), ctx->p2p_rkey);
+    off += n;
+  } while (off < bytes);
+  op_end(stream, mk);
+  return make_request(comm, stream, req, dst, tag, bytes, true);
+}
+
+hcomm_result_t hcomm_irecv(void* buf, uint64_t count, hcomm_data_type_t dtype, uint32_t src, uint32_t tag,
+                           hcomm_comm_t comm, hcomm_stream_t stream, hcomm_request_t* req) {
+  hcomm_result_t rc = p2p_check(buf, count, dtype, src, tag, comm, stream);
+  if (rc != HCOMM_SUCCESS) return rc;
+  if (!stream || !req) return HCOMM_E_PTR;
+  const RankDesc* peer = peer_desc(comm, src);
+  if (!peer) return HCOMM_E_NOT_FOUND;
+  hcomm_context_t ctx = comm->ctx;
+  const std::uint64_t bytes = count * hcomm_data_type_size(dtype);
+  hcomm_stream_t rs = comm->recv_stream;
+  hcomm_event_t before = nullptr, after = nullptr;
+  hcomm_create_event(ctx, &before);
+  hcomm_create_event(ctx, &after);
+  hcomm_record_event(before, stream);   // the receive starts after earlier work on the user stream
+  hcomm_wait_event(before, rs);
+  OpInfo info{comm->rank, comm->nranks, "recv", p2p_link_name(comm, *peer), bytes, dtype, 0, src, comm->op_seq};
+  std::uint64_t mk = op_begin(rs, info);
+  std::uint64_t off = 0;
+  do {
+    std::uint64_t n = std::min(p2p_chunk(comm), bytes - off);
+    remote_notify(rs, comm, *peer, notify_key(comm->id, kP2pReady, comm->rank, tag));
+    const bool last = off + n >= bytes;
+    notify_wait(rs, last ? last_key(comm->id, src, tag, bytes) : notify_key(comm->id, kP2pData, src, tag));
+    if (n) copy(rs, dev(buf) + off, ctx->p2p_addr, n);
+    off += n;
+  } while (off < bytes);
+  op_end(rs, mk);
+  hcomm_record_event(after, rs);
+  hcomm_wait_event(after, stream);      // later work on the user stream sees the data
+  hcomm_destroy_event(before);
+  hcomm_destroy_event(after);
+  return make_request(comm, stream, req, src, tag, bytes, false);
+}
+
+hcomm_result_t hcomm_send(const void* buf, uint64_t count, hcomm_data_type_t dtype, uint32_t dst, uint32_t tag,
+                          hcomm_comm_t comm) {
+  if (!live(comm, kComm)) return HCOMM_E_UNAVAIL;
+  hcomm_request_t r = nullptr;
+  hcomm_result_t rc = hcomm_isend(buf, count, dtype, dst, tag, comm, comm->internal, &r);
+  return rc == HCOMM_SUCCESS ? hcomm_wait(r) : rc;
+}
+
+hcomm_result_t hcomm_recv(void* buf, uint64_t count, hcomm_data_type_t dtype, uint32_t src, uint32_t tag,
+                          hcomm_comm_t comm) {
+  if (!live(comm, kComm)) return HCOMM_E_UNAVAIL;
+  hcomm_request_t r = nullptr;
+  hcomm_result_t rc = hcomm_irecv(buf, count, dtype, src, tag, comm, comm->internal, &r);
+  return rc == HCOMM_SUCCESS ? hcomm_wait(r) : rc;
+}
+
+}  // extern "C"

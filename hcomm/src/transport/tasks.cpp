@@ -1,0 +1,59 @@
+// Stream task builders (docs/architecture.md#hcomm).
+#include "transport/tasks.h"
+
+#include "driver_port.h"
+
+namespace hcomm::detail {
+
+namespace {
+hcomm_result_t sdma(hcomm_stream_t s, DrvTaskKind kind, std::uint64_t dst, std::uint64_t src, std::uint64_t bytes, int dtype,
+                    int op) {
+  DrvTask t;
+  t.kind = kind;
+  t.dst = dst;
+  t.src = src;
+  t.bytes = bytes;
+  t.dtype = dtype;
+  t.op = op;
+  return port::submit(s, t);
+}
+}  // namespace
+
+hcomm_result_t notify_record(hcomm_stream_t s, std::uint32_t target, std::uint64_t key) {
+  DrvTask t;
+  t.kind = DrvTaskKind::NotifyRecord;
+  t.target = target;
+  t.key = key;
+  return port::submit(s, t);
+}
+hcomm_result_t notify_wait(hcomm_stream_t s, std::uint64_t key) {
+  DrvTask t;
+  t.kind = DrvTaskKind::NotifyWait;
+  t.key = key;
+  return port::submit(s, t);
+}
+hcomm_result_t copy(hcomm_stream_t s, std::uint64_t dst, std::uint64_t src, std::uint64_t bytes) {
+  return sdma(s, DrvTaskKind::Copy, dst, src, bytes, 0, 0);
+}
+hcomm_result_t reduce_copy(hcomm_stream_t s, std::uint64_t dst, std::uint64_t src, std::uint64_t bytes, int dtype, int op) {
+  return sdma(s, DrvTaskKind::ReduceCopy, dst, src, bytes, dtype, op);
+}
+hcomm_result_t rdma_write(hcomm_stream_t s, std::uint32_t device, std::uint64_t dst, std::uint64_t src, std::uint64_t bytes,
+                          bool notify, std::uint64_t key, std::uint32_t rkey, const RdmaPolicy& policy) {
+  DrvTask t;
+  t.kind = DrvTaskKind::RdmaWrite;
+  t.target = device;
+  t.dst = dst;
+  t.src = src;
+  t.bytes = bytes;
+  t.key = key;
+  t.value = notify ? 1 : 0;
+  t.rkey = rkey;
+  // The Driver interface takes the policy per task; the library sets it once per communicator.
+  t.qp_count = policy.qp_count;
+  t.rate_cap_Bps = policy.rate_cap_Bps;
+  t.retry_count = policy.retry_count;
+  return port::submit(s, t);
+}
+
+}  // namespace hcomm::detail

@@ -1,0 +1,17 @@
+// Stream task builders (docs/architecture.md#hcomm): one function per device task the library
+// submits. Each returns the driver port's status.
+#pragma once
+#include <cstdint>
+
+#include "core/objects.h"
+
+namespace hcomm::detail {
+hcomm_result_t notify_record(hcomm_stream_t s, std::uint32_t target_device, std::uint64_t key);
+hcomm_result_t notify_wait(hcomm_stream_t s, std::uint64_t key);
+hcomm_result_t copy(hcomm_stream_t s, std::uint64_t dst, std::uint64_t src, std::uint64_t bytes);
+hcomm_result_t reduce_copy(hcomm_stream_t s, std::uint64_t dst, std::uint64_t src, std::uint64_t bytes, int dtype, int op);
+/// RoCE write src -> dst on `device` under the communicator's connection policy, then (notify)
+/// notify `key` there. bytes may be 0.
+hcomm_result_t rdma_write(hcomm_stream_t s, std::uint32_t device, std::uint64_t dst, std::uint64_t src, std::uint64_t bytes,
+                          bool notify, std::uint64_t key, std::uint32_t rkey, const RdmaPolicy& policy);
+}  // namespace hcomm::detail

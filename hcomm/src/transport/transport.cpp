@@ -1,0 +1,40 @@
+// Transport choice and put-with-notify (docs/architecture.md#hcomm).
+#include "transport/transport.h"
+
+#include "driver_port.h"
+#include "transport/tasks.h"
+
+namespace hcomm::detail {
+
+bool via_sdma(hcomm_comm_t comm, const RankDesc& peer) {
+  auto it = comm->links.find(peer.rank);
+  if (it == comm->links.end()) it = comm->links.emplace(peer.rank, port::pair_link(comm->ctx, peer.device)).first;
+  return it->second == PairLink::Hccs || it->second == PairLink::Pcie;
+}
+
+const char* p2p_link_name(hcomm_comm_t comm, const RankDesc& peer) {
+  via_sdma(comm, peer);
+  switch (comm->links[peer.rank]) {
+    case PairLink::Hccs: return "p2p-hccs";
+    case PairLink::Pcie: return "p2p-pcie";
+    default: return "p2p-roce";
+  }
+}
+
+hcomm_result_t remote_notify(hcomm_stream_t s, hcomm_comm_t comm, const RankDesc& peer, std::uint64_t key) {
+  if (via_sdma(comm, peer)) return notify_record(s, peer.device, key);
+  if (comm->cfg.protocol == HCOMM_PROTOCOL_SHM) return HCOMM_E_NOT_SUPPORT;
+  return rdma_write(s, peer.device, 0, 0, 0, true, key, 0, comm->rdma);
+}
+
+hcomm_result_t put_notify(hcomm_stream_t s, hcomm_comm_t comm, const RankDesc& peer, std::uint64_t dst, std::uint64_t src,
+                          std::uint64_t bytes, std::uint64_t key, std::uint32_t rkey) {
+  if (via_sdma(comm, peer)) {
+    if (bytes) copy(s, dst, src, bytes);
+    return notify_record(s, peer.device, key);
+  }
+  if (comm->cfg.protocol == HCOMM_PROTOCOL_SHM) return HCOMM_E_NOT_SUPPORT;
+  return rdma_write(s, peer.device, dst, src, bytes, true, key, rkey, comm->rdma);
+}
+
+}  // namespace hcomm::detail

@@ -1,0 +1,19 @@
+// Transport choice (docs/architecture.md#hcomm, docs/algorithms.md): SDMA copies and
+// notify records when the driver reports an HCCS link or a PCIe peer-to-peer path to the peer,
+// else RoCE (RdmaWrite tasks through the NPU's NIC: data, then an ordered notify write).
+#pragma once
+#include <cstdint>
+
+#include "core/objects.h"
+
+namespace hcomm::detail {
+/// True when the peer is reached by SDMA (asks the driver once per peer, then cached).
+bool via_sdma(hcomm_comm_t comm, const RankDesc& peer);
+/// "p2p-hccs", "p2p-pcie" or "p2p-roce": the algorithm name a p2p operation reports.
+const char* p2p_link_name(hcomm_comm_t comm, const RankDesc& peer);
+/// Notify `key` on the peer's device over whichever transport reaches it.
+hcomm_result_t remote_notify(hcomm_stream_t s, hcomm_comm_t comm, const RankDesc& peer, std::uint64_t key);
+/// Write bytes to the peer (dst is an address in its HBM, in the region of `rkey`), then notify `key` there.
+hcomm_result_t put_notify(hcomm_stream_t s, hcomm_comm_t comm, const RankDesc& peer, std::uint64_t dst, std::uint64_t src,
+                          std::uint64_t bytes, std::uint64_t key, std::uint32_t rkey);
+}  // namespace hcomm::detail

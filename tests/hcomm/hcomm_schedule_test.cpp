@@ -1,0 +1,276 @@
+// libhcomm's task schedules against an in-memory Driver (tests/hcomm/fake_driver.h), no SystemC:
+// the tasks each algorithm submits (docs/algorithms.md) and the bytes they produce.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <map>
+#include <set>
+#include <vector>
+
+#include "fake_driver.h"
+#include "hcomm/hcomm.h"
+
+using hcomm::DrvTaskKind;
+using hcomm_fake::FakeDriver;
+using hcomm_fake::Submitted;
+
+namespace {
+
+// Notify purposes, as hcomm/src/transport/notify_keys.h numbers them (bits 50..55 of a key).
+constexpr std::uint64_t kArPulled = 4, kRingCredit = 10;
+std::uint64_t purpose(std::uint64_t key) { return (key >> 50) & 0x3f; }
+
+struct Cluster {
+  FakeDriver drv;
+  std::uint32_t n;
+  std::vector<hcomm_context_t> ctx;
+  std::vector<hcomm_comm_t> comm;
+  std::vector<hcomm_stream_t> stream;
+
+  Cluster(std::uint32_t ranks, std::uint32_t per_server) : drv(ranks, per_server), n(ranks) {
+    setenv("HCOMM_BUFFSIZE_MB", "1", 1);  // small collective buffer: chunking is reachable
+    setenv("HCOMM_BUFFER_SIZE_MB", "1", 1);
+    setenv("HCOMM_SYM_SLOTS", "0", 1);
+    hcomm::set_driver(&drv);
+    ctx.resize(n);
+    comm.resize(n);
+    stream.resize(n);
+    for (std::uint32_t r = 0; r < n; ++r) {
+      drv.set_rank(r);
+      EXPECT_EQ(hcomm_create_context(r % per_server, &ctx[r]), HCOMM_SUCCESS);
+      EXPECT_EQ(hcomm_comm_init(ctx[r], n, r, &comm[r]), HCOMM_SUCCESS);
+      EXPECT_EQ(hcomm_create_stream(ctx[r], &stream[r]), HCOMM_SUCCESS);
+    }
+  }
+  ~Cluster() {
+    hcomm_finalize();
+    hcomm::set_driver(nullptr);
+  }
+
+  /// fp32 sum all-reduce of `count` elements on every rank; returns every rank's output. Input
+  /// element i of rank r is (r + 1) * (i % 17 - 8): small integers, so every sum is exact.
+  std::vector<std::vector<float>> allreduce(std::uint64_t count, std::size_t* first_task = nullptr,
+                                            std::size_t* end_task = nullptr) {
+    std::vector<void*> in(n), out(n);
+    std::vector<std::vector<float>> host(n, std::vector<float>(count));
+    for (std::uint32_t r = 0; r < n; ++r) {
+      drv.set_rank(r);
+      for (std::uint64_t i = 0; i < count; ++i) host[r][i] = static_cast<float>(static_cast<int>(r + 1) * (static_cast<int>(i % 17) - 8));
+      EXPECT_EQ(hcomm_malloc(ctx[r], count * 4, &in[r]), HCOMM_SUCCESS);
+      EXPECT_EQ(hcomm_malloc(ctx[r], count * 4, &out[r]), HCOMM_SUCCESS);
+      EXPECT_EQ(hcomm_memcpy_host_to_device(in[r], host[r].data(), count * 4, stream[r]), HCOMM_SUCCESS);
+      EXPECT_EQ(hcomm_stream_synchronize(stream[r]), HCOMM_SUCCESS);
+    }
+    if (first_task) *first_task = drv.tasks.size();
+    for (std::uint32_t r = 0; r < n; ++r) {
+      drv.set_rank(r);
+      EXPECT_EQ(hcomm_allreduce(in[r], out[r], count, HCOMM_DATA_TYPE_FP32, HCOMM_REDUCE_SUM, comm[r], stream[r]), HCOMM_SUCCESS);
+    }
+    if (end_task) *end_task = drv.tasks.size();
+    for (std::uint32_t r = 0; r < n; ++r) {
+      drv.set_rank(r);
+      EXPECT_EQ(hcomm_stream_synchronize(stream[r]), HCOMM_SUCCESS);
+      EXPECT_EQ(hcomm_memcpy_device_to_host(host[r].data(), out[r], count * 4, stream[r]), HCOMM_SUCCESS);
+      EXPECT_EQ(hcomm_stream_synchronize(stream[r]), HCOMM_SUCCESS);
+      hcomm_free(ctx[r], in[r]);
+      hcomm_free(ctx[r], out[r]);
+    }
+    return host;
+  }
+
+  void expect_sum(const std::vector<std::vector<float>>& out, std::uint64_t count) const {
+    const float ranks_sum = static_cast<float>(n * (n + 1) / 2);
+    for (std::uint32_t r = 0; r < n; ++r)
+      for (std::uint64_t i = 0; i < count; ++i)
+        ASSERT_EQ(out[r][i], ranks_sum * static_cast<float>(static_cast<int>(i % 17) - 8)) << "rank " << r << " element " << i;
+  }
+};
+
+/// The tasks of [first, end) grouped by device, then stream (in stream id order).
+std::map<std::uint32_t, std::map<std::uint32_t, std::vector<hcomm::DrvTask>>> by_stream(const FakeDriver& d, std::size_t first,
+                                                                                     std::size_t end) {
+  std::map<std::uint32_t, std::map<std::uint32_t, std::vector<hcomm::DrvTask>>> out;
+  for (std::size_t i = first; i < end; ++i) out[d.tasks[i].device][d.tasks[i].stream].push_back(d.tasks[i].task);
+  return out;
+}
+
+std::vector<DrvTaskKind> kinds(const std::vector<hcomm::DrvTask>& ts) {
+  std::vector<DrvTaskKind> k;
+  for (const auto& t : ts) k.push_back(t.kind);
+  return k;
+}
+
+/// Records that no wait of [first, end) consumed, as (device, key) counts; fails on a wait that
+/// no record satisfies (the fake would have left it blocked).
+std::map<std::pair<std::uint32_t, std::uint64_t>, long> unmatched(const FakeDriver& d, std::size_t first, std::size_t end) {
+  std::map<std::pair<std::uint32_t, std::uint64_t>, long> c;
+  for (std::size_t i = first; i < end; ++i) {
+    const auto& t = d.tasks[i].task;
+    if (t.kind == DrvTaskKind::NotifyRecord || (t.kind == DrvTaskKind::RdmaWrite && t.value)) ++c[{t.target, t.key}];
+    if (t.kind == DrvTaskKind::NotifyWait) --c[{d.tasks[i].device, t.key}];
+  }
+  for (auto it = c.begin(); it != c.end();) it = it->second == 0 ? c.erase(it) : std::next(it);
+  return c;
+}
+
+TEST(HcommSchedule, MeshAllReduceEightRanksSubmitsTheDocumentedTasks) {
+  Cluster c(8, 8);
+  const std::uint64_t count = 1003;  // uneven slices: 125 or 126 elements
+  std::size_t first = 0, end = 0;
+  c.expect_sum(c.allreduce(count, &first, &end), count);
+  ASSERT_EQ(c.drv.ops.size(), 8u);
+  for (const auto& op : c.drv.ops) EXPECT_EQ(op.algorithm, "mesh");
+
+  // docs/algorithms.md, mesh all-reduce, one chunk, p = 8: main = begin marker · local copy ·
+  // 7 READY · 7 fork · 7 wait DONE · 7 REDUCED · local copy · 7 wait join · end marker; each of
+  // the 7 slaves = wait fork · wait READY · reduce-copy · DONE · wait REDUCED · copy · PULLED · join.
+  using K = DrvTaskKind;
+  std::vector<K> main{K::Marker, K::Copy};
+  for (K k : {K::NotifyRecord, K::NotifyRecord, K::NotifyWait, K::NotifyRecord})
+    main.insert(main.end(), 7, k);
+  main.push_back(K::Copy);
+  main.insert(main.end(), 7, K::NotifyWait);
+  main.push_back(K::Marker);
+  const std::vector<K> slave{K::NotifyWait, K::NotifyWait, K::ReduceCopy, K::NotifyRecord,
+                             K::NotifyWait, K::Copy,       K::NotifyRecord, K::NotifyRecord};
+  const auto streams = by_stream(c.drv, first, end);
+  ASSERT_EQ(streams.size(), 8u);
+  for (const auto& [dev, per] : streams) {
+    ASSERT_EQ(per.size(), 8u) << "rank " << dev << ": main + 7 slaves";
+    int mains = 0, slaves = 0;
+    for (const auto& [s, ts] : per) {
+      if (ts.front().kind == K::Marker) { ++mains; EXPECT_EQ(kinds(ts), main) << "rank " << dev; }
+      else { ++slaves; EXPECT_EQ(kinds(ts), slave) << "rank " << dev << " stream " << s; }
+    }
+    EXPECT_EQ(mains, 1);
+    EXPECT_EQ(slaves, 7);
+  }
+  EXPECT_EQ(end - first, 8u * (main.size() + 7 * slave.size()));
+
+  // Every wait is paired with a record on its device; what is left is exactly the PULLED
+  // notifies each peer owes the next all-reduce (7 per rank).
+  auto left = unmatched(c.drv, first, end);
+  long pulled = 0;
+  for (const auto& [k, v] : left) {
+    EXPECT_EQ(purpose(k.second), kArPulled) << "device " << k.first << " key 0x" << std::hex << k.second;
+    EXPECT_GT(v, 0);
+    pulled += v;
+  }
+  EXPECT_EQ(pulled, 8 * 7);
+  EXPECT_EQ(c.drv.notifies.size(), left.size());
+
+  // The next all-reduce starts by consuming them: its main stream waits PULLED from every peer.
+  std::size_t first2 = 0, end2 = 0;
+  c.expect_sum(c.allreduce(count, &first2, &end2), count);
+  for (const auto& [dev, per] : by_stream(c.drv, first2, end2))
+    for (const auto& [s, ts] : per)
+      if (ts.front().kind == K::Marker) {
+        ASSERT_EQ(ts.size(), main.size() + 7);
+        for (int k = 1; k <= 7; ++k) EXPECT_EQ(purpose(ts[k].key), kArPulled);
+      }
+}
+
+TEST(HcommSchedule, MeshAllReduceChunksLargeData) {
+  Cluster c(4, 4);
+  const std::uint64_t count = (5u << 20) / 8;  // 2.5 MiB through a 1 MiB collective buffer: 3 chunks
+  std::size_t first = 0, end = 0;
+  c.expect_sum(c.allreduce(count, &first, &end), count);
+  for (const auto& [dev, per] : by_stream(c.drv, first, end))
+    for (const auto& [s, ts] : per) {
+      std::size_t reduces = 0;
+      for (const auto& t : ts) reduces += t.kind == DrvTaskKind::ReduceCopy;
+      if (ts.front().kind != DrvTaskKind::Marker) { EXPECT_EQ(reduces, 3u) << "one reduce-copy per chunk"; }
+    }
+}
+
+TEST(HcommSchedule, RingAllReduceTakesTwoSMinusOneSteps) {
+  const std::uint32_t S = 4;
+  Cluster c(S, 1);  // one rank per server: a plain ring over RoCE
+  const std::uint64_t count = 4096;
+  std::size_t first = 0, end = 0;
+  c.expect_sum(c.allreduce(count, &first, &end), count);
+  for (const auto& op : c.drv.ops) EXPECT_EQ(op.algorithm, "ring");
+  for (const auto& [dev, per] : by_stream(c.drv, first, end)) {
+    ASSERT_EQ(per.size(), 1u) << "no slave streams without local peers";
+    std::size_t data = 0, credits = 0, reduces = 0, copies = 0;
+    for (const auto& t : per.begin()->second) {
+      if (t.kind == DrvTaskKind::RdmaWrite) {
+        (t.bytes ? data : credits) += 1;
+        EXPECT_EQ(t.qp_count, 8u);  // the communicator's policy (defaults: docs/config.md)
+        EXPECT_EQ(t.retry_count, 3u);
+        EXPECT_EQ(t.rate_cap_Bps, 0u);
+        EXPECT_EQ(purpose(t.key), t.bytes ? 9u : kRingCredit);  // data: kRingData
+      }
+      reduces += t.kind == DrvTaskKind::ReduceCopy;
+      copies += t.kind == DrvTaskKind::Copy;
+    }
+    EXPECT_EQ(data, 2u * (S - 1)) << "rank " << dev << ": one block per step";
+    EXPECT_EQ(credits, 1u + 2u * (S - 1)) << "the first ring's priming credit + one per step";
+    EXPECT_EQ(reduces, S - 1u) << "reduce-scatter steps";
+    EXPECT_EQ(copies, (S - 1u) + 2u) << "all-gather steps + copy in + copy out";
+  }
+  EXPECT_TRUE(unmatched(c.drv, first, end).size() == S) << "only the next ring's credits are left";
+}
+
+TEST(HcommSchedule, HierarchicalComposesMeshAndRing) {
+  Cluster c(8, 4);  // 2 servers x 4 ranks
+  const std::uint64_t count = 1000;
+  std::size_t first = 0, end = 0;
+  c.expect_sum(c.allreduce(count, &first, &end), count);
+  for (const auto& op : c.drv.ops) EXPECT_EQ(op.algorithm, "mesh+ring");
+  for (const auto& [dev, per] : by_stream(c.drv, first, end)) {
+    EXPECT_EQ(per.size(), 4u) << "main + 3 slaves";
+    for (const auto& [s, ts] : per) {
+      std::size_t data = 0;
+      for (const auto& t : ts) data += t.kind == DrvTaskKind::RdmaWrite && t.bytes;
+      EXPECT_EQ(data, ts.front().kind == DrvTaskKind::Marker ? 2u : 0u) << "2(S-1) ring steps on main only";
+    }
+  }
+}
+
+TEST(HcommSchedule, SendRecvAcrossServersInWindowChunks) {
+  Cluster c(2, 1);
+  const std::uint64_t count = (3u << 20) / 4;  // 3 MiB through a 1 MiB window: 3 chunks
+  std::vector<std::int32_t> src(count), dst(count, 0);
+  for (std::uint64_t i = 0; i < count; ++i) src[i] = static_cast<std::int32_t>(i * 7 + 1);
+  void *a = nullptr, *b = nullptr;
+  c.drv.set_rank(0);
+  ASSERT_EQ(hcomm_malloc(c.ctx[0], count * 4, &a), HCOMM_SUCCESS);
+  ASSERT_EQ(hcomm_memcpy_host_to_device(a, src.data(), count * 4, c.stream[0]), HCOMM_SUCCESS);
+  c.drv.set_rank(1);
+  ASSERT_EQ(hcomm_malloc(c.ctx[1], count * 4, &b), HCOMM_SUCCESS);
+  const std::size_t first = c.drv.tasks.size();
+  hcomm_request_t rq[2];
+  c.drv.set_rank(0);
+  ASSERT_EQ(hcomm_isend(a, count, HCOMM_DATA_TYPE_INT32, 1, 5, c.comm[0], c.stream[0], &rq[0]), HCOMM_SUCCESS);
+  c.drv.set_rank(1);
+  ASSERT_EQ(hcomm_irecv(b, count, HCOMM_DATA_TYPE_INT32, 0, 5, c.comm[1], c.stream[1], &rq[1]), HCOMM_SUCCESS);
+  ASSERT_EQ(hcomm_waitall(2, rq), HCOMM_SUCCESS);
+  std::size_t writes = 0;
+  for (std::size_t i = first; i < c.drv.tasks.size(); ++i)
+    writes += c.drv.tasks[i].task.kind == DrvTaskKind::RdmaWrite && c.drv.tasks[i].task.bytes;
+  EXPECT_EQ(writes, 3u);
+  ASSERT_EQ(hcomm_memcpy_device_to_host(dst.data(), b, count * 4, c.stream[1]), HCOMM_SUCCESS);
+  ASSERT_EQ(hcomm_stream_synchronize(c.stream[1]), HCOMM_SUCCESS);
+  EXPECT_EQ(dst, src);
+  ASSERT_EQ(c.drv.ops.size(), 2u);
+  EXPECT_EQ(c.drv.ops[0].algorithm, "p2p-roce");
+}
+
+TEST(HcommSchedule, BarrierTakesCeilLog2Rounds) {
+  Cluster c(6, 6);
+  const std::size_t first = c.drv.tasks.size();
+  for (std::uint32_t r = 0; r < 6; ++r) {
+    c.drv.set_rank(r);
+    ASSERT_EQ(hcomm_barrier(c.comm[r], c.stream[r]), HCOMM_SUCCESS);
+  }
+  for (const auto& [dev, per] : by_stream(c.drv, first, c.drv.tasks.size())) {
+    std::size_t waits = 0;
+    for (const auto& t : per.begin()->second) waits += t.kind == DrvTaskKind::NotifyWait;
+    EXPECT_EQ(waits, 3u) << "ceil(log2 6) rounds";
+  }
+  for (std::uint32_t r = 0; r < 6; ++r) EXPECT_EQ(hcomm_stream_synchronize(c.stream[r]), HCOMM_SUCCESS);
+  EXPECT_TRUE(c.drv.notifies.empty());
+}
+
+}  // namespace
