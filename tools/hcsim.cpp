@@ -1,9 +1,13 @@
 // hcsim: command-line front end of the simulator.
-//   hcsim run [SCENARIO] [--db FILE] [--no-trace] [--quiet]
+//   hcsim run [SCENARIO] [--db FILE] [--force] [--no-trace] [--quiet]
 //   hcsim validate FILE...
-// Exit codes: 0 ran and every expectation held; 1 an expectation failed; 2 bad input or usage.
+// Exit codes: 0 ran and every expectation held; 1 an expectation failed; 2 bad input or usage, or
+// the trace could not be written; 130/143 stopped by SIGINT/SIGTERM (the trace is finalised).
 #include <malloc.h>
 
+#include <csignal>
+
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -15,6 +19,7 @@
 
 #include "sim/runner.h"
 #include "sim/scenario.h"
+#include "sim/stop.h"
 #include "sim/topology.h"
 #include "sim/units.h"
 
@@ -24,9 +29,10 @@ const char* kUsage =
     "usage: hcsim <command> [options]\n"
     "\n"
     "commands:\n"
-    "  run [SCENARIO] [--db FILE] [--no-trace] [--quiet]\n"
+    "  run [SCENARIO] [--db FILE] [--force] [--no-trace] [--quiet]\n"
     "        run a scenario (default: scenarios/quickstart.json); the trace goes to FILE\n"
-    "        (default: ./<scenario name>.hcsim.db)\n"
+    "        (default: ./<scenario name>.hcsim.db); an existing FILE is replaced only if it is\n"
+    "        an hcsim trace no other run is writing, or any regular file with --force\n"
     "  validate FILE...\n"
     "        check topology and scenario files; every problem is printed as file: /pointer: reason\n"
     "  topo FILE [--summary] [--dot] [--svg] [--ranktable 1.0|1.2] [--full] [-o OUT]\n"
@@ -35,7 +41,8 @@ const char* kUsage =
     "        rank table for its rank order; written to OUT or stdout\n"
     "  --help, --version\n"
     "\n"
-    "exit codes: 0 ok, 1 an expectation failed, 2 bad input or usage\n";
+    "exit codes: 0 ok, 1 an expectation failed, 2 bad input or usage or a trace write error,\n"
+    "            130 / 143 run stopped by SIGINT / SIGTERM (trace finalised, run.status interrupted)\n";
 
 int usage_error(const std::string& msg) {
   std::fprintf(stderr, "hcsim: %s\n\n%s", msg.c_str(), kUsage);
@@ -118,9 +125,22 @@ int cmd_topo(const std::vector<std::string>& args) {
   return 0;
 }
 
+// The default trace file name from a scenario name: only [A-Za-z0-9._-] are kept (others become
+// '_'), a leading '.' or '-' becomes '_', so the name cannot leave the current directory, hide
+// itself or read as an option.
+std::string trace_file_name(const std::string& name) {
+  std::string f;
+  for (char c : name.substr(0, 200)) f += (std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-') ? c : '_';
+  if (f.empty()) f = "scenario";
+  if (f[0] == '.' || f[0] == '-') f[0] = '_';
+  return f + ".hcsim.db";
+}
+
+extern "C" void on_stop_signal(int sig) { sim::request_stop(sig); }  // only sets a flag
+
 int cmd_run(const std::vector<std::string>& args) {
   std::string scenario, db;
-  bool no_trace = false, quiet = false, db_set = false;
+  bool no_trace = false, quiet = false, db_set = false, force = false;
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     if (a == "--db") {
@@ -130,6 +150,8 @@ int cmd_run(const std::vector<std::string>& args) {
     } else if (a.rfind("--db=", 0) == 0) {
       db = a.substr(5);
       db_set = true;
+    } else if (a == "--force") {
+      force = true;
     } else if (a == "--no-trace") {
       no_trace = true;
     } else if (a == "--quiet" || a == "-q") {
@@ -150,9 +172,10 @@ int cmd_run(const std::vector<std::string>& args) {
     for (auto& e : errs) std::fprintf(stderr, "%s\n", e.c_str());
     return 2;
   }
-  if (!db_set) db = sc->name + ".hcsim.db";
+  if (!db_set) db = trace_file_name(sc->name);
   sim::RunOptions opt;
   opt.db_path = no_trace ? "" : db;
+  opt.force_db = force;
   opt.echo_logs = !quiet;
   std::printf("hcsim: scenario %s (%s)\n", sc->name.c_str(), scenario.c_str());
   std::printf("hcsim: topology %s: %zu servers, %zu NPUs, %zu HCCS links; payload %s\n", sc->topology.name.c_str(),
@@ -160,6 +183,16 @@ int cmd_run(const std::vector<std::string>& args) {
               sc->store_bytes ? "real bytes (checked)" : "timing only");
   if (!opt.db_path.empty()) std::printf("hcsim: trace database %s\n", opt.db_path.c_str());
   std::fflush(stdout);
+  // SIGINT/SIGTERM: stop the simulation at its next time step and finalise the trace (runner).
+  // SA_RESETHAND: a second signal kills at once. A signal ignored on entry (a background job of a
+  // non-interactive shell, nohup) stays ignored.
+  for (int sig : {SIGINT, SIGTERM}) {
+    struct sigaction old {}, sa {};
+    sa.sa_handler = on_stop_signal;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESETHAND | SA_RESTART;
+    if (sigaction(sig, nullptr, &old) == 0 && old.sa_handler != SIG_IGN) sigaction(sig, &sa, nullptr);
+  }
   sim::RunResult r;
   try {
     r = sim::run_scenario(*sc, opt);
@@ -170,6 +203,17 @@ int cmd_run(const std::vector<std::string>& args) {
   std::printf("%s", sim::format_summary(*sc, r).c_str());
   std::printf("hcsim: simulated %.3f us, %llu fabric events, %.2f s wall\n", static_cast<double>(r.sim_end_ps) / 1e6,
               static_cast<unsigned long long>(r.events), r.wall_s);
+  if (!r.trace_error.empty()) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "hcsim: %s\n", r.trace_error.c_str());
+    return 2;
+  }
+  if (r.signal) {
+    std::printf("hcsim: interrupted by %s at simulated %.3f us%s\n", r.signal == SIGINT ? "SIGINT" : r.signal == SIGTERM ? "SIGTERM" : "a signal",
+                static_cast<double>(r.sim_end_ps) / 1e6,
+                opt.db_path.empty() ? "" : ("; trace " + opt.db_path + " completed with run.status 'interrupted'").c_str());
+    return r.exit_code;
+  }
   for (auto& f : r.failures) std::printf("FAIL: %s\n", f.c_str());
   std::printf("hcsim: %s\n", r.exit_code == 0 ? "PASS: all expectations held" : "FAIL: expectations not met");
   return r.exit_code;

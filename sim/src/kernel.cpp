@@ -1,5 +1,7 @@
 #include "sim/kernel.h"
 
+#include "sim/stop.h"
+
 namespace sim {
 
 void configure_kernel() {
@@ -34,6 +36,10 @@ void ScScheduler::arm() {
 }
 
 void ScScheduler::run() {
+  if (stop_reason() != 0) {  // a signal or a trace error: end the simulation at this time step
+    sc_core::sc_stop();
+    return;
+  }
   in_run_ = true;
   const models::Tick n = now();
   while (!q_.empty() && q_.head_time() <= n) {

@@ -17,6 +17,7 @@
 #include "sim/driver.h"
 #include "sim/kernel.h"
 #include "sim/payload.h"
+#include "sim/stop.h"
 #include "sim/trace.h"
 #include "sim/units.h"
 
@@ -480,7 +481,7 @@ RunResult run_scenario(const Scenario& sc, const RunOptions& opt) {
   Trace* tp = nullptr;
   if (!opt.db_path.empty()) {
     std::string why;
-    if (!trace.open(opt.db_path, &why)) throw std::runtime_error(opt.db_path + ": cannot create trace database: " + why);
+    if (!trace.open(opt.db_path, &why, opt.force_db)) throw std::runtime_error(opt.db_path + ": cannot create trace database: " + why);
     tp = &trace;
   }
   configure_kernel();
@@ -616,9 +617,11 @@ RunResult run_scenario(const Scenario& sc, const RunOptions& opt) {
       }
   }
   res.exit_code = res.failures.empty() ? 0 : 1;
+  if (stop_reason() > 0) res.signal = stop_reason(), res.exit_code = 128 + res.signal;  // SIGINT 130, SIGTERM 143
   res.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
-  trace.run_end(res.sim_end_ps / 1000, res.exit_code, res.exit_code ? "expectations failed" : "ok", res.wall_s);
+  trace.run_end(res.sim_end_ps / 1000, res.exit_code, res.signal ? "interrupted" : res.exit_code ? "expectations failed" : "ok", res.wall_s);
   trace.close();
+  if (trace.failed()) res.trace_error = trace.error(), res.exit_code = 2;
   return res;
 }
 

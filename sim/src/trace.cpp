@@ -2,8 +2,16 @@
 
 #include <sqlite3.h>
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdio>
-#include <stdexcept>
+#include <cstring>
+
+#include "sim/stop.h"
 
 namespace sim {
 
@@ -31,26 +39,139 @@ CREATE TABLE summary(step INTEGER, rep INTEGER, kind TEXT, bytes INTEGER, time_u
 
 Trace::~Trace() { close(); }
 
-bool Trace::open(const std::string& path, std::string* why) {
-  std::remove(path.c_str());
+namespace {
+
+std::string errno_text(int e) { return std::strerror(e); }
+
+// Is `path` (a regular file) a trace hcsim wrote? Read-only: the header is read with stdio and
+// the meta table through an immutable SQLite connection (no journal, no locks, no writes).
+bool is_hcsim_trace(const std::string& path, std::string* why) {
+  char head[16] = {};
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) { *why = "cannot read it: " + errno_text(errno); return false; }
+  const std::size_t n = std::fread(head, 1, sizeof head, f);
+  std::fclose(f);
+  if (n == 0) { *why = "an empty file"; return false; }
+  if (n < sizeof head || std::memcmp(head, "SQLite format 3", 16) != 0) { *why = "not an SQLite database"; return false; }
+  std::string uri = "file:";
+  for (char c : path) {
+    if (c == '%') uri += "%25";
+    else if (c == '?') uri += "%3f";
+    else if (c == '#') uri += "%23";
+    else uri += c;
+  }
+  uri += "?immutable=1";
+  sqlite3* db = nullptr;
+  bool ok = false;
+  if (sqlite3_open_v2(uri.c_str(), &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, nullptr) == SQLITE_OK) {
+    sqlite3_stmt* s = nullptr;
+    if (sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key='generator'", -1, &s, nullptr) == SQLITE_OK &&
+        sqlite3_step(s) == SQLITE_ROW) {
+      const unsigned char* v = sqlite3_column_text(s, 0);
+      ok = v && std::strcmp(reinterpret_cast<const char*>(v), "hcsim") == 0;
+    }
+    sqlite3_finalize(s);
+  }
+  sqlite3_close(db);
+  if (!ok) *why = "an SQLite database hcsim did not write (no meta generator=hcsim)";
+  return ok;
+}
+
+// May open() put a new trace at `path`? Directories and special files never; regular files if
+// they are hcsim traces, or with `force`.
+bool replaceable(const std::string& path, bool force, std::string* why) {
+  struct stat st{};
+  if (::stat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT) return true;
+    *why = "cannot inspect it: " + errno_text(errno);
+    return false;
+  }
+  if (S_ISDIR(st.st_mode)) { *why = "is a directory; --db needs a file name"; return false; }
+  if (!S_ISREG(st.st_mode)) { *why = "is not a regular file (a device, FIFO or socket); refusing to replace it"; return false; }
+  std::string what;
+  if (force || is_hcsim_trace(path, &what)) return true;
+  *why = "exists and is not an hcsim trace (" + what + "); refusing to replace it (--force replaces it)";
+  return false;
+}
+
+}  // namespace
+
+bool Trace::lock(std::string* why) {
+  lock_path_ = path_ + ".lock";
+  for (int attempt = 0; attempt < 50; ++attempt) {
+    int fd = ::open(lock_path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+    if (fd < 0) { *why = "cannot create lock file " + lock_path_ + ": " + errno_text(errno); return false; }
+    if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+      const int e = errno;
+      ::close(fd);
+      *why = e == EWOULDBLOCK ? "another hcsim run is writing this trace (it holds the lock " + lock_path_ + ")"
+                              : "cannot lock " + lock_path_ + ": " + errno_text(e);
+      return false;
+    }
+    // The previous holder unlinks the lock file before releasing it: if ours was unlinked between
+    // open and flock, lock the file now at the path instead.
+    struct stat a{}, b{};
+    if (::fstat(fd, &a) == 0 && ::stat(lock_path_.c_str(), &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino) {
+      lock_fd_ = fd;
+      return true;
+    }
+    ::close(fd);
+  }
+  *why = "cannot lock " + lock_path_ + ": it keeps being replaced";
+  return false;
+}
+
+void Trace::unlock() {
+  if (lock_fd_ < 0) return;
+  ::unlink(lock_path_.c_str());  // while still held: see lock()
+  ::close(lock_fd_);
+  lock_fd_ = -1;
+}
+
+bool Trace::open(const std::string& path, std::string* why, bool force) {
+  close();
+  failed_ = false;
+  error_.clear();
+  committed_ = pending_ = 0;
+  path_ = path;
+  // Refuse directories and special files before creating a lock file beside them; check regular
+  // files again under the lock (a run holding it may be creating the file right now).
+  struct stat st{};
+  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode) && !replaceable(path, force, why)) return false;
+  if (!lock(why)) return false;
+  if (!replaceable(path, force, why)) { unlock(); return false; }
+  // Replace the old trace together with any journal it left: a hot journal beside a new database
+  // would be rolled back into it.
+  for (const char* suffix : {"", "-journal", "-wal", "-shm"}) {
+    const std::string f = path + suffix;
+    if (::unlink(f.c_str()) != 0 && errno != ENOENT) {
+      *why = "cannot replace " + f + ": " + errno_text(errno);
+      unlock();
+      return false;
+    }
+  }
   if (sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr) != SQLITE_OK) {
     *why = db_ ? sqlite3_errmsg(db_) : "cannot open";
     sqlite3_close(db_);
     db_ = nullptr;
+    unlock();
     return false;
   }
+  sqlite3_busy_timeout(db_, 10000);  // a reader (sqlite3 X.db ...) delays a commit instead of failing it
   char* err = nullptr;
   // journal_mode=DELETE: one file; each committed batch is durable on its own.
   if (sqlite3_exec(db_, "PRAGMA journal_mode=DELETE; PRAGMA synchronous=NORMAL;", nullptr, nullptr, &err) != SQLITE_OK ||
-      sqlite3_exec(db_, kSchema, nullptr, nullptr, &err) != SQLITE_OK) {
+      sqlite3_exec(db_, kSchema, nullptr, nullptr, &err) != SQLITE_OK ||
+      sqlite3_exec(db_, ("INSERT INTO meta VALUES('schema_version','" + std::to_string(kTraceSchemaVersion) +
+                         "'); INSERT INTO meta VALUES('generator','hcsim');").c_str(), nullptr, nullptr, &err) != SQLITE_OK) {
     *why = err ? err : "cannot create schema";
     sqlite3_free(err);
     sqlite3_close(db_);
     db_ = nullptr;
+    ::unlink(path.c_str());  // ours, and not a trace
+    unlock();
     return false;
   }
-  exec(("INSERT INTO meta VALUES('schema_version','" + std::to_string(kTraceSchemaVersion) + "');").c_str());
-  exec("INSERT INTO meta VALUES('generator','hcsim');");
   st_npu_ = prep("INSERT INTO npus VALUES(?,?,?,?,?,?)");
   st_link_ = prep("INSERT INTO links VALUES(?,?,?,?,?,?,?)");
   st_op_ = prep("INSERT INTO operations(rank,seq,kind,algorithm,bytes,dtype,reduce_op,peer,step,rep,start_ns,end_ns) VALUES(?,?,?,?,?,?,?,?,?,?,?,?)");
@@ -61,38 +182,73 @@ bool Trace::open(const std::string& path, std::string* why) {
   st_check_ = prep("INSERT INTO checks VALUES(?,?,?,?,?,?)");
   st_sum_ = prep("INSERT INTO summary VALUES(?,?,?,?,?,?,?)");
   exec("BEGIN");
+  if (failed_) {
+    *why = error_;
+    close();
+    return false;
+  }
   return true;
 }
 
-void Trace::close() {
-  if (!db_) return;
-  exec("COMMIT");
-  for (auto* s : {st_npu_, st_link_, st_op_, st_ctr_, st_log_, st_check_, st_sum_, st_port_, st_counter_}) sqlite3_finalize(s);
-  sqlite3_close(db_);
-  db_ = nullptr;
+void Trace::close() noexcept {
+  if (db_) {
+    if (!failed_ && !sqlite3_get_autocommit(db_) && exec("COMMIT")) committed_ += pending_;
+    pending_ = 0;
+    for (sqlite3_stmt** s : {&st_npu_, &st_link_, &st_op_, &st_ctr_, &st_log_, &st_check_, &st_sum_, &st_port_, &st_counter_}) {
+      sqlite3_finalize(*s);
+      *s = nullptr;
+    }
+    if (sqlite3_close(db_) != SQLITE_OK && !failed_) fail(sqlite3_errmsg(db_));
+    db_ = nullptr;
+  }
+  unlock();
+}
+
+void Trace::fail(const std::string& what) {
+  if (failed_) return;
+  failed_ = true;
+  error_ = path_ + ": cannot write the trace: " + what + "; it keeps the " + std::to_string(committed_) +
+           " rows committed before";
+  // The batch in progress is lost; what was committed stays. (SQLite may already have rolled back.)
+  if (db_ && !sqlite3_get_autocommit(db_)) sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+  pending_ = 0;
+  request_stop(kStopTraceError);
 }
 
 sqlite3_stmt* Trace::prep(const char* sql) {
   sqlite3_stmt* s = nullptr;
-  if (sqlite3_prepare_v2(db_, sql, -1, &s, nullptr) != SQLITE_OK)
-    throw std::runtime_error(std::string("trace: ") + sqlite3_errmsg(db_));
+  if (!writable()) return nullptr;
+  if (sqlite3_prepare_v2(db_, sql, -1, &s, nullptr) != SQLITE_OK) fail(sqlite3_errmsg(db_));
   return s;
 }
 
-void Trace::exec(const char* sql) {
+bool Trace::exec(const char* sql) {
+  if (!writable()) return false;
   char* err = nullptr;
   if (sqlite3_exec(db_, sql, nullptr, nullptr, &err) != SQLITE_OK) {
-    std::string m = err ? err : "?";
+    std::string m = err ? err : sqlite3_errmsg(db_);
     sqlite3_free(err);
-    throw std::runtime_error("trace: " + m);
+    fail(m);
+    return false;
   }
+  return true;
+}
+
+bool Trace::put(sqlite3_stmt* s) {
+  const int rc = sqlite3_step(s);
+  sqlite3_reset(s);
+  sqlite3_clear_bindings(s);
+  if (rc == SQLITE_DONE) return true;
+  fail(sqlite3_errmsg(db_));
+  return false;
 }
 
 void Trace::row_done() {
   if (++pending_ >= batch_) {
-    exec("COMMIT");
-    exec("BEGIN");
+    if (!exec("COMMIT")) return;
+    committed_ += pending_;
     pending_ = 0;
+    exec("BEGIN");
   }
 }
 
@@ -103,94 +259,102 @@ struct Binder {
   Binder& operator()(std::int64_t v) { sqlite3_bind_int64(s, i++, v); return *this; }
   Binder& operator()(double v) { sqlite3_bind_double(s, i++, v); return *this; }
   Binder& operator()(const std::string& v) { sqlite3_bind_text(s, i++, v.c_str(), -1, SQLITE_TRANSIENT); return *this; }
-  void step(sqlite3* db) {
-    int rc = sqlite3_step(s);
-    sqlite3_reset(s);
-    if (rc != SQLITE_DONE) throw std::runtime_error(std::string("trace: ") + sqlite3_errmsg(db));
-  }
+  sqlite3_stmt* done() const { return s; }
 };
 using I = std::int64_t;
 }  // namespace
 
 void Trace::run(const std::string& scenario, const std::string& topology, std::uint64_t seed, std::uint32_t ranks,
                 const std::string& payload) {
-  if (!db_) return;
   sqlite3_stmt* s = prep("INSERT INTO run(id,scenario,topology,seed,ranks,payload) VALUES(1,?,?,?,?,?)");
-  Binder{s}(scenario)(topology)(static_cast<I>(seed))(static_cast<I>(ranks))(payload).step(db_);
+  if (!s) return;
+  const bool ok = put(Binder{s}(scenario)(topology)(static_cast<I>(seed))(static_cast<I>(ranks))(payload).done());
   sqlite3_finalize(s);
-  row_done();
+  if (ok) row_done();
 }
 
 void Trace::run_end(std::uint64_t sim_end_ns, int exit_code, const std::string& status, double wall_s) {
-  if (!db_) return;
-  sqlite3_stmt* s = prep("UPDATE run SET sim_end_ns=?, exit_code=?, status=?, wall_seconds=? WHERE id=1");
-  Binder{s}(static_cast<I>(sim_end_ns))(static_cast<I>(exit_code))(status)(wall_s).step(db_);
+  const char* sql = "UPDATE run SET sim_end_ns=?, exit_code=?, status=?, wall_seconds=? WHERE id=1";
+  if (db_ && failed_) {
+    // Best effort, in a transaction of its own: if the committed part holds the run row, say why
+    // the trace ends early. On a full disk this usually fails too; the error stays the first one.
+    sqlite3_stmt* s = nullptr;
+    if (sqlite3_prepare_v2(db_, sql, -1, &s, nullptr) == SQLITE_OK) {
+      Binder{s}(static_cast<I>(sim_end_ns))(static_cast<I>(2))(std::string("trace error"))(wall_s);
+      sqlite3_step(s);
+    }
+    sqlite3_finalize(s);
+    return;
+  }
+  sqlite3_stmt* s = prep(sql);
+  if (!s) return;
+  const bool ok = put(Binder{s}(static_cast<I>(sim_end_ns))(static_cast<I>(exit_code))(status)(wall_s).done());
   sqlite3_finalize(s);
-  row_done();
+  if (ok) row_done();
 }
 
 void Trace::npu(std::uint32_t id, const std::string& name, std::uint32_t server, std::uint32_t device_id,
                 const std::string& model, std::uint64_t hbm) {
-  if (!db_) return;
-  Binder{st_npu_}(static_cast<I>(id))(name)(static_cast<I>(server))(static_cast<I>(device_id))(model)(static_cast<I>(hbm)).step(db_);
+  if (!writable()) return;
+  if (!put(Binder{st_npu_}(static_cast<I>(id))(name)(static_cast<I>(server))(static_cast<I>(device_id))(model)(static_cast<I>(hbm)).done())) return;
   row_done();
 }
 
 void Trace::link(std::uint32_t id, const std::string& name, const std::string& kind, std::int64_t a, std::int64_t b,
                  std::uint64_t bw, double lat) {
-  if (!db_) return;
-  Binder{st_link_}(static_cast<I>(id))(name)(kind)(a)(b)(static_cast<I>(bw))(lat).step(db_);
+  if (!writable()) return;
+  if (!put(Binder{st_link_}(static_cast<I>(id))(name)(kind)(a)(b)(static_cast<I>(bw))(lat).done())) return;
   row_done();
 }
 
 void Trace::operation(std::uint32_t rank, std::uint64_t seq, const std::string& kind, const std::string& algo,
                       std::uint64_t bytes, const std::string& dtype, const std::string& op, std::int64_t peer,
                       std::uint32_t step, std::uint32_t rep, double start_ns, double end_ns) {
-  if (!db_) return;
-  Binder{st_op_}(static_cast<I>(rank))(static_cast<I>(seq))(kind)(algo)(static_cast<I>(bytes))(dtype)(op)(peer)(
-      static_cast<I>(step))(static_cast<I>(rep))(start_ns)(end_ns).step(db_);
+  if (!writable()) return;
+  if (!put(Binder{st_op_}(static_cast<I>(rank))(static_cast<I>(seq))(kind)(algo)(static_cast<I>(bytes))(dtype)(op)(peer)(
+      static_cast<I>(step))(static_cast<I>(rep))(start_ns)(end_ns).done())) return;
   row_done();
 }
 
 void Trace::link_counter(std::uint32_t link, const std::string& dir, double t, std::uint64_t bytes, std::uint64_t pieces,
                          double busy, std::uint64_t rx_retry, double credit_stall) {
-  if (!db_) return;
-  Binder{st_ctr_}(static_cast<I>(link))(dir)(t)(static_cast<I>(bytes))(static_cast<I>(pieces))(busy)(static_cast<I>(rx_retry))(credit_stall).step(db_);
+  if (!writable()) return;
+  if (!put(Binder{st_ctr_}(static_cast<I>(link))(dir)(t)(static_cast<I>(bytes))(static_cast<I>(pieces))(busy)(static_cast<I>(rx_retry))(credit_stall).done())) return;
   row_done();
 }
 
 void Trace::port_counter(const std::string& node, std::uint32_t port, std::uint64_t tx_bytes, std::uint64_t tx_packets,
                          std::uint64_t drops, std::uint64_t ecn, std::uint64_t ps, std::uint64_t pr, double paused, std::uint64_t maxq) {
-  if (!db_) return;
-  Binder{st_port_}(node)(static_cast<I>(port))(static_cast<I>(tx_bytes))(static_cast<I>(tx_packets))(static_cast<I>(drops))(static_cast<I>(ecn))(
-      static_cast<I>(ps))(static_cast<I>(pr))(paused)(static_cast<I>(maxq)).step(db_);
+  if (!writable()) return;
+  if (!put(Binder{st_port_}(node)(static_cast<I>(port))(static_cast<I>(tx_bytes))(static_cast<I>(tx_packets))(static_cast<I>(drops))(static_cast<I>(ecn))(
+      static_cast<I>(ps))(static_cast<I>(pr))(paused)(static_cast<I>(maxq)).done())) return;
   row_done();
 }
 
 void Trace::counter(const std::string& name, double value) {
-  if (!db_) return;
-  Binder{st_counter_}(name)(value).step(db_);
+  if (!writable()) return;
+  if (!put(Binder{st_counter_}(name)(value).done())) return;
   row_done();
 }
 
 void Trace::log(double t, std::int64_t rank, int level, const std::string& msg) {
-  if (!db_) return;
-  Binder{st_log_}(t)(rank)(static_cast<I>(level))(msg).step(db_);
+  if (!writable()) return;
+  if (!put(Binder{st_log_}(t)(rank)(static_cast<I>(level))(msg).done())) return;
   row_done();
 }
 
 void Trace::check(std::uint32_t rank, std::uint32_t step, std::uint32_t rep, bool ok, std::uint64_t mism,
                   const std::string& detail) {
-  if (!db_) return;
-  Binder{st_check_}(static_cast<I>(rank))(static_cast<I>(step))(static_cast<I>(rep))(static_cast<I>(ok))(
-      static_cast<I>(mism))(detail).step(db_);
+  if (!writable()) return;
+  if (!put(Binder{st_check_}(static_cast<I>(rank))(static_cast<I>(step))(static_cast<I>(rep))(static_cast<I>(ok))(
+      static_cast<I>(mism))(detail).done())) return;
   row_done();
 }
 
 void Trace::summary(std::uint32_t step, std::uint32_t rep, const std::string& kind, std::uint64_t bytes, double t,
                     double algbw, double busbw) {
-  if (!db_) return;
-  Binder{st_sum_}(static_cast<I>(step))(static_cast<I>(rep))(kind)(static_cast<I>(bytes))(t)(algbw)(busbw).step(db_);
+  if (!writable()) return;
+  if (!put(Binder{st_sum_}(static_cast<I>(step))(static_cast<I>(rep))(kind)(static_cast<I>(bytes))(t)(algbw)(busbw).done())) return;
   row_done();
 }
 

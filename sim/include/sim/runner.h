@@ -14,6 +14,7 @@ namespace sim {
 
 struct RunOptions {
   std::string db_path;        ///< empty: no trace
+  bool force_db = false;      ///< replace db_path even if it is not an hcsim trace (Trace::open)
   bool echo_logs = true;      ///< library log lines to stderr
   std::uint64_t piece_bytes = 256 * 1024;
   std::string fidelity = "chunk";  ///< run_program: network tier (set_fidelity)
@@ -28,7 +29,10 @@ struct StepSummary {
 };
 
 struct RunResult {
-  int exit_code = 0;                   ///< 0 all expectations held, 1 one failed
+  int exit_code = 0;                   ///< 0 all expectations held, 1 one failed, 2 the trace failed,
+                                       ///< 128+signal stopped by a signal (stop.h)
+  int signal = 0;                      ///< the signal that stopped the run, 0 if none
+  std::string trace_error;             ///< why the trace could not be written (Trace::error)
   std::vector<StepSummary> steps;
   std::vector<std::string> failures;   ///< why the expectations failed
   std::uint64_t sim_end_ps = 0, events = 0;

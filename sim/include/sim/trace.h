@@ -1,5 +1,15 @@
 // SQLite trace (docs/trace-schema.md). Rows are buffered in one open transaction and committed
 // every `batch` rows and at close, so a killed run leaves a valid database of what was committed.
+//
+// The database is written in place at its final path (not into a temporary file renamed at the
+// end), so the batches committed before a crash, kill or full disk are found where the user asked.
+// For the same reason a run must not replace a trace another run is writing: open() takes an
+// exclusive flock(2) on "<path>.lock" (created beside the database, removed at close) before it
+// replaces anything, and holds it until close().
+//
+// No method throws after open(): the first SQLite error (a full disk, an I/O error) rolls back the
+// batch in progress, keeps what was committed, stops further writes, asks the simulation to stop
+// (sim/stop.h) and is reported by failed()/error().
 #pragma once
 #include <cstdint>
 #include <string>
@@ -18,10 +28,17 @@ class Trace {
   Trace(const Trace&) = delete;
   Trace& operator=(const Trace&) = delete;
 
-  /// Create a fresh database at `path` (an existing file is replaced). False + `why` on failure.
-  bool open(const std::string& path, std::string* why);
+  /// Create a fresh database at `path`. An existing file is replaced only if it is an hcsim trace
+  /// (its meta table says generator=hcsim; checked read-only) or `force` is set; a directory,
+  /// device, FIFO or socket is never replaced. Fails if another run holds the path's lock.
+  /// False + `why` (the reason, without the path) on failure; nothing is modified then.
+  bool open(const std::string& path, std::string* why, bool force = false);
   bool is_open() const { return db_ != nullptr; }
-  void close();
+  /// Commit what is pending, close the database and release the lock. Never throws.
+  void close() noexcept;
+  /// The trace could not be written; error() says why and what the file keeps.
+  bool failed() const { return failed_; }
+  const std::string& error() const { return error_; }
 
   void run(const std::string& scenario, const std::string& topology, std::uint64_t seed, std::uint32_t ranks,
            const std::string& payload);
@@ -47,9 +64,18 @@ class Trace {
 
  private:
   sqlite3_stmt* prep(const char* sql);
-  void exec(const char* sql);
+  bool exec(const char* sql);
+  bool put(sqlite3_stmt* s);  // step + reset; false (and fail()) on error
+  bool writable() const { return db_ && !failed_; }
+  void fail(const std::string& what);
   void row_done();
+  bool lock(std::string* why);
+  void unlock();
   sqlite3* db_ = nullptr;
+  std::string path_, lock_path_, error_;
+  int lock_fd_ = -1;
+  bool failed_ = false;
+  std::uint64_t committed_ = 0;
   sqlite3_stmt *st_npu_ = nullptr, *st_link_ = nullptr, *st_op_ = nullptr, *st_ctr_ = nullptr, *st_log_ = nullptr,
                *st_check_ = nullptr, *st_sum_ = nullptr,
                *st_port_ = nullptr, *st_counter_ = nullptr;
