@@ -438,3 +438,26 @@ TEST(UnitConversions, LanedBandwidthsAndLatencies) {
   e = server("pcie", "latency", "1.000000000001s");
   EXPECT_TRUE(any_contains(e, "/servers/0/pcie/latency: latency above 1 s")) << join(e);
 }
+
+TEST(Workloads, DcqcnTimersAndNicLatencyAreBounded) {
+  const std::string a2 = kSrc + "/topologies/a2-2node.json";
+  const std::pair<const char*, const char*> cases[] = {
+      {R"({"dcqcn":{"alpha_timer":"0ns"}})", "/network/dcqcn/alpha_timer: timer period must be 1 us .. 1 s"},
+      {R"({"dcqcn":{"rate_increase_timer":"999ns"}})", "/network/dcqcn/rate_increase_timer: timer period must be 1 us .. 1 s"},
+      {R"({"dcqcn":{"rate_increase_timer":"2s"}})", "/network/dcqcn/rate_increase_timer: timer period must be 1 us .. 1 s"},
+      {R"({"nic_latency":"2s"})", "/network/nic_latency: latency above 1 s"},
+      {R"({"dcqcn":{"rai":"1b/s"}})", "/network/dcqcn/rai: bandwidth \"1b/s\" is out of range"},
+  };
+  int k = 0;
+  for (auto& [net, expect] : cases) {
+    std::string p = write_tmp("n" + std::to_string(k++) + ".json", R"({"format":"hcsim-scenario","version":1,"name":"n","topology":")" + a2 +
+                                                                      R"(","network":)" + net + R"(,"workload":[{"op":"barrier"}]})");
+    std::vector<std::string> errs;
+    EXPECT_FALSE(load_scenario(p, &errs)) << net;
+    EXPECT_TRUE(any_contains(errs, p + ": " + expect)) << net << "\n" << join(errs);
+  }
+  std::string ok = write_tmp("n-ok.json", R"({"format":"hcsim-scenario","version":1,"name":"n","topology":")" + a2 +
+                                              R"(","network":{"dcqcn":{"alpha_timer":"1us","rate_increase_timer":"1s"}},"workload":[{"op":"barrier"}]})");
+  std::vector<std::string> errs;
+  EXPECT_TRUE(load_scenario(ok, &errs)) << join(errs);
+}

@@ -106,8 +106,13 @@ std::optional<Scenario> load_scenario(const std::string& path, std::vector<std::
       models::DcqcnParams& c = p.dcqcn;
       if (auto v = q.boolean("enabled", false)) c.enabled = *v;
       if (auto v = q.number("g", false, 1e-6, 1)) c.g = *v;
-      if (auto v = q.duration("alpha_timer", false)) c.alpha_timer_ps = std::max<models::Tick>(*v, 1);
-      if (auto v = q.duration("rate_increase_timer", false)) c.rate_increase_timer_ps = std::max<models::Tick>(*v, 1);
+      // Periodic timers of every QP: "0ns" was raised to 1 ps, which schedules a timer event every
+      // picosecond per QP (a run that practically never ends). Periods of 1 us .. 1 s.
+      for (auto [key, field] : {std::pair<const char*, models::Tick*>{"alpha_timer", &c.alpha_timer_ps}, {"rate_increase_timer", &c.rate_increase_timer_ps}})
+        if (auto v = q.duration(key, false)) {
+          if (*v < models::kPsPerUs || *v > models::kPsPerSec) d.error(q.child(key), "timer period must be 1 us .. 1 s");
+          else *field = *v;
+        }
       if (auto v = q.size("byte_counter", false)) c.byte_counter = std::max<std::uint64_t>(*v, 1);
       if (auto v = q.uint("fast_recovery_stages", false, 0, 100)) c.fast_recovery_stages = static_cast<std::uint32_t>(*v);
       if (auto v = q.bandwidth("rai", false)) c.rai_Bps = *v;
