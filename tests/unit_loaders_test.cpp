@@ -461,3 +461,18 @@ TEST(Workloads, DcqcnTimersAndNicLatencyAreBounded) {
   std::vector<std::string> errs;
   EXPECT_TRUE(load_scenario(ok, &errs)) << join(errs);
 }
+
+// 16,384 NPUs: 8192 per half. The max flow's source arcs were 2^50 each, whose sum (the source's
+// excess) overflowed 64 bits (UBSan: signed overflow in push_relabel); now each is the NPU's own
+// link capacity. Bisection = 8192 NICs x 25 GB/s.
+TEST(Summary, BisectionOfSixteenThousandNpus) {
+  json j = json::parse(R"({"format":"hcsim-topology","version":1,"name":"big",
+    "server_groups":[{"name":"n{i}","count":2048,"type":"atlas800t-a2","host_ip":"10.0.0.1"}],
+    "fabric":{"type":"clos","tiers":3,"switch_radix":64,"link_bandwidth":"200Gb/s"}})");
+  Topology t;
+  auto errs = topo_errors(j, &t);
+  ASSERT_TRUE(errs.empty()) << join(errs);
+  auto s = summarize(t);
+  EXPECT_DOUBLE_EQ(s.bisection_Bps, 8192 * 25e9);
+  EXPECT_EQ(s.diameter, 6u);
+}

@@ -41,15 +41,20 @@ double bisection(const Topology& t) {
   };
   auto vid = [&](const Endpoint& e) { return e.is_switch ? N + e.index : e.index; };
   // Capacities in MB/s keep sums far from overflow.
+  std::vector<long long> incident(N, 0);
   for (auto& l : t.links) {
     long long c = static_cast<long long>(l.params.bandwidth_Bps / 1000000);
     arc(vid(l.a), vid(l.b), c);
     arc(vid(l.b), vid(l.a), c);
+    for (const Endpoint* e : {&l.a, &l.b}) if (!e->is_switch) incident[e->index] += c;
   }
-  const long long inf = 1LL << 50;
+  // The source and sink arcs carry at most what an NPU's own links carry, so that capacity is as
+  // good as infinite and keeps the solver's sums (the source's excess is the sum of its arcs) in
+  // range: a fixed 2^50 per arc overflowed 64 bits from 8192 NPUs per half on.
   for (std::size_t r = 0; r < N; ++r) {
-    if (r < N / 2) arc(src, t.rank_to_npu[r], inf);
-    else arc(t.rank_to_npu[r], dst, inf);
+    const std::uint32_t n = t.rank_to_npu[r];
+    if (r < N / 2) arc(src, n, incident[n]);
+    else arc(n, dst, incident[n]);
   }
   long long f = boost::push_relabel_max_flow(g, src, dst);
   return static_cast<double>(f) * 1e6;
