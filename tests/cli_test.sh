@@ -83,6 +83,7 @@ for case in 'HCOMM_TIMEOUT_MS: HCOMM_TIMEOUT_MS="0" is out of range \[1000, 3000
             'HCOMM_FROBNICATE: warning: hcomm reads no variable HCOMM_FROBNICATE'; do
   expect "hcomm-env-${case%%:*}" 2 "bad-hcomm-env.json: /hcomm_env/$case" -- "$HCSIM" validate "$FX/bad-hcomm-env.json"
 done
+expect hcomm-env-run 2 'bad-hcomm-env.json: /hcomm_env/HCOMM_TIMEOUT_MS: HCOMM_TIMEOUT_MS="0" is out of range' -- "$HCSIM" run "$FX/bad-hcomm-env.json" --no-trace
 printf '{"format":"hcsim-scenario","version":1,"name":"w","topology":"%s","hcomm_env":{"HCOMM_FROBNICATE":"1","HCOMM_NUM_QP":"4"},"workload":[{"op":"barrier"}]}' "$SRC/topologies/atlas800t-a2.json" > env-warn.json
 expect hcomm-env-warning-only 0 "env-warn.json: ok" -- "$HCSIM" validate env-warn.json
 # Workloads the layout cannot run.
