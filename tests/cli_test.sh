@@ -63,6 +63,67 @@ expect run-pcie 0 "PASS" -- "$HCSIM" run "$FX/pcie.json" --no-trace
 expect run-network 0 "PASS" -- "$HCSIM" run "$FX/network.json" --no-trace
 expect topo-unwritable 2 "cannot write" -- "$HCSIM" topo "$SRC/topologies/a2-2node.json" --svg -o /nonexistent-dir/x.svg
 
+# ---- bad input never reaches the run: file, pointer, reason, exit 2 ----
+# A generated 3-tier Clos whose pods outnumber a core's ports: the generator fits it, and it runs.
+expect clos3-validate 0 "clos3-small.json: ok" -- "$HCSIM" validate "$FX/clos3-small.json"
+expect clos3-run 0 "PASS" -- "$HCSIM" run "$FX/clos3-barrier.json" --no-trace -q
+# Bandwidths that cannot be represented (below 1 KB/s, not whole bytes/s, overflow); durations in whole ps.
+expect bw-1bps 2 'bad-bandwidth.json: /servers/0/hccs/bandwidth: bandwidth "1b/s" is out of range' -- "$HCSIM" validate "$FX/bad-bandwidth.json"
+expect bw-7Bps 2 'bad-bandwidth.json: /servers/0/npus/hbm_bandwidth: bandwidth "7B/s" is out of range' -- "$HCSIM" validate "$FX/bad-bandwidth.json"
+expect bw-fraction 2 'bad-bandwidth.json: /servers/0/pcie/bandwidth: bandwidth "1.5B/s" is out of range' -- "$HCSIM" validate "$FX/bad-bandwidth.json"
+expect duration-fraction 2 'bad-bandwidth.json: /servers/0/pcie/latency: "0.1ps" is 0.1.* ps, not a whole number of ps' -- "$HCSIM" validate "$FX/bad-bandwidth.json"
+expect bw-huge 2 'bad-bandwidth.json: /servers/0/nic/bandwidth: .*out of range' -- "$HCSIM" validate "$FX/bad-bandwidth.json"
+# hcomm_env: the library's own ranges and parser; unknown names are a warning.
+for case in 'HCOMM_TIMEOUT_MS: HCOMM_TIMEOUT_MS="0" is out of range \[1000, 300000\]' \
+            'HCOMM_NUM_QP: HCOMM_NUM_QP="100000" is out of range \[1, 32\]' \
+            'HCOMM_BUFFSIZE_MB: HCOMM_BUFFSIZE_MB="1 " is not a decimal number' \
+            'HCOMM_DEBUG: HCOMM_DEBUG="abc" is not a decimal number' \
+            'HCOMM_RETRY_COUNT: HCOMM_RETRY_COUNT="-1" is out of range' \
+            'HCOMM_PROTOCOL: HCOMM_PROTOCOL="UDP" is not a number or one of TCP, RDMA, SHM' \
+            'HCOMM_FROBNICATE: warning: hcomm reads no variable HCOMM_FROBNICATE'; do
+  expect "hcomm-env-${case%%:*}" 2 "bad-hcomm-env.json: /hcomm_env/$case" -- "$HCSIM" validate "$FX/bad-hcomm-env.json"
+done
+expect hcomm-env-run 2 'bad-hcomm-env.json: /hcomm_env/HCOMM_TIMEOUT_MS: HCOMM_TIMEOUT_MS="0" is out of range' -- "$HCSIM" run "$FX/bad-hcomm-env.json" --no-trace
+printf '{"format":"hcsim-scenario","version":1,"name":"w","topology":"%s","hcomm_env":{"HCOMM_FROBNICATE":"1","HCOMM_NUM_QP":"4"},"workload":[{"op":"barrier"}]}' "$SRC/topologies/atlas800t-a2.json" > env-warn.json
+expect hcomm-env-warning-only 0 "env-warn.json: ok" -- "$HCSIM" validate env-warn.json
+# Workloads the layout cannot run.
+expect incast-one-npu 2 "bad-layout.json: /workload/0/op: incast needs at least 2 ranks" -- "$HCSIM" validate "$FX/bad-layout.json"
+expect sendrecv-one-npu 2 "bad-layout.json: /workload/1/op: sendrecv pairs ranks and needs an even number of ranks, the topology has 1" -- "$HCSIM" validate "$FX/bad-layout.json"
+expect incast-one-npu-run 2 "bad-layout.json: /workload/0/op: incast needs at least 2 ranks" -- "$HCSIM" run "$FX/bad-layout.json" --no-trace
+for k in 0:incast 1:sendrecv 2:h2d 3:allreduce; do
+  expect "zero-bytes-${k#*:}" 2 "bad-workload.json: /workload/${k%%:*}/bytes: must be at least one element" -- "$HCSIM" validate "$FX/bad-workload.json"
+done
+expect zero-bytes-run 2 "bad-workload.json: /workload/2/bytes" -- "$HCSIM" run "$FX/bad-workload.json" --no-trace
+# What one NPU can run, runs.
+printf '{"format":"hcsim-scenario","version":1,"name":"solo","topology":"%s","workload":[{"op":"barrier"},{"op":"allreduce","bytes":"4KiB"},{"op":"h2d","bytes":"4KiB"},{"op":"d2h","bytes":"4KiB"}]}' "$FX/one-npu.json" > solo.json
+expect one-npu-runs 0 "PASS" -- "$HCSIM" run solo.json --no-trace
+printf '{"format":"hcsim-scenario","version":1,"name":"w","topology":"%s","workload":[{"op":"incast","bytes":"512MiB","senders":"remote"}]}' "$SRC/topologies/atlas800t-a2.json" > incast-bad.json
+expect incast-remote-none 2 'incast-bad.json: /workload/0/senders: "remote" senders: no rank is on another server' -- "$HCSIM" validate incast-bad.json
+expect incast-sym-region 2 "incast-bad.json: /workload/0/bytes: incast writes bytes x ranks = 4 GiB into the root's symmetric region of 1 GiB" -- "$HCSIM" validate incast-bad.json
+# Names, ratios, directories.
+expect name-empty 2 "bad-names.json: /servers/0/name: a device name must not be empty" -- "$HCSIM" validate "$FX/bad-names.json"
+expect name-nul 2 "bad-names.json: /servers/1/name: device name contains the non-printable byte 0x00" -- "$HCSIM" validate "$FX/bad-names.json"
+expect name-tab 2 "bad-names.json: /switches/0/name: device name contains the non-printable byte 0x09" -- "$HCSIM" validate "$FX/bad-names.json"
+expect oversub-overflow 2 'bad-names.json: /fabric/oversubscription: expected "k:1" with k in 1..16, got "4294967297:1"' -- "$HCSIM" validate "$FX/bad-names.json"
+expect directory 2 "fixtures: /: is a directory, not a JSON file" -- "$HCSIM" validate "$FX"
+"$HCSIM" validate "$FX/bad-group.json" > group.txt 2>&1
+if [ "$(grep -c 'bad-group.json: /server_groups/0' group.txt)" -eq 1 ]; then echo "ok   group-error-once"; pass=$((pass + 1));
+else echo "FAIL group-error-once"; sed 's/^/    /' group.txt | head; fail=$((fail + 1)); fi
+# DOT escapes quotes and backslashes in names.
+"$HCSIM" topo "$FX/quote-names.json" --dot > q.dot 2>&1
+if grep -qF 'graph "say \"hi\"" {' q.dot && grep -qF 'label="rack\"1\"\\a"' q.dot; then echo "ok   dot-escape"; pass=$((pass + 1));
+else echo "FAIL dot-escape"; sed 's/^/    /' q.dot | head; fail=$((fail + 1)); fi
+# Nesting is limited before parsing; a wide file parses in linear time (200k objects: was 6.8 s).
+{ printf '{"format":"hcsim-topology","version":1,"name":"d","servers":'; printf '[%.0s' $(seq 65); printf ']%.0s' $(seq 65); printf '}'; } > deep.json
+expect too-deep 2 "deep.json: /: nesting deeper than 64 levels" -- "$HCSIM" validate deep.json
+{ printf '{"format":"hcsim-topology","version":1,"name":"w","servers":['; yes '{},' | head -n 199999 | tr -d '\n'; printf '{}]}'; } > wide.json
+expect wide-parse 2 "wide.json: /servers/0/name: missing required key" -- timeout 20 "$HCSIM" validate wide.json
+# 65,536 NPUs: the summary (max flow + exact diameter) in seconds, not minutes.
+printf '{"format":"hcsim-topology","version":1,"name":"big","server_groups":[{"name":"n{i}","count":8192,"type":"atlas800t-a2","host_ip":"10.0.0.1"}],"fabric":{"type":"clos","tiers":3,"switch_radix":64,"link_bandwidth":"200Gb/s"}}' > big.json
+start=$(date +%s.%N)
+expect topo-65536 0 "diameter +6 hops" -- timeout 60 "$HCSIM" topo big.json --summary
+echo "     (topo --summary on 65,536 NPUs: $(echo "$(date +%s.%N) - $start" | bc 2>/dev/null || echo '?') s)"
+
 # The trace has rows in every table, and one operation row per rank per op (8 ranks x 2 all-reduce + 16 p2p).
 if command -v sqlite3 > /dev/null; then
   empty=""

@@ -63,9 +63,9 @@ int cmd_validate(const std::vector<std::string>& files) {
   for (const auto& f : files) {
     sim::Diagnostics d(f);
     auto j = sim::read_json_file(f, d);
-    std::vector<std::string> errs;
+    std::vector<std::string> errs, warns;
     if (j && j->is_object() && j->contains("format") && (*j)["format"] == "hcsim-scenario") {
-      if (!sim::load_scenario(f, &errs)) rc = 2;
+      if (!sim::load_scenario(f, &errs, &warns)) rc = 2;
     } else if (j) {
       auto k = f.find_last_of('/');
       if (!sim::topology_from_json(*j, d, k == std::string::npos ? "" : f.substr(0, k + 1))) rc = 2;
@@ -74,6 +74,7 @@ int cmd_validate(const std::vector<std::string>& files) {
       errs = d.messages();
       rc = 2;
     }
+    for (auto& w : warns) std::fprintf(stderr, "%s\n", w.c_str());
     for (auto& e : errs) std::fprintf(stderr, "%s\n", e.c_str());
     if (errs.empty()) std::printf("%s: ok\n", f.c_str());
   }

@@ -1,5 +1,8 @@
 #include "sim/json_reader.h"
 
+#include <sys/stat.h>
+
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -14,7 +17,36 @@ void Diagnostics::error(const std::string& pointer, const std::string& why) {
   else if (msgs_.size() == limit_) msgs_.push_back(file_ + ": further errors omitted");
 }
 
+void Diagnostics::warn(const std::string& pointer, const std::string& why) {
+  if (warnings_.size() < limit_) warnings_.push_back(file_ + ": " + (pointer.empty() ? "/" : pointer) + ": warning: " + why);
+}
+
+std::size_t max_json_depth(const std::string& text) {
+  // Depth of [ and { outside strings; a backslash escapes the next character inside a string.
+  // Malformed text is left to the parser: this only has to bound the nesting it will see.
+  std::size_t depth = 0, best = 0;
+  bool in_string = false;
+  for (std::size_t i = 0, n = text.size(); i < n; ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\') ++i;
+      else if (c == '"') in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      best = std::max(best, ++depth);
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return best;
+}
+
 std::optional<json> read_json_file(const std::string& path, Diagnostics& d) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) { d.error("", "cannot open file"); return std::nullopt; }
+  if (S_ISDIR(st.st_mode)) { d.error("", "is a directory, not a JSON file"); return std::nullopt; }
+  if (!S_ISREG(st.st_mode)) { d.error("", "not a regular file"); return std::nullopt; }
   std::ifstream f(path, std::ios::binary);
   if (!f) { d.error("", "cannot open file"); return std::nullopt; }
   f.seekg(0, std::ios::end);
@@ -24,19 +56,22 @@ std::optional<json> read_json_file(const std::string& path, Diagnostics& d) {
   if (size > (64 << 20)) { d.error("", "file is larger than 64 MiB"); return std::nullopt; }
   std::string text(static_cast<std::size_t>(size), '\0');
   f.read(text.data(), size);
+  if (!f) { d.error("", "cannot read file"); return std::nullopt; }
+  return parse_json_text(text, d);
+}
+
+std::optional<json> parse_json_text(const std::string& text, Diagnostics& d) {
   if (text.find_first_not_of(" \t\r\n") == std::string::npos) { d.error("", "file is empty"); return std::nullopt; }
-  bool too_deep = false;
-  json::parser_callback_t cb = [&](int depth, json::parse_event_t, json&) {
-    if (depth > 64) too_deep = true;
-    return !too_deep;
-  };
+  // The depth limit is checked on the raw text before parsing (linear); a parser callback would
+  // make nlohmann's parser re-examine the parent at every object end (quadratic in siblings).
+  if (max_json_depth(text) > kMaxJsonDepth) {
+    d.error("", "nesting deeper than " + std::to_string(kMaxJsonDepth) + " levels");
+    return std::nullopt;
+  }
   try {
-    json j = json::parse(text, cb, /*allow_exceptions=*/true, /*ignore_comments=*/false);
-    if (too_deep) { d.error("", "nesting deeper than 64 levels"); return std::nullopt; }
-    return j;
+    return json::parse(text, nullptr, /*allow_exceptions=*/true, /*ignore_comments=*/false);
   } catch (const json::parse_error& e) {
-    d.error("", std::string("not valid JSON at byte ") + std::to_string(e.byte) + ": " +
-                    (too_deep ? std::string("nesting deeper than 64 levels") : std::string(e.what())));
+    d.error("", std::string("not valid JSON at byte ") + std::to_string(e.byte) + ": " + e.what());
   } catch (const std::exception& e) {
     d.error("", std::string("not valid JSON: ") + e.what());
   }
@@ -140,11 +175,19 @@ HCSIM_UNIT_GETTER(duration, parse_duration)
 #undef HCSIM_UNIT_GETTER
 
 std::optional<std::uint32_t> parse_ipv4(const std::string& s) {
-  unsigned a, b, c, d;
-  char tail;
-  if (std::sscanf(s.c_str(), "%3u.%3u.%3u.%3u%c", &a, &b, &c, &d, &tail) != 4) return std::nullopt;
-  if (a > 255 || b > 255 || c > 255 || d > 255) return std::nullopt;
-  return (a << 24) | (b << 16) | (c << 8) | d;
+  // Four dot-separated decimal fields of 1 to 3 digits, each <= 255; no signs, spaces or tail.
+  std::uint32_t ip = 0;
+  std::size_t i = 0;
+  for (int field = 0; field < 4; ++field) {
+    if (field && (i >= s.size() || s[i++] != '.')) return std::nullopt;
+    std::size_t digits = 0;
+    unsigned v = 0;
+    while (i < s.size() && s[i] >= '0' && s[i] <= '9' && digits < 3) v = v * 10 + static_cast<unsigned>(s[i++] - '0'), ++digits;
+    if (digits == 0 || v > 255) return std::nullopt;
+    ip = (ip << 8) | v;
+  }
+  if (i != s.size()) return std::nullopt;
+  return ip;
 }
 
 std::string format_ipv4(std::uint32_t ip) {

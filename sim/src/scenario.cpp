@@ -1,6 +1,10 @@
 #include "sim/scenario.h"
 
 #include <algorithm>
+#include <cstdlib>
+
+#include "hcomm/hcomm.h"
+#include "sim/units.h"
 
 namespace sim {
 namespace {
@@ -44,10 +48,11 @@ bool set_fidelity(models::NetParams& p, const std::string& tier, std::uint32_t c
   return true;
 }
 
-std::optional<Scenario> load_scenario(const std::string& path, std::vector<std::string>* errors) {
+std::optional<Scenario> load_scenario(const std::string& path, std::vector<std::string>* errors, std::vector<std::string>* warnings) {
   Diagnostics d(path);
   auto finish = [&]() -> std::optional<Scenario> {
     *errors = d.messages();
+    if (warnings) *warnings = d.warnings();
     return std::nullopt;
   };
   auto j = read_json_file(path, d);
@@ -89,7 +94,10 @@ std::optional<Scenario> load_scenario(const std::string& path, std::vector<std::
       else d.error(n.child("ecmp_hash"), "expected \"5-tuple\" or \"src-dst\", got \"" + *v + "\"");
     }
     if (auto v = n.uint("ack_every", false, 1, 1024)) p.ack_every = static_cast<std::uint32_t>(*v);
-    if (auto v = n.duration("nic_latency", false)) p.nic_latency_ps = *v;
+    if (auto v = n.duration("nic_latency", false)) {
+      if (*v > models::kPsPerSec) d.error(n.child("nic_latency"), "latency above 1 s");
+      else p.nic_latency_ps = *v;
+    }
     if (auto v = n.uint("timeout_exp", false, 0, 31)) p.timeout_exp = static_cast<std::uint32_t>(*v);
     if (auto v = n.uint("retry_count", false, 0, 7)) p.retry_count = static_cast<std::uint32_t>(*v);
     if (auto v = n.number("drop_rate", false, 0, 1)) p.drop_rate = *v;
@@ -98,8 +106,13 @@ std::optional<Scenario> load_scenario(const std::string& path, std::vector<std::
       models::DcqcnParams& c = p.dcqcn;
       if (auto v = q.boolean("enabled", false)) c.enabled = *v;
       if (auto v = q.number("g", false, 1e-6, 1)) c.g = *v;
-      if (auto v = q.duration("alpha_timer", false)) c.alpha_timer_ps = std::max<models::Tick>(*v, 1);
-      if (auto v = q.duration("rate_increase_timer", false)) c.rate_increase_timer_ps = std::max<models::Tick>(*v, 1);
+      // Periodic timers of every QP: "0ns" was raised to 1 ps, which schedules a timer event every
+      // picosecond per QP (a run that practically never ends). Periods of 1 us .. 1 s.
+      for (auto [key, field] : {std::pair<const char*, models::Tick*>{"alpha_timer", &c.alpha_timer_ps}, {"rate_increase_timer", &c.rate_increase_timer_ps}})
+        if (auto v = q.duration(key, false)) {
+          if (*v < models::kPsPerUs || *v > models::kPsPerSec) d.error(q.child(key), "timer period must be 1 us .. 1 s");
+          else *field = *v;
+        }
       if (auto v = q.size("byte_counter", false)) c.byte_counter = std::max<std::uint64_t>(*v, 1);
       if (auto v = q.uint("fast_recovery_stages", false, 0, 100)) c.fast_recovery_stages = static_cast<std::uint32_t>(*v);
       if (auto v = q.bandwidth("rai", false)) c.rai_Bps = *v;
@@ -130,9 +143,16 @@ std::optional<Scenario> load_scenario(const std::string& path, std::vector<std::
     else
       for (auto it = ej->begin(); it != ej->end(); ++it) {
         const std::string p = top.child("hcomm_env") + "/" + it.key();
-        if (it.key().rfind("HCOMM_", 0) != 0) d.error(p, "only HCOMM_* variables can be set");
-        else if (!it.value().is_string()) d.error(p, "expected a string value");
-        else sc.hcomm_env[it.key()] = it.value().get<std::string>();
+        if (it.key().rfind("HCOMM_", 0) != 0) { d.error(p, "only HCOMM_* variables can be set"); continue; }
+        if (!it.value().is_string()) { d.error(p, "expected a string value"); continue; }
+        const std::string v = it.value().get<std::string>();
+        // The library's own table and parser decide (docs/config.md): a value it would refuse at
+        // hcomm_create_context / hcomm_comm_init is bad input here, not a failed run.
+        char why[256];
+        const hcomm_result_t rc = v.find('\0') != std::string::npos ? HCOMM_E_PARA : hcomm_config_check(it.key().c_str(), v.c_str(), why, sizeof why);
+        if (rc == HCOMM_E_NOT_FOUND) d.warn(p, "hcomm reads no variable " + it.key() + " (docs/config.md); it is set but has no effect");
+        else if (rc != HCOMM_SUCCESS) { d.error(p, rc == HCOMM_E_PARA && v.find('\0') == std::string::npos ? std::string(why) : "value contains a NUL byte"); continue; }
+        sc.hcomm_env[it.key()] = v;
       }
   }
   const json* wl = top.get("workload", true);
@@ -158,6 +178,7 @@ std::optional<Scenario> load_scenario(const std::string& path, std::vector<std::
       }
       if (auto b = w.size("bytes", st.op != "barrier")) {
         if (*b > (16ULL << 30)) d.error(w.child("bytes"), "more than 16 GiB per rank");
+        else if (*b == 0 && st.op != "barrier") d.error(w.child("bytes"), "must be at least one element (0 bytes moves nothing and cannot be allocated)");
         else st.bytes = *b;
       }
       if (auto s = w.str("dtype", false)) {
@@ -269,6 +290,7 @@ std::optional<Scenario> load_scenario(const std::string& path, std::vector<std::
   if (!topo) {
     *errors = td.messages();
     errors->insert(errors->begin(), path + ": /topology: topology file is invalid");
+    if (warnings) *warnings = d.warnings();
     return std::nullopt;
   }
   sc.topology = std::move(*topo);
@@ -305,12 +327,35 @@ std::optional<Scenario> load_scenario(const std::string& path, std::vector<std::
     if ((sc.faults[i].type == "hbm_bitflip" || sc.faults[i].type == "rank_crash") && sc.faults[i].rank >= sc.topology.npus.size())
       d.error("/faults/" + std::to_string(i) + "/rank", "rank " + std::to_string(sc.faults[i].rank) + " does not exist (" +
                                                            std::to_string(sc.topology.npus.size()) + " ranks)");
-  for (std::size_t i = 0; i < sc.workload.size(); ++i)
-    if (sc.workload[i].op == "incast" && sc.workload[i].root >= sc.topology.npus.size())
-      d.error("/workload/" + std::to_string(i) + "/root", "rank " + std::to_string(sc.workload[i].root) + " does not exist");
-    else if (sc.workload[i].op == "sendrecv" && sc.topology.npus.size() % 2)
-      d.error("/workload/" + std::to_string(i) + "/op", "sendrecv pairs ranks and needs an even number of ranks");
+  // What each op needs of the layout (checked here, so that it fails validation rather than the run).
+  const std::uint64_t nranks = sc.topology.rank_to_npu.size();
+  auto env_u64 = [&](const char* k, std::uint64_t def) {
+    auto it = sc.hcomm_env.find(k);
+    return it == sc.hcomm_env.end() || it->second.empty() ? def : std::strtoull(it->second.c_str(), nullptr, 10);
+  };
+  const std::uint64_t sym_bytes = (env_u64("HCOMM_SLOT_SIZE_MB", 256) << 20) * env_u64("HCOMM_SYM_SLOTS", 4);
+  for (std::size_t i = 0; i < sc.workload.size(); ++i) {
+    const WorkloadStep& w = sc.workload[i];
+    const std::string wp = "/workload/" + std::to_string(i);
+    if (w.op == "incast") {
+      if (nranks < 2) { d.error(wp + "/op", "incast needs at least 2 ranks (a root and a sender), the topology has " + std::to_string(nranks)); continue; }
+      if (w.root >= nranks) { d.error(wp + "/root", "rank " + std::to_string(w.root) + " does not exist (" + std::to_string(nranks) + " ranks)"); continue; }
+      if (w.senders == "remote") {
+        const auto root_server = sc.topology.npus[sc.topology.rank_to_npu[w.root]].server;
+        bool any = false;
+        for (auto n : sc.topology.rank_to_npu) any = any || sc.topology.npus[n].server != root_server;
+        if (!any) d.error(wp + "/senders", "\"remote\" senders: no rank is on another server than the root");
+      }
+      if (w.bytes * nranks > sym_bytes)
+        d.error(wp + "/bytes", "incast writes bytes x ranks = " + format_bytes(w.bytes * nranks) + " into the root's symmetric region of " +
+                                   format_bytes(sym_bytes) + " (HCOMM_SLOT_SIZE_MB x HCOMM_SYM_SLOTS)");
+    } else if (w.op == "sendrecv" && (nranks < 2 || nranks % 2)) {
+      d.error(wp + "/op", "sendrecv pairs ranks and needs an even number of ranks, the topology has " + std::to_string(nranks));
+    }
+  }
   if (!d.ok()) return finish();
+  sc.warnings = d.warnings();
+  if (warnings) *warnings = d.warnings();
   return sc;
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <unordered_set>
 #include <unordered_map>
 
 #include <boost/graph/adjacency_list.hpp>
@@ -57,15 +58,65 @@ const Preset* find_preset(const std::string& t) {
   return nullptr;
 }
 
+// Device names: non-empty, printable ASCII (0x20..0x7e), unique. They appear in endpoints, the
+// trace, DOT and SVG output.
+std::optional<std::string> bad_name(const std::string& n) {
+  if (n.empty()) return std::string("a device name must not be empty");
+  for (unsigned char c : n)
+    if (c < 0x20 || c > 0x7e) {
+      char b[8];
+      std::snprintf(b, sizeof b, "0x%02x", c);
+      return "device name contains the non-printable byte " + std::string(b) + " (names are printable ASCII)";
+    }
+  return std::nullopt;
+}
+
+// A device or port index written in decimal: 1 to 9 digits, nothing else (sscanf's %u would
+// accept signs and spaces and wrap "4294967296" around to 0).
+bool parse_index(const char* s, unsigned* out) {
+  std::size_t n = 0;
+  unsigned x = 0;
+  for (; s[n]; ++n) {
+    if (s[n] < '0' || s[n] > '9' || n == 9) return false;
+    x = x * 10 + static_cast<unsigned>(s[n] - '0');
+  }
+  *out = x;
+  return n > 0;
+}
+
 std::string bw_str(std::uint64_t Bps) {
   char b[48];
   std::snprintf(b, sizeof b, "%.4gGb/s", static_cast<double>(Bps) * 8 / 1e9);
   return b;
 }
 
+const std::uint32_t kHccsLanes = models::LinkParams{}.lanes;        // 8
+const std::uint32_t kPcieLanes = models::NpuParams{}.host_link.lanes;  // 16
+constexpr models::Tick kMaxLatencyPs = models::kPsPerSec;                 // 1 s
+
 class Builder {
  public:
   Builder(Diagnostics& d, Topology& t) : d_(d), t_(t) {}
+
+  // A bandwidth of a laned link (HCCS, PCIe): the link model runs at (bandwidth / lanes) x active
+  // lanes in whole bytes/s, so the bandwidth must split into whole bytes/s per lane within
+  // kUnitRelTolerance (a rate that truncated to 0 per lane used to make transfers take "forever",
+  // which overflowed the clock and came out as absurdly short times).
+  std::optional<std::uint64_t> laned(const ObjectReader& r, const char* key, std::uint32_t lanes) {
+    auto v = r.bandwidth(key, false);
+    if (v && static_cast<double>(*v % lanes) > kUnitRelTolerance * static_cast<double>(*v)) {
+      d_.error(r.child(key), "bandwidth of " + std::to_string(*v) + " B/s does not split into whole bytes/s over the link's " +
+                                 std::to_string(lanes) + " lanes (the model would run it at " + std::to_string(*v / lanes * lanes) + " B/s)");
+      return std::nullopt;
+    }
+    return v;
+  }
+  // Link, switch and host latencies: at most 1 s (credit-based rates divide by the round trip).
+  std::optional<models::Tick> latency(const ObjectReader& r, const char* key) {
+    auto v = r.duration(key, false);
+    if (v && *v > kMaxLatencyPs) { d_.error(r.child(key), "latency above 1 s"); return std::nullopt; }
+    return v;
+  }
 
   void server(const json& j, const std::string& ptr, std::uint64_t index_in_group, const std::string* name_pattern) {
     ObjectReader s(j, ptr, d_, name_pattern ? std::initializer_list<const char*>{"name", "count", "type", "host_ip", "npus", "hccs", "pcie", "nic"}
@@ -79,7 +130,10 @@ class Builder {
     } else {
       srv.name = s.str("name", true).value_or("");
     }
-    if (!srv.name.empty() && !names_.emplace(srv.name, 's').second) d_.error(s.child("name"), "duplicate device name \"" + srv.name + "\"");
+    if (!name_pattern && !s.get("name", false)) {
+      // missing or not a string: already reported
+    } else if (auto why = bad_name(srv.name)) d_.error(s.child("name"), *why);
+    else if (!names_.emplace(srv.name, 's').second) d_.error(s.child("name"), "duplicate device name \"" + srv.name + "\"");
     srv.type = s.str("type", true).value_or("custom");
     const Preset* pre = find_preset(srv.type);
     if (!pre) {
@@ -118,11 +172,11 @@ class Builder {
     pcie_lp.bandwidth_Bps = pre->pcie_bw;
     if (const json* pj = s.get("pcie", false)) {
       ObjectReader p(*pj, s.child("pcie"), d_, {"bandwidth", "latency", "switch", "root_complex", "root_complex_latency"});
-      if (auto v = p.bandwidth("bandwidth", false)) pcie_lp.bandwidth_Bps = *v;
-      if (auto v = p.duration("latency", false)) pcie_lp.latency_ps = *v;
+      if (auto v = laned(p, "bandwidth", kPcieLanes)) pcie_lp.bandwidth_Bps = *v;
+      if (auto v = latency(p, "latency")) pcie_lp.latency_ps = *v;
       if (auto v = p.boolean("switch", false)) pcie_switch = *v;
-      if (auto v = p.bandwidth("root_complex", false)) srv.root_complex_Bps = *v;
-      if (auto v = p.duration("root_complex_latency", false)) srv.root_complex_latency_ps = *v;
+      if (auto v = laned(p, "root_complex", kPcieLanes)) srv.root_complex_Bps = *v;
+      if (auto v = latency(p, "root_complex_latency")) srv.root_complex_latency_ps = *v;
     }
     np.host_link = pcie_lp;
     std::string hccs_topo = pre->hccs_topology;
@@ -134,8 +188,8 @@ class Builder {
           d_.error(h.child("topology"), "unknown HCCS topology \"" + *v + "\" (full-mesh, groups-of-4, none)");
         else hccs_topo = *v;
       }
-      if (auto v = h.bandwidth("bandwidth", false)) lp.bandwidth_Bps = *v;
-      if (auto v = h.duration("latency", false)) lp.latency_ps = *v;
+      if (auto v = laned(h, "bandwidth", kHccsLanes)) lp.bandwidth_Bps = *v;
+      if (auto v = latency(h, "latency")) lp.latency_ps = *v;
     }
     std::uint64_t nic_bw = pre->nic_bw;
     std::optional<std::uint32_t> dev_ip;
@@ -209,13 +263,19 @@ class Builder {
     if (!s.valid()) return;
     SwitchSpec sw;
     sw.name = s.str("name", true).value_or("");
-    if (!sw.name.empty() && !names_.emplace(sw.name, 'w').second) d_.error(s.child("name"), "duplicate device name \"" + sw.name + "\"");
+    if (auto why = bad_name(sw.name)) { if (s.get("name", false)) d_.error(s.child("name"), *why); }
+    else if (!names_.emplace(sw.name, 'w').second) d_.error(s.child("name"), "duplicate device name \"" + sw.name + "\"");
     std::string type = s.str("type", false).value_or("ethernet");
     if (type == "pcie") { sw.kind = SwitchKind::Pcie; sw.tier = 0; }
     else if (type != "ethernet") d_.error(s.child("type"), "unknown switch type \"" + type + "\" (ethernet, pcie)");
     sw.ports = static_cast<std::uint32_t>(s.uint("ports", true, 1, 1024).value_or(1));
-    sw.port_Bps = s.bandwidth("port_bandwidth", true).value_or(1);
-    sw.latency_ps = s.duration("latency", false).value_or(600 * models::kPsPerNs);
+    if (sw.kind == SwitchKind::Pcie) {
+      if (!s.get("port_bandwidth", true)) sw.port_Bps = 1;
+      else sw.port_Bps = laned(s, "port_bandwidth", kPcieLanes).value_or(1);
+    } else {
+      sw.port_Bps = s.bandwidth("port_bandwidth", true).value_or(1);
+    }
+    sw.latency_ps = latency(s, "latency").value_or(600 * models::kPsPerNs);
     sw.buffer_bytes = s.size("buffer", false).value_or(32ULL << 20);
     if (auto tier = s.uint("tier", false, 1, 3)) sw.tier = static_cast<std::uint32_t>(*tier);
     switch_index_[sw.name] = static_cast<std::uint32_t>(t_.switches.size());
@@ -234,8 +294,7 @@ class Builder {
     if (sv != server_index_.end()) {
       const auto& srv = t_.servers[sv->second];
       unsigned idx = 0;
-      char tail = 0;
-      if (port.rfind("npu", 0) != 0 || std::sscanf(port.c_str() + 3, "%u%c", &idx, &tail) != 1 || idx >= srv.npus.size()) {
+      if (port.rfind("npu", 0) != 0 || !parse_index(port.c_str() + 3, &idx) || idx >= srv.npus.size()) {
         d_.error(ptr, "server \"" + dev + "\" has no NPU \"" + port + "\" (npu0..npu" + std::to_string(srv.npus.size() - 1) + ")");
         return std::nullopt;
       }
@@ -247,8 +306,7 @@ class Builder {
       return std::nullopt;
     }
     unsigned p = 0;
-    char tail = 0;
-    if (std::sscanf(port.c_str(), "%u%c", &p, &tail) != 1 || p >= t_.switches[sw->second].ports) {
+    if (!parse_index(port.c_str(), &p) || p >= t_.switches[sw->second].ports) {
       d_.error(ptr, "switch \"" + dev + "\" has no port \"" + port + "\" (0.." + std::to_string(t_.switches[sw->second].ports - 1) + ")");
       return std::nullopt;
     }
@@ -271,8 +329,9 @@ class Builder {
     l.a = *a;
     l.b = *b;
     l.name = *as + "<->" + *bs;
-    auto bw = s.bandwidth("bandwidth", false);
-    l.params.latency_ps = s.duration("latency", false).value_or(l.type == LinkType::Roce ? 500 * models::kPsPerNs : 500 * models::kPsPerNs);
+    auto bw = l.type == LinkType::Roce ? s.bandwidth("bandwidth", false) : laned(s, "bandwidth", l.params.lanes);
+    if (s.get("bandwidth", false) && !bw) return;
+    l.params.latency_ps = latency(s, "latency").value_or(500 * models::kPsPerNs);
     if (l.type == LinkType::Hccs) {
       if (a->is_switch || b->is_switch || t_.npus[a->index].server != t_.npus[b->index].server || a->index == b->index) {
         d_.error(ptr, "an HCCS link joins two different NPUs of one server");
@@ -310,6 +369,12 @@ class Builder {
 
   // Every port carries at most one link: a NIC, an NPU's PCIe port, an HCCS port, a switch port.
   void add_link(LinkSpec l, const std::string& ptr) {
+    for (const Endpoint* e : {&l.a, &l.b})
+      if (e->is_switch && e->port >= t_.switches[e->index].ports) {
+        d_.error(ptr, "switch \"" + t_.switches[e->index].name + "\" has " + std::to_string(t_.switches[e->index].ports) +
+                          " ports; a link needs port " + std::to_string(e->port));
+        return;
+      }
     for (const Endpoint* e : {&l.a, &l.b}) {
       std::uint64_t key = (static_cast<std::uint64_t>(e->is_switch) << 63) | (static_cast<std::uint64_t>(e->index) << 24) |
                           (static_cast<std::uint64_t>(l.type) << 20) | e->port;
@@ -335,9 +400,8 @@ class Builder {
     auto k = dev->rfind('/');
     auto sv = k == std::string::npos ? server_index_.end() : server_index_.find(dev->substr(0, k));
     unsigned idx = 0;
-    char tail = 0;
     if (sv == server_index_.end() || dev->compare(k + 1, 3, "npu") != 0 ||
-        std::sscanf(dev->c_str() + k + 4, "%u%c", &idx, &tail) != 1 || idx >= t_.servers[sv->second].npus.size()) {
+        !parse_index(dev->c_str() + k + 4, &idx) || idx >= t_.servers[sv->second].npus.size()) {
       d_.error(o.child("device"), "no NPU named \"" + *dev + "\" (overrides name one NPU: \"<server>/npu<k>\")");
       return;
     }
@@ -348,12 +412,13 @@ class Builder {
     }
     if (auto v = o.bandwidth("hbm_bandwidth", false)) n.params.hbm.bandwidth_Bps = *v;
     if (auto v = o.bandwidth("nic_bandwidth", false)) n.nic_Bps = *v;
-    if (auto v = o.bandwidth("pcie_bandwidth", false)) n.params.host_link.bandwidth_Bps = *v;
+    if (auto v = laned(o, "pcie_bandwidth", kPcieLanes)) n.params.host_link.bandwidth_Bps = *v;
     if (auto v = o.uint("sdma_engines", false, 1, 64)) n.params.sdma_engines = static_cast<std::uint32_t>(*v);
   }
 
   // Generated HCCS/PCIe links of the servers claim their ports too.
   void claim_generated_ports() {
+    ports_used_.reserve(2 * t_.links.size() + 2 * t_.npus.size());
     for (auto& l : t_.links)
       for (const Endpoint* e : {&l.a, &l.b})
         ports_used_.insert((static_cast<std::uint64_t>(e->is_switch) << 63) | (static_cast<std::uint64_t>(e->index) << 24) |
@@ -371,7 +436,7 @@ class Builder {
   std::unordered_map<std::string, char> names_;
   std::unordered_map<std::string, std::uint32_t> server_index_, switch_index_;
   std::unordered_map<std::uint32_t, std::string> ips_;
-  std::set<std::uint64_t> ports_used_;
+  std::unordered_set<std::uint64_t> ports_used_;  // hashed: 800k ports at 65,536 NPUs
 };
 
 void Builder::fabric(const json& j, const std::string& ptr) {
@@ -384,16 +449,27 @@ void Builder::fabric(const json& j, const std::string& ptr) {
   const auto R = static_cast<std::uint32_t>(f.uint("switch_radix", true, 2, 1024).value_or(64));
   std::uint32_t over = 1;
   if (auto o = f.str("oversubscription", false)) {
-    unsigned k = 0, one = 0;
-    char tail = 0;
-    if (std::sscanf(o->c_str(), "%u:%u%c", &k, &one, &tail) != 2 || one != 1 || k == 0 || k > 16)
+    // Digits only, no sign or spaces; at most 3 digits per side, so nothing can wrap around.
+    auto num = [](const std::string& t, std::size_t b, std::size_t e) -> std::uint32_t {
+      if (e <= b || e - b > 3) return 0;
+      std::uint32_t x = 0;
+      for (std::size_t i = b; i < e; ++i) {
+        if (t[i] < '0' || t[i] > '9') return 0;
+        x = x * 10 + static_cast<std::uint32_t>(t[i] - '0');
+      }
+      return x;
+    };
+    const auto colon = o->find(':');
+    const std::uint32_t k = colon == std::string::npos ? 0 : num(*o, 0, colon);
+    const std::uint32_t one = colon == std::string::npos ? 0 : num(*o, colon + 1, o->size());
+    if (one != 1 || k == 0 || k > 16)
       d_.error(f.child("oversubscription"), "expected \"k:1\" with k in 1..16, got \"" + *o + "\"");
     else over = k;
   }
   const bool rail = f.boolean("rail_optimized", false).value_or(true);
   auto bw = f.bandwidth("link_bandwidth", true);
-  const models::Tick lat = f.duration("link_latency", false).value_or(500 * models::kPsPerNs);
-  const models::Tick sw_lat = f.duration("switch_latency", false).value_or(600 * models::kPsPerNs);
+  const models::Tick lat = latency(f, "link_latency").value_or(500 * models::kPsPerNs);
+  const models::Tick sw_lat = latency(f, "switch_latency").value_or(600 * models::kPsPerNs);
   const std::uint64_t buf = f.size("switch_buffer", false).value_or(32ULL << 20);
   if (!bw || !d_.ok()) return;
   if (R % (over + 1) != 0 && tiers > 1) {
@@ -460,6 +536,11 @@ void Builder::fabric(const json& j, const std::string& ptr) {
              t_.switches[b.index].name + "/" + std::to_string(b.port);
     add_link(std::move(l), ptr);
   };
+  {
+    const std::size_t more = t_.npus.size() + 2 * static_cast<std::size_t>(leaves) * up;  // NIC links + leaf and spine uplinks
+    t_.links.reserve(t_.links.size() + more);
+    ports_used_.reserve(ports_used_.size() + 2 * more);
+  }
   std::vector<std::uint32_t> leaf(leaves);
   for (std::uint32_t i = 0; i < leaves; ++i) leaf[i] = add_switch(tiers == 1 ? "switch0" : "leaf" + std::to_string(i), 1);
   for (std::uint32_t n = 0; n < t_.npus.size(); ++n) wire(Endpoint{false, n, 0}, Endpoint{true, leaf[nic_leaf[n].first], nic_leaf[n].second});
@@ -471,9 +552,34 @@ void Builder::fabric(const json& j, const std::string& ptr) {
       for (std::uint32_t s = 0; s < up; ++s) wire(Endpoint{true, leaf[l], down + s}, Endpoint{true, spine[s], l});
   } else if (tiers == 3) {
     // Pods of R/2 leaves and `up` spines (full bipartite inside the pod); spine j of every pod
-    // belongs to plane j, whose cores take the spines' R/2 uplinks round-robin.
+    // belongs to plane j, whose C = ceil(pods·(R/2) / R) cores take the spines' R/2 uplinks.
+    // Uplink u of a spine goes to core u mod C of its plane when that fits every core in R ports
+    // (each core then sees every pod). Otherwise (more pods than one core has ports) uplink u of
+    // pod p goes to core (p + u) mod C: pods p and p+1 share cores, so the plane stays connected,
+    // and C grows until no core needs more than R ports.
     const std::uint32_t spine_up = R - pod_leaves;
-    const std::uint32_t cores_per_plane = (pods * spine_up + R - 1) / R;
+    std::uint32_t cores_per_plane = (pods * spine_up + R - 1) / R;
+    const bool per_uplink = static_cast<std::uint64_t>(pods) * ((spine_up + cores_per_plane - 1) / cores_per_plane) <= R;
+    auto core_of = [&](std::uint32_t p, std::uint32_t u) { return per_uplink ? u % cores_per_plane : (p + u) % cores_per_plane; };
+    if (!per_uplink && spine_up < 2) {
+      d_.error(f.child("switch_radix"), "a 3-tier Clos of radix " + std::to_string(R) + " cannot join " + std::to_string(pods) +
+                                            " pods (a core holds " + std::to_string(R) + " spines, a spine has one uplink); use a larger radix");
+      return;
+    }
+    // Port budget of every core, checked before anything is wired (the generator must fit).
+    std::vector<std::uint32_t> need;
+    for (;; ++cores_per_plane) {
+      need.assign(cores_per_plane, 0);
+      for (std::uint32_t p = 0; p < pods; ++p)
+        for (std::uint32_t u = 0; u < spine_up; ++u) ++need[core_of(p, u)];
+      if (*std::max_element(need.begin(), need.end()) <= R || per_uplink) break;
+    }
+    for (std::uint32_t c = 0; c < cores_per_plane; ++c)
+      if (need[c] > R) {
+        d_.error(f.child("switch_radix"), "a 3-tier Clos of " + std::to_string(pods) + " pods needs " + std::to_string(need[c]) +
+                                              " ports on core " + std::to_string(c) + ", more than the radix " + std::to_string(R));
+        return;
+      }
     std::vector<std::uint32_t> spine(pods * up), core(up * cores_per_plane), core_port(up * cores_per_plane, 0);
     for (std::uint32_t p = 0; p < pods; ++p)
       for (std::uint32_t j = 0; j < up; ++j) spine[p * up + j] = add_switch("spine" + std::to_string(p * up + j), 2);
@@ -483,7 +589,7 @@ void Builder::fabric(const json& j, const std::string& ptr) {
     for (std::uint32_t p = 0; p < pods; ++p)
       for (std::uint32_t j = 0; j < up; ++j)
         for (std::uint32_t u = 0; u < spine_up; ++u) {
-          std::uint32_t c = j * cores_per_plane + u % cores_per_plane;
+          std::uint32_t c = j * cores_per_plane + core_of(p, u);
           wire(Endpoint{true, spine[p * up + j], pod_leaves + u}, Endpoint{true, core[c], core_port[c]++});
         }
   }
@@ -521,7 +627,13 @@ std::optional<Topology> topology_from_json(const json& j, Diagnostics& d, const 
         auto count = gr.uint("count", true, 1, 8192);
         if (!name || !count) continue;
         if (name->find("{i}") == std::string::npos && *count > 1) { d.error(gr.child("name"), "a group of several servers needs \"{i}\" in its name"); continue; }
-        for (std::uint64_t i = 0; i < *count && d.count() < 50; ++i) b.server((*groups)[g], gp, i, &*name);
+        // A problem of the group's template (or of one generated server) is reported once, with
+        // the group's pointer: expansion stops at the first server that adds an error.
+        for (std::uint64_t i = 0; i < *count; ++i) {
+          const std::size_t before = d.count();
+          b.server((*groups)[g], gp, i, &*name);
+          if (d.count() != before) break;
+        }
       }
   }
   if (t.servers.empty() && d.ok()) d.error("/servers", "no servers");
@@ -556,6 +668,33 @@ std::optional<Topology> topology_from_json(const json& j, Diagnostics& d, const 
                        (t.servers.size() > 1 && !t.has_network() ? " (no network joins the servers: add links or a fabric)" : ""));
       return std::nullopt;
     }
+  // The RoCE network itself must join every cabled NIC: HCCS joins the NPUs of one server only, so
+  // a split network (a fabric whose pods share no core) validates above yet fails every transfer
+  // across the split at run time.
+  {
+    std::vector<std::uint32_t> parent(V);
+    for (std::uint32_t i = 0; i < V; ++i) parent[i] = i;
+    auto root = [&](std::uint32_t x) {
+      while (parent[x] != x) x = parent[x] = parent[parent[x]];
+      return x;
+    };
+    std::vector<char> cabled(N, 0);
+    for (auto& l : t.links)
+      if (l.type == LinkType::Roce) {
+        for (const Endpoint* e : {&l.a, &l.b}) if (!e->is_switch) cabled[e->index] = 1;
+        parent[root(static_cast<std::uint32_t>(vid(l.a)))] = root(static_cast<std::uint32_t>(vid(l.b)));
+      }
+    std::int64_t first = -1;
+    for (std::uint32_t i = 0; i < N; ++i) {
+      if (!cabled[i]) continue;
+      if (first < 0) { first = i; continue; }
+      if (root(i) != root(static_cast<std::uint32_t>(first))) {
+        d.error(top.get("fabric", false) ? "/fabric" : "/links", "the RoCE network is split: the NIC of " + t.npus[i].name +
+                                                                     " cannot reach the NIC of " + t.npus[first].name + " over RoCE links and switches");
+        return std::nullopt;
+      }
+    }
+  }
   t.rank_to_npu.resize(N);
   for (std::uint32_t i = 0; i < N; ++i) t.rank_to_npu[i] = i;
   if (rt_path) {

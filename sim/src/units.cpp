@@ -31,9 +31,19 @@ bool split(const std::string& s, double* num, std::string* unit, std::string* wh
   return true;
 }
 
-std::optional<std::uint64_t> finish(double v, const std::string& s, std::string* why) {
-  if (!std::isfinite(v) || v >= 1.8e19) { *why = "value out of range: \"" + s + "\""; return std::nullopt; }
-  return static_cast<std::uint64_t>(std::llround(v));
+// Convert to the integer unit. Rejects NaN/inf, values of 2^63 units or more (headroom for sums
+// of times and sizes), and values that are not whole units within kUnitRelTolerance (which would
+// otherwise round silently, e.g. "0.1ps" to 0 or "1.5B" to 2).
+std::optional<std::uint64_t> finish(double v, const std::string& s, const char* unit, std::string* why) {
+  if (!std::isfinite(v) || v < 0 || v >= 9223372036854775808.0) { *why = "value out of range: \"" + s + "\""; return std::nullopt; }
+  const double r = std::round(v);
+  if (std::fabs(v - r) > kUnitRelTolerance * v) {
+    char b[64];
+    std::snprintf(b, sizeof b, "%.17g", v);
+    *why = "\"" + s + "\" is " + b + " " + unit + ", not a whole number of " + unit;
+    return std::nullopt;
+  }
+  return static_cast<std::uint64_t>(r);
 }
 
 // Prefix multiplier of a size unit ("", K, M, G, T, Ki, Mi, Gi, Ti); returns false if unknown.
@@ -62,8 +72,12 @@ std::optional<std::uint64_t> parse_bandwidth(const std::string& s, std::string* 
   }
   v *= m;
   if (kind == 'b') v /= 8;
-  if (v <= 0) { *why = "bandwidth must be positive: \"" + s + "\""; return std::nullopt; }
-  return finish(v, s, why);
+  if (!(v > 0)) { *why = "bandwidth must be positive: \"" + s + "\""; return std::nullopt; }
+  if (v < kMinBandwidthBps || v > kMaxBandwidthBps) {
+    *why = "bandwidth \"" + s + "\" is out of range (1 KB/s .. 1 PB/s)";
+    return std::nullopt;
+  }
+  return finish(v, s, "B/s", why);
 }
 
 std::optional<std::uint64_t> parse_size(const std::string& s, std::string* why) {
@@ -74,7 +88,7 @@ std::optional<std::uint64_t> parse_size(const std::string& s, std::string* why) 
     *why = "unknown size unit \"" + u + "\" (use B, KB, MB, GB, KiB, MiB, GiB, TiB)";
     return std::nullopt;
   }
-  return finish(v * m, s, why);
+  return finish(v * m, s, "B", why);
 }
 
 std::optional<std::uint64_t> parse_duration(const std::string& s, std::string* why) {
@@ -82,7 +96,7 @@ std::optional<std::uint64_t> parse_duration(const std::string& s, std::string* w
   if (!split(s, &v, &u, why)) return std::nullopt;
   static const struct { const char* u; double ps; } tab[] = {
       {"ps", 1}, {"ns", 1e3}, {"us", 1e6}, {"\xC2\xB5s", 1e6}, {"ms", 1e9}, {"s", 1e12}};
-  for (auto& t : tab) if (u == t.u) return finish(v * t.ps, s, why);
+  for (auto& t : tab) if (u == t.u) return finish(v * t.ps, s, "ps", why);
   *why = "unknown time unit \"" + u + "\" (use ps, ns, us, ms, s)";
   return std::nullopt;
 }

@@ -160,6 +160,9 @@ typedef struct {
   uint64_t buffer_size;      /* bytes */
 } hcomm_config_t;
 void hcomm_config_init(hcomm_config_t* cfg); /* every field HCOMM_CONFIG_UNSET */
+/* Check one HCOMM_* environment value as the library would read it: HCOMM_SUCCESS, HCOMM_E_PARA
+ * (malformed or out of range; errbuf says why), HCOMM_E_NOT_FOUND (not a knob hcomm reads). */
+hcomm_result_t hcomm_config_check(const char* name, const char* value, char* errbuf, size_t len);
 
 /* ---- communicators ---- */
 /* The world communicator over all ranks of the cluster; `rank` must be the caller's rank. */

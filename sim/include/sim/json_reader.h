@@ -17,6 +17,9 @@ class Diagnostics {
  public:
   explicit Diagnostics(std::string file, std::size_t limit = 50) : file_(std::move(file)), limit_(limit) {}
   void error(const std::string& pointer, const std::string& why);
+  /// A problem that does not make the input invalid (printed, not counted as an error).
+  void warn(const std::string& pointer, const std::string& why);
+  const std::vector<std::string>& warnings() const { return warnings_; }
   bool ok() const { return count_ == 0; }
   std::size_t count() const { return count_; }
   const std::vector<std::string>& messages() const { return msgs_; }
@@ -25,12 +28,18 @@ class Diagnostics {
  private:
   std::string file_;
   std::size_t limit_, count_ = 0;
-  std::vector<std::string> msgs_;
+  std::vector<std::string> msgs_, warnings_;
 };
 
-/// Read and parse a JSON file. Rejects missing/unreadable files, files over 64 MiB, nesting deeper
-/// than 64 levels and syntax errors, reporting byte offsets.
+constexpr std::size_t kMaxJsonDepth = 64;
+
+/// Read and parse a JSON file. Rejects missing/unreadable files, directories and other non-regular
+/// files, files over 64 MiB, nesting deeper than 64 levels and syntax errors, reporting byte offsets.
 std::optional<json> read_json_file(const std::string& path, Diagnostics& d);
+/// The same checks on text already in memory (empty, too deep, syntax). Linear in the text size.
+std::optional<json> parse_json_text(const std::string& text, Diagnostics& d);
+/// Deepest nesting of arrays and objects in `text`, counting brackets outside strings.
+std::size_t max_json_depth(const std::string& text);
 
 /// View of one JSON object that checks its keys against an allowed list.
 class ObjectReader {

@@ -69,8 +69,12 @@ struct Scenario {
   std::vector<WorkloadStep> workload;
   std::vector<Fault> faults;
   Expectations expect;
+  std::vector<std::string> warnings;  ///< "file: /pointer: warning: ..." (e.g. an HCOMM_* name hcomm does not read)
 };
 
-std::optional<Scenario> load_scenario(const std::string& path, std::vector<std::string>* errors);
+/// Load and validate; on failure nullopt with every problem in `errors`. Warnings (not errors) go to
+/// `warnings` when given, and to Scenario::warnings.
+std::optional<Scenario> load_scenario(const std::string& path, std::vector<std::string>* errors,
+                                      std::vector<std::string>* warnings = nullptr);
 
 }  // namespace sim

@@ -1,0 +1,478 @@
+// Loader robustness: unit conversions that must not round silently or overflow, the JSON depth
+// limit checked before parsing, generated fabrics that must elaborate, names, ratios, hcomm_env
+// values checked with the library's own table, workloads the layout cannot run, and the exact
+// diameter against a BFS from every NPU.
+#include <gtest/gtest.h>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <functional>
+#include <set>
+
+#include "hcomm/hcomm.h"
+#include "models/event_queue.h"
+#include "models/network.h"
+#include "sim/scenario.h"
+#include "sim/topology.h"
+#include "sim/units.h"
+
+using namespace sim;
+
+namespace {
+
+const std::string kSrc = HCSIM_SOURCE_DIR;
+
+std::optional<std::uint64_t> bw(const std::string& s, std::string* why = nullptr) {
+  std::string w;
+  auto v = parse_bandwidth(s, &w);
+  if (why) *why = w;
+  return v;
+}
+
+std::vector<std::string> topo_errors(const json& j, Topology* out = nullptr) {
+  Diagnostics d("t.json");
+  auto t = topology_from_json(j, d);
+  if (t && out) *out = *t;
+  return d.messages();
+}
+
+bool any_contains(const std::vector<std::string>& v, const std::string& s) {
+  for (auto& m : v) if (m.find(s) != std::string::npos) return true;
+  return false;
+}
+
+std::string join(const std::vector<std::string>& v) {
+  std::string o;
+  for (auto& m : v) o += m + "\n";
+  return o;
+}
+
+// What the runner does with a topology's RoCE part (sim/src/runner.cpp build_network): if this
+// throws, a topology that validated could not be run.
+void elaborate_network(const Topology& t) {
+  models::StandaloneScheduler sch;
+  models::Network net(sch, models::NetParams{});
+  std::vector<std::uint32_t> sw(t.switches.size(), ~0u), nic(t.npus.size(), ~0u);
+  for (std::size_t i = 0; i < t.switches.size(); ++i)
+    if (t.switches[i].kind == SwitchKind::Ethernet) sw[i] = net.add_switch(t.switches[i].name, t.switches[i].ports, t.switches[i].buffer_bytes, t.switches[i].latency_ps);
+  auto node = [&](const Endpoint& e) {
+    if (e.is_switch) return sw[e.index];
+    if (nic[e.index] == ~0u) nic[e.index] = net.add_host(t.npus[e.index].name);
+    return nic[e.index];
+  };
+  for (const auto& l : t.links)
+    if (l.type == LinkType::Roce)
+      net.connect(node(l.a), l.a.is_switch ? l.a.port : 0, node(l.b), l.b.is_switch ? l.b.port : 0, l.params.bandwidth_Bps, l.params.latency_ps);
+  net.build_routes();
+}
+
+json clos(std::uint32_t servers, std::uint32_t npus, std::uint32_t tiers, std::uint32_t radix, std::uint32_t over, bool rail) {
+  json j = json::parse(R"({"format":"hcsim-topology","version":1,"name":"g"})");
+  j["server_groups"] = json::array({{{"name", "n{i}"}, {"count", servers}, {"type", "custom"}, {"host_ip", "10.0.0.1"},
+                                     {"npus", {{"count", npus}}}}});
+  j["fabric"] = {{"type", "clos"}, {"tiers", tiers}, {"switch_radix", radix}, {"link_bandwidth", "200Gb/s"},
+                 {"oversubscription", std::to_string(over) + ":1"}, {"rail_optimized", rail}};
+  return j;
+}
+
+std::string write_tmp(const std::string& name, const std::string& text) {
+  static std::string dir = [] {
+    char tmpl[] = "/tmp/hcsim_loaders_XXXXXX";
+    return std::string(mkdtemp(tmpl));
+  }();
+  std::string p = dir + "/" + name;
+  std::ofstream(p) << text;
+  return p;
+}
+
+}  // namespace
+
+// ---- units ----
+
+TEST(UnitConversions, BandwidthMustBeRepresentable) {
+  std::string why;
+  EXPECT_FALSE(bw("1b/s", &why));  // 0.125 B/s used to round to 0 B/s
+  EXPECT_NE(why.find("out of range"), std::string::npos) << why;
+  EXPECT_FALSE(bw("7B/s"));          // positive, but a 1 MiB transfer would outlast the clock's useful range
+  EXPECT_FALSE(bw("999B/s"));
+  EXPECT_EQ(bw("1KB/s"), 1000u);     // the floor
+  EXPECT_EQ(bw("8Kb/s"), 1000u);
+  EXPECT_FALSE(bw("1000.5B/s", &why));  // not a whole number of bytes/s
+  EXPECT_NE(why.find("not a whole number of B/s"), std::string::npos) << why;
+  EXPECT_EQ(bw("9Kb/s"), 1125u);
+  EXPECT_FALSE(bw("1001b/s"));       // 125.125 B/s: below the floor
+  EXPECT_FALSE(bw("10001b/s"));      // 1250.125 B/s: not whole
+  EXPECT_EQ(bw("1000TB/s"), 1000000000000000u);  // the ceiling, 1 PB/s
+  EXPECT_FALSE(bw("1001TB/s"));
+  EXPECT_FALSE(bw(std::string(400, '9') + "GB/s"));  // strtod gives inf
+  EXPECT_FALSE(bw("0GB/s"));
+  EXPECT_FALSE(bw("-1GB/s"));
+  EXPECT_FALSE(bw("nanGB/s"));
+  EXPECT_FALSE(bw("1e3GB/s"));  // no exponents
+  EXPECT_EQ(bw("12.5Gb/s"), 1562500000u);
+  EXPECT_EQ(bw("1.6TB/s"), 1600000000000u);
+  EXPECT_EQ(bw("31.5GB/s"), 31500000000u);
+}
+
+TEST(UnitConversions, SizesAndDurationsAreWholeUnitsWithoutOverflow) {
+  std::string why;
+  EXPECT_EQ(parse_size("1.1KB", &why), 1100u);  // 1100.0000000000002 in binary: within 1e-6
+  EXPECT_EQ(parse_size("0.5KiB", &why), 512u);
+  EXPECT_FALSE(parse_size("1.5B", &why));
+  EXPECT_NE(why.find("not a whole number of B"), std::string::npos) << why;
+  EXPECT_FALSE(parse_size("0.1B", &why));         // used to round to 0
+  EXPECT_EQ(parse_size("0B", &why), 0u);
+  EXPECT_EQ(parse_size("8191PiB", &why), std::nullopt);  // unknown unit
+  EXPECT_FALSE(parse_size("8388608TiB", &why));   // 2^63 bytes: out of range (llround overflowed here)
+  EXPECT_TRUE(parse_size("8388607TiB", &why));
+  EXPECT_FALSE(parse_size("99999999999999999999B", &why));
+  EXPECT_FALSE(parse_duration("0.1ps", &why));
+  EXPECT_NE(why.find("not a whole number of ps"), std::string::npos) << why;
+  EXPECT_EQ(parse_duration("0.5ns", &why), 500u);
+  EXPECT_EQ(parse_duration("1.3ms", &why), 1300000000u);
+  EXPECT_FALSE(parse_duration("10000000s", &why));  // 1e19 ps > 2^63
+  EXPECT_FALSE(parse_duration(std::string(320, '1') + "s", &why));
+  EXPECT_FALSE(parse_duration("-1ns", &why));
+  EXPECT_FALSE(parse_duration(".ns", &why));
+}
+
+// ---- JSON reading ----
+
+TEST(JsonText, DepthIsCheckedOnTheRawText) {
+  EXPECT_EQ(max_json_depth(R"({"a":[1,{"b":"[[[[{{{"}],"c":"\"[["}])"), 3u);
+  EXPECT_EQ(max_json_depth("]]]}}"), 0u);
+  std::string ok(64, '['), deep(65, '[');
+  ok += std::string(64, ']');
+  deep += std::string(65, ']');
+  Diagnostics d1("ok.json"), d2("deep.json");
+  EXPECT_TRUE(parse_json_text(ok, d1));
+  EXPECT_FALSE(parse_json_text(deep, d2));
+  ASSERT_FALSE(d2.messages().empty());
+  EXPECT_EQ(d2.messages()[0], "deep.json: /: nesting deeper than 64 levels");
+  // Unterminated input is the parser's to report, not the pre-scan's.
+  Diagnostics d3("bad.json");
+  EXPECT_FALSE(parse_json_text("[\"abc", d3));
+  EXPECT_TRUE(any_contains(d3.messages(), "not valid JSON at byte"));
+}
+
+TEST(JsonText, ADirectoryIsNamedAsSuch) {
+  Diagnostics d(kSrc + "/tests");
+  EXPECT_FALSE(read_json_file(kSrc + "/tests", d));
+  ASSERT_EQ(d.messages().size(), 1u);
+  EXPECT_NE(d.messages()[0].find(": /: is a directory, not a JSON file"), std::string::npos) << d.messages()[0];
+  Diagnostics e("/dev/null");
+  EXPECT_FALSE(read_json_file("/dev/null", e));
+  EXPECT_TRUE(any_contains(e.messages(), "not a regular file"));
+}
+
+// ---- generated fabrics elaborate ----
+
+TEST(Fabrics, ThreeTierClosOfThreeA2ServersFitsItsCores) {
+  json j = json::parse(R"({"format":"hcsim-topology","version":1,"name":"c3",
+    "server_groups":[{"name":"node{i}","count":3,"type":"atlas800t-a2","host_ip":"10.0.0.1"}],
+    "fabric":{"type":"clos","tiers":3,"switch_radix":4,"link_bandwidth":"200Gb/s"}})");
+  Topology t;
+  auto errs = topo_errors(j, &t);
+  ASSERT_TRUE(errs.empty()) << join(errs);
+  EXPECT_NO_THROW(elaborate_network(t));
+}
+
+// Every generated layout that validates elaborates: every switch port used at most once and
+// within the switch's port count, and the network model accepts the cabling.
+TEST(Fabrics, EveryValidatingGeneratedLayoutElaborates) {
+  std::size_t valid = 0, rejected = 0;
+  for (std::uint32_t tiers = 1; tiers <= 3; ++tiers)
+    for (std::uint32_t radix : {2u, 4u, 6u, 8u, 12u, 16u})
+      for (std::uint32_t over : {1u, 2u, 3u})
+        for (bool rail : {true, false})
+          for (std::uint32_t servers : {1u, 2u, 3u, 5u, 9u, 17u})
+            for (std::uint32_t npus : {1u, 2u, 8u}) {
+              Topology t;
+              auto errs = topo_errors(clos(servers, npus, tiers, radix, over, rail), &t);
+              if (!errs.empty()) {
+                ++rejected;
+                for (auto& e : errs) EXPECT_NE(e.find("t.json: /fabric"), std::string::npos) << e;  // a reason with a pointer
+                continue;
+              }
+              ++valid;
+              std::set<std::pair<std::uint32_t, std::uint32_t>> used;
+              for (auto& l : t.links)
+                for (const Endpoint* e : {&l.a, &l.b})
+                  if (e->is_switch) {
+                    EXPECT_LT(e->port, t.switches[e->index].ports) << t.switches[e->index].name;
+                    EXPECT_TRUE(used.insert({e->index, e->port}).second) << t.switches[e->index].name << " port " << e->port;
+                  }
+              EXPECT_NO_THROW(elaborate_network(t)) << tiers << " tiers, radix " << radix << ", " << servers << " x " << npus;
+            }
+  EXPECT_GT(valid, 300u);
+  EXPECT_GT(rejected, 0u);
+}
+
+TEST(Fabrics, HandWrittenSwitchPortsAreCheckedToo) {
+  json j = json::parse(R"({"format":"hcsim-topology","version":1,"name":"h",
+    "servers":[{"name":"a","type":"custom","host_ip":"10.0.0.1","npus":{"count":2}}],
+    "switches":[{"name":"sw","ports":1,"port_bandwidth":"200Gb/s"}],
+    "links":[{"type":"roce","a":"a/npu0","b":"sw/0"},{"type":"roce","a":"a/npu1","b":"sw/1"}]})");
+  auto errs = topo_errors(j);
+  EXPECT_TRUE(any_contains(errs, "t.json: /links/1/b: switch \"sw\" has no port \"1\" (0..0)")) << join(errs);
+}
+
+// ---- names, ratios, groups, pictures ----
+
+TEST(Names, MustBeNonEmptyPrintableAndUnique) {
+  json j = json::parse(R"({"format":"hcsim-topology","version":1,"name":"n",
+    "servers":[{"name":"","type":"custom","host_ip":"10.0.0.1","npus":{"count":1}},
+               {"name":"a\u0000b","type":"custom","host_ip":"10.0.0.2","npus":{"count":1}},
+               {"name":"ok","type":"custom","host_ip":"10.0.0.3","npus":{"count":1}},
+               {"name":"ok","type":"custom","host_ip":"10.0.0.4","npus":{"count":1}}],
+    "switches":[{"name":"\u00e9","ports":4,"port_bandwidth":"200Gb/s"}]})");
+  auto errs = topo_errors(j);
+  EXPECT_TRUE(any_contains(errs, "t.json: /servers/0/name: a device name must not be empty")) << join(errs);
+  EXPECT_TRUE(any_contains(errs, "t.json: /servers/1/name: device name contains the non-printable byte 0x00")) << join(errs);
+  EXPECT_TRUE(any_contains(errs, "t.json: /servers/3/name: duplicate device name \"ok\"")) << join(errs);
+  EXPECT_TRUE(any_contains(errs, "t.json: /switches/0/name: device name contains the non-printable byte 0xc3")) << join(errs);
+}
+
+TEST(Ratios, OversubscriptionDoesNotWrapAround) {
+  for (const char* bad : {"4294967297:1", "1:4294967297", "17:1", "0:1", "-1:1", " 2:1", "2:1 ", "2:01x", ":1", "2:", "2"}) {
+    json j = clos(2, 8, 2, 16, 1, true);
+    j["fabric"]["oversubscription"] = bad;
+    auto errs = topo_errors(j);
+    EXPECT_TRUE(any_contains(errs, "t.json: /fabric/oversubscription: expected \"k:1\" with k in 1..16")) << bad << "\n" << join(errs);
+  }
+  json j = clos(2, 8, 2, 16, 3, true);
+  Topology t;
+  auto errs = topo_errors(j, &t);
+  ASSERT_TRUE(errs.empty()) << join(errs);
+  EXPECT_EQ(t.fabric.down, 12u);
+  EXPECT_EQ(t.fabric.up, 4u);
+}
+
+TEST(Groups, AProblemOfTheTemplateIsReportedOnce) {
+  json j = json::parse(R"({"format":"hcsim-topology","version":1,"name":"g",
+    "server_groups":[{"name":"n{i}","count":64,"type":"atlas800t-a2","host_ip":"10.0.0.1","hccs":{"bandwidth":"fast"}},
+                     {"name":"m{i}","count":3,"type":"atlas800t-a2","host_ip":"255.255.255.254"}]})");
+  auto errs = topo_errors(j);
+  std::size_t g0 = 0, g1 = 0;
+  for (auto& e : errs) { g0 += e.find("/server_groups/0") != std::string::npos; g1 += e.find("/server_groups/1") != std::string::npos; }
+  EXPECT_EQ(g0, 1u) << join(errs);
+  EXPECT_EQ(g1, 1u) << join(errs);  // host_ip overflows at the third server: once
+}
+
+TEST(Pictures, DotEscapesQuotesAndBackslashes) {
+  json j = json::parse(R"({"format":"hcsim-topology","version":1,"name":"say \"hi\"",
+    "servers":[{"name":"rack\"1\"\\a","type":"atlas800t-a2","host_ip":"10.0.0.1"}]})");
+  Topology t;
+  auto errs = topo_errors(j, &t);
+  ASSERT_TRUE(errs.empty()) << join(errs);
+  std::string dot = to_dot(t);
+  EXPECT_NE(dot.find(R"(graph "say \"hi\"" {)"), std::string::npos) << dot;
+  EXPECT_NE(dot.find(R"(label="rack\"1\"\\a")"), std::string::npos) << dot;
+}
+
+// ---- the exact diameter against a BFS from every NPU ----
+
+static std::uint32_t brute_diameter(const Topology& t) {
+  const std::size_t N = t.npus.size(), V = N + t.switches.size();
+  std::vector<std::vector<std::uint32_t>> adj(V);
+  auto vid = [&](const Endpoint& e) { return static_cast<std::uint32_t>(e.is_switch ? N + e.index : e.index); };
+  for (auto& l : t.links) { adj[vid(l.a)].push_back(vid(l.b)); adj[vid(l.b)].push_back(vid(l.a)); }
+  std::uint32_t best = 0;
+  for (std::uint32_t s = 0; s < N; ++s) {
+    std::vector<std::uint32_t> dist(V, ~0u), q{s};
+    dist[s] = 0;
+    for (std::size_t h = 0; h < q.size(); ++h)
+      for (auto v : adj[q[h]]) if (dist[v] == ~0u) { dist[v] = dist[q[h]] + 1; q.push_back(v); }
+    for (std::size_t v = 0; v < N; ++v) best = std::max(best, dist[v]);
+  }
+  return best;
+}
+
+TEST(Summary, DiameterMatchesBfsFromEveryNpu) {
+  std::vector<Topology> ts;
+  for (const char* f : {"topologies/atlas800t-a2.json", "topologies/atlas800-910.json", "topologies/a2-2node.json", "topologies/a2-pod-16.json",
+                        "tests/fixtures/clos3-small.json"}) {
+    Diagnostics d(f);
+    auto t = load_topology(kSrc + "/" + f, d);
+    ASSERT_TRUE(t) << join(d.messages());
+    ts.push_back(*t);
+  }
+  for (std::uint32_t tiers = 1; tiers <= 3; ++tiers)
+    for (std::uint32_t servers : {1u, 3u, 7u}) {
+      Topology t;
+      if (topo_errors(clos(servers, 4, tiers, 8, 1, servers % 2 == 1), &t).empty()) ts.push_back(t);
+    }
+  // A chain of switches: eccentricities differ along it, so the bounds have work to do.
+  json chain = json::parse(R"({"format":"hcsim-topology","version":1,"name":"chain",
+    "servers":[{"name":"a","type":"custom","host_ip":"10.0.0.1","npus":{"count":2}},
+               {"name":"b","type":"custom","host_ip":"10.0.0.2","npus":{"count":1}},
+               {"name":"c","type":"custom","host_ip":"10.0.0.3","npus":{"count":3},"hccs":{"topology":"full-mesh"}}],
+    "switches":[{"name":"s0","ports":4,"port_bandwidth":"200Gb/s"},{"name":"s1","ports":4,"port_bandwidth":"200Gb/s"},
+                {"name":"s2","ports":4,"port_bandwidth":"200Gb/s"},{"name":"s3","ports":4,"port_bandwidth":"200Gb/s"}],
+    "links":[{"type":"roce","a":"a/npu0","b":"s0/0"},{"type":"roce","a":"a/npu1","b":"s0/1"},{"type":"roce","a":"s0/2","b":"s1/0"},
+             {"type":"roce","a":"s1/1","b":"s2/0"},{"type":"roce","a":"b/npu0","b":"s2/1"},{"type":"roce","a":"s2/2","b":"s3/0"},
+             {"type":"roce","a":"c/npu2","b":"s3/1"}]})");
+  Topology t;
+  auto errs = topo_errors(chain, &t);
+  ASSERT_TRUE(errs.empty()) << join(errs);
+  ts.push_back(t);
+  for (auto& x : ts) EXPECT_EQ(summarize(x).diameter, brute_diameter(x)) << x.name;
+}
+
+// ---- hcomm_env: the library's table ----
+
+TEST(HcommEnv, ConfigCheckFollowsTheLibrarysRanges) {
+  char why[160];
+  struct C { const char* name; const char* value; hcomm_result_t rc; };
+  const C cases[] = {
+      {"HCOMM_TIMEOUT_MS", "0", HCOMM_E_PARA},         {"HCOMM_TIMEOUT_MS", "1000", HCOMM_SUCCESS},
+      {"HCOMM_TIMEOUT_MS", "300000", HCOMM_SUCCESS},   {"HCOMM_TIMEOUT_MS", "300001", HCOMM_E_PARA},
+      {"HCOMM_NUM_QP", "100000", HCOMM_E_PARA},        {"HCOMM_NUM_QP", "32", HCOMM_SUCCESS},
+      {"HCOMM_NUM_QP", "0", HCOMM_E_PARA},             {"HCOMM_BUFFSIZE_MB", "0", HCOMM_E_PARA},
+      {"HCOMM_BUFFSIZE_MB", "1 ", HCOMM_E_PARA},       {"HCOMM_BUFFSIZE_MB", "4096", HCOMM_SUCCESS},
+      {"HCOMM_DEBUG", "abc", HCOMM_E_PARA},            {"HCOMM_DEBUG", "-1", HCOMM_E_PARA},
+      {"HCOMM_DEBUG", "3", HCOMM_SUCCESS},             {"HCOMM_DEBUG", "", HCOMM_SUCCESS},  // empty: the default
+      {"HCOMM_PROTOCOL", "SHM", HCOMM_SUCCESS},        {"HCOMM_PROTOCOL", "2", HCOMM_SUCCESS},
+      {"HCOMM_PROTOCOL", "3", HCOMM_E_PARA},           {"HCOMM_PROTOCOL", "shm", HCOMM_E_PARA},
+      {"HCOMM_MODE", "LARGE_MSG", HCOMM_SUCCESS},      {"HCOMM_BUFFER_SIZE", "1048575", HCOMM_E_PARA},
+      {"HCOMM_BUFFER_SIZE", "67108864", HCOMM_SUCCESS}, {"HCOMM_SYM_SLOTS", "0", HCOMM_SUCCESS},
+      {"HCOMM_SYM_SLOTS", "65", HCOMM_E_PARA},         {"HCOMM_BANDWIDTH_LIMIT", "18446744073709551616", HCOMM_E_PARA},
+      {"HCOMM_FROBNICATE", "1", HCOMM_E_NOT_FOUND},
+  };
+  for (auto& c : cases) EXPECT_EQ(hcomm_config_check(c.name, c.value, why, sizeof why), c.rc) << c.name << "=" << c.value << ": " << why;
+  EXPECT_EQ(hcomm_config_check("HCOMM_NUM_QP", "100000", why, sizeof why), HCOMM_E_PARA);
+  EXPECT_STREQ(why, "HCOMM_NUM_QP=\"100000\" is out of range [1, 32]");
+  EXPECT_EQ(hcomm_config_check("HCOMM_NUM_QP", "x", nullptr, 0), HCOMM_E_PARA);  // no buffer: still answers
+  EXPECT_EQ(hcomm_config_check(nullptr, "1", why, sizeof why), HCOMM_E_PTR);
+}
+
+// ---- scenarios the layout cannot run ----
+
+TEST(Workloads, EveryOpIsCheckedAgainstTheLayout) {
+  const std::string one = kSrc + "/tests/fixtures/one-npu.json", a2 = kSrc + "/topologies/atlas800t-a2.json";
+  struct C { std::string topo, step, expect; };
+  const C cases[] = {
+      {one, R"({"op":"incast","bytes":"1MiB"})", "/workload/0/op: incast needs at least 2 ranks"},
+      {a2, R"({"op":"incast","bytes":"1MiB","root":8})", "/workload/0/root: rank 8 does not exist (8 ranks)"},
+      {a2, R"({"op":"incast","bytes":"1MiB","senders":"remote"})", "/workload/0/senders: \"remote\" senders: no rank is on another server"},
+      {a2, R"({"op":"incast","bytes":"256MiB"})", "/workload/0/bytes: incast writes bytes x ranks = 2 GiB into the root's symmetric region of 1 GiB"},
+      {one, R"({"op":"sendrecv","bytes":"1MiB"})", "/workload/0/op: sendrecv pairs ranks and needs an even number of ranks, the topology has 1"},
+      {a2, R"({"op":"sendrecv","bytes":"0B"})", "/workload/0/bytes: must be at least one element"},
+      {a2, R"({"op":"incast","bytes":"0B"})", "/workload/0/bytes: must be at least one element"},
+      {a2, R"({"op":"h2d","bytes":"0B"})", "/workload/0/bytes: must be at least one element"},
+      {a2, R"({"op":"d2h","bytes":"0B"})", "/workload/0/bytes: must be at least one element"},
+      {a2, R"({"op":"allreduce","bytes":"0B"})", "/workload/0/bytes: must be at least one element"},
+      {a2, R"({"op":"allreduce","bytes":"6B","dtype":"fp32"})", "/workload/0/bytes: not a multiple of the fp32 element size"},
+  };
+  int k = 0;
+  for (auto& c : cases) {
+    std::string p = write_tmp("w" + std::to_string(k++) + ".json",
+                              R"({"format":"hcsim-scenario","version":1,"name":"w","topology":")" + c.topo + R"(","workload":[)" + c.step + "]}");
+    std::vector<std::string> errs;
+    EXPECT_FALSE(load_scenario(p, &errs)) << c.step;
+    EXPECT_TRUE(any_contains(errs, p + ": " + c.expect)) << c.step << "\n" << join(errs);
+  }
+  // What the layout can run still loads: barrier and allreduce on one NPU, incast with a bigger
+  // symmetric region.
+  std::string ok = write_tmp("ok.json", R"({"format":"hcsim-scenario","version":1,"name":"w","topology":")" + a2 +
+                                            R"(","hcomm_env":{"HCOMM_SYM_SLOTS":"8","HCOMM_FROBNICATE":"1"},"workload":[{"op":"incast","bytes":"256MiB"}]})");
+  std::vector<std::string> errs, warns;
+  auto sc = load_scenario(ok, &errs, &warns);
+  ASSERT_TRUE(sc) << join(errs);
+  ASSERT_EQ(warns.size(), 1u);
+  EXPECT_EQ(warns[0], ok + ": /hcomm_env/HCOMM_FROBNICATE: warning: hcomm reads no variable HCOMM_FROBNICATE (docs/config.md); it is set but has no effect");
+  std::string solo = write_tmp("solo.json", R"({"format":"hcsim-scenario","version":1,"name":"w","topology":")" + one +
+                                                R"(","workload":[{"op":"barrier"},{"op":"allreduce","bytes":"4KiB"},{"op":"h2d","bytes":"4KiB"}]})");
+  EXPECT_TRUE(load_scenario(solo, &errs)) << join(errs);
+}
+
+// Indices and addresses are parsed strictly: no wrap-around of 2^32 to 0, no signs or spaces.
+TEST(Indices, NoWrapAroundSignsOrSpaces) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"sw/4294967296", "t.json: /links/1/b: switch \"sw\" has no port \"4294967296\""},
+      {"sw/+1", "t.json: /links/1/b: switch \"sw\" has no port \"+1\""},
+      {"sw/ 1", "t.json: /links/1/b: switch \"sw\" has no port \" 1\""},
+      {"a/npu4294967296", "t.json: /links/1/b: server \"a\" has no NPU \"npu4294967296\""},
+      {"a/npu-1", "t.json: /links/1/b: server \"a\" has no NPU \"npu-1\""},
+  };
+  for (auto& [end, expect] : cases) {
+    json j = json::parse(R"({"format":"hcsim-topology","version":1,"name":"i",
+      "servers":[{"name":"a","type":"custom","host_ip":"10.0.0.1","npus":{"count":2}}],
+      "switches":[{"name":"sw","ports":4,"port_bandwidth":"200Gb/s"}],
+      "links":[{"type":"roce","a":"a/npu0","b":"sw/0"},{"type":"roce","a":"a/npu1","b":"sw/1"}]})");
+    j["links"][1]["b"] = end;
+    auto errs = topo_errors(j);
+    EXPECT_TRUE(any_contains(errs, expect)) << end << "\n" << join(errs);
+  }
+  EXPECT_EQ(parse_ipv4("10.0.0.1"), 0x0a000001u);
+  EXPECT_EQ(parse_ipv4("255.255.255.255"), 0xffffffffu);
+  for (const char* bad : {" 10.0.0.1", "10.0.0.1 ", "10.0.0.256", "10.0.0", "10.0.0.1.2", "+1.0.0.1", "1..0.1", "0001.0.0.1", "10.0.0.-1", ""})
+    EXPECT_FALSE(parse_ipv4(bad)) << bad;
+}
+
+// The HCCS/PCIe link model runs at (bandwidth / lanes) x active lanes in integers: a bandwidth
+// must split into whole bytes/s per lane, and latencies are bounded (credit rate = buffer / RTT).
+TEST(UnitConversions, LanedBandwidthsAndLatencies) {
+  auto server = [](const char* section, const char* key, const char* value) {
+    json j = json::parse(R"({"format":"hcsim-topology","version":1,"name":"l",
+      "servers":[{"name":"s","type":"atlas800t-a2","host_ip":"10.0.0.1"}]})");
+    j["servers"][0][section][key] = value;
+    return topo_errors(j);
+  };
+  EXPECT_TRUE(server("hccs", "bandwidth", "28GB/s").empty());
+  EXPECT_TRUE(server("hccs", "bandwidth", "8KB/s").empty());  // 1000 B/s per lane
+  auto e = server("hccs", "bandwidth", "1001B/s");               // 125 B/s per lane, 1 B/s lost
+  EXPECT_TRUE(any_contains(e, "t.json: /servers/0/hccs/bandwidth: bandwidth of 1001 B/s does not split into whole bytes/s over the link's 8 lanes"))
+      << join(e);
+  EXPECT_TRUE(server("hccs", "bandwidth", "1000000001B/s").empty());  // 1 B/s in 1e9: within 1e-6
+  e = server("pcie", "bandwidth", "1000B/s");  // 62.5 B/s per PCIe lane
+  EXPECT_TRUE(any_contains(e, "/servers/0/pcie/bandwidth: bandwidth of 1000 B/s does not split")) << join(e);
+  e = server("pcie", "root_complex", "1000B/s");
+  EXPECT_TRUE(any_contains(e, "/servers/0/pcie/root_complex: bandwidth of 1000 B/s does not split")) << join(e);
+  e = server("hccs", "latency", "2s");
+  EXPECT_TRUE(any_contains(e, "t.json: /servers/0/hccs/latency: latency above 1 s")) << join(e);
+  EXPECT_TRUE(server("hccs", "latency", "1s").empty());
+  e = server("pcie", "latency", "1.000000000001s");
+  EXPECT_TRUE(any_contains(e, "/servers/0/pcie/latency: latency above 1 s")) << join(e);
+}
+
+TEST(Workloads, DcqcnTimersAndNicLatencyAreBounded) {
+  const std::string a2 = kSrc + "/topologies/a2-2node.json";
+  const std::pair<const char*, const char*> cases[] = {
+      {R"({"dcqcn":{"alpha_timer":"0ns"}})", "/network/dcqcn/alpha_timer: timer period must be 1 us .. 1 s"},
+      {R"({"dcqcn":{"rate_increase_timer":"999ns"}})", "/network/dcqcn/rate_increase_timer: timer period must be 1 us .. 1 s"},
+      {R"({"dcqcn":{"rate_increase_timer":"2s"}})", "/network/dcqcn/rate_increase_timer: timer period must be 1 us .. 1 s"},
+      {R"({"nic_latency":"2s"})", "/network/nic_latency: latency above 1 s"},
+      {R"({"dcqcn":{"rai":"1b/s"}})", "/network/dcqcn/rai: bandwidth \"1b/s\" is out of range"},
+  };
+  int k = 0;
+  for (auto& [net, expect] : cases) {
+    std::string p = write_tmp("n" + std::to_string(k++) + ".json", R"({"format":"hcsim-scenario","version":1,"name":"n","topology":")" + a2 +
+                                                                      R"(","network":)" + net + R"(,"workload":[{"op":"barrier"}]})");
+    std::vector<std::string> errs;
+    EXPECT_FALSE(load_scenario(p, &errs)) << net;
+    EXPECT_TRUE(any_contains(errs, p + ": " + expect)) << net << "\n" << join(errs);
+  }
+  std::string ok = write_tmp("n-ok.json", R"({"format":"hcsim-scenario","version":1,"name":"n","topology":")" + a2 +
+                                              R"(","network":{"dcqcn":{"alpha_timer":"1us","rate_increase_timer":"1s"}},"workload":[{"op":"barrier"}]})");
+  std::vector<std::string> errs;
+  EXPECT_TRUE(load_scenario(ok, &errs)) << join(errs);
+}
+
+// 16,384 NPUs: 8192 per half. The max flow's source arcs were 2^50 each, whose sum (the source's
+// excess) overflowed 64 bits (UBSan: signed overflow in push_relabel); now each is the NPU's own
+// link capacity. Bisection = 8192 NICs x 25 GB/s.
+TEST(Summary, BisectionOfSixteenThousandNpus) {
+  json j = json::parse(R"({"format":"hcsim-topology","version":1,"name":"big",
+    "server_groups":[{"name":"n{i}","count":2048,"type":"atlas800t-a2","host_ip":"10.0.0.1"}],
+    "fabric":{"type":"clos","tiers":3,"switch_radix":64,"link_bandwidth":"200Gb/s"}})");
+  Topology t;
+  auto errs = topo_errors(j, &t);
+  ASSERT_TRUE(errs.empty()) << join(errs);
+  auto s = summarize(t);
+  EXPECT_DOUBLE_EQ(s.bisection_Bps, 8192 * 25e9);
+  EXPECT_EQ(s.diameter, 6u);
+}
