@@ -3,7 +3,6 @@
 // go-back-N, retry exhaustion, and CNP generation at the receiver.
 #include <algorithm>
 
-#include "models/net/policies.h"
 #include "models/network.h"
 
 namespace models {
@@ -13,7 +12,7 @@ std::uint32_t Network::create_qp(std::uint32_t src, std::uint32_t dst, std::uint
   q.src = src;
   q.dst = dst;
   q.sport = sport;
-  q.hash = policy::ecmp_flow_key(p_.ecmp_hash, src, dst, sport);
+  q.hash = ecmp_flow_key(p_.ecmp_hash, src, dst, sport);  // the ECMP policy (models/net/policies.h)
   const double line = static_cast<double>(nodes_.at(src).ports[0].Bps);
   qps_.push_back(q);
   auto id = static_cast<std::uint32_t>(qps_.size() - 1);
