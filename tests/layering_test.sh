@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Fails when hcomm/ includes SystemC/TLM or anything from sim/ or models/, when libhcomm contains
-# or needs SystemC symbols, when models/ includes hcomm/, when hcomm/src calls the Driver outside
-# driver_port.cpp, or when an hcomm/src room includes a room above it. Usage: layering_test.sh SRC LIBHCOMM
+# or needs SystemC symbols, when models/ includes hcomm/, SystemC or sim/, when the rooms of
+# models/ include each other's internals or form an include cycle, when hcomm/src calls the Driver
+# outside driver_port.cpp, or when an hcomm/src room includes a room above it.
+# Usage: layering_test.sh SRC LIBHCOMM
 set -u
 SRC=$1
 LIB=$2
@@ -33,5 +35,60 @@ check_room "$SRC/hcomm/src/transport" 'p2p|algo|coll'
 check_room "$SRC/hcomm/src/p2p" 'algo|coll'
 check_room "$SRC/hcomm/src/algo" 'p2p|coll'
 check_room "$SRC/hcomm/src/driver_port.h $SRC/hcomm/src/driver_port.cpp" 'transport|p2p|algo|coll'
+
+# models/ is plain C++: no SystemC or TLM, nothing from sim/ (the SystemC face is sim/npu_tlm.h).
+hits=$(grep -rnE '#\s*include\s*[<"](systemc|tlm|sysc/|sim/)' "$SRC/models" || true)
+if [ -n "$hits" ]; then echo "models/ includes SystemC or simulator headers:"; echo "$hits"; bad=1; fi
+
+# Rooms of models/ (docs/models/README.md): a room's files (src/<room>/, include/models/<room>/)
+# include other rooms only through these interface headers; everything else in a room is its
+# own. Room headers never include the composers (models/machine.h, models/network.h); room
+# sources may (they define the composers' methods). No include cycles between rooms.
+ROOMS="mem link npu nic net"
+declare -A IFACE=(
+  [mem]="hbm.h reduce.h huge_alloc.h"
+  [link]="link_params.h port.h pcie.h"
+  [npu]="address_map.h npu_params.h task.h regmap.h machine_listener.h"
+  [nic]="dcqcn_params.h congestion_control.h rc_transport.h rdma.h"
+  [net]="net_params.h policies.h switch.h flow_tier.h"
+)
+edges=""
+for room in $ROOMS; do
+  files=$(ls "$SRC/models/src/$room"/*.cpp "$SRC/models/include/models/$room"/*.h 2>/dev/null)
+  for f in $files; do
+    while IFS= read -r inc; do
+      [ -z "$inc" ] && continue
+      case "$inc" in
+        models/machine.h|models/network.h)
+          if [[ "$f" == *.h ]]; then echo "room header $f includes the composer $inc"; bad=1; fi ;;
+        models/*/*)
+          other=${inc#models/}; other=${other%%/*}; name=${inc##*/}
+          [ "$other" = "$room" ] && continue
+          if [[ " ${IFACE[$other]:-} " != *" $name "* ]]; then echo "$f: room $room includes $inc, not an interface header of $other"; bad=1; fi
+          edges="$edges$room $other"$'\n' ;;
+      esac
+    done < <(sed -nE 's/^\s*#\s*include\s*"(models\/[^"]+)".*/\1/p' "$f")
+  done
+done
+# The network side never reaches the NPU side, not even through headers it includes.
+reach() {  # print every models/ header reachable from file $1
+  local todo=("$1") seen=" " f inc
+  while [ ${#todo[@]} -gt 0 ]; do
+    f=${todo[0]}; todo=("${todo[@]:1}")
+    for inc in $(sed -nE 's/^\s*#\s*include\s*"(models\/[^"]+)".*/\1/p' "$f"); do
+      [[ "$seen" == *" $inc "* ]] && continue
+      seen="$seen$inc "; echo "$inc"
+      [ -f "$SRC/models/include/$inc" ] && todo+=("$SRC/models/include/$inc")
+    done
+  done
+}
+for f in "$SRC/models/src/net"/*.cpp "$SRC/models/include/models/net"/*.h "$SRC/models/include/models/network.h"; do
+  hits=$(reach "$f" | grep -E '^models/(npu|link|mem)/|^models/machine\.h' || true)
+  if [ -n "$hits" ]; then echo "$f reaches NPU-side headers:"; echo "$hits"; bad=1; fi
+done
+if ! printf '%s' "$edges" | sort -u | tsort >/dev/null 2>&1; then
+  echo "include cycle between models rooms:"; printf '%s' "$edges" | sort -u; bad=1
+fi
+
 if [ $bad -eq 0 ]; then echo "1 passed, 0 failed"; else echo "0 passed, 1 failed"; fi
 exit $bad

@@ -1,4 +1,4 @@
-// The flat event queue of a fabric (DESIGN.md §3): plain records ordered by (time, sequence),
+// The flat event queue of a fabric (docs/architecture.md#models): plain records ordered by (time, sequence),
 // no per-component kernel events. The SystemC shell (models/kernel.h) drives one of these from a
 // single SC_METHOD; unit tests drive it with run_until_idle().
 #pragma once

@@ -1,12 +1,12 @@
-#include "models/hbm.h"
+#include "models/mem/hbm.h"
 
 #include <algorithm>
 #include <cstring>
 #include <stdexcept>
 #include <vector>
 
-#include "models/reduce.h"
-#include "models/huge_alloc.h"
+#include "models/mem/reduce.h"
+#include "models/mem/huge_alloc.h"
 
 namespace models {
 

@@ -1,4 +1,4 @@
-#include "models/reduce.h"
+#include "models/mem/reduce.h"
 
 #include <algorithm>
 #include <cmath>

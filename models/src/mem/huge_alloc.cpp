@@ -1,4 +1,4 @@
-#include "models/huge_alloc.h"
+#include "models/mem/huge_alloc.h"
 
 #include <sys/mman.h>
 

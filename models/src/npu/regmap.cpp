@@ -1,4 +1,4 @@
-#include "models/regmap.h"
+#include "models/npu/regmap.h"
 
 namespace models {
 
@@ -56,6 +56,31 @@ std::vector<RegDef> table() {
       {"CFG_SERVER", kCfgServer, RegAccess::RO, 0, "server index"},
       {"CFG_RANK", kCfgRank, RegAccess::RO, 0, "rank"},
   };
+}
+
+const Bank& stream_bank() {
+  static const Bank b{"STREAM", kStreamBase, 0x20,
+                      {{"SQ_TAIL", kSqTail, RegAccess::Doorbell, 0, "tasks submitted on the stream (doorbell)"},
+                       {"SQ_HEAD", kSqHead, RegAccess::RO, 0, "tasks the engine has started"},
+                       {"CQ_TAIL", kCqTail, RegAccess::RO, 0, "tasks completed"}}};
+  return b;
+}
+
+const Bank& notify_bank() {
+  static const Bank b{"NOTIFY", kNotifyBase, 8,
+                      {{"NOTIFY", 0, RegAccess::RW, 0, "read: records not consumed by a wait; write v: record v times"}}};
+  return b;
+}
+
+Slot decode(std::uint32_t off) {
+  const Bank& n = notify_bank();
+  if (off >= n.base) {
+    if ((off - n.base) % n.stride) return Slot{Slot::Unmapped};
+    return Slot{Slot::Notify, (off - n.base) / n.stride, 0};
+  }
+  const Bank& s = stream_bank();
+  if (off < s.base) return Slot{Slot::Fixed};
+  return Slot{Slot::Stream, (off - s.base) / s.stride, (off - s.base) % s.stride};
 }
 }  // namespace npu_regs
 

@@ -1,0 +1,59 @@
+// HBM: capacity, bandwidth and access latency (timing parameters used by the SDMA engine), and a
+// sparse byte store allocated on first write. Unwritten bytes read as zero. In timing-only mode no
+// bytes are stored (reads return zeros), so 8192 NPUs x 1 GiB fit in memory.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "models/time.h"
+
+namespace models {
+
+struct HbmParams {
+  std::uint64_t capacity_bytes = 64ULL << 30;     ///< bytes; Atlas 800T A2: 64 GB per NPU
+  std::uint64_t bandwidth_Bps = 1600ULL * 1000 * 1000 * 1000;  ///< bytes/s; 1.6 TB/s (docs/models/hbm.md)
+  Tick access_latency_ps = 100 * kPsPerNs;       ///< first-access latency; assumption, no public figure
+  bool store_bytes = true;                        ///< false: timing-only mode
+};
+
+class SparseMemory {
+ public:
+  static constexpr std::uint64_t kPageBytes = 64 * 1024;
+
+  explicit SparseMemory(std::uint64_t capacity, bool store_bytes = true)
+      : capacity_(capacity), store_(store_bytes) {}
+
+  std::uint64_t capacity() const { return capacity_; }
+  bool stores_bytes() const { return store_; }
+  /// True when [offset, offset+len) lies inside the capacity.
+  bool in_range(std::uint64_t offset, std::uint64_t len) const {
+    return offset <= capacity_ && len <= capacity_ - offset;
+  }
+  void write(std::uint64_t offset, const void* src, std::uint64_t len);
+  void read(std::uint64_t offset, void* dst, std::uint64_t len) const;
+  /// In-place reduce of `len` bytes at offset with src (see reduce.h). Unwritten bytes count as 0.
+  void reduce(std::uint64_t offset, const void* src, std::uint64_t len, int dtype, int op);
+  std::uint64_t pages_allocated() const { return pages_.size(); }
+
+ private:
+  std::uint8_t* page_for_write(std::uint64_t page, bool whole);
+  std::uint64_t capacity_;
+  bool store_;
+  std::unordered_map<std::uint64_t, std::uint8_t*> pages_;  // lookups only, never iterated
+  // Pages are carved from 32 MiB arenas backed by transparent huge pages: touching gigabytes of
+  // simulated HBM then costs one page fault per 2 MiB instead of per 4 KiB (measured: faults
+  // dominated large real-byte runs).
+  struct Arena { std::uint8_t* base; std::size_t used; };
+  std::vector<Arena> arenas_;
+
+ public:
+  ~SparseMemory();
+  SparseMemory(const SparseMemory&) = delete;
+  SparseMemory& operator=(const SparseMemory&) = delete;
+  SparseMemory(SparseMemory&& o) noexcept;
+  SparseMemory& operator=(SparseMemory&&) = delete;
+};
+
+}  // namespace models

@@ -1,0 +1,60 @@
+// Configuration of the RoCE network (docs/models/ethernet-switch.md, docs/models/roce-nic.md):
+// tier, packet framing, transport timers, and the ECN / PFC / ECMP policies. The network's sole
+// configuration input.
+#pragma once
+#include <cstdint>
+
+#include "models/nic/dcqcn_params.h"
+#include "models/time.h"
+
+namespace models {
+
+/// ECN marking policy on an egress queue. RED: mark if q > Kmax, else with probability
+/// Pmax (q-Kmin)/(Kmax-Kmin) above Kmin. Step (DCTCP's K): mark every packet while q > Kmin.
+struct EcnParams {
+  enum class Mode : std::uint8_t { Red, Step };
+  bool enabled = true;
+  Mode mode = Mode::Red;
+  std::uint64_t kmin_bytes = 5 * 1000;
+  std::uint64_t kmax_bytes = 200 * 1000;
+  double pmax = 0.01;
+};
+
+/// PFC, one priority: an ingress queue above xoff pauses the upstream sender, below xon resumes it.
+/// Thresholds are derived: headroom = 3 x rate x link delay + 2 MTU per ingress port (HPCC's ns-3
+/// setup); xoff = (buffer - ports x headroom) / ports; xon = xoff - 2 MTU.
+struct PfcParams {
+  bool enabled = false;
+};
+
+/// ECMP policy: which header fields choose among equal-cost next hops. FiveTuple: source,
+/// destination, UDP source port (one per QP), 4791, UDP — QPs of one pair spread. SrcDst: source
+/// and destination only — every QP of a pair takes one path (hash polarisation).
+enum class EcmpHash : std::uint8_t { FiveTuple, SrcDst };
+
+struct NetParams {
+  bool flow = false;                     ///< flow tier: messages as fluid flows at max-min fair rates
+  EcmpHash ecmp_hash = EcmpHash::FiveTuple;
+  std::uint32_t mtu = 4096;              ///< payload bytes per packet
+  /// Chunk tier: payload bytes per simulated unit (a train of back-to-back MTU packets that moves
+  /// as one; wire bytes, ECN, drops and ACKs still count its packets). 0: one packet (packet tier).
+  std::uint32_t unit_bytes = 0;
+  std::uint32_t unit() const { return unit_bytes > mtu ? unit_bytes : mtu; }
+  /// MTU packets that carry `payload` bytes (at least one), and their bytes on the wire.
+  std::uint64_t packets(std::uint64_t payload) const { return payload <= mtu ? 1 : (payload + mtu - 1) / mtu; }
+  std::uint64_t wire_bytes(std::uint64_t payload) const { return payload + packets(payload) * header_bytes; }
+  std::uint64_t packets_per_unit() const { return packets(unit()); }
+  std::uint32_t header_bytes = 58;       ///< Eth + IP + UDP + BTH + ICRC on the wire
+  std::uint32_t ctrl_bytes = 64;         ///< ACK / NAK / CNP / PFC frame size
+  std::uint32_t ack_every = 4;           ///< receiver coalesces ACKs over this many packets
+  Tick nic_latency_ps = 500 * kPsPerNs;  ///< WQE processing before a message's first packet
+  std::uint32_t timeout_exp = 20;        ///< retransmit timeout = 4.096 us x 2^timeout_exp (HCCL_RDMA_TIMEOUT)
+  std::uint32_t retry_count = 7;         ///< timeouts before the QP errors out (HCCL_RDMA_RETRY_CNT)
+  std::uint64_t seed = 1;                ///< ECN marking and drop PRNG
+  double drop_rate = 0;                  ///< random loss per data packet on every link (fault injection)
+  DcqcnParams dcqcn;
+  EcnParams ecn;
+  PfcParams pfc;
+};
+
+}  // namespace models

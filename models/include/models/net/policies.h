@@ -1,0 +1,28 @@
+// Network policies apart from the forwarding mechanism (docs/models/ethernet-switch.md): pure
+// functions of their parameters. ECN marking probability, the ECMP flow key, PFC thresholds.
+#pragma once
+#include <cstdint>
+
+#include "models/net/net_params.h"
+
+namespace models {
+namespace policy {
+
+/// The 64-bit mixer every hash of the network uses (splitmix64's finaliser).
+inline std::uint64_t mix64(std::uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+/// Probability that a packet entering an egress queue of `queue_bytes` is ECN-marked.
+double ecn_mark_probability(const EcnParams& e, double queue_bytes);
+/// The flow key ECMP hashes for a QP (salted per switch when a next hop is chosen).
+std::uint64_t ecmp_flow_key(EcmpHash h, std::uint32_t src, std::uint32_t dst, std::uint16_t udp_sport);
+/// PFC thresholds of a switch: xoff/xon per ingress port from its shared buffer and headroom.
+void pfc_thresholds(std::uint64_t buffer, std::uint64_t ports, std::uint64_t headroom, std::uint64_t unit_wire,
+                    std::uint64_t* xoff, std::uint64_t* xon);
+
+}  // namespace policy
+}  // namespace models

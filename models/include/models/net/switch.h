@@ -1,0 +1,63 @@
+// Nodes of the Ethernet network (docs/models/ethernet-switch.md): hosts (a NIC's one port) and
+// switches (ports with output queues on a shared buffer), and the packets (units) they carry.
+#pragma once
+#include <cstdint>
+#include <deque>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "models/time.h"
+
+namespace models {
+
+enum PktKind : std::uint8_t { kData, kAck, kNak, kCnp, kPause, kResume };
+
+struct Pkt {
+  PktKind kind = kData;
+  bool ecn = false, last = false;
+  std::uint32_t qp = 0, src = 0, dst = 0, in_port = 0;
+  std::uint32_t npk = 1;            // MTU packets this unit stands for (1 in the packet tier)
+  std::uint32_t marks = 0;          // chunk tier: how many of them carry ECN marks
+  Tick tail_at = 0;                 // when its last byte reaches the node it is travelling to
+  double rate = 0;                  // chunk tier: the sender's paced rate (bytes/s) when it left
+  std::uint64_t psn = 0, bytes = 0, payload = 0, msg_tag = 0, msg_off = 0;
+};
+
+struct NetPortStats {
+  std::uint64_t tx_bytes = 0, tx_packets = 0, drops = 0, ecn_marked = 0, pause_sent = 0, pause_rcv = 0;
+  std::uint64_t max_queue_bytes = 0;
+  Tick paused_ps = 0;
+};
+
+struct NetPort {
+  std::uint32_t peer = 0, peer_port = 0;
+  std::uint64_t Bps = 0;
+  Tick latency = 0;
+  bool cabled = false, up = true, busy = false, paused = false;
+  Tick paused_since = 0;
+  std::deque<std::uint32_t> q;  // packet slots
+  // Chunk tier, ECN: the queue a packet-tier port would hold. Units reach it as fluid at their
+  // senders' paced rates (ending at the Tick), and it drains at the line rate.
+  double vq = 0;
+  Tick vq_t = 0;
+  std::vector<std::pair<Tick, double>> vin;
+  std::uint64_t qbytes = 0;
+  // PFC ingress accounting (switch ports): bytes buffered that arrived on this port.
+  std::uint64_t in_bytes = 0;
+  bool upstream_paused = false;
+  NetPortStats st;
+};
+
+struct NetNode {
+  std::string name;
+  bool is_switch = false;
+  std::uint64_t buffer = 0, used = 0;   // switch MMU: shared buffer and its occupancy
+  Tick latency = 0;
+  std::vector<NetPort> ports;
+  std::vector<std::uint32_t> qps;   // hosts: QPs sending from here, for egress arbitration
+  std::uint32_t rr = 0;             // round-robin pointer over qps
+  std::uint64_t xoff = 0, xon = 0;  // switch MMU: PFC thresholds per ingress port
+};
+
+}  // namespace models

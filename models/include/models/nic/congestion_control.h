@@ -1,0 +1,38 @@
+// The NIC's sender-side congestion control behind one interface (docs/models/roce-nic.md): the
+// RC transport asks it for each QP's pacing rate and tells it what was sent and which CNPs came
+// back; it keeps timers through its host (the Network's event queue, so every timer is one
+// counted event). DCQCN (models/nic/dcqcn.h) is the one implementation.
+#pragma once
+#include <cstdint>
+
+#include "models/time.h"
+
+namespace models {
+
+/// What a congestion control needs from the transport that owns it.
+class CcHost {
+ public:
+  virtual ~CcHost() = default;
+  virtual Tick cc_now() const = 0;
+  /// Call cc.on_timer(qp, timer, gen) at `at`.
+  virtual void cc_timer(Tick at, std::uint32_t qp, std::uint32_t timer, std::uint64_t gen) = 0;
+};
+
+class CongestionControl {
+ public:
+  virtual ~CongestionControl() = default;
+  /// A new QP (ids are dense, in creation order) whose line rate is `line_Bps`.
+  virtual void add_qp(std::uint32_t qp, double line_Bps) = 0;
+  /// The QP's ceiling changed (a rate cap, or none: the port's line rate).
+  virtual void set_line_rate(std::uint32_t qp, double line_Bps) = 0;
+  /// Current pacing rate of the QP (bytes/s).
+  virtual double rate_Bps(std::uint32_t qp) const = 0;
+  /// `wire_bytes` of the QP left the NIC.
+  virtual void on_sent(std::uint32_t qp, std::uint64_t wire_bytes) = 0;
+  /// A congestion notification packet for the QP arrived.
+  virtual void on_cnp(std::uint32_t qp) = 0;
+  /// A timer set through CcHost::cc_timer fired.
+  virtual void on_timer(std::uint32_t qp, std::uint32_t timer, std::uint64_t gen) = 0;
+};
+
+}  // namespace models

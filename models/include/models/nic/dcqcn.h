@@ -1,0 +1,40 @@
+// DCQCN reaction point (Zhu et al., SIGCOMM 2015; docs/models/roce-nic.md): per QP a current
+// rate rc and target rate rt, cut on CNPs by alpha/2, recovered by timer and byte-counter stages
+// (fast recovery, additive and hyper increase).
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "models/nic/congestion_control.h"
+#include "models/nic/dcqcn_params.h"
+
+namespace models {
+
+class Dcqcn final : public CongestionControl {
+ public:
+  enum Timer : std::uint32_t { kRateIncrease = 0, kAlpha = 1 };
+  Dcqcn(const DcqcnParams& p, CcHost& host) : p_(p), host_(host) {}
+
+  void add_qp(std::uint32_t qp, double line_Bps) override;
+  void set_line_rate(std::uint32_t qp, double line_Bps) override;
+  double rate_Bps(std::uint32_t qp) const override { return qps_[qp].rc; }
+  void on_sent(std::uint32_t qp, std::uint64_t wire_bytes) override;
+  void on_cnp(std::uint32_t qp) override;
+  void on_timer(std::uint32_t qp, std::uint32_t timer, std::uint64_t gen) override;
+
+ private:
+  struct State {
+    double rc = 0, rt = 0, alpha = 1, line = 0;
+    std::uint32_t t_stage = 0, bc_stage = 0;
+    std::uint64_t bytes_since = 0;
+    bool limited = false, cnp_this_period = false;
+    std::uint64_t timer_gen = 0, alpha_gen = 0;
+  };
+  void rate_increase(std::uint32_t qp);
+
+  DcqcnParams p_;
+  CcHost& host_;
+  std::vector<State> qps_;
+};
+
+}  // namespace models

@@ -1,0 +1,52 @@
+// Reliable-connected transport of the RoCE NIC (docs/models/roce-nic.md): per-QP send state
+// (messages, PSNs, go-back-N, retransmit timer) and receive state (expected PSN, ACK coalescing,
+// CNP generation). The pacing rate comes from the congestion control (models/nic/congestion_control.h).
+#pragma once
+#include <cstdint>
+#include <deque>
+
+#include "models/time.h"
+
+namespace models {
+
+class NetworkListener {
+ public:
+  virtual ~NetworkListener() = default;
+  /// A posted write is fully acknowledged (or failed: the QP exhausted its retries).
+  virtual void on_write_done(std::uint32_t qp, std::uint64_t tag, bool ok) = 0;
+  /// Bytes of a write arrived in order at the receiver: [offset, offset+len) of write `tag`.
+  virtual void on_data(std::uint32_t qp, std::uint64_t tag, std::uint64_t offset, std::uint64_t len) {}
+};
+
+struct QpStats {
+  std::uint64_t tx_bytes = 0, rx_bytes = 0, retransmits = 0, timeouts = 0, naks = 0, cnp_rcv = 0, cnp_sent = 0;
+};
+
+/// A posted write: `npkts` units from PSN `first_psn`.
+struct RcMsg {
+  std::uint64_t tag, bytes, first_psn, npkts;
+};
+
+struct RcQp {
+  std::uint32_t src = 0, dst = 0;
+  std::uint16_t sport = 0;
+  std::uint64_t hash = 0;
+  std::deque<RcMsg> msgs;          // posted, not yet fully acknowledged
+  std::uint64_t next_psn = 0;      // next PSN to transmit
+  std::uint64_t end_psn = 0;       // PSN after the last posted packet
+  std::uint64_t acked = 0;         // all PSNs below are acknowledged
+  Tick next_tx = 0;                // rate limiter: earliest next packet start
+  Tick ready_at = 0;               // WQE processing of the head message
+  bool failed = false;
+  // Retransmission
+  std::uint64_t rto_gen = 0;
+  std::uint32_t retries = 0, retry_limit = ~0u;  // ~0u: NetParams::retry_count
+  // Receiver side
+  std::uint64_t expected = 0, unacked = 0;
+  bool nak_sent = false;
+  Tick last_cnp = 0, last_rx = 0;  // last CNP sent, last data unit received
+  bool any_cnp = false, seen_rx = false;
+  QpStats st;
+};
+
+}  // namespace models

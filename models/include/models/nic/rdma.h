@@ -1,0 +1,44 @@
+// The RDMA engine's bookkeeping on the NPU side of the NIC (docs/models/roce-nic.md): memory
+// regions per NPU, RDMA writes in flight (striped over QPs), and the QP table key.
+#pragma once
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+
+#include "models/npu/task.h"
+
+namespace models {
+
+struct MemoryRegion {
+  std::uint64_t addr, bytes;
+  std::uint32_t access;
+};
+
+/// The memory regions registered on one NPU, by key.
+struct MrTable {
+  std::map<std::uint32_t, MemoryRegion> mrs;
+  std::uint32_t next_key = 0x100;
+};
+
+/// An RdmaWrite task in flight: writes (data parts, then the notify) still unacknowledged.
+struct RdmaOp {
+  std::uint32_t stream;
+  Task task;
+  std::uint32_t pending;
+  bool ok;
+  bool notify_after;
+  std::uint64_t epoch;  // the stream's epoch when the write was posted
+};
+
+/// QPs per (src, dst, stripe index): hashed 64-bit key.
+struct QpKeyHash {
+  std::size_t operator()(std::uint64_t k) const { return static_cast<std::size_t>((k ^ (k >> 29)) * 0xbf58476d1ce4e5b9ULL >> 7); }
+};
+
+/// Stripes of an RDMA write of `bytes` over up to `qp_count` QPs (at least 4 KiB each).
+inline std::uint32_t rdma_stripes(std::uint32_t qp_count, std::uint64_t bytes) {
+  return std::max<std::uint32_t>(1, std::min<std::uint64_t>(qp_count, std::max<std::uint64_t>(1, bytes / 4096)));
+}
+
+}  // namespace models

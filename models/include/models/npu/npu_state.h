@@ -1,0 +1,64 @@
+// The state of one NPU and of its streams (docs/models/npu.md): notify and event registers, the
+// register file, SDMA channel occupancy, and where its links attach. Owned by the Machine.
+#pragma once
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "models/mem/hbm.h"
+#include "models/npu/npu_params.h"
+#include "models/npu/regmap.h"
+#include "models/npu/task.h"
+#include "models/time.h"
+
+namespace models {
+
+// Notify registers: the library names notifies by 64-bit keys; a key is bound to one of the
+// NPU's notify_regs registers on first use and released when its count is back to zero with
+// no waiter (a real runtime allocates notify ids ahead; the binding stands for that).
+struct NotifyReg {
+  std::uint64_t key = 0;
+  bool bound = false;
+  std::int64_t count = 0;
+  std::deque<std::uint32_t> waiters;  // streams parked in NotifyWait, FIFO
+};
+
+struct EventReg {
+  std::uint64_t completed = 0;
+  Tick t = 0;
+  std::vector<std::uint32_t> waiters;
+};
+
+struct NpuState {
+  NpuParams params;
+  SparseMemory hbm;
+  std::vector<Tick> sdma_busy;
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> adj;  // HCCS: (peer, port) sorted by peer
+  std::uint32_t host_link = 0;  // the NPU's own PCIe link to the host
+  std::uint32_t hbm_port = 0;   // the HBM's bandwidth, shared by every SDMA read and write of it
+  int h2d[3] = {-1, -1, -1}, d2h[3] = {-1, -1, -1};  // host DMA paths (ports in travel order)
+  std::vector<NotifyReg> nregs;
+  std::map<std::uint64_t, std::uint32_t> nkey;  // bound key -> register
+  std::vector<std::uint32_t> nfree;             // released registers (reused first)
+  std::map<std::uint64_t, EventReg> events;
+  std::unique_ptr<RegisterBlock> regs;
+  bool msi_pending = false;
+  NpuState(const NpuParams& p) : params(p), hbm(p.hbm.capacity_bytes, p.hbm.store_bytes), sdma_busy(p.sdma_engines, 0) {}
+};
+
+struct StreamState {
+  std::uint32_t npu = 0;
+  bool alive = true, busy = false, failed = false;
+  std::deque<Task> q;        // visible to the engine (doorbell rung)
+  std::deque<Task> pending;  // enqueued, doorbell not yet rung
+  std::uint64_t rung = 0, started = 0, completed = 0;
+  std::uint64_t epoch = 0;         // bumped when the stream fails: work started before is orphaned
+  std::uint64_t space_at = ~0ULL;  // on_sq_space once the queue is down to this many tasks
+  std::string error;
+};
+
+}  // namespace models

@@ -1,0 +1,39 @@
+// Stream tasks: what a driver writes into an NPU's submission queue (docs/models/npu.md).
+#pragma once
+#include <cstdint>
+
+#include "models/mem/reduce.h"
+
+namespace models {
+
+enum class TaskKind : std::uint8_t {
+  Copy,          ///< SDMA copy src -> dst (either may be a peer's HBM reached over HCCS)
+  ReduceCopy,    ///< SDMA copy with inline reduction into dst
+  NotifyRecord,  ///< increment notify `key` on NPU `target` (remote: a posted write over HCCS)
+  NotifyWait,    ///< wait until notify `key` on this NPU is > 0, then decrement
+  EventRecord,   ///< mark event `key` complete up to sequence `value`
+  EventWait,     ///< wait until event `key` completed sequence >= `value`
+  HostToDevice,  ///< DMA host memory -> device over PCIe
+  DeviceToHost,  ///< DMA device -> host memory over PCIe
+  Marker,        ///< timestamp marker (profiling); reported to the listener
+  RdmaWrite,     ///< RoCE write src (local) -> dst (NPU `target`), then, if value != 0, notify `key`
+                 ///< on `target` (an ordered second write on the same QP); bytes may be 0
+};
+const char* task_kind_name(TaskKind k);
+
+struct Task {
+  TaskKind kind = TaskKind::Marker;
+  std::uint64_t src = 0, dst = 0, bytes = 0;
+  DType dtype = DType::Fp32;
+  ReduceOp op = ReduceOp::Sum;
+  std::uint32_t target = 0;    ///< NotifyRecord: NPU that owns the notify
+  std::uint64_t key = 0;       ///< notify key / event id / marker id
+  std::uint64_t value = 0;     ///< event sequence
+  void* host = nullptr;        ///< host buffer of H2D / D2H (must stay valid until the task ends)
+  std::uint32_t rkey = 0;      ///< RdmaWrite: remote key of the target's memory region
+  std::uint32_t qp_count = 1;  ///< RdmaWrite: stripe the data over this many QPs to that NPU (num_qp)
+  std::uint64_t rate_cap_Bps = 0;  ///< RdmaWrite: cap the QP's rate (bandwidth_limit); 0 = line rate
+  std::uint32_t retry_count = ~0u; ///< RdmaWrite: QP retransmit retries (~0u: the network's default)
+};
+
+}  // namespace models

@@ -1,0 +1,58 @@
+// The Machine's links (docs/models/links.md): HCCS, PCIe and HBM ports, adjacency, link faults.
+#include <algorithm>
+
+#include "models/machine.h"
+
+namespace models {
+
+std::uint32_t Machine::add_link(LinkKind kind, std::uint32_t a, std::uint32_t b, const LinkParams& p,
+                                std::string name) {
+  auto id = static_cast<std::uint32_t>(links_.size());
+  auto pa = static_cast<std::uint32_t>(ports_.size());
+  Port pt{kind, id, a, b, p};
+  pt.active_lanes = p.lanes ? p.lanes : 1;
+  pt.rng ^= (static_cast<std::uint64_t>(id) + 1) * 0x9e3779b97f4a7c15ULL;  // seeded per link: deterministic
+  ports_.push_back(pt);
+  std::swap(pt.from, pt.to);
+  pt.rng ^= 0x2545f4914f6cdd1dULL;
+  ports_.push_back(pt);
+  links_.push_back(LinkInfo{kind, a, b, pa, pa + 1, std::move(name)});
+  if (kind == LinkKind::Hccs) {
+    auto ins = [&](std::uint32_t x, std::uint32_t y, std::uint32_t port) {
+      auto& adj = npus_.at(x).adj;
+      adj.insert(std::lower_bound(adj.begin(), adj.end(), std::make_pair(y, 0u)), {y, port});
+    };
+    ins(a, b, pa);
+    ins(b, a, pa + 1);
+  }
+  return id;
+}
+
+int Machine::port_between(std::uint32_t a, std::uint32_t b) const {
+  const auto& adj = npus_[a].adj;
+  auto it = std::lower_bound(adj.begin(), adj.end(), std::make_pair(b, 0u));
+  if (it == adj.end() || it->first != b) return -1;
+  return static_cast<int>(it->second);
+}
+
+void Machine::set_link_up(std::uint32_t link, bool up) {
+  const LinkInfo& l = links_.at(link);
+  ports_[l.port_ab].up = ports_[l.port_ba].up = up;
+  for (std::uint32_t end : {l.a, l.b})
+    if (end < npus_.size()) raise(end, 2);
+  if (listener_) listener_->on_link_event(link, up ? "up" : "down");
+}
+
+void Machine::set_link_lanes(std::uint32_t link, std::uint32_t lanes) {
+  const LinkInfo& l = links_.at(link);
+  for (auto p : {l.port_ab, l.port_ba}) ports_[p].active_lanes = std::max<std::uint32_t>(1, std::min(lanes, ports_[p].p.lanes));
+  if (listener_) listener_->on_link_event(link, "lanes " + std::to_string(ports_[l.port_ab].active_lanes) + "/" + std::to_string(ports_[l.port_ab].p.lanes));
+}
+
+void Machine::set_link_crc_rate(std::uint32_t link, double rate) {
+  const LinkInfo& l = links_.at(link);
+  ports_[l.port_ab].p.crc_error_rate = ports_[l.port_ba].p.crc_error_rate = rate;
+  if (listener_) listener_->on_link_event(link, "crc error rate " + std::to_string(rate));
+}
+
+}  // namespace models

@@ -1,0 +1,210 @@
+// The flow tier (docs/models/roce-nic.md): a flow-level solver standing for ideal congestion
+// control.
+#include <algorithm>
+#include <cmath>
+
+#include "models/network.h"
+
+namespace models {
+
+// Each QP sends its messages in order; the head message is a fluid flow along its ECMP path.
+// Rates are max-min fair over the ports' capacities (progressive filling), recomputed whenever a
+// flow starts or ends. The message lands one path latency after its last byte leaves (the flow's
+// end) and is acknowledged one path latency later. No queues, ECN, DCQCN or PFC in this tier: it
+// stands for ideal congestion control.
+
+void Network::flow_post(std::uint32_t qp, std::int64_t after) {
+  Qp& q = qps_[qp];
+  const Msg& m = q.msgs.front();
+  std::uint32_t id;
+  if (!free_flows_.empty()) { id = free_flows_.back(); free_flows_.pop_back(); }
+  else { id = static_cast<std::uint32_t>(flows_.size()); flows_.emplace_back(); }
+  Flow& f = flows_[id];
+  f = Flow{};
+  f.qp = qp;
+  f.tag = m.tag;
+  f.bytes = m.bytes;
+  f.left = static_cast<double>(p_.wire_bytes(m.bytes));
+  std::uint32_t node = q.src, port = 0;
+  bool up = true;
+  for (int hops = 0; hops < 64; ++hops) {
+    const Port& pt = nodes_[node].ports[port];
+    up = up && pt.cabled && pt.up;
+    f.gports.push_back(port_base_[node] + port);
+    f.latency += pt.latency + (nodes_[pt.peer].is_switch ? nodes_[pt.peer].latency : 0);
+    node = pt.peer;
+    if (!nodes_[node].is_switch) break;
+    port = ecmp_port(node, qp);
+    if (port == 0xffffffffu) { up = false; break; }
+  }
+  if (!up || node != q.dst) {  // no path: the write fails as after exhausted retries
+    Msg dead = q.msgs.front();
+    q.msgs.pop_front();
+    free_flows_.push_back(id);
+    ++q.st.timeouts;
+    if (listener_) listener_->on_write_done(qp, dead.tag, false);
+    if (!q.msgs.empty()) flow_post(qp);
+    return;
+  }
+  f.active = true;
+  f.t_set = sch_.now();
+  q.st.tx_bytes += m.bytes;
+  if (port_flows_.size() < port_base_.back()) port_flows_.resize(port_base_.back());
+  for (std::uint32_t g : f.gports) port_flows_[g].push_back(id);
+  if (after >= 0 && flows_[static_cast<std::size_t>(after)].gports == f.gports) {
+    f.rate = flows_[static_cast<std::size_t>(after)].rate;  // same paths, same rates
+    flow_project(id);
+  } else {
+    flow_seeds_.insert(flow_seeds_.end(), f.gports.begin(), f.gports.end());
+    if (after >= 0) flow_seeds_.insert(flow_seeds_.end(), flows_[static_cast<std::size_t>(after)].gports.begin(), flows_[static_cast<std::size_t>(after)].gports.end());
+  }
+  flow_rates_soon();
+}
+
+void Network::flow_rates_soon() {
+  if (flow_rates_pending_) return;
+  flow_rates_pending_ = true;
+  schedule(sch_.now(), kFlowRates, 0);
+}
+
+void Network::flow_project(std::uint32_t id) {
+  Flow& f = flows_[id];
+  f.stamp = ++flow_stamp_;
+  if (f.rate > 0) flow_heap_.emplace(f.t_set + static_cast<Tick>(std::ceil(f.left / f.rate * 1e12)), id, f.stamp);
+}
+
+void Network::flow_rates() {
+  // The component of the changed ports: ports -> their flows -> those flows' ports, ...
+  const std::size_t P = port_base_.back();
+  if (fill_cap_.size() < P) { fill_cap_.assign(P, 0); fill_cnt_.assign(P, 0); port_seen_.assign(P, 0); }
+  if (flow_seen_.size() < flows_.size()) { flow_seen_.resize(flows_.size(), 0); fill_frozen_.resize(flows_.size(), 0); }
+  fill_ports_.clear();
+  fill_flows_.clear();
+  for (std::uint32_t g : flow_seeds_)
+    if (!port_seen_[g]) { port_seen_[g] = 1; fill_ports_.push_back(g); }
+  flow_seeds_.clear();
+  for (std::size_t i = 0; i < fill_ports_.size(); ++i)
+    for (std::uint32_t id : port_flows_[fill_ports_[i]]) {
+      if (flow_seen_[id]) continue;
+      flow_seen_[id] = 1;
+      fill_flows_.push_back(id);
+      for (std::uint32_t h : flows_[id].gports)
+        if (!port_seen_[h]) { port_seen_[h] = 1; fill_ports_.push_back(h); }
+    }
+  for (std::uint32_t g : fill_ports_) port_seen_[g] = 0;
+  const Tick now = sch_.now();
+  for (std::uint32_t id : fill_flows_) {  // settle each flow's progress at its old rate
+    Flow& f = flows_[id];
+    f.left = std::max(0.0, f.left - f.rate * static_cast<double>(now - f.t_set) / 1e12);
+    f.t_set = now;
+    f.rate = 0;
+    flow_seen_[id] = 0;
+    fill_frozen_[id] = 0;
+  }
+  std::sort(fill_ports_.begin(), fill_ports_.end());  // deterministic order
+  for (std::uint32_t g : fill_ports_) {
+    fill_cap_[g] = static_cast<double>(gport(g).Bps);
+    fill_cnt_[g] = static_cast<std::uint32_t>(port_flows_[g].size());
+  }
+  // Progressive filling: repeatedly find the port with the smallest equal share of its remaining
+  // capacity and freeze its unfrozen flows at that share.
+  std::size_t left = fill_flows_.size();
+  while (left > 0) {
+    double share = -1;
+    for (std::uint32_t g : fill_ports_)
+      if (fill_cnt_[g] > 0) {
+        const double s = fill_cap_[g] / fill_cnt_[g];
+        if (share < 0 || s < share) share = s;
+      }
+    if (share < 0) break;
+    std::size_t frozen = 0;
+    for (std::uint32_t g : fill_ports_) {
+      if (fill_cnt_[g] == 0 || fill_cap_[g] / fill_cnt_[g] > share * (1 + 1e-12)) continue;
+      for (std::uint32_t id : port_flows_[g]) {
+        if (fill_frozen_[id]) continue;
+        fill_frozen_[id] = 1;
+        flows_[id].rate = share;
+        for (std::uint32_t h : flows_[id].gports) { fill_cap_[h] = std::max(0.0, fill_cap_[h] - share); --fill_cnt_[h]; }
+        ++frozen;
+      }
+    }
+    if (frozen == 0) break;  // numerical safety
+    left -= frozen;
+  }
+  for (std::uint32_t id : fill_flows_) flow_project(id);
+}
+
+void Network::flow_next() {
+  ++flow_gen_;
+  while (!flow_heap_.empty()) {
+    const auto [t, id, stamp] = flow_heap_.top();
+    if (!flows_[id].active || flows_[id].stamp != stamp) { flow_heap_.pop(); continue; }
+    schedule(t, kFlowDone, id, flow_gen_);
+    return;
+  }
+}
+
+void Network::flow_done(std::uint32_t id) {
+  Flow& f = flows_[id];
+  f.active = false;
+  f.left = 0;
+  for (std::uint32_t g : f.gports) {
+    PortStats& st = gport(g).st;
+    st.tx_bytes += f.bytes;
+    ++st.tx_packets;
+  }
+  schedule(sch_.now() + f.latency, kFlowDeliver, id);
+  // The QP's next message follows (its WQE was processed meanwhile).
+  for (std::uint32_t g : f.gports) {
+    auto& v = port_flows_[g];
+    v.erase(std::find(v.begin(), v.end(), id));
+  }
+  Qp& q = qps_[f.qp];
+  q.msgs.pop_front();
+  if (!q.msgs.empty()) {
+    flow_post(f.qp, id);
+  } else {
+    flow_seeds_.insert(flow_seeds_.end(), f.gports.begin(), f.gports.end());
+    flow_rates_soon();
+  }
+}
+
+
+void Network::index_ports() {
+  port_base_.assign(nodes_.size() + 1, 0);
+  for (std::uint32_t n = 0; n < nodes_.size(); ++n) port_base_[n + 1] = port_base_[n] + static_cast<std::uint32_t>(nodes_[n].ports.size());
+  port_node_.resize(port_base_.back());
+  for (std::uint32_t n = 0; n < nodes_.size(); ++n) std::fill(port_node_.begin() + port_base_[n], port_node_.begin() + port_base_[n + 1], n);
+}
+
+void Network::flow_event(std::uint64_t type, std::uint64_t id, std::uint64_t b) {
+  switch (type) {
+    case kFlowStart:
+      if (!qps_[id].msgs.empty()) flow_post(static_cast<std::uint32_t>(id));
+      break;
+    case kFlowDone:
+      if (b == flow_gen_) flow_done(static_cast<std::uint32_t>(id));
+      break;
+    case kFlowRates:
+      flow_rates_pending_ = false;
+      if (!flow_seeds_.empty()) flow_rates();
+      flow_next();
+      break;
+    case kFlowDeliver: {
+      Flow& f = flows_[id];
+      qps_[f.qp].st.rx_bytes += f.bytes;
+      if (listener_) listener_->on_data(f.qp, f.tag, 0, f.bytes);
+      schedule(sch_.now() + f.latency, kFlowAck, id);
+      break;
+    }
+    case kFlowAck: {
+      Flow& f = flows_[id];
+      free_flows_.push_back(static_cast<std::uint32_t>(id));
+      if (listener_) listener_->on_write_done(f.qp, f.tag, true);
+      break;
+    }
+    default: break;
+  }
+}
+
+}  // namespace models

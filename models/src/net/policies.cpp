@@ -1,0 +1,42 @@
+// Network policies (docs/models/ethernet-switch.md): ECN marking, ECMP flow key, PFC thresholds.
+#include "models/net/policies.h"
+
+#include "models/network.h"
+
+namespace models {
+namespace policy {
+
+double ecn_mark_probability(const EcnParams& e, double q) {
+  if (!e.enabled) return 0;
+  if (e.mode == EcnParams::Mode::Step) return q > static_cast<double>(e.kmin_bytes) ? 1.0 : 0.0;
+  if (q > static_cast<double>(e.kmax_bytes)) return 1.0;
+  if (q <= static_cast<double>(e.kmin_bytes)) return 0.0;
+  return e.pmax * (q - static_cast<double>(e.kmin_bytes)) / static_cast<double>(e.kmax_bytes - e.kmin_bytes);
+}
+
+std::uint64_t ecmp_flow_key(EcmpHash h, std::uint32_t src, std::uint32_t dst, std::uint16_t sport) {
+  const std::uint64_t port = h == EcmpHash::FiveTuple ? sport : 0;
+  return mix64((static_cast<std::uint64_t>(src) << 40) ^ (static_cast<std::uint64_t>(dst) << 16) ^ port) ^ 4791;
+}
+
+void pfc_thresholds(std::uint64_t buffer, std::uint64_t ports, std::uint64_t headroom, std::uint64_t unit_wire,
+                    std::uint64_t* xoff, std::uint64_t* xon) {
+  // Every ingress port may hold xoff before it pauses its sender; headroom absorbs what is in
+  // flight when the pause lands (HPCC's ns-3 setup); resume 2 units below.
+  *xoff = buffer > ports * headroom ? (buffer - ports * headroom) / ports : unit_wire;
+  *xon = *xoff > 2 * unit_wire ? *xoff - 2 * unit_wire : 0;
+}
+
+}  // namespace policy
+
+// The Network's static names for the policies (callers in sim/ and tests use them).
+double Network::ecn_mark_probability(const EcnParams& e, double q) { return policy::ecn_mark_probability(e, q); }
+std::uint64_t Network::ecmp_flow_key(EcmpHash h, std::uint32_t src, std::uint32_t dst, std::uint16_t sport) {
+  return policy::ecmp_flow_key(h, src, dst, sport);
+}
+void Network::pfc_thresholds(std::uint64_t buffer, std::uint64_t ports, std::uint64_t headroom, std::uint64_t unit_wire,
+                             std::uint64_t* xoff, std::uint64_t* xon) {
+  policy::pfc_thresholds(buffer, ports, headroom, unit_wire, xoff, xon);
+}
+
+}  // namespace models

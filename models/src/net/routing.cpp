@@ -1,0 +1,90 @@
+// Routing tables of the Ethernet fabric (docs/models/ethernet-switch.md): equal-cost next hops
+// per switch toward every attachment switch (one BFS each), and the ECMP choice among them.
+#include <algorithm>
+
+#include "models/net/policies.h"
+#include "models/network.h"
+
+namespace models {
+
+namespace {
+constexpr std::uint32_t kNone = 0xffffffffu;
+}  // namespace
+
+void Network::build_routes() {
+  // A host has one port, to the switch it is attached to; routes toward a host are the routes
+  // toward that switch plus its port to the host. So one BFS per attachment switch (not per
+  // host): tables of switches x attachment switches instead of switches x hosts.
+  const std::uint32_t H = static_cast<std::uint32_t>(hosts_.size());
+  attach_.assign(H, kNone);
+  attach_port_.assign(H, 0);
+  att_index_.assign(nodes_.size(), kNone);
+  att_nodes_.clear();
+  for (std::uint32_t h = 0; h < H; ++h) {
+    const Port& p = nodes_[hosts_[h]].ports[0];
+    if (!p.cabled || !nodes_[p.peer].is_switch) continue;
+    attach_[h] = p.peer;
+    attach_port_[h] = p.peer_port;
+    if (att_index_[p.peer] == kNone) {
+      att_index_[p.peer] = static_cast<std::uint32_t>(att_nodes_.size());
+      att_nodes_.push_back(p.peer);
+    }
+  }
+  const std::uint32_t A = static_cast<std::uint32_t>(att_nodes_.size());
+  hop_start_.assign(nodes_.size(), {});
+  hops_.assign(nodes_.size(), {});
+  for (std::uint32_t n = 0; n < nodes_.size(); ++n)
+    if (nodes_[n].is_switch) hop_start_[n].assign(A + 1, 0);
+  std::vector<std::uint32_t> dist(nodes_.size()), queue(nodes_.size());
+  for (std::uint32_t a = 0; a < A; ++a) {
+    std::fill(dist.begin(), dist.end(), kNone);
+    std::size_t head = 0, tail = 0;
+    dist[att_nodes_[a]] = 0;
+    queue[tail++] = att_nodes_[a];
+    while (head < tail) {  // over switches only: hosts do not forward
+      const std::uint32_t u = queue[head++];
+      for (auto& p : nodes_[u].ports)
+        if (p.cabled && nodes_[p.peer].is_switch && dist[p.peer] == kNone) { dist[p.peer] = dist[u] + 1; queue[tail++] = p.peer; }
+    }
+    for (std::uint32_t s = 0; s < nodes_.size(); ++s) {
+      if (!nodes_[s].is_switch) continue;
+      hop_start_[s][a] = static_cast<std::uint32_t>(hops_[s].size());
+      if (dist[s] == kNone || dist[s] == 0) continue;
+      for (std::uint32_t k = 0; k < nodes_[s].ports.size(); ++k) {
+        const Port& p = nodes_[s].ports[k];
+        if (p.cabled && nodes_[p.peer].is_switch && dist[p.peer] + 1 == dist[s]) hops_[s].push_back(k);
+      }
+    }
+  }
+  for (std::uint32_t s = 0; s < nodes_.size(); ++s)
+    if (nodes_[s].is_switch) hop_start_[s][A] = static_cast<std::uint32_t>(hops_[s].size());
+  index_ports();         // global port ids (flow tier)
+  set_pfc_thresholds();  // switch MMU
+}
+
+std::uint32_t Network::route_choices(std::uint32_t sw, std::uint32_t dst, const std::uint32_t** first) const {
+  const std::uint32_t h = host_index_[dst];
+  const std::uint32_t at = h == kNone ? kNone : attach_[h];
+  if (at == kNone) return 0;
+  if (at == sw) { *first = &attach_port_[h]; return 1; }
+  const std::uint32_t a = att_index_[at];
+  *first = hops_[sw].data() + hop_start_[sw][a];
+  return hop_start_[sw][a + 1] - hop_start_[sw][a];
+}
+
+std::vector<std::uint32_t> Network::next_hops(std::uint32_t sw, std::uint32_t dst) const {
+  const std::uint32_t* first = nullptr;
+  const std::uint32_t n = route_choices(sw, dst, &first);
+  return n ? std::vector<std::uint32_t>(first, first + n) : std::vector<std::uint32_t>{};
+}
+
+std::uint32_t Network::ecmp_port(std::uint32_t sw, std::uint32_t qp) const {
+  const std::uint32_t* first = nullptr;
+  const std::uint32_t n = route_choices(sw, qps_[qp].dst, &first);
+  if (n == 0) return kNone;
+  if (n == 1) return first[0];
+  // ECMP mechanism: the policy's flow key (ecmp_flow_key), salted per switch, picks a next hop.
+  return first[policy::mix64(qps_[qp].hash ^ (static_cast<std::uint64_t>(sw) * 0x9e3779b97f4a7c15ULL)) % n];
+}
+
+}  // namespace models

@@ -1,0 +1,88 @@
+// Ethernet switch forwarding and transmission (docs/models/ethernet-switch.md): packets (units)
+// arrive, take an ECMP next hop, pass the switch MMU (switch_mmu.cpp), wait in their
+// output queue, and leave at the port's line rate, cut-through once their first packet is in.
+#include <algorithm>
+#include <cmath>
+
+#include "models/net/policies.h"
+#include "models/network.h"
+
+namespace models {
+
+namespace {
+constexpr std::uint32_t kNone = 0xffffffffu;
+}  // namespace
+
+std::uint32_t Network::alloc_pkt(const Pkt& p) {
+  if (!free_pkts_.empty()) {
+    auto id = free_pkts_.back();
+    free_pkts_.pop_back();
+    pkts_[id] = p;
+    return id;
+  }
+  pkts_.push_back(p);
+  return static_cast<std::uint32_t>(pkts_.size() - 1);
+}
+
+void Network::enqueue(std::uint32_t node, std::uint32_t port, std::uint32_t pkt) {
+  Port& p = nodes_[node].ports[port];
+  p.q.push_back(pkt);
+  p.qbytes += pkts_[pkt].bytes;
+  p.st.max_queue_bytes = std::max(p.st.max_queue_bytes, p.qbytes);
+  try_tx(node, port);
+}
+
+void Network::try_tx(std::uint32_t node, std::uint32_t port) {
+  Node& n = nodes_[node];
+  Port& p = n.ports[port];
+  if (p.busy || p.paused || !p.up || p.q.empty()) return;
+  std::uint32_t id = p.q.front();
+  p.q.pop_front();
+  Pkt& k = pkts_[id];
+  p.qbytes -= k.bytes;
+  if (n.is_switch) mmu_release(node, k);
+  p.busy = true;
+  p.st.tx_bytes += k.bytes;
+  p.st.tx_packets += k.npk;
+  // A unit is a train of MTU packets: a switch forwards it cut-through once its first packet is in
+  // (as the packet tier pipelines packets), and it cannot leave faster than its tail arrives.
+  const Tick now = sch_.now();
+  const std::uint64_t piece = std::min<std::uint64_t>(k.bytes, p_.mtu + p_.header_bytes);
+  Tick dur = serialization_ps(k.bytes, p.Bps);
+  if (k.tail_at > now) dur = std::max(dur, k.tail_at - now + serialization_ps(piece, p.Bps));
+  const Tick end = now + dur;
+  schedule(end, kTxDone, node, port);
+  const double loss = k.kind != kData || p_.drop_rate <= 0 ? 0 : k.npk == 1 ? p_.drop_rate : 1 - std::pow(1 - p_.drop_rate, k.npk);
+  if (loss > 0 && uniform() < loss) { p.st.drops += k.npk; free_pkt(id); return; }
+  const Node& next = nodes_[p.peer];
+  k.tail_at = end + p.latency + (next.is_switch ? next.latency : 0);
+  const Tick at = next.is_switch ? now + serialization_ps(piece, p.Bps) + p.latency + next.latency : k.tail_at;
+  schedule(at, kArrive, p.peer, (static_cast<std::uint64_t>(p.peer_port) << 32) | id);
+}
+
+void Network::arrive(std::uint32_t node, std::uint32_t port, std::uint32_t id) {
+  Node& n = nodes_[node];
+  Pkt& k = pkts_[id];
+  if (!n.ports[port].up) {  // the link went down while the packet was on it
+    nodes_[n.ports[port].peer].ports[n.ports[port].peer_port].st.drops += k.npk;
+    free_pkt(id);
+    return;
+  }
+  if (!n.is_switch) { host_rx(node, id); return; }
+  std::uint32_t out;
+  if (k.kind == kData) {
+    out = ecmp_port(node, k.qp);
+  } else {  // control packets travel back to the sender: routed to the QP's source, hashed apart
+    const std::uint32_t* first = nullptr;
+    const std::uint32_t cnt = route_choices(node, k.dst, &first);
+    out = cnt ? first[cnt == 1 ? 0 : policy::mix64(qps_[k.qp].hash ^ 0x5bd1e995ULL ^ node) % cnt] : kNone;
+  }
+  if (out == kNone) { free_pkt(id); return; }
+  Port& op = n.ports[out];
+  if (!mmu_admit(n, op, k)) { free_pkt(id); return; }
+  if (k.kind == kData && p_.ecn.enabled) ecn_mark(n, port, op, k);
+  mmu_ingress(node, port, k);
+  enqueue(node, out, id);
+}
+
+}  // namespace models

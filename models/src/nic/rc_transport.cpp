@@ -1,0 +1,207 @@
+// The NIC's reliable-connected transport (docs/models/roce-nic.md): QPs, posting writes, egress
+// arbitration paced by the congestion control, cumulative ACKs, NAK and timeout driven
+// go-back-N, retry exhaustion, and CNP generation at the receiver.
+#include <algorithm>
+
+#include "models/network.h"
+
+namespace models {
+
+std::uint32_t Network::create_qp(std::uint32_t src, std::uint32_t dst, std::uint16_t sport) {
+  Qp q;
+  q.src = src;
+  q.dst = dst;
+  q.sport = sport;
+  q.hash = ecmp_flow_key(p_.ecmp_hash, src, dst, sport);  // the ECMP policy (models/net/policies.h)
+  const double line = static_cast<double>(nodes_.at(src).ports[0].Bps);
+  qps_.push_back(q);
+  auto id = static_cast<std::uint32_t>(qps_.size() - 1);
+  cc_->add_qp(id, line);
+  nodes_[src].qps.push_back(id);
+  return id;
+}
+
+void Network::set_qp_rate_cap(std::uint32_t qp, std::uint64_t Bps) {
+  Qp& q = qps_.at(qp);
+  const double port = static_cast<double>(nodes_[q.src].ports[0].Bps);
+  const double line = Bps ? std::min(port, static_cast<double>(Bps)) : port;
+  cc_->set_line_rate(qp, line);
+}
+
+void Network::post_write(std::uint32_t qp, std::uint64_t bytes, std::uint64_t tag) {
+  Qp& q = qps_.at(qp);
+  const std::uint64_t unit = p_.unit();
+  std::uint64_t npkts = bytes == 0 ? 1 : (bytes + unit - 1) / unit;  // units (packets in the packet tier)
+  if (q.msgs.empty()) q.ready_at = sch_.now() + p_.nic_latency_ps;
+  q.msgs.push_back(Msg{tag, bytes, q.end_psn, npkts});
+  q.end_psn += npkts;
+  if (q.failed) { if (listener_) listener_->on_write_done(qp, tag, false); q.msgs.pop_back(); return; }
+  if (p_.flow) {  // the head message starts after WQE processing; later ones when it is sent
+    if (q.msgs.size() == 1) schedule(std::max(sch_.now(), q.ready_at), kFlowStart, qp);
+    return;
+  }
+  schedule(std::max(sch_.now(), q.ready_at), kHostKick, q.src);
+}
+
+std::uint64_t Network::psn_bytes(const Qp& q, std::uint64_t psn, std::uint64_t* tag, std::uint64_t* off, bool* last) const {
+  for (const Msg& m : q.msgs)
+    if (psn >= m.first_psn && psn < m.first_psn + m.npkts) {
+      std::uint64_t k = psn - m.first_psn;
+      *tag = m.tag;
+      *off = k * p_.unit();
+      *last = k + 1 == m.npkts;
+      return std::min<std::uint64_t>(p_.unit(), m.bytes - *off);
+    }
+  *tag = 0; *off = 0; *last = true;
+  return 0;
+}
+
+void Network::send_ctrl(std::uint32_t host, PktKind kind, std::uint32_t qp, std::uint64_t psn) {
+  Pkt k;
+  k.kind = kind;
+  k.qp = qp;
+  k.src = host;
+  k.dst = qps_[qp].src;
+  k.psn = psn;
+  k.bytes = p_.ctrl_bytes;
+  nodes_[host].ports[0].q.push_front(alloc_pkt(k));  // control frames go ahead of queued data
+  nodes_[host].ports[0].qbytes += k.bytes;
+  host_kick(host);
+}
+
+void Network::host_kick(std::uint32_t host) {
+  Node& n = nodes_[host];
+  Port& p = n.ports[0];
+  if (p.busy || p.paused || !p.up) return;
+  if (!p.q.empty()) { try_tx(host, 0); return; }
+  // Egress arbitration: round-robin over QPs whose rate limiter and WQE processing allow a packet.
+  const Tick now = sch_.now();
+  Tick wake = kTickMax;
+  const std::size_t nq = n.qps.size();
+  for (std::size_t i = 0; i < nq; ++i) {
+    std::uint32_t qi = n.qps[(n.rr + i) % nq];
+    Qp& q = qps_[qi];
+    if (q.failed || q.next_psn >= q.end_psn) continue;
+    Tick t = std::max(q.next_tx, q.ready_at);
+    if (t > now) { wake = std::min(wake, t); continue; }
+    n.rr = static_cast<std::uint32_t>((n.rr + i + 1) % nq);
+    const double rc = cc_->rate_Bps(qi);
+    Pkt k;
+    k.kind = kData;
+    k.qp = qi;
+    k.src = host;
+    k.dst = q.dst;
+    if (q.next_psn < q.acked) q.next_psn = q.acked;  // never resend what is acknowledged
+    k.psn = q.next_psn;
+    k.payload = psn_bytes(q, q.next_psn, &k.msg_tag, &k.msg_off, &k.last);
+    k.npk = static_cast<std::uint32_t>(p_.packets(k.payload));
+    k.bytes = p_.wire_bytes(k.payload);
+    k.rate = rc;
+    ++q.next_psn;
+    q.st.tx_bytes += k.payload;
+    q.next_tx = now + serialization_ps(k.bytes, static_cast<std::uint64_t>(rc));
+    cc_->on_sent(qi, k.bytes);
+    if (q.rto_gen % 2 == 0) arm_rto(qi);  // even generation: no timer armed
+    p.q.push_back(alloc_pkt(k));
+    p.qbytes += k.bytes;
+    try_tx(host, 0);
+    return;
+  }
+  if (wake != kTickMax) schedule(wake, kHostKick, host);
+}
+
+void Network::arm_rto(std::uint32_t qi) {
+  Qp& q = qps_[qi];
+  q.rto_gen += (q.rto_gen % 2 == 0) ? 1 : 2;  // odd generation: a timer is armed
+  Tick rto = static_cast<Tick>(4096) * kPsPerNs * (1ULL << std::min<std::uint32_t>(p_.timeout_exp, 31));
+  schedule(sch_.now() + rto, kRto, qi, q.rto_gen);
+}
+
+void Network::on_rto(std::uint32_t qi, std::uint64_t gen) {
+  Qp& q = qps_[qi];
+  if (gen != q.rto_gen) return;  // stale
+  ++q.rto_gen;                   // disarmed
+  if (q.acked >= q.next_psn && q.acked >= q.end_psn) return;
+  ++q.st.timeouts;
+  if (++q.retries > (q.retry_limit == ~0u ? p_.retry_count : q.retry_limit)) {
+    q.failed = true;
+    while (!q.msgs.empty()) {
+      Msg m = q.msgs.front();
+      q.msgs.pop_front();
+      if (listener_) listener_->on_write_done(qi, m.tag, false);
+    }
+    q.next_psn = q.end_psn = q.acked;
+    return;
+  }
+  q.st.retransmits += (q.next_psn - q.acked) * p_.packets_per_unit();
+  q.next_psn = q.acked;
+  arm_rto(qi);
+  host_kick(q.src);
+}
+
+void Network::host_rx(std::uint32_t host, std::uint32_t id) {
+  Pkt k = pkts_[id];
+  free_pkt(id);
+  Qp& q = qps_[k.qp];
+  const std::uint32_t qi = k.qp;
+  switch (k.kind) {
+    case kData: {
+      if (k.psn == q.expected) {
+        ++q.expected;
+        q.nak_sent = false;
+        q.st.rx_bytes += k.payload;
+        if (listener_) listener_->on_data(qi, k.msg_tag, k.msg_off, k.payload);
+        q.unacked += k.npk;
+        if (q.unacked >= p_.ack_every || k.last) { q.unacked = 0; send_ctrl(host, kAck, qi, q.expected); }
+      } else if (k.psn > q.expected) {
+        if (!q.nak_sent) { q.nak_sent = true; send_ctrl(host, kNak, qi, q.expected); }
+      } else {
+        send_ctrl(host, kAck, qi, q.expected);  // duplicate: re-acknowledge
+      }
+      // CNP generation (DCQCN's notification point): at most one CNP per QP per interval.
+      const Tick now = sch_.now(), iv = p_.dcqcn.cnp_interval_ps;
+      if (k.ecn && p_.dcqcn.enabled && k.npk > 1) {
+        chunk_cnp(host, qi, k, now);  // the chunk tier's units stand for several packets
+      } else if (k.ecn && p_.dcqcn.enabled && (!q.any_cnp || now - q.last_cnp >= iv)) {
+        q.any_cnp = true;
+        q.last_cnp = now;
+        ++q.st.cnp_sent;
+        send_ctrl(host, kCnp, qi, 1);
+      }
+      q.seen_rx = true;
+      q.last_rx = now;
+      break;
+    }
+    case kAck:
+    case kNak: {
+      if (k.kind == kNak) ++q.st.naks;
+      if (k.psn > q.acked) {
+        q.acked = k.psn;
+        q.retries = 0;
+        while (!q.msgs.empty() && q.msgs.front().first_psn + q.msgs.front().npkts <= q.acked) {
+          Msg m = q.msgs.front();
+          q.msgs.pop_front();
+          if (!q.msgs.empty()) q.ready_at = std::max(q.ready_at, sch_.now());
+          if (listener_) listener_->on_write_done(qi, m.tag, true);
+        }
+        if (q.acked < q.next_psn) arm_rto(qi);
+        else if (q.rto_gen % 2 == 1) ++q.rto_gen;  // disarm
+      }
+      if (k.kind == kNak && k.psn < q.next_psn) {  // go-back-N from the receiver's expected PSN
+        q.st.retransmits += (q.next_psn - std::max(k.psn, q.acked)) * p_.packets_per_unit();
+        q.next_psn = std::max(k.psn, q.acked);
+      }
+      host_kick(host);
+      break;
+    }
+    case kCnp:  // carries the number of CNPs it stands for (1 in the packet tier)
+      for (std::uint64_t i = 0; i < std::max<std::uint64_t>(k.psn, 1); ++i) {
+        ++q.st.cnp_rcv;
+        cc_->on_cnp(qi);
+      }
+      break;
+    default: break;
+  }
+}
+
+}  // namespace models

@@ -1,0 +1,132 @@
+// The RDMA engine: the NPU side of the RoCE NIC (docs/models/roce-nic.md). Memory regions and
+// their access checks, one QP per (source, target, stripe), RdmaWrite tasks striped over QPs with
+// the ordered notify write after the data, and the bytes landing as the transport delivers them.
+#include <algorithm>
+#include <cstdio>
+
+#include "models/machine.h"
+
+namespace models {
+
+void Machine::attach_network(Network* net, std::vector<std::uint32_t> nic_node) {
+  net_ = net;
+  nic_node_ = std::move(nic_node);
+  net_->set_listener(this);
+}
+
+std::uint32_t Machine::qp_for(std::uint32_t src, std::uint32_t dst, std::uint32_t index) {
+  const std::uint64_t key = (static_cast<std::uint64_t>(src) << 40) | (static_cast<std::uint64_t>(dst) << 16) | (index & 0xffff);
+  auto it = qp_of_.find(key);
+  if (it != qp_of_.end()) return it->second;
+  // Each QP gets its own UDP source port, so ECMP spreads QPs over paths (RoCE v2).
+  auto sport = static_cast<std::uint16_t>(49152 + ((src * 2654435761u) ^ (dst * 40503u) ^ (index * 2246822519u)) % 16384);
+  std::uint32_t qp = net_->create_qp(nic_node_[src], nic_node_[dst], sport);
+  qp_of_.emplace(key, qp);
+  return qp;
+}
+
+// An RDMA write: the NIC of the stream's NPU moves src (local HBM) to dst (the target NPU's HBM)
+// through the RoCE network; bytes land in the destination as packets arrive in order; an optional
+// notify write follows on the same QP, so it lands after the data. The task completes when every
+// write of it is acknowledged.
+void Machine::start_rdma(std::uint32_t s, const Task& t) {
+  const std::uint32_t me = streams_[s].npu;
+  std::string why;
+  if (t.target >= npus_.size()) { fail(s, "RDMA write to unknown npu " + std::to_string(t.target)); return; }
+  if (!has_nic(me) || !has_nic(t.target)) {
+    fail(s, "no RoCE path from npu" + std::to_string(me) + " to npu" + std::to_string(t.target) + " (no NIC or no network)");
+    return;
+  }
+  if (t.bytes) {
+    if (!check_range(t.src, t.bytes, why) || !check_range(t.dst, t.bytes, why)) { fail(s, why); return; }
+    if (addr_npu(t.src) != me || addr_npu(t.dst) != t.target) { fail(s, "RDMA write must read local HBM and write the target's"); return; }
+    // The responder's access check (checked when posted; the model does not charge the NAK's trip).
+    const auto& mrs = mrs_[t.target].mrs;
+    auto it = mrs.find(t.rkey);
+    const char* bad = nullptr;
+    if (it == mrs.end()) bad = "unknown rkey";
+    else if (!(it->second.access & kRemoteWrite)) bad = "region not registered for REMOTE_WRITE";
+    else if (t.dst < it->second.addr || t.dst + t.bytes > it->second.addr + it->second.bytes) bad = "write outside the registered region";
+    if (bad) {
+      ++rdma_access_errors_;
+      char b[160];
+      std::snprintf(b, sizeof b, "remote access error on npu%u: %s (rkey 0x%x, %llu bytes at offset 0x%llx)", t.target, bad, t.rkey,
+                    static_cast<unsigned long long>(t.bytes), static_cast<unsigned long long>(addr_offset(t.dst)));
+      fail(s, b);
+      return;
+    }
+  }
+  std::uint32_t id;
+  if (!free_rdmas_.empty()) { id = free_rdmas_.back(); free_rdmas_.pop_back(); }
+  else { id = static_cast<std::uint32_t>(rdmas_.size()); rdmas_.emplace_back(); }
+  // One QP: the data write and the notify write go back to back (RC keeps them in order).
+  // Several QPs (striping): the data parts go in parallel; the notify follows once all are acked.
+  const std::uint32_t k = rdma_stripes(t.qp_count, t.bytes);
+  rdmas_[id] = RdmaOp{s, t, 0, true, k > 1 && t.value != 0, streams_[s].epoch};
+  const std::uint64_t part = (t.bytes + k - 1) / k;
+  for (std::uint32_t i = 0; i < k; ++i) {
+    const std::uint64_t off = std::min<std::uint64_t>(t.bytes, i * part), len = std::min<std::uint64_t>(part, t.bytes - off);
+    if (len == 0 && (i > 0 || t.value)) continue;
+    std::uint32_t qp = qp_for(me, t.target, i);
+    net_->set_qp_rate_cap(qp, t.rate_cap_Bps ? std::max<std::uint64_t>(1, t.rate_cap_Bps / k) : 0);  // the cap is for all parts together
+    net_->set_qp_retry_count(qp, t.retry_count);
+    ++rdmas_[id].pending;
+    // tag: rdma id, part index, notify bit; the part's offset is recovered from the index
+    net_->post_write(qp, len, (static_cast<std::uint64_t>(id) << 8) | (static_cast<std::uint64_t>(i) << 1));
+  }
+  if (t.value && k == 1) {
+    ++rdmas_[id].pending;
+    net_->post_write(qp_for(me, t.target, 0), 4, (static_cast<std::uint64_t>(id) << 8) | 1);
+  }
+  if (rdmas_[id].pending == 0) {  // nothing to send at all
+    free_rdmas_.push_back(id);
+    complete(s);
+  }
+}
+
+void Machine::on_data(std::uint32_t, std::uint64_t tag, std::uint64_t off, std::uint64_t len) {
+  const RdmaOp& r = rdmas_[tag >> 8];
+  const Task& t = r.task;
+  if (tag & 1) {  // the notify write: one packet
+    notify_record(t.target, t.key);
+    return;
+  }
+  const std::uint32_t k = rdma_stripes(t.qp_count, t.bytes);
+  off += ((tag >> 1) & 0x7f) * ((t.bytes + k - 1) / k);  // the part's offset in the write
+  SparseMemory& dst = npus_[addr_npu(t.dst)].hbm;
+  if (!dst.stores_bytes() || len == 0) return;
+  scratch_.resize(len);
+  npus_[addr_npu(t.src)].hbm.read(addr_offset(t.src) + off, scratch_.data(), len);
+  dst.write(addr_offset(t.dst) + off, scratch_.data(), len);
+}
+
+void Machine::on_write_done(std::uint32_t, std::uint64_t tag, bool ok) {
+  const auto id = static_cast<std::uint32_t>(tag >> 8);
+  RdmaOp& r = rdmas_[id];
+  r.ok = r.ok && ok;
+  if (--r.pending) return;
+  if (r.ok && r.notify_after) {  // striped data all acknowledged: now the ordered notify
+    r.notify_after = false;
+    r.pending = 1;
+    net_->post_write(qp_for(streams_[r.stream].npu, r.task.target, 0), 4, (static_cast<std::uint64_t>(id) << 8) | 1);
+    return;
+  }
+  std::uint32_t s = r.stream;
+  bool good = r.ok;
+  const bool orphaned = streams_[s].epoch != r.epoch;  // the stream failed meanwhile
+  free_rdmas_.push_back(id);
+  if (orphaned) return;
+  if (good) complete(s);
+  else fail(s, "RDMA write failed: retry count exceeded (link down or persistent loss)");
+}
+
+std::uint32_t Machine::register_mr(std::uint32_t npu, std::uint64_t addr, std::uint64_t bytes, std::uint32_t access) {
+  MrTable& n = mrs_.at(npu);
+  std::uint32_t key = n.next_key++;
+  n.mrs[key] = MemoryRegion{addr, bytes, access};
+  return key;
+}
+
+bool Machine::deregister_mr(std::uint32_t npu, std::uint32_t key) { return mrs_.at(npu).mrs.erase(key) == 1; }
+
+}  // namespace models

@@ -1,0 +1,50 @@
+// Host DMA of the NPU (docs/models/npu.md, docs/models/links.md): HostToDevice / DeviceToHost
+// over the NPU's PCIe link, or through its PCIe switch and upstream link, and the host root
+// complex. Everything specific to host <-> device copies is in this file: the paths, the checks
+// when a copy starts, and the bytes landing at either end.
+#include "models/machine.h"
+
+namespace models {
+
+void Machine::attach_host(std::uint32_t npu, std::uint32_t rc) {
+  NpuState& n = npus_.at(npu);
+  const RootComplex& r = rcs_.at(rc);
+  const SwitchPorts* sp = npu < npu_switch_.size() && npu_switch_[npu].sw >= 0 ? &npu_switch_[npu] : nullptr;
+  const PcieSwitch* sw = sp ? &pcie_switches_[static_cast<std::size_t>(sp->sw)] : nullptr;
+  if (sw && sw->up >= 0) {  // device -> switch -> upstream -> root complex
+    n.d2h[0] = static_cast<int>(sp->up); n.d2h[1] = sw->up; n.d2h[2] = static_cast<int>(r.up);
+    n.h2d[0] = static_cast<int>(r.down); n.h2d[1] = sw->down; n.h2d[2] = static_cast<int>(sp->down);
+  } else {
+    n.d2h[0] = static_cast<int>(links_[n.host_link].port_ba); n.d2h[1] = static_cast<int>(r.up); n.d2h[2] = -1;
+    n.h2d[0] = static_cast<int>(r.down); n.h2d[1] = static_cast<int>(links_[n.host_link].port_ab); n.h2d[2] = -1;
+  }
+}
+
+// A host DMA task starting on stream s: check it and set the transfer's path (ports in travel
+// order) and the switch latency. False when the stream was failed.
+bool Machine::host_dma_path(std::uint32_t s, const Task& t, Transfer& x, Tick& lat) {
+  const std::uint32_t e_npu = streams_[s].npu;
+  const NpuState& me = npus_[e_npu];
+  std::string why;
+  std::uint64_t dev = t.kind == TaskKind::HostToDevice ? t.dst : t.src;
+  if (!check_range(dev, t.bytes, why)) { fail(s, why); return false; }
+  if (addr_npu(dev) != e_npu) { fail(s, "host DMA must target the stream's own NPU"); return false; }
+  if (t.bytes && !t.host) { fail(s, "null host pointer"); return false; }
+  const int* path = t.kind == TaskKind::HostToDevice ? me.h2d : me.d2h;
+  x.port = path[0];
+  x.port2 = path[1];
+  x.port3 = path[2];
+  if (x.port3 >= 0) lat += pcie_switches_[static_cast<std::size_t>(npu_switch_[e_npu].sw)].latency;
+  return true;
+}
+
+// A piece of a host DMA lands: [off, off + len) of the task's buffer.
+void Machine::host_dma_land(const Task& t, std::uint64_t off, std::uint64_t len) {
+  if (t.kind == TaskKind::HostToDevice) {
+    npus_[addr_npu(t.dst)].hbm.write(addr_offset(t.dst) + off, static_cast<const std::uint8_t*>(t.host) + off, len);
+  } else if (npus_[addr_npu(t.src)].hbm.stores_bytes()) {  // timing-only HBM has no bytes to give: the host buffer is left alone
+    npus_[addr_npu(t.src)].hbm.read(addr_offset(t.src) + off, static_cast<std::uint8_t*>(t.host) + off, len);
+  }
+}
+
+}  // namespace models

@@ -1,0 +1,184 @@
+// The NPU's SDMA engines (docs/models/npu.md): copies and reduce-copies (local, over HCCS or
+// through a PCIe switch) and host DMA (paths in host_dma.cpp), cut into pieces; each piece
+// reserves its SDMA channel and every port of its path ("busy until T").
+#include <algorithm>
+
+#include "models/machine.h"
+
+namespace models {
+
+std::uint32_t Machine::alloc_xfer() {
+  if (!free_xfers_.empty()) {
+    auto id = free_xfers_.back();
+    free_xfers_.pop_back();
+    return id;
+  }
+  xfers_.emplace_back();
+  return static_cast<std::uint32_t>(xfers_.size() - 1);
+}
+
+void Machine::start_transfer(std::uint32_t s, const Task& t) {
+  const std::uint32_t e_npu = streams_[s].npu;
+  NpuState& me = npus_[e_npu];
+  std::string why;
+  Transfer x;
+  x.stream = s;
+  x.epoch = streams_[s].epoch;
+  x.task = t;
+  x.npu = e_npu;
+  std::uint64_t bw = me.params.sdma_bandwidth_Bps;
+  Tick lat = 0;
+  x.earliest = sch_.now() + me.params.sdma_setup_ps;  // descriptor fetch delays the first byte
+  if (t.kind == TaskKind::HostToDevice || t.kind == TaskKind::DeviceToHost) {
+    if (!host_dma_path(s, t, x, lat)) return;
+  } else {
+    if (!check_range(t.src, t.bytes, why) || !check_range(t.dst, t.bytes, why)) { fail(s, why); return; }
+    if (t.kind == TaskKind::ReduceCopy && (t.bytes % dtype_size(t.dtype) != 0 ||
+                                          addr_offset(t.dst) % dtype_size(t.dtype) != 0)) {
+      fail(s, "reduce copy not aligned to the element size");
+      return;
+    }
+    std::uint32_t sn = addr_npu(t.src), dn = addr_npu(t.dst);
+    if (sn != e_npu && dn != e_npu) { fail(s, "SDMA copy must read or write the stream's own NPU"); return; }
+    if (sn != dn) {
+      const Route rt = route(sn, dn);
+      if (!rt.ok()) {
+        fail(s, "no HCCS link or PCIe switch between npu" + std::to_string(sn) + " and npu" + std::to_string(dn));
+        return;
+      }
+      x.port = rt.p1;
+      x.port2 = rt.p2;
+      lat += rt.extra_ps;
+    }
+  }
+  if (addr_is_device(t.src) && t.kind != TaskKind::HostToDevice) x.hbm_src = static_cast<int>(npus_[addr_npu(t.src)].hbm_port);
+  if (addr_is_device(t.dst) && t.kind != TaskKind::DeviceToHost) x.hbm_dst = static_cast<int>(npus_[addr_npu(t.dst)].hbm_port);
+  for (int pi : {x.hbm_src, x.hbm_dst})
+    if (pi >= 0) bw = std::min(bw, ports_[pi].rate());
+  for (int pi : {x.port, x.port2, x.port3}) {
+    if (pi < 0) continue;
+    const Port& p = ports_[pi];
+    if (!p.up) { fail(s, "link " + links_[p.link].name + " is down"); return; }
+    bw = std::min(bw, p.rate());
+    lat += p.p.latency_ps;
+  }
+  // HBM access latency: the engine's first read of the source, and the last write landing in the
+  // destination (host memory's side is part of the PCIe link latency).
+  if (addr_is_device(t.src) && t.kind != TaskKind::HostToDevice) x.earliest += npus_[addr_npu(t.src)].params.hbm.access_latency_ps;
+  if (addr_is_device(t.dst) && t.kind != TaskKind::DeviceToHost) lat += npus_[addr_npu(t.dst)].params.hbm.access_latency_ps;
+  x.bw = bw;
+  x.latency = lat;
+  // SDMA channel: the one free earliest (lowest index on ties) — deterministic.
+  auto it = std::min_element(me.sdma_busy.begin(), me.sdma_busy.end());
+  x.engine = static_cast<std::uint32_t>(it - me.sdma_busy.begin());
+  std::uint32_t id = alloc_xfer();
+  xfers_[id] = std::move(x);
+  if (t.bytes == 0) {
+    ++xfers_[id].inflight;
+    sch_.schedule(xfers_[id].earliest + lat, this, ev(kPieceArrive, id), 0);
+    return;
+  }
+  send_piece(id);
+}
+
+// Reserve the next piece on the SDMA engine and the ports of its path, starting when all are free:
+// the engine for bytes / min(bw), each port for bytes at its own rate (a faster shared port, such
+// as a root complex, is held only for its share); the piece lands one path latency after its last
+// byte leaves.
+void Machine::abort_transfer(std::uint32_t id) {
+  Transfer& x = xfers_[id];
+  x.aborted = true;
+  if (x.inflight == 0 && !x.sending) free_xfers_.push_back(id);
+}
+
+void Machine::send_piece(std::uint32_t id) {
+  Transfer& x = xfers_[id];
+  x.sending = false;
+  if (x.aborted || streams_[x.stream].epoch != x.epoch) { abort_transfer(id); return; }
+  NpuState& me = npus_[x.npu];
+  std::uint64_t off = x.done;
+  std::uint64_t len = std::min(piece_bytes_, x.task.bytes - off);
+  const Tick start = std::max({sch_.now(), x.earliest, me.sdma_busy[x.engine]});
+  Tick ser = serialization_ps(len, x.bw), lost = 0;
+  for (int pi : {x.port2, x.port3})
+    if (pi >= 0 && !ports_[pi].up) {
+      std::uint32_t s = x.stream;
+      const std::string name = links_[ports_[pi].link].name;
+      abort_transfer(id);
+      fail(s, "link " + name + " went down during a transfer");
+      return;
+    }
+  if (x.port >= 0) {
+    Port& p = ports_[x.port];
+    if (!p.up) {  // the link went down while the transfer was in progress
+      std::uint32_t s = x.stream;
+      abort_transfer(id);
+      fail(s, "link " + links_[p.link].name + " went down during a transfer");
+      return;
+    }
+    lost = replay_frames(p, len, x.bw);  // CRC replays of the first hop (models/link/port.h)
+    ser += lost;
+    note_credit_stall(p, len, x.bw);
+  }
+  // Each port serves its pieces in order at its own rate: it finishes this one at
+  // max(its busy_until, start) + bytes / rate, and the piece ends no earlier than any of them. A
+  // port that is this piece's bottleneck is thus held exclusively (busy until); a faster shared
+  // port (a root complex) only accrues the work, so flows below its capacity do not queue.
+  Tick end = start + ser;
+  for (int pi : {x.port, x.port2, x.port3, x.hbm_src, x.hbm_dst}) {
+    if (pi < 0) continue;
+    Port& p = ports_[pi];
+    const Tick own = serialization_ps(len, p.rate()) + (pi == x.port ? lost : 0);
+    p.busy_until = std::max(p.busy_until, start) + own;
+    end = std::max(end, p.busy_until);
+    p.busy_ps += own;
+    p.bytes += len;
+    ++p.pieces;
+  }
+  me.sdma_busy[x.engine] = end;
+  ++stats_.pieces;
+  x.done += len;
+  ++x.inflight;
+  sch_.schedule(end + x.latency, this, ev(kPieceArrive, id), off);
+  if (x.done < x.task.bytes) {
+    x.sending = true;
+    sch_.schedule(end, this, ev(kPieceSent, id), 0);
+  }
+}
+
+void Machine::arrive_piece(std::uint32_t id, std::uint64_t off, std::uint64_t) {
+  Transfer& x = xfers_[id];
+  --x.inflight;
+  // An orphaned transfer moves no more bytes: a crashed rank's host buffers are gone, and a
+  // failed stream's next task must not be completed by its predecessor's last piece.
+  if (x.aborted || streams_[x.stream].epoch != x.epoch) { abort_transfer(id); return; }
+  const Task& t = x.task;
+  std::uint64_t len = std::min(piece_bytes_, t.bytes - off);
+  if (len > 0) {
+    switch (t.kind) {
+      case TaskKind::HostToDevice:
+      case TaskKind::DeviceToHost:
+        host_dma_land(t, off, len);
+        break;
+      case TaskKind::Copy:
+      case TaskKind::ReduceCopy: {
+        SparseMemory& src = npus_[addr_npu(t.src)].hbm;
+        SparseMemory& dst = npus_[addr_npu(t.dst)].hbm;
+        if (!dst.stores_bytes()) break;
+        scratch_.resize(len);
+        src.read(addr_offset(t.src) + off, scratch_.data(), len);
+        if (t.kind == TaskKind::Copy) dst.write(addr_offset(t.dst) + off, scratch_.data(), len);
+        else dst.reduce(addr_offset(t.dst) + off, scratch_.data(), len, static_cast<int>(t.dtype), static_cast<int>(t.op));
+        break;
+      }
+      default: break;
+    }
+  }
+  if (off + len >= t.bytes) {  // last piece: arrivals are in order on one path
+    std::uint32_t s = x.stream;
+    free_xfers_.push_back(id);
+    complete(s);
+  }
+}
+
+}  // namespace models

@@ -1,0 +1,108 @@
+// The NPU's stream task engine (docs/models/npu.md): streams run their tasks strictly in order;
+// a task starts task_dispatch after the previous one completed; a failing task fails its stream.
+#include "models/machine.h"
+
+#include <algorithm>
+
+namespace models {
+
+const char* task_kind_name(TaskKind k) {
+  switch (k) {
+    case TaskKind::Copy: return "copy";
+    case TaskKind::ReduceCopy: return "reduce_copy";
+    case TaskKind::NotifyRecord: return "notify_record";
+    case TaskKind::NotifyWait: return "notify_wait";
+    case TaskKind::EventRecord: return "event_record";
+    case TaskKind::EventWait: return "event_wait";
+    case TaskKind::HostToDevice: return "h2d";
+    case TaskKind::DeviceToHost: return "d2h";
+    case TaskKind::Marker: return "marker";
+    case TaskKind::RdmaWrite: return "rdma_write";
+  }
+  return "?";
+}
+
+std::uint32_t Machine::create_stream(std::uint32_t npu) {
+  StreamState st;
+  st.npu = npu;
+  streams_.push_back(std::move(st));
+  return static_cast<std::uint32_t>(streams_.size() - 1);
+}
+
+void Machine::submit(std::uint32_t s, const Task& t) {
+  enqueue(s, t);
+  const auto& st = streams_.at(s);
+  mmio_write(st.npu, npu_regs::stream_reg(s, npu_regs::kSqTail), st.rung + st.pending.size());
+}
+
+void Machine::enqueue(std::uint32_t s, const Task& t) { streams_.at(s).pending.push_back(t); }
+
+void Machine::dispatch(std::uint32_t s) {
+  auto& st = streams_[s];
+  if (st.q.empty()) { st.busy = false; return; }
+  const Task& t = st.q.front();
+  ++stats_.tasks;
+  ++st.started;
+  switch (t.kind) {
+    case TaskKind::Copy:
+    case TaskKind::ReduceCopy:
+    case TaskKind::HostToDevice:
+    case TaskKind::DeviceToHost:
+      start_transfer(s, t);
+      return;
+    case TaskKind::NotifyRecord: notify_record_task(s, t); return;
+    case TaskKind::NotifyWait: notify_wait_task(s, t); return;
+    case TaskKind::EventRecord: event_record_task(s, t); return;
+    case TaskKind::EventWait: event_wait_task(s, t); return;
+    case TaskKind::Marker:
+      if (listener_) listener_->on_marker(st.npu, s, t.key, sch_.now());
+      complete(s);
+      return;
+    case TaskKind::RdmaWrite:
+      start_rdma(s, t);
+      return;
+  }
+}
+
+void Machine::complete(std::uint32_t s) {
+  auto& st = streams_[s];
+  st.q.pop_front();
+  ++st.completed;
+  if (st.space_at != ~0ULL && st.q.size() + st.pending.size() <= st.space_at) {
+    st.space_at = ~0ULL;
+    if (listener_) listener_->on_sq_space(s);
+  }
+  if (st.q.empty()) {
+    st.busy = false;
+    if (listener_) listener_->on_stream_idle(s);
+  } else {
+    sch_.schedule(sch_.now() + npus_[st.npu].params.task_dispatch_ps, this, stream_ev(kDispatch, s), 0);
+  }
+}
+
+void Machine::fail(std::uint32_t s, const std::string& why) {
+  auto& st = streams_[s];
+  raise(st.npu, 1);
+  st.failed = true;
+  st.error = why;
+  st.q.clear();
+  st.busy = false;
+  // Orphan what the failed task had in flight: its transfer stops moving bytes, its pending
+  // completions are ignored, and it no longer waits on a notify or event register.
+  ++st.epoch;
+  NpuState& me = npus_[st.npu];
+  for (std::uint32_t r = 0; r < me.nregs.size(); ++r) {
+    auto& w = me.nregs[r].waiters;
+    const auto before = w.size();
+    w.erase(std::remove(w.begin(), w.end(), s), w.end());
+    if (w.size() != before) notify_release(st.npu, r);
+  }
+  for (auto& e : me.events) e.second.waiters.erase(std::remove(e.second.waiters.begin(), e.second.waiters.end(), s), e.second.waiters.end());
+  st.space_at = ~0ULL;  // its queue is empty now (on_stream_idle below wakes a blocked submitter)
+  if (listener_) {
+    listener_->on_task_error(s, why);
+    listener_->on_stream_idle(s);
+  }
+}
+
+}  // namespace models

@@ -1,0 +1,131 @@
+// models/net: drops without congestion control, lossless PFC, ECMP spread, the ECN and PFC
+// policies, and the flow tier's max-min fairness (docs/models/ethernet-switch.md).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <numeric>
+
+#include "models/network.h"
+#include "incast_rig.h"
+
+using namespace models;
+using namespace models_test;
+
+// The same incast with DCQCN and PFC off overflows the buffer and drops: fairness above is not an
+// accident of the topology.
+static NetParams no_congestion_control(std::uint32_t unit) {
+  NetParams p;
+  p.unit_bytes = unit;
+  p.dcqcn.enabled = false;
+  p.ecn.enabled = false;
+  return p;
+}
+
+TEST(Network, NoCongestionControlDrops) {
+  for (std::uint32_t unit : {0u, 64u * 1024}) {  // packet and chunk tiers
+    SCOPED_TRACE(unit);
+    NetParams p = no_congestion_control(unit);
+    p.timeout_exp = 8;  // ~1 ms retransmit timeout
+    Incast t(8, p, 4ULL << 20);
+    for (auto q : t.qps) t.net.post_write(q, 8ULL << 20, q);
+    t.sch.run(20 * kPsPerSec / 1000);
+    EXPECT_GT(t.net.total_drops(), 0u);
+    std::uint64_t retx = 0;
+    for (auto q : t.qps) retx += t.net.qp_stats(q).retransmits;
+    EXPECT_GT(retx, 0u);
+  }
+}
+
+// PFC on (no DCQCN): an 8:1 incast loses nothing, pause frames are sent, every write completes.
+TEST(Network, PfcIncastIsLossless) {
+  for (std::uint32_t unit : {0u, 64u * 1024}) {  // packet and chunk tiers
+    SCOPED_TRACE(unit);
+    NetParams p = no_congestion_control(unit);
+    p.pfc.enabled = true;
+    Incast t(8, p, 4ULL << 20);
+    for (auto q : t.qps) t.net.post_write(q, 8ULL << 20, q);
+    t.sch.run();
+    EXPECT_EQ(t.net.total_drops(), 0u);
+    std::uint64_t pauses = 0;
+    for (std::uint32_t i = 0; i < 8; ++i) pauses += t.net.port_stats(t.sw, i).pause_sent;
+    EXPECT_GT(pauses, 0u);
+    ASSERT_EQ(t.done.done.size(), 8u);
+    Tick last = 0;
+    for (auto& [tag, v] : t.done.done) { EXPECT_TRUE(v.second); last = std::max(last, v.first); }
+    // 64 MiB through one 100 Gb/s port: at least 64 MiB of wire time.
+    EXPECT_GE(static_cast<double>(last), 8.0 * (8 << 20) / G100 * 1e12);
+  }
+}
+
+// ECMP: flows that differ only in UDP source port spread over the equal-cost uplinks.
+TEST(Network, EcmpSpreadsFlowsOverEqualCostPaths) {
+  for (EcmpHash h : {EcmpHash::FiveTuple, EcmpHash::SrcDst}) {
+  StandaloneScheduler sch;
+  NetParams np;
+  np.ecmp_hash = h;
+  Network net(sch, np);
+  auto l0 = net.add_switch("leaf0", 8, 32 << 20, 0), l1 = net.add_switch("leaf1", 8, 32 << 20, 0);
+  std::vector<std::uint32_t> spines;
+  for (int s = 0; s < 4; ++s) {
+    spines.push_back(net.add_switch("spine" + std::to_string(s), 2, 32 << 20, 0));
+    net.connect(l0, 4 + s, spines[s], 0, G100, kPsPerUs);
+    net.connect(l1, 4 + s, spines[s], 1, G100, kPsPerUs);
+  }
+  auto a = net.add_host("a"), b = net.add_host("b");
+  net.connect(a, 0, l0, 0, G100, kPsPerUs);
+  net.connect(b, 0, l1, 0, G100, kPsPerUs);
+  net.build_routes();
+  EXPECT_EQ(net.next_hops(l0, b).size(), 4u);
+  EXPECT_EQ(net.next_hops(l1, b), std::vector<std::uint32_t>{0});
+  std::map<std::uint32_t, int> used;
+  for (int i = 0; i < 400; ++i) used[net.ecmp_port(l0, net.create_qp(a, b, static_cast<std::uint16_t>(1000 + i)))]++;
+  if (h == EcmpHash::SrcDst) {  // the policy ignores the UDP source port: one path for the pair
+    EXPECT_EQ(used.size(), 1u);
+    continue;
+  }
+  ASSERT_EQ(used.size(), 4u);
+  for (auto& [port, c] : used) EXPECT_NEAR(c, 100, 35) << port;  // binomial(400, 1/4): sd 8.7
+  }
+}
+
+// Marking and PFC policies as pure functions, against their definitions.
+TEST(Network, EcnAndPfcPolicies) {
+  EcnParams e;  // RED: Kmin 5 KB, Kmax 200 KB, Pmax 1 %
+  EXPECT_EQ(Network::ecn_mark_probability(e, 5000), 0.0);
+  EXPECT_DOUBLE_EQ(Network::ecn_mark_probability(e, 102500), 0.005);  // halfway: Pmax / 2
+  EXPECT_DOUBLE_EQ(Network::ecn_mark_probability(e, 200000), 0.01);
+  EXPECT_EQ(Network::ecn_mark_probability(e, 200001), 1.0);
+  e.mode = EcnParams::Mode::Step;  // DCTCP: every packet above K = Kmin
+  EXPECT_EQ(Network::ecn_mark_probability(e, 5000), 0.0);
+  EXPECT_EQ(Network::ecn_mark_probability(e, 5001), 1.0);
+  e.enabled = false;
+  EXPECT_EQ(Network::ecn_mark_probability(e, 1e9), 0.0);
+  std::uint64_t xoff = 0, xon = 0;
+  Network::pfc_thresholds(32ULL << 20, 32, 100000, 4154, &xoff, &xon);
+  EXPECT_EQ(xoff, ((32ULL << 20) - 32 * 100000) / 32);
+  EXPECT_EQ(xon, xoff - 2 * 4154);
+}
+
+// Flow tier: max-min fair fluid flows. Two equal writes into one 100 Gb/s port share it equally
+// and end together after 2 x bytes of wire time; a third flow elsewhere is unaffected.
+TEST(Network, FlowTierMaxMinFairness) {
+  NetParams p;
+  p.flow = true;
+  Incast t(3, p);  // senders tx0, tx1, tx2 -> rx through one switch
+  const std::uint64_t B = 8 << 20;
+  const double wire = static_cast<double>(B + (B / p.mtu) * p.header_bytes);
+  t.net.post_write(t.qps[0], B, 0);
+  t.net.post_write(t.qps[1], B, 1);
+  t.sch.run();
+  ASSERT_EQ(t.done.done.size(), 2u);
+  // Both end together: 2 x wire / line rate after the WQE latency, then data one path latency
+  // later (2 x 1 us links + 0.6 us switch) and the ACK one more.
+  const double expect = p.nic_latency_ps + 2 * wire / G100 * 1e12 + 2 * (2 * kPsPerUs + 600e3);
+  for (auto& [tag, v] : t.done.done) {
+    EXPECT_TRUE(v.second);
+    EXPECT_NEAR(static_cast<double>(v.first), expect, 1e3) << tag;
+  }
+  EXPECT_EQ(t.net.qp_stats(t.qps[0]).rx_bytes, B);
+}

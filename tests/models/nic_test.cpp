@@ -1,0 +1,121 @@
+// models/nic: the RC transport (closed-form idle write, go-back-N, retry exhaustion) and DCQCN
+// fairness (Jain index), against independent references (docs/models/roce-nic.md).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <numeric>
+
+#include "models/network.h"
+#include "incast_rig.h"
+
+using namespace models;
+using namespace models_test;
+
+// Idle path: one message of B bytes over host-switch-host completes after the packets' wire time
+// at line rate plus the path latency (pipelined store-and-forward: one extra packet time) plus
+// the NIC's WQE processing and the last ACK's way back.
+TEST(Network, IdleWriteMatchesClosedForm) {
+  // The chunk tier (256 KiB units, cut-through at the switch like pipelined packets) must give the
+  // same closed form as the packet tier.
+  for (std::uint32_t unit : {0u, 256u * 1024}) {
+    NetParams p;
+    p.ack_every = 1;
+    p.unit_bytes = unit;
+    Incast t(1, p);
+    const std::uint64_t B = 1 << 20;
+    t.net.post_write(t.qps[0], B, 7);
+    t.sch.run();
+    ASSERT_TRUE(t.done.done.count(7));
+    const double pkts = std::ceil(static_cast<double>(B) / p.mtu);
+    const double wire = pkts * (p.mtu + p.header_bytes) / static_cast<double>(G100) * 1e12;
+    const double one_pkt = (p.mtu + p.header_bytes) / static_cast<double>(G100) * 1e12;
+    const double ack = 2 * static_cast<double>(p.ctrl_bytes) / G100 * 1e12;
+    const double expect = p.nic_latency_ps + wire + one_pkt + 2 * kPsPerUs + 600e3 /*switch*/ + ack + 2 * kPsPerUs + 600e3;
+    EXPECT_NEAR(static_cast<double>(t.done.done[7].first), expect, 1000) << "ps, unit " << unit;
+    EXPECT_EQ(t.net.qp_stats(t.qps[0]).rx_bytes, B);
+    EXPECT_EQ(t.net.port_stats(t.sw, 1).tx_packets, static_cast<std::uint64_t>(pkts)) << unit;
+  }
+}
+
+// DCQCN with DESIGN.md's defaults (Kmin 5 KB, Kmax 200 KB, Pmax 1 %, g 1/256, 55 us timers, 10 MB
+// byte counter, AI 40 Mb/s), 4 KiB MTU: N flows into one 100 Gb/s port converge to fair shares
+// with a bounded queue. Converged = from this 5 ms window on, every window has Jain >= 0.95 and
+// the bottleneck >= 90 % busy.
+// The chunk tier (64 KiB units, its default) runs the same DCQCN on units: a unit is marked if any
+// of its packets would be, on the queue packets paced at the senders' rates would build. Measured
+// with 256 KiB units: n = 2, 4 converge (12, 26 ms) but n = 8 overflows the buffer first: each
+// flow's units reach the receiver only once per 8-unit round (168 us), so CNPs come 3x rarer
+// than the 50 us the receivers may send them at (docs/models/roce-nic.md).
+TEST(Network, DcqcnConvergesToFairShares) {
+  for (std::uint32_t unit : {0u, 64u * 1024})
+  for (std::uint32_t n : {2u, 4u, 8u}) {
+    NetParams np;
+    np.unit_bytes = unit;
+    Incast t(n, np);
+    for (auto q : t.qps) t.net.post_write(q, 1ULL << 36, q);
+    const Tick ms = kPsPerSec / 1000, horizon = 80 * ms, win = 5 * ms;
+    std::vector<std::vector<double>> bytes;  // per ms: cumulative rx per flow
+    std::vector<std::uint64_t> queue;        // per ms: bottleneck queue sample
+    for (Tick now = ms; now <= horizon; now += ms) {
+      t.sch.run(now);
+      bytes.emplace_back();
+      for (auto q : t.qps) bytes.back().push_back(static_cast<double>(t.net.qp_stats(q).rx_bytes));
+      queue.push_back(t.net.queue_bytes(t.sw, n));
+    }
+    const std::size_t W = static_cast<std::size_t>(win / ms);
+    std::size_t converged = bytes.size();
+    double last_jain = 0, last_util = 0;
+    for (std::size_t end = bytes.size(); end >= W + 1; --end) {  // walk back while windows stay good
+      std::vector<double> share;
+      double total = 0;
+      for (std::uint32_t i = 0; i < n; ++i) { share.push_back(bytes[end - 1][i] - bytes[end - 1 - W][i]); total += share.back(); }
+      double util = total / (static_cast<double>(win) / 1e12) / G100;
+      if (end == bytes.size()) { last_jain = jain(share); last_util = util; }
+      if (jain(share) < 0.95 || util < 0.9) break;
+      converged = end - 1 - W;
+    }
+    std::uint64_t qmax = 0;
+    for (std::size_t k = converged; k < queue.size(); ++k) qmax = std::max(qmax, queue[k]);
+    std::printf("DCQCN %s, n=%u: converged after %zu ms (Jain %.3f, utilisation %.3f in the last 5 ms); queue after convergence <= %llu B; drops %llu\n",
+                unit ? "64 KiB chunks" : "4 KiB packets", n, converged, last_jain, last_util, static_cast<unsigned long long>(qmax), static_cast<unsigned long long>(t.net.total_drops()));
+    EXPECT_LE(converged, 60u) << "n=" << n << " did not converge within 60 ms";
+    EXPECT_LT(qmax, 1u << 20) << n;  // bounded: well under 1 MiB of a 32 MiB buffer
+    EXPECT_EQ(t.net.total_drops(), 0u) << n;
+  }
+}
+
+// Random loss: go-back-N recovers every byte; retransmissions are counted.
+TEST(Network, GoBackNRecoversFromLoss) {
+  for (std::uint32_t unit : {0u, 64u * 1024}) {  // packet and chunk tiers
+    SCOPED_TRACE(unit);
+    NetParams p;
+    p.unit_bytes = unit;
+    p.drop_rate = 0.01;
+    p.timeout_exp = 8;
+    Incast t(2, p);
+    for (auto q : t.qps) t.net.post_write(q, 4 << 20, q);
+    t.sch.run();
+    ASSERT_EQ(t.done.done.size(), 2u);
+    for (auto& [tag, v] : t.done.done) EXPECT_TRUE(v.second);
+    for (auto q : t.qps) {
+      EXPECT_EQ(t.net.qp_stats(q).rx_bytes, 4u << 20);
+      EXPECT_GT(t.net.qp_stats(q).retransmits, 0u);
+    }
+  }
+}
+
+// A dead link: the QP retries retry_count times and then reports the failure.
+TEST(Network, QpFailsAfterRetries) {
+  NetParams p;
+  p.timeout_exp = 4;
+  p.retry_count = 3;
+  Incast t(1, p);
+  t.net.set_link_up(t.rx, 0, false);
+  t.net.post_write(t.qps[0], 1 << 20, 5);
+  t.sch.run();
+  ASSERT_TRUE(t.done.done.count(5));
+  EXPECT_FALSE(t.done.done[5].second);
+  EXPECT_EQ(t.net.qp_stats(t.qps[0]).timeouts, 4u);  // retry_count + 1
+}
