@@ -19,6 +19,7 @@
 
 #include "hcomm/hcomm.h"
 #include "models/huge_alloc.h"
+#include "sim/host_limits.h"
 #include "sim/payload.h"
 #include "sim/runner.h"
 #include "sim/units.h"
@@ -37,26 +38,43 @@ const char* kUsage =
     "  -w N      warm-up iterations (default 5)\n"
     "  -c 0|1    check results against a host reference (default 1)\n"
     "  --topology FILE  cluster to simulate (default topologies/atlas800t-a2.json)\n"
-    "  --fidelity TIER  RoCE network granularity: packet, chunk (default, 64 KiB units) or flow\n";
+    "  --fidelity TIER  RoCE network granularity: packet, chunk (default, 64 KiB units) or flow\n"
+    "  --max-memory SIZE  refuse (exit 2) when the checked run needs more host memory (default: MemAvailable)\n";
 
 int usage(const std::string& m) {
   std::fprintf(stderr, "hcomm_test: %s\n\n%s", m.c_str(), kUsage);
   return 2;
 }
 
-// hccl_test sizes: plain bytes or K/M/G suffixes (powers of 1024).
+// A plain decimal number: digits only (no sign, no spaces), no overflow.
+bool parse_u64(const std::string& s, std::size_t len, std::uint64_t* out) {
+  if (len == 0 || len > s.size()) return false;
+  std::uint64_t v = 0;
+  for (std::size_t i = 0; i < len; ++i) {
+    if (s[i] < '0' || s[i] > '9') return false;
+    const std::uint64_t d = static_cast<std::uint64_t>(s[i] - '0');
+    if (v > (UINT64_MAX - d) / 10) return false;
+    v = v * 10 + d;
+  }
+  *out = v;
+  return true;
+}
+
+// hccl_test sizes: plain bytes or K/M/G suffixes (powers of 1024); positive, no overflow.
 bool parse_size(const std::string& s, std::uint64_t* out) {
-  char* end = nullptr;
-  unsigned long long v = std::strtoull(s.c_str(), &end, 10);
-  if (end == s.c_str()) return false;
-  std::string u(end);
+  std::size_t n = 0;
+  while (n < s.size() && s[n] >= '0' && s[n] <= '9') ++n;
+  std::uint64_t v = 0;
+  if (!parse_u64(s, n, &v)) return false;
+  const std::string u = s.substr(n);
   std::uint64_t m = 1;
   if (u == "K" || u == "k") m = 1ULL << 10;
   else if (u == "M" || u == "m") m = 1ULL << 20;
   else if (u == "G" || u == "g") m = 1ULL << 30;
   else if (!u.empty() && u != "B") return false;
+  if (v == 0 || v > UINT64_MAX / m) return false;
   *out = v * m;
-  return *out > 0;
+  return true;
 }
 
 struct Row { std::uint64_t bytes; double us; bool ok; };
@@ -74,6 +92,7 @@ int sc_main(int argc, char* argv[]) {
   if (op != "allreduce" && op != "sendrecv") return usage("unknown operation \"" + op + "\"");
   std::uint64_t minb = 8 << 10, maxb = 64 << 20, factor = 2, iters = 20, warm = 5, per_server = 0;
   bool check = true;
+  std::uint64_t max_memory = 0;  // 0: what the machine has available
   std::string fidelity = "chunk";
   std::string dtype = "fp32", rop = "sum", topo_file = std::string(HCSIM_SOURCE_DIR) + "/topologies/atlas800t-a2.json";
   for (std::size_t i = 1; i < a.size(); ++i) {
@@ -88,9 +107,8 @@ int sc_main(int argc, char* argv[]) {
       if (!parse_size(*v, f == "-b" ? &minb : &maxb)) return usage("bad size for " + f + ": " + *v);
     } else if (f == "-f" || f == "-n" || f == "-w" || f == "-p" || f == "-c") {
       if (!(v = need(f.c_str()))) return 2;
-      char* end = nullptr;
-      unsigned long long x = std::strtoull(v->c_str(), &end, 10);
-      if (*end || v->empty()) return usage("bad number for " + f + ": " + *v);
+      std::uint64_t x = 0;
+      if (!parse_u64(*v, v->size(), &x)) return usage("bad number for " + f + ": " + *v + " (a decimal number >= 0)");
       if (f == "-f") factor = x; else if (f == "-n") iters = x; else if (f == "-w") warm = x; else if (f == "-p") per_server = x;
       else check = x != 0;
     } else if (f == "-d") {
@@ -99,6 +117,9 @@ int sc_main(int argc, char* argv[]) {
     } else if (f == "-o") {
       if (!(v = need("-o"))) return 2;
       rop = *v;
+    } else if (f == "--max-memory") {
+      if (!(v = need("--max-memory"))) return 2;
+      if (!parse_size(*v, &max_memory)) return usage("bad size for --max-memory: " + *v);
     } else if (f == "--topology") {
       if (!(v = need("--topology"))) return 2;
       topo_file = *v;
@@ -146,7 +167,19 @@ int sc_main(int argc, char* argv[]) {
   const auto nranks = static_cast<std::uint32_t>(topo->rank_to_npu.size());
   if (op == "sendrecv" && nranks % 2) return usage("sendrecv needs an even number of ranks");
   std::vector<std::uint64_t> sizes;
-  for (std::uint64_t b = minb; b <= maxb; b *= factor) sizes.push_back(std::max<std::uint64_t>(esz, b / esz * esz));
+  for (std::uint64_t b = minb; b <= maxb; b *= factor) {  // never wraps: stops before b * factor overflows
+    sizes.push_back(std::max<std::uint64_t>(esz, b / esz * esz));
+    if (b > UINT64_MAX / factor) break;
+  }
+  // Refuse up front what this machine cannot hold: real bytes are in + out in HBM, the host
+  // buffer and the expected result per rank (a timing run, -c 0, stores none).
+  if (sizes.back() > UINT64_MAX / 4 / std::max<std::uint64_t>(1, nranks)) return usage("-e is too large");
+  const std::uint64_t need = check ? std::uint64_t{nranks} * 3 * sizes.back() + sizes.back() : 0;
+  const std::string fit = sim::check_host_fit(nranks, need, max_memory, sim::read_host_limits());
+  if (!fit.empty()) {
+    std::fprintf(stderr, "hcomm_test: %s\n", fit.c_str());
+    return 2;
+  }
   std::vector<Row> rows(sizes.size());
   std::vector<std::string> errors;
   std::printf("the minbytes is %llu, maxbytes is %llu, iters is %llu, warmup_iters is %llu\n", (unsigned long long)minb,

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Reliability contract of the CLIs under adversarial input (crashes, bad numbers, unbounded
+# memory): each case states the exit code a user must get. Usage: reliability_test.sh HCSIM HCOMM_TEST SRC
+set -u
+HCSIM=$(realpath "$1"); HT=$(realpath "$2"); SRC=$(realpath "$3")
+TMP=$(mktemp -d); trap 'rm -rf "$TMP"' EXIT
+pass=0 fail=0
+ok() { echo "ok   $1"; pass=$((pass + 1)); }
+bad() { echo "FAIL $1"; fail=$((fail + 1)); }
+expect_exit() {  # name expected-exit command...
+  local name=$1 want=$2; shift 2
+  "$@" > "$TMP/out.txt" 2>&1; local got=$?
+  if [ "$got" -eq "$want" ]; then ok "$name (exit $got)"; else bad "$name: exit $got, want $want"; tail -5 "$TMP/out.txt" | sed 's/^/    /'; fi
+}
+
+# 1. A rank crashing while host<->device copies are in flight (input copies at 100 us, output
+#    copies after ~1.7 ms, and the same rank twice) never kills the simulator: exit 0 when the
+#    crash hits the all-reduce (API errors expected), 1 when it comes after the work is done.
+crash() {  # name at [second-at]
+  local extra=""
+  [ -n "${3:-}" ] && extra=", {\"type\":\"rank_crash\",\"at\":\"$3\",\"rank\":3}"
+  cat > "$TMP/$1.json" <<JSON
+{ "format": "hcsim-scenario", "version": 1, "name": "$1", "topology": "$SRC/topologies/atlas800t-a2.json",
+  "hcomm_env": { "HCOMM_TIMEOUT_MS": "2000" },
+  "workload": [ { "op": "allreduce", "bytes": "64MiB" } ],
+  "faults": [ { "type": "rank_crash", "at": "$2", "rank": 3 }$extra ],
+  "expect": { "api_errors": "expected" } }
+JSON
+}
+for at in 100us 400us 1000us; do
+  crash "crash-$at" "$at"
+  expect_exit "rank_crash at $at during host copies" 0 "$HCSIM" run "$TMP/crash-$at.json" --no-trace -q
+done
+crash crash-late 1700us
+expect_exit "rank_crash at 1700us during device-to-host copies (work done: expectation fails)" 1 "$HCSIM" run "$TMP/crash-late.json" --no-trace -q
+crash crash-twice 100us 150us
+expect_exit "the same rank crashed twice" 0 "$HCSIM" run "$TMP/crash-twice.json" --no-trace -q
+
+# 6. Bad numbers are usage errors, not wrapped loops.
+for args in "-b 1 -e -1 -c 0" "-e 99999999999999999999 -c 0" "-b -1" "-b 8K -e 8K -n -5" "-b 8K -e 8K -w 1x" "-b 0" "-b 16E"; do
+  expect_exit "hcomm_test allreduce $args" 2 $HT allreduce $args
+done
+
+# 7. Iterations stream in bounded memory: 10x the iterations, about the same peak RSS.
+rss() { /usr/bin/time -f "%M" "$HT" allreduce -b 8K -e 8K -n "$1" -w 0 -c 0 2>&1 >/dev/null | tail -1; }
+small=$(rss 1000); large=$(rss 10000)
+if [ -n "$small" ] && [ -n "$large" ] && [ "$large" -lt $((small * 13 / 10)) ]; then ok "hcomm_test -n 10000 peak RSS ${large} KB vs -n 1000 ${small} KB"
+else bad "hcomm_test memory grows with iterations: -n 1000 ${small} KB, -n 10000 ${large} KB"; fi
+
+# 8. A real payload larger than memory is refused up front with the estimate.
+expect_exit "hcomm_test -b 17G (real bytes) refused" 2 "$HT" allreduce -b 17G -e 17G
+grep -q "host memory" "$TMP/out.txt" && ok "the refusal names the memory estimate" || bad "no memory estimate in: $(head -2 "$TMP/out.txt")"
+expect_exit "hcomm_test --max-memory 1G with 1 GiB x 8 ranks refused" 2 "$HT" allreduce -b 1G -e 1G --max-memory 1G
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
