@@ -28,6 +28,21 @@ std::uint64_t env_u64(const char* name, std::uint64_t def, std::uint64_t lo, std
 
 constexpr std::uint64_t MB = 1ULL << 20;
 
+/// A context knob: read from the environment only, when the context is created.
+struct EnvKnob {
+  const char* env;
+  std::uint64_t def, lo, hi;
+};
+enum { kDebug, kTimeoutMs, kBuffsizeMb, kP2pMb, kSlotMb, kSlots };
+const EnvKnob kContextKnobs[] = {
+    {"HCOMM_DEBUG", 0, 0, 3},          {"HCOMM_TIMEOUT_MS", 30000, 1000, 300000}, {"HCOMM_BUFFSIZE_MB", 256, 1, 4096},
+    {"HCOMM_BUFFER_SIZE_MB", 8, 1, 64}, {"HCOMM_SLOT_SIZE_MB", 256, 1, 4096},      {"HCOMM_SYM_SLOTS", 4, 0, 64},
+};
+std::uint64_t env_knob(int i, bool* bad) {
+  const EnvKnob& k = kContextKnobs[i];
+  return env_u64(k.env, k.def, k.lo, k.hi, bad);
+}
+
 /// One communicator knob: its field, name, environment variable, default, range and (for enums)
 /// the names the environment may use instead of numbers.
 struct Knob {
@@ -83,12 +98,12 @@ bool resolve(hcomm_context_t ctx, std::uint64_t* field, const Knob& k) {
 
 bool read_context_env(ContextEnv* e) {
   bool bad = false;
-  e->debug = static_cast<int>(env_u64("HCOMM_DEBUG", 0, 0, 3, &bad));
-  e->timeout_ns = env_u64("HCOMM_TIMEOUT_MS", 30000, 1000, 300000, &bad) * 1000000ULL;
-  e->ccl_bytes = env_u64("HCOMM_BUFFSIZE_MB", 256, 1, 4096, &bad) << 20;
-  e->p2p_bytes = env_u64("HCOMM_BUFFER_SIZE_MB", 8, 1, 64, &bad) << 20;
-  e->slot_bytes = env_u64("HCOMM_SLOT_SIZE_MB", 256, 1, 4096, &bad) << 20;
-  e->slots = env_u64("HCOMM_SYM_SLOTS", 4, 0, 64, &bad);
+  e->debug = static_cast<int>(env_knob(kDebug, &bad));
+  e->timeout_ns = env_knob(kTimeoutMs, &bad) * 1000000ULL;
+  e->ccl_bytes = env_knob(kBuffsizeMb, &bad) << 20;
+  e->p2p_bytes = env_knob(kP2pMb, &bad) << 20;
+  e->slot_bytes = env_knob(kSlotMb, &bad) << 20;
+  e->slots = env_knob(kSlots, &bad);
   return !bad;
 }
 
@@ -115,6 +130,43 @@ RdmaPolicy rdma_policy(const hcomm_config_t& cfg) {
 }
 
 }  // namespace hcomm::detail
+
+// hcomm_config_check: the same two tables the library resolves from, parsed as it parses them
+// (strtoull, base 10, nothing after the digits; enumeration names), so a tool can reject a bad
+// value before a context or communicator is made.
+extern "C" hcomm_result_t hcomm_config_check(const char* name, const char* value, char* errbuf, size_t len) {
+  using namespace hcomm::detail;
+  if (!name || !value) return HCOMM_E_PTR;
+  char scratch[1];
+  if (!errbuf || len == 0) { errbuf = scratch; len = sizeof scratch; }
+  errbuf[0] = '\0';
+  const char* const none[3] = {nullptr, nullptr, nullptr};
+  auto check = [&](std::uint64_t lo, std::uint64_t hi, const char* const* names) {
+    if (!*value) return HCOMM_SUCCESS;  // empty: the library takes the default
+    for (int i = 0; i < 3; ++i)
+      if (names[i] && std::strcmp(names[i], value) == 0) return HCOMM_SUCCESS;
+    char* end = nullptr;
+    unsigned long long x = std::strtoull(value, &end, 10);
+    if (end == value || *end) {
+      if (names[0])
+        std::snprintf(errbuf, len, "%s=\"%s\" is not a number or one of %s, %s, %s", name, value, names[0], names[1], names[2]);
+      else
+        std::snprintf(errbuf, len, "%s=\"%s\" is not a decimal number", name, value);
+      return HCOMM_E_PARA;
+    }
+    if (x < lo || x > hi) {
+      std::snprintf(errbuf, len, "%s=\"%s\" is out of range [%llu, %llu]", name, value, (unsigned long long)lo, (unsigned long long)hi);
+      return HCOMM_E_PARA;
+    }
+    return HCOMM_SUCCESS;
+  };
+  for (const EnvKnob& k : kContextKnobs)
+    if (std::strcmp(k.env, name) == 0) return check(k.lo, k.hi, none);
+  for (const Knob& k : kKnobs)
+    if (std::strcmp(k.env, name) == 0) return check(k.lo, k.hi, k.names);
+  std::snprintf(errbuf, len, "%s is not a knob hcomm reads (docs/config.md)", name);
+  return HCOMM_E_NOT_FOUND;
+}
 
 extern "C" void hcomm_config_init(hcomm_config_t* c) {
   if (!c) return;
