@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One-stop set-up for a fresh Debian 12 machine (run as root, from the repository root or anywhere).
 #   tools/setup.sh run    install missing Debian packages, build (Release), run the default scenario
-#   tools/setup.sh test   install missing packages, build Release and ASan+UBSan, run every test
+#   tools/setup.sh test   install missing packages, build Release and ASan+UBSan, run every test, fuzz the loaders 30 s
 # Exits non-zero on any failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -11,9 +11,11 @@ JOBS=${JOBS:-$(nproc)}
 PACKAGES=(build-essential cmake pkg-config ccache libsystemc-dev nlohmann-json3-dev libboost-graph-dev
           libsqlite3-dev sqlite3 libgtest-dev libbenchmark-dev time)
 
-install_packages() {
+FUZZ_PACKAGES=(clang libclang-rt-14-dev)   # test only: the loaders' libFuzzer target
+
+install_packages() {  # install_packages [extra packages...]
   local missing=()
-  for p in "${PACKAGES[@]}"; do
+  for p in "${PACKAGES[@]}" "$@"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
   done
   if [ ${#missing[@]} -gt 0 ]; then
@@ -38,13 +40,15 @@ case "${1:-}" in
     ./build/tools/hcsim run
     ;;
   test)
-    install_packages
+    install_packages "${FUZZ_PACKAGES[@]}"
     build build
     (cd build && ctest --output-on-failure -j 1)
     # Second configuration: the whole suite under AddressSanitizer + UndefinedBehaviorSanitizer.
     build build-asan -DHCSIM_SANITIZE=ON -DHCSIM_BENCHMARKS=OFF
     (cd build-asan && ASAN_OPTIONS=detect_leaks=1:detect_stack_use_after_return=0 UBSAN_OPTIONS=print_stacktrace=1 \
        ctest --output-on-failure -j 1)
+    # A short libFuzzer run over the JSON loaders (long runs: docs/fuzzing.md).
+    bash tests/fuzz/run_short.sh 30
     ;;
   *)
     echo "usage: tools/setup.sh run|test" >&2
