@@ -109,6 +109,8 @@ done
 expect hcomm-env-run 2 'bad-hcomm-env.json: /hcomm_env/HCOMM_TIMEOUT_MS: HCOMM_TIMEOUT_MS="0" is out of range' -- "$HCSIM" run "$FX/bad-hcomm-env.json" --no-trace
 printf '{"format":"hcsim-scenario","version":1,"name":"w","topology":"%s","hcomm_env":{"HCOMM_FROBNICATE":"1","HCOMM_NUM_QP":"4"},"workload":[{"op":"barrier"}]}' "$SRC/topologies/atlas800t-a2.json" > env-warn.json
 expect hcomm-env-warning-only 0 "env-warn.json: ok" -- "$HCSIM" validate env-warn.json
+# run prints the same load warnings to stderr, and runs.
+expect hcomm-env-warning-run 0 "env-warn.json: /hcomm_env/HCOMM_FROBNICATE: warning: hcomm reads no variable HCOMM_FROBNICATE" -- "$HCSIM" run env-warn.json --no-trace -q
 # Workloads the layout cannot run.
 expect incast-one-npu 2 "bad-layout.json: /workload/0/op: incast needs at least 2 ranks" -- "$HCSIM" validate "$FX/bad-layout.json"
 expect sendrecv-one-npu 2 "bad-layout.json: /workload/1/op: sendrecv pairs ranks and needs an even number of ranks, the topology has 1" -- "$HCSIM" validate "$FX/bad-layout.json"

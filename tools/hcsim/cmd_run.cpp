@@ -70,8 +70,9 @@ int run_main(const std::vector<std::string>& argv) {
   if (auto rc = args.parse(argv)) return *rc;
   if (db_set && db.empty()) return args.usage_error("--db needs a file name");
   if (scenario.empty()) scenario = default_scenario();
-  std::vector<std::string> errs;
-  auto sc = sim::load_scenario(scenario, &errs);
+  std::vector<std::string> errs, warns;
+  auto sc = sim::load_scenario(scenario, &errs, &warns);
+  for (auto& w : warns) std::fprintf(stderr, "%s\n", w.c_str());  // as `hcsim validate` prints them
   if (!sc) {
     for (auto& e : errs) std::fprintf(stderr, "%s\n", e.c_str());
     return kBadInput;
