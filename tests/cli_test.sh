@@ -28,6 +28,29 @@ expect help 0 "usage: hcsim" -- "$HCSIM" --help
 expect no-command 2 "no command given" -- "$HCSIM"
 expect unknown-command 2 "unknown command" -- "$HCSIM" frobnicate
 expect unknown-option 2 "unknown option --fast" -- "$HCSIM" run --fast
+# Every command answers --help / -h on stdout (exit 0, its options listed); an unknown option is exit
+# 2 with that command's usage on stderr.
+for c in "run:--db FILE:--force:--no-trace:-q, --quiet" "validate:FILE\\.\\.\\." \
+         "topo:--summary:--dot:--svg:--ranktable 1\\.0[|]1\\.2:--full:-o OUT"; do
+  cmd=${c%%:*}
+  for h in --help -h; do
+    "$HCSIM" "$cmd" "$h" > help.out 2> help.err
+    rc=$? missing=""
+    IFS=: read -ra want <<< "${c#*:}"
+    for w in "usage: hcsim $cmd " "${want[@]}" "-h, --help"; do grep -qE -- "$w" help.out || missing="$missing /$w/"; done
+    if [ "$rc" -eq 0 ] && [ -z "$missing" ] && [ ! -s help.err ]; then echo "ok   help-$cmd$h"; pass=$((pass + 1));
+    else echo "FAIL help-$cmd$h: exit $rc, stdout lacks$missing"; sed 's/^/    /' help.out help.err | head; fail=$((fail + 1)); fi
+  done
+  "$HCSIM" "$cmd" --frobnicate > bad.out 2> bad.err
+  rc=$?
+  if [ "$rc" -eq 2 ] && grep -q "unknown option --frobnicate" bad.err && grep -q "^usage: hcsim $cmd " bad.err && [ ! -s bad.out ]; then
+    echo "ok   unknown-option-$cmd"; pass=$((pass + 1))
+  else echo "FAIL unknown-option-$cmd: exit $rc"; sed 's/^/    /' bad.out bad.err | head; fail=$((fail + 1)); fi
+done
+expect run-db-equals 0 "trace database eq.db" -- "$HCSIM" run "$FX/small.json" --db=eq.db -q
+expect run-db-empty 2 "--db needs a file name" -- "$HCSIM" run "$FX/small.json" --db=
+expect topo-o-missing 2 "-o needs a file name" -- "$HCSIM" topo "$SRC/topologies/a2-2node.json" -o
+expect validate-dashdash 0 "atlas800t-a2.json: ok" -- "$HCSIM" validate -- "$SRC/topologies/atlas800t-a2.json"
 expect missing-file 2 "nope.json: /: cannot open file" -- "$HCSIM" run nope.json
 expect not-json 2 "not-json.json: /: not valid JSON at byte" -- "$HCSIM" run "$FX/not-json.json"
 expect unknown-key 2 "unknown-key.json: /workload/0/repaet: unknown key" -- "$HCSIM" run "$FX/unknown-key.json"
@@ -86,6 +109,8 @@ done
 expect hcomm-env-run 2 'bad-hcomm-env.json: /hcomm_env/HCOMM_TIMEOUT_MS: HCOMM_TIMEOUT_MS="0" is out of range' -- "$HCSIM" run "$FX/bad-hcomm-env.json" --no-trace
 printf '{"format":"hcsim-scenario","version":1,"name":"w","topology":"%s","hcomm_env":{"HCOMM_FROBNICATE":"1","HCOMM_NUM_QP":"4"},"workload":[{"op":"barrier"}]}' "$SRC/topologies/atlas800t-a2.json" > env-warn.json
 expect hcomm-env-warning-only 0 "env-warn.json: ok" -- "$HCSIM" validate env-warn.json
+# run prints the same load warnings to stderr, and runs.
+expect hcomm-env-warning-run 0 "env-warn.json: /hcomm_env/HCOMM_FROBNICATE: warning: hcomm reads no variable HCOMM_FROBNICATE" -- "$HCSIM" run env-warn.json --no-trace -q
 # Workloads the layout cannot run.
 expect incast-one-npu 2 "bad-layout.json: /workload/0/op: incast needs at least 2 ranks" -- "$HCSIM" validate "$FX/bad-layout.json"
 expect sendrecv-one-npu 2 "bad-layout.json: /workload/1/op: sendrecv pairs ranks and needs an even number of ranks, the topology has 1" -- "$HCSIM" validate "$FX/bad-layout.json"

@@ -1,0 +1,127 @@
+// hcsim run: simulate a scenario, print its summary, trace it (docs/architecture.md#tools).
+#include <csignal>
+#include <cctype>
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "commands.h"
+#include "sim/runner.h"
+#include "sim/scenario.h"
+#include "sim/stop.h"
+
+namespace hcsim {
+namespace {
+
+bool exists(const std::string& p) { return std::ifstream(p).good(); }
+
+std::string default_scenario() {
+  const std::string rel = "scenarios/quickstart.json";
+  if (exists(rel)) return rel;
+  return std::string(HCSIM_SOURCE_DIR) + "/" + rel;
+}
+
+// The default trace file name from a scenario name: only [A-Za-z0-9._-] are kept (others become
+// '_'), a leading '.' or '-' becomes '_', so the name cannot leave the current directory, hide
+// itself or read as an option.
+std::string trace_file_name(const std::string& name) {
+  std::string f;
+  for (char c : name.substr(0, 200)) f += (std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-') ? c : '_';
+  if (f.empty()) f = "scenario";
+  if (f[0] == '.' || f[0] == '-') f[0] = '_';
+  return f + ".hcsim.db";
+}
+
+extern "C" void on_stop_signal(int sig) { sim::request_stop(sig); }  // only sets a flag
+
+// SIGINT/SIGTERM: stop the simulation at its next time step and finalise the trace (runner).
+// SA_RESETHAND: a second signal kills at once. A signal ignored on entry (a background job of a
+// non-interactive shell, nohup) stays ignored.
+void install_stop_handlers() {
+  for (int sig : {SIGINT, SIGTERM}) {
+    struct sigaction old {}, sa {};
+    sa.sa_handler = on_stop_signal;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESETHAND | SA_RESTART;
+    if (sigaction(sig, nullptr, &old) == 0 && old.sa_handler != SIG_IGN) sigaction(sig, &sa, nullptr);
+  }
+}
+
+int run_main(const std::vector<std::string>& argv) {
+  std::string scenario, db;
+  bool no_trace = false, quiet = false, db_set = false, force = false;
+  auto flag = [](bool& b) { return [&b](const std::string&) { b = true; return std::string(); }; };
+  const Args args(kRun,
+                  {{"--db", "", "FILE", "a file name", "the trace database (default: ./<scenario name>.hcsim.db)",
+                    [&](const std::string& v) {
+                      db = v;
+                      db_set = true;
+                      return std::string();
+                    }},
+                   {"--force", "", "", "", "replace FILE even if it is not an hcsim trace (a regular file)", flag(force)},
+                   {"--no-trace", "", "", "", "write no trace", flag(no_trace)},
+                   {"--quiet", "-q", "", "", "do not echo library log lines to stderr (they are still traced)", flag(quiet)}},
+                  {"SCENARIO", "the scenario file (default: scenarios/quickstart.json)", [&](const std::string& a) {
+                     if (!scenario.empty()) return "run takes one scenario, got a second: " + a;
+                     scenario = a;
+                     return std::string();
+                   }});
+  if (auto rc = args.parse(argv)) return *rc;
+  if (db_set && db.empty()) return args.usage_error("--db needs a file name");
+  if (scenario.empty()) scenario = default_scenario();
+  std::vector<std::string> errs, warns;
+  auto sc = sim::load_scenario(scenario, &errs, &warns);
+  for (auto& w : warns) std::fprintf(stderr, "%s\n", w.c_str());  // as `hcsim validate` prints them
+  if (!sc) {
+    for (auto& e : errs) std::fprintf(stderr, "%s\n", e.c_str());
+    return kBadInput;
+  }
+  if (!db_set) db = trace_file_name(sc->name);
+  sim::RunOptions opt;
+  opt.db_path = no_trace ? "" : db;
+  opt.force_db = force;
+  opt.echo_logs = !quiet;
+  std::printf("hcsim: scenario %s (%s)\n", sc->name.c_str(), scenario.c_str());
+  std::printf("hcsim: topology %s: %zu servers, %zu NPUs, %zu HCCS links; payload %s\n", sc->topology.name.c_str(),
+              sc->topology.servers.size(), sc->topology.npus.size(), sc->topology.links.size(),
+              sc->store_bytes ? "real bytes (checked)" : "timing only");
+  if (!opt.db_path.empty()) std::printf("hcsim: trace database %s\n", opt.db_path.c_str());
+  std::fflush(stdout);
+  install_stop_handlers();
+  sim::RunResult r;
+  try {
+    r = sim::run_scenario(*sc, opt);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "hcsim: %s\n", e.what());
+    return kBadInput;
+  }
+  std::printf("%s", sim::format_summary(*sc, r).c_str());
+  std::printf("hcsim: simulated %.3f us, %llu fabric events, %.2f s wall\n", static_cast<double>(r.sim_end_ps) / 1e6,
+              static_cast<unsigned long long>(r.events), r.wall_s);
+  if (!r.trace_error.empty()) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "hcsim: %s\n", r.trace_error.c_str());
+    return kBadInput;
+  }
+  if (r.signal) {
+    std::printf("hcsim: interrupted by %s at simulated %.3f us%s\n", r.signal == SIGINT ? "SIGINT" : r.signal == SIGTERM ? "SIGTERM" : "a signal",
+                static_cast<double>(r.sim_end_ps) / 1e6,
+                opt.db_path.empty() ? "" : ("; trace " + opt.db_path + " completed with run.status 'interrupted'").c_str());
+    return r.exit_code;
+  }
+  for (auto& f : r.failures) std::printf("FAIL: %s\n", f.c_str());
+  std::printf("hcsim: %s\n", r.exit_code == 0 ? "PASS: all expectations held" : "FAIL: expectations not met");
+  return r.exit_code;
+}
+
+}  // namespace
+
+const Command kRun = {
+    "run", "run [SCENARIO] [--db FILE] [--force] [--no-trace] [--quiet]",
+    "        run a scenario (default: scenarios/quickstart.json); the trace goes to FILE\n"
+    "        (default: ./<scenario name>.hcsim.db); an existing FILE is replaced only if it is\n"
+    "        an hcsim trace no other run is writing, or any regular file with --force\n",
+    run_main};
+
+}  // namespace hcsim
