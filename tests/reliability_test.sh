@@ -52,5 +52,33 @@ expect_exit "hcomm_test -b 17G (real bytes) refused" 2 "$HT" allreduce -b 17G -e
 grep -q "host memory" "$TMP/out.txt" && ok "the refusal names the memory estimate" || bad "no memory estimate in: $(head -2 "$TMP/out.txt")"
 expect_exit "hcomm_test --max-memory 1G with 1 GiB x 8 ranks refused" 2 "$HT" allreduce -b 1G -e 1G --max-memory 1G
 
+# 8 (hcsim run): a real payload larger than memory is refused with the estimate; --max-memory caps it.
+cat > "$TMP/big.json" <<JSON
+{ "format": "hcsim-scenario", "version": 1, "name": "big", "topology": "$SRC/topologies/atlas800t-a2.json",
+  "workload": [ { "op": "allreduce", "bytes": "16GiB" } ] }
+JSON
+expect_exit "hcsim run: 16 GiB real all-reduce on 8 NPUs refused" 2 "$HCSIM" run "$TMP/big.json" --no-trace -q
+grep -q "host memory" "$TMP/out.txt" && ok "hcsim's refusal names the memory estimate" || bad "no estimate in: $(head -2 "$TMP/out.txt")"
+sed 's/16GiB/64MiB/' "$TMP/big.json" > "$TMP/mid.json"
+expect_exit "hcsim run --max-memory 1GiB: 64 MiB x 8 ranks (about 1.8 GiB) refused" 2 "$HCSIM" run "$TMP/mid.json" --no-trace -q --max-memory 1GiB
+
+# 9. More ranks than the kernel's memory-map limit allows thread stacks for: refused up front,
+#    naming vm.max_map_count (only where the limit is the default-sized one that 65,536 exceed).
+if [ "$(cat /proc/sys/vm/max_map_count)" -lt 135168 ]; then
+  cat > "$TMP/t65k.json" <<JSON
+{ "format": "hcsim-topology", "version": 1, "name": "a2-8192",
+  "server_groups": [ { "name": "node{i}", "count": 8192, "type": "atlas800t-a2", "host_ip": "10.0.0.1" } ],
+  "fabric": { "type": "clos", "tiers": 3, "switch_radix": 128, "link_bandwidth": "200Gb/s" } }
+JSON
+  cat > "$TMP/r65k.json" <<JSON
+{ "format": "hcsim-scenario", "version": 1, "name": "r65k", "topology": "$TMP/t65k.json", "payload": "timing",
+  "workload": [ { "op": "barrier" } ] }
+JSON
+  expect_exit "65,536 ranks refused before elaboration" 2 "$HCSIM" run "$TMP/r65k.json" --no-trace -q
+  grep -q "vm.max_map_count" "$TMP/out.txt" && ok "the refusal names vm.max_map_count" || bad "no limit named in: $(head -2 "$TMP/out.txt")"
+else
+  echo "skip 65,536 ranks: vm.max_map_count is raised on this machine"
+fi
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -7,9 +7,11 @@
 #include <vector>
 
 #include "commands.h"
+#include "sim/host_limits.h"
 #include "sim/runner.h"
 #include "sim/scenario.h"
 #include "sim/stop.h"
+#include "sim/units.h"
 
 namespace hcsim {
 namespace {
@@ -50,6 +52,7 @@ void install_stop_handlers() {
 
 int run_main(const std::vector<std::string>& argv) {
   std::string scenario, db;
+  std::uint64_t max_memory = 0;  // 0: MemAvailable
   bool no_trace = false, quiet = false, db_set = false, force = false;
   auto flag = [](bool& b) { return [&b](const std::string&) { b = true; return std::string(); }; };
   const Args args(kRun,
@@ -60,6 +63,14 @@ int run_main(const std::vector<std::string>& argv) {
                       return std::string();
                     }},
                    {"--force", "", "", "", "replace FILE even if it is not an hcsim trace (a regular file)", flag(force)},
+                   {"--max-memory", "", "SIZE", "a size", "refuse a real-payload run needing more host memory (default: MemAvailable)",
+                    [&](const std::string& v) {
+                      std::string why;
+                      auto b = sim::parse_size(v, &why);
+                      if (!b || *b == 0) return "--max-memory: " + (why.empty() ? "must be positive" : why);
+                      max_memory = *b;
+                      return std::string();
+                    }},
                    {"--no-trace", "", "", "", "write no trace", flag(no_trace)},
                    {"--quiet", "-q", "", "", "do not echo library log lines to stderr (they are still traced)", flag(quiet)}},
                   {"SCENARIO", "the scenario file (default: scenarios/quickstart.json)", [&](const std::string& a) {
@@ -75,6 +86,14 @@ int run_main(const std::vector<std::string>& argv) {
   for (auto& w : warns) std::fprintf(stderr, "%s\n", w.c_str());  // as `hcsim validate` prints them
   if (!sc) {
     for (auto& e : errs) std::fprintf(stderr, "%s\n", e.c_str());
+    return kBadInput;
+  }
+  // Refuse up front what this machine cannot run (exit 2, with the numbers), rather than failing
+  // inside SystemC (too many thread stacks) or growing until the kernel kills the run.
+  const std::string fit = sim::check_host_fit(sc->topology.rank_to_npu.size(), sim::payload_memory_estimate(*sc), max_memory,
+                                              sim::read_host_limits());
+  if (!fit.empty()) {
+    std::fprintf(stderr, "hcsim: %s: %s\n", scenario.c_str(), fit.c_str());
     return kBadInput;
   }
   if (!db_set) db = trace_file_name(sc->name);
@@ -118,7 +137,7 @@ int run_main(const std::vector<std::string>& argv) {
 }  // namespace
 
 const Command kRun = {
-    "run", "run [SCENARIO] [--db FILE] [--force] [--no-trace] [--quiet]",
+    "run", "run [SCENARIO] [--db FILE] [--force] [--no-trace] [--quiet] [--max-memory SIZE]",
     "        run a scenario (default: scenarios/quickstart.json); the trace goes to FILE\n"
     "        (default: ./<scenario name>.hcsim.db); an existing FILE is replaced only if it is\n"
     "        an hcsim trace no other run is writing, or any regular file with --force\n",

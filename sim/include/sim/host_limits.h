@@ -21,7 +21,8 @@ std::uint64_t mappings_needed(std::uint64_t ranks);
 
 /// Host memory (bytes) a real-payload run of the scenario needs at its peak: every rank's input
 /// and output in HBM (sparse, only written pages), its host staging buffer and the expected
-/// result, plus the shared reference. A lower-bound estimate; 0 for a timing payload.
+/// result, plus the shared reference: an estimate (within a few per cent of the measured peak
+/// RSS of all-reduce runs, sim/src/host_limits.cpp); 0 for a timing payload.
 std::uint64_t payload_memory_estimate(const Scenario& sc);
 
 /// Empty when a run of `ranks` threads needing `bytes` of host memory fits within `limit_bytes`
