@@ -9,6 +9,7 @@
 
 #include "models/network.h"
 #include "models/reduce.h"
+#include "sim/counters.h"  // counter_names(): what expect/counters_min|max may name
 #include "sim/json_reader.h"
 #include "sim/topology.h"
 
@@ -26,8 +27,14 @@ struct WorkloadStep {
   std::string senders = "all";    ///< incast: "all" other ranks or "remote" (other servers)
 };
 
+/// What a fault does (docs/scenario-format.md#faults); parsed once, at load.
+enum class FaultKind { HbmBitflip, LinkDown, LinkUp, CrcRate, LaneDegrade, DropRate, NicDown, NicUp, RankCrash };
+/// The scenario file's name of a kind ("hbm_bitflip", ...); fault_kind_from is its inverse.
+const char* fault_kind_name(FaultKind k);
+std::optional<FaultKind> fault_kind_from(const std::string& name);
+
 struct Fault {
-  std::string type;           ///< hbm_bitflip, link_down, link_up, crc_rate, lane_degrade, drop_rate, nic_down, nic_up
+  FaultKind kind = FaultKind::HbmBitflip;
   std::uint32_t rank = 0, step = 0, rep = 0, bit = 0;  ///< hbm_bitflip: where
   std::uint64_t byte = 0;
   models::Tick at_ps = 0;     ///< timed faults: when (simulated)
@@ -46,8 +53,6 @@ struct Expectations {
   std::map<std::string, double> counters_min, counters_max;  ///< hardware counters at the end of the run
 };
 
-/// Names of the counters `expect/counters_min|max` may name.
-const std::vector<std::string>& counter_names();
 
 /// Network granularity (docs/scenario-format.md /fidelity): chunk is the default.
 constexpr std::uint32_t kDefaultChunkBytes = 64 * 1024;

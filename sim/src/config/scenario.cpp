@@ -33,11 +33,26 @@ std::string dir_of(const std::string& p) {
 
 }  // namespace
 
-const std::vector<std::string>& counter_names() {
-  static const std::vector<std::string> n = {"hccs_rx_retry_cnt", "hccs_frames",  "hccs_credit_stall_ns", "rdma_cnp_rcv",
-                                             "rdma_retransmits",  "rdma_timeouts", "pfc_pause_sent",       "drops",
-                                             "ecn_marked",        "rdma_access_errors", "pcie_flow_ctrl_ns", "npu_interrupts"};
-  return n;
+const char* fault_kind_name(FaultKind k) {
+  switch (k) {
+    case FaultKind::HbmBitflip: return "hbm_bitflip";
+    case FaultKind::LinkDown: return "link_down";
+    case FaultKind::LinkUp: return "link_up";
+    case FaultKind::CrcRate: return "crc_rate";
+    case FaultKind::LaneDegrade: return "lane_degrade";
+    case FaultKind::DropRate: return "drop_rate";
+    case FaultKind::NicDown: return "nic_down";
+    case FaultKind::NicUp: return "nic_up";
+    case FaultKind::RankCrash: return "rank_crash";
+  }
+  return "?";
+}
+
+std::optional<FaultKind> fault_kind_from(const std::string& name) {
+  for (FaultKind k : {FaultKind::HbmBitflip, FaultKind::LinkDown, FaultKind::LinkUp, FaultKind::CrcRate, FaultKind::LaneDegrade,
+                      FaultKind::DropRate, FaultKind::NicDown, FaultKind::NicUp, FaultKind::RankCrash})
+    if (name == fault_kind_name(k)) return k;
+  return std::nullopt;
 }
 
 bool set_fidelity(models::NetParams& p, const std::string& tier, std::uint32_t chunk_bytes) {
@@ -210,9 +225,10 @@ std::optional<Scenario> load_scenario(const std::string& path, std::vector<std::
         const std::string fp = top.child("faults") + "/" + std::to_string(i);
         const json& fj = (*fl)[i];
         std::string type = fj.is_object() && fj.contains("type") && fj["type"].is_string() ? fj["type"].get<std::string>() : "";
+        const std::optional<FaultKind> kind = fault_kind_from(type);
         Fault ft;
-        ft.type = type;
-        if (type == "hbm_bitflip" || type.empty() || !fj.is_object()) {
+        ft.kind = kind.value_or(FaultKind::HbmBitflip);
+        if (kind == FaultKind::HbmBitflip || type.empty() || !fj.is_object()) {
           ObjectReader f(fj, fp, d, {"type", "rank", "step", "rep", "byte", "bit"});
           if (!f.valid()) continue;
           f.str("type", true);
@@ -227,23 +243,23 @@ std::optional<Scenario> load_scenario(const std::string& path, std::vector<std::
           } else if (wl) {
             d.error(f.child("step"), "no such workload step");
           }
-        } else if (type == "link_down" || type == "link_up" || type == "crc_rate" || type == "lane_degrade") {
+        } else if (kind == FaultKind::LinkDown || kind == FaultKind::LinkUp || kind == FaultKind::CrcRate || kind == FaultKind::LaneDegrade) {
           ObjectReader f(fj, fp, d, {"type", "at", "a", "b", "rate", "lanes"});
           ft.at_ps = f.duration("at", true).value_or(0);
           auto a = f.str("a", true), b = f.str("b", true);
-          if (type == "crc_rate") ft.rate = f.number("rate", true, 0, 0.5).value_or(0);
-          if (type == "lane_degrade") ft.lanes = static_cast<std::uint32_t>(f.uint("lanes", true, 1, 64).value_or(1));
+          if (kind == FaultKind::CrcRate) ft.rate = f.number("rate", true, 0, 0.5).value_or(0);
+          if (kind == FaultKind::LaneDegrade) ft.lanes = static_cast<std::uint32_t>(f.uint("lanes", true, 1, 64).value_or(1));
           if (a && b) refs.push_back({sc.faults.size(), fp, *a, *b, ""});
-        } else if (type == "nic_down" || type == "nic_up") {
+        } else if (kind == FaultKind::NicDown || kind == FaultKind::NicUp) {
           ObjectReader f(fj, fp, d, {"type", "at", "npu"});
           ft.at_ps = f.duration("at", true).value_or(0);
           if (auto n = f.str("npu", true)) refs.push_back({sc.faults.size(), fp, "", "", *n});
-        } else if (type == "rank_crash") {
+        } else if (kind == FaultKind::RankCrash) {
           ObjectReader f(fj, fp, d, {"type", "at", "rank"});
           ft.at_ps = f.duration("at", true).value_or(0);
           ft.rank = static_cast<std::uint32_t>(f.uint("rank", true, 0, 1u << 20).value_or(0));
           ft.what = "rank " + std::to_string(ft.rank) + " crashed";
-        } else if (type == "drop_rate") {
+        } else if (kind == FaultKind::DropRate) {
           ObjectReader f(fj, fp, d, {"type", "at", "rate"});
           ft.at_ps = f.duration("at", true).value_or(0);
           ft.rate = f.number("rate", true, 0, 1).value_or(0);
@@ -309,7 +325,7 @@ std::optional<Scenario> load_scenario(const std::string& path, std::vector<std::
       for (auto& l : sc.topology.links)
         if (l.type == LinkType::Roce && ((!l.a.is_switch && l.a.index == f.npu) || (!l.b.is_switch && l.b.index == f.npu))) cabled = true;
       if (f.npu >= 0 && !cabled) d.error(r.ptr + "/npu", r.npu + " has no cabled NIC");
-      f.what = "NIC of " + r.npu + (f.type == "nic_down" ? " down" : " up");
+      f.what = "NIC of " + r.npu + (f.kind == FaultKind::NicDown ? " down" : " up");
       continue;
     }
     std::int64_t a = find(r.a, "a"), b = find(r.b, "b");
@@ -320,11 +336,11 @@ std::optional<Scenario> load_scenario(const std::string& path, std::vector<std::
     }
     if (f.link < 0) { d.error(r.ptr, "no HCCS link between " + r.a + " and " + r.b); continue; }
     f.what = "HCCS link " + sc.topology.links[f.link].name + " " +
-             (f.type == "link_down" ? "down" : f.type == "link_up" ? "up" : f.type == "crc_rate" ? "CRC error rate " + std::to_string(f.rate)
+             (f.kind == FaultKind::LinkDown ? "down" : f.kind == FaultKind::LinkUp ? "up" : f.kind == FaultKind::CrcRate ? "CRC error rate " + std::to_string(f.rate)
                                                                                                 : "degraded to " + std::to_string(f.lanes) + " lanes");
   }
   for (std::size_t i = 0; i < sc.faults.size(); ++i)
-    if ((sc.faults[i].type == "hbm_bitflip" || sc.faults[i].type == "rank_crash") && sc.faults[i].rank >= sc.topology.npus.size())
+    if ((sc.faults[i].kind == FaultKind::HbmBitflip || sc.faults[i].kind == FaultKind::RankCrash) && sc.faults[i].rank >= sc.topology.npus.size())
       d.error("/faults/" + std::to_string(i) + "/rank", "rank " + std::to_string(sc.faults[i].rank) + " does not exist (" +
                                                            std::to_string(sc.topology.npus.size()) + " ranks)");
   // What each op needs of the layout (checked here, so that it fails validation rather than the run).
