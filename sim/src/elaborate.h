@@ -9,7 +9,7 @@
 #include "models/machine.h"
 #include "models/network.h"
 #include "sim/kernel.h"
-#include "sim/topology.h"
+#include "sim/config/topology.h"
 
 namespace sim {
 

@@ -13,7 +13,7 @@
 #include "hcomm/driver.h"
 #include "models/machine.h"
 #include "sim/device_heap.h"
-#include "sim/topology.h"
+#include "sim/config/topology.h"
 #include "sim/trace.h"
 
 namespace sim {

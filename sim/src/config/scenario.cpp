@@ -1,6 +1,6 @@
 // The scenario loader (docs/scenario-format.md): the document's top level, then one reader per
 // part (scenario_readers.h), the topology, and the checks that need it.
-#include "sim/scenario.h"
+#include "sim/config/scenario.h"
 
 #include "scenario_readers.h"
 

@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "sim/json_reader.h"
-#include "sim/scenario.h"
+#include "sim/config/json_reader.h"
+#include "sim/config/scenario.h"
 
 namespace sim::scenario_detail {
 

@@ -4,7 +4,7 @@
 
 #include "hcomm/hcomm.h"
 #include "scenario_readers.h"
-#include "sim/units.h"
+#include "sim/config/units.h"
 
 namespace sim::scenario_detail {
 namespace {

@@ -9,8 +9,8 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "sim/topology.h"
-#include "sim/units.h"
+#include "sim/config/topology.h"
+#include "sim/config/units.h"
 
 namespace sim::topology_detail {
 

@@ -17,7 +17,7 @@
 #include "sim/driver.h"
 #include "sim/payload.h"
 #include "sim/runner.h"
-#include "sim/scenario.h"
+#include "sim/config/scenario.h"
 #include "sim/trace.h"
 
 namespace sim {

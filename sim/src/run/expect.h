@@ -6,7 +6,7 @@
 
 #include "run/failure.h"
 #include "sim/runner.h"
-#include "sim/scenario.h"
+#include "sim/config/scenario.h"
 
 namespace sim {
 

@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <sstream>
 
-#include "sim/units.h"
+#include "sim/config/units.h"
 
 namespace sim {
 

@@ -7,7 +7,7 @@
 
 #include "sim/driver.h"
 #include "sim/runner.h"
-#include "sim/scenario.h"
+#include "sim/config/scenario.h"
 
 namespace sim {
 

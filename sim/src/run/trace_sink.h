@@ -8,7 +8,7 @@
 #include "models/machine.h"
 #include "models/network.h"
 #include "sim/runner.h"
-#include "sim/scenario.h"
+#include "sim/config/scenario.h"
 #include "sim/trace.h"
 
 namespace sim {
