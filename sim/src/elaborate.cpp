@@ -7,7 +7,7 @@ Elaboration::Elaboration(const Topology& t, const models::NetParams& netp, bool 
   for (const auto& npu : t.npus) {
     models::NpuParams p = npu.params;
     p.hbm.store_bytes = store_bytes;
-    machine.add_npu(p);
+    machine.add_npu(p, npu.name);  // the one name of the device (docs/trace-schema.md)
   }
   hccs_link.assign(t.links.size(), ~0u);
   for (std::size_t k = 0; k < t.links.size(); ++k) {

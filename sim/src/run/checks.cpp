@@ -31,7 +31,7 @@ void Cluster::record_check(std::uint32_t r, std::uint32_t s, std::uint32_t rep, 
   }
   if (trace_) trace_->check(r, s, rep, cr.ok(), cr.mismatches, cr.detail);
   driver_->note(r, cr.ok() ? 2 : 0,
-                std::string(cr.ok() ? "[HCSIM_INFO]" : "[HCSIM_ERR]") + " Rank" + std::to_string(r) + " step " + std::to_string(s) +
+                std::string(cr.ok() ? "[HCSIM_INFO]" : "[HCSIM_ERR]") + " rank " + std::to_string(r) + " step " + std::to_string(s) +
                     " rep " + std::to_string(rep) + " " + w.op + " check " + (cr.ok() ? "passed" : "FAILED: " + cr.detail) + " (" +
                     std::to_string(count) + " elements)");
 }

@@ -214,9 +214,9 @@ std::string SimDriver::stuck_report(std::uint32_t s) const {
   m_.mmio_read(npu, models::npu_regs::stream_reg(s, models::npu_regs::kSqHead), &head);
   m_.mmio_read(npu, models::npu_regs::stream_reg(s, models::npu_regs::kCqTail), &cq);
   char b[256];
-  std::snprintf(b, sizeof b, "stream %u of npu%u: SQ tail %llu, SQ head %llu, CQ tail %llu", s, npu, (unsigned long long)tail,
-                (unsigned long long)head, (unsigned long long)cq);
-  std::string out = b;
+  std::snprintf(b, sizeof b, ": SQ tail %llu, SQ head %llu, CQ tail %llu", (unsigned long long)tail, (unsigned long long)head,
+                (unsigned long long)cq);
+  std::string out = "stream " + std::to_string(s) + " of " + m_.npu_name(npu) + b;
   if (const models::Task* t = m_.stream_head(s)) {
     out += std::string("; blocked in ") + models::task_kind_name(t->kind);
     if (t->kind == models::TaskKind::NotifyWait) {
@@ -323,8 +323,9 @@ void SimDriver::on_interrupt(std::uint32_t npu, std::uint64_t) {
   if (status & 2) what += " link event";
   if (status & 4) what += " notify overflow";
   char b[96];
-  std::snprintf(b, sizeof b, "[HCSIM_DEBUG] npu%u interrupt: INT_STATUS 0x%llx (", npu, static_cast<unsigned long long>(status));
-  note(npu < npu_rank_.size() ? npu_rank_[npu] : 0, 3, std::string(b) + (what.empty() ? std::string() : what.substr(1)) + ")");
+  std::snprintf(b, sizeof b, " interrupt: INT_STATUS 0x%llx (", static_cast<unsigned long long>(status));
+  note(npu < npu_rank_.size() ? npu_rank_[npu] : 0, 3,
+       "[HCSIM_DEBUG] " + m_.npu_name(npu) + b + (what.empty() ? std::string() : what.substr(1)) + ")");
   m_.mmio_write(npu, models::npu_regs::kIntStatus, status);  // acknowledge: write 1 to clear
 }
 
@@ -338,7 +339,7 @@ void SimDriver::on_sq_space(std::uint32_t s) {
 
 void SimDriver::on_task_error(std::uint32_t s, const std::string& why) {
   std::uint32_t npu = m_.stream_npu(s);
-  log(npu, 0, "[HCSIM_ERR] npu" + std::to_string(npu) + " (rank " + std::to_string(npu_rank_[npu]) + ") stream " + std::to_string(s) +
+  log(npu, 0, "[HCSIM_ERR] " + m_.npu_name(npu) + " (rank " + std::to_string(npu_rank_[npu]) + ") stream " + std::to_string(s) +
                   " task failed: " + why);
 }
 
