@@ -2,7 +2,9 @@
 # Fails when hcomm/ includes SystemC/TLM or anything from sim/ or models/, when libhcomm contains
 # or needs SystemC symbols, when models/ includes hcomm/, SystemC or sim/, when the rooms of
 # models/ include each other's internals or form an include cycle, when hcomm/src calls the Driver
-# outside driver_port.cpp, or when an hcomm/src room includes a room above it.
+# outside driver_port.cpp, when an hcomm/src room includes a room above it, when sim/'s loaders
+# (sim/src/config/) reach SystemC, the shell or the runner, or when sim/ constructs models
+# anywhere but sim/src/elaborate.cpp.
 # Usage: layering_test.sh SRC LIBHCOMM
 set -u
 SRC=$1
@@ -89,6 +91,32 @@ done
 if ! printf '%s' "$edges" | sort -u | tsort >/dev/null 2>&1; then
   echo "include cycle between models rooms:"; printf '%s' "$edges" | sort -u; bad=1
 fi
+
+# sim/ (docs/architecture.md#sim): the loaders (sim/src/config/, sim/include/sim/config/) are
+# plain C++ — no SystemC or TLM, not even through the headers they include, and nothing from the
+# shell (sim/src/shell/, kernel.h, driver.h, npu_tlm.h), elaboration or the runner.
+sim_reach() {  # print every sim/ or models/ header reachable from file $1 (and its SystemC includes)
+  local todo=("$1") seen=" " f inc
+  while [ ${#todo[@]} -gt 0 ]; do
+    f=${todo[0]}; todo=("${todo[@]:1}")
+    sed -nE 's/^\s*#\s*include\s*<((systemc|tlm|sysc\/)[^>]*)>.*/\1/p' "$f"
+    for inc in $(sed -nE 's/^\s*#\s*include\s*"((sim|models)\/[^"]+)".*/\1/p' "$f"); do
+      [[ "$seen" == *" $inc "* ]] && continue
+      seen="$seen$inc "; echo "$inc"
+      for dir in "$SRC/sim/include" "$SRC/models/include"; do [ -f "$dir/$inc" ] && todo+=("$dir/$inc"); done
+    done
+  done
+}
+for f in "$SRC/sim/src/config"/* "$SRC/sim/include/sim/config"/*; do
+  hits=$(sim_reach "$f" | grep -E '^(systemc|tlm|sysc/)|^sim/(kernel|driver|npu_tlm|runner|device_heap)\.h$' || true)
+  hits2=$(grep -nE '#\s*include\s*"(shell|run)/|#\s*include\s*"elaborate\.h"' "$f" || true)
+  if [ -n "$hits$hits2" ]; then echo "$f (a loader) reaches SystemC, the shell or the runner:"; echo "$hits$hits2"; bad=1; fi
+done
+# Only elaboration maps a Topology to models: no other sim/ file adds NPUs, links, switches,
+# hosts or root complexes to a machine or network.
+hits=$(grep -rnE '(\.|->)(add_npu|add_link|add_switch|add_host|add_pcie_switch[a-z_]*|add_root_complex|attach_host|attach_network)\(' \
+         "$SRC/sim" --include='*.cpp' --include='*.h' | grep -vE '^[^:]*/sim/src/elaborate\.cpp:' || true)
+if [ -n "$hits" ]; then echo "models constructed outside sim/src/elaborate.cpp:"; echo "$hits"; bad=1; fi
 
 if [ $bad -eq 0 ]; then echo "1 passed, 0 failed"; else echo "0 passed, 1 failed"; fi
 exit $bad

@@ -7,10 +7,11 @@
 
 namespace models {
 
-std::uint32_t Machine::add_npu(const NpuParams& p) {
+std::uint32_t Machine::add_npu(const NpuParams& p, std::string name) {
   if (p.sdma_engines == 0) throw std::invalid_argument("NPU needs at least one SDMA engine");
   auto n = static_cast<std::uint32_t>(npus_.size());
   npus_.emplace_back(p);
+  npus_.back().name = name.empty() ? "npu" + std::to_string(n) : std::move(name);
   mrs_.emplace_back();
   // Unmasking a bit that is already set signals it (the MSI pending-bit rule).
   npus_.back().regs = std::make_unique<RegisterBlock>(npu_regs::table(), [this, n](std::uint32_t off, std::uint64_t) {
@@ -18,12 +19,12 @@ std::uint32_t Machine::add_npu(const NpuParams& p) {
   });
   npus_.back().regs->hw_write(npu_regs::kNpuId, n);
   // Host PCIe link of this NPU.
-  std::uint32_t l = add_link(LinkKind::Pcie, kHost, n, p.host_link, "host-npu" + std::to_string(n));
+  std::uint32_t l = add_link(LinkKind::Pcie, kHost, n, p.host_link, npus_[n].name + "/host");
   npus_[n].host_link = l;
   npus_[n].h2d[0] = static_cast<int>(links_[l].port_ab);
   npus_[n].d2h[0] = static_cast<int>(links_[l].port_ba);
   // HBM bandwidth as a port (reads and writes share it; no lanes, credits or latency here).
-  const std::uint32_t h = add_link(LinkKind::Hbm, n, n, LinkParams{p.hbm.bandwidth_Bps, 0, 1, 0, 0, 0}, "npu" + std::to_string(n) + "/hbm");
+  const std::uint32_t h = add_link(LinkKind::Hbm, n, n, LinkParams{p.hbm.bandwidth_Bps, 0, 1, 0, 0, 0}, npus_[n].name + "/hbm");
   npus_[n].hbm_port = links_[h].port_ab;
   return n;
 }
@@ -36,7 +37,7 @@ bool Machine::check_range(std::uint64_t addr, std::uint64_t len, std::string& wh
   }
   if (!npus_[addr_npu(addr)].hbm.in_range(addr_offset(addr), len)) {
     why = "access of " + std::to_string(len) + " bytes at offset " + std::to_string(addr_offset(addr)) +
-          " exceeds HBM of npu" + std::to_string(addr_npu(addr));
+          " exceeds HBM of " + npus_[addr_npu(addr)].name;
     return false;
   }
   return true;
@@ -70,7 +71,7 @@ void Machine::crash_npu(std::uint32_t npu) {
   for (std::uint32_t l = 0; l < links_.size(); ++l)
     if ((links_[l].a == npu || links_[l].b == npu) && links_[l].kind != LinkKind::Hbm) set_link_up(l, false);
   for (std::uint32_t s = 0; s < streams_.size(); ++s)
-    if (streams_[s].npu == npu && streams_[s].alive && !streams_[s].q.empty()) fail(s, "npu" + std::to_string(npu) + " crashed");
+    if (streams_[s].npu == npu && streams_[s].alive && !streams_[s].q.empty()) fail(s, npus_[npu].name + " crashed");
 }
 
 void Machine::backdoor_write(std::uint64_t addr, const void* src, std::uint64_t len) {

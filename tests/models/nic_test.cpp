@@ -39,9 +39,9 @@ TEST(Network, IdleWriteMatchesClosedForm) {
   }
 }
 
-// DCQCN with DESIGN.md's defaults (Kmin 5 KB, Kmax 200 KB, Pmax 1 %, g 1/256, 55 us timers, 10 MB
-// byte counter, AI 40 Mb/s), 4 KiB MTU: N flows into one 100 Gb/s port converge to fair shares
-// with a bounded queue. Converged = from this 5 ms window on, every window has Jain >= 0.95 and
+// DCQCN with the defaults of docs/models/roce-nic.md and docs/models/ethernet-switch.md (Kmin 5 KB,
+// Kmax 200 KB, Pmax 1 %, g 1/256, 55 us timers, 10 MB byte counter, AI 40 Mb/s), 4 KiB MTU: N
+// flows into one 100 Gb/s port converge to fair shares with a bounded queue. Converged = from this 5 ms window on, every window has Jain >= 0.95 and
 // the bottleneck >= 90 % busy.
 // The chunk tier (64 KiB units, its default) runs the same DCQCN on units: a unit is marked if any
 // of its packets would be, on the queue packets paced at the senders' rates would build. Measured

@@ -43,7 +43,10 @@ class Machine final : public EventHandler, public NetworkListener {
   void set_listener(MachineListener* l) { listener_ = l; }
 
   // ---- composition (machine.cpp) ----
-  std::uint32_t add_npu(const NpuParams& p);
+  /// `name`: how logs, errors and link names call the device (the topology's name, e.g.
+  /// "node1/npu2"); empty: "npu<index>". Its host PCIe link is "<name>/host", its HBM port "<name>/hbm".
+  std::uint32_t add_npu(const NpuParams& p, std::string name = {});
+  const std::string& npu_name(std::uint32_t n) const { return npus_[n].name; }
   std::uint32_t npu_count() const { return static_cast<std::uint32_t>(npus_.size()); }
   const NpuParams& npu_params(std::uint32_t n) const { return npus_[n].params; }
   SparseMemory& hbm(std::uint32_t n) { return npus_[n].hbm; }

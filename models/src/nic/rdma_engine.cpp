@@ -34,7 +34,7 @@ void Machine::start_rdma(std::uint32_t s, const Task& t) {
   std::string why;
   if (t.target >= npus_.size()) { fail(s, "RDMA write to unknown npu " + std::to_string(t.target)); return; }
   if (!has_nic(me) || !has_nic(t.target)) {
-    fail(s, "no RoCE path from npu" + std::to_string(me) + " to npu" + std::to_string(t.target) + " (no NIC or no network)");
+    fail(s, "no RoCE path from " + npus_[me].name + " to " + npus_[t.target].name + " (no NIC or no network)");
     return;
   }
   if (t.bytes) {

@@ -18,7 +18,7 @@ void Machine::notify_record_task(std::uint32_t s, const Task& t) {
   if (t.target >= npus_.size()) { fail(s, "notify record to unknown npu " + std::to_string(t.target)); return; }
   const Route rt = route(st.npu, t.target);
   if (!rt.ok() || !ports_[rt.p1].up || (rt.p2 >= 0 && !ports_[rt.p2].up)) {
-    fail(s, "no HCCS or PCIe path from npu" + std::to_string(st.npu) + " to npu" + std::to_string(t.target));
+    fail(s, "no HCCS or PCIe path from " + npus_[st.npu].name + " to " + npus_[t.target].name);
     return;
   }
   // A 4-byte register write, posted: the task completes when it has left.
@@ -42,7 +42,7 @@ void Machine::notify_wait_task(std::uint32_t s, const Task& t) {
   const auto& st = streams_[s];
   NpuState& me = npus_[st.npu];
   const int r = bind_notify(st.npu, t.key);
-  if (r < 0) { fail(s, "notify wait: all " + std::to_string(me.params.notify_regs) + " notify registers of npu" + std::to_string(st.npu) + " are in use"); return; }
+  if (r < 0) { fail(s, "notify wait: all " + std::to_string(me.params.notify_regs) + " notify registers of " + npus_[st.npu].name + " are in use"); return; }
   NotifyReg& n = me.nregs[static_cast<std::uint32_t>(r)];
   if (n.count > 0) {
     --n.count;

@@ -43,7 +43,7 @@ void Machine::start_transfer(std::uint32_t s, const Task& t) {
     if (sn != dn) {
       const Route rt = route(sn, dn);
       if (!rt.ok()) {
-        fail(s, "no HCCS link or PCIe switch between npu" + std::to_string(sn) + " and npu" + std::to_string(dn));
+        fail(s, "no HCCS link or PCIe switch between " + npus_[sn].name + " and " + npus_[dn].name);
         return;
       }
       x.port = rt.p1;

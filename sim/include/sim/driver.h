@@ -12,7 +12,8 @@
 
 #include "hcomm/driver.h"
 #include "models/machine.h"
-#include "sim/topology.h"
+#include "sim/device_heap.h"
+#include "sim/config/topology.h"
 #include "sim/trace.h"
 
 namespace sim {
@@ -81,18 +82,13 @@ class SimDriver final : public hcomm::Driver, public models::MachineListener {
   void on_interrupt(std::uint32_t npu, std::uint64_t pending) override;
 
  private:
-  struct Heap {  // device memory allocator: first fit over a free list, 512-byte granules
-    std::uint64_t capacity = 0, top = 0;
-    std::map<std::uint64_t, std::uint64_t> used;  // offset -> bytes
-    std::map<std::uint64_t, std::uint64_t> free;  // offset -> bytes
-  };
   std::int64_t current_rank();
   std::string stuck_report(std::uint32_t stream) const;
   models::Machine& m_;
   const Topology& topo_;
   Trace* trace_;
   bool echo_;
-  std::vector<Heap> heaps_;
+  std::vector<DeviceHeap> heaps_;  // one per device
   std::vector<std::uint32_t> npu_rank_;
   std::vector<std::uint64_t> sq_tail_;  // shadow of each stream's SQ tail doorbell
   std::unordered_map<std::string, std::uint32_t> proc_rank_;

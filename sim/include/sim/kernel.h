@@ -1,4 +1,4 @@
-// SystemC shell of the fabric (DESIGN.md §3): one SC_METHOD owns the flat event queue of plain
+// SystemC shell of the fabric (docs/architecture.md#sim): one SC_METHOD owns the flat event queue of plain
 // records and re-arms itself with one sc_event at the queue head. Models never touch the kernel.
 #pragma once
 #include <systemc>

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/scenario.h"
+#include "sim/config/scenario.h"
 
 namespace sim {
 

@@ -1,27 +1,4 @@
-// Parsing of unit strings in topology and scenario files: "28GB/s", "200Gb/s", "1.6TB/s",
-// "64GiB", "256MiB", "500ns", "0.5us", "2ms". Decimal prefixes are powers of 1000, binary (Ki, Mi,
-// Gi, Ti) powers of 1024; "B" is bytes and "b" bits. Results are exact integers (bytes/s, bytes,
-// picoseconds): a value that is not a whole number of units within a relative 1e-6 (decimal
-// fractions such as "1.1KB" are not exact in binary floating point) is an error, never rounded
-// silently ("1b/s" is 0.125 B/s, "0.1ps" is 0.1 ps). Values of 2^63 units or more are errors.
-// Bandwidths must lie in [1 KB/s, 1 PB/s]: below, one transfer of the largest workload size would
-// take longer than the simulated clock (64-bit picoseconds) can count.
+// Umbrella kept for tools/ and tests/: the loader header is sim/config/units.h
+// (docs/architecture.md#sim).
 #pragma once
-#include <cstdint>
-#include <optional>
-#include <string>
-
-namespace sim {
-
-constexpr double kUnitRelTolerance = 1e-6;       ///< how far from a whole unit a value may be
-constexpr double kMinBandwidthBps = 1e3;         ///< 1 KB/s
-constexpr double kMaxBandwidthBps = 1e15;        ///< 1 PB/s
-
-/// Each returns nullopt and sets `why` on malformed input, negative values or overflow.
-std::optional<std::uint64_t> parse_bandwidth(const std::string& s, std::string* why);  ///< bytes/s
-std::optional<std::uint64_t> parse_size(const std::string& s, std::string* why);       ///< bytes
-std::optional<std::uint64_t> parse_duration(const std::string& s, std::string* why);   ///< picoseconds
-
-std::string format_bytes(std::uint64_t b);  ///< "64 MiB", "1.5 KiB", "12 B"
-
-}  // namespace sim
+#include "sim/config/units.h"

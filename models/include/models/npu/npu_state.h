@@ -34,6 +34,7 @@ struct EventReg {
 };
 
 struct NpuState {
+  std::string name;  ///< the one name of the device in logs, errors and link names (the topology's)
   NpuParams params;
   SparseMemory hbm;
   std::vector<Tick> sdma_busy;

@@ -10,8 +10,8 @@
 #include <boost/graph/adjacency_list.hpp>
 #include <boost/graph/push_relabel_max_flow.hpp>
 
-#include "sim/topology.h"
-#include "sim/units.h"
+#include "sim/config/topology.h"
+#include "sim/config/units.h"
 
 namespace sim {
 

@@ -1,4 +1,4 @@
-#include "sim/json_reader.h"
+#include "sim/config/json_reader.h"
 
 #include <sys/stat.h>
 
@@ -7,7 +7,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "sim/units.h"
+#include "sim/config/units.h"
 
 namespace sim {
 

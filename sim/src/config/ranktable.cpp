@@ -2,7 +2,7 @@
 #include <map>
 #include <set>
 
-#include "sim/topology.h"
+#include "sim/config/topology.h"
 
 namespace sim {
 

@@ -1,4 +1,4 @@
-#include "sim/units.h"
+#include "sim/config/units.h"
 
 #include <cctype>
 #include <cmath>

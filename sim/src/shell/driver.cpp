@@ -8,7 +8,7 @@ using hcomm::DrvStatus;
 
 SimDriver::SimDriver(models::Machine& m, const Topology& t, Trace* trace, bool echo)
     : m_(m), topo_(t), trace_(trace), echo_(echo), heaps_(m.npu_count()), phase_(t.rank_to_npu.size(), {0, 0}) {
-  for (std::uint32_t i = 0; i < m.npu_count(); ++i) heaps_[i].capacity = m.npu_params(i).hbm.capacity_bytes;
+  for (std::uint32_t i = 0; i < m.npu_count(); ++i) heaps_[i] = DeviceHeap(m.npu_params(i).hbm.capacity_bytes);
   npu_rank_.assign(t.npus.size(), ~0u);  // NPUs without a rank (a subset run) map to ~0
   for (std::uint32_t r = 0; r < t.rank_to_npu.size(); ++r) npu_rank_[t.rank_to_npu[r]] = r;
   // Driver load: register each rank's descriptor in its NPU's configuration space.
@@ -83,48 +83,23 @@ hcomm::PairLink SimDriver::pair_link(std::uint32_t a, std::uint32_t b) {
 }
 
 std::uint64_t SimDriver::device_memory_size(std::uint32_t device) {
-  return device < heaps_.size() ? heaps_[device].capacity : 0;
+  return device < heaps_.size() ? heaps_[device].capacity() : 0;
 }
 
 DrvStatus SimDriver::mem_alloc(std::uint32_t device, std::uint64_t bytes, std::uint64_t* addr) {
   if (device >= heaps_.size() || !addr || bytes == 0) return DrvStatus::Invalid;
-  Heap& h = heaps_[device];
-  const std::uint64_t need = (bytes + 511) & ~511ULL;
-  if (need < bytes) return DrvStatus::NoMemory;
-  for (auto it = h.free.begin(); it != h.free.end(); ++it) {
-    if (it->second < need) continue;
-    std::uint64_t off = it->first, left = it->second - need;
-    h.free.erase(it);
-    if (left) h.free[off + need] = left;
-    h.used[off] = need;
-    *addr = models::npu_base_addr(device) + off;
-    return DrvStatus::Ok;
+  std::uint64_t off = 0;
+  switch (heaps_[device].alloc(bytes, &off)) {
+    case DeviceHeap::Status::Ok: *addr = models::npu_base_addr(device) + off; return DrvStatus::Ok;
+    case DeviceHeap::Status::NoMemory: return DrvStatus::NoMemory;
+    case DeviceHeap::Status::Invalid: break;
   }
-  if (need > h.capacity - h.top) return DrvStatus::NoMemory;
-  std::uint64_t off = h.top;
-  h.top += need;
-  h.used[off] = need;
-  *addr = models::npu_base_addr(device) + off;
-  return DrvStatus::Ok;
+  return DrvStatus::Invalid;
 }
 
 DrvStatus SimDriver::mem_free(std::uint32_t device, std::uint64_t addr) {
   if (device >= heaps_.size() || models::addr_npu(addr) != device) return DrvStatus::Invalid;
-  Heap& h = heaps_[device];
-  auto it = h.used.find(models::addr_offset(addr));
-  if (it == h.used.end()) return DrvStatus::Invalid;
-  std::uint64_t off = it->first, len = it->second;
-  h.used.erase(it);
-  // Coalesce with neighbours.
-  auto nx = h.free.lower_bound(off);
-  if (nx != h.free.end() && off + len == nx->first) { len += nx->second; nx = h.free.erase(nx); }
-  if (nx != h.free.begin()) {
-    auto pv = std::prev(nx);
-    if (pv->first + pv->second == off) { off = pv->first; len += pv->second; h.free.erase(pv); }
-  }
-  if (off + len == h.top) h.top = off;
-  else h.free[off] = len;
-  return DrvStatus::Ok;
+  return heaps_[device].free(models::addr_offset(addr)) == DeviceHeap::Status::Ok ? DrvStatus::Ok : DrvStatus::Invalid;
 }
 
 DrvStatus SimDriver::mr_register(std::uint32_t device, std::uint64_t addr, std::uint64_t bytes, std::uint32_t access,
@@ -239,9 +214,9 @@ std::string SimDriver::stuck_report(std::uint32_t s) const {
   m_.mmio_read(npu, models::npu_regs::stream_reg(s, models::npu_regs::kSqHead), &head);
   m_.mmio_read(npu, models::npu_regs::stream_reg(s, models::npu_regs::kCqTail), &cq);
   char b[256];
-  std::snprintf(b, sizeof b, "stream %u of npu%u: SQ tail %llu, SQ head %llu, CQ tail %llu", s, npu, (unsigned long long)tail,
-                (unsigned long long)head, (unsigned long long)cq);
-  std::string out = b;
+  std::snprintf(b, sizeof b, ": SQ tail %llu, SQ head %llu, CQ tail %llu", (unsigned long long)tail, (unsigned long long)head,
+                (unsigned long long)cq);
+  std::string out = "stream " + std::to_string(s) + " of " + m_.npu_name(npu) + b;
   if (const models::Task* t = m_.stream_head(s)) {
     out += std::string("; blocked in ") + models::task_kind_name(t->kind);
     if (t->kind == models::TaskKind::NotifyWait) {
@@ -348,8 +323,9 @@ void SimDriver::on_interrupt(std::uint32_t npu, std::uint64_t) {
   if (status & 2) what += " link event";
   if (status & 4) what += " notify overflow";
   char b[96];
-  std::snprintf(b, sizeof b, "[HCSIM_DEBUG] npu%u interrupt: INT_STATUS 0x%llx (", npu, static_cast<unsigned long long>(status));
-  note(npu < npu_rank_.size() ? npu_rank_[npu] : 0, 3, std::string(b) + (what.empty() ? std::string() : what.substr(1)) + ")");
+  std::snprintf(b, sizeof b, " interrupt: INT_STATUS 0x%llx (", static_cast<unsigned long long>(status));
+  note(npu < npu_rank_.size() ? npu_rank_[npu] : 0, 3,
+       "[HCSIM_DEBUG] " + m_.npu_name(npu) + b + (what.empty() ? std::string() : what.substr(1)) + ")");
   m_.mmio_write(npu, models::npu_regs::kIntStatus, status);  // acknowledge: write 1 to clear
 }
 
@@ -363,7 +339,7 @@ void SimDriver::on_sq_space(std::uint32_t s) {
 
 void SimDriver::on_task_error(std::uint32_t s, const std::string& why) {
   std::uint32_t npu = m_.stream_npu(s);
-  log(npu, 0, "[HCSIM_ERR] npu" + std::to_string(npu) + " (rank " + std::to_string(npu_rank_[npu]) + ") stream " + std::to_string(s) +
+  log(npu, 0, "[HCSIM_ERR] " + m_.npu_name(npu) + " (rank " + std::to_string(npu_rank_[npu]) + ") stream " + std::to_string(s) +
                   " task failed: " + why);
 }
 

@@ -1,0 +1,85 @@
+// Scenario files (docs/scenario-format.md): a topology, a workload run by every rank through the
+// public hcomm API, faults, and expectations that decide the exit code.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "models/network.h"
+#include "models/reduce.h"
+#include "sim/counters.h"  // counter_names(): what expect/counters_min|max may name
+#include "sim/config/json_reader.h"
+#include "sim/config/topology.h"
+
+namespace sim {
+
+struct WorkloadStep {
+  std::string op;             ///< "allreduce", "sendrecv" or "incast" (one-sided RDMA writes to one root)
+  std::uint64_t bytes = 0;
+  models::DType dtype = models::DType::Fp32;
+  models::ReduceOp reduce = models::ReduceOp::Sum;
+  std::uint32_t repeat = 1;
+  bool check = true;
+  std::string pattern = "pairs";  ///< sendrecv: "pairs" (r <-> r^1) or "halves" (r <-> r +- n/2)
+  std::uint32_t root = 0;         ///< incast: the rank every sender writes to
+  std::string senders = "all";    ///< incast: "all" other ranks or "remote" (other servers)
+};
+
+/// What a fault does (docs/scenario-format.md#faults); parsed once, at load.
+enum class FaultKind { HbmBitflip, LinkDown, LinkUp, CrcRate, LaneDegrade, DropRate, NicDown, NicUp, RankCrash };
+/// The scenario file's name of a kind ("hbm_bitflip", ...); fault_kind_from is its inverse.
+const char* fault_kind_name(FaultKind k);
+std::optional<FaultKind> fault_kind_from(const std::string& name);
+
+struct Fault {
+  FaultKind kind = FaultKind::HbmBitflip;
+  std::uint32_t rank = 0, step = 0, rep = 0, bit = 0;  ///< hbm_bitflip: where
+  std::uint64_t byte = 0;
+  models::Tick at_ps = 0;     ///< timed faults: when (simulated)
+  std::int64_t link = -1;     ///< HCCS faults: index into topology.links
+  std::int64_t npu = -1;      ///< NIC faults: NPU index
+  double rate = 0;            ///< crc_rate, drop_rate
+  std::uint32_t lanes = 0;    ///< lane_degrade
+  std::string what;           ///< human description for logs
+};
+
+struct Expectations {
+  bool checks_pass = true;
+  bool api_errors = false;    ///< true: the run passes only if some hcomm call fails (fault scenarios)
+  std::optional<double> max_op_time_us;
+  std::optional<double> min_busbw_GBps;
+  std::map<std::string, double> counters_min, counters_max;  ///< hardware counters at the end of the run
+};
+
+
+/// Network granularity (docs/scenario-format.md /fidelity): chunk is the default.
+constexpr std::uint32_t kDefaultChunkBytes = 64 * 1024;
+/// Set `p` to a tier: "packet", "chunk" (units of chunk_bytes) or "flow"; false for other names.
+bool set_fidelity(models::NetParams& p, const std::string& tier, std::uint32_t chunk_bytes = kDefaultChunkBytes);
+inline models::NetParams default_net() {
+  models::NetParams p;
+  set_fidelity(p, "chunk");
+  return p;
+}
+
+struct Scenario {
+  std::string file, name, description, topology_path;
+  Topology topology;
+  std::uint64_t seed = 1;
+  bool store_bytes = true;    ///< payload "real" (bytes checked) or "timing" (no bytes stored)
+  models::NetParams net = default_net();  ///< RoCE network parameters (scenario "fidelity", "network")
+  std::map<std::string, std::string> hcomm_env;  ///< HCOMM_* variables set for the run
+  std::vector<WorkloadStep> workload;
+  std::vector<Fault> faults;
+  Expectations expect;
+  std::vector<std::string> warnings;  ///< "file: /pointer: warning: ..." (e.g. an HCOMM_* name hcomm does not read)
+};
+
+/// Load and validate; on failure nullopt with every problem in `errors`. Warnings (not errors) go to
+/// `warnings` when given, and to Scenario::warnings.
+std::optional<Scenario> load_scenario(const std::string& path, std::vector<std::string>* errors,
+                                      std::vector<std::string>* warnings = nullptr);
+
+}  // namespace sim

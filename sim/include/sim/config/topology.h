@@ -1,0 +1,105 @@
+// Cluster descriptions (docs/topology-format.md): servers of Ascend NPUs (HCCS, PCIe switch, one
+// RoCE NIC per NPU), Ethernet/PCIe switches and typed links, written explicitly or generated
+// (server groups, Clos fabrics); loaded strictly from JSON and validated as a graph.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "models/machine.h"
+#include "sim/config/json_reader.h"
+
+namespace sim {
+
+struct NpuSpec {
+  std::string name;          ///< "server0/npu3"
+  std::uint32_t server = 0, device_id = 0;
+  models::NpuParams params;
+  std::uint64_t nic_Bps = 0; ///< integrated RoCE NIC line rate, bytes/s (0: none)
+  std::uint32_t device_ip = 0;
+};
+
+enum class SwitchKind : std::uint8_t { Ethernet, Pcie };
+
+struct SwitchSpec {
+  std::string name;
+  SwitchKind kind = SwitchKind::Ethernet;
+  std::uint32_t ports = 0;
+  std::uint64_t port_Bps = 0;
+  models::Tick latency_ps = 0;
+  std::uint64_t buffer_bytes = 0;
+  std::uint32_t tier = 1;            ///< 1 leaf, 2 spine, 3 core (Ethernet); 0 PCIe
+  std::int64_t server = -1;          ///< a PCIe switch inside a server
+};
+
+enum class LinkType : std::uint8_t { Hccs, Pcie, Roce };
+const char* link_type_name(LinkType t);
+
+struct Endpoint {
+  bool is_switch = false;
+  std::uint32_t index = 0;  ///< NPU or switch index
+  std::uint32_t port = 0;   ///< switch port; for NPUs: 0 NIC/PCIe, HCCS uses the peer's device id
+};
+
+struct LinkSpec {
+  std::string name;
+  LinkType type = LinkType::Hccs;
+  Endpoint a, b;
+  models::LinkParams params;
+};
+
+struct ServerSpec {
+  std::string name, type;
+  std::uint32_t host_ip = 0;
+  std::vector<std::uint32_t> npus;  ///< NPU indices in device-id order
+  std::int64_t pcie_switch = -1;
+  std::uint64_t root_complex_Bps = 750ULL * 1000 * 1000 * 1000;  ///< host memory behind the root complex, per direction (pcie/root_complex)
+  models::Tick root_complex_latency_ps = 0;                      ///< added to host DMA (pcie/root_complex_latency)
+};
+
+struct FabricInfo {
+  std::string type;  ///< "" when no generator was used, else "clos"
+  std::uint32_t tiers = 0, radix = 0, down = 0, up = 0;
+  bool rail_optimized = false;
+};
+
+struct Topology {
+  std::string file, name, description;
+  std::vector<ServerSpec> servers;
+  std::vector<NpuSpec> npus;
+  std::vector<SwitchSpec> switches;
+  std::vector<LinkSpec> links;
+  std::vector<std::uint32_t> rank_to_npu;  ///< rank r runs on npus[rank_to_npu[r]]
+  FabricInfo fabric;
+  std::string rank_table;                  ///< imported rank table file, if any
+  bool has_network() const;
+};
+
+/// Load and validate; on failure returns nullopt with every problem in `d`.
+std::optional<Topology> load_topology(const std::string& path, Diagnostics& d);
+/// Validate an already-parsed document. `base_dir` resolves a relative rank_table path.
+std::optional<Topology> topology_from_json(const json& j, Diagnostics& d, const std::string& base_dir = "");
+
+// ---- analysis (hcsim topo) ----
+struct TopologySummary {
+  std::size_t servers = 0, npus = 0, eth_switches = 0, pcie_switches = 0;
+  std::size_t hccs_links = 0, pcie_links = 0, roce_links = 0;
+  std::size_t switches_by_tier[4] = {0, 0, 0, 0};
+  double bisection_Bps = 0;   ///< max flow from the first half of the ranks to the second, per direction
+  std::uint32_t diameter = 0; ///< hops between the farthest pair of NPUs
+};
+TopologySummary summarize(const Topology& t);
+std::string format_summary(const Topology& t, const TopologySummary& s);
+/// Graphviz DOT / self-contained SVG; layouts with more than `max_nodes` nodes are collapsed
+/// (servers with the same switches, switches with the same neighbours) so large pictures stay readable.
+std::string to_dot(const Topology& t, std::size_t max_nodes = 64);
+std::string to_svg(const Topology& t, std::size_t max_nodes = 64);
+
+// ---- Ascend rank tables ----
+/// Export rank table "1.0" or "1.2" for the topology's current rank order.
+json export_rank_table(const Topology& t, const std::string& version);
+/// Validate a rank table as HCCL does and apply its rank order to `t`. Errors go to `d`.
+bool import_rank_table(const json& rt, Topology& t, Diagnostics& d);
+
+}  // namespace sim

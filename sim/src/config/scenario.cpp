@@ -1,0 +1,70 @@
+// The scenario loader (docs/scenario-format.md): the document's top level, then one reader per
+// part (scenario_readers.h), the topology, and the checks that need it.
+#include "sim/config/scenario.h"
+
+#include "scenario_readers.h"
+
+namespace sim {
+namespace {
+
+std::string dir_of(const std::string& p) {
+  auto k = p.find_last_of('/');
+  return k == std::string::npos ? "" : p.substr(0, k + 1);
+}
+
+}  // namespace
+
+using namespace scenario_detail;
+
+std::optional<Scenario> load_scenario(const std::string& path, std::vector<std::string>* errors, std::vector<std::string>* warnings) {
+  Diagnostics d(path);
+  auto finish = [&]() -> std::optional<Scenario> {
+    *errors = d.messages();
+    if (warnings) *warnings = d.warnings();
+    return std::nullopt;
+  };
+  auto j = read_json_file(path, d);
+  if (!j) return finish();
+  ObjectReader top(*j, "", d, {"format", "version", "name", "description", "topology", "seed", "payload", "fidelity", "network", "hcomm_env", "workload", "faults", "expect"});
+  if (!top.valid()) return finish();
+  Scenario sc;
+  sc.file = path;
+  auto fmt = top.str("format", true);
+  if (fmt && *fmt != "hcsim-scenario") d.error(top.child("format"), "expected \"hcsim-scenario\", got \"" + *fmt + "\"");
+  top.uint("version", true, 1, 1);
+  sc.name = top.str("name", true).value_or("");
+  sc.description = top.str("description", false).value_or("");
+  sc.seed = top.uint("seed", false, 0, ~0ULL).value_or(1);
+  if (auto p = top.str("payload", false)) {
+    if (*p == "real") sc.store_bytes = true;
+    else if (*p == "timing") sc.store_bytes = false;
+    else d.error(top.child("payload"), "expected \"real\" or \"timing\", got \"" + *p + "\"");
+  }
+  if (auto t = top.str("topology", true)) sc.topology_path = (!t->empty() && (*t)[0] == '/') ? *t : dir_of(path) + *t;
+
+  read_network(top, sc, d);
+  read_hcomm_env(top, sc, d);
+  const json* wl = read_workload(top, sc, d);
+  std::vector<PendingRef> refs;  // device names resolved once the topology is loaded
+  read_faults(top, wl, sc, d, refs);
+  read_expect(top, sc, d);
+  if (!d.ok()) return finish();
+  Diagnostics td(sc.topology_path);
+  auto topo = load_topology(sc.topology_path, td);
+  if (!topo) {
+    *errors = td.messages();
+    errors->insert(errors->begin(), path + ": /topology: topology file is invalid");
+    if (warnings) *warnings = d.warnings();
+    return std::nullopt;
+  }
+  sc.topology = std::move(*topo);
+  resolve_faults(refs, sc, d);
+  check_workload(sc, d);
+  if (!d.ok()) return finish();
+  sc.warnings = d.warnings();
+  if (warnings) *warnings = d.warnings();
+  return sc;
+}
+
+}  // namespace sim
+

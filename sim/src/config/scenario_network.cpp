@@ -1,0 +1,84 @@
+// Scenario "fidelity" and "network" (docs/scenario-format.md): the RoCE network's tier and parameters.
+#include "scenario_readers.h"
+
+namespace sim {
+
+bool set_fidelity(models::NetParams& p, const std::string& tier, std::uint32_t chunk_bytes) {
+  if (tier == "packet") { p.flow = false; p.unit_bytes = 0; }
+  else if (tier == "chunk") { p.flow = false; p.unit_bytes = chunk_bytes; }
+  else if (tier == "flow") { p.flow = true; p.unit_bytes = 0; }  // no queues, ECN, DCQCN, PFC
+  else return false;
+  return true;
+}
+
+namespace scenario_detail {
+
+void read_network(const ObjectReader& top, Scenario& sc, Diagnostics& d) {
+  sc.net.seed = sc.seed;
+  // Fidelity tier: the same inputs at packet granularity (4 KiB MTU), chunk granularity (the
+  // default: units of network/chunk bytes on the same mechanism) or as fluid flows.
+  const std::string tier = top.str("fidelity", false).value_or("chunk");
+  if (!set_fidelity(sc.net, tier)) d.error(top.child("fidelity"), "expected \"packet\", \"chunk\" or \"flow\", got \"" + tier + "\"");
+  if (const json* nj = top.get("network", false)) {
+    ObjectReader n(*nj, top.child("network"), d, {"mtu", "chunk", "ecmp_hash", "ack_every", "nic_latency", "timeout_exp", "retry_count", "drop_rate", "dcqcn", "ecn", "pfc"});
+    models::NetParams& p = sc.net;
+    if (auto v = n.size("mtu", false)) { if (*v < 256 || *v > 9216) d.error(n.child("mtu"), "MTU must be 256 B .. 9216 B (jumbo frames)"); else p.mtu = static_cast<std::uint32_t>(*v); }
+    if (auto v = n.size("chunk", false)) {
+      if (tier != "chunk") d.error(n.child("chunk"), "a chunk size needs \"fidelity\": \"chunk\"");
+      else if (*v < 64 * 1024 || *v > (1u << 20)) d.error(n.child("chunk"), "chunk must be 64 KiB .. 1 MiB");
+      else p.unit_bytes = static_cast<std::uint32_t>(*v);
+    }
+    if (auto v = n.str("ecmp_hash", false)) {
+      if (*v == "5-tuple") p.ecmp_hash = models::EcmpHash::FiveTuple;
+      else if (*v == "src-dst") p.ecmp_hash = models::EcmpHash::SrcDst;
+      else d.error(n.child("ecmp_hash"), "expected \"5-tuple\" or \"src-dst\", got \"" + *v + "\"");
+    }
+    if (auto v = n.uint("ack_every", false, 1, 1024)) p.ack_every = static_cast<std::uint32_t>(*v);
+    if (auto v = n.duration("nic_latency", false)) {
+      if (*v > models::kPsPerSec) d.error(n.child("nic_latency"), "latency above 1 s");
+      else p.nic_latency_ps = *v;
+    }
+    if (auto v = n.uint("timeout_exp", false, 0, 31)) p.timeout_exp = static_cast<std::uint32_t>(*v);
+    if (auto v = n.uint("retry_count", false, 0, 7)) p.retry_count = static_cast<std::uint32_t>(*v);
+    if (auto v = n.number("drop_rate", false, 0, 1)) p.drop_rate = *v;
+    if (const json* dj = n.get("dcqcn", false)) {
+      ObjectReader q(*dj, n.child("dcqcn"), d, {"enabled", "g", "alpha_timer", "rate_increase_timer", "byte_counter", "fast_recovery_stages", "rai", "rhai", "min_rate", "cnp_interval"});
+      models::DcqcnParams& c = p.dcqcn;
+      if (auto v = q.boolean("enabled", false)) c.enabled = *v;
+      if (auto v = q.number("g", false, 1e-6, 1)) c.g = *v;
+      // Periodic timers of every QP: "0ns" was raised to 1 ps, which schedules a timer event every
+      // picosecond per QP (a run that practically never ends). Periods of 1 us .. 1 s.
+      for (auto [key, field] : {std::pair<const char*, models::Tick*>{"alpha_timer", &c.alpha_timer_ps}, {"rate_increase_timer", &c.rate_increase_timer_ps}})
+        if (auto v = q.duration(key, false)) {
+          if (*v < models::kPsPerUs || *v > models::kPsPerSec) d.error(q.child(key), "timer period must be 1 us .. 1 s");
+          else *field = *v;
+        }
+      if (auto v = q.size("byte_counter", false)) c.byte_counter = std::max<std::uint64_t>(*v, 1);
+      if (auto v = q.uint("fast_recovery_stages", false, 0, 100)) c.fast_recovery_stages = static_cast<std::uint32_t>(*v);
+      if (auto v = q.bandwidth("rai", false)) c.rai_Bps = *v;
+      if (auto v = q.bandwidth("rhai", false)) c.rhai_Bps = *v;
+      if (auto v = q.bandwidth("min_rate", false)) c.min_rate_Bps = *v;
+      if (auto v = q.duration("cnp_interval", false)) c.cnp_interval_ps = *v;
+    }
+    if (const json* ej = n.get("ecn", false)) {
+      ObjectReader e(*ej, n.child("ecn"), d, {"enabled", "mode", "kmin", "kmax", "pmax"});
+      if (auto v = e.boolean("enabled", false)) p.ecn.enabled = *v;
+      if (auto v = e.str("mode", false)) {
+        if (*v == "red") p.ecn.mode = models::EcnParams::Mode::Red;
+        else if (*v == "step") p.ecn.mode = models::EcnParams::Mode::Step;
+        else d.error(e.child("mode"), "expected \"red\" or \"step\", got \"" + *v + "\"");
+      }
+      if (auto v = e.size("kmin", false)) p.ecn.kmin_bytes = *v;
+      if (auto v = e.size("kmax", false)) p.ecn.kmax_bytes = *v;
+      if (auto v = e.number("pmax", false, 0, 1)) p.ecn.pmax = *v;
+      if (p.ecn.kmax_bytes <= p.ecn.kmin_bytes) d.error(e.child("kmax"), "kmax must be larger than kmin");
+    }
+    if (const json* pj = n.get("pfc", false)) {
+      ObjectReader f(*pj, n.child("pfc"), d, {"enabled"});
+      if (auto v = f.boolean("enabled", false)) p.pfc.enabled = *v;
+    }
+  }
+}
+
+}  // namespace scenario_detail
+}  // namespace sim

@@ -1,0 +1,27 @@
+// Internals of the scenario loader (docs/scenario-format.md), one reader per part of the document:
+// scenario_network.cpp (fidelity, network), scenario_workload.cpp (workload, hcomm_env, what the
+// ops need of the layout), scenario_faults.cpp (faults), scenario_expect.cpp (expect). Plain C++.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "sim/config/json_reader.h"
+#include "sim/config/scenario.h"
+
+namespace sim::scenario_detail {
+
+/// A fault naming devices, resolved once the topology is loaded.
+struct PendingRef { std::size_t fault; std::string ptr, a, b, npu; };
+
+void read_network(const ObjectReader& top, Scenario& sc, Diagnostics& d);
+void read_hcomm_env(const ObjectReader& top, Scenario& sc, Diagnostics& d);
+/// The workload array (null if missing or invalid).
+const json* read_workload(const ObjectReader& top, Scenario& sc, Diagnostics& d);
+void read_faults(const ObjectReader& top, const json* wl, Scenario& sc, Diagnostics& d, std::vector<PendingRef>& refs);
+void read_expect(const ObjectReader& top, Scenario& sc, Diagnostics& d);
+/// With the topology loaded: the devices faults name, and the ranks they name.
+void resolve_faults(const std::vector<PendingRef>& refs, Scenario& sc, Diagnostics& d);
+/// With the topology loaded: what each op needs of the layout (so that it fails validation rather than the run).
+void check_workload(Scenario& sc, Diagnostics& d);
+
+}  // namespace sim::scenario_detail

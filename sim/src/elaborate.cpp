@@ -1,0 +1,63 @@
+#include "elaborate.h"
+
+namespace sim {
+
+Elaboration::Elaboration(const Topology& t, const models::NetParams& netp, bool store_bytes, std::uint64_t piece_bytes)
+    : sched("fabric"), machine(sched, piece_bytes) {
+  for (const auto& npu : t.npus) {
+    models::NpuParams p = npu.params;
+    p.hbm.store_bytes = store_bytes;
+    machine.add_npu(p, npu.name);  // the one name of the device (docs/trace-schema.md)
+  }
+  hccs_link.assign(t.links.size(), ~0u);
+  for (std::size_t k = 0; k < t.links.size(); ++k) {
+    const auto& l = t.links[k];
+    if (l.type == LinkType::Hccs) hccs_link[k] = machine.add_link(models::LinkKind::Hccs, l.a.index, l.b.index, l.params, l.name);
+  }
+  // PCIe switches joining NPUs of a server (peer-to-peer DMA), and their links.
+  std::vector<std::uint32_t> pcie_sw(t.switches.size(), ~0u);
+  for (std::size_t i = 0; i < t.switches.size(); ++i)
+    if (t.switches[i].kind == SwitchKind::Pcie) pcie_sw[i] = machine.add_pcie_switch(t.switches[i].name, t.switches[i].latency_ps);
+  for (const auto& l : t.links)
+    if (l.type == LinkType::Pcie && !l.a.is_switch && l.b.is_switch && pcie_sw[l.b.index] != ~0u)
+      machine.add_pcie_switch_link(l.a.index, pcie_sw[l.b.index], l.params, l.name);
+  // One root complex per server carries the host-memory side of its NPUs' host DMA; a server's
+  // PCIe switch reaches it over its upstream port (a link at the switch's port bandwidth).
+  for (const auto& srv : t.servers) {
+    models::LinkParams rp{srv.root_complex_Bps, srv.root_complex_latency_ps, 16, 256, 0, 0};  // no credit limit
+    const std::uint32_t rc = machine.add_root_complex(srv.name + "/root-complex", rp);
+    if (srv.pcie_switch >= 0 && pcie_sw[static_cast<std::size_t>(srv.pcie_switch)] != ~0u) {
+      const auto& sw = t.switches[static_cast<std::size_t>(srv.pcie_switch)];
+      models::LinkParams up = models::NpuParams{}.host_link;
+      up.bandwidth_Bps = sw.port_Bps;
+      up.latency_ps = 0;  // the switch's own latency is charged on the path
+      machine.add_pcie_switch_upstream(pcie_sw[static_cast<std::size_t>(srv.pcie_switch)], rc, up, sw.name + "/upstream");
+    }
+    for (std::uint32_t n : srv.npus) machine.attach_host(n, rc);
+  }
+  if (t.has_network()) build_network(t, netp);
+}
+
+// The RoCE network: one host node per cabled NIC, the topology's Ethernet switches, its links.
+void Elaboration::build_network(const Topology& t, const models::NetParams& p) {
+  net = std::make_unique<models::Network>(sched, p);
+  std::vector<std::uint32_t> sw_node(t.switches.size(), ~0u);
+  nic.assign(t.npus.size(), ~0u);
+  for (std::size_t i = 0; i < t.switches.size(); ++i)
+    if (t.switches[i].kind == SwitchKind::Ethernet)
+      sw_node[i] = net->add_switch(t.switches[i].name, t.switches[i].ports, t.switches[i].buffer_bytes, t.switches[i].latency_ps);
+  auto node = [&](const Endpoint& e) {
+    if (e.is_switch) return sw_node[e.index];
+    if (nic[e.index] == ~0u) nic[e.index] = net->add_host(t.npus[e.index].name);
+    return nic[e.index];
+  };
+  for (const auto& l : t.links)
+    if (l.type == LinkType::Roce) {
+      std::uint32_t a = node(l.a), b = node(l.b);
+      net->connect(a, l.a.is_switch ? l.a.port : 0, b, l.b.is_switch ? l.b.port : 0, l.params.bandwidth_Bps, l.params.latency_ps);
+    }
+  net->build_routes();
+  machine.attach_network(net.get(), nic);
+}
+
+}  // namespace sim

@@ -1,0 +1,67 @@
+// Payload result checks (docs/scenario-format.md#workload `check`): each rank's output compared
+// with a reference computed on the host, tallied per (step, rep), traced and logged.
+#include "run/cluster.h"
+
+namespace sim {
+
+// Reference results are computed once per (step, rep) and shared by the ranks that check them.
+const std::vector<std::uint8_t>& Cluster::reference(std::uint32_t step, std::uint32_t rep) {
+  auto key = std::make_pair(step, rep);
+  auto it = refs_.find(key);
+  if (it != refs_.end()) return it->second.first;
+  const WorkloadStep& w = sc_.workload[step];
+  auto ref = allreduce_reference(w.bytes / models::dtype_size(w.dtype), w.dtype, w.reduce, PayloadKey{sc_.seed, step, rep}, nranks_);
+  return refs_.emplace(key, std::make_pair(std::move(ref), 0u)).first->second.first;
+}
+
+void Cluster::release_reference(std::uint32_t step, std::uint32_t rep) {
+  auto it = refs_.find({step, rep});
+  if (it != refs_.end() && ++it->second.second == nranks_) refs_.erase(it);
+}
+
+void Cluster::record_check(std::uint32_t r, std::uint32_t s, std::uint32_t rep, const WorkloadStep& w, const CheckResult& cr,
+                           std::uint64_t count) {
+  auto& tally = checks_[s].by_rep[rep];
+  ++tally.first;
+  if (!cr.ok()) {
+    ++tally.second;
+    failures.push_back({FailureKind::CheckFailed, "rank " + std::to_string(r) + " step " + std::to_string(s) + " rep " + std::to_string(rep) +
+                                                      ": result check failed: " + std::to_string(cr.mismatches) + " wrong elements, first " +
+                                                      cr.detail});
+  }
+  if (trace_) trace_->check(r, s, rep, cr.ok(), cr.mismatches, cr.detail);
+  driver_->note(r, cr.ok() ? 2 : 0,
+                std::string(cr.ok() ? "[HCSIM_INFO]" : "[HCSIM_ERR]") + " rank " + std::to_string(r) + " step " + std::to_string(s) +
+                    " rep " + std::to_string(rep) + " " + w.op + " check " + (cr.ok() ? "passed" : "FAILED: " + cr.detail) + " (" +
+                    std::to_string(count) + " elements)");
+}
+
+// Incast, at the root: every sender's segment of the symmetric buffer against what it sent.
+// False if reading the buffer back failed.
+bool Cluster::check_incast(std::uint32_t r, const WorkloadStep& w, std::uint32_t s, std::uint32_t rep, hcomm_stream_t st, void* sym,
+                           unsigned char* host) {
+  const std::uint64_t seg = w.bytes, count = seg / models::dtype_size(w.dtype);
+  std::uint32_t checked = 0, failed = 0;
+  std::vector<std::uint8_t> expect(seg);
+  for (std::uint32_t q = 0; q < nranks_; ++q) {
+    if (!incast_sender(w, q)) continue;
+    if (!ok(r, "hcomm_memcpy_device_to_host", hcomm_memcpy_device_to_host(host, static_cast<unsigned char*>(sym) + q * seg, seg, st)) ||
+        !ok(r, "hcomm_stream_synchronize", hcomm_stream_synchronize(st)))
+      return false;
+    fill_input(expect.data(), count, w.dtype, w.reduce, PayloadKey{sc_.seed, s, rep}, q);
+    CheckResult cr = compare(host, expect.data(), count, w.dtype, models::ReduceOp::Max, 1);
+    ++checked;
+    if (!cr.ok()) {
+      ++failed;
+      failures.push_back({FailureKind::CheckFailed, "rank " + std::to_string(r) + " step " + std::to_string(s) + " rep " + std::to_string(rep) +
+                                                        ": result check failed: segment from rank " + std::to_string(q) + ": " + cr.detail});
+    }
+    if (trace_) trace_->check(q, s, rep, cr.ok(), cr.mismatches, cr.detail);
+  }
+  auto& tally = checks_[s].by_rep[rep];
+  tally.first += checked;
+  tally.second += failed;
+  return true;
+}
+
+}  // namespace sim

@@ -1,0 +1,75 @@
+// The cluster's rank lifecycle: construction (elaboration, the driver), one SC_THREAD per rank,
+// the host-side rendezvous, and what every rank's program shares.
+#include "run/cluster.h"
+
+namespace sim {
+
+Cluster::Cluster(sc_core::sc_module_name n, const Scenario& sc, const RunOptions& opt, Trace* trace)
+    : sc_core::sc_module(n), sc_(sc), elab_(sc.topology, sc.net, sc.store_bytes, opt.piece_bytes),
+      nranks_(static_cast<std::uint32_t>(sc.topology.rank_to_npu.size())) {
+  driver_ = std::make_unique<SimDriver>(elab_.machine, sc.topology, trace, opt.echo_logs);
+  hcomm::set_driver(driver_.get());
+  checks_.assign(sc.workload.size(), {});
+  done_.assign(nranks_, false);
+  departed_.assign(nranks_, false);
+  rv_expected_ = nranks_;
+}
+
+void Cluster::start_ranks() {
+  for (std::uint32_t r = 0; r < nranks_; ++r) {
+    sc_core::sc_spawn_options o;
+    o.set_stack_size(kStack);
+    std::string name = "rank" + std::to_string(r);
+    sc_core::sc_process_handle h = sc_core::sc_spawn([this, r] { rank_main(r); }, name.c_str(), &o);
+    driver_->bind_process(h.name(), r);
+    procs_.push_back(h);
+  }
+}
+
+// The run ends when the last rank is done: stale timers (e.g. disarmed RDMA retransmit
+// timeouts) left in the event queue must not advance simulated time.
+void Cluster::rank_finished(std::uint32_t r) {
+  depart(r);
+  done_[r] = true;
+  if (++finished_ == nranks_) sc_core::sc_stop();
+}
+
+// Host-side rendezvous after the input copies (hccl_test's MPI_Barrier between iterations):
+// copies that contend at the host end at different times, and the timed operation should not
+// include that skew. Costs no simulated time and puts nothing on the devices. Ranks that end or
+// die leave it, so nobody waits for them.
+void Cluster::rv_release() {
+  rv_arrived_ = 0;
+  ++rv_gen_;
+  rv_ev_.notify();
+}
+void Cluster::rendezvous() {
+  if (++rv_arrived_ >= rv_expected_) { rv_release(); return; }
+  const std::uint64_t g = rv_gen_;
+  while (rv_gen_ == g) sc_core::wait(rv_ev_);
+}
+void Cluster::depart(std::uint32_t r) {
+  if (r >= departed_.size() || departed_[r]) return;
+  departed_[r] = true;
+  --rv_expected_;
+  if (rv_arrived_ > 0 && rv_arrived_ >= rv_expected_) rv_release();
+}
+
+bool Cluster::ok(std::uint32_t r, const char* what, hcomm_result_t rc) {
+  if (rc == HCOMM_SUCCESS) return true;
+  failures.push_back({FailureKind::ApiCall, "rank " + std::to_string(r) + ": " + what + " failed: " + hcomm_result_string(rc)});
+  return false;
+}
+
+bool Cluster::incast_sender(const WorkloadStep& w, std::uint32_t r) const {
+  if (r == w.root) return false;
+  if (w.senders == "all") return true;
+  const auto& t = sc_.topology;
+  return t.npus[t.rank_to_npu[r]].server != t.npus[t.rank_to_npu[w.root]].server;
+}
+
+std::uint32_t Cluster::partner(const WorkloadStep& w, std::uint32_t r) const {
+  return w.pattern == "halves" ? (r + nranks_ / 2) % nranks_ : r ^ 1u;
+}
+
+}  // namespace sim

@@ -1,0 +1,100 @@
+// The running cluster (docs/architecture.md#sim): one SystemC module holding the elaborated models,
+// the simulated driver and one SC_THREAD per rank. Its methods live by concern: cluster.cpp (rank
+// lifecycle, rendezvous), workload.cpp (the per-rank program), checks.cpp (payload result checks),
+// faults.cpp (injected faults).
+#pragma once
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <systemc>
+
+#include "elaborate.h"
+#include "hcomm/hcomm.h"
+#include "run/failure.h"
+#include "sim/driver.h"
+#include "sim/payload.h"
+#include "sim/runner.h"
+#include "sim/config/scenario.h"
+#include "sim/trace.h"
+
+namespace sim {
+
+class Cluster : public sc_core::sc_module {
+ public:
+  Cluster(sc_core::sc_module_name n, const Scenario& sc, const RunOptions& opt, Trace* trace);
+
+  RankProgram program;  ///< run_program: replaces the scenario workload
+  Trace* trace_ = nullptr;
+  std::vector<Failure> failures;
+  struct CheckTally { std::map<std::uint32_t, std::pair<std::uint32_t, std::uint32_t>> by_rep; };  // rep -> (checked, failed)
+  std::vector<CheckTally> checks_;  ///< per workload step
+  std::vector<bool> done_;          ///< per rank: finished its workload
+
+  // cluster.cpp
+  void start_ranks();
+  std::uint32_t nranks() const { return nranks_; }
+  models::Machine& machine() { return elab_.machine; }
+  models::Network* network() { return elab_.net.get(); }
+  SimDriver& driver() { return *driver_; }
+  ScScheduler& sched() { return elab_.sched; }
+  bool incast_sender(const WorkloadStep& w, std::uint32_t r) const;
+
+  // faults.cpp
+  void schedule_faults();
+
+ private:
+#if defined(__SANITIZE_ADDRESS__)
+  static constexpr std::size_t kStack = 1024 * 1024;
+#else
+  static constexpr std::size_t kStack = 128 * 1024;
+#endif
+  // cluster.cpp
+  void rank_finished(std::uint32_t r);
+  void rendezvous();
+  void rv_release();
+  void depart(std::uint32_t r);
+  bool ok(std::uint32_t r, const char* what, hcomm_result_t rc);
+  std::uint32_t partner(const WorkloadStep& w, std::uint32_t r) const;
+
+  // workload.cpp
+  void rank_main(std::uint32_t r);
+  bool incast(std::uint32_t r, const WorkloadStep& w, std::uint32_t s, std::uint32_t rep, hcomm_context_t ctx, hcomm_comm_t comm,
+              hcomm_stream_t st, void* in, unsigned char* host);
+  bool host_copy(std::uint32_t r, const WorkloadStep& w, std::uint32_t s, std::uint32_t rep, hcomm_stream_t st, void* dev,
+                 std::uint8_t* host, bool real);
+
+  // checks.cpp
+  const std::vector<std::uint8_t>& reference(std::uint32_t step, std::uint32_t rep);
+  void release_reference(std::uint32_t step, std::uint32_t rep);
+  void record_check(std::uint32_t r, std::uint32_t s, std::uint32_t rep, const WorkloadStep& w, const CheckResult& cr, std::uint64_t count);
+  bool check_incast(std::uint32_t r, const WorkloadStep& w, std::uint32_t s, std::uint32_t rep, hcomm_stream_t st, void* sym,
+                    unsigned char* host);
+
+  // faults.cpp
+  struct Injector : models::EventHandler {
+    Cluster* c = nullptr;
+    void on_event(std::uint64_t i, std::uint64_t) override;
+  } injector_;
+  void apply_fault(const Fault& f);
+  void inject_bitflips(std::uint32_t r, std::uint32_t s, std::uint32_t rep, void* out);
+  std::uint32_t npu_rank(std::uint32_t npu) const;
+
+  const Scenario& sc_;
+  Elaboration elab_;
+  std::uint32_t nranks_;
+  std::unique_ptr<SimDriver> driver_;
+  std::vector<sc_core::sc_process_handle> procs_;  // rank threads
+  std::uint32_t finished_ = 0;
+  // Host-side rendezvous (cluster.cpp).
+  std::uint32_t rv_expected_ = 0, rv_arrived_ = 0;
+  std::uint64_t rv_gen_ = 0;
+  sc_core::sc_event rv_ev_;
+  std::vector<bool> departed_;
+  // Reference results per (step, rep), with how many ranks used them (checks.cpp).
+  std::map<std::pair<std::uint32_t, std::uint32_t>, std::pair<std::vector<std::uint8_t>, std::uint32_t>> refs_;
+};
+
+}  // namespace sim

@@ -1,0 +1,53 @@
+#include "run/expect.h"
+
+namespace sim {
+
+void expect_limits(const Expectations& e, const std::vector<StepSummary>& steps, std::vector<Failure>& out) {
+  for (const auto& s : steps) {
+    const std::string at = "step " + std::to_string(s.step) + " rep " + std::to_string(s.rep);
+    if (e.max_op_time_us && s.time_us > *e.max_op_time_us)
+      out.push_back({FailureKind::OpTime, at + ": time " + std::to_string(s.time_us) + " us exceeds max_op_time_us " +
+                                              std::to_string(*e.max_op_time_us)});
+    if (e.min_busbw_GBps && s.busbw_GBps < *e.min_busbw_GBps)
+      out.push_back({FailureKind::BusBandwidth, at + ": busbw " + std::to_string(s.busbw_GBps) + " GB/s below min_busbw_GBps " +
+                                                    std::to_string(*e.min_busbw_GBps)});
+  }
+}
+
+void expect_counters(const Expectations& e, const std::map<std::string, double>& ctr, std::vector<Failure>& out) {
+  for (const auto& [name, lo] : e.counters_min)
+    if (ctr.at(name) < lo)
+      out.push_back({FailureKind::CounterMin, "counter " + name + " = " + std::to_string(ctr.at(name)) + " is below counters_min " + std::to_string(lo)});
+  for (const auto& [name, hi] : e.counters_max)
+    if (ctr.at(name) > hi)
+      out.push_back({FailureKind::CounterMax, "counter " + name + " = " + std::to_string(ctr.at(name)) + " exceeds counters_max " + std::to_string(hi)});
+}
+
+void expect_outcome(const Expectations& e, std::vector<Failure>& failures) {
+  if (e.api_errors) {
+    // The scenario injects a fault the library must report: API errors are the expected outcome,
+    // and ranks that could not finish because of them too.
+    std::vector<Failure> other;
+    bool any = false;
+    for (auto& f : failures) {
+      if (f.kind == FailureKind::ApiCall) any = true;
+      else if (f.kind != FailureKind::Unfinished && f.kind != FailureKind::Incomplete) other.push_back(f);
+    }
+    failures = other;
+    if (!any) failures.push_back({FailureKind::NoApiError, "expected an hcomm call to fail (api_errors: expected), but none did"});
+  }
+  if (!e.checks_pass) {
+    // The scenario expects a check to fail (e.g. an injected corruption): invert that part.
+    bool any_check_failed = false;
+    std::vector<Failure> other;
+    for (auto& f : failures) {
+      if (f.kind == FailureKind::CheckFailed) any_check_failed = true;
+      else other.push_back(f);
+    }
+    failures = other;
+    if (!any_check_failed)
+      failures.push_back({FailureKind::NoCheckFailure, "expected a result check to fail (checks_pass: false), but all passed"});
+  }
+}
+
+}  // namespace sim

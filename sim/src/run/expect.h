@@ -1,0 +1,21 @@
+// Expectations (docs/scenario-format.md#expect): which failures a scenario tolerates or requires.
+#pragma once
+#include <map>
+#include <string>
+#include <vector>
+
+#include "run/failure.h"
+#include "sim/runner.h"
+#include "sim/config/scenario.h"
+
+namespace sim {
+
+/// Time and bus-bandwidth limits of every operation, in step order.
+void expect_limits(const Expectations& e, const std::vector<StepSummary>& steps, std::vector<Failure>& out);
+/// The counters' bounds.
+void expect_counters(const Expectations& e, const std::map<std::string, double>& counters, std::vector<Failure>& out);
+/// Applies api_errors and checks_pass: failures the scenario asked for are removed, their absence
+/// becomes a failure.
+void expect_outcome(const Expectations& e, std::vector<Failure>& failures);
+
+}  // namespace sim

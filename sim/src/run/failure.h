@@ -1,0 +1,27 @@
+// Why a run failed (docs/scenario-format.md#expect): a kind the expectations decide on, and the
+// message printed for people. Expectations match kinds, never message text.
+#pragma once
+#include <string>
+
+namespace sim {
+
+enum class FailureKind {
+  ApiCall,          ///< an hcomm call returned an error
+  HostMemory,       ///< the runner could not allocate a host buffer
+  CheckFailed,      ///< a result check found wrong bytes
+  Unfinished,       ///< a rank did not finish its workload
+  Incomplete,       ///< fewer operations completed than the workload has
+  OpTime,           ///< expect/max_op_time_us exceeded
+  BusBandwidth,     ///< below expect/min_busbw_GBps
+  CounterMin,       ///< a counter below expect/counters_min
+  CounterMax,       ///< a counter above expect/counters_max
+  NoApiError,       ///< api_errors: expected, but every call succeeded
+  NoCheckFailure,   ///< checks_pass: false, but every check passed
+};
+
+struct Failure {
+  FailureKind kind;
+  std::string message;
+};
+
+}  // namespace sim

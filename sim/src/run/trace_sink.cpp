@@ -1,0 +1,55 @@
+#include "run/trace_sink.h"
+
+namespace sim {
+
+void trace_devices(Trace& trace, const Topology& topo, const models::Machine& m, std::uint32_t n) {
+  for (std::uint32_t i = 0; i < n; ++i) {
+    const auto& npu = topo.npus[i];
+    trace.npu(i, npu.name, npu.server, npu.device_id, npu.params.model, npu.params.hbm.capacity_bytes);
+  }
+  const auto& links = m.links();
+  for (std::uint32_t i = 0; i < links.size(); ++i) {
+    const auto& l = links[i];
+    const auto& p = m.ports()[l.port_ab].p;
+    // Ends: NPU index, -1 the host, -2-k PCIe switch k.
+    auto end = [&](std::uint32_t e) -> std::int64_t {
+      if (e == models::kHost) return -1;
+      if (e < n) return e;
+      return -2 - static_cast<std::int64_t>(models::kHost - 1 - e);
+    };
+    trace.link(i, l.name, models::link_kind_name(l.kind), end(l.a), end(l.b), p.bandwidth_Bps, static_cast<double>(p.latency_ps) / 1e3);
+  }
+}
+
+void trace_summaries(Trace& trace, const std::vector<StepSummary>& steps) {
+  for (const auto& s : steps) trace.summary(s.step, s.rep, s.kind, s.bytes, s.time_us, s.algbw_GBps, s.busbw_GBps);
+}
+
+void trace_counters(Trace& trace, const std::map<std::string, double>& counters) {
+  for (const auto& [name, v] : counters) trace.counter(name, v);
+}
+
+void trace_link_counters(Trace& trace, const models::Machine& m, std::uint64_t sim_end_ps) {
+  const auto& links = m.links();
+  const auto& ports = m.ports();
+  for (std::uint32_t i = 0; i < links.size(); ++i) {
+    const auto& a = ports[links[i].port_ab];
+    const auto& b = ports[links[i].port_ba];
+    double t = static_cast<double>(sim_end_ps) / 1e3;
+    trace.link_counter(i, "ab", t, a.bytes, a.pieces, static_cast<double>(a.busy_ps) / 1e3, a.rx_retry, static_cast<double>(a.credit_stall_ps) / 1e3);
+    trace.link_counter(i, "ba", t, b.bytes, b.pieces, static_cast<double>(b.busy_ps) / 1e3, b.rx_retry, static_cast<double>(b.credit_stall_ps) / 1e3);
+  }
+}
+
+void trace_port_counters(Trace& trace, const models::Network* net) {
+  if (!net) return;
+  for (std::uint32_t n = 0; n < net->nodes(); ++n)
+    for (std::uint32_t k = 0; k < net->node_ports(n); ++k) {
+      const auto& ps = net->port_stats(n, k);
+      if (ps.tx_packets == 0 && ps.drops == 0 && ps.pause_rcv == 0) continue;
+      trace.port_counter(net->node_name(n), k, ps.tx_bytes, ps.tx_packets, ps.drops, ps.ecn_marked, ps.pause_sent, ps.pause_rcv,
+                         static_cast<double>(ps.paused_ps) / 1e3, ps.max_queue_bytes);
+    }
+}
+
+}  // namespace sim
