@@ -1,4 +1,4 @@
-// Mesh all-reduce (docs/architecture.md#hcomm, docs/algorithms.md).
+// Mesh collectives (docs/architecture.md#hcomm, docs/algorithms.md). The all-reduce:
 // For each chunk of the collective buffer (CCL, symmetric on all ranks), local rank l owns slice l:
 //   main  A  (after the first chunk) wait PULLED from every local peer: they finished reading it
 //   main  B  local copy  in[slice l] -> CCL[slice l]
@@ -11,6 +11,9 @@
 //   main  F  local copy CCL[slice l] -> out[slice l]; wait for the slaves
 // A slave's whole program (both halves) is submitted with the reduce-scatter half: it waits on
 // REDUCED between them. Time (one server): 2 x (n/p)/link_bw plus latencies and the local copy B.
+// The phases alone (mesh_reduce_scatter without then_gather, mesh_all_gather without
+// after_reduce) give the reduce-scatter (A-D, F) and the all-gather (A, B, fork, E, F), each
+// slave forked and joined around its one half.
 #include "algo/mesh.h"
 
 #include <algorithm>
@@ -27,58 +30,102 @@ namespace hcomm::detail {
 
 namespace {
 
-/// One chunk: where its input and output start, and its slices.
-struct Chunk {
-  std::uint64_t in0, out0;
-  Partition slice;
-};
-
 /// Staggered peer order: slave k serves local peer (l + 1 + k) mod L.
 std::uint32_t peer_of(const ServerGroups& g, std::uint32_t k) { return (g.index + 1 + k) % g.size; }
 
-// Steps A-D on main, and both halves of every slave's program.
-void reduce_scatter(hcomm_comm_t comm, const ServerGroups& g, const Chunk& c, int dtype, int op, hcomm_stream_t main) {
-  hcomm_context_t ctx = comm->ctx;
-  const std::uint32_t L = g.size, l = g.index, first = g.first, r = comm->rank;
-  const std::uint64_t ccl_off = ctx->ccl_addr - ctx->base;
-  const Partition& sl = c.slice;
-  if (comm->pulled_pending)  // A
-    for (std::uint32_t k = 0; k < L - 1; ++k) notify_wait(main, notify_key(comm->id, kArPulled, first + peer_of(g, k)));
-  if (sl.len(l)) copy(main, ctx->ccl_addr + sl.off(l), c.in0 + sl.off(l), sl.len(l));  // B
-  for (std::uint32_t k = 0; k < L - 1; ++k)  // C
-    notify_record(main, g.local[peer_of(g, k)]->device, notify_key(comm->id, kArReady, r));
-  for (std::uint32_t k = 0; k < L - 1; ++k) notify_record(main, ctx->device, notify_key(comm->id, kFork, r, k));
-
-  for (std::uint32_t k = 0; k < L - 1; ++k) {
-    const std::uint32_t q = peer_of(g, k), qr = first + q;
-    hcomm_stream_t s = comm->slaves[k];
-    const std::uint64_t q_ccl = g.local[q]->device_base_addr + ccl_off;
-    notify_wait(s, notify_key(comm->id, kFork, r, k));
-    notify_wait(s, notify_key(comm->id, kArReady, qr));
-    if (sl.len(q)) reduce_copy(s, q_ccl + sl.off(q), c.in0 + sl.off(q), sl.len(q), dtype, op);
-    notify_record(s, g.local[q]->device, notify_key(comm->id, kArDone, r));
-    notify_wait(s, notify_key(comm->id, kArReduced, qr));
-    if (sl.len(q)) copy(s, c.out0 + sl.off(q), q_ccl + sl.off(q), sl.len(q));
-    notify_record(s, g.local[q]->device, notify_key(comm->id, kArPulled, r));
-    notify_record(s, ctx->device, notify_key(comm->id, kJoin, r, k));
-  }
-
-  for (std::uint32_t k = 0; k < L - 1; ++k) notify_wait(main, notify_key(comm->id, kArDone, first + peer_of(g, k)));  // D
+std::uint64_t peer_ccl(hcomm_comm_t comm, const ServerGroups& g, std::uint32_t q) {
+  return g.local[q]->device_base_addr + (comm->ctx->ccl_addr - comm->ctx->base);
 }
 
-// Steps E-F and the joins on main.
-void all_gather(hcomm_comm_t comm, const ServerGroups& g, const Chunk& c, hcomm_stream_t main) {
-  hcomm_context_t ctx = comm->ctx;
-  const std::uint32_t L = g.size, l = g.index, r = comm->rank;
-  const Partition& sl = c.slice;
-  for (std::uint32_t k = 0; k < L - 1; ++k)  // E
-    notify_record(main, g.local[peer_of(g, k)]->device, notify_key(comm->id, kArReduced, r));
-  if (sl.len(l)) copy(main, c.out0 + sl.off(l), ctx->ccl_addr + sl.off(l), sl.len(l));  // F
-  for (std::uint32_t k = 0; k < L - 1; ++k) notify_wait(main, notify_key(comm->id, kJoin, r, k));
-  comm->pulled_pending = L > 1;
+// Step A and B on main: wait until the peers have read my CCL, then stage my slice in it.
+void stage(hcomm_comm_t comm, const ServerGroups& g, const MeshChunk& c, hcomm_stream_t main) {
+  const std::uint32_t L = g.size, l = g.index, first = g.first;
+  if (comm->pulled_pending)  // A
+    for (std::uint32_t k = 0; k < L - 1; ++k) notify_wait(main, notify_key(comm->id, kArPulled, first + peer_of(g, k)));
+  comm->pulled_pending = false;
+  if (c.len[l]) copy(main, comm->ctx->ccl_addr + c.ccl[l], c.in[l], c.len[l]);  // B
+}
+
+// Fork the slaves (local notifies on main).
+void fork(hcomm_comm_t comm, const ServerGroups& g, hcomm_stream_t main) {
+  for (std::uint32_t k = 0; k + 1 < g.size; ++k) notify_record(main, comm->ctx->device, notify_key(comm->id, kFork, comm->rank, k));
+}
+
+// Slave k's reduce-scatter half: wait READY(q); reduce-copy in[q] -> q.CCL[q]; notify DONE on q.
+void slave_reduce(hcomm_comm_t comm, const ServerGroups& g, const MeshChunk& c, int dtype, int op, std::uint32_t k) {
+  const std::uint32_t q = peer_of(g, k);
+  hcomm_stream_t s = comm->slaves[k];
+  notify_wait(s, notify_key(comm->id, kArReady, g.first + q));
+  if (c.len[q]) reduce_copy(s, peer_ccl(comm, g, q) + c.ccl[q], c.in[q], c.len[q], dtype, op);
+  notify_record(s, g.local[q]->device, notify_key(comm->id, kArDone, comm->rank));
+}
+
+// Slave k's all-gather half: wait REDUCED(q); copy q.CCL[q] -> out[q]; notify PULLED on q.
+void slave_gather(hcomm_comm_t comm, const ServerGroups& g, const MeshChunk& c, std::uint32_t k) {
+  const std::uint32_t q = peer_of(g, k);
+  hcomm_stream_t s = comm->slaves[k];
+  notify_wait(s, notify_key(comm->id, kArReduced, g.first + q));
+  if (c.len[q]) copy(s, c.out[q], peer_ccl(comm, g, q) + c.ccl[q], c.len[q]);
+  notify_record(s, g.local[q]->device, notify_key(comm->id, kArPulled, comm->rank));
+}
+
+void slave_join(hcomm_comm_t comm, std::uint32_t k) {
+  notify_record(comm->slaves[k], comm->ctx->device, notify_key(comm->id, kJoin, comm->rank, k));
+}
+
+// Step F and the joins on main: local copy CCL[l] -> out[l]; wait for the slaves.
+void finish(hcomm_comm_t comm, const ServerGroups& g, const MeshChunk& c, hcomm_stream_t main) {
+  const std::uint32_t l = g.index;
+  if (c.len[l]) copy(main, c.out[l], comm->ctx->ccl_addr + c.ccl[l], c.len[l]);  // F
+  for (std::uint32_t k = 0; k + 1 < g.size; ++k) notify_wait(main, notify_key(comm->id, kJoin, comm->rank, k));
 }
 
 }  // namespace
+
+MeshChunk::MeshChunk(std::uint32_t L) : len(L, 0), ccl(L, 0), in(L, 0), out(L, 0) {}
+
+hcomm_result_t mesh_slaves(hcomm_comm_t comm, const ServerGroups& g) {
+  while (comm->slaves.size() + 1 < g.size) {
+    hcomm_stream_t s = nullptr;
+    if (make_stream(comm->ctx, &s) != HCOMM_SUCCESS) return HCOMM_E_DRV;
+    comm->slaves.push_back(s);
+  }
+  return HCOMM_SUCCESS;
+}
+
+void mesh_reduce_scatter(hcomm_comm_t comm, const ServerGroups& g, const MeshChunk& c, int dtype, int op,
+                         hcomm_stream_t main, bool then_gather) {
+  const std::uint32_t L = g.size, first = g.first, r = comm->rank;
+  stage(comm, g, c, main);  // A, B
+  for (std::uint32_t k = 0; k < L - 1; ++k)  // C
+    notify_record(main, g.local[peer_of(g, k)]->device, notify_key(comm->id, kArReady, r));
+  fork(comm, g, main);
+  for (std::uint32_t k = 0; k < L - 1; ++k) {
+    notify_wait(comm->slaves[k], notify_key(comm->id, kFork, r, k));
+    slave_reduce(comm, g, c, dtype, op, k);
+    if (then_gather) slave_gather(comm, g, c, k);
+    slave_join(comm, k);
+  }
+  for (std::uint32_t k = 0; k < L - 1; ++k) notify_wait(main, notify_key(comm->id, kArDone, first + peer_of(g, k)));  // D
+  if (!then_gather) finish(comm, g, c, main);
+}
+
+void mesh_all_gather(hcomm_comm_t comm, const ServerGroups& g, const MeshChunk& c, hcomm_stream_t main, bool after_reduce) {
+  const std::uint32_t L = g.size, r = comm->rank;
+  if (!after_reduce) {
+    stage(comm, g, c, main);  // A, B
+    fork(comm, g, main);
+    for (std::uint32_t k = 0; k < L - 1; ++k) {
+      notify_wait(comm->slaves[k], notify_key(comm->id, kFork, r, k));
+      slave_gather(comm, g, c, k);
+      slave_join(comm, k);
+    }
+  }
+  for (std::uint32_t k = 0; k < L - 1; ++k)  // E
+    notify_record(main, g.local[peer_of(g, k)]->device, notify_key(comm->id, kArReduced, r));
+  finish(comm, g, c, main);  // F, joins
+  comm->pulled_pending = L > 1;
+}
 
 hcomm_result_t mesh_check(hcomm_comm_t comm, ServerGroups* g) {
   g->local.assign(g->size, nullptr);
@@ -97,19 +144,22 @@ hcomm_result_t mesh_chunks(hcomm_comm_t comm, const ServerGroups& g, std::uint64
                            int dtype, int op, hcomm_stream_t main, std::uint64_t area, const MeshMiddle& middle) {
   hcomm_context_t ctx = comm->ctx;
   const std::uint32_t L = g.size, l = g.index;
-  while (comm->slaves.size() < L - 1) {
-    hcomm_stream_t s = nullptr;
-    if (make_stream(ctx, &s) != HCOMM_SUCCESS) return HCOMM_E_DRV;
-    comm->slaves.push_back(s);
-  }
+  if (hcomm_result_t rc = mesh_slaves(comm, g); rc != HCOMM_SUCCESS) return rc;
   const std::uint64_t esz = hcomm_data_type_size(static_cast<hcomm_data_type_t>(dtype));
   const std::uint64_t chunk_elems = std::max<std::uint64_t>(1, area / esz);
+  MeshChunk c(L);
   for (std::uint64_t c0 = 0; c0 < count; c0 += chunk_elems) {
     const std::uint64_t m = std::min(chunk_elems, count - c0);
-    const Chunk c{in + c0 * esz, out + c0 * esz, Partition(m, L, esz)};
-    reduce_scatter(comm, g, c, dtype, op, main);
-    if (middle && c.slice.len(l)) middle(ctx->ccl_addr + c.slice.off(l), c.slice.len(l));  // M
-    all_gather(comm, g, c, main);
+    const Partition sl(m, L, esz);
+    for (std::uint32_t q = 0; q < L; ++q) {
+      c.len[q] = sl.len(q);
+      c.ccl[q] = sl.off(q);
+      c.in[q] = in + c0 * esz + sl.off(q);
+      c.out[q] = out + c0 * esz + sl.off(q);
+    }
+    mesh_reduce_scatter(comm, g, c, dtype, op, main, true);
+    if (middle && c.len[l]) middle(ctx->ccl_addr + c.ccl[l], c.len[l]);  // M
+    mesh_all_gather(comm, g, c, main, true);
   }
   return HCOMM_SUCCESS;
 }

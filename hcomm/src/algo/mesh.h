@@ -1,9 +1,11 @@
-// Mesh all-reduce (docs/architecture.md#hcomm, docs/algorithms.md): HCCL's
-// intra-server algorithm on 910B — reduce-scatter then all-gather over the full HCCS mesh, every
-// peer link busy at once, one slave stream per peer.
+// Mesh collectives (docs/architecture.md#hcomm, docs/algorithms.md): HCCL's intra-server
+// algorithms on 910B over the full HCCS mesh, every peer link busy at once, one slave stream per
+// peer. Two phases — reduce-scatter and all-gather — make the all-reduce (both), the
+// reduce-scatter and the all-gather (one each).
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <vector>
 
 #include "algo/groups.h"
 
@@ -12,6 +14,29 @@ namespace hcomm::detail {
 /// Fill g->local and check that every local peer is reached by SDMA (HCCS or PCIe peer-to-peer);
 /// HCOMM_E_NOT_SUPPORT (logged) otherwise.
 hcomm_result_t mesh_check(hcomm_comm_t comm, ServerGroups* g);
+
+/// One chunk of a mesh phase, per local index q (bytes and addresses): slice q is len[q] bytes at
+/// offset ccl[q] of rank q's collective buffer (CCL); in[q] is where I read my contribution to it
+/// (in[l] is staged into my CCL), out[q] where I write it when gathered.
+struct MeshChunk {
+  explicit MeshChunk(std::uint32_t L);
+  std::vector<std::uint64_t> len, ccl, in, out;
+};
+
+/// Create the L-1 slave streams on first use (HCOMM_E_DRV when that fails).
+hcomm_result_t mesh_slaves(hcomm_comm_t comm, const ServerGroups& g);
+
+/// Reduce-scatter phase of one chunk (slaves made by mesh_slaves): stage in[l] into CCL[l], every
+/// peer's slave reduce-copies in[q] into q's CCL[q]; on return (stream order) my CCL[l] holds the
+/// reduction of slice l. With `then_gather` the slaves' all-gather half follows on them (for
+/// mesh_all_gather(after_reduce = true)); without, CCL[l] is copied to out[l] and the slaves joined.
+void mesh_reduce_scatter(hcomm_comm_t comm, const ServerGroups& g, const MeshChunk& c, int dtype, int op,
+                         hcomm_stream_t main, bool then_gather);
+
+/// All-gather phase of one chunk: every rank's CCL[q] is copied to out[q] on every rank, the slaves
+/// joined. `after_reduce`: CCL[l] is already in place and the slaves' halves submitted by
+/// mesh_reduce_scatter(then_gather = true); otherwise in[l] is staged into CCL[l] first.
+void mesh_all_gather(hcomm_comm_t comm, const ServerGroups& g, const MeshChunk& c, hcomm_stream_t main, bool after_reduce);
 
 /// Runs between the two halves of a chunk on the main stream, with CCL[slice l] (address, bytes)
 /// holding the server's reduction of my slice; it must leave the final result there.
