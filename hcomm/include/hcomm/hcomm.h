@@ -204,6 +204,16 @@ hcomm_result_t hcomm_barrier(hcomm_comm_t comm, hcomm_stream_t stream);
 /* ---- collectives (stream-ordered: the host blocks only in stream synchronize) ---- */
 hcomm_result_t hcomm_allreduce(const void* send_buf, void* recv_buf, uint64_t count, hcomm_data_type_t dtype,
                                hcomm_reduce_op_t op, hcomm_comm_t comm, hcomm_stream_t stream);
+/* All-gather: every rank contributes `count` elements (send_buf); recv_buf holds nranks * count,
+ * rank r's block at element r * count. One server only for now (HCOMM_E_NOT_SUPPORT across
+ * servers). count 0 is a no-op, as for hcomm_allreduce. */
+hcomm_result_t hcomm_allgather(const void* send_buf, void* recv_buf, uint64_t count, hcomm_data_type_t dtype,
+                               hcomm_comm_t comm, hcomm_stream_t stream);
+/* Reduce-scatter: send_buf holds nranks * count elements; rank r receives in recv_buf (`count`
+ * elements) the reduction over all ranks of block r (elements r * count ...). One server only for
+ * now (HCOMM_E_NOT_SUPPORT across servers). */
+hcomm_result_t hcomm_reduce_scatter(const void* send_buf, void* recv_buf, uint64_t count, hcomm_data_type_t dtype,
+                                    hcomm_reduce_op_t op, hcomm_comm_t comm, hcomm_stream_t stream);
 
 /* Release every handle still alive in this process (requests, pools, events, communicators,
  * streams, contexts) without waiting for device work: for process teardown, e.g. after a rank

@@ -93,6 +93,13 @@ class Comm : public Handle<hcomm_comm_t, hcomm_comm_destroy> {
   void allreduce(const void* in, void* out, uint64_t count, hcomm_data_type_t t, hcomm_reduce_op_t op, const Stream& s) const {
     check(hcomm_allreduce(in, out, count, t, op, get(), s.get()), "hcomm_allreduce");
   }
+  void allgather(const void* in, void* out, uint64_t count, hcomm_data_type_t t, const Stream& s) const {
+    check(hcomm_allgather(in, out, count, t, get(), s.get()), "hcomm_allgather");
+  }
+  void reduce_scatter(const void* in, void* out, uint64_t count, hcomm_data_type_t t, hcomm_reduce_op_t op,
+                      const Stream& s) const {
+    check(hcomm_reduce_scatter(in, out, count, t, op, get(), s.get()), "hcomm_reduce_scatter");
+  }
   void send(const void* buf, uint64_t count, hcomm_data_type_t t, uint32_t dst, uint32_t tag) const {
     check(hcomm_send(buf, count, t, dst, tag, get()), "hcomm_send");
   }
