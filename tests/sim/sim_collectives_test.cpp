@@ -226,4 +226,34 @@ TEST(SimCollectives, MeshAllGatherAndReduceScatter) {
   expect_all("raii_error", HCOMM_E_PTR);
 
   for (const Case& c : kCases) std::printf("%-22s %10.3f us\n", c.name.c_str(), op_us(c.name));
+
+  // Alpha-beta reference for the mesh with blocks of b bytes (the all-gather's input, the
+  // reduce-scatter's output): every one of the p-1 HCCS links of a rank carries one block, all at
+  // once, so both take alpha + b beta (HCCL's (p-1)/p n beta over p-1 links, n = p b).
+  // alpha = HCCS one-way latency, beta = 1 / (28 GB/s). Beyond it the model pays (derived from
+  // the schedule in docs/algorithms.md, not fitted):
+  //  - local copies of one block at min(SDMA 400 GB/s, HBM/2): the all-gather's staging copy B
+  //    (its copy F overlaps the pulls); the reduce-scatter's B and F (F follows the reduction);
+  //  - one-way latencies beyond the formula's one: REDUCED (all-gather); READY and DONE
+  //    (reduce-scatter);
+  //  - SDMA setups of 0.2 us with an HBM read and a write latency of 0.1 us each: 2 (B, the pull)
+  //    and 3 (B, the reduce-copy, F);
+  //  - serial stream-task dispatches of 0.1 us: all-gather 3(p-1) + 8 (markers, fork and REDUCED
+  //    records, join waits, B, 4 slave tasks), reduce-scatter 4(p-1) + 8 (READY and fork records,
+  //    DONE and join waits as well), plus 2 local notifies of 0.05 us;
+  //  - the host clock around it: the ranks leave the host barrier up to one latency apart.
+  const double p = P, alpha_us = 0.5, beta_us_per_byte = 1.0 / 28e3, setup_us = 0.2 + 2 * 0.1;
+  const double skew_us = alpha_us;
+  for (const char* name : {"ag_fp32_1M", "ag_fp32_4M", "rs_fp32_sum_1M", "rs_fp32_sum_4M"}) {
+    const Case& c = *std::find_if(kCases.begin(), kCases.end(), [&](const Case& k) { return k.name == name; });
+    const double b = c.count * 4.0, t = op_us(name);
+    const double formula = alpha_us + b * beta_us_per_byte;
+    const double local_copy = b / 400e3;
+    const double extra = c.gather ? local_copy + alpha_us + 2 * setup_us + (3 * (p - 1) + 8) * 0.1 + 2 * 0.05 + skew_us
+                                  : 2 * local_copy + 2 * alpha_us + 3 * setup_us + (4 * (p - 1) + 8) * 0.1 + 2 * 0.05 + skew_us;
+    EXPECT_GE(t, formula) << "cannot beat the links: " << name;
+    EXPECT_LE(t, formula + extra) << name;
+    std::printf("mesh %-15s %8.0f B blocks: simulated %8.3f us, formula %8.3f us (%+5.1f %%), bound %8.3f us\n", name, b, t,
+                formula, 100 * (t - formula) / formula, formula + extra);
+  }
 }
