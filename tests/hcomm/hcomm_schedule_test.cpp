@@ -273,4 +273,85 @@ TEST(HcommSchedule, BarrierTakesCeilLog2Rounds) {
   EXPECT_TRUE(c.drv.notifies.empty());
 }
 
+// All-gather and reduce-scatter (docs/algorithms.md): one op of `kind` on every rank, fp32 sum;
+// element i of rank r's input is (r + 1) * (i % 13 - 6), exact in fp32. Returns each rank's output.
+std::vector<std::vector<float>> gather_or_scatter(Cluster& c, bool gather, std::uint64_t count) {
+  const std::uint32_t n = c.n;
+  const std::uint64_t in_n = gather ? count : n * count, out_n = gather ? n * count : count;
+  std::vector<void*> in(n), out(n);
+  std::vector<std::vector<float>> host(n);
+  for (std::uint32_t r = 0; r < n; ++r) {
+    c.drv.set_rank(r);
+    std::vector<float> x(in_n);
+    for (std::uint64_t i = 0; i < in_n; ++i) x[i] = static_cast<float>(static_cast<int>(r + 1) * (static_cast<int>(i % 13) - 6));
+    EXPECT_EQ(hcomm_malloc(c.ctx[r], in_n * 4, &in[r]), HCOMM_SUCCESS);
+    EXPECT_EQ(hcomm_malloc(c.ctx[r], out_n * 4, &out[r]), HCOMM_SUCCESS);
+    EXPECT_EQ(hcomm_memcpy_host_to_device(in[r], x.data(), in_n * 4, c.stream[r]), HCOMM_SUCCESS);
+    EXPECT_EQ(hcomm_stream_synchronize(c.stream[r]), HCOMM_SUCCESS);
+  }
+  for (std::uint32_t r = 0; r < n; ++r) {
+    c.drv.set_rank(r);
+    EXPECT_EQ(gather ? hcomm_allgather(in[r], out[r], count, HCOMM_DATA_TYPE_FP32, c.comm[r], c.stream[r])
+                     : hcomm_reduce_scatter(in[r], out[r], count, HCOMM_DATA_TYPE_FP32, HCOMM_REDUCE_SUM, c.comm[r], c.stream[r]),
+              HCOMM_SUCCESS);
+  }
+  for (std::uint32_t r = 0; r < n; ++r) {
+    c.drv.set_rank(r);
+    host[r].resize(out_n);
+    EXPECT_EQ(hcomm_stream_synchronize(c.stream[r]), HCOMM_SUCCESS);
+    EXPECT_EQ(hcomm_memcpy_device_to_host(host[r].data(), out[r], out_n * 4, c.stream[r]), HCOMM_SUCCESS);
+    EXPECT_EQ(hcomm_stream_synchronize(c.stream[r]), HCOMM_SUCCESS);
+    hcomm_free(c.ctx[r], in[r]);
+    hcomm_free(c.ctx[r], out[r]);
+  }
+  return host;
+}
+
+void expect_gathered(const std::vector<std::vector<float>>& out, std::uint32_t n, std::uint64_t count) {
+  for (std::uint32_t r = 0; r < n; ++r)
+    for (std::uint32_t q = 0; q < n; ++q)
+      for (std::uint64_t i = 0; i < count; ++i)
+        ASSERT_EQ(out[r][q * count + i], static_cast<float>(static_cast<int>(q + 1) * (static_cast<int>(i % 13) - 6)))
+            << "rank " << r << " block " << q << " element " << i;
+}
+
+void expect_scattered(const std::vector<std::vector<float>>& out, std::uint32_t n, std::uint64_t count) {
+  const float ranks_sum = static_cast<float>(n * (n + 1) / 2);
+  for (std::uint32_t r = 0; r < n; ++r)
+    for (std::uint64_t i = 0; i < count; ++i)
+      ASSERT_EQ(out[r][i], ranks_sum * static_cast<float>(static_cast<int>((r * count + i) % 13) - 6)) << "rank " << r << " element " << i;
+}
+
+TEST(HcommSchedule, MeshAllGatherAndReduceScatterInterleaveWithAllReduce) {
+  Cluster c(4, 4);
+  const std::size_t first = c.drv.tasks.size();
+  const std::uint64_t small = 1001, big = (3u << 20) / 8 + 5;  // big: 1.5 MiB blocks through a 1 MiB buffer, 2 chunks
+  expect_gathered(gather_or_scatter(c, true, small), 4, small);
+  expect_scattered(gather_or_scatter(c, false, small), 4, small);
+  c.expect_sum(c.allreduce(small), small);
+  expect_scattered(gather_or_scatter(c, false, big), 4, big);
+  expect_gathered(gather_or_scatter(c, true, big), 4, big);
+  expect_scattered(gather_or_scatter(c, false, small), 4, small);
+  ASSERT_EQ(c.drv.ops.size(), 6u * 4);
+  std::map<std::string, int> kinds;
+  for (const auto& op : c.drv.ops) { ++kinds[op.kind]; EXPECT_EQ(op.algorithm, "mesh"); }
+  EXPECT_EQ(kinds["allgather"], 8);
+  EXPECT_EQ(kinds["reduce_scatter"], 12);
+  EXPECT_EQ(kinds["allreduce"], 4);
+  // The last operation is a reduce-scatter: it consumed the PULLED notifies the all-gather left,
+  // and it leaves none, so every wait was paired with a record.
+  EXPECT_TRUE(unmatched(c.drv, first, c.drv.tasks.size()).empty());
+  EXPECT_TRUE(c.drv.notifies.empty());
+}
+
+TEST(HcommSchedule, AllGatherAndReduceScatterAcrossServersAreNotSupportedYet) {
+  Cluster c(4, 2);
+  void* a = nullptr;
+  c.drv.set_rank(0);
+  ASSERT_EQ(hcomm_malloc(c.ctx[0], 4 * 16, &a), HCOMM_SUCCESS);
+  EXPECT_EQ(hcomm_allgather(a, a, 4, HCOMM_DATA_TYPE_FP32, c.comm[0], c.stream[0]), HCOMM_E_NOT_SUPPORT);
+  EXPECT_EQ(hcomm_reduce_scatter(a, a, 4, HCOMM_DATA_TYPE_FP32, HCOMM_REDUCE_SUM, c.comm[0], c.stream[0]), HCOMM_E_NOT_SUPPORT);
+  EXPECT_TRUE(c.drv.ops.empty()) << "nothing announced";
+}
+
 }  // namespace
