@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "algo/groups.h"
+#include "coll/common.h"
 #include "algo/mesh.h"
 #include "core/handles.h"
 #include "core/log.h"
@@ -26,21 +27,11 @@ hcomm_result_t run_allgather(hcomm_comm_t comm, std::uint64_t in, std::uint64_t 
   const std::uint64_t esz = hcomm_data_type_size(static_cast<hcomm_data_type_t>(dtype));
   OpInfo info{comm->rank, p, "allgather", "mesh", count * esz, dtype, 0, -1, comm->op_seq};
   if (p == 1) {
-    std::uint64_t mk = op_begin(main, info);
-    ++comm->op_seq;
-    if (count && in != out) copy(main, out, in, count * esz);
-    op_end(main, mk);
+    run_local_copy(comm, info, in, out, count * esz, main);
     return HCOMM_SUCCESS;
   }
   ServerGroups g;
-  hcomm_result_t rc = find_server_groups(comm, &g);
-  if (rc == HCOMM_SUCCESS && g.servers > 1) {
-    logf(comm->ctx, 0, "Rank%u all-gather across %u servers is not supported yet (one server only)", comm->rank, g.servers);
-    return HCOMM_E_NOT_SUPPORT;
-  }
-  if (rc == HCOMM_SUCCESS) rc = mesh_check(comm, &g);
-  if (rc == HCOMM_SUCCESS) rc = mesh_slaves(comm, g);
-  if (rc != HCOMM_SUCCESS) return rc;
+  if (hcomm_result_t rc = one_server_mesh(comm, "all-gather", &g); rc != HCOMM_SUCCESS) return rc;
   std::uint64_t mk = op_begin(main, info);
   ++comm->op_seq;
   // Chunks of m elements per rank: each rank stages its block at the start of its CCL, every

@@ -5,6 +5,7 @@
 //   several servers (S > 1)   -> algo/hierarchical (mesh inside servers, ring across; a plain ring
 //                                 with one rank per server)
 #include "algo/groups.h"
+#include "coll/common.h"
 #include "algo/hierarchical.h"
 #include "algo/mesh.h"
 #include "algo/ring.h"
@@ -25,10 +26,7 @@ hcomm_result_t run_allreduce(hcomm_comm_t comm, std::uint64_t in, std::uint64_t 
   const std::uint64_t esz = hcomm_data_type_size(static_cast<hcomm_data_type_t>(dtype));
   OpInfo info{comm->rank, p, "allreduce", "mesh", count * esz, dtype, op, -1, comm->op_seq};
   if (p == 1) {
-    std::uint64_t mk = op_begin(main, info);
-    ++comm->op_seq;
-    if (count && in != out) copy(main, out, in, count * esz);
-    op_end(main, mk);
+    run_local_copy(comm, info, in, out, count * esz, main);
     return HCOMM_SUCCESS;
   }
   ServerGroups g;
