@@ -17,7 +17,7 @@ using hcomm_fake::Submitted;
 namespace {
 
 // Notify purposes, as hcomm/src/transport/notify_keys.h numbers them (bits 50..55 of a key).
-constexpr std::uint64_t kArPulled = 4, kRingCredit = 10;
+constexpr std::uint64_t kArPulled = 4, kPlanData = 13, kPlanCredit = 14;
 std::uint64_t purpose(std::uint64_t key) { return (key >> 50) & 0x3f; }
 
 struct Cluster {
@@ -199,17 +199,19 @@ TEST(HcommSchedule, RingAllReduceTakesTwoSMinusOneSteps) {
         EXPECT_EQ(t.qp_count, 8u);  // the communicator's policy (defaults: docs/config.md)
         EXPECT_EQ(t.retry_count, 3u);
         EXPECT_EQ(t.rate_cap_Bps, 0u);
-        EXPECT_EQ(purpose(t.key), t.bytes ? 9u : kRingCredit);  // data: kRingData
+        EXPECT_EQ(purpose(t.key), t.bytes ? kPlanData : kPlanCredit);
       }
       reduces += t.kind == DrvTaskKind::ReduceCopy;
       copies += t.kind == DrvTaskKind::Copy;
     }
     EXPECT_EQ(data, 2u * (S - 1)) << "rank " << dev << ": one block per step";
-    EXPECT_EQ(credits, 1u + 2u * (S - 1)) << "the first ring's priming credit + one per step";
+    // Plan flow control (algo/exec.h): both staging slots and the Direct right granted at the
+    // start, a slot re-granted after each reduce-scatter receive but its last two.
+    EXPECT_EQ(credits, 2u + (S - 1u - 2u) + 1u);
     EXPECT_EQ(reduces, S - 1u) << "reduce-scatter steps";
-    EXPECT_EQ(copies, (S - 1u) + 2u) << "all-gather steps + copy in + copy out";
+    EXPECT_EQ(copies, 2u) << "copy in + copy out; the all-gather lands in place";
   }
-  EXPECT_TRUE(unmatched(c.drv, first, end).size() == S) << "only the next ring's credits are left";
+  EXPECT_TRUE(unmatched(c.drv, first, end).empty()) << "every credit is used: nothing carries into the next operation";
 }
 
 TEST(HcommSchedule, HierarchicalComposesMeshAndRing) {

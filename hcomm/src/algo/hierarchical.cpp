@@ -1,23 +1,57 @@
-// Hierarchical all-reduce (docs/architecture.md#hcomm): the mesh reduce-scatter leaves each rank
-// with its server's reduction of slice l; the ranks with the same local index l on every server
-// (one NIC rail) all-reduce that slice with a ring over RoCE; the mesh all-gather finishes.
-// Chunks are half the collective buffer: the other half stages the ring's blocks.
+// Hierarchical all-reduce (docs/architecture.md#hcomm, docs/algorithms/README.md): the mesh
+// reduce-scatter leaves each rank with its server's reduction of slice l; the ranks with the same
+// local index l on every server (one NIC rail) all-reduce that slice with the level-1 family's
+// plan; the mesh all-gather finishes. Chunks are half the collective buffer: the other half holds
+// the level-1 plan's staging slots.
 #include "algo/hierarchical.h"
 
+#include "algo/exec.h"
 #include "algo/mesh.h"
-#include "algo/ring.h"
+#include "transport/tasks.h"
+
+#include <algorithm>
 
 namespace hcomm::detail {
 
-hcomm_result_t allreduce_hierarchical(hcomm_comm_t comm, const ServerGroups& g, std::uint64_t in, std::uint64_t out,
-                                      std::uint64_t count, int dtype, int op, hcomm_stream_t main) {
+hcomm_result_t allreduce_hierarchical(hcomm_comm_t comm, const ServerGroups& g, const Family& level1, std::uint64_t in,
+                                      std::uint64_t out, std::uint64_t count, int dtype, int op, hcomm_stream_t main) {
   const std::uint64_t esz = hcomm_data_type_size(static_cast<hcomm_data_type_t>(dtype));
   const std::uint64_t area = comm->ctx->ccl_bytes / 2;
-  const std::uint32_t pos = g.first / g.size;  // my server's place on the rail
-  auto ring = [&](std::uint64_t slice_addr, std::uint64_t slice_bytes) {
-    ring_allreduce(comm, main, g.rail, pos, slice_addr, slice_bytes, esz, dtype, op, area);
+  const Members rail{g.index, g.size, g.servers};
+  const std::uint32_t me = g.first / g.size;  // my server's place on the rail
+  Area a;
+  a.stage = comm->ctx->ccl_addr + area;
+  a.slots = level1.slots;
+  a.slot_bytes = area / a.slots / esz * esz;
+  hcomm_result_t rc = HCOMM_SUCCESS;
+  auto middle = [&](std::uint64_t slice_addr, std::uint64_t slice_bytes) {
+    if (rc != HCOMM_SUCCESS) return;
+    PlanIn pi;
+    pi.op = CollOp::AllReduce;
+    pi.n = g.servers;
+    pi.me = me;
+    pi.esz = esz;
+    pi.w = slice_addr;
+    pi.bytes = slice_bytes;
+    pi.slot_bytes = a.slot_bytes;
+    pi.slots = a.slots;
+    Plan plan;
+    level1.build(pi, &plan);
+    a.w = slice_addr;
+    rc = run_plan(comm, main, rail, plan, a, dtype, op);
   };
-  return mesh_chunks(comm, g, in, out, count, dtype, op, main, area, ring);
+  if (g.size == 1) {  // one rank per server: the level-1 plan over the whole buffer, in chunks
+    for (std::uint64_t c0 = 0; c0 < count && rc == HCOMM_SUCCESS; c0 += area / esz) {
+      const std::uint64_t m = std::min(area / esz, count - c0);
+      settle_mesh(comm, main);
+      if (m) copy(main, comm->ctx->ccl_addr, in + c0 * esz, m * esz);
+      middle(comm->ctx->ccl_addr, m * esz);
+      if (m) copy(main, out + c0 * esz, comm->ctx->ccl_addr, m * esz);
+    }
+    return rc;
+  }
+  hcomm_result_t mrc = mesh_chunks(comm, g, in, out, count, dtype, op, main, area, middle);
+  return mrc != HCOMM_SUCCESS ? mrc : rc;
 }
 
 }  // namespace hcomm::detail

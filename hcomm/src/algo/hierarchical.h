@@ -1,14 +1,17 @@
-// Hierarchical all-reduce (docs/architecture.md#hcomm, docs/algorithms.md): HCCL's "level0 mesh,
-// level1 ring" for a communicator spanning several servers. Composes algo/mesh and algo/ring.
+// Hierarchical all-reduce (docs/architecture.md#hcomm, docs/algorithms/README.md): HCCL's "level0
+// mesh, level1 <family>" for a communicator spanning several servers.
 #pragma once
 #include <cstdint>
 
+#include "algo/family.h"
 #include "algo/groups.h"
 
 namespace hcomm::detail {
 
-/// Needs g filled by mesh_check and ring_check. With one rank per server it is a plain ring.
-hcomm_result_t allreduce_hierarchical(hcomm_comm_t comm, const ServerGroups& g, std::uint64_t in, std::uint64_t out,
-                                      std::uint64_t count, int dtype, int op, hcomm_stream_t main);
+/// Needs g filled by mesh_check. The mesh reduce-scatter leaves each rank with its server's
+/// reduction of slice l; `level1` all-reduces that slice among the ranks with index l on every
+/// server (one NIC rail); the mesh all-gather finishes. With one rank per server it is `level1` alone.
+hcomm_result_t allreduce_hierarchical(hcomm_comm_t comm, const ServerGroups& g, const Family& level1, std::uint64_t in,
+                                      std::uint64_t out, std::uint64_t count, int dtype, int op, hcomm_stream_t main);
 
 }  // namespace hcomm::detail

@@ -39,10 +39,8 @@ std::uint64_t peer_ccl(hcomm_comm_t comm, const ServerGroups& g, std::uint32_t q
 
 // Step A and B on main: wait until the peers have read my CCL, then stage my slice in it.
 void stage(hcomm_comm_t comm, const ServerGroups& g, const MeshChunk& c, hcomm_stream_t main) {
-  const std::uint32_t L = g.size, l = g.index, first = g.first;
-  if (comm->pulled_pending)  // A
-    for (std::uint32_t k = 0; k < L - 1; ++k) notify_wait(main, notify_key(comm->id, kArPulled, first + peer_of(g, k)));
-  comm->pulled_pending = false;
+  const std::uint32_t l = g.index;
+  settle_mesh(comm, main);  // A
   if (c.len[l]) copy(main, comm->ctx->ccl_addr + c.ccl[l], c.in[l], c.len[l]);  // B
 }
 
@@ -81,6 +79,11 @@ void finish(hcomm_comm_t comm, const ServerGroups& g, const MeshChunk& c, hcomm_
 }
 
 }  // namespace
+
+void settle_mesh(hcomm_comm_t comm, hcomm_stream_t main) {
+  for (std::uint32_t q : comm->pulled_from) notify_wait(main, notify_key(comm->id, kArPulled, q));
+  comm->pulled_from.clear();
+}
 
 MeshChunk::MeshChunk(std::uint32_t L) : len(L, 0), ccl(L, 0), in(L, 0), out(L, 0) {}
 
@@ -124,7 +127,8 @@ void mesh_all_gather(hcomm_comm_t comm, const ServerGroups& g, const MeshChunk& 
   for (std::uint32_t k = 0; k < L - 1; ++k)  // E
     notify_record(main, g.local[peer_of(g, k)]->device, notify_key(comm->id, kArReduced, r));
   finish(comm, g, c, main);  // F, joins
-  comm->pulled_pending = L > 1;
+  comm->pulled_from.clear();
+  for (std::uint32_t k = 0; k + 1 < L; ++k) comm->pulled_from.push_back(g.first + peer_of(g, k));
 }
 
 hcomm_result_t mesh_check(hcomm_comm_t comm, ServerGroups* g) {

@@ -23,6 +23,10 @@ struct MeshChunk {
   std::vector<std::uint64_t> len, ccl, in, out;
 };
 
+/// Wait on `main` until the local peers have finished reading my CCL (the all-gather half of the
+/// last mesh phase); every user of the CCL calls this before writing it.
+void settle_mesh(hcomm_comm_t comm, hcomm_stream_t main);
+
 /// Create the L-1 slave streams on first use (HCOMM_E_DRV when that fails).
 hcomm_result_t mesh_slaves(hcomm_comm_t comm, const ServerGroups& g);
 

@@ -1,59 +1,185 @@
-// Ring all-reduce (docs/architecture.md#hcomm, docs/algorithms.md).
-// Each step moves one of S blocks into the next member's staging area by put-with-notify (RDMA
-// write + notify across servers); the receiver reduces (reduce-scatter) or copies (all-gather)
-// it into place, then returns a credit: the staging area is free again.
+// Ring (docs/algorithms/ring.md). Member m sends to m+1 and receives from m-1 (mod n).
+//   all-reduce      reduce-scatter then all-gather: 2(n-1) steps of D/n
+//   reduce-scatter  n-1 steps; step k sends block m-k-1, receives (and reduces) block m-k-2
+//   all-gather      n-1 steps; step k sends block m-k, receives block m-k-1 (Direct, in place)
+//   broadcast       a chain from the root, pipelined in P slices: n+P-2 steps of D/P
+//   reduce          the chain toward the root, pipelined, reducing at every hop
+//   scatter         the chain from the root, farthest block first: n-1 steps
+//   gather          the chain toward the root, own block first: n-1 steps
+// Reductions travel staged (slot k mod 2), gathered data Direct into its final place in W.
 #include "algo/ring.h"
 
+#include <algorithm>
+
 #include "algo/partition.h"
-#include "core/comm.h"
-#include "core/log.h"
-#include "transport/notify_keys.h"
-#include "transport/tasks.h"
-#include "transport/transport.h"
 
 namespace hcomm::detail {
 
-hcomm_result_t ring_check(hcomm_comm_t comm, ServerGroups* g) {
-  const RankDesc* me = peer_desc(comm, comm->rank);
-  g->rail.assign(g->servers, nullptr);
-  for (std::uint32_t s = 0; s < g->servers; ++s) {
-    g->rail[s] = peer_desc(comm, s * g->size + g->index);
-    if (!g->rail[s] || (s != g->first / g->size && g->rail[s]->server == me->server)) {
-      logf(comm->ctx, 0, "Rank%u all-reduce needs servers of %u contiguous ranks each", comm->rank, g->size);
-      return HCOMM_E_NOT_SUPPORT;
-    }
-  }
-  return HCOMM_SUCCESS;
+namespace {
+
+std::uint32_t sub(std::uint32_t a, std::uint64_t b, std::uint32_t n) {
+  return static_cast<std::uint32_t>((a + n - b % n) % n);
 }
 
-void ring_allreduce(hcomm_comm_t comm, hcomm_stream_t s, const std::vector<const RankDesc*>& ring, std::uint32_t pos,
-                    std::uint64_t x, std::uint64_t bytes, std::uint64_t esz, int dtype, int op, std::uint64_t stage_off) {
-  hcomm_context_t ctx = comm->ctx;
-  const auto S = static_cast<std::uint32_t>(ring.size());
-  const RankDesc& next = *ring[(pos + 1) % S];
-  const RankDesc& prev = *ring[(pos + S - 1) % S];
-  const Partition blk(bytes / esz, S, esz);
-  const std::uint64_t ccl_off = ctx->ccl_addr - ctx->base;
-  const std::uint64_t my_stage = ctx->ccl_addr + stage_off, next_stage = next.device_base_addr + ccl_off + stage_off;
-  if (!comm->ring_primed) {  // the very first ring: my staging area is free
-    remote_notify(s, comm, prev, notify_key(comm->id, kRingCredit, comm->rank));
-    comm->ring_primed = true;
-  }
-  for (std::uint32_t k = 0; k < 2 * (S - 1); ++k) {
-    const bool rs = k < S - 1;
-    const std::uint32_t kk = rs ? k : k - (S - 1);
-    const std::uint32_t send = rs ? (pos + S - kk) % S : (pos + 1 + S - kk) % S;
-    const std::uint32_t recv = rs ? (pos + S - kk - 1) % S : (pos + S - kk) % S;
-    notify_wait(s, notify_key(comm->id, kRingCredit, next.rank));
-    put_notify(s, comm, next, next_stage, x + blk.off(send), blk.len(send), notify_key(comm->id, kRingData, comm->rank),
-               ctx->ccl_rkey);
-    notify_wait(s, notify_key(comm->id, kRingData, prev.rank));
-    if (blk.len(recv)) {
-      if (rs) reduce_copy(s, x + blk.off(recv), my_stage, blk.len(recv), dtype, op);
-      else copy(s, x + blk.off(recv), my_stage, blk.len(recv));
-    }
-    remote_notify(s, comm, prev, notify_key(comm->id, kRingCredit, comm->rank));
+// Reduce-scatter steps over `blk` (n blocks at W); block m ends fully reduced at member m.
+template <class B>
+void rs_steps(const PlanIn& in, const B& blk, Plan* p) {
+  const std::uint32_t n = in.n, m = in.me, next = (m + 1) % n, prev = (m + n - 1) % n;
+  for (std::uint32_t k = 0; k + 1 < n; ++k) {
+    Step st;
+    const std::uint32_t s = sub(m, k + 1, n), r = sub(m, k + 2, n);
+    staged(in, &st.sends, next, in.w + blk.off(s), nullptr, 0, 0, blk.len(s), Mode::StagedReduce, k);
+    staged(in, nullptr, 0, 0, &st.recvs, prev, in.w + blk.off(r), blk.len(r), Mode::StagedReduce, k);
+    p->steps.push_back(std::move(st));
   }
 }
+
+// All-gather steps: block m is in place at member m; every block ends everywhere.
+template <class B>
+void ag_steps(const PlanIn& in, const B& blk, Plan* p) {
+  const std::uint32_t n = in.n, m = in.me, next = (m + 1) % n, prev = (m + n - 1) % n;
+  for (std::uint32_t k = 0; k + 1 < n; ++k) {
+    Step st;
+    const std::uint32_t s = sub(m, k, n), r = sub(m, k + 1, n);
+    st.sends.push_back(Send{next, in.w + blk.off(s), blk.len(s), Mode::Direct, blk.off(s), 0});
+    st.recvs.push_back(Recv{prev, in.w + blk.off(r), blk.len(r), Mode::Direct, 0});
+    p->steps.push_back(std::move(st));
+  }
+}
+
+struct PartBlocks {  // Partition as a block layout
+  Partition part;
+  std::uint64_t off(std::uint32_t j) const { return part.off(j); }
+  std::uint64_t len(std::uint32_t j) const { return part.len(j); }
+};
+
+// Pipeline slices of a chain: at most slot_bytes each, about 8 per member count for overlap.
+Partition slices(const PlanIn& in) {
+  const std::uint64_t elems = in.bytes / in.esz;
+  const std::uint64_t per_slot = std::max<std::uint64_t>(1, in.slot_bytes / in.esz);
+  std::uint64_t P = std::max<std::uint64_t>(std::min<std::uint64_t>(elems, 8), (elems + per_slot - 1) / per_slot);
+  P = std::max<std::uint64_t>(P, 1);
+  return Partition(elems, static_cast<std::uint32_t>(P), in.esz);
+}
+
+std::uint32_t slice_count(const PlanIn& in) {
+  const std::uint64_t elems = in.bytes / in.esz;
+  const std::uint64_t per_slot = std::max<std::uint64_t>(1, in.slot_bytes / in.esz);
+  return static_cast<std::uint32_t>(std::max<std::uint64_t>(
+      1, std::max<std::uint64_t>(std::min<std::uint64_t>(elems, 8), (elems + per_slot - 1) / per_slot)));
+}
+
+void chain_broadcast(const PlanIn& in, Plan* p) {
+  const std::uint32_t n = in.n, v = sub(in.me, in.root, n), P = slice_count(in);
+  const Partition sl = slices(in);
+  const std::uint32_t next = (in.me + 1) % n, prev = (in.me + n - 1) % n;
+  for (std::uint32_t t = 0; t + 2 < n + P; ++t) {
+    Step st;
+    if (v + 1 < n && t >= v && t - v < P) {
+      const std::uint32_t i = t - v;
+      st.sends.push_back(Send{next, in.w + sl.off(i), sl.len(i), Mode::Direct, sl.off(i), 0});
+    }
+    if (v >= 1 && t + 1 >= v && t + 1 - v < P) {
+      const std::uint32_t i = t + 1 - v;
+      st.recvs.push_back(Recv{prev, in.w + sl.off(i), sl.len(i), Mode::Direct, 0});
+    }
+    p->steps.push_back(std::move(st));
+  }
+}
+
+void chain_reduce(const PlanIn& in, Plan* p) {
+  const std::uint32_t n = in.n, v = sub(in.me, in.root, n), P = slice_count(in);
+  const Partition sl = slices(in);
+  const std::uint32_t toward = (in.me + n - 1) % n, from = (in.me + 1) % n;
+  for (std::uint32_t t = 0; t + 2 < n + P; ++t) {
+    Step st;
+    const std::uint32_t d_send = n - 1 - v, d_recv = n - 2 - v;  // hops from the chain's start
+    if (v >= 1 && t >= d_send && t - d_send < P) {
+      const std::uint32_t i = t - d_send;
+      st.sends.push_back(Send{toward, in.w + sl.off(i), sl.len(i), Mode::StagedReduce, 0, i % 2});
+    }
+    if (v + 1 < n && t >= d_recv && t - d_recv < P) {
+      const std::uint32_t i = t - d_recv;
+      st.recvs.push_back(Recv{from, in.w + sl.off(i), sl.len(i), Mode::StagedReduce, i % 2});
+    }
+    p->steps.push_back(std::move(st));
+  }
+}
+
+void chain_scatter(const PlanIn& in, Plan* p) {
+  const std::uint32_t n = in.n, v = sub(in.me, in.root, n);
+  const std::uint32_t next = (in.me + 1) % n, prev = (in.me + n - 1) % n;
+  auto member = [&](std::uint32_t d) { return (d + in.root) % n; };
+  for (std::uint32_t t = 0; t + 1 < n; ++t) {
+    Step st;
+    if (t >= v && n - 1 - t + v > v) {
+      const std::uint32_t j = member(n - 1 - t + v);
+      st.sends.push_back(Send{next, in.w + in.blocks.off(j), in.blocks.len(j), Mode::Direct, in.blocks.off(j), 0});
+    }
+    if (v >= 1 && t + 1 >= v) {
+      const std::uint32_t j = member(n - 2 - t + v);
+      st.recvs.push_back(Recv{prev, in.w + in.blocks.off(j), in.blocks.len(j), Mode::Direct, 0});
+    }
+    p->steps.push_back(std::move(st));
+  }
+}
+
+void chain_gather(const PlanIn& in, Plan* p) {
+  const std::uint32_t n = in.n, v = sub(in.me, in.root, n);
+  const std::uint32_t toward = (in.me + n - 1) % n, from = (in.me + 1) % n;
+  auto member = [&](std::uint32_t d) { return (d + in.root) % n; };
+  for (std::uint32_t t = 0; t + 1 < n; ++t) {
+    Step st;
+    if (v >= 1 && t + v < n) {
+      const std::uint32_t j = member(v + t);
+      st.sends.push_back(Send{toward, in.w + in.blocks.off(j), in.blocks.len(j), Mode::Direct, in.blocks.off(j), 0});
+    }
+    if (t + v + 1 < n) {
+      const std::uint32_t j = member(v + 1 + t);
+      st.recvs.push_back(Recv{from, in.w + in.blocks.off(j), in.blocks.len(j), Mode::Direct, 0});
+    }
+    p->steps.push_back(std::move(st));
+  }
+}
+
+bool build(const PlanIn& in, Plan* p) {
+  if (in.n == 1) return in.op != CollOp::AllToAll;
+  switch (in.op) {
+    case CollOp::AllReduce: {
+      const PartBlocks blk{Partition(in.bytes / in.esz, in.n, in.esz)};
+      rs_steps(in, blk, p);
+      ag_steps(in, blk, p);
+      return true;
+    }
+    case CollOp::ReduceScatter: rs_steps(in, in.blocks, p); return true;
+    case CollOp::AllGather: ag_steps(in, in.blocks, p); return true;
+    case CollOp::Broadcast: chain_broadcast(in, p); return true;
+    case CollOp::Reduce: chain_reduce(in, p); return true;
+    case CollOp::Scatter: chain_scatter(in, p); return true;
+    case CollOp::Gather: chain_gather(in, p); return true;
+    case CollOp::AllToAll: return false;
+  }
+  return false;
+}
+
+double cost(CollOp op, std::uint32_t n, std::uint64_t bytes, const LinkCost& c) {
+  const double D = static_cast<double>(bytes), s = n - 1.0;
+  const double P = 8;  // chain slices
+  switch (op) {
+    case CollOp::AllReduce: return 2 * s * c.alpha_ns + 2 * s / n * D * c.beta_ns_per_byte + s / n * D * c.gamma_ns_per_byte;
+    case CollOp::ReduceScatter: return s * c.alpha_ns + s / n * D * (c.beta_ns_per_byte + c.gamma_ns_per_byte);
+    case CollOp::AllGather: return s * c.alpha_ns + s / n * D * c.beta_ns_per_byte;
+    case CollOp::Broadcast: return (s + P - 1) * (c.alpha_ns + D / P * c.beta_ns_per_byte);
+    case CollOp::Reduce: return (s + P - 1) * (c.alpha_ns + D / P * (c.beta_ns_per_byte + c.gamma_ns_per_byte));
+    case CollOp::Scatter:
+    case CollOp::Gather: return s * (c.alpha_ns + D / n * c.beta_ns_per_byte);
+    case CollOp::AllToAll: return -1;
+  }
+  return -1;
+}
+
+}  // namespace
+
+const Family kRing{"ring", build, cost, 2};
 
 }  // namespace hcomm::detail

@@ -32,12 +32,11 @@ hcomm_result_t run_allreduce(hcomm_comm_t comm, std::uint64_t in, std::uint64_t 
   ServerGroups g;
   hcomm_result_t rc = find_server_groups(comm, &g);
   if (rc == HCOMM_SUCCESS) rc = mesh_check(comm, &g);
-  if (rc == HCOMM_SUCCESS && g.servers > 1) rc = ring_check(comm, &g);
   if (rc != HCOMM_SUCCESS) return rc;
   if (g.servers > 1) info.algorithm = g.size > 1 ? "mesh+ring" : "ring";
   std::uint64_t mk = op_begin(main, info);
   ++comm->op_seq;
-  rc = g.servers > 1 ? allreduce_hierarchical(comm, g, in, out, count, dtype, op, main)
+  rc = g.servers > 1 ? allreduce_hierarchical(comm, g, kRing, in, out, count, dtype, op, main)
                      : allreduce_mesh(comm, g, in, out, count, dtype, op, main);
   if (rc != HCOMM_SUCCESS) return rc;
   op_end(main, mk);

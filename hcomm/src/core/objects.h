@@ -56,8 +56,8 @@ struct hcomm_comm_s {
   hcomm_stream_t internal = nullptr;     // blocking p2p and the serialized receive path
   hcomm_stream_t recv_stream = nullptr;  // all receives of this communicator, in posting order
   std::vector<hcomm_stream_t> slaves;    // mesh collectives: one per peer
-  bool pulled_pending = false;           // peers still owe PULLED notifies from the last mesh all-reduce
-  bool ring_primed = false;              // the ring's staging credit to the previous rank has been given
+  std::vector<hcomm_stream_t> plan_slaves;  // plan executor: parallel sends of one step
+  std::vector<std::uint32_t> pulled_from;   // local peers that still owe PULLED from the last mesh phase
   std::map<std::uint32_t, hcomm::RankDesc> peers;  // descriptors of peers actually used
   std::map<std::uint32_t, hcomm::PairLink> links;  // transport to peers actually used
 };

@@ -1,0 +1,38 @@
+// The plan executor (docs/architecture.md#hcomm, docs/algorithms/README.md): turns one member's
+// Plan (algo/plan.h) into stream tasks. Flow control is the same for every algorithm:
+//   * Direct: at the start of the plan a receiver grants each member that writes into its W one
+//     credit; the sender waits for it before its first Direct write (W is free: the receiver has
+//     left its previous use of the buffer).
+//   * Staged: a receiver's slot is granted to its first user at the start, and to the next user
+//     right after the receiver consumed it; the sender waits for the grant before each write.
+//   * Data: every write is followed (in order, on the same path) by a DATA notify at the receiver,
+//     which its receive waits for.
+// Credits and data notifies are keyed by (communicator, purpose, peer rank, slot): no tables.
+#pragma once
+#include <cstdint>
+
+#include "algo/plan.h"
+#include "core/objects.h"
+
+namespace hcomm::detail {
+
+/// The communicator ranks that are a plan's members: member m is rank base + m * stride.
+struct Members {
+  std::uint32_t base = 0, stride = 1, n = 1;
+  std::uint32_t rank(std::uint32_t m) const { return base + m * stride; }
+};
+
+/// Where a plan's work area and staging slots are (local addresses in this rank's CCL, at the
+/// same offsets on every member).
+struct Area {
+  std::uint64_t w = 0, stage = 0, slot_bytes = 0;
+  std::uint32_t slots = 2;
+};
+
+/// Submit the plan on `main` (and, for steps with several sends, on the communicator's plan helper
+/// streams). HCOMM_E_NOT_FOUND for a member without a descriptor, HCOMM_E_DRV when a stream
+/// cannot be made, HCOMM_E_NOT_SUPPORT when a member is unreachable under the protocol.
+hcomm_result_t run_plan(hcomm_comm_t comm, hcomm_stream_t main, const Members& mem, const Plan& plan, const Area& a,
+                        int dtype, int op);
+
+}  // namespace hcomm::detail

@@ -1,0 +1,48 @@
+// Algorithm families (docs/architecture.md#hcomm, docs/algorithms/README.md): each family is one
+// file in algo/ with a plan builder (algo/plan.h) and an alpha-beta-gamma cost estimate per
+// operation; algo/select.h picks among them.
+#pragma once
+#include <cstdint>
+
+#include "algo/plan.h"
+
+namespace hcomm::detail {
+
+/// The cost model's link parameters (the seeds' model): a message of b bytes costs
+/// alpha + b * beta, reducing b bytes costs b * gamma.
+struct LinkCost {
+  double alpha_ns = 0, beta_ns_per_byte = 0, gamma_ns_per_byte = 0;
+};
+
+/// Build member in.me's plan for one chunk; false when the family does not do in.op.
+using BuildFn = bool (*)(const PlanIn& in, Plan* out);
+/// Estimated time (ns) of `op` over n members for `bytes` (the operation's data per member as
+/// the busbw convention counts it: the whole vector for all-reduce/broadcast/reduce, the
+/// gathered vector for all-gather, reduce-scatter, scatter, gather, all-to-all); < 0 when the
+/// family does not do op.
+using CostFn = double (*)(CollOp op, std::uint32_t n, std::uint64_t bytes, const LinkCost& c);
+
+struct Family {
+  const char* name;   ///< HCCL's name: "ring", "H-D_R", "NHR", "NB", "DOUBLE_TREE", "pairwise", "star", "mesh"
+  BuildFn build;
+  CostFn cost;
+  std::uint32_t slots;  ///< staging slots its plans use
+};
+
+// One per file in algo/.
+extern const Family kRing;      // algo/ring.cpp
+extern const Family kHd;        // algo/halving_doubling.cpp
+extern const Family kNhr;       // algo/nhr.cpp
+extern const Family kNb;        // algo/bruck.cpp
+extern const Family kTree;      // algo/double_tree.cpp
+extern const Family kPairwise;  // algo/pairwise.cpp
+extern const Family kStar;      // algo/star.cpp
+
+/// ceil(log2 n) for n >= 1.
+inline std::uint32_t ceil_log2(std::uint32_t n) {
+  std::uint32_t k = 0;
+  while ((1ULL << k) < n) ++k;
+  return k;
+}
+
+}  // namespace hcomm::detail
