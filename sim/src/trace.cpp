@@ -24,7 +24,8 @@ CREATE TABLE npus(id INTEGER PRIMARY KEY, name TEXT, server INTEGER, device_id I
 CREATE TABLE links(id INTEGER PRIMARY KEY, name TEXT, kind TEXT, a INTEGER, b INTEGER, bandwidth_Bps INTEGER,
                    latency_ns REAL);
 CREATE TABLE operations(id INTEGER PRIMARY KEY, rank INTEGER, seq INTEGER, kind TEXT, algorithm TEXT, bytes INTEGER,
-                        dtype TEXT, reduce_op TEXT, peer INTEGER, step INTEGER, rep INTEGER, start_ns REAL, end_ns REAL);
+                        dtype TEXT, reduce_op TEXT, peer INTEGER, step INTEGER, rep INTEGER, start_ns REAL, end_ns REAL,
+                        chosen_by TEXT, est_us REAL, runner_up TEXT, runner_up_est_us REAL);
 CREATE TABLE link_counters(link_id INTEGER, direction TEXT, sim_time_ns REAL, bytes INTEGER, pieces INTEGER,
                            busy_ns REAL, rx_retry INTEGER, credit_stall_ns REAL);
 CREATE TABLE port_counters(node TEXT, port INTEGER, tx_bytes INTEGER, tx_packets INTEGER, drops INTEGER, ecn_marked INTEGER,
@@ -174,7 +175,7 @@ bool Trace::open(const std::string& path, std::string* why, bool force) {
   }
   st_npu_ = prep("INSERT INTO npus VALUES(?,?,?,?,?,?)");
   st_link_ = prep("INSERT INTO links VALUES(?,?,?,?,?,?,?)");
-  st_op_ = prep("INSERT INTO operations(rank,seq,kind,algorithm,bytes,dtype,reduce_op,peer,step,rep,start_ns,end_ns) VALUES(?,?,?,?,?,?,?,?,?,?,?,?)");
+  st_op_ = prep("INSERT INTO operations(rank,seq,kind,algorithm,bytes,dtype,reduce_op,peer,step,rep,start_ns,end_ns,chosen_by,est_us,runner_up,runner_up_est_us) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
   st_ctr_ = prep("INSERT INTO link_counters VALUES(?,?,?,?,?,?,?,?)");
   st_port_ = prep("INSERT INTO port_counters VALUES(?,?,?,?,?,?,?,?,?,?)");
   st_counter_ = prep("INSERT INTO counters VALUES(?,?)");
@@ -309,10 +310,11 @@ void Trace::link(std::uint32_t id, const std::string& name, const std::string& k
 
 void Trace::operation(std::uint32_t rank, std::uint64_t seq, const std::string& kind, const std::string& algo,
                       std::uint64_t bytes, const std::string& dtype, const std::string& op, std::int64_t peer,
-                      std::uint32_t step, std::uint32_t rep, double start_ns, double end_ns) {
+                      std::uint32_t step, std::uint32_t rep, double start_ns, double end_ns, const OpChoice& choice) {
   if (!writable()) return;
   if (!put(Binder{st_op_}(static_cast<I>(rank))(static_cast<I>(seq))(kind)(algo)(static_cast<I>(bytes))(dtype)(op)(peer)(
-      static_cast<I>(step))(static_cast<I>(rep))(start_ns)(end_ns).done())) return;
+      static_cast<I>(step))(static_cast<I>(rep))(start_ns)(end_ns)(choice.by)(choice.est_us)(choice.runner_up)(
+      choice.runner_up_est_us).done())) return;
   row_done();
 }
 

@@ -53,6 +53,11 @@ struct OpInfo {
   int dtype = 0, op = 0;
   std::int64_t peer = -1;
   std::uint64_t seq = 0;   ///< per-communicator sequence number of this collective
+  // Collectives: how the algorithm was chosen (docs/algorithms/README.md#selection).
+  std::string chosen_by;   ///< "auto", "HCOMM_ALGO", "HCCL_ALGO", "HCOMM_ALLREDUCE_ALGO", "config"; "" = not a choice
+  double est_ns = 0;       ///< the cost model's estimate of the chosen algorithm
+  std::string runner_up;   ///< the next-best candidate ("" when none)
+  double runner_up_ns = 0;
 };
 
 class Driver {

@@ -158,8 +158,11 @@ typedef struct {
   uint64_t bandwidth_limit;  /* MB/s, 0 = none */
   uint64_t num_qp;
   uint64_t buffer_size;      /* bytes */
+  const char* algo;          /* HCOMM_ALGO syntax ("level0:NA;level1:NHR", or per operation
+                                "allreduce=level0:NA;level1:ring/allgather=level0:NA;level1:NB");
+                                NULL = the environment (HCOMM_ALGO, HCCL_ALGO, HCOMM_ALLREDUCE_ALGO) */
 } hcomm_config_t;
-void hcomm_config_init(hcomm_config_t* cfg); /* every field HCOMM_CONFIG_UNSET */
+void hcomm_config_init(hcomm_config_t* cfg); /* every number HCOMM_CONFIG_UNSET, algo NULL */
 /* Check one HCOMM_* environment value as the library would read it: HCOMM_SUCCESS, HCOMM_E_PARA
  * (malformed or out of range; errbuf says why), HCOMM_E_NOT_FOUND (not a knob hcomm reads). */
 hcomm_result_t hcomm_config_check(const char* name, const char* value, char* errbuf, size_t len);
@@ -201,19 +204,66 @@ hcomm_result_t hcomm_rdma_write(const void* local, uint64_t bytes, uint32_t dst_
  * stream, stream-ordered; with NULL, blocks the caller until every rank has arrived. */
 hcomm_result_t hcomm_barrier(hcomm_comm_t comm, hcomm_stream_t stream);
 
-/* ---- collectives (stream-ordered: the host blocks only in stream synchronize) ---- */
+/* ---- collectives (stream-ordered: the host blocks only in stream synchronize) ----
+ * Every collective runs on any communicator, chooses its algorithm per call (by cost, or as
+ * HCOMM_ALGO / HCCL_ALGO / HCOMM_ALLREDUCE_ALGO / config.algo force it; docs/algorithms/README.md)
+ * and records the choice in the trace. Counts are elements; count 0 is a no-op that still
+ * synchronises nothing. In place (send_buf == recv_buf) is allowed for all-reduce, reduce and
+ * broadcast (one buffer); for all-gather when send_buf is recv_buf's block `rank`; for
+ * reduce-scatter when recv_buf is send_buf's block `rank`. A root outside [0, nranks) is
+ * HCOMM_E_PARA, a null buffer with a nonzero count HCOMM_E_PTR. */
 hcomm_result_t hcomm_allreduce(const void* send_buf, void* recv_buf, uint64_t count, hcomm_data_type_t dtype,
                                hcomm_reduce_op_t op, hcomm_comm_t comm, hcomm_stream_t stream);
 /* All-gather: every rank contributes `count` elements (send_buf); recv_buf holds nranks * count,
- * rank r's block at element r * count. One server only for now (HCOMM_E_NOT_SUPPORT across
- * servers). count 0 is a no-op, as for hcomm_allreduce. */
+ * rank r's block at element r * count. */
 hcomm_result_t hcomm_allgather(const void* send_buf, void* recv_buf, uint64_t count, hcomm_data_type_t dtype,
                                hcomm_comm_t comm, hcomm_stream_t stream);
+/* All-gather-v: rank r contributes recv_counts[r] elements (send_count must equal
+ * recv_counts[rank]), placed at element recv_displs[r] of every rank's recv_buf. */
+hcomm_result_t hcomm_allgatherv(const void* send_buf, uint64_t send_count, void* recv_buf, const uint64_t* recv_counts,
+                                const uint64_t* recv_displs, hcomm_data_type_t dtype, hcomm_comm_t comm, hcomm_stream_t stream);
 /* Reduce-scatter: send_buf holds nranks * count elements; rank r receives in recv_buf (`count`
- * elements) the reduction over all ranks of block r (elements r * count ...). One server only for
- * now (HCOMM_E_NOT_SUPPORT across servers). */
+ * elements) the reduction over all ranks of block r (elements r * count ...). */
 hcomm_result_t hcomm_reduce_scatter(const void* send_buf, void* recv_buf, uint64_t count, hcomm_data_type_t dtype,
                                     hcomm_reduce_op_t op, hcomm_comm_t comm, hcomm_stream_t stream);
+/* Reduce-scatter-v: block r is send_counts[r] elements at send_displs[r] of send_buf (the same
+ * counts on every rank); rank r receives its reduction (recv_count == send_counts[rank]). */
+hcomm_result_t hcomm_reduce_scatterv(const void* send_buf, const uint64_t* send_counts, const uint64_t* send_displs,
+                                     void* recv_buf, uint64_t recv_count, hcomm_data_type_t dtype, hcomm_reduce_op_t op,
+                                     hcomm_comm_t comm, hcomm_stream_t stream);
+/* Broadcast `count` elements of buf from `root` to every rank's buf. */
+hcomm_result_t hcomm_broadcast(void* buf, uint64_t count, hcomm_data_type_t dtype, uint32_t root, hcomm_comm_t comm,
+                               hcomm_stream_t stream);
+/* Reduce to `root`: recv_buf (significant at the root only) gets the reduction of every rank's send_buf. */
+hcomm_result_t hcomm_reduce(const void* send_buf, void* recv_buf, uint64_t count, hcomm_data_type_t dtype,
+                            hcomm_reduce_op_t op, uint32_t root, hcomm_comm_t comm, hcomm_stream_t stream);
+/* Scatter from `root`: the root's send_buf holds nranks * recv_count elements; rank r receives
+ * block r in recv_buf. send_buf is read at the root only. */
+hcomm_result_t hcomm_scatter(const void* send_buf, void* recv_buf, uint64_t recv_count, hcomm_data_type_t dtype,
+                             uint32_t root, hcomm_comm_t comm, hcomm_stream_t stream);
+/* All-to-all: block j (count elements at element j * count) of send_buf goes to rank j, where it
+ * lands as block `rank` of recv_buf. */
+hcomm_result_t hcomm_alltoall(const void* send_buf, void* recv_buf, uint64_t count, hcomm_data_type_t dtype,
+                              hcomm_comm_t comm, hcomm_stream_t stream);
+/* All-to-all-v: send_counts[j] elements at send_displs[j] go to rank j; recv_counts[j] elements
+ * from rank j land at recv_displs[j]. send_counts[j] on rank i must equal recv_counts[i] on rank j. */
+hcomm_result_t hcomm_alltoallv(const void* send_buf, const uint64_t* send_counts, const uint64_t* send_displs,
+                               void* recv_buf, const uint64_t* recv_counts, const uint64_t* recv_displs,
+                               hcomm_data_type_t dtype, hcomm_comm_t comm, hcomm_stream_t stream);
+/* Batch send/receive (HCCL's HcclBatchSendRecv): every item is a send to or a receive from
+ * remote_rank, all stream-ordered on `stream`. Sends are issued in increasing (peer - rank) mod n
+ * and receives in increasing (rank - peer) mod n, so crossing batches cannot deadlock; items
+ * between one pair keep their order. */
+typedef enum { HCOMM_SEND = 0, HCOMM_RECV = 1 } hcomm_send_recv_type_t;
+typedef struct {
+  hcomm_send_recv_type_t type;
+  void* buf;
+  uint64_t count;
+  hcomm_data_type_t dtype;
+  uint32_t remote_rank;
+} hcomm_send_recv_item_t;
+hcomm_result_t hcomm_batch_send_recv(const hcomm_send_recv_item_t* items, uint32_t n_items, hcomm_comm_t comm,
+                                     hcomm_stream_t stream);
 
 /* Release every handle still alive in this process (requests, pools, events, communicators,
  * streams, contexts) without waiting for device work: for process teardown, e.g. after a rank

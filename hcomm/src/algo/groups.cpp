@@ -15,7 +15,7 @@ hcomm_result_t find_server_groups(hcomm_comm_t comm, ServerGroups* g) {
   while (last + 1 < p) { const RankDesc* d = peer_desc(comm, last + 1); if (!d) return HCOMM_E_NOT_FOUND; if (d->server != me->server) break; ++last; }
   const std::uint32_t L = last - first + 1;
   if (p % L != 0) {
-    logf(comm->ctx, 0, "Rank%u all-reduce needs the same number of ranks on every server (%u here, %u in all)", r, L, p);
+    logf(comm->ctx, 2, "Rank%u servers hold unequal numbers of ranks (%u here, %u in all): flat algorithms only", r, L, p);
     return HCOMM_E_NOT_SUPPORT;
   }
   g->first = first;

@@ -131,12 +131,13 @@ void mesh_all_gather(hcomm_comm_t comm, const ServerGroups& g, const MeshChunk& 
   for (std::uint32_t k = 0; k + 1 < L; ++k) comm->pulled_from.push_back(g.first + peer_of(g, k));
 }
 
-hcomm_result_t mesh_check(hcomm_comm_t comm, ServerGroups* g) {
+hcomm_result_t mesh_check(hcomm_comm_t comm, ServerGroups* g, bool log_failure) {
   g->local.assign(g->size, nullptr);
   for (std::uint32_t q = 0; q < g->size; ++q) {
     g->local[q] = peer_desc(comm, g->first + q);
     if (q != g->index && !via_sdma(comm, *g->local[q])) {
-      logf(comm->ctx, 0, "Rank%u mesh all-reduce needs an HCCS link or PCIe peer-to-peer path to rank %u", comm->rank,
+      if (log_failure)
+        logf(comm->ctx, 0, "Rank%u mesh all-reduce needs an HCCS link or PCIe peer-to-peer path to rank %u", comm->rank,
            g->first + q);
       return HCOMM_E_NOT_SUPPORT;
     }

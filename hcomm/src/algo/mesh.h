@@ -12,8 +12,8 @@
 namespace hcomm::detail {
 
 /// Fill g->local and check that every local peer is reached by SDMA (HCCS or PCIe peer-to-peer);
-/// HCOMM_E_NOT_SUPPORT (logged) otherwise.
-hcomm_result_t mesh_check(hcomm_comm_t comm, ServerGroups* g);
+/// HCOMM_E_NOT_SUPPORT otherwise (logged as an error when `log_failure`).
+hcomm_result_t mesh_check(hcomm_comm_t comm, ServerGroups* g, bool log_failure = true);
 
 /// One chunk of a mesh phase, per local index q (bytes and addresses): slice q is len[q] bytes at
 /// offset ccl[q] of rank q's collective buffer (CCL); in[q] is where I read my contribution to it

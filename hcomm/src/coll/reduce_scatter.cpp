@@ -1,66 +1,44 @@
-// hcomm_reduce_scatter (docs/architecture.md#hcomm, docs/algorithms.md): validate, select the
-// algorithm from the communicator's shape, run it between the operation's begin/end markers.
-//   one rank                  -> a local copy
-//   one server (S = 1)        -> algo/mesh's reduce-scatter phase, in chunks of the collective buffer
-//   several servers (S > 1)   -> not yet: HCOMM_E_NOT_SUPPORT, logged
-#include <algorithm>
-#include <limits>
+// hcomm_reduce_scatter and hcomm_reduce_scatterv (docs/architecture.md#hcomm,
+// docs/algorithms/README.md): validate, then the collective runner (coll/run.h).
+#include "coll/check.h"
+#include "coll/run.h"
 
-#include "algo/groups.h"
-#include "coll/common.h"
-#include "algo/mesh.h"
-#include "core/handles.h"
-#include "core/log.h"
-#include "core/objects.h"
-#include "core/profile.h"
-#include "core/types.h"
-#include "transport/tasks.h"
-
-using namespace hcomm;
 using namespace hcomm::detail;
-
-namespace {
-
-hcomm_result_t run_reduce_scatter(hcomm_comm_t comm, std::uint64_t in, std::uint64_t out, std::uint64_t count, int dtype,
-                                  int op, hcomm_stream_t main) {
-  const std::uint32_t p = comm->nranks;
-  const std::uint64_t esz = hcomm_data_type_size(static_cast<hcomm_data_type_t>(dtype));
-  OpInfo info{comm->rank, p, "reduce_scatter", "mesh", count * esz, dtype, op, -1, comm->op_seq};
-  if (p == 1) {
-    run_local_copy(comm, info, in, out, count * esz, main);
-    return HCOMM_SUCCESS;
-  }
-  ServerGroups g;
-  if (hcomm_result_t rc = one_server_mesh(comm, "reduce-scatter", &g); rc != HCOMM_SUCCESS) return rc;
-  std::uint64_t mk = op_begin(main, info);
-  ++comm->op_seq;
-  // Chunks of m elements per block: each rank stages its own block's chunk at the start of its
-  // CCL, every peer reduce-copies its copy of that block into it, the result goes to out[c0].
-  const std::uint32_t L = g.size;
-  const std::uint64_t chunk_elems = std::max<std::uint64_t>(1, comm->ctx->ccl_bytes / esz);
-  MeshChunk c(L);
-  for (std::uint64_t c0 = 0; c0 < count; c0 += chunk_elems) {
-    const std::uint64_t m = std::min(chunk_elems, count - c0);
-    for (std::uint32_t q = 0; q < L; ++q) {
-      c.len[q] = m * esz;
-      c.ccl[q] = 0;
-      c.in[q] = in + ((g.first + q) * count + c0) * esz;
-      c.out[q] = out + c0 * esz;
-    }
-    mesh_reduce_scatter(comm, g, c, dtype, op, main, false);
-  }
-  op_end(main, mk);
-  return HCOMM_SUCCESS;
-}
-
-}  // namespace
 
 extern "C" hcomm_result_t hcomm_reduce_scatter(const void* in, void* out, uint64_t count, hcomm_data_type_t dtype,
                                                hcomm_reduce_op_t op, hcomm_comm_t comm, hcomm_stream_t stream) {
-  if (!live(comm, kComm) || !live(stream, kStream)) return HCOMM_E_UNAVAIL;
-  if (!valid_dtype(dtype) || op < HCOMM_REDUCE_SUM || op > HCOMM_REDUCE_MIN) return HCOMM_E_PARA;
+  if (hcomm_result_t rc = check_coll(comm, stream, dtype, count, live(comm, kComm) ? comm->nranks : 1); rc != HCOMM_SUCCESS)
+    return rc;
+  if (!valid_op(op)) return HCOMM_E_PARA;
   if ((!in || !out) && count) return HCOMM_E_PTR;
-  if (stream->ctx != comm->ctx) return HCOMM_E_PARA;
-  if (count > std::numeric_limits<std::uint64_t>::max() / comm->nranks / hcomm_data_type_size(dtype)) return HCOMM_E_PARA;
-  return run_reduce_scatter(comm, dev(in), dev(out), count, dtype, op, stream);
+  CollReq r;
+  r.op = CollOp::ReduceScatter;
+  r.kind = "reduce_scatter";
+  r.dtype = dtype;
+  r.redop = op;
+  r.in = dev(in);
+  r.out = dev(out);
+  r.count = count;
+  return run_collective(comm, stream, r);
+}
+
+extern "C" hcomm_result_t hcomm_reduce_scatterv(const void* in, const uint64_t* send_counts, const uint64_t* send_displs,
+                                                void* out, uint64_t recv_count, hcomm_data_type_t dtype, hcomm_reduce_op_t op,
+                                                hcomm_comm_t comm, hcomm_stream_t stream) {
+  if (hcomm_result_t rc = check_coll(comm, stream, dtype, recv_count); rc != HCOMM_SUCCESS) return rc;
+  if (!valid_op(op)) return HCOMM_E_PARA;
+  if (hcomm_result_t rc = check_v(comm, send_counts, send_displs, dtype); rc != HCOMM_SUCCESS) return rc;
+  if (send_counts[comm->rank] != recv_count) return HCOMM_E_PARA;
+  if (!in || (!out && recv_count)) return HCOMM_E_PTR;
+  CollReq r;
+  r.op = CollOp::ReduceScatter;
+  r.kind = "reduce_scatterv";
+  r.dtype = dtype;
+  r.redop = op;
+  r.in = dev(in);
+  r.out = dev(out);
+  r.count = recv_count;
+  r.counts = send_counts;
+  r.displs = send_displs;
+  return run_collective(comm, stream, r);
 }

@@ -1,6 +1,7 @@
 // Communicators (docs/architecture.md#hcomm): init/destroy/rank/size and the per-peer caches.
 #include "core/comm.h"
 
+#include "algo/select.h"
 #include "core/config.h"
 #include "core/handles.h"
 #include "core/log.h"
@@ -41,6 +42,8 @@ hcomm_result_t hcomm_comm_init_config(hcomm_context_t ctx, uint32_t nranks, uint
   if (!out) return HCOMM_E_PTR;
   hcomm_config_t cfg;
   if (hcomm_result_t rc = resolve_comm_config(ctx, user, &cfg); rc != HCOMM_SUCCESS) return rc;
+  AlgoOverride algo;
+  if (hcomm_result_t rc = parse_algo_override(ctx, cfg.algo, &algo); rc != HCOMM_SUCCESS) return rc;
   if (nranks == 0 || nranks != port::rank_count(ctx) || rank >= nranks) {
     logf(ctx, 0, "comm init: nranks %u / rank %u do not match the cluster's %u ranks", nranks, rank, port::rank_count(ctx));
     return HCOMM_E_PARA;
@@ -56,6 +59,9 @@ hcomm_result_t hcomm_comm_init_config(hcomm_context_t ctx, uint32_t nranks, uint
   c->ctx = ctx;
   c->cfg = cfg;
   c->rdma = rdma_policy(cfg);  // the connection policy is set once, here (docs/config.md)
+  c->algo = algo;
+  if (cfg.algo) c->algo_spec = cfg.algo;
+  c->cfg.algo = cfg.algo ? c->algo_spec.c_str() : nullptr;
   c->id = ctx->next_comm_id++;
   c->rank = rank;
   c->nranks = nranks;
@@ -70,9 +76,11 @@ hcomm_result_t hcomm_comm_init_config(hcomm_context_t ctx, uint32_t nranks, uint
 
 hcomm_result_t hcomm_comm_destroy(hcomm_comm_t c) {
   if (!live(c, kComm)) return HCOMM_E_UNAVAIL;
+  for (hcomm_request_t r : c->batch_reqs) hcomm_wait(r);  // batch send/recv still in flight
   hcomm_destroy_stream(c->internal);
   hcomm_destroy_stream(c->recv_stream);
   for (auto s : c->slaves) hcomm_destroy_stream(s);
+  for (auto s : c->plan_slaves) hcomm_destroy_stream(s);
   untrack(c);
   delete c;
   return HCOMM_SUCCESS;

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "algo/select.h"
 #include "core/log.h"
 
 namespace hcomm::detail {
@@ -101,6 +102,10 @@ bool read_context_env(ContextEnv* e) {
   e->debug = static_cast<int>(env_knob(kDebug, &bad));
   e->timeout_ns = env_knob(kTimeoutMs, &bad) * 1000000ULL;
   e->ccl_bytes = env_knob(kBuffsizeMb, &bad) << 20;
+  if (const char* h = std::getenv("HCCL_BUFFSIZE"); h && *h && !std::getenv("HCOMM_BUFFSIZE_MB")) {
+    const EnvKnob& k = kContextKnobs[kBuffsizeMb];  // HCCL's name for the same knob (MB)
+    e->ccl_bytes = env_u64("HCCL_BUFFSIZE", k.def, k.lo, k.hi, &bad) << 20;
+  }
   e->p2p_bytes = env_knob(kP2pMb, &bad) << 20;
   e->slot_bytes = env_knob(kSlotMb, &bad) << 20;
   e->slots = env_knob(kSlots, &bad);
@@ -162,6 +167,14 @@ extern "C" hcomm_result_t hcomm_config_check(const char* name, const char* value
   };
   for (const EnvKnob& k : kContextKnobs)
     if (std::strcmp(k.env, name) == 0) return check(k.lo, k.hi, none);
+  if (std::strcmp(name, "HCCL_BUFFSIZE") == 0) return check(kContextKnobs[kBuffsizeMb].lo, kContextKnobs[kBuffsizeMb].hi, none);
+  const bool ar = std::strcmp(name, "HCOMM_ALLREDUCE_ALGO") == 0;
+  if (ar || std::strcmp(name, "HCOMM_ALGO") == 0 || std::strcmp(name, "HCCL_ALGO") == 0) {
+    const std::string why = check_algo_value(value, ar);
+    if (why.empty()) return HCOMM_SUCCESS;
+    std::snprintf(errbuf, len, "%s=\"%s\": %s", name, value, why.c_str());
+    return HCOMM_E_PARA;
+  }
   for (const Knob& k : kKnobs)
     if (std::strcmp(k.env, name) == 0) return check(k.lo, k.hi, k.names);
   std::snprintf(errbuf, len, "%s is not a knob hcomm reads (docs/config.md)", name);
@@ -172,4 +185,5 @@ extern "C" void hcomm_config_init(hcomm_config_t* c) {
   if (!c) return;
   c->mode = c->send_buffer_size = c->recv_buffer_size = c->buffer_pool_size = c->timeout_ms = c->retry_count = c->protocol =
       c->bandwidth_limit = c->num_qp = c->buffer_size = HCOMM_CONFIG_UNSET;
+  c->algo = nullptr;
 }

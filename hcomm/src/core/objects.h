@@ -3,6 +3,7 @@
 #pragma once
 #include <cstdint>
 #include <map>
+#include <string>
 #include <vector>
 
 #include "hcomm/driver.h"
@@ -15,6 +16,11 @@ struct RdmaPolicy {
   std::uint32_t qp_count = 1;
   std::uint64_t rate_cap_Bps = 0;   ///< 0 = no cap
   std::uint32_t retry_count = ~0u;  ///< ~0u: the driver's default
+};
+/// A user's algorithm override per operation (index: CollOp, algo/plan.h); empty = automatic.
+/// Parsed at communicator init (algo/select.h).
+struct AlgoOverride {
+  std::string level0[8], level1[8], by[8];
 };
 }  // namespace hcomm::detail
 
@@ -51,6 +57,8 @@ struct hcomm_comm_s {
   hcomm_context_t ctx = nullptr;
   hcomm_config_t cfg{};                  // resolved configuration
   hcomm::detail::RdmaPolicy rdma;        // from cfg, set once at init
+  hcomm::detail::AlgoOverride algo;      // from cfg.algo or the environment, set once at init
+  std::string algo_spec;                 // cfg.algo's text (cfg.algo points here)
   std::uint32_t id = 0, rank = 0, nranks = 0;
   std::uint64_t op_seq = 0;
   hcomm_stream_t internal = nullptr;     // blocking p2p and the serialized receive path
@@ -58,6 +66,7 @@ struct hcomm_comm_s {
   std::vector<hcomm_stream_t> slaves;    // mesh collectives: one per peer
   std::vector<hcomm_stream_t> plan_slaves;  // plan executor: parallel sends of one step
   std::vector<std::uint32_t> pulled_from;   // local peers that still owe PULLED from the last mesh phase
+  std::vector<hcomm_request_t> batch_reqs;  // hcomm_batch_send_recv's requests not yet released
   std::map<std::uint32_t, hcomm::RankDesc> peers;  // descriptors of peers actually used
   std::map<std::uint32_t, hcomm::PairLink> links;  // transport to peers actually used
 };

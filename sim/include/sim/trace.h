@@ -21,6 +21,13 @@ namespace sim {
 
 constexpr int kTraceSchemaVersion = 2;
 
+/// How a collective's algorithm was chosen (operations.chosen_by .. runner_up_est_us; empty for
+/// operations that are not a choice).
+struct OpChoice {
+  std::string by, runner_up;
+  double est_us = 0, runner_up_est_us = 0;
+};
+
 class Trace {
  public:
   Trace() = default;
@@ -49,7 +56,8 @@ class Trace {
             std::uint64_t bw, double latency_ns);
   void operation(std::uint32_t rank, std::uint64_t seq, const std::string& kind, const std::string& algo,
                  std::uint64_t bytes, const std::string& dtype, const std::string& op, std::int64_t peer,
-                 std::uint32_t step, std::uint32_t rep, double start_ns, double end_ns);
+                 std::uint32_t step, std::uint32_t rep, double start_ns, double end_ns,
+                 const OpChoice& choice = OpChoice{});
   void link_counter(std::uint32_t link, const std::string& dir, double t_ns, std::uint64_t bytes, std::uint64_t pieces,
                     double busy_ns, std::uint64_t rx_retry, double credit_stall_ns);
   void port_counter(const std::string& node, std::uint32_t port, std::uint64_t tx_bytes, std::uint64_t tx_packets,

@@ -128,6 +128,11 @@ DrvStatus SimDriver::stream_destroy(std::uint32_t s) {
   return DrvStatus::Ok;
 }
 
+// Operations that carry a reduction operator.
+static bool reduces(const std::string& kind) {
+  return kind == "allreduce" || kind == "reduce" || kind == "reduce_scatter" || kind == "reduce_scatterv";
+}
+
 static models::DType to_dtype(int t) {
   switch (t) {
     case 0: return models::DType::Int8;
@@ -285,8 +290,9 @@ void SimDriver::on_marker(std::uint32_t npu, std::uint32_t, std::uint64_t key, m
   if (trace_)
     trace_->operation(r.info.rank, r.info.seq, r.info.kind, r.info.algorithm, r.info.bytes,
                       models::dtype_name(to_dtype(r.info.dtype)),
-                      r.info.kind == "allreduce" ? models::reduce_op_name(static_cast<models::ReduceOp>(r.info.op)) : "",
-                      r.info.peer, r.step, r.rep, static_cast<double>(r.start) / 1e3, static_cast<double>(r.end) / 1e3);
+                      reduces(r.info.kind) ? models::reduce_op_name(static_cast<models::ReduceOp>(r.info.op)) : "",
+                      r.info.peer, r.step, r.rep, static_cast<double>(r.start) / 1e3, static_cast<double>(r.end) / 1e3,
+                      OpChoice{r.info.chosen_by, r.info.runner_up, r.info.est_ns / 1e3, r.info.runner_up_ns / 1e3});
 }
 
 void SimDriver::finish_op(const OpRecord& r) {

@@ -1,0 +1,51 @@
+// Algorithm selection (docs/algorithms/README.md#selection): per operation, from the shape the
+// communicator sees (ranks, servers, ranks per server, whether a server's ranks reach each other
+// by SDMA) and the size, by an alpha-beta-gamma estimate of every candidate; or as the user
+// forces it with HCOMM_ALGO / HCCL_ALGO (HCCL's "level0:NA;level1:<algo>" syntax, globally or per
+// operation), HCOMM_ALLREDUCE_ALGO, or the communicator config's `algo` (config beats env).
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "algo/family.h"
+#include "core/objects.h"
+
+namespace hcomm::detail {
+
+/// The shape a communicator presents to its algorithms.
+struct Shape {
+  std::uint32_t n = 1;        ///< ranks
+  std::uint32_t servers = 1;  ///< S
+  std::uint32_t local = 1;    ///< L: ranks per server (equal on every server)
+  bool mesh = false;          ///< every server's ranks reach each other by SDMA (HCCS / PCIe p2p)
+};
+
+/// What runs an operation.
+struct Choice {
+  enum Kind : std::uint8_t { Mesh, Hier, Flat } kind = Flat;
+  const Family* family = nullptr;  ///< Hier: level 1; Flat: over all ranks
+  std::string name;                ///< as recorded: "mesh", "mesh+NHR", "ring", ...
+  double est_ns = 0;
+  std::string runner_up;           ///< "" when there was one candidate
+  double runner_up_ns = 0;
+  std::string by;                  ///< "auto", "HCOMM_ALGO", "HCCL_ALGO", "HCOMM_ALLREDUCE_ALGO", "config"
+};
+
+/// Parse the knobs at communicator init (config `algo` if set, else the environment). HCOMM_E_PARA,
+/// logged naming the knob and the allowed values, on an unknown operation or algorithm name.
+hcomm_result_t parse_algo_override(hcomm_context_t ctx, const char* config_algo, AlgoOverride* out);
+
+/// Check one value of HCOMM_ALGO / HCCL_ALGO (is_allreduce_knob = false) or HCOMM_ALLREDUCE_ALGO:
+/// "" when valid, else why not.
+std::string check_algo_value(const char* value, bool is_allreduce_knob);
+
+/// Choose for `op` of `bytes` (busbw convention, family.h) on `shape`. Logs a fallback when the
+/// forced family does not do the operation. Never fails: the flat ring does every operation
+/// but all-to-all, pairwise does all-to-all.
+Choice select_algo(hcomm_comm_t comm, CollOp op, std::uint64_t bytes, const Shape& shape);
+
+/// The cost model's link parameters: HCCS inside a server, RoCE across (docs/algorithms/README.md).
+LinkCost hccs_cost();
+LinkCost roce_cost();
+
+}  // namespace hcomm::detail

@@ -1,0 +1,260 @@
+// One runner for every collective (docs/architecture.md#hcomm, docs/algorithms/README.md).
+#include "coll/run.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "algo/exec.h"
+#include "algo/groups.h"
+#include "algo/hierarchical.h"
+#include "algo/mesh.h"
+#include "algo/select.h"
+#include "core/log.h"
+#include "core/profile.h"
+#include "transport/tasks.h"
+
+namespace hcomm::detail {
+
+namespace {
+
+bool is_v(const CollReq& r) { return r.counts != nullptr; }
+bool block_op(CollOp op) { return op == CollOp::ReduceScatter || op == CollOp::AllGather || op == CollOp::Scatter || op == CollOp::Gather; }
+
+// Block j's element count and displacement in the user buffer that holds all blocks.
+std::uint64_t cnt(const CollReq& r, std::uint32_t j) { return r.counts ? r.counts[j] : r.count; }
+std::uint64_t dsp(const CollReq& r, std::uint32_t j) { return r.displs ? r.displs[j] : j * r.count; }
+
+void copy_if(hcomm_stream_t s, std::uint64_t dst, std::uint64_t src, std::uint64_t bytes) {
+  if (bytes && dst != src) copy(s, dst, src, bytes);
+}
+
+// Bytes the operation moves, by the busbw convention (family.h).
+std::uint64_t op_bytes(const CollReq& r, std::uint32_t n, std::uint32_t me, std::uint64_t esz) {
+  if (!block_op(r.op) && r.op != CollOp::AllToAll) return r.count * esz;
+  std::uint64_t total = 0;
+  const std::uint64_t* c = r.op == CollOp::AllToAll ? r.scounts : r.counts;
+  if (!c) return static_cast<std::uint64_t>(n) * r.count * esz;
+  for (std::uint32_t j = 0; j < n; ++j) total += c[j];
+  (void)me;
+  return total * esz;
+}
+
+// The one-rank case: the operation is a copy of my part.
+void one_rank(const CollReq& r, hcomm_stream_t s, std::uint64_t esz) {
+  switch (r.op) {
+    case CollOp::AllToAll: copy_if(s, r.out + (r.displs ? r.displs[0] : 0) * esz, r.in + (r.sdispls ? r.sdispls[0] : 0) * esz,
+                                   (r.counts ? r.counts[0] : r.count) * esz); break;
+    case CollOp::AllGather: copy_if(s, r.out + dsp(r, 0) * esz, r.in, cnt(r, 0) * esz); break;
+    case CollOp::ReduceScatter: copy_if(s, r.out, r.in + dsp(r, 0) * esz, cnt(r, 0) * esz); break;
+    default: copy_if(s, r.out, r.in, r.count * esz); break;
+  }
+}
+
+struct Flat {
+  hcomm_comm_t comm;
+  hcomm_stream_t main;
+  const CollReq& r;
+  const Family& f;
+  std::uint32_t n, me;
+  std::uint64_t esz;
+  Area a;
+  std::uint64_t wcap;  // W capacity, bytes
+
+  PlanIn base() const {
+    PlanIn pi;
+    pi.op = r.op;
+    pi.n = n;
+    pi.me = me;
+    pi.root = r.root;
+    pi.esz = esz;
+    pi.w = a.w;
+    pi.slot_bytes = a.slot_bytes;
+    pi.slots = a.slots;
+    return pi;
+  }
+  hcomm_result_t plan(const PlanIn& pi) {
+    Plan p;
+    if (!f.build(pi, &p)) return HCOMM_E_NOT_SUPPORT;
+    return run_plan(comm, main, Members{0, 1, n}, p, a, r.dtype, r.redop);
+  }
+
+  hcomm_result_t vector_op() {  // AllReduce, Broadcast, Reduce
+    const std::uint64_t chunk = std::max<std::uint64_t>(1, wcap / esz);
+    const bool root = me == r.root;
+    for (std::uint64_t c0 = 0; c0 < r.count; c0 += chunk) {
+      const std::uint64_t m = std::min(chunk, r.count - c0), off = c0 * esz;
+      settle_mesh(comm, main);
+      if (r.op != CollOp::Broadcast || root) copy_if(main, a.w, r.in + off, m * esz);
+      PlanIn pi = base();
+      pi.bytes = m * esz;
+      if (hcomm_result_t rc = plan(pi); rc != HCOMM_SUCCESS) return rc;
+      if (r.op == CollOp::AllReduce || (r.op == CollOp::Broadcast && !root) || (r.op == CollOp::Reduce && root))
+        copy_if(main, r.out + off, a.w, m * esz);
+    }
+    return HCOMM_SUCCESS;
+  }
+
+  hcomm_result_t blocks_op() {  // ReduceScatter, AllGather, Scatter, Gather (and their -v forms)
+    std::uint64_t maxc = 0;
+    for (std::uint32_t j = 0; j < n && is_v(r); ++j) maxc = std::max(maxc, cnt(r, j));
+    if (!is_v(r)) maxc = r.count;
+    const std::uint64_t per = wcap / esz / n;  // elements per block per chunk
+    if (per == 0) {
+      logf(comm->ctx, 0, "Rank%u %s: the collective buffer (%llu B) cannot hold one element per rank (%u ranks)", comm->rank,
+           r.kind, static_cast<unsigned long long>(comm->ctx->ccl_bytes), n);
+      return HCOMM_E_NOT_SUPPORT;
+    }
+    std::vector<std::uint64_t> cc, pre;
+    const bool root = me == r.root;
+    const bool in_all = r.op == CollOp::ReduceScatter || (r.op == CollOp::Scatter && root);
+    const bool out_all = r.op == CollOp::AllGather || (r.op == CollOp::Gather && root);
+    for (std::uint64_t c0 = 0; c0 < maxc; c0 += per) {
+      Blocks b{n, esz, std::min(per, maxc - c0), nullptr, nullptr};
+      if (is_v(r)) {
+        cc.resize(n);
+        pre.assign(n + 1, 0);
+        for (std::uint32_t j = 0; j < n; ++j) {
+          const std::uint64_t c = cnt(r, j);
+          cc[j] = c > c0 ? std::min(per, c - c0) : 0;
+          pre[j + 1] = pre[j] + cc[j];
+        }
+        b.counts = &cc;
+        b.prefix = &pre;
+      }
+      const bool whole = !is_v(r) && c0 == 0 && per >= maxc;  // one chunk of uniform blocks: contiguous
+      settle_mesh(comm, main);
+      if (in_all) {
+        if (whole) copy_if(main, a.w, r.in, b.total());
+        else for (std::uint32_t j = 0; j < n; ++j) copy_if(main, a.w + b.off(j), r.in + (dsp(r, j) + c0) * esz, b.len(j));
+      } else if (r.op == CollOp::AllGather || r.op == CollOp::Gather) {
+        copy_if(main, a.w + b.off(me), r.in + c0 * esz, b.len(me));
+      }
+      PlanIn pi = base();
+      pi.blocks = b;
+      if (hcomm_result_t rc = plan(pi); rc != HCOMM_SUCCESS) return rc;
+      if (out_all) {
+        if (whole) copy_if(main, r.out, a.w, b.total());
+        else for (std::uint32_t j = 0; j < n; ++j) copy_if(main, r.out + (dsp(r, j) + c0) * esz, a.w + b.off(j), b.len(j));
+      } else if (r.op == CollOp::ReduceScatter || r.op == CollOp::Scatter) {
+        copy_if(main, r.out + c0 * esz, a.w + b.off(me), b.len(me));
+      }
+    }
+    return HCOMM_SUCCESS;
+  }
+
+  hcomm_result_t alltoall() {
+    std::vector<std::uint64_t> rc_, rp, sc, sp;
+    Blocks rb{n, esz, r.count, nullptr, nullptr}, sb = rb;
+    if (r.counts) {
+      rc_.assign(r.counts, r.counts + n);
+      sc.assign(r.scounts, r.scounts + n);
+      rp.assign(r.displs, r.displs + n);
+      sp.assign(r.sdispls, r.sdispls + n);
+      rp.push_back(0);
+      sp.push_back(0);
+      rb.counts = &rc_;
+      rb.prefix = &rp;
+      sb.counts = &sc;
+      sb.prefix = &sp;
+    }
+    settle_mesh(comm, main);
+    PlanIn pi = base();
+    pi.blocks = rb;
+    pi.send_blocks = sb;
+    pi.in = r.in;
+    pi.out = r.out;
+    return plan(pi);
+  }
+};
+
+hcomm_result_t run_flat(hcomm_comm_t comm, hcomm_stream_t main, const CollReq& r, const Family& f, std::uint64_t esz) {
+  hcomm_context_t ctx = comm->ctx;
+  Flat x{comm, main, r, f, comm->nranks, comm->rank, esz, Area{}, 0};
+  x.wcap = r.op == CollOp::AllToAll ? 0 : ctx->ccl_bytes / 2 / esz * esz;
+  x.a.w = ctx->ccl_addr;
+  x.a.stage = ctx->ccl_addr + x.wcap;
+  x.a.slots = f.slots;
+  x.a.slot_bytes = (ctx->ccl_bytes - x.wcap) / f.slots / esz * esz;
+  if (r.op == CollOp::AllToAll) return x.alltoall();
+  return block_op(r.op) ? x.blocks_op() : x.vector_op();
+}
+
+// The one-server mesh for all-gather and reduce-scatter (algo/mesh phases), chunked.
+void mesh_block_op(hcomm_comm_t comm, const ServerGroups& g, const CollReq& r, std::uint64_t esz, hcomm_stream_t main) {
+  const std::uint32_t L = g.size;
+  const std::uint64_t chunk_elems = std::max<std::uint64_t>(1, comm->ctx->ccl_bytes / esz);
+  MeshChunk c(L);
+  for (std::uint64_t c0 = 0; c0 < r.count; c0 += chunk_elems) {
+    const std::uint64_t m = std::min(chunk_elems, r.count - c0);
+    for (std::uint32_t q = 0; q < L; ++q) {
+      c.len[q] = m * esz;
+      c.ccl[q] = 0;
+      if (r.op == CollOp::ReduceScatter) {
+        c.in[q] = r.in + ((g.first + q) * r.count + c0) * esz;
+        c.out[q] = r.out + c0 * esz;
+      } else {
+        c.in[q] = r.in + c0 * esz;
+        c.out[q] = r.out + ((g.first + q) * r.count + c0) * esz;
+      }
+    }
+    if (r.op == CollOp::ReduceScatter) mesh_reduce_scatter(comm, g, c, r.dtype, r.redop, main, false);
+    else mesh_all_gather(comm, g, c, main, false);
+  }
+}
+
+}  // namespace
+
+hcomm_result_t run_collective(hcomm_comm_t comm, hcomm_stream_t main, const CollReq& r) {
+  const std::uint32_t n = comm->nranks;
+  const std::uint64_t esz = hcomm_data_type_size(static_cast<hcomm_data_type_t>(r.dtype));
+  OpInfo info{comm->rank, n, r.kind, "local", op_bytes(r, n, comm->rank, esz), r.dtype, r.redop,
+              (r.op == CollOp::Broadcast || r.op == CollOp::Reduce || r.op == CollOp::Scatter) ? std::int64_t{r.root} : -1,
+              comm->op_seq, {}, 0, {}, 0};
+  if (n == 1) {
+    const std::uint64_t mk = op_begin(main, info);
+    ++comm->op_seq;
+    one_rank(r, main, esz);
+    op_end(main, mk);
+    return HCOMM_SUCCESS;
+  }
+  // The shape: servers of equal size (else the flat families only), and whether my server's
+  // ranks reach each other by SDMA (the mesh and the hierarchical all-reduce need it).
+  ServerGroups g;
+  Shape shape;
+  shape.n = n;
+  if (find_server_groups(comm, &g) == HCOMM_SUCCESS) {
+    shape.servers = g.servers;
+    shape.local = g.size;
+    shape.mesh = !is_v(r) && g.size > 1 && mesh_check(comm, &g, false) == HCOMM_SUCCESS;
+  } else {
+    shape.servers = n;  // unequal servers: treat every rank as its own server (RoCE costs, flat only)
+  }
+  const Choice c = select_algo(comm, r.op, info.bytes, shape);
+  info.algorithm = c.name;
+  info.chosen_by = c.by;
+  info.est_ns = c.est_ns;
+  info.runner_up = c.runner_up;
+  info.runner_up_ns = c.runner_up_ns;
+  if (comm->ctx->debug >= 2)
+    logf(comm->ctx, 2, "Rank%u %s seq %llu: %llu B on %u rank(s) (%u server(s) x %u): %s (%s, est %.1f us; runner-up %s %.1f us)",
+         comm->rank, r.kind, static_cast<unsigned long long>(comm->op_seq), static_cast<unsigned long long>(info.bytes), n,
+         shape.servers, shape.local, c.name.c_str(), c.by.c_str(), c.est_ns / 1e3,
+         c.runner_up.empty() ? "-" : c.runner_up.c_str(), c.runner_up_ns / 1e3);
+  if (c.kind != Choice::Flat && mesh_slaves(comm, g) != HCOMM_SUCCESS) return HCOMM_E_DRV;
+  const std::uint64_t mk = op_begin(main, info);
+  ++comm->op_seq;
+  hcomm_result_t rc = HCOMM_SUCCESS;
+  switch (c.kind) {
+    case Choice::Mesh:
+      if (r.op == CollOp::AllReduce) rc = allreduce_mesh(comm, g, r.in, r.out, r.count, r.dtype, r.redop, main);
+      else mesh_block_op(comm, g, r, esz, main);
+      break;
+    case Choice::Hier: rc = allreduce_hierarchical(comm, g, *c.family, r.in, r.out, r.count, r.dtype, r.redop, main); break;
+    case Choice::Flat: rc = run_flat(comm, main, r, *c.family, esz); break;
+  }
+  if (rc != HCOMM_SUCCESS) return rc;
+  op_end(main, mk);
+  return HCOMM_SUCCESS;
+}
+
+}  // namespace hcomm::detail

@@ -1,0 +1,284 @@
+// Every collective x every algorithm family, end to end through libhcomm's entry points, the
+// selection, the plan executor (credits and all) and the in-memory driver (fake_driver.h), on
+// 1, 2, 3 (not a power of two), 4 and 16 servers, against host references computed here:
+// bit-exact (the inputs are small integers, exact in every dtype).
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "fake_driver.h"
+#include "hcomm/hcomm.h"
+
+using hcomm_fake::FakeDriver;
+
+namespace {
+
+enum class Op { AllReduce, AllGather, AllGatherV, ReduceScatter, ReduceScatterV, Broadcast, Reduce, Scatter, AllToAll, AllToAllV };
+const char* name(Op o) {
+  const char* n[] = {"allreduce", "allgather", "allgatherv", "reducescatter", "reducescatterv",
+                     "broadcast", "reduce",    "scatter",    "alltoall",      "alltoallv"};
+  return n[static_cast<int>(o)];
+}
+
+struct Env {
+  FakeDriver drv;
+  std::uint32_t n;
+  std::vector<hcomm_context_t> ctx;
+  std::vector<hcomm_comm_t> comm;
+  std::vector<hcomm_stream_t> stream;
+  Env(std::uint32_t servers, std::uint32_t per, const char* algo, std::uint64_t buff_mb = 1)
+      : drv(servers * per, per), n(servers * per) {
+    setenv("HCOMM_BUFFSIZE_MB", std::to_string(buff_mb).c_str(), 1);
+    setenv("HCOMM_BUFFER_SIZE_MB", "1", 1);
+    setenv("HCOMM_SYM_SLOTS", "0", 1);
+    hcomm::set_driver(&drv);
+    ctx.resize(n);
+    comm.resize(n);
+    stream.resize(n);
+    for (std::uint32_t r = 0; r < n; ++r) {
+      drv.set_rank(r);
+      EXPECT_EQ(hcomm_create_context(r % per, &ctx[r]), HCOMM_SUCCESS);
+      hcomm_config_t cfg;
+      hcomm_config_init(&cfg);
+      cfg.algo = algo;
+      EXPECT_EQ(hcomm_comm_init_config(ctx[r], n, r, &cfg, &comm[r]), HCOMM_SUCCESS);
+      EXPECT_EQ(hcomm_create_stream(ctx[r], &stream[r]), HCOMM_SUCCESS);
+    }
+  }
+  ~Env() {
+    hcomm_finalize();
+    hcomm::set_driver(nullptr);
+  }
+};
+
+template <class T>
+T apply(hcomm_reduce_op_t op, T a, T b) {
+  switch (op) {
+    case HCOMM_REDUCE_SUM: return static_cast<T>(a + b);
+    case HCOMM_REDUCE_PROD: return static_cast<T>(a * b);
+    case HCOMM_REDUCE_MAX: return a > b ? a : b;
+    case HCOMM_REDUCE_MIN: return a < b ? a : b;
+  }
+  return a;
+}
+
+// Input element i of rank r: small integers (prod: +-1) so every reduction is exact.
+template <class T>
+T input(std::uint32_t r, std::uint64_t i, hcomm_reduce_op_t op) {
+  if (op == HCOMM_REDUCE_PROD) return static_cast<T>(((r * 7 + i * 3) % 5 == 0) ? -1 : 1);
+  return static_cast<T>(static_cast<int>((r * 5 + i * 3) % 7) - 3);
+}
+
+struct Result {
+  std::string where;
+  bool ok = true;
+  std::string algorithm;
+};
+
+// Run `op` with `count` (per block for block ops) and check every rank against the host reference.
+template <class T>
+std::string run(Env& e, Op op, std::uint64_t count, hcomm_data_type_t dt, hcomm_reduce_op_t rop, std::uint32_t root) {
+  const std::uint32_t n = e.n;
+  const std::uint64_t esz = sizeof(T);
+  // v layouts: rank j's block has count + j % 3 elements, displacements with a gap of 2.
+  std::vector<std::uint64_t> vc(n), vd(n);
+  std::uint64_t vtotal = 0;
+  for (std::uint32_t j = 0; j < n; ++j) { vc[j] = count + j % 3; vd[j] = vtotal; vtotal += vc[j] + 2; }
+  // a2a-v: rank i sends (i + j) % 3 + count elements to j.
+  auto a2c = [&](std::uint32_t i, std::uint32_t j) { return count + (i + j) % 3; };
+  std::vector<std::vector<T>> in(n), ref(n);
+  std::vector<std::uint64_t> out_elems(n);
+  std::vector<std::vector<std::uint64_t>> sc(n), sd(n), rc(n), rd(n);
+  for (std::uint32_t r = 0; r < n; ++r) {
+    std::uint64_t ie = 0, oe = 0;
+    switch (op) {
+      case Op::AllReduce: case Op::Reduce: case Op::Broadcast: ie = oe = count; break;
+      case Op::AllGather: ie = count; oe = n * count; break;
+      case Op::AllGatherV: ie = vc[r]; oe = vtotal; break;
+      case Op::ReduceScatter: ie = n * count; oe = count; break;
+      case Op::ReduceScatterV: ie = vtotal; oe = vc[r]; break;
+      case Op::Scatter: ie = n * count; oe = count; break;
+      case Op::AllToAll: ie = oe = n * count; break;
+      case Op::AllToAllV: {
+        sc[r].resize(n); sd[r].resize(n); rc[r].resize(n); rd[r].resize(n);
+        std::uint64_t so = 0, ro = 0;
+        for (std::uint32_t j = 0; j < n; ++j) {
+          sc[r][j] = a2c(r, j); sd[r][j] = so; so += sc[r][j] + 1;
+          rc[r][j] = a2c(j, r); rd[r][j] = ro; ro += rc[r][j] + 1;
+        }
+        ie = so; oe = ro;
+        break;
+      }
+    }
+    in[r].resize(ie);
+    for (std::uint64_t i = 0; i < ie; ++i) in[r][i] = input<T>(r, i, rop);
+    out_elems[r] = oe;
+  }
+  // Host references (elements not written by the operation stay at the sentinel 99).
+  const T S = static_cast<T>(99);
+  for (std::uint32_t r = 0; r < n; ++r) {
+    ref[r].assign(out_elems[r], S);
+    switch (op) {
+      case Op::AllReduce: case Op::Reduce:
+        if (op == Op::Reduce && r != root) break;
+        for (std::uint64_t i = 0; i < count; ++i) {
+          T a = in[0][i];
+          for (std::uint32_t q = 1; q < n; ++q) a = apply(rop, a, in[q][i]);
+          ref[r][i] = a;
+        }
+        break;
+      case Op::Broadcast: ref[r] = in[root]; break;
+      case Op::AllGather:
+        for (std::uint32_t q = 0; q < n; ++q) for (std::uint64_t i = 0; i < count; ++i) ref[r][q * count + i] = in[q][i];
+        break;
+      case Op::AllGatherV:
+        for (std::uint32_t q = 0; q < n; ++q) for (std::uint64_t i = 0; i < vc[q]; ++i) ref[r][vd[q] + i] = in[q][i];
+        break;
+      case Op::ReduceScatter: case Op::ReduceScatterV: {
+        const std::uint64_t off = op == Op::ReduceScatter ? r * count : vd[r];
+        for (std::uint64_t i = 0; i < out_elems[r]; ++i) {
+          T a = in[0][off + i];
+          for (std::uint32_t q = 1; q < n; ++q) a = apply(rop, a, in[q][off + i]);
+          ref[r][i] = a;
+        }
+        break;
+      }
+      case Op::Scatter: for (std::uint64_t i = 0; i < count; ++i) ref[r][i] = in[root][r * count + i]; break;
+      case Op::AllToAll:
+        for (std::uint32_t j = 0; j < n; ++j) for (std::uint64_t i = 0; i < count; ++i) ref[r][j * count + i] = in[j][r * count + i];
+        break;
+      case Op::AllToAllV:
+        for (std::uint32_t j = 0; j < n; ++j) for (std::uint64_t i = 0; i < rc[r][j]; ++i) ref[r][rd[r][j] + i] = in[j][sd[j][r] + i];
+        break;
+    }
+  }
+  std::vector<void*> din(n), dout(n);
+  for (std::uint32_t r = 0; r < n; ++r) {
+    e.drv.set_rank(r);
+    if (hcomm_malloc(e.ctx[r], in[r].size() * esz + 8, &din[r]) != HCOMM_SUCCESS) return "malloc";
+    if (hcomm_malloc(e.ctx[r], out_elems[r] * esz + 8, &dout[r]) != HCOMM_SUCCESS) return "malloc";
+    std::vector<T> sentinel(out_elems[r], S);
+    if (!in[r].empty()) hcomm_memcpy_host_to_device(din[r], in[r].data(), in[r].size() * esz, e.stream[r]);
+    if (!sentinel.empty()) hcomm_memcpy_host_to_device(dout[r], sentinel.data(), sentinel.size() * esz, e.stream[r]);
+    if (op == Op::Broadcast) hcomm_memcpy_host_to_device(dout[r], r == root ? in[r].data() : sentinel.data(), count * esz, e.stream[r]);
+  }
+  for (std::uint32_t r = 0; r < n; ++r) {
+    e.drv.set_rank(r);
+    hcomm_result_t rc_ = HCOMM_SUCCESS;
+    void *I = din[r], *O = dout[r];
+    switch (op) {
+      case Op::AllReduce: rc_ = hcomm_allreduce(I, O, count, dt, rop, e.comm[r], e.stream[r]); break;
+      case Op::AllGather: rc_ = hcomm_allgather(I, O, count, dt, e.comm[r], e.stream[r]); break;
+      case Op::AllGatherV: rc_ = hcomm_allgatherv(I, vc[r], O, vc.data(), vd.data(), dt, e.comm[r], e.stream[r]); break;
+      case Op::ReduceScatter: rc_ = hcomm_reduce_scatter(I, O, count, dt, rop, e.comm[r], e.stream[r]); break;
+      case Op::ReduceScatterV: rc_ = hcomm_reduce_scatterv(I, vc.data(), vd.data(), O, vc[r], dt, rop, e.comm[r], e.stream[r]); break;
+      case Op::Broadcast: rc_ = hcomm_broadcast(O, count, dt, root, e.comm[r], e.stream[r]); break;
+      case Op::Reduce: rc_ = hcomm_reduce(I, O, count, dt, rop, root, e.comm[r], e.stream[r]); break;
+      case Op::Scatter: rc_ = hcomm_scatter(I, O, count, dt, root, e.comm[r], e.stream[r]); break;
+      case Op::AllToAll: rc_ = hcomm_alltoall(I, O, count, dt, e.comm[r], e.stream[r]); break;
+      case Op::AllToAllV:
+        rc_ = hcomm_alltoallv(I, sc[r].data(), sd[r].data(), O, rc[r].data(), rd[r].data(), dt, e.comm[r], e.stream[r]);
+        break;
+    }
+    if (rc_ != HCOMM_SUCCESS) return std::string("rank ") + std::to_string(r) + " call: " + hcomm_result_string(rc_);
+  }
+  for (std::uint32_t r = 0; r < n; ++r) {
+    e.drv.set_rank(r);
+    if (hcomm_result_t s = hcomm_stream_synchronize(e.stream[r]); s != HCOMM_SUCCESS)
+      return "rank " + std::to_string(r) + " sync: " + hcomm_result_string(s);
+    std::vector<T> got(out_elems[r]);
+    if (!got.empty()) hcomm_memcpy_device_to_host(got.data(), dout[r], got.size() * esz, e.stream[r]);
+    hcomm_stream_synchronize(e.stream[r]);
+    for (std::uint64_t i = 0; i < got.size(); ++i)
+      if (got[i] != ref[r][i])
+        return "rank " + std::to_string(r) + " element " + std::to_string(i) + ": " + std::to_string(+got[i]) + " != " +
+               std::to_string(+ref[r][i]);
+    hcomm_free(e.ctx[r], din[r]);
+    hcomm_free(e.ctx[r], dout[r]);
+  }
+  // Nothing left over: every notify a collective recorded was consumed by a wait.
+  if (!e.drv.notifies.empty()) return std::to_string(e.drv.notifies.size()) + " notify keys left with records";
+  return "";
+}
+
+// The families that do each op (the forced ones that cannot fall back to something else).
+bool does(const std::string& fam, Op op) {
+  const bool a2a = op == Op::AllToAll || op == Op::AllToAllV;
+  if (fam == "pairwise") return a2a;
+  if (fam == "DOUBLE_TREE") return op == Op::AllReduce || op == Op::Broadcast || op == Op::Reduce;
+  if (fam == "star") return op != Op::AllReduce && op != Op::AllGather && op != Op::AllGatherV && op != Op::ReduceScatter &&
+                            op != Op::ReduceScatterV;
+  if (fam == "mesh") return op == Op::AllReduce || op == Op::AllGather || op == Op::ReduceScatter;
+  return !a2a;
+}
+
+const Op kOps[] = {Op::AllReduce, Op::AllGather, Op::AllGatherV, Op::ReduceScatter, Op::ReduceScatterV,
+                   Op::Broadcast, Op::Reduce,    Op::Scatter,    Op::AllToAll,      Op::AllToAllV};
+
+struct Shape { std::uint32_t servers, per; };
+
+void sweep_family(const std::string& fam, const std::vector<Shape>& shapes) {
+  const std::string algo = "level0:" + fam + ";level1:" + fam;
+  for (const Shape& s : shapes) {
+    if (fam == "star" && s.servers > 1) continue;  // an intra-server family
+    Env e(s.servers, s.per, fam == "auto" ? nullptr : algo.c_str());
+    const std::uint32_t n = e.n;
+    for (Op op : kOps) {
+      if (fam != "auto" && !does(fam, op)) continue;
+      for (std::uint64_t count : {std::uint64_t{1}, std::uint64_t{7}, std::uint64_t{3000}}) {
+        const std::uint32_t root = n > 2 ? n - 2 : 0;
+        EXPECT_EQ(run<std::int32_t>(e, op, count, HCOMM_DATA_TYPE_INT32, HCOMM_REDUCE_SUM, root), "")
+            << fam << " " << name(op) << " " << s.servers << "x" << s.per << " count " << count;
+      }
+      EXPECT_EQ(run<float>(e, op, 33, HCOMM_DATA_TYPE_FP32, HCOMM_REDUCE_MAX, 0), "")
+          << fam << " " << name(op) << " fp32 max " << s.servers << "x" << s.per;
+    }
+  }
+}
+
+const std::vector<Shape> kShapes = {{1, 4}, {2, 4}, {3, 2}, {4, 1}, {16, 2}};
+
+}  // namespace
+
+TEST(Collectives, Auto) { sweep_family("auto", kShapes); }
+TEST(Collectives, Ring) { sweep_family("ring", kShapes); }
+TEST(Collectives, HalvingDoubling) { sweep_family("H-D_R", kShapes); }
+TEST(Collectives, Nhr) { sweep_family("NHR", kShapes); }
+TEST(Collectives, Nb) { sweep_family("NB", kShapes); }
+TEST(Collectives, DoubleTree) { sweep_family("DOUBLE_TREE", kShapes); }
+TEST(Collectives, Pairwise) { sweep_family("pairwise", kShapes); }
+TEST(Collectives, Star) { sweep_family("star", {{1, 4}, {1, 8}, {1, 3}}); }
+TEST(Collectives, Mesh) { sweep_family("mesh", {{1, 4}, {1, 8}}); }
+
+// Every dtype the driver reduces, every reduction operator, on a non-power-of-two shape.
+TEST(Collectives, EveryDtypeAndOperator) {
+  Env e(3, 2, nullptr);
+  for (hcomm_reduce_op_t op : {HCOMM_REDUCE_SUM, HCOMM_REDUCE_PROD, HCOMM_REDUCE_MAX, HCOMM_REDUCE_MIN}) {
+    for (Op o : {Op::AllReduce, Op::ReduceScatter, Op::Reduce}) {
+      EXPECT_EQ(run<std::int8_t>(e, o, 65, HCOMM_DATA_TYPE_INT8, op, 1), "") << name(o) << " int8 " << op;
+      EXPECT_EQ(run<std::int16_t>(e, o, 65, HCOMM_DATA_TYPE_INT16, op, 1), "") << name(o) << " int16 " << op;
+      EXPECT_EQ(run<std::int32_t>(e, o, 65, HCOMM_DATA_TYPE_INT32, op, 1), "") << name(o) << " int32 " << op;
+      EXPECT_EQ(run<std::int64_t>(e, o, 65, HCOMM_DATA_TYPE_INT64, op, 1), "") << name(o) << " int64 " << op;
+      EXPECT_EQ(run<float>(e, o, 65, HCOMM_DATA_TYPE_FP32, op, 1), "") << name(o) << " fp32 " << op;
+      EXPECT_EQ(run<double>(e, o, 65, HCOMM_DATA_TYPE_FP64, op, 1), "") << name(o) << " fp64 " << op;
+    }
+  }
+}
+
+// Chunked: operations far larger than the 1 MiB collective buffer, several families.
+TEST(Collectives, LargerThanTheBuffer) {
+  for (const char* fam : {"ring", "H-D_R", "NHR", "NB", "DOUBLE_TREE"}) {
+    const std::string algo = std::string("level0:") + fam + ";level1:" + fam;
+    Env e(3, 2, algo.c_str());
+    EXPECT_EQ(run<std::int32_t>(e, Op::AllReduce, 700000, HCOMM_DATA_TYPE_INT32, HCOMM_REDUCE_SUM, 0), "") << fam;
+    EXPECT_EQ(run<std::int32_t>(e, Op::Broadcast, 400000, HCOMM_DATA_TYPE_INT32, HCOMM_REDUCE_SUM, 5), "") << fam;
+    if (std::string(fam) != "DOUBLE_TREE") {
+      EXPECT_EQ(run<std::int32_t>(e, Op::ReduceScatter, 100000, HCOMM_DATA_TYPE_INT32, HCOMM_REDUCE_SUM, 0), "") << fam;
+      EXPECT_EQ(run<std::int32_t>(e, Op::AllGather, 100000, HCOMM_DATA_TYPE_INT32, HCOMM_REDUCE_SUM, 0), "") << fam;
+    }
+  }
+}
