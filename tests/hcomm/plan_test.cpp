@@ -126,3 +126,53 @@ void sweep(const Family& f) {
 }  // namespace
 
 TEST(Plan, Ring) { sweep(kRing); }
+
+#include "algo/double_tree.h"
+
+TEST(Plan, DoubleTree) { sweep(kTree); }
+TEST(Plan, Pairwise) { sweep(kPairwise); }
+TEST(Plan, Star) { sweep(kStar); }
+
+// The double tree's two trees are complementary (no member interior in both), well formed
+// (parents and children agree, one root, depth <= ceil_log2(n & ~1)), and its all-reduce takes
+// P + 2 * ceil_log2(n & ~1) - 1 steps at most (P slices per tree).
+TEST(Plan, DoubleTreeShapeAndSteps) {
+  for (std::uint32_t n = 2; n <= 64; ++n) {
+    const std::uint32_t H = ceil_log2(n & ~1u);
+    for (std::uint32_t m = 0; m < n; ++m) {
+      const TreeNode a = double_tree_node(n, m, 0), b = double_tree_node(n, m, 1);
+      EXPECT_FALSE(a.interior() && b.interior()) << "n=" << n << " member " << m;
+      for (std::uint32_t t = 0; t < 2; ++t) {
+        const TreeNode nd = double_tree_node(n, m, t);
+        EXPECT_LE(nd.depth, H) << "n=" << n << " member " << m << " tree " << t;
+        if (nd.up >= 0) {
+          const TreeNode up = double_tree_node(n, static_cast<std::uint32_t>(nd.up), t);
+          EXPECT_EQ(up.down[nd.child_index], m) << "n=" << n << " member " << m << " tree " << t;
+          EXPECT_EQ(up.depth + 1, nd.depth);
+        } else {
+          EXPECT_EQ(m, t == 0 ? 0u : (n & ~1u) - 1) << "n=" << n << " tree " << t;
+        }
+        for (std::int64_t c : nd.down)
+          if (c >= 0) {
+            EXPECT_EQ(double_tree_node(n, static_cast<std::uint32_t>(c), t).up, m);
+          }
+      }
+    }
+    const std::uint64_t elems = 1000, slot = 16;  // 2 elements a slice: P = 250 per tree
+    std::size_t steps = 0;
+    for (std::uint32_t m = 0; m < n; ++m) {
+      PlanIn in;
+      in.op = CollOp::AllReduce;
+      in.n = n;
+      in.me = m;
+      in.esz = 8;
+      in.bytes = elems * 8;
+      in.slot_bytes = slot;
+      in.slots = kTree.slots;
+      Plan p;
+      ASSERT_TRUE(kTree.build(in, &p));
+      steps = std::max(steps, p.steps.size());
+    }
+    EXPECT_LE(steps, 250 + 2 * H - 1) << "n=" << n;
+  }
+}

@@ -1,0 +1,41 @@
+// Pairwise all-to-all (docs/algorithms/pairwise.md), HCCL's "pairwise": n - 1 steps; at step k
+// (1 <= k < n) member m sends its send block for member (m + k) mod n and receives the block of
+// member (m - k) mod n. Each transfer is StagedCopy in pieces of slot_bytes (slots 0 and 1
+// alternating, algo/plan.h staged()) and the receiver copies every piece to its out block. The
+// member's own block is a Local copy in -> out in the first step. One sender per receiver per
+// step, so two slots double-buffer the pieces of that one transfer.
+#include <algorithm>
+
+#include "algo/family.h"
+
+namespace hcomm::detail {
+
+namespace {
+
+bool build(const PlanIn& in, Plan* p) {
+  if (in.op != CollOp::AllToAll) return false;
+  const std::uint32_t n = in.n, m = in.me;
+  p->steps.resize(std::max<std::uint32_t>(1, n - 1));
+  p->steps[0].locals.push_back(Local{in.out + in.blocks.off(m), in.in + in.send_blocks.off(m), in.blocks.len(m), false});
+  for (std::uint32_t k = 1; k < n; ++k) {
+    Step& st = p->steps[k - 1];
+    const std::uint32_t to = (m + k) % n, from = (m + n - k) % n;
+    staged(in, &st.sends, to, in.in + in.send_blocks.off(to), nullptr, 0, 0, in.send_blocks.len(to), Mode::StagedCopy, 0);
+    staged(in, nullptr, 0, 0, &st.recvs, from, in.out + in.blocks.off(from), in.blocks.len(from), Mode::StagedCopy, 0);
+  }
+  return true;
+}
+
+// docs/algorithms/pairwise.md#cost: n - 1 steps of one block (D / n) each; pieces of one block
+// are assumed to stream back to back (no extra alpha).
+double cost(CollOp op, std::uint32_t n, std::uint64_t bytes, const LinkCost& c) {
+  if (op != CollOp::AllToAll) return -1;
+  const double D = static_cast<double>(bytes), s = n - 1.0;
+  return s * c.alpha_ns + s / n * D * c.beta_ns_per_byte;
+}
+
+}  // namespace
+
+const Family kPairwise{"pairwise", build, cost, 2};
+
+}  // namespace hcomm::detail
