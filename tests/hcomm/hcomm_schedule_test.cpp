@@ -1,5 +1,5 @@
 // libhcomm's task schedules against an in-memory Driver (tests/hcomm/fake_driver.h), no SystemC:
-// the tasks each algorithm submits (docs/algorithms.md) and the bytes they produce.
+// the tasks each algorithm submits (docs/algorithms/mesh.md) and the bytes they produce.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -121,7 +121,7 @@ TEST(HcommSchedule, MeshAllReduceEightRanksSubmitsTheDocumentedTasks) {
   ASSERT_EQ(c.drv.ops.size(), 8u);
   for (const auto& op : c.drv.ops) EXPECT_EQ(op.algorithm, "mesh");
 
-  // docs/algorithms.md, mesh all-reduce, one chunk, p = 8: main = begin marker · local copy ·
+  // docs/algorithms/mesh.md, mesh all-reduce, one chunk, p = 8: main = begin marker · local copy ·
   // 7 READY · 7 fork · 7 wait DONE · 7 REDUCED · local copy · 7 wait join · end marker; each of
   // the 7 slaves = wait fork · wait READY · reduce-copy · DONE · wait REDUCED · copy · PULLED · join.
   using K = DrvTaskKind;
@@ -275,7 +275,7 @@ TEST(HcommSchedule, BarrierTakesCeilLog2Rounds) {
   EXPECT_TRUE(c.drv.notifies.empty());
 }
 
-// All-gather and reduce-scatter (docs/algorithms.md): one op of `kind` on every rank, fp32 sum;
+// All-gather and reduce-scatter (docs/algorithms/mesh.md): one op of `kind` on every rank, fp32 sum;
 // element i of rank r's input is (r + 1) * (i % 13 - 6), exact in fp32. Returns each rank's output.
 std::vector<std::vector<float>> gather_or_scatter(Cluster& c, bool gather, std::uint64_t count) {
   const std::uint32_t n = c.n;

@@ -231,7 +231,7 @@ TEST(SimCollectives, MeshAllGatherAndReduceScatter) {
   // reduce-scatter's output): every one of the p-1 HCCS links of a rank carries one block, all at
   // once, so both take alpha + b beta (HCCL's (p-1)/p n beta over p-1 links, n = p b).
   // alpha = HCCS one-way latency, beta = 1 / (28 GB/s). Beyond it the model pays (derived from
-  // the schedule in docs/algorithms.md, not fitted):
+  // the schedule in docs/algorithms/mesh.md, not fitted):
   //  - local copies of one block at min(SDMA 400 GB/s, HBM/2): the all-gather's staging copy B
   //    (its copy F overlaps the pulls); the reduce-scatter's B and F (F follows the reduction);
   //  - one-way latencies beyond the formula's one: REDUCED (all-gather); READY and DONE

@@ -100,6 +100,34 @@ class Comm : public Handle<hcomm_comm_t, hcomm_comm_destroy> {
                       const Stream& s) const {
     check(hcomm_reduce_scatter(in, out, count, t, op, get(), s.get()), "hcomm_reduce_scatter");
   }
+  void allgatherv(const void* in, uint64_t send_count, void* out, const uint64_t* recv_counts, const uint64_t* recv_displs,
+                  hcomm_data_type_t t, const Stream& s) const {
+    check(hcomm_allgatherv(in, send_count, out, recv_counts, recv_displs, t, get(), s.get()), "hcomm_allgatherv");
+  }
+  void reduce_scatterv(const void* in, const uint64_t* send_counts, const uint64_t* send_displs, void* out, uint64_t recv_count,
+                       hcomm_data_type_t t, hcomm_reduce_op_t op, const Stream& s) const {
+    check(hcomm_reduce_scatterv(in, send_counts, send_displs, out, recv_count, t, op, get(), s.get()), "hcomm_reduce_scatterv");
+  }
+  void broadcast(void* buf, uint64_t count, hcomm_data_type_t t, uint32_t root, const Stream& s) const {
+    check(hcomm_broadcast(buf, count, t, root, get(), s.get()), "hcomm_broadcast");
+  }
+  void reduce(const void* in, void* out, uint64_t count, hcomm_data_type_t t, hcomm_reduce_op_t op, uint32_t root,
+              const Stream& s) const {
+    check(hcomm_reduce(in, out, count, t, op, root, get(), s.get()), "hcomm_reduce");
+  }
+  void scatter(const void* in, void* out, uint64_t count, hcomm_data_type_t t, uint32_t root, const Stream& s) const {
+    check(hcomm_scatter(in, out, count, t, root, get(), s.get()), "hcomm_scatter");
+  }
+  void alltoall(const void* in, void* out, uint64_t count, hcomm_data_type_t t, const Stream& s) const {
+    check(hcomm_alltoall(in, out, count, t, get(), s.get()), "hcomm_alltoall");
+  }
+  void alltoallv(const void* in, const uint64_t* send_counts, const uint64_t* send_displs, void* out, const uint64_t* recv_counts,
+                 const uint64_t* recv_displs, hcomm_data_type_t t, const Stream& s) const {
+    check(hcomm_alltoallv(in, send_counts, send_displs, out, recv_counts, recv_displs, t, get(), s.get()), "hcomm_alltoallv");
+  }
+  void batch_send_recv(const hcomm_send_recv_item_t* items, uint32_t n, const Stream& s) const {
+    check(hcomm_batch_send_recv(items, n, get(), s.get()), "hcomm_batch_send_recv");
+  }
   void send(const void* buf, uint64_t count, hcomm_data_type_t t, uint32_t dst, uint32_t tag) const {
     check(hcomm_send(buf, count, t, dst, tag, get()), "hcomm_send");
   }

@@ -1,4 +1,4 @@
-// Mesh collectives (docs/architecture.md#hcomm, docs/algorithms.md). The all-reduce:
+// Mesh collectives (docs/architecture.md#hcomm, docs/algorithms/mesh.md). The all-reduce:
 // For each chunk of the collective buffer (CCL, symmetric on all ranks), local rank l owns slice l:
 //   main  A  (after the first chunk) wait PULLED from every local peer: they finished reading it
 //   main  B  local copy  in[slice l] -> CCL[slice l]

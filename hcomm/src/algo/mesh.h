@@ -1,4 +1,4 @@
-// Mesh collectives (docs/architecture.md#hcomm, docs/algorithms.md): HCCL's intra-server
+// Mesh collectives (docs/architecture.md#hcomm, docs/algorithms/mesh.md): HCCL's intra-server
 // algorithms on 910B over the full HCCS mesh, every peer link busy at once, one slave stream per
 // peer. Two phases — reduce-scatter and all-gather — make the all-reduce (both), the
 // reduce-scatter and the all-gather (one each).

@@ -1,4 +1,4 @@
-// Point-to-point send/receive (docs/architecture.md#hcomm, docs/algorithms.md).
+// Point-to-point send/receive (docs/architecture.md#hcomm, docs/algorithms/README.md).
 // Protocol, per chunk of the receiver's p2p window (symmetric, ctx->p2p_bytes):
 //   receiver: notify READY(tag) on the sender, wait DATA(tag), copy window -> user buffer
 //   sender:   wait READY(tag), write user buffer -> receiver's window (SDMA over HCCS, or RDMA

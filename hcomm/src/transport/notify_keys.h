@@ -1,4 +1,4 @@
-// Notify keys (docs/architecture.md#hcomm, docs/algorithms.md): a key encodes (communicator,
+// Notify keys (docs/architecture.md#hcomm, docs/algorithms/README.md): a key encodes (communicator,
 // purpose, peer rank, sub-index), so no O(N^2) tables of notify registers exist.
 #pragma once
 #include <cstdint>

@@ -1,4 +1,4 @@
-// Transport choice (docs/architecture.md#hcomm, docs/algorithms.md): SDMA copies and
+// Transport choice (docs/architecture.md#hcomm, docs/algorithms/README.md): SDMA copies and
 // notify records when the driver reports an HCCS link or a PCIe peer-to-peer path to the peer,
 // else RoCE (RdmaWrite tasks through the NPU's NIC: data, then an ordered notify write).
 #pragma once
