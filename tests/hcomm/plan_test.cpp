@@ -174,5 +174,32 @@ TEST(Plan, DoubleTreeShapeAndSteps) {
       steps = std::max(steps, p.steps.size());
     }
     EXPECT_LE(steps, 250 + 2 * H - 1) << "n=" << n;
+TEST(Plan, Hd) { sweep(kHd); }
+TEST(Plan, Nhr) { sweep(kNhr); }
+TEST(Plan, Nb) { sweep(kNb); }
+// The logarithmic families' all-reduce step counts (the most steps of any member) against their
+// closed forms (docs/algorithms/halving-doubling.md, nhr.md, nb.md).
+TEST(Plan, LogStepCounts) {
+  for (std::uint32_t n = 2; n <= 33; ++n) {
+    std::uint32_t p = 1;
+    while (p * 2 <= n) p *= 2;
+    const std::uint32_t want_hd = 2 * ceil_log2(p) + (p == n ? 0 : 2), want_log = 2 * ceil_log2(n);
+    for (const Family* f : {&kHd, &kNhr, &kNb}) {
+      std::size_t steps = 0;
+      for (std::uint32_t m = 0; m < n; ++m) {
+        PlanIn in;
+        in.op = CollOp::AllReduce;
+        in.n = n;
+        in.me = m;
+        in.esz = 8;
+        in.bytes = 8 * 1000;
+        in.slot_bytes = 1 << 20;
+        in.slots = f->slots;
+        Plan plan;
+        ASSERT_TRUE(f->build(in, &plan));
+        steps = std::max(steps, plan.steps.size());
+      }
+      EXPECT_EQ(steps, f == &kHd ? want_hd : want_log) << f->name << " n=" << n;
+    }
   }
 }
