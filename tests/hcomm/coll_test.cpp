@@ -157,11 +157,13 @@ std::string run(Env& e, Op op, std::uint64_t count, hcomm_data_type_t dt, hcomm_
     }
   }
   std::vector<void*> din(n), dout(n);
+  std::vector<std::vector<T>> sentinels(n);  // host sources of the async copies: alive until synchronized
   for (std::uint32_t r = 0; r < n; ++r) {
     e.drv.set_rank(r);
     if (hcomm_malloc(e.ctx[r], in[r].size() * esz + 8, &din[r]) != HCOMM_SUCCESS) return "malloc";
     if (hcomm_malloc(e.ctx[r], out_elems[r] * esz + 8, &dout[r]) != HCOMM_SUCCESS) return "malloc";
-    std::vector<T> sentinel(out_elems[r], S);
+    std::vector<T>& sentinel = sentinels[r];
+    sentinel.assign(out_elems[r], S);
     if (!in[r].empty()) hcomm_memcpy_host_to_device(din[r], in[r].data(), in[r].size() * esz, e.stream[r]);
     if (!sentinel.empty()) hcomm_memcpy_host_to_device(dout[r], sentinel.data(), sentinel.size() * esz, e.stream[r]);
     if (op == Op::Broadcast) hcomm_memcpy_host_to_device(dout[r], r == root ? in[r].data() : sentinel.data(), count * esz, e.stream[r]);
@@ -200,8 +202,11 @@ std::string run(Env& e, Op op, std::uint64_t count, hcomm_data_type_t dt, hcomm_
     hcomm_free(e.ctx[r], din[r]);
     hcomm_free(e.ctx[r], dout[r]);
   }
-  // Nothing left over: every notify a collective recorded was consumed by a wait.
-  if (!e.drv.notifies.empty()) return std::to_string(e.drv.notifies.size()) + " notify keys left with records";
+  // Nothing left over: every notify a collective recorded was consumed by a wait, except the
+  // mesh's PULLED (purpose 4), which the next operation on the communicator consumes.
+  std::size_t left = 0;
+  for (const auto& [k, v] : e.drv.notifies) left += ((k.second >> 50) & 0x3f) != 4;
+  if (left) return std::to_string(left) + " notify keys left with records";
   return "";
 }
 

@@ -174,6 +174,9 @@ TEST(Plan, DoubleTreeShapeAndSteps) {
       steps = std::max(steps, p.steps.size());
     }
     EXPECT_LE(steps, 250 + 2 * H - 1) << "n=" << n;
+  }
+}
+
 TEST(Plan, Hd) { sweep(kHd); }
 TEST(Plan, Nhr) { sweep(kNhr); }
 TEST(Plan, Nb) { sweep(kNb); }
