@@ -128,9 +128,9 @@ if [ $r2 -eq 0 ]; then
   else ok second-writer; fi
 fi
 
-# A full disk: reported, exit 2, the committed part readable (a 200 KiB tmpfs; needs root).
+# A full disk: reported, exit 2, the committed part readable (a 600 KiB tmpfs, more than the first batch of 2000 rows; needs root).
 mkdir small-fs
-if mount -t tmpfs -o size=200k tmpfs small-fs 2> /dev/null; then
+if mount -t tmpfs -o size=600k tmpfs small-fs 2> /dev/null; then
   MNT=$TMP/small-fs
   if expect disk-full 2 "small-fs/full.db: cannot write the trace: database or disk is full; it keeps the [0-9]+ rows committed" -- \
       "$HCSIM" run long.json --db small-fs/full.db -q; then
@@ -143,9 +143,9 @@ if mount -t tmpfs -o size=200k tmpfs small-fs 2> /dev/null; then
 else skipped disk-full "cannot mount a tmpfs (not root?)"; fi
 
 # The same without root: a file-size limit (RLIMIT_FSIZE, SIGXFSZ ignored) makes writes past
-# 200 KiB fail with EFBIG, which SQLite reports as an I/O error.
+# 600 KiB fail with EFBIG, which SQLite reports as an I/O error.
 if expect fsize-limit 2 "fsize.db: cannot write the trace: .*; it keeps the [0-9]+ rows committed" -- \
-    bash -c 'trap "" XFSZ; ulimit -f 200; exec "$@"' _ "$HCSIM" run long.json --db fsize.db -q; then
+    bash -c 'trap "" XFSZ; ulimit -f 600; exec "$@"' _ "$HCSIM" run long.json --db fsize.db -q; then
   if [ $have_sqlite = 1 ]; then
     row=$(sqlite3 fsize.db "PRAGMA integrity_check; SELECT COUNT(*) > 0 FROM operations; SELECT COUNT(*) FROM meta" | tr '\n' ' ')
     [ "$row" = "ok 1 2 " ] && ok fsize-limit || bad fsize-limit "trace: $row"

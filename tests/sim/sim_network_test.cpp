@@ -30,6 +30,7 @@ TEST(SimNetwork, CrossServerP2pAndHierarchicalAllReduce) {
   odd.dtype = models::DType::Int32;
   odd.reduce = models::ReduceOp::Min;
   sc.workload = {p2p, ar, odd};
+  sc.hcomm_env["HCOMM_ALGO"] = "level0:NA;level1:ring";  // the bound below is the ring's
   RunResult r = run_scenario(sc, sim_test::quiet());
   for (auto& f : r.failures) ADD_FAILURE() << f;
   ASSERT_EQ(r.steps.size(), 3u);

@@ -135,8 +135,11 @@ double cost(CollOp op, std::uint32_t n, std::uint64_t bytes, const LinkCost& c) 
   if (n <= 1) return op == CollOp::AllReduce || op == CollOp::Broadcast || op == CollOp::Reduce ? 0 : -1;
   switch (op) {
     case CollOp::AllReduce: {
+      // Every member is interior in one tree: it sends its half up once and down to two children,
+      // 1.5 D through its NIC, and the pipeline of P slices pays 2h - 1 more slice steps.
       const double h = ceil_log2(n & ~1u), s = D / (2 * P);
-      return (P + 2 * h - 1) * (c.alpha_ns + s * c.beta_ns_per_byte) + (P + h - 1) * 2 * s * c.gamma_ns_per_byte;
+      return (P + 2 * h - 1) * c.alpha_ns + 1.5 * D * c.beta_ns_per_byte * (P + 2 * h - 1) / P +
+             (P + h - 1) * 2 * s * c.gamma_ns_per_byte;
     }
     case CollOp::Broadcast: {
       const double h = ceil_log2(n), s = D / P;

@@ -112,10 +112,19 @@ hcomm_result_t run_plan(hcomm_comm_t comm, hcomm_stream_t main, const Members& m
         notify_record(main, comm->ctx->device, notify_key(comm->id, kPlanFork, comm->rank, k));
         notify_wait(comm->plan_slaves[k], notify_key(comm->id, kPlanFork, comm->rank, k));
       }
+      // Sends that share a receiver's slot stay on one lane, in plan order: a credit is a count,
+      // so two lanes waiting for the same slot could take each other's grant.
+      std::vector<std::pair<std::uint64_t, std::uint32_t>> lane_of;  // (to, slot) -> lane
+      std::uint32_t next_lane = 0;
       for (std::size_t j = 0; j < ns; ++j) {
         const Send& x = st.sends[j];
+        const std::uint64_t k = (static_cast<std::uint64_t>(x.to) << 32) | slot_of(x.mode, x.slot);
+        std::uint32_t lane = next_lane;
+        auto it = std::find_if(lane_of.begin(), lane_of.end(), [&](const auto& e) { return e.first == k; });
+        if (it != lane_of.end()) lane = it->second;
+        else { lane_of.emplace_back(k, lane); next_lane = (next_lane + 1) % lanes; }
         const bool wait = x.mode != Mode::Direct || first_direct(x.to);
-        if (hcomm_result_t rc = ex.send(comm->plan_slaves[j % lanes], x, wait); rc != HCOMM_SUCCESS) return rc;
+        if (hcomm_result_t rc = ex.send(comm->plan_slaves[lane], x, wait); rc != HCOMM_SUCCESS) return rc;
       }
       for (std::uint32_t k = 0; k < lanes; ++k)
         notify_record(comm->plan_slaves[k], comm->ctx->device, notify_key(comm->id, kPlanJoin, comm->rank, k));

@@ -31,14 +31,6 @@ struct Choice {
   std::string by;                  ///< "auto", "HCOMM_ALGO", "HCCL_ALGO", "HCOMM_ALLREDUCE_ALGO", "config"
 };
 
-/// Parse the knobs at communicator init (config `algo` if set, else the environment). HCOMM_E_PARA,
-/// logged naming the knob and the allowed values, on an unknown operation or algorithm name.
-hcomm_result_t parse_algo_override(hcomm_context_t ctx, const char* config_algo, AlgoOverride* out);
-
-/// Check one value of HCOMM_ALGO / HCCL_ALGO (is_allreduce_knob = false) or HCOMM_ALLREDUCE_ALGO:
-/// "" when valid, else why not.
-std::string check_algo_value(const char* value, bool is_allreduce_knob);
-
 /// Choose for `op` of `bytes` (busbw convention, family.h) on `shape`. Logs a fallback when the
 /// forced family does not do the operation. Never fails: the flat ring does every operation
 /// but all-to-all, pairwise does all-to-all.

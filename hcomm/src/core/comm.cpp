@@ -1,7 +1,7 @@
 // Communicators (docs/architecture.md#hcomm): init/destroy/rank/size and the per-peer caches.
 #include "core/comm.h"
 
-#include "algo/select.h"
+#include "core/algo_knob.h"
 #include "core/config.h"
 #include "core/handles.h"
 #include "core/log.h"

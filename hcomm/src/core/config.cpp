@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "algo/select.h"
+#include "core/algo_knob.h"
 #include "core/log.h"
 
 namespace hcomm::detail {
