@@ -1,9 +1,11 @@
 // Pairwise all-to-all (docs/algorithms/pairwise.md), HCCL's "pairwise": n - 1 steps; at step k
 // (1 <= k < n) member m sends its send block for member (m + k) mod n and receives the block of
-// member (m - k) mod n. Each transfer is StagedCopy in pieces of slot_bytes (slots 0 and 1
-// alternating, algo/plan.h staged()) and the receiver copies every piece to its out block. The
-// member's own block is a Local copy in -> out in the first step. One sender per receiver per
-// step, so two slots double-buffer the pieces of that one transfer.
+// member (m - k) mod n. Each transfer is StagedCopy in pieces of slot_bytes (algo/plan.h
+// staged()) and the receiver copies every piece to its out block. The member's own block is a
+// Local copy in -> out in the first step. One sender per receiver per step; piece x goes to slot
+// x mod 7 (7 slots): the executor runs send x of a step on helper stream x mod min(sends, 7), so
+// pieces that share a slot share a stream and take the slot's credits in order (with 2 slots
+// alternating, pieces 0 and 2 would wait for the same credit on different streams).
 #include <algorithm>
 
 #include "algo/family.h"
@@ -12,16 +14,20 @@ namespace hcomm::detail {
 
 namespace {
 
+constexpr std::uint32_t kSpan = 7;  // slots = the executor's helper streams per step (algo/exec.cpp)
+
 bool build(const PlanIn& in, Plan* p) {
-  if (in.op != CollOp::AllToAll) return false;
+  if (in.op != CollOp::AllToAll || in.slots < kSpan) return false;
   const std::uint32_t n = in.n, m = in.me;
   p->steps.resize(std::max<std::uint32_t>(1, n - 1));
   p->steps[0].locals.push_back(Local{in.out + in.blocks.off(m), in.in + in.send_blocks.off(m), in.blocks.len(m), false});
   for (std::uint32_t k = 1; k < n; ++k) {
     Step& st = p->steps[k - 1];
     const std::uint32_t to = (m + k) % n, from = (m + n - k) % n;
-    staged(in, &st.sends, to, in.in + in.send_blocks.off(to), nullptr, 0, 0, in.send_blocks.len(to), Mode::StagedCopy, 0);
-    staged(in, nullptr, 0, 0, &st.recvs, from, in.out + in.blocks.off(from), in.blocks.len(from), Mode::StagedCopy, 0);
+    staged(in, &st.sends, to, in.in + in.send_blocks.off(to), nullptr, 0, 0, in.send_blocks.len(to), Mode::StagedCopy, 0, 0,
+           kSpan);
+    staged(in, nullptr, 0, 0, &st.recvs, from, in.out + in.blocks.off(from), in.blocks.len(from), Mode::StagedCopy, 0, 0,
+           kSpan);
   }
   return true;
 }
@@ -36,6 +42,6 @@ double cost(CollOp op, std::uint32_t n, std::uint64_t bytes, const LinkCost& c) 
 
 }  // namespace
 
-const Family kPairwise{"pairwise", build, cost, 2};
+const Family kPairwise{"pairwise", build, cost, kSpan};
 
 }  // namespace hcomm::detail

@@ -7,12 +7,16 @@
 //   reduce     every member sends W StagedReduce to the root, in pieces of slot_bytes
 //   all-to-all every member sends every send block at once, StagedCopy in pieces, and copies its
 //              own block locally
-// Staged transfers get the slot (j * (n - 1) + k - 1) mod slots for piece j from the sender k
-// places after the receiver (reduce: k places after the root; all-to-all: receiver - sender),
-// and the receiver takes them in the order (piece, k): consecutive receives use different slots,
-// so up to `slots` transfers are in flight toward one receiver. The receiver's reductions and
-// copies still run one after another on its main stream: star reduce serialises (n - 1) * D bytes
-// of reduction at the root.
+// Staged transfers: a sender's x-th send of the step (x counts all its sends in order) uses the
+// receiver's slot x mod 7 (reduce: (x + k) mod 7, k = the sender's distance from the root). The
+// executor puts send x on helper stream x mod min(sends, 7), so a sender's sends that share a
+// receiver's slot share a stream and go out in order: the slot's credits (counted per sender,
+// receiver and slot) cannot be taken by a later piece. The receiver takes the pieces in the order
+// (piece j, k = receiver - sender); every wait is on an earlier transfer in that order, so the step
+// cannot deadlock. Up to 7 transfers are in flight toward one receiver, but its reductions and
+// copies run one after another on its main stream: star reduce serialises (n - 1) * D bytes of
+// reduction at the root. All-to-all-v (per-block counts) is not planned: a receiver could not
+// compute a sender's send index without the sender's counts.
 #include <algorithm>
 #include <cmath>
 
@@ -22,14 +26,10 @@ namespace hcomm::detail {
 
 namespace {
 
-constexpr double kLanes = 7;  // the executor's helper streams per step (algo/exec.cpp)
+constexpr std::uint32_t kLanes = 7;  // the executor's helper streams per step (algo/exec.cpp)
 
 std::uint64_t piece_of(const PlanIn& in) { return std::max<std::uint64_t>(in.esz, in.slot_bytes / in.esz * in.esz); }
 std::uint64_t pieces(std::uint64_t bytes, std::uint64_t piece) { return (bytes + piece - 1) / piece; }
-
-std::uint32_t slot_of(const PlanIn& in, std::uint64_t j, std::uint32_t k) {
-  return static_cast<std::uint32_t>((j * (in.n - 1) + k - 1) % std::max<std::uint32_t>(1, in.slots));
-}
 
 void reduce(const PlanIn& in, Step* st) {
   const std::uint32_t n = in.n, v = (in.me + n - in.root) % n;
@@ -37,33 +37,26 @@ void reduce(const PlanIn& in, Step* st) {
   for (std::uint64_t j = 0; j < np; ++j) {
     const std::uint64_t o = j * piece, b = std::min(piece, in.bytes - o);
     if (v != 0) {
-      st->sends.push_back(Send{in.root, in.w + o, b, Mode::StagedReduce, 0, slot_of(in, j, v)});
+      st->sends.push_back(Send{in.root, in.w + o, b, Mode::StagedReduce, 0, static_cast<std::uint32_t>((j + v) % kLanes)});
       continue;
     }
     for (std::uint32_t k = 1; k < n; ++k)
-      st->recvs.push_back(Recv{(in.root + k) % n, in.w + o, b, Mode::StagedReduce, slot_of(in, j, k)});
+      st->recvs.push_back(Recv{(in.root + k) % n, in.w + o, b, Mode::StagedReduce, static_cast<std::uint32_t>((j + k) % kLanes)});
   }
 }
 
+// Uniform blocks only: every sender has np pieces for every other member, and its send of piece j
+// to member m + k is its x = j * (n - 1) + k - 1-th send.
 void alltoall(const PlanIn& in, Step* st) {
   const std::uint32_t n = in.n, m = in.me;
-  const std::uint64_t piece = piece_of(in);
-  std::uint64_t ns = 0, nr = 0;  // most pieces to one member / from one member
-  for (std::uint32_t q = 0; q < n; ++q) {
-    if (q == m) continue;
-    ns = std::max(ns, pieces(in.send_blocks.len(q), piece));
-    nr = std::max(nr, pieces(in.blocks.len(q), piece));
-  }
-  for (std::uint64_t j = 0; j < std::max(ns, nr); ++j)
+  const std::uint64_t piece = piece_of(in), len = in.blocks.elems * in.esz, np = pieces(len, piece);
+  for (std::uint64_t j = 0; j < np; ++j)
     for (std::uint32_t k = 1; k < n; ++k) {
       const std::uint32_t to = (m + k) % n, from = (m + n - k) % n;
-      const std::uint64_t o = j * piece;
-      if (o < in.send_blocks.len(to))
-        st->sends.push_back(Send{to, in.in + in.send_blocks.off(to) + o, std::min(piece, in.send_blocks.len(to) - o),
-                                 Mode::StagedCopy, 0, slot_of(in, j, k)});
-      if (o < in.blocks.len(from))
-        st->recvs.push_back(Recv{from, in.out + in.blocks.off(from) + o, std::min(piece, in.blocks.len(from) - o),
-                                 Mode::StagedCopy, slot_of(in, j, k)});
+      const std::uint64_t o = j * piece, b = std::min(piece, len - o);
+      const auto slot = static_cast<std::uint32_t>((j * (n - 1) + k - 1) % kLanes);
+      st->sends.push_back(Send{to, in.in + in.send_blocks.off(to) + o, b, Mode::StagedCopy, 0, slot});
+      st->recvs.push_back(Recv{from, in.out + in.blocks.off(from) + o, b, Mode::StagedCopy, slot});
     }
   st->locals.push_back(Local{in.out + in.blocks.off(m), in.in + in.send_blocks.off(m), in.blocks.len(m), false});
 }
@@ -74,6 +67,8 @@ bool build(const PlanIn& in, Plan* p) {
     case CollOp::Broadcast: case CollOp::Scatter: case CollOp::Gather: case CollOp::Reduce: case CollOp::AllToAll: break;
     default: return false;
   }
+  if (in.op == CollOp::AllToAll && (in.blocks.counts || in.send_blocks.counts)) return false;
+  if ((in.op == CollOp::Reduce || in.op == CollOp::AllToAll) && in.slots < kLanes) return false;
   if (n == 1 && in.op != CollOp::AllToAll) return true;
   Step st;
   switch (in.op) {
@@ -117,7 +112,7 @@ bool build(const PlanIn& in, Plan* p) {
 // transfers are taken as one piece per message (a block fits a slot).
 double cost(CollOp op, std::uint32_t n, std::uint64_t bytes, const LinkCost& c) {
   const double D = static_cast<double>(bytes), s = n - 1.0;
-  const double rounds = s > 0 ? std::ceil(s / kLanes) : 0;
+  const double rounds = s > 0 ? std::ceil(s / kLanes) : 0;  // messages one after another on a helper stream
   switch (op) {
     case CollOp::Broadcast: return rounds * (c.alpha_ns + D * c.beta_ns_per_byte);
     case CollOp::Scatter: return rounds * (c.alpha_ns + D / n * c.beta_ns_per_byte);
@@ -130,6 +125,6 @@ double cost(CollOp op, std::uint32_t n, std::uint64_t bytes, const LinkCost& c) 
 
 }  // namespace
 
-const Family kStar{"star", build, cost, 8};
+const Family kStar{"star", build, cost, kLanes};
 
 }  // namespace hcomm::detail
