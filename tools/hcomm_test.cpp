@@ -1,22 +1,26 @@
 // hcomm_test: HCOMM's performance test on a simulated cluster, compatible with Huawei's
-// hccl_test (flags -b -e -f -d -o -p -n -w -c, its output columns). It runs the operation through
-// the public hcomm API on every rank of the topology and reports simulated times.
+// hccl_test (flags -b -e -f -d -o -p -n -w -c, its output columns, then busbw and the algorithm).
+// It runs one operation through the public hcomm API on every rank of the topology and reports
+// simulated times; with -c 1 every rank's result is checked against a host reference.
 //
-//   hcomm_test allreduce|sendrecv [-b 8K] [-e 64M] [-f 2] [-d fp32] [-o sum] [-p 8] [-n 20] [-w 5] [-c 1]
-//              [--topology FILE]
+//   hcomm_test OPERATION [-b 8K] [-e 64M] [-f 2] [-d fp32] [-o sum] [-r 0] [-p 8] [-n 20] [-w 5] [-c 1]
+//              [--topology FILE] [--fidelity TIER] [--algo SPEC] [--max-memory SIZE]
 // Exit codes: 0 ok (and every check passed), 1 a check or call failed, 2 bad usage or input.
 #include <malloc.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
 #include <systemc>
 
+#include "hcomm/driver.h"
 #include "hcomm/hcomm.h"
 #include "models/huge_alloc.h"
 #include "sim/host_limits.h"
@@ -27,19 +31,33 @@
 namespace {
 
 const char* kUsage =
-    "usage: hcomm_test allreduce|sendrecv [options]\n"
-    "  -b SIZE   minimum bytes (default 8K; units B, K, M, G)\n"
+    "usage: hcomm_test OPERATION [options]\n"
+    "  OPERATION  allreduce allgather reducescatter broadcast reduce scatter alltoall alltoallv sendrecv\n"
+    "  -b SIZE   minimum bytes (default 8K; units B, K, M, G). The size is per rank, as in hccl_test and\n"
+    "            nccl-tests: the vector for allreduce, broadcast, reduce, sendrecv; the whole buffer of\n"
+    "            n blocks for allgather (output), reducescatter (input), scatter (root's input),\n"
+    "            alltoall and alltoallv\n"
     "  -e SIZE   maximum bytes (default 64M)\n"
     "  -f N      multiply the size by N each step (default 2)\n"
     "  -d TYPE   int8 int16 int32 int64 fp16 bf16 fp32 fp64 (default fp32)\n"
-    "  -o OP     sum prod max min (default sum; all-reduce)\n"
+    "  -o OP     sum prod max min (default sum; allreduce, reducescatter, reduce)\n"
+    "  -r N      root rank (default 0; broadcast, reduce, scatter); must be a rank of the run\n"
     "  -p N      NPUs per server to use (default: all of the topology's)\n"
     "  -n N      timed iterations per size (default 20)\n"
     "  -w N      warm-up iterations (default 5)\n"
     "  -c 0|1    check results against a host reference (default 1)\n"
     "  --topology FILE  cluster to simulate (default topologies/atlas800t-a2.json)\n"
     "  --fidelity TIER  RoCE network granularity: packet, chunk (default, 64 KiB units) or flow\n"
-    "  --max-memory SIZE  refuse (exit 2) when the checked run needs more host memory (default: MemAvailable)\n";
+    "  --algo SPEC      force the algorithm (the communicator's config.algo, HCOMM_ALGO syntax):\n"
+    "                   \"level0:NA;level1:NHR\", per operation \"allgather=level0:NA;level1:NB\", or one\n"
+    "                   family for both levels: NA ring H-D_R NHR NB DOUBLE_TREE pairwise star mesh\n"
+    "  --max-memory SIZE  refuse (exit 2) when the checked run needs more host memory (default: MemAvailable)\n"
+    "  -h, --help       this text\n"
+    "The collective buffer is 512 MiB per rank unless HCOMM_BUFFSIZE_MB or HCCL_BUFFSIZE says otherwise\n"
+    "(the library's own default is 256 MiB). Columns: data_size(Bytes) aveg_time(us) alg_bandwidth(GB/s)\n"
+    "check_result (as hccl_test), then bus_bandwidth(GB/s) (algbw x nccl-tests' factor: allreduce\n"
+    "2(n-1)/n; allgather, reducescatter, scatter, alltoall(v) (n-1)/n; broadcast, reduce, sendrecv 1)\n"
+    "and the algorithm the library chose for that size.\n";
 
 int usage(const std::string& m) {
   std::fprintf(stderr, "hcomm_test: %s\n\n%s", m.c_str(), kUsage);
@@ -77,23 +95,122 @@ bool parse_size(const std::string& s, std::uint64_t* out) {
   return true;
 }
 
-struct Row { std::uint64_t bytes; double us; bool ok; };
+enum class Op { AllReduce, AllGather, ReduceScatter, Broadcast, Reduce, Scatter, AllToAll, AllToAllV, SendRecv };
+
+struct OpDesc {
+  const char* name;
+  Op op;
+  const char* kind;  ///< OpInfo.kind the library reports for it
+  bool reduces, rooted;
+  bool blocks;       ///< the size is n blocks of size / n
+};
+const OpDesc kOps[] = {
+    {"allreduce", Op::AllReduce, "allreduce", true, false, false},
+    {"allgather", Op::AllGather, "allgather", false, false, true},
+    {"reducescatter", Op::ReduceScatter, "reduce_scatter", true, false, true},
+    {"broadcast", Op::Broadcast, "broadcast", false, true, false},
+    {"reduce", Op::Reduce, "reduce", true, true, false},
+    {"scatter", Op::Scatter, "scatter", false, true, true},
+    {"alltoall", Op::AllToAll, "alltoall", false, false, true},
+    {"alltoallv", Op::AllToAllV, "alltoallv", false, false, true},
+    {"sendrecv", Op::SendRecv, "send", false, false, false},
+};
+
+// nccl-tests' bus bandwidth factors (PERFORMANCE.md): what each rank's busiest link carries
+// relative to the size.
+double busbw_factor(Op op, std::uint32_t n) {
+  const double d = n;
+  switch (op) {
+    case Op::AllReduce: return 2 * (d - 1) / d;
+    case Op::AllGather:
+    case Op::ReduceScatter:
+    case Op::Scatter:
+    case Op::AllToAll:
+    case Op::AllToAllV: return (d - 1) / d;
+    default: return 1;
+  }
+}
+
+// alltoallv's uneven counts: rank i sends j c + ((i + j) mod 3) - 1 elements (at least 0), so
+// the counts differ per pair while the mean stays c. Symmetric: what i sends j, j sends i.
+std::uint64_t v_count(std::uint64_t c, std::uint32_t i, std::uint32_t j) {
+  const std::uint64_t d = (i + j) % 3;
+  return d == 0 ? (c > 0 ? c - 1 : 0) : c + d - 1;
+}
+
+// Forwards every call to the simulator's driver and remembers what the library reports about
+// rank 0's operations of one kind (OpInfo: the algorithm it selected and why). Installed before
+// any context exists, so libhcomm itself is unchanged.
+class OpTap final : public hcomm::Driver {
+ public:
+  hcomm::Driver* d = nullptr;
+  std::string kind;                       // the kind to watch
+  std::string algorithm, chosen_by;       // rank 0's most recent one
+  std::uint32_t rank_count() override { return d->rank_count(); }
+  hcomm::DrvStatus rank_desc(std::uint32_t r, hcomm::RankDesc* o) override { return d->rank_desc(r, o); }
+  hcomm::DrvStatus device_of(std::uint32_t id, std::uint32_t* dev) override { return d->device_of(id, dev); }
+  hcomm::PairLink pair_link(std::uint32_t a, std::uint32_t b) override { return d->pair_link(a, b); }
+  std::uint64_t device_memory_size(std::uint32_t dev) override { return d->device_memory_size(dev); }
+  hcomm::DrvStatus mem_alloc(std::uint32_t dev, std::uint64_t b, std::uint64_t* a) override { return d->mem_alloc(dev, b, a); }
+  hcomm::DrvStatus mem_free(std::uint32_t dev, std::uint64_t a) override { return d->mem_free(dev, a); }
+  hcomm::DrvStatus mr_register(std::uint32_t dev, std::uint64_t a, std::uint64_t b, std::uint32_t acc, std::uint32_t* k) override {
+    return d->mr_register(dev, a, b, acc, k);
+  }
+  hcomm::DrvStatus mr_deregister(std::uint32_t dev, std::uint32_t k) override { return d->mr_deregister(dev, k); }
+  hcomm::DrvStatus stream_create(std::uint32_t dev, std::uint32_t* s) override { return d->stream_create(dev, s); }
+  hcomm::DrvStatus stream_destroy(std::uint32_t s) override { return d->stream_destroy(s); }
+  hcomm::DrvStatus submit(std::uint32_t s, const hcomm::DrvTask& t) override { return d->submit(s, t); }
+  hcomm::DrvStatus stream_synchronize(std::uint32_t s, std::uint64_t ns, std::string* e) override { return d->stream_synchronize(s, ns, e); }
+  bool stream_idle(std::uint32_t s) override { return d->stream_idle(s); }
+  std::uint64_t event_completed(std::uint32_t dev, std::uint64_t e) override { return d->event_completed(dev, e); }
+  std::uint64_t event_time_ns(std::uint32_t dev, std::uint64_t e) override { return d->event_time_ns(dev, e); }
+  std::uint64_t now_ns() override { return d->now_ns(); }
+  void host_delay(std::uint64_t ns) override { d->host_delay(ns); }
+  void profile_op(std::uint32_t dev, std::uint64_t b, std::uint64_t e, const hcomm::OpInfo& info) override {
+    if (info.rank == 0 && info.kind == kind) {
+      algorithm = info.algorithm;
+      chosen_by = info.chosen_by;
+    }
+    d->profile_op(dev, b, e, info);
+  }
+  void log(std::uint32_t dev, int level, const std::string& line) override { d->log(dev, level, line); }
+};
+
+struct Row {
+  std::uint64_t bytes = 0;
+  double us = 0;
+  bool ok = true, timed = false, printed = false;
+  std::uint32_t done = 0;  // ranks finished with this size
+  std::string algo;
+};
+
+std::string mib(std::uint64_t b) {
+  char s[64];
+  if (b % (1ULL << 20) == 0) std::snprintf(s, sizeof s, "%llu MiB", (unsigned long long)(b >> 20));
+  else std::snprintf(s, sizeof s, "%llu B", (unsigned long long)b);
+  return s;
+}
 
 }  // namespace
 
 int sc_main(int argc, char* argv[]) {
   std::vector<std::string> a(argv + 1, argv + argc);
-  if (a.empty() || a[0] == "-h" || a[0] == "--help") {
-    if (a.empty()) return usage("no operation given");
-    std::printf("%s", kUsage);
-    return 0;
-  }
-  const std::string op = a[0];
-  if (op != "allreduce" && op != "sendrecv") return usage("unknown operation \"" + op + "\"");
-  std::uint64_t minb = 8 << 10, maxb = 64 << 20, factor = 2, iters = 20, warm = 5, per_server = 0;
+  for (const auto& s : a)
+    if (s == "-h" || s == "--help") {
+      std::printf("%s", kUsage);
+      return 0;
+    }
+  if (a.empty()) return usage("no operation given");
+  const OpDesc* od = nullptr;
+  for (const auto& o : kOps)
+    if (a[0] == o.name) od = &o;
+  if (!od) return usage("unknown operation \"" + a[0] + "\"");
+  const Op op = od->op;
+  std::uint64_t minb = 8 << 10, maxb = 64 << 20, factor = 2, iters = 20, warm = 5, per_server = 0, root = 0;
   bool check = true;
   std::uint64_t max_memory = 0;  // 0: what the machine has available
-  std::string fidelity = "chunk";
+  std::string fidelity = "chunk", algo_spec;
+  bool algo_given = false;
   std::string dtype = "fp32", rop = "sum", topo_file = std::string(HCSIM_SOURCE_DIR) + "/topologies/atlas800t-a2.json";
   for (std::size_t i = 1; i < a.size(); ++i) {
     auto need = [&](const char* f) -> const std::string* {
@@ -105,11 +222,12 @@ int sc_main(int argc, char* argv[]) {
     if (f == "-b" || f == "-e") {
       if (!(v = need(f.c_str()))) return 2;
       if (!parse_size(*v, f == "-b" ? &minb : &maxb)) return usage("bad size for " + f + ": " + *v);
-    } else if (f == "-f" || f == "-n" || f == "-w" || f == "-p" || f == "-c") {
+    } else if (f == "-f" || f == "-n" || f == "-w" || f == "-p" || f == "-c" || f == "-r") {
       if (!(v = need(f.c_str()))) return 2;
       std::uint64_t x = 0;
       if (!parse_u64(*v, v->size(), &x)) return usage("bad number for " + f + ": " + *v + " (a decimal number >= 0)");
       if (f == "-f") factor = x; else if (f == "-n") iters = x; else if (f == "-w") warm = x; else if (f == "-p") per_server = x;
+      else if (f == "-r") root = x;
       else check = x != 0;
     } else if (f == "-d") {
       if (!(v = need("-d"))) return 2;
@@ -128,6 +246,15 @@ int sc_main(int argc, char* argv[]) {
       models::NetParams probe;
       if (!sim::set_fidelity(probe, *v)) return usage("--fidelity must be packet, chunk or flow, got " + *v);
       fidelity = *v;
+    } else if (f == "--algo") {
+      if (!(v = need("--algo"))) return 2;
+      // A bare family name means that family at both levels.
+      algo_spec = v->find(':') == std::string::npos && v->find('=') == std::string::npos ? "level0:" + *v + ";level1:" + *v : *v;
+      char why[512] = "";
+      if (v->empty() || hcomm_config_check("HCOMM_ALGO", algo_spec.c_str(), why, sizeof why) != HCOMM_SUCCESS)
+        return usage("bad --algo \"" + *v + "\": " + (why[0] ? why : "empty") +
+                     " (--algo takes HCOMM_ALGO syntax or one family: NA ring H-D_R NHR NB DOUBLE_TREE pairwise star mesh)");
+      algo_given = true;
     } else {
       return usage("unknown option " + f);
     }
@@ -165,32 +292,94 @@ int sc_main(int argc, char* argv[]) {
     topo = t;
   }
   const auto nranks = static_cast<std::uint32_t>(topo->rank_to_npu.size());
-  if (op == "sendrecv" && nranks % 2) return usage("sendrecv needs an even number of ranks");
+  if (op == Op::SendRecv && nranks % 2) return usage("sendrecv needs an even number of ranks");
+  if (root >= nranks)
+    return usage("-r " + std::to_string(root) + " is out of range: the run has " + std::to_string(nranks) + " ranks (0.." +
+                 std::to_string(nranks - 1) + ")");
+  const auto rootr = static_cast<std::uint32_t>(root);
+  // Sizes actually run: whole elements; for block operations n equal blocks of >= 1 element.
   std::vector<std::uint64_t> sizes;
+  if (maxb > UINT64_MAX / 4 / std::max<std::uint64_t>(1, nranks)) return usage("-e is too large");
   for (std::uint64_t b = minb; b <= maxb; b *= factor) {  // never wraps: stops before b * factor overflows
-    sizes.push_back(std::max<std::uint64_t>(esz, b / esz * esz));
+    if (od->blocks) sizes.push_back(std::max<std::uint64_t>(1, b / esz / nranks) * nranks * esz);
+    else sizes.push_back(std::max<std::uint64_t>(esz, b / esz * esz));
     if (b > UINT64_MAX / factor) break;
   }
+  const std::uint64_t biggest = *std::max_element(sizes.begin(), sizes.end());
+  const std::uint64_t cap = biggest + std::uint64_t{nranks} * esz;  // device buffers: alltoallv's blocks may be 1 larger
   // Refuse up front what this machine cannot hold: real bytes are in + out in HBM, the host
   // buffer and the expected result per rank (a timing run, -c 0, stores none).
-  if (sizes.back() > UINT64_MAX / 4 / std::max<std::uint64_t>(1, nranks)) return usage("-e is too large");
-  const std::uint64_t need = check ? std::uint64_t{nranks} * 3 * sizes.back() + sizes.back() : 0;
+  const std::uint64_t need = check ? std::uint64_t{nranks} * 3 * cap + cap : 0;
   const std::string fit = sim::check_host_fit(nranks, need, max_memory, sim::read_host_limits());
   if (!fit.empty()) {
     std::fprintf(stderr, "hcomm_test: %s\n", fit.c_str());
     return 2;
   }
+  // The collective buffer: 512 MiB unless the user set one (HCCL_BUFFSIZE counts only when
+  // HCOMM_BUFFSIZE_MB is unset, so do not set that over it).
+  std::string buf_source = "hcomm_test's default; HCOMM_BUFFSIZE_MB or HCCL_BUFFSIZE override it";
+  if (const char* e = std::getenv("HCOMM_BUFFSIZE_MB"); e && *e) buf_source = "HCOMM_BUFFSIZE_MB";
+  else if (const char* h = std::getenv("HCCL_BUFFSIZE"); h && *h) buf_source = "HCCL_BUFFSIZE";
+  else setenv("HCOMM_BUFFSIZE_MB", "512", 1);
+
   std::vector<Row> rows(sizes.size());
   std::vector<std::string> errors;
   std::printf("the minbytes is %llu, maxbytes is %llu, iters is %llu, warmup_iters is %llu\n", (unsigned long long)minb,
               (unsigned long long)maxb, (unsigned long long)iters, (unsigned long long)warm);
+  // Banner: what is being measured.
+  std::map<std::uint32_t, std::uint32_t> per_srv;
+  for (auto npu : topo->rank_to_npu) ++per_srv[topo->npus[npu].server];
+  std::set<std::uint32_t> widths;
+  for (auto& [s, c] : per_srv) widths.insert(c);
+  std::printf("topology: %s (%s)\n", topo_file.c_str(), topo->name.c_str());
+  if (widths.size() == 1)
+    std::printf("ranks: %zu server(s) x %u NPU(s) = %u\n", per_srv.size(), *widths.begin(), nranks);
+  else
+    std::printf("ranks: %zu server(s) of unequal size, %u in all\n", per_srv.size(), nranks);
+  std::printf("fidelity: %s\n", fidelity.c_str());
+  std::printf("operation: %s, dtype %s, reduce op %s, root %s\n", od->name, dtype.c_str(), od->reduces ? rop.c_str() : "-",
+              od->rooted ? std::to_string(rootr).c_str() : "-");
   std::fflush(stdout);
-  setenv("HCOMM_BUFFSIZE_MB", "512", 0);
+
+  OpTap tap;  // outlives every context (run_program finalizes hcomm before returning)
+  tap.kind = od->kind;
+  const double bus = busbw_factor(op, nranks);
+  std::uint64_t buffer_bytes = 0;
+  bool header = false;
+  auto print_row = [&](std::size_t k) {
+    Row& row = rows[k];
+    if (row.printed) return;
+    if (!header) {
+      std::printf("collective buffer: %s per rank (%s)\n", buffer_bytes ? mib(buffer_bytes).c_str() : "unknown",
+                  buf_source.c_str());
+      std::string by = tap.chosen_by.empty() ? "the link (point-to-point)" : tap.chosen_by;
+      if (algo_given)
+        by += tap.chosen_by == "config" ? " = --algo " + algo_spec
+                                        : " (--algo " + algo_spec + " forces nothing this operation can run here)";
+      std::printf("algorithm: %s (chosen by %s, at %llu bytes; each size's choice in the last column)\n",
+                  row.algo.empty() ? "unknown" : row.algo.c_str(), by.c_str(), (unsigned long long)sizes[k]);
+      std::printf("%-20s %-18s %-22s %-15s %-22s %s\n", "data_size(Bytes):", "aveg_time(us):", "alg_bandwidth(GB/s):",
+                  "check_result:", "bus_bandwidth(GB/s):", "algorithm:");
+      header = true;
+    }
+    const double bw = row.us > 0 ? static_cast<double>(sizes[k]) / (row.us * 1e3) : 0;
+    std::printf("%-20llu %-18.2f %-22.5f %-15s %-22.5f %s\n", (unsigned long long)sizes[k], row.us, bw,
+                !check ? "NULL" : (row.ok && row.timed ? "success" : "failed"), bw * bus, row.algo.empty() ? "-" : row.algo.c_str());
+    std::fflush(stdout);
+    row.printed = true;
+  };
+
+  // The allreduce / reduce reference is the same for every rank: computed once per size.
+  struct { std::size_t k = SIZE_MAX; std::vector<std::uint8_t> v; } shared_ref;
 
   sim::RunOptions opt;
   opt.fidelity = fidelity;
   opt.echo_logs = true;
   auto program = [&](std::uint32_t r) {
+    if (hcomm::driver() != &tap) {  // the first rank to run: tap the driver before any context exists
+      tap.d = hcomm::driver();
+      hcomm::set_driver(&tap);
+    }
     auto fail = [&](const char* what, hcomm_result_t rc) {
       if (rc == HCOMM_SUCCESS) return false;
       if (errors.size() < 20) errors.push_back("rank " + std::to_string(r) + ": " + what + ": " + hcomm_result_string(rc));
@@ -215,25 +404,72 @@ int sc_main(int argc, char* argv[]) {
       if (ctx) hcomm_destroy_context(ctx);
     }};
     const auto& npu = topo->npus[topo->rank_to_npu[r]];
-    if (fail("hcomm_create_context", hcomm_create_context(npu.device_id, &ctx)) || fail("hcomm_comm_init", hcomm_comm_init(ctx, nranks, r, &comm)) ||
+    hcomm_config_t cfg;
+    hcomm_config_init(&cfg);
+    cfg.algo = algo_given ? algo_spec.c_str() : nullptr;
+    if (fail("hcomm_create_context", hcomm_create_context(npu.device_id, &ctx)) ||
+        fail("hcomm_comm_init", algo_given ? hcomm_comm_init_config(ctx, nranks, r, &cfg, &comm) : hcomm_comm_init(ctx, nranks, r, &comm)) ||
         fail("hcomm_create_stream", hcomm_create_stream(ctx, &st)) || fail("hcomm_create_stream", hcomm_create_stream(ctx, &st2)) ||
         fail("hcomm_create_event", hcomm_create_event(ctx, &e0)) || fail("hcomm_create_event", hcomm_create_event(ctx, &e1)))
       return;
-    if (fail("hcomm_malloc", hcomm_malloc(ctx, sizes.back(), &in)) || fail("hcomm_malloc", hcomm_malloc(ctx, sizes.back(), &out))) return;
-    models::HugeBuffer host(check ? sizes.back() : 1);
+    if (r == 0 && fail("hcomm_context_max_buffer_size", hcomm_context_max_buffer_size(ctx, &buffer_bytes))) return;
+    if (fail("hcomm_malloc", hcomm_malloc(ctx, cap, &in)) || fail("hcomm_malloc", hcomm_malloc(ctx, cap, &out))) return;
+    models::HugeBuffer host(check ? cap : 1);
+    auto* hb = static_cast<std::uint8_t*>(host.get());
     const std::uint32_t peer = r ^ 1u;
+    const std::uint32_t n = nranks;
+    std::vector<std::uint64_t> sc(n), sd(n), rc(n), rd(n);  // alltoallv
     for (std::size_t k = 0; k < sizes.size(); ++k) {
-      const std::uint64_t bytes = sizes[k], count = bytes / esz;
-      sim::PayloadKey key{1, static_cast<std::uint32_t>(k), 0};
+      const std::uint64_t bytes = sizes[k], count = bytes / esz, c = od->blocks ? count / n : count;
+      // Block j of a rank's input is its own stream (rep j), so a receiver can rebuild exactly the
+      // block it gets without generating the sender's whole buffer.
+      auto fill = [&](void* buf, std::uint64_t cnt, std::uint32_t rank, std::uint32_t rep) {
+        sim::fill_input(buf, cnt, mt, mop, sim::PayloadKey{1, static_cast<std::uint32_t>(k), rep}, rank);
+      };
+      std::uint64_t in_total = 0, out_total = 0;  // elements
+      if (op == Op::AllToAllV) {
+        for (std::uint32_t j = 0; j < n; ++j) {
+          sc[j] = rc[j] = v_count(c, r, j);
+          sd[j] = in_total;
+          rd[j] = in_total;
+          in_total += sc[j];
+        }
+        out_total = in_total;
+      }
       auto run_once = [&]() -> bool {
-        if (op == "allreduce") return !fail("hcomm_allreduce", hcomm_allreduce(in, out, count, ht, hop, comm, st));
+        switch (op) {
+          case Op::AllReduce: return !fail("hcomm_allreduce", hcomm_allreduce(in, out, count, ht, hop, comm, st));
+          case Op::AllGather: return !fail("hcomm_allgather", hcomm_allgather(in, out, c, ht, comm, st));
+          case Op::ReduceScatter: return !fail("hcomm_reduce_scatter", hcomm_reduce_scatter(in, out, c, ht, hop, comm, st));
+          case Op::Broadcast: return !fail("hcomm_broadcast", hcomm_broadcast(out, count, ht, rootr, comm, st));
+          case Op::Reduce: return !fail("hcomm_reduce", hcomm_reduce(in, out, count, ht, hop, rootr, comm, st));
+          case Op::Scatter: return !fail("hcomm_scatter", hcomm_scatter(in, out, c, ht, rootr, comm, st));
+          case Op::AllToAll: return !fail("hcomm_alltoall", hcomm_alltoall(in, out, c, ht, comm, st));
+          case Op::AllToAllV:
+            return !fail("hcomm_alltoallv", hcomm_alltoallv(in, sc.data(), sd.data(), out, rc.data(), rd.data(), ht, comm, st));
+          case Op::SendRecv: break;
+        }
         hcomm_request_t q[2];
         return !fail("hcomm_isend", hcomm_isend(in, count, ht, peer, 0, comm, st, &q[0])) &&
                !fail("hcomm_irecv", hcomm_irecv(out, count, ht, peer, 0, comm, st2, &q[1])) && !fail("hcomm_waitall", hcomm_waitall(2, q));
       };
-      if (check) {
-        sim::fill_input(host.get(), count, mt, mop, key, r);
-        if (fail("hcomm_memcpy_host_to_device", hcomm_memcpy_host_to_device(in, host.get(), bytes, st))) return;
+      if (check) {  // stage this rank's input
+        void* dst = in;
+        std::uint64_t n_in = count;
+        switch (op) {
+          case Op::AllReduce: case Op::Reduce: case Op::SendRecv: fill(hb, count, r, 0); break;
+          case Op::Broadcast: n_in = r == rootr ? count : 0; if (n_in) fill(hb, count, r, 0); dst = out; break;
+          case Op::AllGather: n_in = c; fill(hb, c, r, 0); break;
+          case Op::Scatter: if (r != rootr) { n_in = 0; break; } [[fallthrough]];
+          case Op::ReduceScatter: case Op::AllToAll:
+            for (std::uint32_t j = 0; j < n; ++j) fill(hb + j * c * esz, c, r, j);
+            break;
+          case Op::AllToAllV:
+            n_in = in_total;
+            for (std::uint32_t j = 0; j < n; ++j) fill(hb + sd[j] * esz, sc[j], r, j);
+            break;
+        }
+        if (n_in && fail("hcomm_memcpy_host_to_device", hcomm_memcpy_host_to_device(dst, hb, n_in * esz, st))) return;
       }
       if (fail("hcomm_barrier", hcomm_barrier(comm, st)) || fail("sync", hcomm_stream_synchronize(st))) return;
       for (std::uint64_t w = 0; w < warm; ++w)
@@ -246,31 +482,77 @@ int sc_main(int argc, char* argv[]) {
       if (fail("sync", hcomm_stream_synchronize(st))) return;
       float ms = 0;
       hcomm_event_elapsed_time(e0, e1, &ms);
-      if (r == 0) { rows[k].bytes = bytes; rows[k].us = ms * 1e3 / static_cast<double>(iters); rows[k].ok = true; }
-      if (check) {
-        if (fail("hcomm_memcpy_device_to_host", hcomm_memcpy_device_to_host(host.get(), out, bytes, st)) || fail("sync", hcomm_stream_synchronize(st))) return;
-        sim::CheckResult cr;
-        if (op == "allreduce") {
-          auto ref = sim::allreduce_reference(count, mt, mop, key, nranks);
-          cr = sim::compare(host.get(), ref.data(), count, mt, mop, nranks);
-        } else {
-          std::vector<std::uint8_t> expect(bytes);
-          sim::fill_input(expect.data(), count, mt, mop, key, peer);
-          cr = sim::compare(host.get(), expect.data(), count, mt, models::ReduceOp::Max, 1);
-        }
-        if (!cr.ok()) { rows[k].ok = false; if (errors.size() < 20) errors.push_back("rank " + std::to_string(r) + " size " + std::to_string(bytes) + ": " + cr.detail); }
-        if (r != 0 && !cr.ok()) rows[k].ok = false;
+      if (r == 0) {
+        rows[k].bytes = bytes;
+        rows[k].us = ms * 1e3 / static_cast<double>(iters);
+        rows[k].timed = true;
+        rows[k].algo = tap.algorithm;
       }
+      if (check) {
+        std::uint64_t n_out = 0;  // elements of out to compare
+        std::vector<std::uint8_t> expect;
+        models::ReduceOp cop = models::ReduceOp::Max;  // exact comparison (a copy) unless reduced
+        std::uint32_t p = 1;
+        switch (op) {
+          case Op::AllReduce:
+          case Op::Reduce:
+            if (op == Op::Reduce && r != rootr) break;  // recv_buf is significant at the root only
+            if (shared_ref.k != k) {
+              shared_ref.v = sim::allreduce_reference(count, mt, mop, sim::PayloadKey{1, static_cast<std::uint32_t>(k), 0}, n);
+              shared_ref.k = k;
+            }
+            n_out = count;
+            cop = mop;
+            p = n;
+            break;
+          case Op::ReduceScatter:
+            n_out = c;
+            expect = sim::allreduce_reference(c, mt, mop, sim::PayloadKey{1, static_cast<std::uint32_t>(k), r}, n);
+            cop = mop;
+            p = n;
+            break;
+          case Op::Broadcast: n_out = count; expect.resize(count * esz); fill(expect.data(), count, rootr, 0); break;
+          case Op::SendRecv: n_out = count; expect.resize(count * esz); fill(expect.data(), count, peer, 0); break;
+          case Op::AllGather:
+            n_out = n * c;
+            expect.resize(n_out * esz);
+            for (std::uint32_t j = 0; j < n; ++j) fill(expect.data() + j * c * esz, c, j, 0);
+            break;
+          case Op::Scatter: n_out = c; expect.resize(c * esz); fill(expect.data(), c, rootr, r); break;
+          case Op::AllToAll:
+            n_out = n * c;
+            expect.resize(n_out * esz);
+            for (std::uint32_t j = 0; j < n; ++j) fill(expect.data() + j * c * esz, c, j, r);
+            break;
+          case Op::AllToAllV:
+            n_out = out_total;
+            expect.resize(n_out * esz);
+            for (std::uint32_t j = 0; j < n; ++j) fill(expect.data() + rd[j] * esz, rc[j], j, r);
+            break;
+        }
+        if (n_out) {
+          if (fail("hcomm_memcpy_device_to_host", hcomm_memcpy_device_to_host(hb, out, n_out * esz, st)) ||
+              fail("sync", hcomm_stream_synchronize(st)))
+            return;
+          const std::uint8_t* ref = (op == Op::AllReduce || op == Op::Reduce) ? shared_ref.v.data() : expect.data();
+          const sim::CheckResult cr = sim::compare(hb, ref, n_out, mt, cop, p);
+          if (!cr.ok()) {
+            rows[k].ok = false;
+            if (errors.size() < 20) errors.push_back("rank " + std::to_string(r) + " size " + std::to_string(bytes) + ": " + cr.detail);
+          }
+        }
+      }
+      if (++rows[k].done == n) print_row(k);  // the last rank through this size prints it
     }
   };
   sim::run_program(*topo, program, opt, check);
-  std::printf("%-20s %-18s %-22s %s\n", "data_size(Bytes):", "aveg_time(us):", "alg_bandwidth(GB/s):", "check_result:");
   bool all_ok = errors.empty();
-  for (const Row& row : rows) {
-    const double bw = row.us > 0 ? static_cast<double>(row.bytes) / (row.us * 1e3) : 0;
-    std::printf("%-20llu %-18.2f %-22.5f %s\n", (unsigned long long)row.bytes, row.us, bw,
-                !check ? "NULL" : (row.ok ? "success" : "failed"));
-    all_ok = all_ok && (!check || row.ok);
+  for (std::size_t k = 0; k < rows.size(); ++k) {
+    if (!rows[k].printed) {  // a rank stopped early: the size is reported failed
+      rows[k].ok = false;
+      print_row(k);
+    }
+    all_ok = all_ok && (!check || (rows[k].ok && rows[k].timed)) && rows[k].done == nranks;
   }
   for (auto& e : errors) std::fprintf(stderr, "hcomm_test: %s\n", e.c_str());
   return all_ok ? 0 : 1;

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# hcomm_test: hccl_test-compatible flags and columns, results checked, exit codes.
+# hcomm_test: hccl_test-compatible flags and columns, every operation checked, busbw, banner, --algo, exit codes.
 set -u
 T=$(realpath "$1")
 SRC=$(realpath "$2")
@@ -17,7 +17,34 @@ check sendrecv-roce 0 "^4194304 .* success" -- "$T" sendrecv -b 4M -e 4M -n 2 -w
 check subset 0 "^1048576 .* success" -- "$T" allreduce -b 1M -e 1M -p 4 -n 1 -w 0 --topology "$SRC/topologies/a2-2node.json"
 check nocheck 0 "NULL" -- "$T" allreduce -b 1M -e 1M -c 0 -n 1 -w 0
 check bad-type 2 "unknown data type fp17" -- "$T" allreduce -d fp17
-check bad-op 2 "unknown operation" -- "$T" alltoall
+check bad-op 2 "unknown operation" -- "$T" alltoal
+# Every operation on two servers (16 ranks: HCCS inside, RoCE across), root 9 where there is one.
+for op in allreduce allgather reducescatter broadcast reduce scatter alltoall alltoallv sendrecv; do
+  check "$op-2node" 0 "^65536 +[0-9.]+ +[0-9.]+ +success +[0-9.]+ +[A-Za-z]" -- \
+    "$T" $op -b 64K -e 64K -n 1 -w 0 -r 9 -d int32 --topology "$SRC/topologies/a2-2node.json"
+done
+check fp16-reducescatter 0 "^1048576 .* success" -- "$T" reducescatter -b 1M -e 1M -d fp16 -o max -n 1 -w 0
+check uneven-alltoallv 0 "^8 .* success" -- "$T" alltoallv -b 8 -e 8 -d int8 -n 1 -w 0
+check banner 0 "collective buffer: 512 MiB per rank" -- "$T" broadcast -b 8K -e 8K -n 1 -w 0 -r 7
+check banner-ranks 0 "ranks: 2 server\(s\) x 8 NPU\(s\) = 16" -- "$T" allgather -b 8K -e 8K -n 1 -w 0 --topology "$SRC/topologies/a2-2node.json"
+check hccl-buffsize 0 "collective buffer: 64 MiB per rank \(HCCL_BUFFSIZE\)" -- env HCCL_BUFFSIZE=64 "$T" allreduce -b 8K -e 8K -n 1 -w 0
+check root-range 2 "-r 8 is out of range: the run has 8 ranks" -- "$T" broadcast -r 8
+check algo-bogus 2 "bad --algo \"bogus\".*allowed: NA, ring" -- "$T" allgather --algo bogus
+check algo-level 2 "unknown level" -- "$T" allgather --algo "level7:ring"
+check algo-forced 0 "chosen by config = --algo level0:NHR;level1:NHR" -- "$T" allgather -b 64K -e 64K -n 1 -w 0 --algo NHR --topology "$SRC/topologies/a2-2node.json"
+check algo-spec 0 "^65536 .* success .* NB$" -- "$T" allgather -b 64K -e 64K -n 1 -w 0 --algo "allgather=level0:NA;level1:NB" --topology "$SRC/topologies/a2-2node.json"
+check help 0 "--algo SPEC.*" -- "$T" --help
+check help-flags 0 "-r N .*" -- "$T" allreduce -b 8K --help
+# busbw = algbw x (n-1)/n for all-gather, from the printed columns (8 ranks; 5 decimals printed).
+out=$("$T" allgather -b 8K -e 1M -f 8 -n 2 -w 1 2>&1)
+if echo "$out" | awk '/^[0-9]+ /{ n++; want = $3 * 7 / 8; d = $5 - want; if (d < 0) d = -d; if (d > 1e-4 + 1e-6 * want) bad++ }
+                       END { exit (n >= 3 && !bad) ? 0 : 1 }'; then echo "ok   allgather-busbw"; pass=$((pass + 1))
+else echo "FAIL allgather-busbw"; echo "$out" | tail -6 | sed 's/^/    /'; fail=$((fail + 1)); fi
+# allreduce's busbw is algbw x 2(n-1)/n.
+out=$("$T" allreduce -b 64K -e 64K -n 1 -w 0 2>&1)
+if echo "$out" | awk '/^[0-9]+ /{ n++; want = $3 * 14 / 8; d = $5 - want; if (d < 0) d = -d; if (d > 1e-4 + 1e-6 * want) bad++ }
+                       END { exit (n == 1 && !bad) ? 0 : 1 }'; then echo "ok   allreduce-busbw"; pass=$((pass + 1))
+else echo "FAIL allreduce-busbw"; echo "$out" | tail -6 | sed 's/^/    /'; fail=$((fail + 1)); fi
 check bad-topology 2 "cannot open file" -- "$T" allreduce --topology /nonexistent.json
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ]
