@@ -27,6 +27,7 @@ struct Family {
   BuildFn build;
   CostFn cost;
   std::uint32_t slots;  ///< staging slots its plans use
+  bool alltoallv = true;  ///< builds all-to-all with per-block counts (when it builds all-to-all)
 };
 
 // One per file in algo/.

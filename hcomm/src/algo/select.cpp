@@ -71,7 +71,7 @@ Choice select_algo(hcomm_comm_t comm, CollOp op, std::uint64_t bytes, const Shap
       ok = s.servers == 1 && s.mesh && mesh_does(op);
       if (ok) c = make(Choice::Mesh, nullptr, s, op, bytes);
     } else if (const Family* f = family_named(forced)) {
-      if (f->cost(op, s.n, bytes, roce_cost()) >= 0) {
+      if (f->cost(op, s.n, bytes, roce_cost()) >= 0 && (!s.v || op != CollOp::AllToAll || f->alltoallv)) {
         ok = true;
         c = s.servers > 1 && op == CollOp::AllReduce && s.mesh && s.local > 1 ? make(Choice::Hier, f, s, op, bytes)
                                                                                 : make(Choice::Flat, f, s, op, bytes);
@@ -93,6 +93,7 @@ Choice select_algo(hcomm_comm_t comm, CollOp op, std::uint64_t bytes, const Shap
       if (h.est_ns >= 0) cand.push_back(h);
     }
     if (f == &kStar && s.servers > 1) continue;  // star is an intra-server algorithm
+    if (s.v && op == CollOp::AllToAll && !f->alltoallv) continue;
     Choice c = make(Choice::Flat, f, s, op, bytes);
     if (c.est_ns >= 0) cand.push_back(c);
   }

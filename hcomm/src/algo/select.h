@@ -18,6 +18,7 @@ struct Shape {
   std::uint32_t servers = 1;  ///< S
   std::uint32_t local = 1;    ///< L: ranks per server (equal on every server)
   bool mesh = false;          ///< every server's ranks reach each other by SDMA (HCCS / PCIe p2p)
+  bool v = false;             ///< a -v operation (per-block counts)
 };
 
 /// What runs an operation.

@@ -125,6 +125,6 @@ double cost(CollOp op, std::uint32_t n, std::uint64_t bytes, const LinkCost& c) 
 
 }  // namespace
 
-const Family kStar{"star", build, cost, kLanes};
+const Family kStar{"star", build, cost, kLanes, false};
 
 }  // namespace hcomm::detail

@@ -222,6 +222,7 @@ hcomm_result_t run_collective(hcomm_comm_t comm, hcomm_stream_t main, const Coll
   ServerGroups g;
   Shape shape;
   shape.n = n;
+  shape.v = is_v(r) || r.scounts != nullptr;
   if (find_server_groups(comm, &g) == HCOMM_SUCCESS) {
     shape.servers = g.servers;
     shape.local = g.size;
