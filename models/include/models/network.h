@@ -99,7 +99,7 @@ class Network final : public EventHandler, private CcHost {
   /// rate when the new flow takes the same path: the set of paths, hence every max-min rate, is
   /// unchanged and no recomputation is needed.
   void flow_post(std::uint32_t qp, std::int64_t after = -1);
-  void flow_project(std::uint32_t id);                  // (re)project a flow's completion at its rate
+  void flow_project(std::uint32_t id, bool push = true);               // (re)project a flow's completion at its rate
   void flow_rates();                                    // max-min fair rates (progressive filling)
   void flow_next();                                     // schedule the next completion
   void flow_done(std::uint32_t id);
@@ -161,8 +161,9 @@ class Network final : public EventHandler, private CcHost {
   std::vector<Flow> flows_;
   std::vector<std::uint32_t> free_flows_;
   // Projected completions (time, flow, stamp); entries whose stamp is no longer the flow's are stale.
-  std::priority_queue<std::tuple<Tick, std::uint32_t, std::uint64_t>, std::vector<std::tuple<Tick, std::uint32_t, std::uint64_t>>,
-                      std::greater<>> flow_heap_;
+  // A binary min-heap (std::push_heap / pop_heap with std::greater); rebuilt in one pass when a
+  // recomputation re-projects most flows.
+  std::vector<std::tuple<Tick, std::uint32_t, std::uint64_t>> flow_heap_;
   std::uint64_t flow_stamp_ = 0;
   std::uint64_t flow_gen_ = 0;
   bool flow_rates_pending_ = false;                     // a recomputation is scheduled for now
@@ -173,6 +174,7 @@ class Network final : public EventHandler, private CcHost {
   std::vector<std::vector<std::uint32_t>> port_flows_;  // global port -> active flows on it, in start order
   std::vector<std::uint32_t> flow_seeds_;
   std::vector<double> fill_cap_;
+  std::vector<std::uint32_t> fill_open_;  // during a refill: ports that still have unfrozen flows
   std::vector<std::uint32_t> fill_cnt_, fill_ports_, fill_flows_;
   std::vector<std::uint8_t> port_seen_, flow_seen_, fill_frozen_;
 };

@@ -64,13 +64,19 @@ void Network::flow_post(std::uint32_t qp, std::int64_t after) {
 void Network::flow_rates_soon() {
   if (flow_rates_pending_) return;
   flow_rates_pending_ = true;
-  schedule(sch_.now(), kFlowRates, 0);
+  const Tick q = p_.flow_quantum_ps, now = sch_.now();
+  schedule(q ? (now + q - 1) / q * q : now, kFlowRates, 0);
 }
 
-void Network::flow_project(std::uint32_t id) {
+void Network::flow_project(std::uint32_t id, bool push) {
   Flow& f = flows_[id];
   f.stamp = ++flow_stamp_;
-  if (f.rate > 0) flow_heap_.emplace(f.t_set + static_cast<Tick>(std::ceil(f.left / f.rate * 1e12)), id, f.stamp);
+  if (f.rate <= 0) return;
+  f.t_end = f.t_set + static_cast<Tick>(std::ceil(f.left / f.rate * 1e12));
+  if (push) {
+    flow_heap_.emplace_back(f.t_end, id, f.stamp);
+    std::push_heap(flow_heap_.begin(), flow_heap_.end(), std::greater<>());
+  }
 }
 
 void Network::flow_rates() {
@@ -109,16 +115,22 @@ void Network::flow_rates() {
   // Progressive filling: repeatedly find the port with the smallest equal share of its remaining
   // capacity and freeze its unfrozen flows at that share.
   std::size_t left = fill_flows_.size();
+  fill_open_.clear();  // ports with unfrozen flows, in fill_ports_ order; shrinks as they freeze
+  for (std::uint32_t g : fill_ports_)
+    if (fill_cnt_[g] > 0) fill_open_.push_back(g);
   while (left > 0) {
     double share = -1;
-    for (std::uint32_t g : fill_ports_)
+    std::size_t k = 0;
+    for (std::uint32_t g : fill_open_)
       if (fill_cnt_[g] > 0) {
+        fill_open_[k++] = g;
         const double s = fill_cap_[g] / fill_cnt_[g];
         if (share < 0 || s < share) share = s;
       }
+    fill_open_.resize(k);
     if (share < 0) break;
     std::size_t frozen = 0;
-    for (std::uint32_t g : fill_ports_) {
+    for (std::uint32_t g : fill_open_) {
       if (fill_cnt_[g] == 0 || fill_cap_[g] / fill_cnt_[g] > share * (1 + 1e-12)) continue;
       for (std::uint32_t id : port_flows_[g]) {
         if (fill_frozen_[id]) continue;
@@ -131,14 +143,40 @@ void Network::flow_rates() {
     if (frozen == 0) break;  // numerical safety
     left -= frozen;
   }
-  for (std::uint32_t id : fill_flows_) flow_project(id);
+  // Re-project the refilled flows: one heap push each, or — when they are most of the live flows,
+  // as in one big component — a rebuild from every live flow's projection in one pass.
+  const std::size_t live = flows_.size() - free_flows_.size();
+  if (fill_flows_.size() * 2 < live) {
+    for (std::uint32_t id : fill_flows_) flow_project(id, true);
+    return;
+  }
+  for (std::uint32_t id : fill_flows_) flow_project(id, false);
+  flow_heap_.clear();
+  for (std::uint32_t id = 0; id < flows_.size(); ++id) {
+    const Flow& f = flows_[id];
+    if (f.active && f.rate > 0) flow_heap_.emplace_back(f.t_end, id, f.stamp);
+  }
+  std::make_heap(flow_heap_.begin(), flow_heap_.end(), std::greater<>());
 }
 
 void Network::flow_next() {
   ++flow_gen_;
+  if (flow_heap_.size() > 4 * (flows_.size() - free_flows_.size()) + 4096) {
+    flow_heap_.erase(std::remove_if(flow_heap_.begin(), flow_heap_.end(),
+                                    [&](const auto& e) {
+                                      const Flow& f = flows_[std::get<1>(e)];
+                                      return !f.active || f.stamp != std::get<2>(e);
+                                    }),
+                     flow_heap_.end());
+    std::make_heap(flow_heap_.begin(), flow_heap_.end(), std::greater<>());
+  }
   while (!flow_heap_.empty()) {
-    const auto [t, id, stamp] = flow_heap_.top();
-    if (!flows_[id].active || flows_[id].stamp != stamp) { flow_heap_.pop(); continue; }
+    const auto [t, id, stamp] = flow_heap_.front();
+    if (!flows_[id].active || flows_[id].stamp != stamp) {
+      std::pop_heap(flow_heap_.begin(), flow_heap_.end(), std::greater<>());
+      flow_heap_.pop_back();
+      continue;
+    }
     schedule(t, kFlowDone, id, flow_gen_);
     return;
   }

@@ -14,6 +14,7 @@ struct Flow {
   double left = 0, rate = 0;                         // wire bytes still to send at t_set, rate since (bytes/s)
   Tick t_set = 0;
   std::uint64_t stamp = 0;                            // identifies its current entry in the completion heap
+  Tick t_end = 0;                                     // projected completion (valid when rate > 0)
   std::vector<std::uint32_t> gports;                  // egress ports along the path, as global port ids
   Tick latency = 0;                                   // one-way path latency
   bool active = false;
