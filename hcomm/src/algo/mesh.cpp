@@ -41,7 +41,7 @@ std::uint64_t peer_ccl(hcomm_comm_t comm, const ServerGroups& g, std::uint32_t q
 void stage(hcomm_comm_t comm, const ServerGroups& g, const MeshChunk& c, hcomm_stream_t main) {
   const std::uint32_t l = g.index;
   settle_mesh(comm, main);  // A
-  if (c.len[l]) copy(main, comm->ctx->ccl_addr + c.ccl[l], c.in[l], c.len[l]);  // B
+  if (c.len[l] && c.in[l] != comm->ctx->ccl_addr + c.ccl[l]) copy(main, comm->ctx->ccl_addr + c.ccl[l], c.in[l], c.len[l]);  // B
 }
 
 // Fork the slaves (local notifies on main).
@@ -74,7 +74,7 @@ void slave_join(hcomm_comm_t comm, std::uint32_t k) {
 // Step F and the joins on main: local copy CCL[l] -> out[l]; wait for the slaves.
 void finish(hcomm_comm_t comm, const ServerGroups& g, const MeshChunk& c, hcomm_stream_t main) {
   const std::uint32_t l = g.index;
-  if (c.len[l]) copy(main, c.out[l], comm->ctx->ccl_addr + c.ccl[l], c.len[l]);  // F
+  if (c.len[l] && c.out[l] != comm->ctx->ccl_addr + c.ccl[l]) copy(main, c.out[l], comm->ctx->ccl_addr + c.ccl[l], c.len[l]);  // F
   for (std::uint32_t k = 0; k + 1 < g.size; ++k) notify_wait(main, notify_key(comm->id, kJoin, comm->rank, k));
 }
 

@@ -33,6 +33,9 @@ double mesh_cost(CollOp op, const Shape& s, std::uint64_t bytes) {
   }
 }
 
+// Operations with a hierarchical composition (mesh inside servers, a family across).
+bool hier_does(CollOp op) { return op == CollOp::AllReduce || op == CollOp::AllGather || op == CollOp::ReduceScatter; }
+
 bool mesh_does(CollOp op) { return op == CollOp::AllReduce || op == CollOp::ReduceScatter || op == CollOp::AllGather; }
 
 Choice make(Choice::Kind k, const Family* f, const Shape& s, CollOp op, std::uint64_t bytes) {
@@ -73,8 +76,9 @@ Choice select_algo(hcomm_comm_t comm, CollOp op, std::uint64_t bytes, const Shap
     } else if (const Family* f = family_named(forced)) {
       if (f->cost(op, s.n, bytes, roce_cost()) >= 0 && (!s.v || op != CollOp::AllToAll || f->alltoallv)) {
         ok = true;
-        c = s.servers > 1 && op == CollOp::AllReduce && s.mesh && s.local > 1 ? make(Choice::Hier, f, s, op, bytes)
-                                                                                : make(Choice::Flat, f, s, op, bytes);
+        c = s.servers > 1 && hier_does(op) && s.mesh && s.local > 1 && f->cost(op, s.servers, bytes, roce_cost()) >= 0
+                ? make(Choice::Hier, f, s, op, bytes)
+                : make(Choice::Flat, f, s, op, bytes);
       }
     }
     if (ok) {
@@ -88,7 +92,7 @@ Choice select_algo(hcomm_comm_t comm, CollOp op, std::uint64_t bytes, const Shap
   std::vector<Choice> cand;
   if (s.servers == 1 && s.mesh && mesh_does(op)) cand.push_back(make(Choice::Mesh, nullptr, s, op, bytes));
   for (const Family* f : kFamilies) {
-    if (s.servers > 1 && op == CollOp::AllReduce && s.mesh && s.local > 1) {
+    if (s.servers > 1 && hier_does(op) && s.mesh && s.local > 1) {
       Choice h = make(Choice::Hier, f, s, op, bytes);
       if (h.est_ns >= 0) cand.push_back(h);
     }

@@ -202,6 +202,98 @@ void mesh_block_op(hcomm_comm_t comm, const ServerGroups& g, const CollReq& r, s
   }
 }
 
+// Hierarchical all-gather (docs/algorithms/README.md#compositions): level 1 first — the ranks of
+// my rail (local index l on every server) all-gather their blocks with the family's plan into
+// region l of a gathered area G (L regions of S blocks, rail-major) — then the mesh all-gather
+// of the regions inside the server, then G is copied out in server-major order (n copies).
+hcomm_result_t hier_allgather(hcomm_comm_t comm, const ServerGroups& g, const Family& f, const CollReq& r, std::uint64_t esz,
+                              hcomm_stream_t main) {
+  hcomm_context_t ctx = comm->ctx;
+  const std::uint32_t L = g.size, S = g.servers, l = g.index, me = g.first / L, n = L * S;
+  const std::uint64_t m_max = ctx->ccl_bytes / 2 / (static_cast<std::uint64_t>(n) * esz);
+  if (m_max == 0) return HCOMM_E_NOT_SUPPORT;
+  Area a;
+  a.slots = f.slots;
+  a.stage = ctx->ccl_addr + ctx->ccl_bytes / 2;
+  a.slot_bytes = ctx->ccl_bytes / 2 / f.slots / esz * esz;
+  MeshChunk c(L);
+  for (std::uint64_t c0 = 0; c0 < r.count; c0 += m_max) {
+    const std::uint64_t m = std::min(m_max, r.count - c0), rb = S * m * esz;  // region bytes
+    const std::uint64_t G = ctx->ccl_addr;
+    settle_mesh(comm, main);
+    copy_if(main, G + l * rb + me * m * esz, r.in + c0 * esz, m * esz);
+    PlanIn pi;
+    pi.op = CollOp::AllGather;
+    pi.n = S;
+    pi.me = me;
+    pi.esz = esz;
+    pi.w = a.w = G + l * rb;
+    pi.blocks = Blocks{S, esz, m, nullptr, nullptr};
+    pi.slot_bytes = a.slot_bytes;
+    pi.slots = a.slots;
+    Plan p;
+    if (!f.build(pi, &p)) return HCOMM_E_NOT_SUPPORT;
+    if (hcomm_result_t rc = run_plan(comm, main, Members{l, L, S}, p, a, r.dtype, r.redop); rc != HCOMM_SUCCESS) return rc;
+    for (std::uint32_t q = 0; q < L; ++q) {
+      c.len[q] = rb;
+      c.ccl[q] = q * rb;
+      c.in[q] = G + q * rb;
+      c.out[q] = G + q * rb;
+    }
+    mesh_all_gather(comm, g, c, main, false);
+    for (std::uint32_t q = 0; q < L; ++q)
+      for (std::uint32_t s = 0; s < S; ++s)
+        copy_if(main, r.out + ((static_cast<std::uint64_t>(s) * L + q) * r.count + c0) * esz, G + q * rb + s * m * esz, m * esz);
+  }
+  return HCOMM_SUCCESS;
+}
+
+// Hierarchical reduce-scatter: level 0 first — my input is rearranged rail-major (region q =
+// the blocks of rail q, n copies), the mesh reduce-scatter leaves my server's reduction of region
+// l in area X — then the ranks of my rail reduce-scatter X with the family's plan; my block
+// goes out.
+hcomm_result_t hier_reduce_scatter(hcomm_comm_t comm, const ServerGroups& g, const Family& f, const CollReq& r,
+                                   std::uint64_t esz, hcomm_stream_t main) {
+  hcomm_context_t ctx = comm->ctx;
+  const std::uint32_t L = g.size, S = g.servers, l = g.index, me = g.first / L, n = L * S;
+  const std::uint64_t m_max = ctx->ccl_bytes / 2 / ((static_cast<std::uint64_t>(n) + S) * esz);
+  if (m_max == 0) return HCOMM_E_NOT_SUPPORT;
+  Area a;
+  a.slots = f.slots;
+  a.stage = ctx->ccl_addr + ctx->ccl_bytes / 2;
+  a.slot_bytes = ctx->ccl_bytes / 2 / f.slots / esz * esz;
+  MeshChunk c(L);
+  for (std::uint64_t c0 = 0; c0 < r.count; c0 += m_max) {
+    const std::uint64_t m = std::min(m_max, r.count - c0), rb = S * m * esz;
+    const std::uint64_t T = ctx->ccl_addr, X_off = static_cast<std::uint64_t>(L) * rb, X = T + X_off;
+    settle_mesh(comm, main);
+    for (std::uint32_t q = 0; q < L; ++q)
+      for (std::uint32_t s = 0; s < S; ++s)
+        copy_if(main, T + q * rb + s * m * esz, r.in + ((static_cast<std::uint64_t>(s) * L + q) * r.count + c0) * esz, m * esz);
+    for (std::uint32_t q = 0; q < L; ++q) {
+      c.len[q] = rb;
+      c.ccl[q] = X_off;
+      c.in[q] = T + q * rb;
+      c.out[q] = X;
+    }
+    mesh_reduce_scatter(comm, g, c, r.dtype, r.redop, main, false);
+    PlanIn pi;
+    pi.op = CollOp::ReduceScatter;
+    pi.n = S;
+    pi.me = me;
+    pi.esz = esz;
+    pi.w = a.w = X;
+    pi.blocks = Blocks{S, esz, m, nullptr, nullptr};
+    pi.slot_bytes = a.slot_bytes;
+    pi.slots = a.slots;
+    Plan p;
+    if (!f.build(pi, &p)) return HCOMM_E_NOT_SUPPORT;
+    if (hcomm_result_t rc = run_plan(comm, main, Members{l, L, S}, p, a, r.dtype, r.redop); rc != HCOMM_SUCCESS) return rc;
+    copy_if(main, r.out + c0 * esz, X + me * m * esz, m * esz);
+  }
+  return HCOMM_SUCCESS;
+}
+
 }  // namespace
 
 hcomm_result_t run_collective(hcomm_comm_t comm, hcomm_stream_t main, const CollReq& r) {
@@ -250,7 +342,11 @@ hcomm_result_t run_collective(hcomm_comm_t comm, hcomm_stream_t main, const Coll
       if (r.op == CollOp::AllReduce) rc = allreduce_mesh(comm, g, r.in, r.out, r.count, r.dtype, r.redop, main);
       else mesh_block_op(comm, g, r, esz, main);
       break;
-    case Choice::Hier: rc = allreduce_hierarchical(comm, g, *c.family, r.in, r.out, r.count, r.dtype, r.redop, main); break;
+    case Choice::Hier:
+      if (r.op == CollOp::AllGather) rc = hier_allgather(comm, g, *c.family, r, esz, main);
+      else if (r.op == CollOp::ReduceScatter) rc = hier_reduce_scatter(comm, g, *c.family, r, esz, main);
+      else rc = allreduce_hierarchical(comm, g, *c.family, r.in, r.out, r.count, r.dtype, r.redop, main);
+      break;
     case Choice::Flat: rc = run_flat(comm, main, r, *c.family, esz); break;
   }
   if (rc != HCOMM_SUCCESS) return rc;
