@@ -2,6 +2,7 @@
 #include "algo/exec.h"
 
 #include <algorithm>
+#include <map>
 #include <vector>
 
 #include "algo/mesh.h"
@@ -30,11 +31,11 @@ struct Exec {
 
   const RankDesc* desc(std::uint32_t m) const { return peer_desc(comm, mem.rank(m)); }
 
-  // Grant `to` (a member) the right to write my slot (Direct: my W).
-  hcomm_result_t grant(std::uint32_t to, std::uint32_t slot) const {
+  // Grant `to` (a member) the right to write my slot (Direct: my W), from stream `s`.
+  hcomm_result_t grant(hcomm_stream_t s, std::uint32_t to, std::uint32_t slot) const {
     const RankDesc* d = desc(to);
     if (!d) return HCOMM_E_NOT_FOUND;
-    return remote_notify(main, comm, *d, notify_key(comm->id, kPlanCredit, comm->rank, slot));
+    return remote_notify(s, comm, *d, notify_key(comm->id, kPlanCredit, comm->rank, slot));
   }
 
   hcomm_result_t send(hcomm_stream_t s, const Send& x, bool wait_credit) const {
@@ -56,51 +57,75 @@ hcomm_result_t run_plan(hcomm_comm_t comm, hcomm_stream_t main, const Members& m
   Exec ex{comm, main, mem, a, dtype, op};
   settle_mesh(comm, main);
 
-  // Receiver side: who uses each slot next after each receive, and who writes Direct into W.
+  // Receiver side: when each receive's writer may write (docs/algorithms/README.md#flow-control).
+  // Receive i is granted once the receive it depends on, dep(i), is consumed (-1: at the start):
+  //   * its staging slot is free: the previous receive on that slot is consumed;
+  //   * admission: when the previous step with receives took data from another sender, all of
+  //     that step is consumed — a member that runs ahead cannot write into a receiver still taking
+  //     another member's data of an earlier step (two writers into one port would queue, mark ECN
+  //     and throttle both); the receives of one step are admitted together;
+  //   * grants to one sender on one key go out in its order (dep never decreases along them).
   std::vector<const Recv*> recvs;
-  for (const Step& st : plan.steps)
-    for (const Recv& r : st.recvs) recvs.push_back(&r);
-  std::vector<std::int64_t> next_user(recvs.size(), -1);  // member granted the slot after recv i
-  std::vector<std::uint32_t> first_users_slot, first_users_from, direct_from;
+  std::vector<std::pair<std::int64_t, std::size_t>> grants;  // (dep, receive), sorted
   {
-    std::vector<std::int64_t> later(a.slots, -1);  // backward pass: the next user of each slot
-    for (std::size_t i = recvs.size(); i-- > 0;) {
-      const Recv& r = *recvs[i];
-      if (r.mode == Mode::Direct) continue;
-      if (r.slot >= a.slots) return HCOMM_E_INTERNAL;
-      next_user[i] = later[r.slot];
-      later[r.slot] = r.from;
-    }
-    for (std::uint32_t s = 0; s < a.slots; ++s)
-      if (later[s] >= 0) {
-        first_users_slot.push_back(s);
-        first_users_from.push_back(static_cast<std::uint32_t>(later[s]));
+    std::vector<std::int64_t> last_on_slot(a.slots, -1);
+    std::map<std::uint64_t, std::int64_t> last_dep;  // (sender, key) -> dep of its previous grant
+    std::int64_t prev_last = -1;                     // last receive of the previous step that had any
+    std::vector<std::uint32_t> prev_from;            // that step's senders
+    for (const Step& st : plan.steps) {
+      if (st.recvs.empty()) continue;
+      for (const Recv& r : st.recvs) {
+        const std::size_t i = recvs.size();
+        recvs.push_back(&r);
+        std::int64_t dep = -1;
+        for (std::uint32_t f : prev_from)
+          if (f != r.from) { dep = prev_last; break; }
+        if (r.mode != Mode::Direct) {
+          if (r.slot >= a.slots) return HCOMM_E_INTERNAL;
+          dep = std::max(dep, last_on_slot[r.slot]);
+          last_on_slot[r.slot] = static_cast<std::int64_t>(i);
+        }
+        const std::uint64_t k = (static_cast<std::uint64_t>(r.from) << 32) | slot_of(r.mode, r.slot);
+        auto it = last_dep.find(k);
+        if (it != last_dep.end()) dep = std::max(dep, it->second);
+        last_dep[k] = dep;
+        grants.emplace_back(dep, i);
       }
-    for (const Recv* r : recvs)
-      if (r->mode == Mode::Direct) direct_from.push_back(r->from);
-    std::sort(direct_from.begin(), direct_from.end());
-    direct_from.erase(std::unique(direct_from.begin(), direct_from.end()), direct_from.end());
+      prev_last = static_cast<std::int64_t>(recvs.size()) - 1;
+      prev_from.clear();
+      for (const Recv& r : st.recvs) prev_from.push_back(r.from);
+    }
+    std::sort(grants.begin(), grants.end());
   }
-  for (std::size_t i = 0; i < first_users_slot.size(); ++i)
-    if (hcomm_result_t rc = ex.grant(first_users_from[i], first_users_slot[i]); rc != HCOMM_SUCCESS) return rc;
-  for (std::uint32_t f : direct_from)
-    if (hcomm_result_t rc = ex.grant(f, kDirectSlot); rc != HCOMM_SUCCESS) return rc;
-
-  // Sender side: the first Direct write to each member waits for its grant.
-  std::vector<std::uint32_t> direct_to;  // members already granted (sorted)
-  auto first_direct = [&](std::uint32_t to) {
-    auto it = std::lower_bound(direct_to.begin(), direct_to.end(), to);
-    if (it != direct_to.end() && *it == to) return false;
-    direct_to.insert(it, to);
-    return true;
+  std::size_t gi = 0;
+  auto grant_after = [&](hcomm_stream_t s, std::int64_t consumed) -> hcomm_result_t {
+    for (; gi < grants.size() && grants[gi].first == consumed; ++gi) {
+      const Recv& r = *recvs[grants[gi].second];
+      if (hcomm_result_t rc = ex.grant(s, r.from, slot_of(r.mode, r.slot)); rc != HCOMM_SUCCESS) return rc;
+    }
+    return HCOMM_SUCCESS;
   };
+  // The grants due at the start go out from a grant stream forked off main here (W is free from
+  // this point of main on): a remote grant is a write that holds its stream until acknowledged,
+  // and main's first steps need not wait behind many of them.
+  std::size_t start_grants = 0;
+  while (start_grants < grants.size() && grants[start_grants].first == -1) ++start_grants;
+  hcomm_stream_t gs = main;
+  if (start_grants > 1) {
+    if (!comm->grant_stream && make_stream(comm->ctx, &comm->grant_stream) != HCOMM_SUCCESS) return HCOMM_E_DRV;
+    gs = comm->grant_stream;
+    notify_record(main, comm->ctx->device, notify_key(comm->id, kPlanFork, comm->rank, kMaxPlanSlaves));
+    notify_wait(gs, notify_key(comm->id, kPlanFork, comm->rank, kMaxPlanSlaves));
+  }
+  if (hcomm_result_t rc = grant_after(gs, -1); rc != HCOMM_SUCCESS) return rc;
+  if (gs != main) notify_record(gs, comm->ctx->device, notify_key(comm->id, kPlanJoin, comm->rank, kMaxPlanSlaves));
 
   std::size_t ri = 0;
   for (const Step& st : plan.steps) {
     const std::size_t ns = st.sends.size();
     if (ns == 1) {
       const Send& x = st.sends[0];
-      if (hcomm_result_t rc = ex.send(main, x, x.mode != Mode::Direct || first_direct(x.to)); rc != HCOMM_SUCCESS) return rc;
+      if (hcomm_result_t rc = ex.send(main, x, true); rc != HCOMM_SUCCESS) return rc;
     } else if (ns > 1) {
       const auto lanes = static_cast<std::uint32_t>(std::min<std::size_t>(ns, kMaxPlanSlaves));
       while (comm->plan_slaves.size() < lanes) {
@@ -123,8 +148,7 @@ hcomm_result_t run_plan(hcomm_comm_t comm, hcomm_stream_t main, const Members& m
         auto it = std::find_if(lane_of.begin(), lane_of.end(), [&](const auto& e) { return e.first == k; });
         if (it != lane_of.end()) lane = it->second;
         else { lane_of.emplace_back(k, lane); next_lane = (next_lane + 1) % lanes; }
-        const bool wait = x.mode != Mode::Direct || first_direct(x.to);
-        if (hcomm_result_t rc = ex.send(comm->plan_slaves[lane], x, wait); rc != HCOMM_SUCCESS) return rc;
+        if (hcomm_result_t rc = ex.send(comm->plan_slaves[lane], x, true); rc != HCOMM_SUCCESS) return rc;
       }
       for (std::uint32_t k = 0; k < lanes; ++k)
         notify_record(comm->plan_slaves[k], comm->ctx->device, notify_key(comm->id, kPlanJoin, comm->rank, k));
@@ -138,8 +162,7 @@ hcomm_result_t run_plan(hcomm_comm_t comm, hcomm_stream_t main, const Members& m
         if (r.mode == Mode::StagedReduce) reduce_copy(main, r.dst, slot, r.bytes, dtype, op);
         else copy(main, r.dst, slot, r.bytes);
       }
-      if (next_user[ri] >= 0)
-        if (hcomm_result_t rc = ex.grant(static_cast<std::uint32_t>(next_user[ri]), r.slot); rc != HCOMM_SUCCESS) return rc;
+      if (hcomm_result_t rc = grant_after(main, static_cast<std::int64_t>(ri)); rc != HCOMM_SUCCESS) return rc;
       ++ri;
     }
     if (ns > 1)
@@ -151,6 +174,7 @@ hcomm_result_t run_plan(hcomm_comm_t comm, hcomm_stream_t main, const Members& m
       else copy(main, l.dst, l.src, l.bytes);
     }
   }
+  if (gs != main) notify_wait(main, notify_key(comm->id, kPlanJoin, comm->rank, kMaxPlanSlaves));
   return HCOMM_SUCCESS;
 }
 

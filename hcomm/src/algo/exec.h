@@ -1,10 +1,11 @@
 // The plan executor (docs/architecture.md#hcomm, docs/algorithms/README.md): turns one member's
-// Plan (algo/plan.h) into stream tasks. Flow control is the same for every algorithm:
-//   * Direct: at the start of the plan a receiver grants each member that writes into its W one
-//     credit; the sender waits for it before its first Direct write (W is free: the receiver has
-//     left its previous use of the buffer).
-//   * Staged: a receiver's slot is granted to its first user at the start, and to the next user
-//     right after the receiver consumed it; the sender waits for the grant before each write.
+// Plan (algo/plan.h) into stream tasks. Flow control is the same for every algorithm: every
+// write waits for a grant from its receiver, and the receiver grants its receives in order:
+//   * at the start (W is free: the receiver has left its previous use of the buffer), or once
+//     the receive the grant depends on is consumed: the previous receive on the same staging slot
+//     (the slot is free again), and the previous receive from another sender (writers take turns,
+//     so a member that runs ahead of a receiver never writes into it while another member still
+//     does — no incast from schedule skew); one sender's own writes pipeline freely.
 //   * Data: every write is followed (in order, on the same path) by a DATA notify at the receiver,
 //     which its receive waits for.
 // Credits and data notifies are keyed by (communicator, purpose, peer rank, slot): no tables.

@@ -81,6 +81,7 @@ hcomm_result_t hcomm_comm_destroy(hcomm_comm_t c) {
   hcomm_destroy_stream(c->recv_stream);
   for (auto s : c->slaves) hcomm_destroy_stream(s);
   for (auto s : c->plan_slaves) hcomm_destroy_stream(s);
+  if (c->grant_stream) hcomm_destroy_stream(c->grant_stream);
   untrack(c);
   delete c;
   return HCOMM_SUCCESS;

@@ -65,6 +65,7 @@ struct hcomm_comm_s {
   hcomm_stream_t recv_stream = nullptr;  // all receives of this communicator, in posting order
   std::vector<hcomm_stream_t> slaves;    // mesh collectives: one per peer
   std::vector<hcomm_stream_t> plan_slaves;  // plan executor: parallel sends of one step
+  hcomm_stream_t grant_stream = nullptr;    // plan executor: the grants due at a plan's start
   std::vector<std::uint32_t> pulled_from;   // local peers that still owe PULLED from the last mesh phase
   std::vector<hcomm_request_t> batch_reqs;  // hcomm_batch_send_recv's requests not yet released
   std::map<std::uint32_t, hcomm::RankDesc> peers;  // descriptors of peers actually used
