@@ -32,7 +32,7 @@ check root-range 2 "-r 8 is out of range: the run has 8 ranks" -- "$T" broadcast
 check algo-bogus 2 "bad --algo \"bogus\".*allowed: NA, ring" -- "$T" allgather --algo bogus
 check algo-level 2 "unknown level" -- "$T" allgather --algo "level7:ring"
 check algo-forced 0 "chosen by config = --algo level0:NHR;level1:NHR" -- "$T" allgather -b 64K -e 64K -n 1 -w 0 --algo NHR --topology "$SRC/topologies/a2-2node.json"
-check algo-spec 0 "^65536 .* success .* NB$" -- "$T" allgather -b 64K -e 64K -n 1 -w 0 --algo "allgather=level0:NA;level1:NB" --topology "$SRC/topologies/a2-2node.json"
+check algo-spec 0 "^65536 .* success .* mesh\\+NB$" -- "$T" allgather -b 64K -e 64K -n 1 -w 0 --algo "allgather=level0:NA;level1:NB" --topology "$SRC/topologies/a2-2node.json"
 check help 0 "--algo SPEC.*" -- "$T" --help
 check help-flags 0 "-r N .*" -- "$T" allreduce -b 8K --help
 # busbw = algbw x (n-1)/n for all-gather, from the printed columns (8 ranks; 5 decimals printed).

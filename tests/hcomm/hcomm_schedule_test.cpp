@@ -193,9 +193,11 @@ TEST(HcommSchedule, RingAllReduceTakesTwoSMinusOneSteps) {
   c.expect_sum(c.allreduce(count, &first, &end), count);
   for (const auto& op : c.drv.ops) EXPECT_EQ(op.algorithm, "ring");
   for (const auto& [dev, per] : by_stream(c.drv, first, end)) {
-    ASSERT_EQ(per.size(), 1u) << "no slave streams without local peers";
+    ASSERT_EQ(per.size(), 2u) << "no slave streams without local peers: main and the plan's grant stream";
     std::size_t data = 0, credits = 0, reduces = 0, copies = 0;
-    for (const auto& t : per.begin()->second) {
+    std::vector<hcomm::DrvTask> all;  // main and the grant stream
+    for (const auto& [sid, ts] : per) all.insert(all.end(), ts.begin(), ts.end());
+    for (const auto& t : all) {
       if (t.kind == DrvTaskKind::RdmaWrite) {
         (t.bytes ? data : credits) += 1;
         EXPECT_EQ(t.qp_count, 8u);  // the communicator's policy (defaults: docs/config.md)
@@ -207,9 +209,8 @@ TEST(HcommSchedule, RingAllReduceTakesTwoSMinusOneSteps) {
       copies += t.kind == DrvTaskKind::Copy;
     }
     EXPECT_EQ(data, 2u * (S - 1)) << "rank " << dev << ": one block per step";
-    // Plan flow control (algo/exec.h): both staging slots and the Direct right granted at the
-    // start, a slot re-granted after each reduce-scatter receive but its last two.
-    EXPECT_EQ(credits, 2u + (S - 1u - 2u) + 1u);
+    // Plan flow control (algo/exec.h): one grant per receive — every write waits for one.
+    EXPECT_EQ(credits, 2u * (S - 1u));
     EXPECT_EQ(reduces, S - 1u) << "reduce-scatter steps";
     EXPECT_EQ(copies, 2u) << "copy in + copy out; the all-gather lands in place";
   }
@@ -223,7 +224,7 @@ TEST(HcommSchedule, HierarchicalComposesMeshAndRing) {
   c.expect_sum(c.allreduce(count, &first, &end), count);
   for (const auto& op : c.drv.ops) EXPECT_EQ(op.algorithm, "mesh+ring");
   for (const auto& [dev, per] : by_stream(c.drv, first, end)) {
-    EXPECT_EQ(per.size(), 4u) << "main + 3 slaves";
+    EXPECT_EQ(per.size(), 5u) << "main + 3 slaves + the plan's grant stream";
     for (const auto& [s, ts] : per) {
       std::size_t data = 0;
       for (const auto& t : ts) data += t.kind == DrvTaskKind::RdmaWrite && t.bytes;

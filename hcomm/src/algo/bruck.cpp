@@ -26,11 +26,11 @@ void rs_steps(const PlanIn& in, const B& blk, const Rel& r, Plan* p) {
   for (std::uint32_t k = L; k-- > 0;) {
     const std::uint32_t d = 1u << k, c = std::min(d, n - d);
     Step st;
-    std::uint32_t i = 0;
+    std::uint32_t i = L - 1 - k;  // slots alternate with the step (and the runs of one step)
     block_runs(blk, n, r.block(pos(v + d, n)), c, [&](std::uint64_t off, std::uint64_t len) {
       staged(in, &st.sends, r.member(pos(v + d, n)), in.w + off, nullptr, 0, 0, len, Mode::StagedReduce, i++);
     });
-    i = 0;
+    i = L - 1 - k;
     block_runs(blk, n, r.block(v), c, [&](std::uint64_t off, std::uint64_t len) {
       staged(in, nullptr, 0, 0, &st.recvs, r.member(pos(std::int64_t{v} - d, n)), in.w + off, len, Mode::StagedReduce, i++);
     });

@@ -58,38 +58,39 @@ hcomm_result_t run_plan(hcomm_comm_t comm, hcomm_stream_t main, const Members& m
   settle_mesh(comm, main);
 
   // Receiver side: when each receive's writer may write (docs/algorithms/README.md#flow-control).
-  // Receive i is granted once the receive it depends on, dep(i), is consumed (-1: at the start):
+  // Receive i is granted at a point of the receiver's receive sequence (-1: at the start;
+  // 2j: receive j's data has arrived; 2j + 1: receive j is consumed, its slot free again):
   //   * its staging slot is free: the previous receive on that slot is consumed;
   //   * admission: when the previous step with receives took data from another sender, all of
-  //     that step is consumed — a member that runs ahead cannot write into a receiver still taking
-  //     another member's data of an earlier step (two writers into one port would queue, mark ECN
-  //     and throttle both); the receives of one step are admitted together;
-  //   * grants to one sender on one key go out in its order (dep never decreases along them).
+  //     that step's data has arrived — a member that runs ahead cannot write into a receiver
+  //     still taking another member's data of an earlier step (two writers into one port would
+  //     queue, mark ECN and throttle both); the receives of one step are admitted together;
+  //   * grants to one sender on one key go out in its order (the point never decreases).
   std::vector<const Recv*> recvs;
-  std::vector<std::pair<std::int64_t, std::size_t>> grants;  // (dep, receive), sorted
+  std::vector<std::pair<std::int64_t, std::size_t>> grants;  // (point, receive), sorted
   {
     std::vector<std::int64_t> last_on_slot(a.slots, -1);
-    std::map<std::uint64_t, std::int64_t> last_dep;  // (sender, key) -> dep of its previous grant
-    std::int64_t prev_last = -1;                     // last receive of the previous step that had any
-    std::vector<std::uint32_t> prev_from;            // that step's senders
+    std::map<std::uint64_t, std::int64_t> last_point;  // (sender, key) -> point of its previous grant
+    std::int64_t prev_last = -1;                       // last receive of the previous step that had any
+    std::vector<std::uint32_t> prev_from;              // that step's senders
     for (const Step& st : plan.steps) {
       if (st.recvs.empty()) continue;
       for (const Recv& r : st.recvs) {
         const std::size_t i = recvs.size();
         recvs.push_back(&r);
-        std::int64_t dep = -1;
+        std::int64_t point = -1;
         for (std::uint32_t f : prev_from)
-          if (f != r.from) { dep = prev_last; break; }
+          if (f != r.from) { point = 2 * prev_last; break; }
         if (r.mode != Mode::Direct) {
           if (r.slot >= a.slots) return HCOMM_E_INTERNAL;
-          dep = std::max(dep, last_on_slot[r.slot]);
+          if (last_on_slot[r.slot] >= 0) point = std::max(point, 2 * last_on_slot[r.slot] + 1);
           last_on_slot[r.slot] = static_cast<std::int64_t>(i);
         }
         const std::uint64_t k = (static_cast<std::uint64_t>(r.from) << 32) | slot_of(r.mode, r.slot);
-        auto it = last_dep.find(k);
-        if (it != last_dep.end()) dep = std::max(dep, it->second);
-        last_dep[k] = dep;
-        grants.emplace_back(dep, i);
+        auto it = last_point.find(k);
+        if (it != last_point.end()) point = std::max(point, it->second);
+        last_point[k] = point;
+        grants.emplace_back(point, i);
       }
       prev_last = static_cast<std::int64_t>(recvs.size()) - 1;
       prev_from.clear();
@@ -98,8 +99,8 @@ hcomm_result_t run_plan(hcomm_comm_t comm, hcomm_stream_t main, const Members& m
     std::sort(grants.begin(), grants.end());
   }
   std::size_t gi = 0;
-  auto grant_after = [&](hcomm_stream_t s, std::int64_t consumed) -> hcomm_result_t {
-    for (; gi < grants.size() && grants[gi].first == consumed; ++gi) {
+  auto grant_after = [&](hcomm_stream_t s, std::int64_t point) -> hcomm_result_t {
+    for (; gi < grants.size() && grants[gi].first == point; ++gi) {
       const Recv& r = *recvs[grants[gi].second];
       if (hcomm_result_t rc = ex.grant(s, r.from, slot_of(r.mode, r.slot)); rc != HCOMM_SUCCESS) return rc;
     }
@@ -157,12 +158,13 @@ hcomm_result_t run_plan(hcomm_comm_t comm, hcomm_stream_t main, const Members& m
       const RankDesc* d = ex.desc(r.from);
       if (!d) return HCOMM_E_NOT_FOUND;
       notify_wait(main, notify_key(comm->id, kPlanData, d->rank, slot_of(r.mode, r.slot)));
+      if (hcomm_result_t rc = grant_after(main, 2 * static_cast<std::int64_t>(ri)); rc != HCOMM_SUCCESS) return rc;
       if (r.mode != Mode::Direct && r.bytes) {
         const std::uint64_t slot = a.stage + r.slot * a.slot_bytes;
         if (r.mode == Mode::StagedReduce) reduce_copy(main, r.dst, slot, r.bytes, dtype, op);
         else copy(main, r.dst, slot, r.bytes);
       }
-      if (hcomm_result_t rc = grant_after(main, static_cast<std::int64_t>(ri)); rc != HCOMM_SUCCESS) return rc;
+      if (hcomm_result_t rc = grant_after(main, 2 * static_cast<std::int64_t>(ri) + 1); rc != HCOMM_SUCCESS) return rc;
       ++ri;
     }
     if (ns > 1)

@@ -34,11 +34,13 @@ struct Fold {
 // block v (vb(p) = end). Survivor v ends with virtual block v reduced over all survivors.
 template <class VB>
 void halving(const PlanIn& in, const Fold& f, std::uint32_t v, VB vb, Plan* p) {
-  for (std::uint32_t mask = f.p / 2; mask >= 1; mask /= 2) {
+  std::uint32_t t = 0;  // step of the halving: slots alternate with it, so a step's transfer
+                        // overlaps the reduction of the previous one out of the other slot
+  for (std::uint32_t mask = f.p / 2; mask >= 1; mask /= 2, ++t) {
     const std::uint32_t u = v ^ mask, keep = v & ~(mask - 1), give = u & ~(mask - 1);
     Step st;
-    staged(in, &st.sends, f.real(u), in.w + vb(give), nullptr, 0, 0, vb(give + mask) - vb(give), Mode::StagedReduce, 0);
-    staged(in, nullptr, 0, 0, &st.recvs, f.real(u), in.w + vb(keep), vb(keep + mask) - vb(keep), Mode::StagedReduce, 0);
+    staged(in, &st.sends, f.real(u), in.w + vb(give), nullptr, 0, 0, vb(give + mask) - vb(give), Mode::StagedReduce, t);
+    staged(in, nullptr, 0, 0, &st.recvs, f.real(u), in.w + vb(keep), vb(keep + mask) - vb(keep), Mode::StagedReduce, t);
     p->steps.push_back(std::move(st));
   }
 }

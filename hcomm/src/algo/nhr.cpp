@@ -44,8 +44,8 @@ constexpr std::uint32_t kPairBase = 0, kOddBase = 2;
 
 template <class B>
 void staged_runs(const PlanIn& in, const B& blk, const Rel& r, bool send, std::uint32_t peer, std::uint32_t first,
-                 std::uint32_t count, std::uint32_t base, Step* st) {
-  std::uint32_t k = 0;
+                 std::uint32_t count, std::uint32_t base, Step* st, std::uint32_t step = 0) {
+  std::uint32_t k = step;  // slots alternate with the step, so transfers overlap reductions
   block_runs(blk, r.n, r.block(first), count, [&](std::uint64_t off, std::uint64_t len) {
     if (send) staged(in, &st->sends, peer, in.w + off, nullptr, 0, 0, len, Mode::StagedReduce, k, base, 2);
     else staged(in, nullptr, 0, 0, &st->recvs, peer, in.w + off, len, Mode::StagedReduce, k, base, 2);
@@ -56,22 +56,24 @@ void staged_runs(const PlanIn& in, const B& blk, const Rel& r, bool send, std::u
 template <class B>
 void rs_steps(const PlanIn& in, const B& blk, const Rel& r, Plan* p) {
   const std::uint32_t v = r.rel(in.me);
+  std::uint32_t t = 0;  // level from the top: the same for both members of a pair
   for (const Level& l : path(r.n, v)) {
     const std::uint32_t a = (l.s + 1) / 2, b = l.s - a;
     Step st;
+    ++t;
     if (v < l.lo + a) {
       const std::uint32_t i = v - l.lo;
       if (i < b) {
-        staged_runs(in, blk, r, true, r.member(l.lo + a + i), l.lo + a, b, kPairBase, &st);
-        staged_runs(in, blk, r, false, r.member(l.lo + a + i), l.lo, a, kPairBase, &st);
+        staged_runs(in, blk, r, true, r.member(l.lo + a + i), l.lo + a, b, kPairBase, &st, t);
+        staged_runs(in, blk, r, false, r.member(l.lo + a + i), l.lo, a, kPairBase, &st, t);
       } else {  // unpaired: B's j-th block to B's j-th member
         for (std::uint32_t j = 0; j < b; ++j)
           staged_runs(in, blk, r, true, r.member(l.lo + a + j), l.lo + a + j, 1, kOddBase, &st);
       }
     } else {
       const std::uint32_t j = v - l.lo - a;
-      staged_runs(in, blk, r, true, r.member(l.lo + j), l.lo, a, kPairBase, &st);
-      staged_runs(in, blk, r, false, r.member(l.lo + j), l.lo + a, b, kPairBase, &st);
+      staged_runs(in, blk, r, true, r.member(l.lo + j), l.lo, a, kPairBase, &st, t);
+      staged_runs(in, blk, r, false, r.member(l.lo + j), l.lo + a, b, kPairBase, &st, t);
       if (a > b) staged_runs(in, blk, r, false, r.member(l.lo + b), v, 1, kOddBase, &st);
     }
     p->steps.push_back(std::move(st));
