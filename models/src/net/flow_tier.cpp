@@ -64,8 +64,7 @@ void Network::flow_post(std::uint32_t qp, std::int64_t after) {
 void Network::flow_rates_soon() {
   if (flow_rates_pending_) return;
   flow_rates_pending_ = true;
-  const Tick q = p_.flow_quantum_ps, now = sch_.now();
-  schedule(q ? (now + q - 1) / q * q : now, kFlowRates, 0);
+  schedule(sch_.now(), kFlowRates, 0);
 }
 
 void Network::flow_project(std::uint32_t id, bool push) {

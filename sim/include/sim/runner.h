@@ -16,7 +16,9 @@ struct RunOptions {
   std::string db_path;        ///< empty: no trace
   bool force_db = false;      ///< replace db_path even if it is not an hcsim trace (Trace::open)
   bool echo_logs = true;      ///< library log lines to stderr
-  std::uint64_t piece_bytes = 256 * 1024;
+  /// SDMA/HCCS transfer pieces (docs/models/links.md); 0: 256 KiB, or 4 MiB in the flow tier,
+  /// which trades the interleaving of concurrent copies on a link for fewer events.
+  std::uint64_t piece_bytes = 0;
   std::string fidelity = "chunk";  ///< run_program: network tier (set_fidelity)
 };
 

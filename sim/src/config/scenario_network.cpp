@@ -20,7 +20,7 @@ void read_network(const ObjectReader& top, Scenario& sc, Diagnostics& d) {
   const std::string tier = top.str("fidelity", false).value_or("chunk");
   if (!set_fidelity(sc.net, tier)) d.error(top.child("fidelity"), "expected \"packet\", \"chunk\" or \"flow\", got \"" + tier + "\"");
   if (const json* nj = top.get("network", false)) {
-    ObjectReader n(*nj, top.child("network"), d, {"mtu", "chunk", "ecmp_hash", "ack_every", "nic_latency", "timeout_exp", "retry_count", "drop_rate", "flow_quantum", "dcqcn", "ecn", "pfc"});
+    ObjectReader n(*nj, top.child("network"), d, {"mtu", "chunk", "ecmp_hash", "ack_every", "nic_latency", "timeout_exp", "retry_count", "drop_rate", "dcqcn", "ecn", "pfc"});
     models::NetParams& p = sc.net;
     if (auto v = n.size("mtu", false)) { if (*v < 256 || *v > 9216) d.error(n.child("mtu"), "MTU must be 256 B .. 9216 B (jumbo frames)"); else p.mtu = static_cast<std::uint32_t>(*v); }
     if (auto v = n.size("chunk", false)) {
@@ -37,10 +37,6 @@ void read_network(const ObjectReader& top, Scenario& sc, Diagnostics& d) {
     if (auto v = n.duration("nic_latency", false)) {
       if (*v > models::kPsPerSec) d.error(n.child("nic_latency"), "latency above 1 s");
       else p.nic_latency_ps = *v;
-    }
-    if (auto v = n.duration("flow_quantum", false)) {
-      if (*v > models::kPsPerSec / 1000) d.error(n.child("flow_quantum"), "period above 1 ms");
-      else p.flow_quantum_ps = *v;
     }
     if (auto v = n.uint("timeout_exp", false, 0, 31)) p.timeout_exp = static_cast<std::uint32_t>(*v);
     if (auto v = n.uint("retry_count", false, 0, 7)) p.retry_count = static_cast<std::uint32_t>(*v);

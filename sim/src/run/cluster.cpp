@@ -5,7 +5,9 @@
 namespace sim {
 
 Cluster::Cluster(sc_core::sc_module_name n, const Scenario& sc, const RunOptions& opt, Trace* trace)
-    : sc_core::sc_module(n), sc_(sc), elab_(sc.topology, sc.net, sc.store_bytes, opt.piece_bytes),
+    : sc_core::sc_module(n), sc_(sc),
+      elab_(sc.topology, sc.net, sc.store_bytes,
+            opt.piece_bytes ? opt.piece_bytes : (sc.net.flow ? 4096 * 1024 : 256 * 1024)),
       nranks_(static_cast<std::uint32_t>(sc.topology.rank_to_npu.size())) {
   driver_ = std::make_unique<SimDriver>(elab_.machine, sc.topology, trace, opt.echo_logs);
   hcomm::set_driver(driver_.get());

@@ -34,11 +34,6 @@ enum class EcmpHash : std::uint8_t { FiveTuple, SrcDst };
 
 struct NetParams {
   bool flow = false;                     ///< flow tier: messages as fluid flows at max-min fair rates
-  /// Flow tier: max-min rates are recomputed at the next multiple of this period after a flow
-  /// starts or ends (0: at that instant). Starts and ends within one period share one
-  /// recomputation; a new flow waits at most one period for its rate, and capacity a flow frees is
-  /// handed out at most one period late.
-  Tick flow_quantum_ps = 0;
   EcmpHash ecmp_hash = EcmpHash::FiveTuple;
   std::uint32_t mtu = 4096;              ///< payload bytes per packet
   /// Chunk tier: payload bytes per simulated unit (a train of back-to-back MTU packets that moves
