@@ -23,6 +23,13 @@ for op in allreduce allgather reducescatter broadcast reduce scatter alltoall al
   check "$op-2node" 0 "^65536 +[0-9.]+ +[0-9.]+ +success +[0-9.]+ +[A-Za-z]" -- \
     "$T" $op -b 64K -e 64K -n 1 -w 0 -r 9 -d int32 --topology "$SRC/topologies/a2-2node.json"
 done
+# Half-precision reductions across servers with each level-1 family (the in-memory tests cover the
+# other dtypes; fp16/bf16 are reduced by the SDMA model only).
+for fam in ring H-D_R NHR NB DOUBLE_TREE; do
+  check "fp16-sum-$fam" 0 "^262144 .* success .* mesh\\+$fam$" -- "$T" allreduce -b 256K -e 256K -d fp16 -n 1 -w 0 --algo "$fam" --topology "$SRC/topologies/a2-2node.json"
+done
+check bf16-reduce 0 "^262144 .* success" -- "$T" reduce -b 256K -e 256K -d bf16 -o min -r 11 -n 1 -w 0 --topology "$SRC/topologies/a2-2node.json"
+check bf16-reducescatter 0 "^262144 .* success .* mesh\\+" -- "$T" reducescatter -b 256K -e 256K -d bf16 -n 1 -w 0 --topology "$SRC/topologies/a2-2node.json"
 check fp16-reducescatter 0 "^1048576 .* success" -- "$T" reducescatter -b 1M -e 1M -d fp16 -o max -n 1 -w 0
 check uneven-alltoallv 0 "^8 .* success" -- "$T" alltoallv -b 8 -e 8 -d int8 -n 1 -w 0
 check banner 0 "collective buffer: 512 MiB per rank" -- "$T" broadcast -b 8K -e 8K -n 1 -w 0 -r 7

@@ -293,3 +293,115 @@ TEST(Collectives, LargerThanTheBuffer) {
     }
   }
 }
+
+// Batch send/recv: every rank sends a block to each of its two ring neighbours and receives one
+// from each, all in one batch (the crossing pattern that deadlocks if both sides send first).
+TEST(Collectives, BatchSendRecv) {
+  Env e(3, 2, nullptr);
+  const std::uint32_t n = e.n;
+  const std::uint64_t count = 1000;
+  std::vector<void*> sbuf(n * 2), rbuf(n * 2);
+  std::vector<std::vector<std::int32_t>> host(n * 2, std::vector<std::int32_t>(count));
+  for (std::uint32_t r = 0; r < n; ++r) {
+    e.drv.set_rank(r);
+    for (int k = 0; k < 2; ++k) {
+      for (std::uint64_t i = 0; i < count; ++i) host[r * 2 + k][i] = static_cast<std::int32_t>(r * 100000 + k * 10000 + i);
+      ASSERT_EQ(hcomm_malloc(e.ctx[r], count * 4, &sbuf[r * 2 + k]), HCOMM_SUCCESS);
+      ASSERT_EQ(hcomm_malloc(e.ctx[r], count * 4, &rbuf[r * 2 + k]), HCOMM_SUCCESS);
+      hcomm_memcpy_host_to_device(sbuf[r * 2 + k], host[r * 2 + k].data(), count * 4, e.stream[r]);
+    }
+    hcomm_stream_synchronize(e.stream[r]);
+  }
+  for (std::uint32_t r = 0; r < n; ++r) {
+    e.drv.set_rank(r);
+    const std::uint32_t next = (r + 1) % n, prev = (r + n - 1) % n;
+    // sends first in the array: the library reorders so crossing batches cannot deadlock
+    hcomm_send_recv_item_t items[4] = {
+        {HCOMM_SEND, sbuf[r * 2 + 0], count, HCOMM_DATA_TYPE_INT32, next},
+        {HCOMM_SEND, sbuf[r * 2 + 1], count, HCOMM_DATA_TYPE_INT32, prev},
+        {HCOMM_RECV, rbuf[r * 2 + 0], count, HCOMM_DATA_TYPE_INT32, prev},
+        {HCOMM_RECV, rbuf[r * 2 + 1], count, HCOMM_DATA_TYPE_INT32, next},
+    };
+    ASSERT_EQ(hcomm_batch_send_recv(items, 4, e.comm[r], e.stream[r]), HCOMM_SUCCESS);
+  }
+  for (std::uint32_t r = 0; r < n; ++r) {
+    e.drv.set_rank(r);
+    ASSERT_EQ(hcomm_stream_synchronize(e.stream[r]), HCOMM_SUCCESS);
+    const std::uint32_t next = (r + 1) % n, prev = (r + n - 1) % n;
+    std::vector<std::int32_t> got(count);
+    hcomm_memcpy_device_to_host(got.data(), rbuf[r * 2 + 0], count * 4, e.stream[r]);
+    hcomm_stream_synchronize(e.stream[r]);
+    EXPECT_EQ(got, host[prev * 2 + 0]) << "rank " << r << " from its previous rank";
+    hcomm_memcpy_device_to_host(got.data(), rbuf[r * 2 + 1], count * 4, e.stream[r]);
+    hcomm_stream_synchronize(e.stream[r]);
+    EXPECT_EQ(got, host[next * 2 + 1]) << "rank " << r << " from its next rank";
+  }
+  // Bad arguments: a peer out of range, itself, a bad type, a null buffer.
+  e.drv.set_rank(0);
+  hcomm_send_recv_item_t bad = {HCOMM_SEND, sbuf[0], count, HCOMM_DATA_TYPE_INT32, n};
+  EXPECT_EQ(hcomm_batch_send_recv(&bad, 1, e.comm[0], e.stream[0]), HCOMM_E_PARA);
+  bad.remote_rank = 0;
+  EXPECT_EQ(hcomm_batch_send_recv(&bad, 1, e.comm[0], e.stream[0]), HCOMM_E_PARA);
+  bad.remote_rank = 1;
+  bad.type = static_cast<hcomm_send_recv_type_t>(7);
+  EXPECT_EQ(hcomm_batch_send_recv(&bad, 1, e.comm[0], e.stream[0]), HCOMM_E_PARA);
+  bad.type = HCOMM_SEND;
+  bad.buf = nullptr;
+  EXPECT_EQ(hcomm_batch_send_recv(&bad, 1, e.comm[0], e.stream[0]), HCOMM_E_PTR);
+  EXPECT_EQ(hcomm_batch_send_recv(nullptr, 1, e.comm[0], e.stream[0]), HCOMM_E_PTR);
+}
+
+// Invalid arguments of the new collectives: root out of range, null pointers, mismatched -v counts.
+TEST(Collectives, BadArguments) {
+  Env e(2, 2, nullptr);
+  e.drv.set_rank(0);
+  void* a = nullptr;
+  ASSERT_EQ(hcomm_malloc(e.ctx[0], 4096, &a), HCOMM_SUCCESS);
+  hcomm_comm_t c = e.comm[0];
+  hcomm_stream_t s = e.stream[0];
+  const auto I = HCOMM_DATA_TYPE_INT32;
+  EXPECT_EQ(hcomm_broadcast(a, 4, I, 4, c, s), HCOMM_E_PARA);
+  EXPECT_EQ(hcomm_reduce(a, a, 4, I, HCOMM_REDUCE_SUM, 9, c, s), HCOMM_E_PARA);
+  EXPECT_EQ(hcomm_scatter(a, a, 4, I, 4, c, s), HCOMM_E_PARA);
+  EXPECT_EQ(hcomm_broadcast(nullptr, 4, I, 0, c, s), HCOMM_E_PTR);
+  EXPECT_EQ(hcomm_alltoall(a, a, 4, I, c, s), HCOMM_E_PARA) << "not in place";
+  EXPECT_EQ(hcomm_reduce(a, a, 4, I, static_cast<hcomm_reduce_op_t>(9), 0, c, s), HCOMM_E_PARA);
+  EXPECT_EQ(hcomm_broadcast(a, 4, static_cast<hcomm_data_type_t>(99), 0, c, s), HCOMM_E_PARA);
+  const std::uint64_t counts[4] = {1, 2, 3, 4}, displs[4] = {0, 1, 3, 6};
+  EXPECT_EQ(hcomm_allgatherv(a, 2, a, counts, displs, I, c, s), HCOMM_E_PARA) << "send count != recv_counts[rank]";
+  EXPECT_EQ(hcomm_allgatherv(a, 1, a, nullptr, displs, I, c, s), HCOMM_E_PTR);
+  EXPECT_EQ(hcomm_reduce_scatterv(a, counts, displs, a, 3, I, HCOMM_REDUCE_SUM, c, s), HCOMM_E_PARA);
+  EXPECT_EQ(hcomm_alltoallv(a, counts, nullptr, a, counts, displs, I, c, s), HCOMM_E_PTR);
+  EXPECT_EQ(hcomm_broadcast(a, 4, I, 0, nullptr, s), HCOMM_E_UNAVAIL);
+  EXPECT_TRUE(e.drv.ops.empty()) << "nothing announced for a rejected call";
+}
+
+// A bad algorithm knob is HCOMM_E_PARA at communicator init, naming the knob and the allowed values.
+TEST(Collectives, BadAlgorithmKnob) {
+  FakeDriver drv(2, 1);
+  hcomm::set_driver(&drv);
+  drv.set_rank(0);
+  hcomm_context_t ctx = nullptr;
+  ASSERT_EQ(hcomm_create_context(0, &ctx), HCOMM_SUCCESS);
+  hcomm_config_t cfg;
+  hcomm_config_init(&cfg);
+  hcomm_comm_t comm = nullptr;
+  for (const char* bad : {"level1:FOO", "level9:ring", "frobnicate=level0:NA;level1:ring", "ring"}) {
+    cfg.algo = bad;
+    const hcomm_result_t rc = hcomm_comm_init_config(ctx, 2, 0, &cfg, &comm);
+    if (std::string(bad) == "ring") continue;  // a bare level spec is not HCCL syntax: see below
+    EXPECT_EQ(rc, HCOMM_E_PARA) << bad;
+  }
+  bool named = false;
+  for (const auto& l : drv.logs) named = named || (l.find("FOO") != std::string::npos && l.find("H-D_R") != std::string::npos);
+  EXPECT_TRUE(named) << "the log names the bad value and the allowed ones";
+  char err[256];
+  EXPECT_EQ(hcomm_config_check("HCOMM_ALGO", "level0:NA;level1:NHR", err, sizeof err), HCOMM_SUCCESS);
+  EXPECT_EQ(hcomm_config_check("HCCL_ALGO", "allreduce=level0:NA;level1:ring/allgather=level0:NA;level1:NB", err, sizeof err),
+            HCOMM_SUCCESS);
+  EXPECT_EQ(hcomm_config_check("HCOMM_ALLREDUCE_ALGO", "DOUBLE_TREE", err, sizeof err), HCOMM_SUCCESS);
+  EXPECT_EQ(hcomm_config_check("HCOMM_ALLREDUCE_ALGO", "QUANTUM", err, sizeof err), HCOMM_E_PARA);
+  EXPECT_EQ(hcomm_config_check("HCCL_BUFFSIZE", "200", err, sizeof err), HCOMM_SUCCESS);
+  hcomm_finalize();
+  hcomm::set_driver(nullptr);
+}

@@ -68,6 +68,7 @@ struct hcomm_comm_s {
   hcomm_stream_t grant_stream = nullptr;    // plan executor: the grants due at a plan's start
   std::vector<std::uint32_t> pulled_from;   // local peers that still owe PULLED from the last mesh phase
   std::vector<hcomm_request_t> batch_reqs;  // hcomm_batch_send_recv's requests not yet released
+  hcomm_stream_t batch_send = nullptr, batch_recv = nullptr;  // hcomm_batch_send_recv's helper streams
   std::map<std::uint32_t, hcomm::RankDesc> peers;  // descriptors of peers actually used
   std::map<std::uint32_t, hcomm::PairLink> links;  // transport to peers actually used
 };

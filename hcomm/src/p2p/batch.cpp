@@ -1,7 +1,8 @@
 // hcomm_batch_send_recv (docs/architecture.md#hcomm): HCCL's HcclBatchSendRecv over the
 // point-to-point path. Sends go in increasing (peer - rank) mod n, receives in increasing
-// (rank - peer) mod n (a stable sort keeps items between one pair in order), so two ranks'
-// batches never wait on each other in a cycle. The requests are kept on the communicator and
+// (rank - peer) mod n (a stable sort keeps items between one pair in order), on two helper
+// streams forked from the user's stream and joined back into it, so two ranks' batches never
+// wait on each other in a cycle. The requests are kept on the communicator and
 // released once complete (at later batches, at destroy or at hcomm_finalize).
 #include <algorithm>
 #include <limits>
@@ -9,6 +10,7 @@
 
 #include "core/handles.h"
 #include "core/objects.h"
+#include "core/stream.h"
 #include "core/types.h"
 
 using namespace hcomm::detail;
@@ -41,16 +43,38 @@ extern "C" hcomm_result_t hcomm_batch_send_recv(const hcomm_send_recv_item_t* it
     return it->type == HCOMM_SEND ? (it->remote_rank + n - me) % n : (me + n - it->remote_rank) % n;
   };
   std::stable_sort(order.begin(), order.end(), [&](auto* a, auto* b) {
-    if (a->type != b->type) return a->type == HCOMM_RECV;  // receives posted first: their READYs go out early
+    if (a->type != b->type) return a->type == HCOMM_RECV;
     return dist(a) < dist(b);
   });
+  // Sends and receives each on their own helper stream, forked from and joined back into the
+  // user's stream: a send waits on the device for its receiver's READY, so on one stream the
+  // batch's sends and receives would wait for each other across ranks.
+  hcomm_context_t ctx = comm->ctx;
+  for (hcomm_stream_t* h : {&comm->batch_send, &comm->batch_recv})
+    if (!*h && make_stream(ctx, h) != HCOMM_SUCCESS) return HCOMM_E_DRV;
+  hcomm_event_t fork = nullptr, js = nullptr, jr = nullptr;
+  hcomm_create_event(ctx, &fork);
+  hcomm_create_event(ctx, &js);
+  hcomm_create_event(ctx, &jr);
+  hcomm_record_event(fork, stream);
+  hcomm_wait_event(fork, comm->batch_send);
+  hcomm_wait_event(fork, comm->batch_recv);
+  hcomm_result_t rc = HCOMM_SUCCESS;
   for (const auto* it : order) {
     hcomm_request_t rq = nullptr;
-    const hcomm_result_t rc = it->type == HCOMM_SEND
-                                  ? hcomm_isend(it->buf, it->count, it->dtype, it->remote_rank, kBatchTag, comm, stream, &rq)
-                                  : hcomm_irecv(it->buf, it->count, it->dtype, it->remote_rank, kBatchTag, comm, stream, &rq);
-    if (rc != HCOMM_SUCCESS) return rc;
+    rc = it->type == HCOMM_SEND
+             ? hcomm_isend(it->buf, it->count, it->dtype, it->remote_rank, kBatchTag, comm, comm->batch_send, &rq)
+             : hcomm_irecv(it->buf, it->count, it->dtype, it->remote_rank, kBatchTag, comm, comm->batch_recv, &rq);
+    if (rc != HCOMM_SUCCESS) break;
     held.push_back(rq);
   }
+  hcomm_record_event(js, comm->batch_send);
+  hcomm_record_event(jr, comm->batch_recv);
+  hcomm_wait_event(js, stream);
+  hcomm_wait_event(jr, stream);
+  hcomm_destroy_event(fork);
+  hcomm_destroy_event(js);
+  hcomm_destroy_event(jr);
+  if (rc != HCOMM_SUCCESS) return rc;
   return HCOMM_SUCCESS;
 }
