@@ -53,6 +53,8 @@ void Network::flow_post(std::uint32_t qp, std::int64_t after) {
   for (std::uint32_t g : f.gports) port_flows_[g].push_back(id);
   if (after >= 0 && flows_[static_cast<std::size_t>(after)].gports == f.gports) {
     f.rate = flows_[static_cast<std::size_t>(after)].rate;  // same paths, same rates
+    if (port_alloc_.size() < port_base_.back()) port_alloc_.resize(port_base_.back(), 0.0);
+    for (std::uint32_t g : f.gports) port_alloc_[g] += f.rate;
     flow_project(id);
   } else {
     flow_seeds_.insert(flow_seeds_.end(), f.gports.begin(), f.gports.end());
@@ -82,34 +84,66 @@ void Network::flow_rates() {
   // The component of the changed ports: ports -> their flows -> those flows' ports, ...
   const std::size_t P = port_base_.back();
   if (fill_cap_.size() < P) { fill_cap_.assign(P, 0); fill_cnt_.assign(P, 0); port_seen_.assign(P, 0); }
+  if (port_alloc_.size() < P) port_alloc_.resize(P, 0.0);
   if (flow_seen_.size() < flows_.size()) { flow_seen_.resize(flows_.size(), 0); fill_frozen_.resize(flows_.size(), 0); }
   fill_ports_.clear();
   fill_flows_.clear();
   for (std::uint32_t g : flow_seeds_)
     if (!port_seen_[g]) { port_seen_[g] = 1; fill_ports_.push_back(g); }
-  flow_seeds_.clear();
-  for (std::size_t i = 0; i < fill_ports_.size(); ++i)
+  // The component of the changed ports — unless it grows past kLocalFlows (a big fabric under an
+  // all-to-all-like load joins nearly every flow through the spines): then a local refill of the
+  // flows on the changed ports only, against the capacity the other flows leave at their current
+  // rates (docs/models/roce-nic.md#flow-tier).
+  constexpr std::size_t kLocalFlows = 256;
+  bool local = false;
+  const std::size_t seeds = fill_ports_.size();
+  for (std::size_t i = 0; i < fill_ports_.size() && !local; ++i)
     for (std::uint32_t id : port_flows_[fill_ports_[i]]) {
       if (flow_seen_[id]) continue;
       flow_seen_[id] = 1;
       fill_flows_.push_back(id);
       for (std::uint32_t h : flows_[id].gports)
         if (!port_seen_[h]) { port_seen_[h] = 1; fill_ports_.push_back(h); }
+      if (fill_flows_.size() > kLocalFlows) { local = true; break; }
     }
+  if (local) {  // restart from the changed ports: their flows, and those flows' ports
+    for (std::uint32_t id : fill_flows_) flow_seen_[id] = 0;
+    for (std::size_t i = seeds; i < fill_ports_.size(); ++i) port_seen_[fill_ports_[i]] = 0;
+    fill_ports_.resize(seeds);
+    fill_flows_.clear();
+    for (std::size_t i = 0; i < seeds; ++i)
+      for (std::uint32_t id : port_flows_[fill_ports_[i]]) {
+        if (flow_seen_[id]) continue;
+        flow_seen_[id] = 1;
+        fill_flows_.push_back(id);
+        for (std::uint32_t h : flows_[id].gports)
+          if (!port_seen_[h]) { port_seen_[h] = 1; fill_ports_.push_back(h); }
+      }
+  }
+  flow_seeds_.clear();
   for (std::uint32_t g : fill_ports_) port_seen_[g] = 0;
   const Tick now = sch_.now();
   for (std::uint32_t id : fill_flows_) {  // settle each flow's progress at its old rate
     Flow& f = flows_[id];
     f.left = std::max(0.0, f.left - f.rate * static_cast<double>(now - f.t_set) / 1e12);
     f.t_set = now;
+    for (std::uint32_t h : f.gports) port_alloc_[h] -= f.rate;
     f.rate = 0;
-    flow_seen_[id] = 0;
-    fill_frozen_[id] = 0;
+    fill_frozen_[id] = 0;  // flow_seen_ stays 1: "in this refill" until the end
   }
   std::sort(fill_ports_.begin(), fill_ports_.end());  // deterministic order
-  for (std::uint32_t g : fill_ports_) {
-    fill_cap_[g] = static_cast<double>(gport(g).Bps);
-    fill_cnt_[g] = static_cast<std::uint32_t>(port_flows_[g].size());
+  if (!local) {
+    for (std::uint32_t g : fill_ports_) {
+      fill_cap_[g] = static_cast<double>(gport(g).Bps);
+      fill_cnt_[g] = static_cast<std::uint32_t>(port_flows_[g].size());
+    }
+  } else {
+    for (std::uint32_t g : fill_ports_) {
+      fill_cap_[g] = std::max(0.0, static_cast<double>(gport(g).Bps) - port_alloc_[g]);
+      fill_cnt_[g] = 0;
+    }
+    for (std::uint32_t id : fill_flows_)
+      for (std::uint32_t h : flows_[id].gports) ++fill_cnt_[h];
   }
   // Progressive filling: repeatedly find the port with the smallest equal share of its remaining
   // capacity and freeze its unfrozen flows at that share.
@@ -132,7 +166,7 @@ void Network::flow_rates() {
     for (std::uint32_t g : fill_open_) {
       if (fill_cnt_[g] == 0 || fill_cap_[g] / fill_cnt_[g] > share * (1 + 1e-12)) continue;
       for (std::uint32_t id : port_flows_[g]) {
-        if (fill_frozen_[id]) continue;
+        if (fill_frozen_[id] || !flow_seen_[id]) continue;
         fill_frozen_[id] = 1;
         flows_[id].rate = share;
         for (std::uint32_t h : flows_[id].gports) { fill_cap_[h] = std::max(0.0, fill_cap_[h] - share); --fill_cnt_[h]; }
@@ -141,6 +175,10 @@ void Network::flow_rates() {
     }
     if (frozen == 0) break;  // numerical safety
     left -= frozen;
+  }
+  for (std::uint32_t id : fill_flows_) {
+    flow_seen_[id] = 0;
+    for (std::uint32_t h : flows_[id].gports) port_alloc_[h] += flows_[id].rate;
   }
   // Re-project the refilled flows: one heap push each, or — when they are most of the live flows,
   // as in one big component — a rebuild from every live flow's projection in one pass.
@@ -185,6 +223,8 @@ void Network::flow_done(std::uint32_t id) {
   Flow& f = flows_[id];
   f.active = false;
   f.left = 0;
+  if (port_alloc_.size() >= port_base_.back())
+    for (std::uint32_t g : f.gports) port_alloc_[g] -= f.rate;
   for (std::uint32_t g : f.gports) {
     PortStats& st = gport(g).st;
     st.tx_bytes += f.bytes;
