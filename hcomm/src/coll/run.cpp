@@ -50,6 +50,13 @@ void one_rank(const CollReq& r, hcomm_stream_t s, std::uint64_t esz) {
   }
 }
 
+// The collective buffer cannot hold one element per rank: HCOMM_E_NOT_SUPPORT, logged.
+hcomm_result_t too_small(hcomm_comm_t comm, const CollReq& r, std::uint32_t n) {
+  logf(comm->ctx, 0, "Rank%u %s: the collective buffer (%llu B) cannot hold one element per rank (%u ranks)", comm->rank,
+       r.kind, static_cast<unsigned long long>(comm->ctx->ccl_bytes), n);
+  return HCOMM_E_NOT_SUPPORT;
+}
+
 struct Flat {
   hcomm_comm_t comm;
   hcomm_stream_t main;
@@ -99,11 +106,7 @@ struct Flat {
     for (std::uint32_t j = 0; j < n && is_v(r); ++j) maxc = std::max(maxc, cnt(r, j));
     if (!is_v(r)) maxc = r.count;
     const std::uint64_t per = wcap / esz / n;  // elements per block per chunk
-    if (per == 0) {
-      logf(comm->ctx, 0, "Rank%u %s: the collective buffer (%llu B) cannot hold one element per rank (%u ranks)", comm->rank,
-           r.kind, static_cast<unsigned long long>(comm->ctx->ccl_bytes), n);
-      return HCOMM_E_NOT_SUPPORT;
-    }
+    if (per == 0) return too_small(comm, r, n);
     std::vector<std::uint64_t> cc, pre;
     const bool root = me == r.root;
     const bool in_all = r.op == CollOp::ReduceScatter || (r.op == CollOp::Scatter && root);
@@ -202,6 +205,30 @@ void mesh_block_op(hcomm_comm_t comm, const ServerGroups& g, const CollReq& r, s
   }
 }
 
+// The level-1 phase of a hierarchical block operation: the family's plan for `op` over my rail
+// (S members of S blocks of m elements at W), staging in the collective buffer's second half.
+hcomm_result_t rail_blocks(hcomm_comm_t comm, const ServerGroups& g, const Family& f, CollOp op, std::uint64_t w,
+                           std::uint64_t m, std::uint64_t esz, const CollReq& r, hcomm_stream_t main) {
+  hcomm_context_t ctx = comm->ctx;
+  Area a;
+  a.w = w;
+  a.slots = f.slots;
+  a.stage = ctx->ccl_addr + ctx->ccl_bytes / 2;
+  a.slot_bytes = ctx->ccl_bytes / 2 / f.slots / esz * esz;
+  PlanIn pi;
+  pi.op = op;
+  pi.n = g.servers;
+  pi.me = g.first / g.size;
+  pi.esz = esz;
+  pi.w = w;
+  pi.blocks = Blocks{g.servers, esz, m, nullptr, nullptr};
+  pi.slot_bytes = a.slot_bytes;
+  pi.slots = a.slots;
+  Plan p;
+  if (!f.build(pi, &p)) return HCOMM_E_NOT_SUPPORT;
+  return run_plan(comm, main, Members{g.index, g.size, g.servers}, p, a, r.dtype, r.redop);
+}
+
 // Hierarchical all-gather (docs/algorithms/README.md#compositions): level 1 first — the ranks of
 // my rail (local index l on every server) all-gather their blocks with the family's plan into
 // region l of a gathered area G (L regions of S blocks, rail-major) — then the mesh all-gather
@@ -211,29 +238,15 @@ hcomm_result_t hier_allgather(hcomm_comm_t comm, const ServerGroups& g, const Fa
   hcomm_context_t ctx = comm->ctx;
   const std::uint32_t L = g.size, S = g.servers, l = g.index, me = g.first / L, n = L * S;
   const std::uint64_t m_max = ctx->ccl_bytes / 2 / (static_cast<std::uint64_t>(n) * esz);
-  if (m_max == 0) return HCOMM_E_NOT_SUPPORT;
-  Area a;
-  a.slots = f.slots;
-  a.stage = ctx->ccl_addr + ctx->ccl_bytes / 2;
-  a.slot_bytes = ctx->ccl_bytes / 2 / f.slots / esz * esz;
+  if (m_max == 0) return too_small(comm, r, n);
   MeshChunk c(L);
   for (std::uint64_t c0 = 0; c0 < r.count; c0 += m_max) {
     const std::uint64_t m = std::min(m_max, r.count - c0), rb = S * m * esz;  // region bytes
     const std::uint64_t G = ctx->ccl_addr;
     settle_mesh(comm, main);
     copy_if(main, G + l * rb + me * m * esz, r.in + c0 * esz, m * esz);
-    PlanIn pi;
-    pi.op = CollOp::AllGather;
-    pi.n = S;
-    pi.me = me;
-    pi.esz = esz;
-    pi.w = a.w = G + l * rb;
-    pi.blocks = Blocks{S, esz, m, nullptr, nullptr};
-    pi.slot_bytes = a.slot_bytes;
-    pi.slots = a.slots;
-    Plan p;
-    if (!f.build(pi, &p)) return HCOMM_E_NOT_SUPPORT;
-    if (hcomm_result_t rc = run_plan(comm, main, Members{l, L, S}, p, a, r.dtype, r.redop); rc != HCOMM_SUCCESS) return rc;
+    if (hcomm_result_t rc = rail_blocks(comm, g, f, CollOp::AllGather, G + l * rb, m, esz, r, main); rc != HCOMM_SUCCESS)
+      return rc;
     for (std::uint32_t q = 0; q < L; ++q) {
       c.len[q] = rb;
       c.ccl[q] = q * rb;
@@ -255,13 +268,9 @@ hcomm_result_t hier_allgather(hcomm_comm_t comm, const ServerGroups& g, const Fa
 hcomm_result_t hier_reduce_scatter(hcomm_comm_t comm, const ServerGroups& g, const Family& f, const CollReq& r,
                                    std::uint64_t esz, hcomm_stream_t main) {
   hcomm_context_t ctx = comm->ctx;
-  const std::uint32_t L = g.size, S = g.servers, l = g.index, me = g.first / L, n = L * S;
+  const std::uint32_t L = g.size, S = g.servers, me = g.first / L, n = L * S;
   const std::uint64_t m_max = ctx->ccl_bytes / 2 / ((static_cast<std::uint64_t>(n) + S) * esz);
-  if (m_max == 0) return HCOMM_E_NOT_SUPPORT;
-  Area a;
-  a.slots = f.slots;
-  a.stage = ctx->ccl_addr + ctx->ccl_bytes / 2;
-  a.slot_bytes = ctx->ccl_bytes / 2 / f.slots / esz * esz;
+  if (m_max == 0) return too_small(comm, r, n);
   MeshChunk c(L);
   for (std::uint64_t c0 = 0; c0 < r.count; c0 += m_max) {
     const std::uint64_t m = std::min(m_max, r.count - c0), rb = S * m * esz;
@@ -277,18 +286,8 @@ hcomm_result_t hier_reduce_scatter(hcomm_comm_t comm, const ServerGroups& g, con
       c.out[q] = X;
     }
     mesh_reduce_scatter(comm, g, c, r.dtype, r.redop, main, false);
-    PlanIn pi;
-    pi.op = CollOp::ReduceScatter;
-    pi.n = S;
-    pi.me = me;
-    pi.esz = esz;
-    pi.w = a.w = X;
-    pi.blocks = Blocks{S, esz, m, nullptr, nullptr};
-    pi.slot_bytes = a.slot_bytes;
-    pi.slots = a.slots;
-    Plan p;
-    if (!f.build(pi, &p)) return HCOMM_E_NOT_SUPPORT;
-    if (hcomm_result_t rc = run_plan(comm, main, Members{l, L, S}, p, a, r.dtype, r.redop); rc != HCOMM_SUCCESS) return rc;
+    if (hcomm_result_t rc = rail_blocks(comm, g, f, CollOp::ReduceScatter, X, m, esz, r, main); rc != HCOMM_SUCCESS)
+      return rc;
     copy_if(main, r.out + c0 * esz, X + me * m * esz, m * esz);
   }
   return HCOMM_SUCCESS;
