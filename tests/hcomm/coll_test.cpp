@@ -218,6 +218,9 @@ bool does(const std::string& fam, Op op) {
   if (fam == "star") return op != Op::AllReduce && op != Op::AllGather && op != Op::AllGatherV && op != Op::ReduceScatter &&
                             op != Op::ReduceScatterV;
   if (fam == "mesh") return op == Op::AllReduce || op == Op::AllGather || op == Op::ReduceScatter;
+  if (fam == "double_ring")
+    return op == Op::AllReduce || op == Op::AllGather || op == Op::AllGatherV || op == Op::ReduceScatter ||
+           op == Op::ReduceScatterV;
   return !a2a;
 }
 
@@ -229,7 +232,7 @@ struct Shape { std::uint32_t servers, per; };
 void sweep_family(const std::string& fam, const std::vector<Shape>& shapes) {
   const std::string algo = "level0:" + fam + ";level1:" + fam;
   for (const Shape& s : shapes) {
-    if (fam == "star" && s.servers > 1) continue;  // an intra-server family
+    if ((fam == "star" || fam == "double_ring") && s.servers > 1) continue;  // intra-server families
     Env e(s.servers, s.per, fam == "auto" ? nullptr : algo.c_str());
     const std::uint32_t n = e.n;
     for (Op op : kOps) {
@@ -263,6 +266,7 @@ TEST(Collectives, Nb) { sweep_family("NB", kShapes); }
 TEST(Collectives, DoubleTree) { sweep_family("DOUBLE_TREE", kShapes); }
 TEST(Collectives, Pairwise) { sweep_family("pairwise", kShapes); }
 TEST(Collectives, Star) { sweep_family("star", {{1, 4}, {1, 8}, {1, 3}}); }
+TEST(Collectives, DoubleRing) { sweep_family("double_ring", {{1, 4}, {1, 8}, {1, 3}, {1, 2}}); }
 TEST(Collectives, Mesh) { sweep_family("mesh", {{1, 4}, {1, 8}}); }
 
 // Every dtype the driver reduces, every reduction operator, on a non-power-of-two shape.

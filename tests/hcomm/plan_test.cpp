@@ -206,3 +206,5 @@ TEST(Plan, LogStepCounts) {
     }
   }
 }
+
+TEST(Plan, DoubleRing) { sweep(kDoubleRing); }

@@ -23,7 +23,7 @@ using BuildFn = bool (*)(const PlanIn& in, Plan* out);
 using CostFn = double (*)(CollOp op, std::uint32_t n, std::uint64_t bytes, const LinkCost& c);
 
 struct Family {
-  const char* name;   ///< HCCL's name: "ring", "H-D_R", "NHR", "NB", "DOUBLE_TREE", "pairwise", "star", "mesh"
+  const char* name;   ///< HCCL's name: "ring", "H-D_R", "NHR", "NB", "DOUBLE_TREE", "pairwise", "star", "double_ring"
   BuildFn build;
   CostFn cost;
   std::uint32_t slots;  ///< staging slots its plans use
@@ -38,6 +38,7 @@ extern const Family kNb;        // algo/bruck.cpp
 extern const Family kTree;      // algo/double_tree.cpp
 extern const Family kPairwise;  // algo/pairwise.cpp
 extern const Family kStar;      // algo/star.cpp
+extern const Family kDoubleRing;  // algo/double_ring.cpp
 
 /// ceil(log2 n) for n >= 1.
 inline std::uint32_t ceil_log2(std::uint32_t n) {

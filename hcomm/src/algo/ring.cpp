@@ -12,6 +12,7 @@
 #include <algorithm>
 
 #include "algo/partition.h"
+#include "algo/ring_steps.h"
 
 namespace hcomm::detail {
 
@@ -21,30 +22,18 @@ std::uint32_t sub(std::uint32_t a, std::uint64_t b, std::uint32_t n) {
   return static_cast<std::uint32_t>((a + n - b % n) % n);
 }
 
-// Reduce-scatter steps over `blk` (n blocks at W); block m ends fully reduced at member m.
 template <class B>
 void rs_steps(const PlanIn& in, const B& blk, Plan* p) {
-  const std::uint32_t n = in.n, m = in.me, next = (m + 1) % n, prev = (m + n - 1) % n;
-  for (std::uint32_t k = 0; k + 1 < n; ++k) {
-    Step st;
-    const std::uint32_t s = sub(m, k + 1, n), r = sub(m, k + 2, n);
-    staged(in, &st.sends, next, in.w + blk.off(s), nullptr, 0, 0, blk.len(s), Mode::StagedReduce, k);
-    staged(in, nullptr, 0, 0, &st.recvs, prev, in.w + blk.off(r), blk.len(r), Mode::StagedReduce, k);
-    p->steps.push_back(std::move(st));
-  }
+  const std::size_t at = p->steps.size();
+  p->steps.resize(at + in.n - 1);
+  ring_rs_into(in, blk, RingDir{1, 0, in.n}, &p->steps, at);
 }
 
-// All-gather steps: block m is in place at member m; every block ends everywhere.
 template <class B>
 void ag_steps(const PlanIn& in, const B& blk, Plan* p) {
-  const std::uint32_t n = in.n, m = in.me, next = (m + 1) % n, prev = (m + n - 1) % n;
-  for (std::uint32_t k = 0; k + 1 < n; ++k) {
-    Step st;
-    const std::uint32_t s = sub(m, k, n), r = sub(m, k + 1, n);
-    st.sends.push_back(Send{next, in.w + blk.off(s), blk.len(s), Mode::Direct, blk.off(s), 0});
-    st.recvs.push_back(Recv{prev, in.w + blk.off(r), blk.len(r), Mode::Direct, 0});
-    p->steps.push_back(std::move(st));
-  }
+  const std::size_t at = p->steps.size();
+  p->steps.resize(at + in.n - 1);
+  ring_ag_into(in, blk, RingDir{1, 0, in.n}, &p->steps, at);
 }
 
 struct PartBlocks {  // Partition as a block layout

@@ -14,7 +14,7 @@ namespace hcomm::detail {
 
 namespace {
 
-const Family* const kFamilies[] = {&kRing, &kHd, &kNhr, &kNb, &kTree, &kPairwise, &kStar};
+const Family* const kFamilies[] = {&kRing, &kHd, &kNhr, &kNb, &kTree, &kPairwise, &kStar, &kDoubleRing};
 
 const Family* family_named(const std::string& c) {
   for (const Family* f : kFamilies)
@@ -96,7 +96,7 @@ Choice select_algo(hcomm_comm_t comm, CollOp op, std::uint64_t bytes, const Shap
       Choice h = make(Choice::Hier, f, s, op, bytes);
       if (h.est_ns >= 0) cand.push_back(h);
     }
-    if (f == &kStar && s.servers > 1) continue;  // star is an intra-server algorithm
+    if ((f == &kStar || f == &kDoubleRing) && s.servers > 1) continue;  // intra-server algorithms
     if (s.v && op == CollOp::AllToAll && !f->alltoallv) continue;
     Choice c = make(Choice::Flat, f, s, op, bytes);
     if (c.est_ns >= 0) cand.push_back(c);
