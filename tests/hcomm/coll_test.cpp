@@ -244,10 +244,12 @@ void sweep_family(const std::string& fam, const std::vector<Shape>& shapes) {
       }
       EXPECT_EQ(run<float>(e, op, 33, HCOMM_DATA_TYPE_FP32, HCOMM_REDUCE_MAX, 0), "")
           << fam << " " << name(op) << " fp32 max " << s.servers << "x" << s.per;
-      // Across servers of several ranks, all-reduce, all-gather and reduce-scatter compose the
-      // mesh with the forced family (docs/algorithms/README.md#compositions); the rest run flat.
+      // Across servers of several ranks, all-reduce, all-gather, reduce-scatter, broadcast and reduce
+      // compose the server phases with the forced family (docs/algorithms/README.md#compositions);
+      // the rest run flat.
       if (fam != "auto" && fam != "mesh" && s.servers > 1 && s.per > 1 && !e.drv.ops.empty()) {
-        const bool hier = op == Op::AllReduce || op == Op::AllGather || op == Op::ReduceScatter;
+        const bool hier = op == Op::AllReduce || op == Op::AllGather || op == Op::ReduceScatter || op == Op::Broadcast ||
+                          op == Op::Reduce;
         EXPECT_EQ(e.drv.ops.back().algorithm, hier ? "mesh+" + fam : fam) << name(op) << " " << s.servers << "x" << s.per;
       }
     }

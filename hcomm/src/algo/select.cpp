@@ -33,8 +33,24 @@ double mesh_cost(CollOp op, const Shape& s, std::uint64_t bytes) {
   }
 }
 
+// The server phases of a hierarchical composition (level 0, over HCCS): all-reduce, all-gather
+// and reduce-scatter as the mesh; broadcast = a one-step scatter from the root + the mesh
+// all-gather; reduce = the mesh reduce-scatter + a one-step gather to the root.
+double level0_cost(CollOp op, const Shape& s, std::uint64_t bytes) {
+  const LinkCost h = hccs_cost();
+  const double D = static_cast<double>(bytes), L = s.local;
+  switch (op) {
+    case CollOp::Broadcast: return 2 * h.alpha_ns + 2 * D / L * h.beta_ns_per_byte;
+    case CollOp::Reduce: return 2 * h.alpha_ns + 2 * D / L * h.beta_ns_per_byte + D / L * h.gamma_ns_per_byte;
+    default: return mesh_cost(op, s, bytes);
+  }
+}
+
 // Operations with a hierarchical composition (mesh inside servers, a family across).
-bool hier_does(CollOp op) { return op == CollOp::AllReduce || op == CollOp::AllGather || op == CollOp::ReduceScatter; }
+bool hier_does(CollOp op) {
+  return op == CollOp::AllReduce || op == CollOp::AllGather || op == CollOp::ReduceScatter || op == CollOp::Broadcast ||
+         op == CollOp::Reduce;
+}
 
 bool mesh_does(CollOp op) { return op == CollOp::AllReduce || op == CollOp::ReduceScatter || op == CollOp::AllGather; }
 
@@ -48,7 +64,7 @@ Choice make(Choice::Kind k, const Family* f, const Shape& s, CollOp op, std::uin
   } else if (k == Choice::Hier) {
     c.name = std::string("mesh+") + f->name;
     const double inner = f->cost(op, s.servers, bytes / std::max<std::uint32_t>(1, s.local), roce_cost());
-    c.est_ns = inner < 0 ? -1 : mesh_cost(op, s, bytes) + inner;
+    c.est_ns = inner < 0 ? -1 : level0_cost(op, s, bytes) + inner;
   } else {
     c.name = f->name;
     c.est_ns = f->cost(op, s.n, bytes, s.servers > 1 ? roce_cost() : hccs_cost());

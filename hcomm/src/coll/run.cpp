@@ -8,6 +8,7 @@
 #include "algo/groups.h"
 #include "algo/hierarchical.h"
 #include "algo/mesh.h"
+#include "algo/partition.h"
 #include "algo/select.h"
 #include "core/log.h"
 #include "core/profile.h"
@@ -293,6 +294,98 @@ hcomm_result_t hier_reduce_scatter(hcomm_comm_t comm, const ServerGroups& g, con
   return HCOMM_SUCCESS;
 }
 
+// A plan of family `f` for `op` among `mem` (me = my member index) on W = `w` with `blocks` or
+// `bytes`, staging in the collective buffer's second half.
+hcomm_result_t group_plan(hcomm_comm_t comm, const Family& f, CollOp op, const Members& mem, std::uint32_t me,
+                          std::uint32_t root, std::uint64_t w, const Blocks& blocks, std::uint64_t bytes, std::uint64_t esz,
+                          const CollReq& r, hcomm_stream_t main) {
+  hcomm_context_t ctx = comm->ctx;
+  Area a;
+  a.w = w;
+  a.slots = f.slots;
+  a.stage = ctx->ccl_addr + ctx->ccl_bytes / 2;
+  a.slot_bytes = ctx->ccl_bytes / 2 / f.slots / esz * esz;
+  PlanIn pi;
+  pi.op = op;
+  pi.n = mem.n;
+  pi.me = me;
+  pi.root = root;
+  pi.esz = esz;
+  pi.w = w;
+  pi.bytes = bytes;
+  pi.blocks = blocks;
+  pi.slot_bytes = a.slot_bytes;
+  pi.slots = a.slots;
+  Plan p;
+  if (!f.build(pi, &p)) return HCOMM_E_NOT_SUPPORT;
+  return run_plan(comm, main, mem, p, a, r.dtype, r.redop);
+}
+
+// Hierarchical broadcast (docs/algorithms/README.md#compositions): the root scatters its vector's
+// L slices to its server's ranks in one step (star), each of them broadcasts its slice along its
+// rail with the family's plan, and every server's mesh all-gather assembles the vector.
+// Hierarchical reduce: the mesh reduce-scatter leaves each rank with its server's reduction of
+// slice l, the family reduces it along the rail to the root's server, and a one-step gather
+// (star) brings the slices to the root. Chunks of half the collective buffer.
+hcomm_result_t hier_rooted(hcomm_comm_t comm, const ServerGroups& g, const Family& f, const CollReq& r, std::uint64_t esz,
+                           hcomm_stream_t main) {
+  hcomm_context_t ctx = comm->ctx;
+  const std::uint32_t L = g.size, l = g.index, me = g.first / L;
+  const std::uint32_t root_server = r.root / L, root_local = r.root % L;
+  const bool in_root_server = me == root_server, root = comm->rank == r.root;
+  const std::uint64_t chunk = std::max<std::uint64_t>(1, ctx->ccl_bytes / 2 / esz);
+  const std::uint64_t W = ctx->ccl_addr;
+  const Members local{g.first, 1, L}, rail{l, L, g.servers};
+  std::vector<std::uint64_t> cnt(L), pre(L + 1);
+  MeshChunk c(L);
+  for (std::uint64_t c0 = 0; c0 < r.count; c0 += chunk) {
+    const std::uint64_t m = std::min(chunk, r.count - c0);
+    const Partition sl(m, L, esz);
+    for (std::uint32_t q = 0; q < L; ++q) {
+      cnt[q] = sl.len(q) / esz;
+      pre[q + 1] = pre[q] + cnt[q];
+    }
+    const Blocks slices{L, esz, 0, &cnt, &pre};
+    settle_mesh(comm, main);
+    if (r.op == CollOp::Broadcast) {
+      if (root) copy_if(main, W, r.in + c0 * esz, m * esz);
+      if (in_root_server)
+        if (hcomm_result_t rc = group_plan(comm, kStar, CollOp::Scatter, local, l, root_local, W, slices, 0, esz, r, main);
+            rc != HCOMM_SUCCESS)
+          return rc;
+      if (hcomm_result_t rc = group_plan(comm, f, CollOp::Broadcast, rail, me, root_server, W + sl.off(l), Blocks{}, sl.len(l),
+                                         esz, r, main);
+          rc != HCOMM_SUCCESS)
+        return rc;
+      for (std::uint32_t q = 0; q < L; ++q) {
+        c.len[q] = sl.len(q);
+        c.ccl[q] = sl.off(q);
+        c.in[q] = W + sl.off(q);
+        c.out[q] = r.out + c0 * esz + sl.off(q);
+      }
+      mesh_all_gather(comm, g, c, main, false);
+    } else {  // Reduce
+      for (std::uint32_t q = 0; q < L; ++q) {
+        c.len[q] = sl.len(q);
+        c.ccl[q] = sl.off(q);
+        c.in[q] = r.in + c0 * esz + sl.off(q);
+        c.out[q] = W + sl.off(q);
+      }
+      mesh_reduce_scatter(comm, g, c, r.dtype, r.redop, main, false);
+      if (hcomm_result_t rc = group_plan(comm, f, CollOp::Reduce, rail, me, root_server, W + sl.off(l), Blocks{}, sl.len(l), esz,
+                                         r, main);
+          rc != HCOMM_SUCCESS)
+        return rc;
+      if (in_root_server)
+        if (hcomm_result_t rc = group_plan(comm, kStar, CollOp::Gather, local, l, root_local, W, slices, 0, esz, r, main);
+            rc != HCOMM_SUCCESS)
+          return rc;
+      if (root) copy_if(main, r.out + c0 * esz, W, m * esz);
+    }
+  }
+  return HCOMM_SUCCESS;
+}
+
 }  // namespace
 
 hcomm_result_t run_collective(hcomm_comm_t comm, hcomm_stream_t main, const CollReq& r) {
@@ -344,6 +437,7 @@ hcomm_result_t run_collective(hcomm_comm_t comm, hcomm_stream_t main, const Coll
     case Choice::Hier:
       if (r.op == CollOp::AllGather) rc = hier_allgather(comm, g, *c.family, r, esz, main);
       else if (r.op == CollOp::ReduceScatter) rc = hier_reduce_scatter(comm, g, *c.family, r, esz, main);
+      else if (r.op == CollOp::Broadcast || r.op == CollOp::Reduce) rc = hier_rooted(comm, g, *c.family, r, esz, main);
       else rc = allreduce_hierarchical(comm, g, *c.family, r.in, r.out, r.count, r.dtype, r.redop, main);
       break;
     case Choice::Flat: rc = run_flat(comm, main, r, *c.family, esz); break;
