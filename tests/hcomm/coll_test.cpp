@@ -244,6 +244,12 @@ void sweep_family(const std::string& fam, const std::vector<Shape>& shapes) {
       }
       EXPECT_EQ(run<float>(e, op, 33, HCOMM_DATA_TYPE_FP32, HCOMM_REDUCE_MAX, 0), "")
           << fam << " " << name(op) << " fp32 max " << s.servers << "x" << s.per;
+      // The automatic choice never runs an intra-server family across servers.
+      if (fam == "auto" && s.servers > 1 && !e.drv.ops.empty()) {
+        const std::string& a = e.drv.ops.back().algorithm;
+        EXPECT_TRUE(a.find("star") == std::string::npos && a.find("double_ring") == std::string::npos)
+            << a << " chosen for " << name(op) << " on " << s.servers << "x" << s.per;
+      }
       // Across servers of several ranks, all-reduce, all-gather, reduce-scatter, broadcast and reduce
       // compose the server phases with the forced family (docs/algorithms/README.md#compositions);
       // the rest run flat.

@@ -108,11 +108,13 @@ Choice select_algo(hcomm_comm_t comm, CollOp op, std::uint64_t bytes, const Shap
   std::vector<Choice> cand;
   if (s.servers == 1 && s.mesh && mesh_does(op)) cand.push_back(make(Choice::Mesh, nullptr, s, op, bytes));
   for (const Family* f : kFamilies) {
+    // Star and the double ring are intra-server algorithms: never across servers, neither over
+    // all ranks nor as the level-1 phase of a composition.
+    if ((f == &kStar || f == &kDoubleRing) && s.servers > 1) continue;
     if (s.servers > 1 && hier_does(op) && s.mesh && s.local > 1) {
       Choice h = make(Choice::Hier, f, s, op, bytes);
       if (h.est_ns >= 0) cand.push_back(h);
     }
-    if ((f == &kStar || f == &kDoubleRing) && s.servers > 1) continue;  // intra-server algorithms
     if (s.v && op == CollOp::AllToAll && !f->alltoallv) continue;
     Choice c = make(Choice::Flat, f, s, op, bytes);
     if (c.est_ns >= 0) cand.push_back(c);
