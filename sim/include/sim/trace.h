@@ -19,7 +19,7 @@ struct sqlite3_stmt;
 
 namespace sim {
 
-constexpr int kTraceSchemaVersion = 2;
+constexpr int kTraceSchemaVersion = 3;  // 3: operations.chosen_by, est_us, runner_up, runner_up_est_us
 
 /// How a collective's algorithm was chosen (operations.chosen_by .. runner_up_est_us; empty for
 /// operations that are not a choice).
