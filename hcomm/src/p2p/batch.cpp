@@ -5,6 +5,7 @@
 // wait on each other in a cycle. The requests are kept on the communicator and
 // released once complete (at later batches, at destroy or at hcomm_finalize).
 #include <algorithm>
+#include <cstring>
 #include <limits>
 #include <vector>
 
@@ -16,6 +17,8 @@
 using namespace hcomm::detail;
 
 namespace {
+static_assert(sizeof(hcomm_send_recv_type_t) == sizeof(int) && sizeof(hcomm_data_type_t) == sizeof(int),
+              "the item's enum fields are read as ints");
 constexpr std::uint32_t kBatchTag = (1u << 26) - 2;  // reserved: below the p2p maximum tag
 }
 
@@ -27,8 +30,12 @@ extern "C" hcomm_result_t hcomm_batch_send_recv(const hcomm_send_recv_item_t* it
   const std::uint32_t n = comm->nranks, me = comm->rank;
   for (std::uint32_t i = 0; i < n_items; ++i) {
     const auto& it = items[i];
-    if ((it.type != HCOMM_SEND && it.type != HCOMM_RECV) || !valid_dtype(it.dtype) || it.remote_rank >= n ||
-        it.remote_rank == me)
+    // A C caller may store any int in the enum fields: read them as ints (loading an
+    // out-of-range enum value is undefined in C++).
+    int type = 0, dtype = 0;
+    std::memcpy(&type, &it.type, sizeof type);
+    std::memcpy(&dtype, &it.dtype, sizeof dtype);
+    if ((type != HCOMM_SEND && type != HCOMM_RECV) || !valid_dtype(dtype) || it.remote_rank >= n || it.remote_rank == me)
       return HCOMM_E_PARA;
     if (!it.buf && it.count) return HCOMM_E_PTR;
     if (it.count > std::numeric_limits<std::uint64_t>::max() / hcomm_data_type_size(it.dtype)) return HCOMM_E_PARA;
