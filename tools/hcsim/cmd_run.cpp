@@ -102,9 +102,11 @@ int run_main(const std::vector<std::string>& argv) {
   opt.force_db = force;
   opt.echo_logs = !quiet;
   std::printf("hcsim: scenario %s (%s)\n", sc->name.c_str(), scenario.c_str());
-  std::printf("hcsim: topology %s: %zu servers, %zu NPUs, %zu HCCS links; payload %s\n", sc->topology.name.c_str(),
-              sc->topology.servers.size(), sc->topology.npus.size(), sc->topology.links.size(),
-              sc->store_bytes ? "real bytes (checked)" : "timing only");
+  std::size_t by_type[3] = {0, 0, 0};  // HCCS, PCIe, RoCE: an Atlas 800 (910) has PCIe links besides HCCS
+  for (const auto& l : sc->topology.links) ++by_type[static_cast<int>(l.type)];
+  std::printf("hcsim: topology %s: %zu servers, %zu NPUs, %zu HCCS links, %zu PCIe links, %zu RoCE links; payload %s\n",
+              sc->topology.name.c_str(), sc->topology.servers.size(), sc->topology.npus.size(), by_type[0], by_type[1],
+              by_type[2], sc->store_bytes ? "real bytes (checked)" : "timing only");
   if (!opt.db_path.empty()) std::printf("hcsim: trace database %s\n", opt.db_path.c_str());
   std::fflush(stdout);
   install_stop_handlers();
