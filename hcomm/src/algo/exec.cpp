@@ -180,4 +180,19 @@ hcomm_result_t run_plan(hcomm_comm_t comm, hcomm_stream_t main, const Members& m
   return HCOMM_SUCCESS;
 }
 
+hcomm_result_t run_family(hcomm_comm_t comm, hcomm_stream_t main, const Family& f, const Members& mem, PlanIn pi,
+                          std::uint64_t stage_off, int dtype, int op) {
+  hcomm_context_t ctx = comm->ctx;
+  Area a;
+  a.w = pi.w;
+  a.slots = f.slots;
+  a.stage = ctx->ccl_addr + stage_off;
+  a.slot_bytes = (ctx->ccl_bytes - stage_off) / f.slots / pi.esz * pi.esz;
+  pi.slot_bytes = a.slot_bytes;
+  pi.slots = a.slots;
+  Plan p;
+  if (!f.build(pi, &p)) return HCOMM_E_NOT_SUPPORT;
+  return run_plan(comm, main, mem, p, a, dtype, op);
+}
+
 }  // namespace hcomm::detail

@@ -12,6 +12,7 @@
 #pragma once
 #include <cstdint>
 
+#include "algo/family.h"
 #include "algo/plan.h"
 #include "core/objects.h"
 
@@ -35,5 +36,12 @@ struct Area {
 /// cannot be made, HCOMM_E_NOT_SUPPORT when a member is unreachable under the protocol.
 hcomm_result_t run_plan(hcomm_comm_t comm, hcomm_stream_t main, const Members& mem, const Plan& plan, const Area& a,
                         int dtype, int op);
+
+/// Build family `f`'s plan for `pi` (op, n, me, root, esz, w and bytes or blocks filled by the
+/// caller) among `mem` and run it on `main`, with the staging slots in the collective buffer from
+/// `stage_off` to its end (f.slots slots of equal, whole-element size). HCOMM_E_NOT_SUPPORT when
+/// the family does not build pi.op; otherwise as run_plan.
+hcomm_result_t run_family(hcomm_comm_t comm, hcomm_stream_t main, const Family& f, const Members& mem, PlanIn pi,
+                          std::uint64_t stage_off, int dtype, int op);
 
 }  // namespace hcomm::detail

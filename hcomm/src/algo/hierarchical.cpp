@@ -18,27 +18,17 @@ hcomm_result_t allreduce_hierarchical(hcomm_comm_t comm, const ServerGroups& g, 
   const std::uint64_t esz = hcomm_data_type_size(static_cast<hcomm_data_type_t>(dtype));
   const std::uint64_t area = comm->ctx->ccl_bytes / 2;
   const Members rail{g.index, g.size, g.servers};
-  const std::uint32_t me = g.first / g.size;  // my server's place on the rail
-  Area a;
-  a.stage = comm->ctx->ccl_addr + area;
-  a.slots = level1.slots;
-  a.slot_bytes = area / a.slots / esz * esz;
   hcomm_result_t rc = HCOMM_SUCCESS;
   auto middle = [&](std::uint64_t slice_addr, std::uint64_t slice_bytes) {
     if (rc != HCOMM_SUCCESS) return;
     PlanIn pi;
     pi.op = CollOp::AllReduce;
     pi.n = g.servers;
-    pi.me = me;
+    pi.me = g.first / g.size;  // my server's place on the rail
     pi.esz = esz;
     pi.w = slice_addr;
     pi.bytes = slice_bytes;
-    pi.slot_bytes = a.slot_bytes;
-    pi.slots = a.slots;
-    Plan plan;
-    level1.build(pi, &plan);
-    a.w = slice_addr;
-    rc = run_plan(comm, main, rail, plan, a, dtype, op);
+    rc = run_family(comm, main, level1, rail, pi, area, dtype, op);
   };
   if (g.size == 1) {  // one rank per server: the level-1 plan over the whole buffer, in chunks
     for (std::uint64_t c0 = 0; c0 < count && rc == HCOMM_SUCCESS; c0 += area / esz) {

@@ -65,8 +65,8 @@ struct Flat {
   const Family& f;
   std::uint32_t n, me;
   std::uint64_t esz;
-  Area a;
-  std::uint64_t wcap;  // W capacity, bytes
+  std::uint64_t w;     // W: the collective buffer's start
+  std::uint64_t wcap;  // W capacity, bytes; the staging slots follow it
 
   PlanIn base() const {
     PlanIn pi;
@@ -75,15 +75,11 @@ struct Flat {
     pi.me = me;
     pi.root = r.root;
     pi.esz = esz;
-    pi.w = a.w;
-    pi.slot_bytes = a.slot_bytes;
-    pi.slots = a.slots;
+    pi.w = w;
     return pi;
   }
   hcomm_result_t plan(const PlanIn& pi) {
-    Plan p;
-    if (!f.build(pi, &p)) return HCOMM_E_NOT_SUPPORT;
-    return run_plan(comm, main, Members{0, 1, n}, p, a, r.dtype, r.redop);
+    return run_family(comm, main, f, Members{0, 1, n}, pi, wcap, r.dtype, r.redop);
   }
 
   hcomm_result_t vector_op() {  // AllReduce, Broadcast, Reduce
@@ -92,12 +88,12 @@ struct Flat {
     for (std::uint64_t c0 = 0; c0 < r.count; c0 += chunk) {
       const std::uint64_t m = std::min(chunk, r.count - c0), off = c0 * esz;
       settle_mesh(comm, main);
-      if (r.op != CollOp::Broadcast || root) copy_if(main, a.w, r.in + off, m * esz);
+      if (r.op != CollOp::Broadcast || root) copy_if(main, w, r.in + off, m * esz);
       PlanIn pi = base();
       pi.bytes = m * esz;
       if (hcomm_result_t rc = plan(pi); rc != HCOMM_SUCCESS) return rc;
       if (r.op == CollOp::AllReduce || (r.op == CollOp::Broadcast && !root) || (r.op == CollOp::Reduce && root))
-        copy_if(main, r.out + off, a.w, m * esz);
+        copy_if(main, r.out + off, w, m * esz);
     }
     return HCOMM_SUCCESS;
   }
@@ -128,19 +124,19 @@ struct Flat {
       const bool whole = !is_v(r) && c0 == 0 && per >= maxc;  // one chunk of uniform blocks: contiguous
       settle_mesh(comm, main);
       if (in_all) {
-        if (whole) copy_if(main, a.w, r.in, b.total());
-        else for (std::uint32_t j = 0; j < n; ++j) copy_if(main, a.w + b.off(j), r.in + (dsp(r, j) + c0) * esz, b.len(j));
+        if (whole) copy_if(main, w, r.in, b.total());
+        else for (std::uint32_t j = 0; j < n; ++j) copy_if(main, w + b.off(j), r.in + (dsp(r, j) + c0) * esz, b.len(j));
       } else if (r.op == CollOp::AllGather || r.op == CollOp::Gather) {
-        copy_if(main, a.w + b.off(me), r.in + c0 * esz, b.len(me));
+        copy_if(main, w + b.off(me), r.in + c0 * esz, b.len(me));
       }
       PlanIn pi = base();
       pi.blocks = b;
       if (hcomm_result_t rc = plan(pi); rc != HCOMM_SUCCESS) return rc;
       if (out_all) {
-        if (whole) copy_if(main, r.out, a.w, b.total());
-        else for (std::uint32_t j = 0; j < n; ++j) copy_if(main, r.out + (dsp(r, j) + c0) * esz, a.w + b.off(j), b.len(j));
+        if (whole) copy_if(main, r.out, w, b.total());
+        else for (std::uint32_t j = 0; j < n; ++j) copy_if(main, r.out + (dsp(r, j) + c0) * esz, w + b.off(j), b.len(j));
       } else if (r.op == CollOp::ReduceScatter || r.op == CollOp::Scatter) {
-        copy_if(main, r.out + c0 * esz, a.w + b.off(me), b.len(me));
+        copy_if(main, r.out + c0 * esz, w + b.off(me), b.len(me));
       }
     }
     return HCOMM_SUCCESS;
@@ -173,12 +169,8 @@ struct Flat {
 
 hcomm_result_t run_flat(hcomm_comm_t comm, hcomm_stream_t main, const CollReq& r, const Family& f, std::uint64_t esz) {
   hcomm_context_t ctx = comm->ctx;
-  Flat x{comm, main, r, f, comm->nranks, comm->rank, esz, Area{}, 0};
-  x.wcap = r.op == CollOp::AllToAll ? 0 : ctx->ccl_bytes / 2 / esz * esz;
-  x.a.w = ctx->ccl_addr;
-  x.a.stage = ctx->ccl_addr + x.wcap;
-  x.a.slots = f.slots;
-  x.a.slot_bytes = (ctx->ccl_bytes - x.wcap) / f.slots / esz * esz;
+  Flat x{comm, main, r, f, comm->nranks, comm->rank, esz, ctx->ccl_addr,
+         r.op == CollOp::AllToAll ? 0 : ctx->ccl_bytes / 2 / esz * esz};
   if (r.op == CollOp::AllToAll) return x.alltoall();
   return block_op(r.op) ? x.blocks_op() : x.vector_op();
 }
@@ -206,28 +198,21 @@ void mesh_block_op(hcomm_comm_t comm, const ServerGroups& g, const CollReq& r, s
   }
 }
 
-// The level-1 phase of a hierarchical block operation: the family's plan for `op` over my rail
-// (S members of S blocks of m elements at W), staging in the collective buffer's second half.
-hcomm_result_t rail_blocks(hcomm_comm_t comm, const ServerGroups& g, const Family& f, CollOp op, std::uint64_t w,
-                           std::uint64_t m, std::uint64_t esz, const CollReq& r, hcomm_stream_t main) {
-  hcomm_context_t ctx = comm->ctx;
-  Area a;
-  a.w = w;
-  a.slots = f.slots;
-  a.stage = ctx->ccl_addr + ctx->ccl_bytes / 2;
-  a.slot_bytes = ctx->ccl_bytes / 2 / f.slots / esz * esz;
+// A plan of family `f` for `op` among `mem` (me = my member index) on W = `w` with `blocks` or
+// `bytes`, staging in the collective buffer's second half.
+hcomm_result_t group_plan(hcomm_comm_t comm, const Family& f, CollOp op, const Members& mem, std::uint32_t me,
+                          std::uint32_t root, std::uint64_t w, const Blocks& blocks, std::uint64_t bytes, std::uint64_t esz,
+                          const CollReq& r, hcomm_stream_t main) {
   PlanIn pi;
   pi.op = op;
-  pi.n = g.servers;
-  pi.me = g.first / g.size;
+  pi.n = mem.n;
+  pi.me = me;
+  pi.root = root;
   pi.esz = esz;
   pi.w = w;
-  pi.blocks = Blocks{g.servers, esz, m, nullptr, nullptr};
-  pi.slot_bytes = a.slot_bytes;
-  pi.slots = a.slots;
-  Plan p;
-  if (!f.build(pi, &p)) return HCOMM_E_NOT_SUPPORT;
-  return run_plan(comm, main, Members{g.index, g.size, g.servers}, p, a, r.dtype, r.redop);
+  pi.bytes = bytes;
+  pi.blocks = blocks;
+  return run_family(comm, main, f, mem, pi, comm->ctx->ccl_bytes / 2, r.dtype, r.redop);
 }
 
 // Hierarchical all-gather (docs/algorithms/README.md#compositions): level 1 first — the ranks of
@@ -246,7 +231,7 @@ hcomm_result_t hier_allgather(hcomm_comm_t comm, const ServerGroups& g, const Fa
     const std::uint64_t G = ctx->ccl_addr;
     settle_mesh(comm, main);
     copy_if(main, G + l * rb + me * m * esz, r.in + c0 * esz, m * esz);
-    if (hcomm_result_t rc = rail_blocks(comm, g, f, CollOp::AllGather, G + l * rb, m, esz, r, main); rc != HCOMM_SUCCESS)
+    if (hcomm_result_t rc = group_plan(comm, f, CollOp::AllGather, Members{l, L, S}, me, 0, G + l * rb, Blocks{S, esz, m, nullptr, nullptr}, 0, esz, r, main); rc != HCOMM_SUCCESS)
       return rc;
     for (std::uint32_t q = 0; q < L; ++q) {
       c.len[q] = rb;
@@ -287,38 +272,11 @@ hcomm_result_t hier_reduce_scatter(hcomm_comm_t comm, const ServerGroups& g, con
       c.out[q] = X;
     }
     mesh_reduce_scatter(comm, g, c, r.dtype, r.redop, main, false);
-    if (hcomm_result_t rc = rail_blocks(comm, g, f, CollOp::ReduceScatter, X, m, esz, r, main); rc != HCOMM_SUCCESS)
+    if (hcomm_result_t rc = group_plan(comm, f, CollOp::ReduceScatter, Members{g.index, L, S}, me, 0, X, Blocks{S, esz, m, nullptr, nullptr}, 0, esz, r, main); rc != HCOMM_SUCCESS)
       return rc;
     copy_if(main, r.out + c0 * esz, X + me * m * esz, m * esz);
   }
   return HCOMM_SUCCESS;
-}
-
-// A plan of family `f` for `op` among `mem` (me = my member index) on W = `w` with `blocks` or
-// `bytes`, staging in the collective buffer's second half.
-hcomm_result_t group_plan(hcomm_comm_t comm, const Family& f, CollOp op, const Members& mem, std::uint32_t me,
-                          std::uint32_t root, std::uint64_t w, const Blocks& blocks, std::uint64_t bytes, std::uint64_t esz,
-                          const CollReq& r, hcomm_stream_t main) {
-  hcomm_context_t ctx = comm->ctx;
-  Area a;
-  a.w = w;
-  a.slots = f.slots;
-  a.stage = ctx->ccl_addr + ctx->ccl_bytes / 2;
-  a.slot_bytes = ctx->ccl_bytes / 2 / f.slots / esz * esz;
-  PlanIn pi;
-  pi.op = op;
-  pi.n = mem.n;
-  pi.me = me;
-  pi.root = root;
-  pi.esz = esz;
-  pi.w = w;
-  pi.bytes = bytes;
-  pi.blocks = blocks;
-  pi.slot_bytes = a.slot_bytes;
-  pi.slots = a.slots;
-  Plan p;
-  if (!f.build(pi, &p)) return HCOMM_E_NOT_SUPPORT;
-  return run_plan(comm, main, mem, p, a, r.dtype, r.redop);
 }
 
 // Hierarchical broadcast (docs/algorithms/README.md#compositions): the root scatters its vector's
