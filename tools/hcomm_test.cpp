@@ -51,6 +51,7 @@ const char* kUsage =
     "  --algo SPEC      force the algorithm (the communicator's config.algo, HCOMM_ALGO syntax):\n"
     "                   \"level0:NA;level1:NHR\", per operation \"allgather=level0:NA;level1:NB\", or one\n"
     "                   family for both levels: NA ring H-D_R NHR NB DOUBLE_TREE pairwise star mesh\n"
+    "                   pipeline\n"
     "  --max-memory SIZE  refuse (exit 2) when the checked run needs more host memory (default: MemAvailable)\n"
     "  -h, --help       this text\n"
     "The collective buffer is 512 MiB per rank unless HCOMM_BUFFSIZE_MB or HCCL_BUFFSIZE says otherwise\n"

@@ -52,6 +52,16 @@ out=$("$T" allreduce -b 64K -e 64K -n 1 -w 0 2>&1)
 if echo "$out" | awk '/^[0-9]+ /{ n++; want = $3 * 14 / 8; d = $5 - want; if (d < 0) d = -d; if (d > 1e-4 + 1e-6 * want) bad++ }
                        END { exit (n == 1 && !bad) ? 0 : 1 }'; then echo "ok   allreduce-busbw"; pass=$((pass + 1))
 else echo "FAIL allreduce-busbw"; echo "$out" | tail -6 | sed 's/^/    /'; fail=$((fail + 1)); fi
+# The pipeline (docs/algorithms/pipeline.md): real bytes checked on two servers, and the all-gather's
+# time on a2-pod-16 (flow tier, 64 MiB) between its closed form — 15 RoCE blocks of 512 KiB (wire
+# bytes) + one HCCS block = 337.8 us — and the measured 742.6 us + 15 %.
+for op in allreduce allgather reducescatter; do
+  check "pipeline-$op" 0 "^1048576 .* success .* pipeline$" -- "$T" $op -b 1M -e 1M -n 1 -w 0 -d int32 --algo pipeline --topology "$SRC/topologies/a2-2node.json"
+done
+out=$("$T" allgather -b 64M -e 64M -n 1 -w 0 -c 0 --algo pipeline --fidelity flow --topology "$SRC/topologies/a2-pod-16.json" 2>&1)
+if echo "$out" | awk '/^67108864 /{ n++; if ($2 < 337.8 || $2 > 855 || $NF != "pipeline") bad++ } END { exit (n == 1 && !bad) ? 0 : 1 }'
+then echo "ok   pipeline-allgather-time"; pass=$((pass + 1))
+else echo "FAIL pipeline-allgather-time"; echo "$out" | tail -3 | sed 's/^/    /'; fail=$((fail + 1)); fi
 check bad-topology 2 "cannot open file" -- "$T" allreduce --topology /nonexistent.json
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ]

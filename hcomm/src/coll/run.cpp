@@ -67,6 +67,7 @@ struct Flat {
   std::uint64_t esz;
   std::uint64_t w;     // W: the collective buffer's start
   std::uint64_t wcap;  // W capacity, bytes; the staging slots follow it
+  std::uint32_t local = 1;  // ranks per server (the pipeline's PlanIn::local)
 
   PlanIn base() const {
     PlanIn pi;
@@ -76,6 +77,7 @@ struct Flat {
     pi.root = r.root;
     pi.esz = esz;
     pi.w = w;
+    pi.local = local;
     return pi;
   }
   hcomm_result_t plan(const PlanIn& pi) {
@@ -167,10 +169,11 @@ struct Flat {
   }
 };
 
-hcomm_result_t run_flat(hcomm_comm_t comm, hcomm_stream_t main, const CollReq& r, const Family& f, std::uint64_t esz) {
+hcomm_result_t run_flat(hcomm_comm_t comm, hcomm_stream_t main, const CollReq& r, const Family& f, std::uint64_t esz,
+                        std::uint32_t local) {
   hcomm_context_t ctx = comm->ctx;
   Flat x{comm, main, r, f, comm->nranks, comm->rank, esz, ctx->ccl_addr,
-         r.op == CollOp::AllToAll ? 0 : ctx->ccl_bytes / 2 / esz * esz};
+         r.op == CollOp::AllToAll ? 0 : ctx->ccl_bytes / 2 / esz * esz, local};
   if (r.op == CollOp::AllToAll) return x.alltoall();
   return block_op(r.op) ? x.blocks_op() : x.vector_op();
 }
@@ -398,7 +401,7 @@ hcomm_result_t run_collective(hcomm_comm_t comm, hcomm_stream_t main, const Coll
       else if (r.op == CollOp::Broadcast || r.op == CollOp::Reduce) rc = hier_rooted(comm, g, *c.family, r, esz, main);
       else rc = allreduce_hierarchical(comm, g, *c.family, r.in, r.out, r.count, r.dtype, r.redop, main);
       break;
-    case Choice::Flat: rc = run_flat(comm, main, r, *c.family, esz); break;
+    case Choice::Flat: rc = run_flat(comm, main, r, *c.family, esz, c.family == &kPipeline ? shape.local : 1); break;
   }
   if (rc != HCOMM_SUCCESS) return rc;
   op_end(main, mk);
