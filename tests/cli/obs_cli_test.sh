@@ -69,5 +69,46 @@ n=$(grep -c '<rect x=' a910.svg)
 # Several servers keep the aggregated view: one node per server.
 expect topo-dot-two-servers 0 'n0 -- n2 \[label="8 x roce' -- "$HCSIM" topo "$SRC/topologies/a2-2node.json" --dot
 
+# ---- the wrong kind of file: named as such, exit 2, nothing else reported ----
+wrong() {  # wrong NAME PATTERN -- command...
+  local name=$1 pattern=$2
+  shift 3
+  "$@" > wk.out 2> wk.err
+  local rc=$?
+  if [ "$rc" -eq 2 ] && grep -qE -- "$pattern" wk.err && [ "$(wc -l < wk.err)" -eq 1 ] && ! grep -q "unknown key" wk.err; then ok "$name"
+  else bad "$name: exit $rc" wk.out wk.err; fi
+}
+wrong run-topology "atlas800t-a2.json: /: is a topology, not a scenario: pass it to hcsim topo / hcsim validate" -- \
+  "$HCSIM" run "$SRC/topologies/atlas800t-a2.json" --no-trace
+wrong topo-scenario "quickstart.json: /: is a scenario, not a topology: pass it to hcsim run / hcsim validate" -- \
+  "$HCSIM" topo "$SRC/scenarios/quickstart.json"
+wrong topo-ranktable "ranktable-2node.json: /: is an Ascend rank table, not a topology" -- "$HCSIM" topo "$FX/ranktable-2node.json"
+wrong validate-ranktable "ranktable-2node.json: /: is an Ascend rank table, not a topology" -- "$HCSIM" validate "$FX/ranktable-2node.json"
+# A scenario named in a scenario's topology slot; a scenario with a mistyped format is still a scenario.
+printf '{"format":"hcsim-scenario","version":1,"name":"s","topology":"%s","workload":[{"op":"barrier"}]}' "$SRC/scenarios/quickstart.json" > slot.json
+expect topology-slot-scenario 2 "quickstart.json: /: is a scenario, not a topology" -- "$HCSIM" validate slot.json
+printf '{"format":"hcsim-scenari","version":1,"name":"s","topology":"%s","workload":[{"op":"barrier"}]}' "$SRC/topologies/atlas800t-a2.json" > typo.json
+expect validate-format-typo 2 'typo.json: /format: expected "hcsim-scenario"' -- "$HCSIM" validate typo.json
+
+# ---- every problem in one pass: fields and references together, each with file and pointer ----
+cat > onepass.json <<JSON
+{"format":"hcsim-scenario","version":1,"name":"p","topology":"$SRC/topologies/atlas800t-a2.json",
+ "workload":[{"op":"allreduce","bytes":"1MiB","dtype":"fp33"},{"op":"incast","bytes":"1MiB","root":8}],
+ "faults":[{"type":"lane_degrade","at":"1us","a":"server0/npu0","b":"server0/npu9","lanes":9},
+           {"type":"rank_crash","at":"1us","rank":8}]}
+JSON
+"$HCSIM" validate onepass.json > op.out 2> op.err
+rc=$? missing=""
+for w in '/workload/0/dtype: unknown dtype "fp33"' '/workload/1/root: rank 8 does not exist' \
+         '/faults/0/lanes: lanes 9 out of range \[1, 8\]' '/faults/0/b: no NPU named "server0/npu9"' '/faults/1/rank: rank 8 does not exist'; do
+  grep -qE "^onepass.json: $w" op.err || missing="$missing /$w/"
+done
+[ "$rc" -eq 2 ] && [ -z "$missing" ] && ok "validate-one-pass" || bad "validate-one-pass: exit $rc, lacks$missing" op.err
+for lanes in 0 9 64; do
+  printf '{"format":"hcsim-scenario","version":1,"name":"l","topology":"%s","workload":[{"op":"allreduce","bytes":"1MiB"}],"faults":[{"type":"lane_degrade","at":"1us","a":"server0/npu0","b":"server0/npu1","lanes":%s}]}' \
+    "$SRC/topologies/atlas800t-a2.json" "$lanes" > lanes.json
+  expect "lane-degrade-$lanes" 2 "lanes.json: /faults/0/lanes: lanes $lanes out of range \[1, 8\]" -- "$HCSIM" run lanes.json --no-trace
+done
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
