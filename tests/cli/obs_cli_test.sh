@@ -110,5 +110,40 @@ for lanes in 0 9 64; do
   expect "lane-degrade-$lanes" 2 "lanes.json: /faults/0/lanes: lanes $lanes out of range \[1, 8\]" -- "$HCSIM" run lanes.json --no-trace
 done
 
+# ---- HCOMM_DEBUG=3: one decision line per collective, naming what the operations table records ----
+# Two layouts and both ways of choosing: automatic across two servers (mesh+<family>), forced by
+# HCOMM_ALGO on one server (flat ring).
+decision_run() {  # NAME TOPOLOGY ENV_JSON
+  printf '{"format":"hcsim-scenario","version":1,"name":"%s","topology":"%s","payload":"timing","hcomm_env":%s,"workload":[{"op":"allreduce","bytes":"64MiB","repeat":2},{"op":"allreduce","bytes":"4KiB","dtype":"int32","reduce":"max"}]}' \
+    "$1" "$SRC/topologies/$2.json" "$3" > "$1.json"
+  "$HCSIM" run "$1.json" --db "$1.db" > "$1.out" 2> "$1.err"
+}
+for c in "dbg-auto a2-2node auto 48" "dbg-forced atlas800t-a2 HCOMM_ALGO 24"; do
+  read -r name topo by ops <<< "$c"
+  env='{"HCOMM_DEBUG":"3"}'
+  [ "$by" = HCOMM_ALGO ] && env='{"HCOMM_DEBUG":"3","HCOMM_ALGO":"level0:ring;level1:ring"}'
+  decision_run "$name" "$topo" "$env"
+  rc=$?
+  lines=$(grep -cE '\[HCOMM_DBG\] HCOMM\(rank [0-9]+\) allreduce seq=[0-9]+ count=[0-9]+ dtype=(fp32|int32) op=(sum|max): algorithm [^ ]+ \(level[01]:[^;]+; chosen by '"$by"', est [0-9.]+ us(; runner-up [^ ]+ [0-9.]+ us)?\), chunks=[0-9]+ of [0-9]+ MiB, staging slots=[0-9]+$' "$name.err")
+  [ "$rc" -eq 0 ] && [ "$lines" -eq "$ops" ] && ok "decision-lines-stderr-$name ($lines)" || bad "decision-lines-stderr-$name: exit $rc, $lines of $ops lines" "$name.err"
+  if command -v sqlite3 > /dev/null; then
+    # Every operation row has exactly one decision line of its rank and seq naming its algorithm,
+    # and there are no other decision lines.
+    q="SELECT (SELECT COUNT(*) FROM operations),
+              (SELECT COUNT(*) FROM operations o WHERE (SELECT COUNT(*) FROM logs l WHERE l.rank = o.rank AND l.level = 3 AND
+                 l.message LIKE '[HCOMM_DBG] HCOMM(rank ' || o.rank || ') ' || o.kind || ' seq=' || o.seq || ' %: algorithm ' || o.algorithm || ' (%chosen by ' || o.chosen_by || ',%') = 1),
+              (SELECT COUNT(*) FROM logs WHERE message LIKE '%] HCOMM(rank %'),
+              (SELECT GROUP_CONCAT(DISTINCT algorithm) FROM operations)"
+    IFS='|' read -r total matched all algos <<< "$(sqlite3 "$name.db" "$q")"
+    [ "$total" -eq "$ops" ] && [ "$matched" -eq "$ops" ] && [ "$all" -eq "$ops" ] && ok "decision-lines-trace-$name ($algos)" ||
+      bad "decision-lines-trace-$name: operations $total, matched $matched, decision lines $all (algorithms $algos)" "$name.err"
+  fi
+done
+grep -q 'algorithm ring (level0:ring over all 8 ranks; chosen by HCOMM_ALGO' dbg-forced.err && ok "decision-forced-ring" || bad "decision-forced-ring" dbg-forced.err
+# HCOMM_DEBUG=2 keeps its one-line summary and has no decision lines.
+decision_run dbg2 atlas800t-a2 '{"HCOMM_DEBUG":"2"}'
+if ! grep -q 'HCOMM(rank' dbg2.err && [ "$(grep -c '\[HCOMM_INFO\] Rank[0-9]* allreduce seq' dbg2.err)" -eq 24 ]; then ok "decision-level-2"
+else bad "decision-level-2" dbg2.err; fi
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
