@@ -145,5 +145,43 @@ decision_run dbg2 atlas800t-a2 '{"HCOMM_DEBUG":"2"}'
 if ! grep -q 'HCOMM(rank' dbg2.err && [ "$(grep -c '\[HCOMM_INFO\] Rank[0-9]* allreduce seq' dbg2.err)" -eq 24 ]; then ok "decision-level-2"
 else bad "decision-level-2" dbg2.err; fi
 
+# ---- hcsim run: progress on stderr and --top; stdout and the trace are the same run ----
+SC=$SRC/scenarios/dcqcn-incast.json  # about 33k fabric events per 0.3 s of wall time here: several reports at --refresh 0.01
+strip_wall() { grep -vE ' s wall$|^hcsim: trace database ' "$1"; }  # what differs: the wall time, the file name
+"$HCSIM" run "$SC" --db plain.db -q > plain.out 2> plain.err; rc0=$?
+"$HCSIM" run "$SC" --db prog.db --progress --refresh 0.01 > prog.out 2> prog.err; rc1=$?
+"$HCSIM" run "$SC" --db top.db --top --refresh 0.01 -q > top.out 2> top.err; rc2=$?
+n=$(grep -cE '^hcsim: [0-9]+\.[0-9] s \| sim [0-9.]+ (us|ms|s) \| ops [0-9]+/1 \(slowest rank; fastest [0-9]+\) \| [0-9.]+ (k|M)?( )?events/s$' prog.err)
+[ "$rc0" -eq 0 ] && [ "$rc1" -eq 0 ] && [ "$n" -ge 2 ] && ok "progress-lines ($n)" || bad "progress-lines: exit $rc0/$rc1, $n lines" prog.err
+[ ! -s plain.err ] && ok "progress-quiet-not-a-terminal" || bad "progress-quiet-not-a-terminal: -q without a terminal printed" plain.err
+"$HCSIM" run "$SC" --no-trace -q --progress --refresh 0.01 > /dev/null 2> qp.err
+[ ! -s qp.err ] && ok "progress-q-silences" || bad "progress-q-silences" qp.err
+"$HCSIM" run "$SC" --no-trace --refresh 0.01 > /dev/null 2> np.err
+! grep -q ' events/s$' np.err && ok "progress-off-without-terminal" || bad "progress-off-without-terminal" np.err
+blocks=$(grep -c '^hcsim top: dcqcn-incast | wall ' top.err)
+if [ "$rc2" -eq 0 ] && [ "$blocks" -ge 2 ] && grep -qE '^ops done per rank \(of 1\): min [0-9]+  median [0-9]+  max [0-9]+  \(16 ranks\)$' top.err &&
+   grep -q '^busiest links so far' top.err && grep -qE '^  leaf0/[0-9]+ +[0-9.]+ ' top.err &&
+   grep -qE '^errors: drops [0-9]+  ECN marks [1-9][0-9]*  PFC pauses 0  retransmits [0-9]+' top.err && ! grep -q $'\033' top.err; then
+  ok "top-plain-blocks ($blocks)"
+else bad "top-plain-blocks: exit $rc2, $blocks blocks" top.err; fi
+same=1
+for o in prog.out top.out; do [ "$(strip_wall plain.out)" = "$(strip_wall $o)" ] || same=0; done
+[ "$same" -eq 1 ] && ok "live-view-stdout-unchanged" || { diff plain.out prog.out > d.txt; diff plain.out top.out >> d.txt; bad "live-view-stdout-unchanged" d.txt; }
+if command -v sqlite3 > /dev/null; then
+  q="SELECT * FROM operations; SELECT * FROM link_counters; SELECT * FROM port_counters; SELECT * FROM logs; SELECT * FROM counters; SELECT * FROM summary; SELECT sim_end_ns FROM run;"
+  a=$(sqlite3 plain.db "$q"); b=$(sqlite3 prog.db "$q"); c=$(sqlite3 top.db "$q")
+  [ -n "$a" ] && [ "$a" = "$b" ] && [ "$a" = "$c" ] && ok "live-view-trace-unchanged" || bad "live-view-trace-unchanged"
+fi
+# On a terminal (script(1) gives the run a pseudo-terminal): the progress line is rewritten in
+# place and erased at the end; --top clears the screen before each view.
+if command -v script > /dev/null; then
+  script -qec "$HCSIM run $SC --no-trace --refresh 0.01" /dev/null > tty.txt 2>&1
+  if grep -q $'\r\033\[Khcsim: [0-9.]* s | sim' tty.txt && [ "$(grep -c ' events/s' tty.txt)" -le 1 ] && grep -q 'PASS' tty.txt; then ok "progress-terminal"
+  else bad "progress-terminal" tty.txt; fi
+  script -qec "$HCSIM run $SC --no-trace --top --refresh 0.01 -q" /dev/null > ttytop.txt 2>&1
+  grep -q $'\033\[H\033\[2Jhcsim top: ' ttytop.txt && ok "top-terminal" || bad "top-terminal" ttytop.txt
+fi
+expect refresh-bad 2 '--refresh: expected seconds from 0.01 to 3600, got "0"' -- "$HCSIM" run "$SC" --refresh 0
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -48,6 +48,10 @@ void ScScheduler::run() {
     r.h->on_event(r.a, r.b);
   }
   in_run_ = false;
+  if (processed_ >= next_poll_) {  // ~0 unless a live view asked for it
+    next_poll_ = processed_ + poll_every_;
+    poll_();
+  }
   arm();
 }
 
