@@ -69,13 +69,16 @@ void log_decision(hcomm_comm_t comm, const CollReq& r, const OpInfo& info, const
   static const char* const dtypes[] = {"int8", "int16", "int32", "fp16", "fp32", "int64", "?", "?", "?", "?", "fp64", "bf16"};
   static const char* const redops[] = {"sum", "prod", "max", "min"};
   const bool reduces = r.op == CollOp::AllReduce || r.op == CollOp::ReduceScatter || r.op == CollOp::Reduce;
-  const std::uint64_t ccl = comm->ctx->ccl_bytes, area = c.kind == Choice::Mesh ? ccl : ccl / 2;
+  // All-to-all plans move blocks from input to output directly: no work area, one pass, staging
+  // slots over the whole buffer.
+  const bool a2a = r.op == CollOp::AllToAll;
+  const std::uint64_t ccl = comm->ctx->ccl_bytes, area = a2a ? 0 : c.kind == Choice::Mesh ? ccl : ccl / 2;
   std::uint64_t per_pass = area;  // data bytes one pass through the work area moves
   const std::uint64_t n = comm->nranks;
   if (c.kind == Choice::Hier && r.op == CollOp::AllGather) per_pass = area / (n * esz) * esz * n;
   else if (c.kind == Choice::Hier && r.op == CollOp::ReduceScatter) per_pass = area / ((n + servers) * esz) * esz * n;
   const std::uint64_t data = block_op(r.op) && c.kind == Choice::Mesh ? r.count * esz * n : info.bytes;
-  const std::uint64_t chunks = per_pass ? std::max<std::uint64_t>(1, (data + per_pass - 1) / per_pass) : 0;
+  const std::uint64_t chunks = a2a ? 1 : per_pass ? std::max<std::uint64_t>(1, (data + per_pass - 1) / per_pass) : 0;
   std::string levels;
   if (c.kind == Choice::Mesh) levels = "level0:mesh";
   else if (c.kind == Choice::Hier) levels = std::string("level0:mesh level1:") + c.family->name;
