@@ -181,6 +181,8 @@ if command -v script > /dev/null; then
   script -qec "$HCSIM run $SC --no-trace --top --refresh 0.01 -q" /dev/null > ttytop.txt 2>&1
   grep -q $'\033\[H\033\[2Jhcsim top: ' ttytop.txt && ok "top-terminal" || bad "top-terminal" ttytop.txt
 fi
+expect run-help-live 0 "--refresh SECONDS +wall time between progress / --top reports" -- "$HCSIM" run --help
+expect run-help-top 0 "--top +a live view on stderr" -- "$HCSIM" run --help
 expect refresh-bad 2 '--refresh: expected seconds from 0.01 to 3600, got "0"' -- "$HCSIM" run "$SC" --refresh 0
 
 echo "$pass passed, $fail failed"
