@@ -74,18 +74,18 @@ std::string top_block(const sim::LiveSnapshot& s, const std::string& title) {
   for (const auto& l : s.links) w = std::max(w, l.name.size());
   for (const auto& p : s.ports) w = std::max(w, p.name.size());
   const int wi = static_cast<int>(w);
-  std::snprintf(b, sizeof b, "busiest links so far %*s %5s %7s %12s\n", wi - 20, "", "type", "busy", "bytes");
+  std::snprintf(b, sizeof b, "busiest links so far%*s %5s %7s %12s\n", wi - 18, "", "type", "busy", "bytes");
   t += b;
   if (s.links.empty()) t += "  (none has carried data yet)\n";
   for (const auto& l : s.links) {
-    std::snprintf(b, sizeof b, "  %-*s %5s %6.1f%% %12s\n", wi - 1, l.name.c_str(), l.kind, 100 * l.busy, bytes(l.bytes).c_str());
+    std::snprintf(b, sizeof b, "  %-*s %5s %6.1f%% %12s\n", wi, l.name.c_str(), l.kind, 100 * l.busy, bytes(l.bytes).c_str());
     t += b;
   }
-  std::snprintf(b, sizeof b, "busiest ports so far %*s %8s %12s %7s %7s %7s\n", wi - 20, "", "GB/s", "bytes", "drops", "ECN", "PFC");
+  std::snprintf(b, sizeof b, "busiest ports so far%*s %8s %12s %7s %7s %7s\n", wi - 18, "", "GB/s", "bytes", "drops", "ECN", "PFC");
   t += b;
   if (s.ports.empty()) t += "  (no RoCE port has carried traffic yet)\n";
   for (const auto& p : s.ports) {
-    std::snprintf(b, sizeof b, "  %-*s %8.2f %12s %7llu %7llu %7llu\n", wi - 1, p.name.c_str(), p.gbps, bytes(p.tx_bytes).c_str(),
+    std::snprintf(b, sizeof b, "  %-*s %8.2f %12s %7llu %7llu %7llu\n", wi, p.name.c_str(), p.gbps, bytes(p.tx_bytes).c_str(),
                   static_cast<unsigned long long>(p.drops), static_cast<unsigned long long>(p.ecn_marked),
                   static_cast<unsigned long long>(p.pause_sent));
     t += b;

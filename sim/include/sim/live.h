@@ -13,7 +13,7 @@
 namespace sim {
 
 struct LiveLink {
-  std::string name;        ///< "server0/npu0 -> server0/npu1" (one direction)
+  std::string name;        ///< the link and the direction: "server0/hccs0-1 npu0->npu1", "server0/npu3/host host->npu3"
   const char* kind = "";   ///< "hccs", "pcie"
   double busy = 0;         ///< fraction of the simulated time so far the direction was busy (0..1)
   std::uint64_t bytes = 0;

@@ -34,15 +34,22 @@ LiveSnapshot LiveMonitor::snapshot(double wall_s) {
   const double now = static_cast<double>(std::max<std::uint64_t>(1, s.sim_ps));
   const models::Machine& m = c_.machine();
   const auto& ports = m.ports();
+  // A link end by its short name: "npu3", "host", "switch" (a PCIe switch).
+  auto end = [&](std::uint32_t e) -> std::string {
+    if (e == models::kHost) return "host";
+    if (e < m.npu_count()) {
+      const std::string& n = m.npu_name(e);
+      return n.substr(n.rfind('/') + 1);
+    }
+    return "switch";
+  };
   for (const auto& l : m.links()) {
+    if (l.kind != models::LinkKind::Hccs && l.kind != models::LinkKind::Pcie) continue;  // not HBM
     for (int dir = 0; dir < 2; ++dir) {
       const models::Port& p = ports[dir == 0 ? l.port_ab : l.port_ba];
       if (p.bytes == 0) continue;
       LiveLink x;
-      const auto k = l.name.find("<->");
-      x.name = k == std::string::npos ? l.name + (dir ? " (b->a)" : " (a->b)")
-                                      : dir == 0 ? l.name.substr(0, k) + " -> " + l.name.substr(k + 3)
-                                                 : l.name.substr(k + 3) + " -> " + l.name.substr(0, k);
+      x.name = l.name + " " + (dir == 0 ? end(l.a) + "->" + end(l.b) : end(l.b) + "->" + end(l.a));
       x.kind = models::link_kind_name(l.kind);
       x.busy = std::min(1.0, static_cast<double>(p.busy_ps) / now);
       x.bytes = p.bytes;
