@@ -35,6 +35,11 @@ check uneven-alltoallv 0 "^8 .* success" -- "$T" alltoallv -b 8 -e 8 -d int8 -n 
 check banner 0 "collective buffer: 512 MiB per rank" -- "$T" broadcast -b 8K -e 8K -n 1 -w 0 -r 7
 check banner-ranks 0 "ranks: 2 server\(s\) x 8 NPU\(s\) = 16" -- "$T" allgather -b 8K -e 8K -n 1 -w 0 --topology "$SRC/topologies/a2-2node.json"
 check hccl-buffsize 0 "collective buffer: 64 MiB per rank \(HCCL_BUFFSIZE\)" -- env HCCL_BUFFSIZE=64 "$T" allreduce -b 8K -e 8K -n 1 -w 0
+# The library's own knob too (the banner states the buffer in use and where it came from).
+check hcomm-buffsize 0 "collective buffer: 64 MiB per rank \(HCOMM_BUFFSIZE_MB\)" -- env HCOMM_BUFFSIZE_MB=64 "$T" allreduce -b 8K -e 8K -n 1 -w 0
+# A scenario given as the topology is named as the wrong kind of file (exit 2).
+check topology-is-scenario 2 "quickstart.json: /: is a scenario, not a topology: pass it to hcsim run / hcsim validate" -- \
+  "$T" allreduce -b 8K -e 8K -n 1 -w 0 --topology "$SRC/scenarios/quickstart.json"
 check root-range 2 "-r 8 is out of range: the run has 8 ranks" -- "$T" broadcast -r 8
 check algo-bogus 2 "bad --algo \"bogus\".*allowed: NA, ring" -- "$T" allgather --algo bogus
 check algo-level 2 "unknown level" -- "$T" allgather --algo "level7:ring"

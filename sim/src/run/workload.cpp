@@ -43,6 +43,7 @@ void Cluster::rank_main(std::uint32_t r) {
     depart(r);
     return;
   }
+  std::uint64_t started = 0;  // operations begun: the ones before the current are done (live.h)
   for (std::uint32_t s = 0; s < sc_.workload.size(); ++s) {
     const WorkloadStep& w = sc_.workload[s];
     const std::size_t esz = models::dtype_size(w.dtype);
@@ -58,6 +59,7 @@ void Cluster::rank_main(std::uint32_t r) {
     if (!host) { failures.push_back({FailureKind::HostMemory, "rank " + std::to_string(r) + ": out of host memory"}); break; }
     for (std::uint32_t rep = 0; rep < w.repeat; ++rep) {
       driver_->set_phase(r, s, rep);
+      ops_done_[r] = started++;
       PayloadKey key{sc_.seed, s, rep};
       if (w.op == "h2d" || w.op == "d2h") {
         if (!host_copy(r, w, s, rep, st, in, host.get(), real)) goto out;
