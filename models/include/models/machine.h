@@ -217,7 +217,7 @@ class Machine final : public EventHandler, public NetworkListener {
   Network* net_ = nullptr;
   std::vector<std::uint32_t> nic_node_;
   std::vector<MrTable> mrs_;  // per NPU
-  std::unordered_map<std::uint64_t, std::uint32_t, QpKeyHash> qp_of_;  // (src 24 b, dst 24 b, index 16 b) -> QP; lookups only
+  std::vector<std::vector<std::pair<std::uint64_t, std::uint32_t>>> qp_of_;  // per source NPU: (dst << 16 | stripe) -> QP, sorted
   std::vector<RdmaOp> rdmas_;
   std::vector<std::uint32_t> free_rdmas_;
   std::uint64_t rdma_access_errors_ = 0;

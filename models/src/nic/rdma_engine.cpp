@@ -15,13 +15,17 @@ void Machine::attach_network(Network* net, std::vector<std::uint32_t> nic_node) 
 }
 
 std::uint32_t Machine::qp_for(std::uint32_t src, std::uint32_t dst, std::uint32_t index) {
-  const std::uint64_t key = (static_cast<std::uint64_t>(src) << 40) | (static_cast<std::uint64_t>(dst) << 16) | (index & 0xffff);
-  auto it = qp_of_.find(key);
-  if (it != qp_of_.end()) return it->second;
+  // Per source NPU, a sorted array of (target, stripe) -> QP: a few hundred entries at most, so a
+  // lookup stays in the source's own cache lines (one global hash table missed cache at scale).
+  if (qp_of_.size() <= src) qp_of_.resize(npus_.size() > src ? npus_.size() : src + 1);
+  auto& tab = qp_of_[src];
+  const std::uint64_t key = (static_cast<std::uint64_t>(dst) << 16) | (index & 0xffff);
+  auto it = std::lower_bound(tab.begin(), tab.end(), key, [](const auto& e, std::uint64_t k) { return e.first < k; });
+  if (it != tab.end() && it->first == key) return it->second;
   // Each QP gets its own UDP source port, so ECMP spreads QPs over paths (RoCE v2).
   auto sport = static_cast<std::uint16_t>(49152 + ((src * 2654435761u) ^ (dst * 40503u) ^ (index * 2246822519u)) % 16384);
   std::uint32_t qp = net_->create_qp(nic_node_[src], nic_node_[dst], sport);
-  qp_of_.emplace(key, qp);
+  tab.insert(it, {key, qp});
   return qp;
 }
 

@@ -75,8 +75,7 @@ void Machine::event_wait_task(std::uint32_t s, const Task& t) {
 
 int Machine::bind_notify(std::uint32_t npu, std::uint64_t key) {
   NpuState& n = npus_[npu];
-  auto it = n.nkey.find(key);
-  if (it != n.nkey.end()) return static_cast<int>(it->second);
+  if (const std::int64_t b = n.nkey.find(key); b >= 0) return static_cast<int>(b);
   std::uint32_t r;
   if (!n.nfree.empty()) { r = n.nfree.back(); n.nfree.pop_back(); }
   else if (n.nregs.size() < n.params.notify_regs) { r = static_cast<std::uint32_t>(n.nregs.size()); n.nregs.emplace_back(); }
@@ -100,15 +99,14 @@ void Machine::notify_release(std::uint32_t npu, std::uint32_t r) {
 
 int Machine::notify_index(std::uint32_t npu, std::uint64_t key) const {
   if (npu >= npus_.size()) return -1;
-  auto it = npus_[npu].nkey.find(key);
-  return it == npus_[npu].nkey.end() ? -1 : static_cast<int>(it->second);
+  return static_cast<int>(npus_[npu].nkey.find(key));
 }
 
 void Machine::notify_deliver(std::uint32_t npu, std::uint32_t r) {
   NotifyReg& n = npus_[npu].nregs[r];
   if (!n.waiters.empty()) {
     std::uint32_t s = n.waiters.front();
-    n.waiters.pop_front();
+    n.waiters.erase(n.waiters.begin());
     notify_release(npu, r);
     complete(s);
   } else {

@@ -1,6 +1,7 @@
 // The state of one NPU and of its streams (docs/models/npu.md): notify and event registers, the
 // register file, SDMA channel occupancy, and where its links attach. Owned by the Machine.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <deque>
 #include <map>
@@ -24,7 +25,31 @@ struct NotifyReg {
   std::uint64_t key = 0;
   bool bound = false;
   std::int64_t count = 0;
-  std::deque<std::uint32_t> waiters;  // streams parked in NotifyWait, FIFO
+  std::vector<std::uint32_t> waiters;  // streams parked in NotifyWait, FIFO (rarely more than one)
+};
+
+/// Bound notify keys -> register, a sorted flat array: an NPU binds tens of keys at a time, and
+/// the lookup on every notify record and wait stays in one or two cache lines (a tree's nodes
+/// were a cache miss each at thousands of NPUs).
+class KeyIndex {
+ public:
+  /// The register bound to `key`, or -1.
+  std::int64_t find(std::uint64_t key) const {
+    auto it = std::lower_bound(v_.begin(), v_.end(), key, [](const auto& e, std::uint64_t k) { return e.first < k; });
+    return it != v_.end() && it->first == key ? static_cast<std::int64_t>(it->second) : -1;
+  }
+  void emplace(std::uint64_t key, std::uint32_t reg) {
+    auto it = std::lower_bound(v_.begin(), v_.end(), key, [](const auto& e, std::uint64_t k) { return e.first < k; });
+    v_.insert(it, {key, reg});
+  }
+  void erase(std::uint64_t key) {
+    auto it = std::lower_bound(v_.begin(), v_.end(), key, [](const auto& e, std::uint64_t k) { return e.first < k; });
+    if (it != v_.end() && it->first == key) v_.erase(it);
+  }
+  std::size_t size() const { return v_.size(); }
+
+ private:
+  std::vector<std::pair<std::uint64_t, std::uint32_t>> v_;
 };
 
 struct EventReg {
@@ -43,7 +68,7 @@ struct NpuState {
   std::uint32_t hbm_port = 0;   // the HBM's bandwidth, shared by every SDMA read and write of it
   int h2d[3] = {-1, -1, -1}, d2h[3] = {-1, -1, -1};  // host DMA paths (ports in travel order)
   std::vector<NotifyReg> nregs;
-  std::map<std::uint64_t, std::uint32_t> nkey;  // bound key -> register
+  KeyIndex nkey;                                // bound key -> register
   std::vector<std::uint32_t> nfree;             // released registers (reused first)
   std::map<std::uint64_t, EventReg> events;
   std::unique_ptr<RegisterBlock> regs;
