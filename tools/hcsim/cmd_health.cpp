@@ -326,19 +326,20 @@ int health_main(const std::vector<std::string>& argv) {
         res.note = "fewer than 2 ranks with operations";
       }
     }
+    if (res.note.empty() && res.checked == 0) res.note = "nothing to check (no " + res.unit + " with traffic)";
     results.emplace_back(&rule, std::move(res));
   }
 
   std::size_t failed = 0;
   std::printf("hcsim health: %s\n", file.c_str());
-  std::printf("%-18s %-6s %-10s %-30s %s\n", "rule", "result", "threshold", "checked", "worst value");
+  std::printf("%-18s %-6s %-10s %-11s %s\n", "rule", "result", "threshold", "worst", "checked");
   for (auto& [rule, res] : results) {
     const bool fail = !res.findings.empty();
     failed += fail;
     const std::string thr = std::string(rule->above ? "> " : "< ") + g(rule->threshold);
     const std::string checked = res.note.empty() ? std::to_string(res.checked) + " " + res.unit : res.note;
-    std::printf("%-18s %-6s %-10s %-30s %s\n", rule->name, fail ? "FAIL" : res.note.empty() ? "pass" : "-", thr.c_str(),
-                checked.c_str(), std::isnan(res.worst) ? "-" : g(res.worst).c_str());
+    std::printf("%-18s %-6s %-10s %-11s %s\n", rule->name, fail ? "FAIL" : res.note.empty() ? "pass" : "-", thr.c_str(),
+                std::isnan(res.worst) ? "-" : g(res.worst).c_str(), checked.c_str());
   }
   for (auto& [rule, res] : results) {
     if (res.findings.empty()) continue;
