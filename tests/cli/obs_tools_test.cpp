@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <sqlite3.h>
 
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -280,6 +281,21 @@ TEST_F(ObsTools, BadInput) {
     Result r = run(argv);
     EXPECT_EQ(r.code, 2) << bad[0] << " " << bad[1];
     EXPECT_FALSE(r.err.empty());
+  }
+  // -o never overwrites the trace being read, and a failed write is exit 2 (a device stays a device).
+  for (std::string cmd : {"trace", "plot"}) {
+    const std::string before = slurp(path("sizes.db"));
+    Result r = run({g_hcsim, cmd, "sizes.db", "-o", "./sizes.db"});
+    EXPECT_EQ(r.code, 2);
+    EXPECT_NE(r.err.find("is the trace being read"), std::string::npos) << r.err;
+    EXPECT_EQ(slurp(path("sizes.db")), before);
+  }
+  if (access("/dev/full", W_OK) == 0) {
+    Result r = run({g_hcsim, "trace", "small.db", "-o", "/dev/full"});
+    EXPECT_EQ(r.code, 2);
+    EXPECT_NE(r.err.find("/dev/full: cannot write"), std::string::npos) << r.err;
+    struct stat st {};
+    EXPECT_TRUE(stat("/dev/full", &st) == 0 && S_ISCHR(st.st_mode));
   }
   Result r = run({g_hcsim, "plot", "barrier.db", "-o", "b.svg"});
   // clos3-barrier has a 64 KiB all-reduce besides the barrier: plottable.

@@ -70,6 +70,7 @@ int plot_main(const std::vector<std::string>& argv) {
   spec.title = title;
   const std::string svg = svg_line_plot(spec, series);
   if (out.empty() || out == "-") { std::fputs(svg.c_str(), stdout); return kOk; }
+  if (same_file(out, file)) { std::fprintf(stderr, "hcsim: -o %s is the trace being read; refusing to overwrite it\n", out.c_str()); return kBadInput; }
   std::ofstream f(out, std::ios::binary);
   if (!(f << svg) || !f.flush()) { std::fprintf(stderr, "hcsim: %s: cannot write: %s\n", out.c_str(), std::strerror(errno)); return kBadInput; }
   return kOk;

@@ -1,6 +1,8 @@
 // hcsim trace: export a finished trace as Chrome / Perfetto trace-event JSON (docs/tools.md#trace).
 // The document is streamed: rows go from SQLite to the file one at a time, so memory stays flat
 // whatever the rank count (only the npus table is held).
+#include <sys/stat.h>
+
 #include <cerrno>
 #include <cinttypes>
 #include <cstring>
@@ -149,6 +151,7 @@ int trace_main(const std::vector<std::string>& argv) {
 
   std::FILE* f = stdout;
   if (!out.empty() && out != "-") {
+    if (same_file(out, file)) { std::fprintf(stderr, "hcsim: -o %s is the trace being read; refusing to overwrite it\n", out.c_str()); return kBadInput; }
     f = std::fopen(out.c_str(), "wb");
     if (!f) { std::fprintf(stderr, "hcsim: %s: cannot write: %s\n", out.c_str(), std::strerror(errno)); return kBadInput; }
   }
@@ -318,13 +321,19 @@ int trace_main(const std::vector<std::string>& argv) {
   w.end("{\"generator\":\"hcsim trace\",\"trace\":" + json_str(scenario) + ",\"detail\":" + json_str(detail) +
         ",\"operations\":" + std::to_string(n_ops) + ",\"tasks\":" + std::to_string(n_tasks) + ",\"counter_samples\":" +
         std::to_string(n_samples) + ",\"instants\":" + std::to_string(n_instants) + "}");
-  const bool write_ok = std::fflush(f) == 0 && !std::ferror(f);
-  if (f != stdout && std::fclose(f) != 0 && write_ok) {
-    std::fprintf(stderr, "hcsim: %s: cannot write: %s\n", out.c_str(), std::strerror(errno));
+  bool write_ok = std::fflush(f) == 0 && !std::ferror(f);
+  const int write_errno = errno;
+  struct stat st {};
+  const bool regular = f != stdout && ::fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode);
+  if (f != stdout && std::fclose(f) != 0) write_ok = false;
+  if (!ok || !write_ok) {
+    // A partial document is not left behind as if it were the export (only ever a regular file:
+    // never a device or FIFO named by -o).
+    if (regular) std::remove(out.c_str());
+    if (!ok) std::fprintf(stderr, "hcsim: %s\n", why.c_str());
+    else std::fprintf(stderr, "hcsim: %s: cannot write: %s\n", f == stdout ? "stdout" : out.c_str(), std::strerror(write_errno ? write_errno : errno));
     return kBadInput;
   }
-  if (!ok) { std::fprintf(stderr, "hcsim: %s\n", why.c_str()); return kBadInput; }
-  if (!write_ok) { std::fprintf(stderr, "hcsim: %s: cannot write\n", out.empty() ? "stdout" : out.c_str()); return kBadInput; }
   if (f != stdout)
     std::fprintf(stderr, "hcsim: %s: %" PRIu64 " operations, %" PRIu64 " tasks, %" PRIu64 " counter samples, %" PRIu64 " faults/failovers\n",
                  out.c_str(), n_ops, n_tasks, n_samples, n_instants);
