@@ -331,7 +331,7 @@ TEST(TopView, RendersFromPlainNumbers) {
   d.ports = {{"leaf0", 1, 2000, 3, 4, 5, 100}};
   d.errors = {{"drops", 3}};
   const std::string s = hcsim::render_top(d);
-  EXPECT_NE(s.find("done: min 3  median 5  max 5"), std::string::npos) << s;
+  EXPECT_NE(s.find("done:          min 3  median 5  max 5"), std::string::npos) << s;
   // Slowest first: fewest done (rank 1), then the longest op time (rank 2 before rank 0).
   EXPECT_LT(s.find("\n         1  a/npu1"), s.find("\n         2  a/npu2")) << s;
   EXPECT_LT(s.find("\n         2  a/npu2"), s.find("\n         0  a/npu0")) << s;

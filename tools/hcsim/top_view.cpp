@@ -41,7 +41,7 @@ std::string count_h(double v) {
 std::string render_top(const TopData& d, const TopOptions& o) {
   std::string s;
   const double T = d.sim_ns;
-  s += fmt("hcsim top  %-60s  status %s\n", fit(d.title, 60).c_str(), d.status.empty() ? "-" : d.status.c_str());
+  s += fmt("hcsim top  %-50s  status %s\n", fit(d.title, 50).c_str(), fit(d.status.empty() ? "-" : d.status, 28).c_str());
   std::uint64_t total_ops = 0;
   for (auto& r : d.ranks) total_ops += r.ops;
   s += fmt("sim time %.3f us   ranks %zu   operations %llu\n", T / 1e3, d.ranks.size(), static_cast<unsigned long long>(total_ops));
@@ -60,9 +60,9 @@ std::string render_top(const TopData& d, const TopOptions& o) {
     for (auto& r : d.ranks) times.push_back(r.op_time_ns);
     std::sort(times.begin(), times.end());
     const double tmed = times.size() % 2 ? times[times.size() / 2] : (times[times.size() / 2 - 1] + times[times.size() / 2]) / 2;
-    s += fmt("  done: min %llu  median %g  max %llu      op time (us): min %.3f  median %.3f  max %.3f\n",
-             static_cast<unsigned long long>(ops.front()), median, static_cast<unsigned long long>(ops.back()), times.front() / 1e3,
-             tmed / 1e3, times.back() / 1e3);
+    s += fmt("  done:          min %llu  median %g  max %llu\n", static_cast<unsigned long long>(ops.front()), median,
+             static_cast<unsigned long long>(ops.back()));
+    s += fmt("  op time (us):  min %.3f  median %.3f  max %.3f\n", times.front() / 1e3, tmed / 1e3, times.back() / 1e3);
     // Slowest: fewest operations done, then the longest total operation time.
     std::vector<const TopRank*> v;
     for (auto& r : d.ranks) v.push_back(&r);
