@@ -132,6 +132,18 @@ nlohmann::json export_and_check(const std::vector<std::string>& extra, const std
       EXPECT_TRUE(e["args"].is_object());
     }
   }
+  // Every slice is on a named thread of a named process.
+  std::set<std::pair<std::int64_t, std::int64_t>> threads;
+  std::set<std::int64_t> processes;
+  for (auto& e : j["traceEvents"]) {
+    if (e["ph"] == "M" && e["name"] == "thread_name") threads.emplace(e["pid"].get<std::int64_t>(), e["tid"].get<std::int64_t>());
+    if (e["ph"] == "M" && e["name"] == "process_name") processes.insert(e["pid"].get<std::int64_t>());
+  }
+  for (auto& e : j["traceEvents"])
+    if (e["ph"] == "X") {
+      EXPECT_TRUE(threads.count({e["pid"].get<std::int64_t>(), e["tid"].get<std::int64_t>()})) << e.dump();
+      EXPECT_TRUE(processes.count(e["pid"].get<std::int64_t>())) << e.dump();
+    }
   return j;
 }
 
