@@ -53,6 +53,7 @@ const char* kUsage =
     "  --algo SPEC      force the algorithm (the communicator's config.algo, HCOMM_ALGO syntax):\n"
     "                   \"level0:NA;level1:NHR\", per operation \"allgather=level0:NA;level1:NB\", or one\n"
     "                   family for both levels: NA ring H-D_R NHR NB DOUBLE_TREE pairwise star mesh\n"
+    "                   pipeline\n"
     "  --max-memory SIZE  refuse (exit 2) when the checked run needs more host memory (default: MemAvailable)\n"
     "  --plot FILE      also write busbw against size as an SVG plot, one line per algorithm chosen\n"
     "  -h, --help       this text\n"

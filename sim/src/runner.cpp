@@ -10,6 +10,7 @@
 
 #include "run/cluster.h"
 #include "run/expect.h"
+#include "run/live.h"
 #include "run/summary.h"
 #include "run/trace_sink.h"
 #include "sim/counters.h"
@@ -38,6 +39,11 @@ RunResult run_scenario(const Scenario& sc, const RunOptions& opt) {
   for (const auto& [k, v] : sc.hcomm_env) setenv(k.c_str(), v.c_str(), 1);  // the library reads them at init
   cluster->schedule_faults();
   cluster->start_ranks();
+  std::unique_ptr<LiveMonitor> live;  // progress / --top: reads the wall clock every poll_events events
+  if (opt.live.report) {
+    live = std::make_unique<LiveMonitor>(*cluster, opt.live);
+    cluster->sched().set_poll([m = live.get()] { m->poll(); }, opt.live.poll_events);
+  }
   sc_core::sc_start();
   hcomm_finalize();  // what ranks that died (or failed) still held
   res.sim_end_ps = sc_core::sc_time_stamp().value();

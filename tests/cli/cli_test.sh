@@ -121,6 +121,10 @@ for k in 0:incast 1:sendrecv 2:h2d 3:allreduce; do
   expect "zero-bytes-${k#*:}" 2 "bad-workload.json: /workload/${k%%:*}/bytes: must be at least one element" -- "$HCSIM" validate "$FX/bad-workload.json"
 done
 expect zero-bytes-run 2 "bad-workload.json: /workload/2/bytes" -- "$HCSIM" run "$FX/bad-workload.json" --no-trace
+expect broadcast-root 2 "bad-collectives.json: /workload/0/root: rank 8 does not exist \\(8 ranks\\)" -- "$HCSIM" validate "$FX/bad-collectives.json"
+expect reducescatter-blocks 2 "bad-collectives.json: /workload/1/bytes: reducescatter splits bytes into one block per rank: 100 is not a multiple of 8 ranks x 4 B" -- "$HCSIM" validate "$FX/bad-collectives.json"
+printf '%s' '{"format":"hcsim-scenario","version":1,"name":"x","topology":"'"$SRC"'/topologies/atlas800t-a2.json","workload":[{"op":"allgather","bytes":"1KiB","root":1}]}' > root-allgather.json
+expect root-allgather 2 "root-allgather.json: /workload/0/root: root applies to incast and broadcast only" -- "$HCSIM" validate root-allgather.json
 # What one NPU can run, runs.
 printf '{"format":"hcsim-scenario","version":1,"name":"solo","topology":"%s","workload":[{"op":"barrier"},{"op":"allreduce","bytes":"4KiB"},{"op":"h2d","bytes":"4KiB"},{"op":"d2h","bytes":"4KiB"}]}' "$FX/one-npu.json" > solo.json
 expect one-npu-runs 0 "PASS" -- "$HCSIM" run solo.json --no-trace
@@ -138,7 +142,7 @@ if [ "$(grep -c 'bad-group.json: /server_groups/0' group.txt)" -eq 1 ]; then ech
 else echo "FAIL group-error-once"; sed 's/^/    /' group.txt | head; fail=$((fail + 1)); fi
 # DOT escapes quotes and backslashes in names.
 "$HCSIM" topo "$FX/quote-names.json" --dot > q.dot 2>&1
-if grep -qF 'graph "say \"hi\"" {' q.dot && grep -qF 'label="rack\"1\"\\a"' q.dot; then echo "ok   dot-escape"; pass=$((pass + 1));
+if grep -qF 'graph "say \"hi\"" {' q.dot && grep -qF 'label="rack\"1\"\\a/npu0"' q.dot; then echo "ok   dot-escape"; pass=$((pass + 1));
 else echo "FAIL dot-escape"; sed 's/^/    /' q.dot | head; fail=$((fail + 1)); fi
 # Nesting is limited before parsing; a wide file parses in linear time (200k objects: was 6.8 s).
 { printf '{"format":"hcsim-topology","version":1,"name":"d","servers":'; printf '[%.0s' $(seq 65); printf ']%.0s' $(seq 65); printf '}'; } > deep.json

@@ -35,6 +35,11 @@ check uneven-alltoallv 0 "^8 .* success" -- "$T" alltoallv -b 8 -e 8 -d int8 -n 
 check banner 0 "collective buffer: 512 MiB per rank" -- "$T" broadcast -b 8K -e 8K -n 1 -w 0 -r 7
 check banner-ranks 0 "ranks: 2 server\(s\) x 8 NPU\(s\) = 16" -- "$T" allgather -b 8K -e 8K -n 1 -w 0 --topology "$SRC/topologies/a2-2node.json"
 check hccl-buffsize 0 "collective buffer: 64 MiB per rank \(HCCL_BUFFSIZE\)" -- env HCCL_BUFFSIZE=64 "$T" allreduce -b 8K -e 8K -n 1 -w 0
+# The library's own knob too (the banner states the buffer in use and where it came from).
+check hcomm-buffsize 0 "collective buffer: 64 MiB per rank \(HCOMM_BUFFSIZE_MB\)" -- env HCOMM_BUFFSIZE_MB=64 "$T" allreduce -b 8K -e 8K -n 1 -w 0
+# A scenario given as the topology is named as the wrong kind of file (exit 2).
+check topology-is-scenario 2 "quickstart.json: /: is a scenario, not a topology: pass it to hcsim run / hcsim validate" -- \
+  "$T" allreduce -b 8K -e 8K -n 1 -w 0 --topology "$SRC/scenarios/quickstart.json"
 check root-range 2 "-r 8 is out of range: the run has 8 ranks" -- "$T" broadcast -r 8
 check algo-bogus 2 "bad --algo \"bogus\".*allowed: NA, ring" -- "$T" allgather --algo bogus
 check algo-level 2 "unknown level" -- "$T" allgather --algo "level7:ring"
@@ -52,6 +57,16 @@ out=$("$T" allreduce -b 64K -e 64K -n 1 -w 0 2>&1)
 if echo "$out" | awk '/^[0-9]+ /{ n++; want = $3 * 14 / 8; d = $5 - want; if (d < 0) d = -d; if (d > 1e-4 + 1e-6 * want) bad++ }
                        END { exit (n == 1 && !bad) ? 0 : 1 }'; then echo "ok   allreduce-busbw"; pass=$((pass + 1))
 else echo "FAIL allreduce-busbw"; echo "$out" | tail -6 | sed 's/^/    /'; fail=$((fail + 1)); fi
+# The pipeline (docs/algorithms/pipeline.md): real bytes checked on two servers, and the all-gather's
+# time on a2-pod-16 (flow tier, 64 MiB) between its closed form — 15 RoCE blocks of 512 KiB (wire
+# bytes) + one HCCS block = 337.8 us — and the measured 742.6 us + 15 %.
+for op in allreduce allgather reducescatter; do
+  check "pipeline-$op" 0 "^1048576 .* success .* pipeline$" -- "$T" $op -b 1M -e 1M -n 1 -w 0 -d int32 --algo pipeline --topology "$SRC/topologies/a2-2node.json"
+done
+out=$("$T" allgather -b 64M -e 64M -n 1 -w 0 -c 0 --algo pipeline --fidelity flow --topology "$SRC/topologies/a2-pod-16.json" 2>&1)
+if echo "$out" | awk '/^67108864 /{ n++; if ($2 < 337.8 || $2 > 855 || $NF != "pipeline") bad++ } END { exit (n == 1 && !bad) ? 0 : 1 }'
+then echo "ok   pipeline-allgather-time"; pass=$((pass + 1))
+else echo "FAIL pipeline-allgather-time"; echo "$out" | tail -3 | sed 's/^/    /'; fail=$((fail + 1)); fi
 check bad-topology 2 "cannot open file" -- "$T" allreduce --topology /nonexistent.json
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ]

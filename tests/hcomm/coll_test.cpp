@@ -214,6 +214,7 @@ std::string run(Env& e, Op op, std::uint64_t count, hcomm_data_type_t dt, hcomm_
 bool does(const std::string& fam, Op op) {
   const bool a2a = op == Op::AllToAll || op == Op::AllToAllV;
   if (fam == "pairwise") return a2a;
+  if (fam == "pipeline") return true;  // where it does not apply, the automatic choice
   if (fam == "DOUBLE_TREE") return op == Op::AllReduce || op == Op::Broadcast || op == Op::Reduce;
   if (fam == "star") return op != Op::AllReduce && op != Op::AllGather && op != Op::AllGatherV && op != Op::ReduceScatter &&
                             op != Op::ReduceScatterV;
@@ -253,7 +254,13 @@ void sweep_family(const std::string& fam, const std::vector<Shape>& shapes) {
       // Across servers of several ranks, all-reduce, all-gather, reduce-scatter, broadcast and reduce
       // compose the server phases with the forced family (docs/algorithms/README.md#compositions);
       // the rest run flat.
-      if (fam != "auto" && fam != "mesh" && s.servers > 1 && s.per > 1 && !e.drv.ops.empty()) {
+      // The pipeline runs all-reduce, all-gather and reduce-scatter on several servers of several
+      // ranks; elsewhere it falls back to the automatic choice (as HCCL falls back to H-D_R or ring).
+      if (fam == "pipeline" && !e.drv.ops.empty()) {
+        const bool applies = s.servers > 1 && s.per > 1 &&
+                             (op == Op::AllReduce || op == Op::AllGather || op == Op::ReduceScatter);
+        EXPECT_EQ(e.drv.ops.back().algorithm == "pipeline", applies) << name(op) << " " << s.servers << "x" << s.per;
+      } else if (fam != "auto" && fam != "mesh" && s.servers > 1 && s.per > 1 && !e.drv.ops.empty()) {
         const bool hier = op == Op::AllReduce || op == Op::AllGather || op == Op::ReduceScatter || op == Op::Broadcast ||
                           op == Op::Reduce;
         EXPECT_EQ(e.drv.ops.back().algorithm, hier ? "mesh+" + fam : fam) << name(op) << " " << s.servers << "x" << s.per;
@@ -276,6 +283,7 @@ TEST(Collectives, Pairwise) { sweep_family("pairwise", kShapes); }
 TEST(Collectives, Star) { sweep_family("star", {{1, 4}, {1, 8}, {1, 3}}); }
 TEST(Collectives, DoubleRing) { sweep_family("double_ring", {{1, 4}, {1, 8}, {1, 3}, {1, 2}}); }
 TEST(Collectives, Mesh) { sweep_family("mesh", {{1, 4}, {1, 8}}); }
+TEST(Collectives, Pipeline) { sweep_family("pipeline", {{1, 4}, {2, 4}, {3, 2}, {4, 1}, {16, 2}, {2, 8}, {5, 3}}); }
 
 // Every dtype the driver reduces, every reduction operator, on a non-power-of-two shape.
 TEST(Collectives, EveryDtypeAndOperator) {
@@ -294,7 +302,7 @@ TEST(Collectives, EveryDtypeAndOperator) {
 
 // Chunked: operations far larger than the 1 MiB collective buffer, several families.
 TEST(Collectives, LargerThanTheBuffer) {
-  for (const char* fam : {"ring", "H-D_R", "NHR", "NB", "DOUBLE_TREE"}) {
+  for (const char* fam : {"ring", "H-D_R", "NHR", "NB", "DOUBLE_TREE", "pipeline"}) {
     const std::string algo = std::string("level0:") + fam + ";level1:" + fam;
     Env e(3, 2, algo.c_str());
     EXPECT_EQ(run<std::int32_t>(e, Op::AllReduce, 700000, HCOMM_DATA_TYPE_INT32, HCOMM_REDUCE_SUM, 0), "") << fam;

@@ -21,6 +21,7 @@ struct Case {
   std::uint32_t n, root;
   std::uint64_t elems;       // AllReduce/Broadcast/Reduce: W elements; block ops: elements per block
   std::uint64_t slot_bytes;  // staging slot
+  std::uint32_t local = 1;   // ranks per server (the pipeline)
 };
 
 std::int64_t val(std::uint32_t m, std::uint64_t i) { return static_cast<std::int64_t>(m) * 1000003 + static_cast<std::int64_t>(i) * 7 + 1; }
@@ -47,7 +48,8 @@ std::string run_case(const Case& c) {
     in.in = in_addr;
     in.out = out_addr;
     in.slot_bytes = c.slot_bytes;
-    in.slots = c.f->slots;
+    in.slots = c.f->slots ? c.f->slots : 2 * c.local;
+    in.local = c.local;
     if (!c.f->build(in, &plans[m])) return "not built";
     // Inputs.
     const std::uint64_t words = blocky ? n * c.elems : c.elems;
@@ -126,6 +128,27 @@ void sweep(const Family& f) {
 }  // namespace
 
 TEST(Plan, Ring) { sweep(kRing); }
+
+// The pipeline on S servers x L ranks: all-reduce, reduce-scatter, all-gather; and what it refuses.
+TEST(Plan, Pipeline) {
+  int built = 0;
+  for (std::uint32_t L : {2u, 3u, 4u, 8u})
+    for (std::uint32_t S : {2u, 3u, 4u, 5u, 16u})
+      for (CollOp op : {CollOp::AllReduce, CollOp::ReduceScatter, CollOp::AllGather})
+        for (std::uint64_t elems : {std::uint64_t{1}, std::uint64_t{5}, std::uint64_t{37}})
+          for (std::uint64_t slot : {std::uint64_t{16}, std::uint64_t{4096}}) {
+            const Case c{&kPipeline, op, S * L, 0, op == CollOp::AllReduce ? elems * S * L + 3 : elems, slot, L};
+            const std::string r = run_case(c);
+            ++built;
+            EXPECT_EQ(r, "") << coll_op_name(op) << " " << S << "x" << L << " elems=" << elems << " slot=" << slot;
+          }
+  EXPECT_EQ(built, 4 * 5 * 3 * 3 * 2);
+  // One server, one rank per server, ranks not a multiple of L, or rooted operations: not built.
+  EXPECT_EQ(run_case(Case{&kPipeline, CollOp::AllReduce, 8, 0, 64, 4096, 8}), "not built");
+  EXPECT_EQ(run_case(Case{&kPipeline, CollOp::AllReduce, 8, 0, 64, 4096, 1}), "not built");
+  EXPECT_EQ(run_case(Case{&kPipeline, CollOp::AllGather, 10, 0, 4, 4096, 4}), "not built");
+  EXPECT_EQ(run_case(Case{&kPipeline, CollOp::Broadcast, 8, 0, 64, 4096, 4}), "not built");
+}
 
 #include "algo/double_tree.h"
 

@@ -270,7 +270,7 @@ TEST(Pictures, DotEscapesQuotesAndBackslashes) {
   ASSERT_TRUE(errs.empty()) << join(errs);
   std::string dot = to_dot(t);
   EXPECT_NE(dot.find(R"(graph "say \"hi\"" {)"), std::string::npos) << dot;
-  EXPECT_NE(dot.find(R"(label="rack\"1\"\\a")"), std::string::npos) << dot;
+  EXPECT_NE(dot.find(R"(label="rack\"1\"\\a/npu0")"), std::string::npos) << dot;  // one server: drawn NPU by NPU
 }
 
 // ---- the exact diameter against a BFS from every NPU ----
@@ -475,4 +475,54 @@ TEST(Summary, BisectionOfSixteenThousandNpus) {
   auto s = summarize(t);
   EXPECT_DOUBLE_EQ(s.bisection_Bps, 8192 * 25e9);
   EXPECT_EQ(s.diameter, 6u);
+}
+
+// ---- the wrong kind of file, and every problem in one pass ----
+
+TEST(WrongKind, DocumentsAreToldApartByTheirTopLevel) {
+  EXPECT_EQ(document_kind(json::parse(R"({"format":"hcsim-scenario"})")), "scenario");
+  EXPECT_EQ(document_kind(json::parse(R"({"name":"x","workload":[]})")), "scenario");
+  EXPECT_EQ(document_kind(json::parse(R"({"format":"hcsim-topology","workload":[]})")), "topology");  // the format wins
+  EXPECT_EQ(document_kind(json::parse(R"({"name":"x","servers":[]})")), "topology");
+  EXPECT_EQ(document_kind(json::parse(R"({"version":"1.0","server_list":[]})")), "rank table");
+  EXPECT_EQ(document_kind(json::parse(R"({"name":"x"})")), "");
+  EXPECT_EQ(document_kind(json::parse(R"({"servers":[],"workload":[]})")), "");  // a mixture: the reader lists the keys
+  EXPECT_EQ(document_kind(json::parse("[1]")), "");
+  // A scenario given as a topology is named as one, not reported key by key.
+  auto errs = topo_errors(json::parse(R"({"format":"hcsim-scenario","version":1,"name":"q","topology":"t.json","workload":[]})"));
+  ASSERT_EQ(errs.size(), 1u) << join(errs);
+  EXPECT_EQ(errs[0], "t.json: /: is a scenario, not a topology: pass it to hcsim run / hcsim validate");
+  // A topology given as a scenario, and a scenario named in a scenario's topology slot.
+  const std::string topo = kSrc + "/topologies/atlas800t-a2.json";
+  std::vector<std::string> e2;
+  EXPECT_FALSE(load_scenario(topo, &e2));
+  ASSERT_EQ(e2.size(), 1u) << join(e2);
+  EXPECT_EQ(e2[0], topo + ": /: is a topology, not a scenario: pass it to hcsim topo / hcsim validate, or name it in a scenario's \"topology\"");
+  const std::string qs = kSrc + "/scenarios/quickstart.json";
+  std::string p = write_tmp("slot.json", R"({"format":"hcsim-scenario","version":1,"name":"s","topology":")" + qs +
+                                             R"(","workload":[{"op":"barrier"}]})");
+  std::vector<std::string> e3;
+  EXPECT_FALSE(load_scenario(p, &e3));
+  EXPECT_TRUE(any_contains(e3, p + ": /topology: topology file is invalid")) << join(e3);
+  EXPECT_TRUE(any_contains(e3, qs + ": /: is a scenario, not a topology")) << join(e3);
+}
+
+TEST(OnePass, FieldAndReferenceErrorsTogether) {
+  const std::string a2 = kSrc + "/topologies/atlas800t-a2.json";
+  std::string p = write_tmp("onepass.json", R"({"format":"hcsim-scenario","version":1,"name":"p","topology":")" + a2 + R"(",
+    "workload":[{"op":"allreduce","bytes":"1MiB","dtype":"fp33"},{"op":"incast","bytes":"1MiB","root":8}],
+    "faults":[{"type":"lane_degrade","at":"1us","a":"server0/npu0","b":"server0/npu9","lanes":9},
+              {"type":"lane_degrade","at":"1us","a":"server0/npu0","b":"server0/npu1","lanes":0},
+              {"type":"lane_degrade","at":"1us","a":"server0/npu0","b":"server0/npu1","lanes":8},
+              {"type":"rank_crash","at":"1us","rank":8}]})");
+  std::vector<std::string> errs;
+  EXPECT_FALSE(load_scenario(p, &errs));
+  for (const char* want : {"/workload/0/dtype: unknown dtype \"fp33\"",                       // a field
+                           "/workload/1/root: rank 8 does not exist (8 ranks)",              // the layout
+                           "/faults/0/lanes: lanes 9 out of range [1, 8]",                  // a field
+                           "/faults/0/b: no NPU named \"server0/npu9\"",                    // a device
+                           "/faults/1/lanes: lanes 0 out of range [1, 8]",
+                           "/faults/3/rank: rank 8 does not exist (8 ranks)"})               // a rank
+    EXPECT_TRUE(any_contains(errs, p + ": " + want)) << want << "\n" << join(errs);
+  EXPECT_FALSE(any_contains(errs, "/faults/2/")) << join(errs);  // 8 of 8 lanes is allowed
 }

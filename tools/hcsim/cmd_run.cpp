@@ -1,12 +1,16 @@
 // hcsim run: simulate a scenario, print its summary, trace it (docs/architecture.md#tools).
+#include <unistd.h>
+
 #include <csignal>
 #include <cctype>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <string>
 #include <vector>
 
 #include "commands.h"
+#include "top_live.h"
 #include "sim/host_limits.h"
 #include "sim/runner.h"
 #include "sim/scenario.h"
@@ -53,7 +57,8 @@ void install_stop_handlers() {
 int run_main(const std::vector<std::string>& argv) {
   std::string scenario, db;
   std::uint64_t max_memory = 0;  // 0: MemAvailable
-  bool no_trace = false, quiet = false, db_set = false, force = false;
+  bool no_trace = false, quiet = false, db_set = false, force = false, progress = false, top = false;
+  double refresh_s = 1.0;
   auto flag = [](bool& b) { return [&b](const std::string&) { b = true; return std::string(); }; };
   const Args args(kRun,
                   {{"--db", "", "FILE", "a file name", "the trace database (default: ./<scenario name>.hcsim.db)",
@@ -72,7 +77,18 @@ int run_main(const std::vector<std::string>& argv) {
                       return std::string();
                     }},
                    {"--no-trace", "", "", "", "write no trace", flag(no_trace)},
-                   {"--quiet", "-q", "", "", "do not echo library log lines to stderr (they are still traced)", flag(quiet)}},
+                   {"--progress", "", "", "", "show progress on stderr even when it is not a terminal (runs over --refresh seconds)", flag(progress)},
+                   {"--top", "", "", "", "a live view on stderr: sim time, events/s, ops per rank, busiest links and ports, error counters",
+                    flag(top)},
+                   {"--refresh", "", "SECONDS", "a number of seconds", "wall time between progress / --top reports, and before the first (default 1)",
+                    [&](const std::string& v) {
+                      char* end = nullptr;
+                      const double x = std::strtod(v.c_str(), &end);
+                      if (v.empty() || *end || !(x >= 0.01 && x <= 3600)) return "--refresh: expected seconds from 0.01 to 3600, got \"" + v + "\"";
+                      refresh_s = x;
+                      return std::string();
+                    }},
+                   {"--quiet", "-q", "", "", "no progress line, and no library log lines on stderr (they are still traced)", flag(quiet)}},
                   {"SCENARIO", "the scenario file (default: scenarios/quickstart.json)", [&](const std::string& a) {
                      if (!scenario.empty()) return "run takes one scenario, got a second: " + a;
                      scenario = a;
@@ -110,13 +126,24 @@ int run_main(const std::vector<std::string>& argv) {
   if (!opt.db_path.empty()) std::printf("hcsim: trace database %s\n", opt.db_path.c_str());
   std::fflush(stdout);
   install_stop_handlers();
+  // The live view (top_live.h): --top when asked; otherwise a progress line when stderr is a
+  // terminal or --progress is given, unless -q. Only stderr: stdout and the trace are the same.
+  const bool tty = isatty(STDERR_FILENO) == 1;
+  LiveRenderer live(top ? LiveRenderer::kTop : LiveRenderer::kProgress, tty, stderr, sc->name);
+  if (top || ((tty || progress) && !quiet)) {
+    opt.live.report = [&live](const sim::LiveSnapshot& s) { live(s); };
+    opt.live.period_s = refresh_s;
+    opt.live.detailed = top;
+  }
   sim::RunResult r;
   try {
     r = sim::run_scenario(*sc, opt);
   } catch (const std::exception& e) {
+    live.finish();
     std::fprintf(stderr, "hcsim: %s\n", e.what());
     return kBadInput;
   }
+  live.finish();
   std::printf("%s", sim::format_summary(*sc, r).c_str());
   std::printf("hcsim: simulated %.3f us, %llu fabric events, %.2f s wall\n", static_cast<double>(r.sim_end_ps) / 1e6,
               static_cast<unsigned long long>(r.events), r.wall_s);
@@ -139,10 +166,11 @@ int run_main(const std::vector<std::string>& argv) {
 }  // namespace
 
 const Command kRun = {
-    "run", "run [SCENARIO] [--db FILE] [--force] [--no-trace] [--quiet] [--max-memory SIZE]",
+    "run", "run [SCENARIO] [--db FILE] [--force] [--no-trace] [--quiet] [--max-memory SIZE] [--progress] [--top] [--refresh SECONDS]",
     "        run a scenario (default: scenarios/quickstart.json); the trace goes to FILE\n"
     "        (default: ./<scenario name>.hcsim.db); an existing FILE is replaced only if it is\n"
-    "        an hcsim trace no other run is writing, or any regular file with --force\n",
+    "        an hcsim trace no other run is writing, or any regular file with --force; progress\n"
+    "        on stderr when it is a terminal (or --progress, not with -q); --top a live view\n",
     run_main};
 
 }  // namespace hcsim

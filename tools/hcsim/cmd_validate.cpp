@@ -12,7 +12,7 @@ namespace {
 
 int validate_main(const std::vector<std::string>& argv) {
   std::vector<std::string> files;
-  const Args args(kValidate, {}, {"FILE...", "topology or scenario files (a scenario has \"format\": \"hcsim-scenario\")",
+  const Args args(kValidate, {}, {"FILE...", "topology or scenario files (told apart by their top-level keys)",
                                   [&](const std::string& f) { files.push_back(f); return std::string(); }});
   if (auto rc = args.parse(argv)) return *rc;
   if (files.empty()) return args.usage_error("validate needs at least one file");
@@ -21,7 +21,9 @@ int validate_main(const std::vector<std::string>& argv) {
     sim::Diagnostics d(f);
     auto j = sim::read_json_file(f, d);
     std::vector<std::string> errs, warns;
-    if (j && j->is_object() && j->contains("format") && (*j)["format"] == "hcsim-scenario") {
+    // A scenario by its top level ("format": "hcsim-scenario", or a workload, faults, ...); anything
+    // else is read as a topology, which names a rank table as the wrong kind of file.
+    if (j && sim::document_kind(*j) == "scenario") {
       if (!sim::load_scenario(f, &errs, &warns)) rc = kBadInput;
     } else if (j) {
       auto k = f.find_last_of('/');

@@ -17,7 +17,7 @@ namespace hcomm::detail {
 namespace {
 
 constexpr std::uint32_t kDirectSlot = 0x3ffffff;
-constexpr std::uint32_t kMaxPlanSlaves = 7;
+constexpr std::uint32_t kMaxPlanSlaves = 15;  // the pipeline on 8 ranks per server sends 8 blocks, in 2 slots each
 
 std::uint32_t slot_of(Mode m, std::uint32_t slot) { return m == Mode::Direct ? kDirectSlot : slot; }
 
@@ -185,9 +185,9 @@ hcomm_result_t run_family(hcomm_comm_t comm, hcomm_stream_t main, const Family& 
   hcomm_context_t ctx = comm->ctx;
   Area a;
   a.w = pi.w;
-  a.slots = f.slots;
+  a.slots = f.slots ? f.slots : 2 * pi.local;  // 0: two per rank of a server (the pipeline)
   a.stage = ctx->ccl_addr + stage_off;
-  a.slot_bytes = (ctx->ccl_bytes - stage_off) / f.slots / pi.esz * pi.esz;
+  a.slot_bytes = (ctx->ccl_bytes - stage_off) / a.slots / pi.esz * pi.esz;
   pi.slot_bytes = a.slot_bytes;
   pi.slots = a.slots;
   Plan p;

@@ -26,7 +26,7 @@ struct Family {
   const char* name;   ///< HCCL's name: "ring", "H-D_R", "NHR", "NB", "DOUBLE_TREE", "pairwise", "star", "double_ring"
   BuildFn build;
   CostFn cost;
-  std::uint32_t slots;  ///< staging slots its plans use
+  std::uint32_t slots;  ///< staging slots its plans use; 0: 2 x PlanIn::local (the pipeline)
   bool alltoallv = true;  ///< builds all-to-all with per-block counts (when it builds all-to-all)
 };
 
@@ -39,6 +39,12 @@ extern const Family kTree;      // algo/double_tree.cpp
 extern const Family kPairwise;  // algo/pairwise.cpp
 extern const Family kStar;      // algo/star.cpp
 extern const Family kDoubleRing;  // algo/double_ring.cpp
+extern const Family kPipeline;    // algo/pipeline.cpp (needs PlanIn::local; its cost is pipeline_cost)
+
+/// The pipeline's estimate (algo/pipeline.cpp) on `servers` x `local` ranks; < 0 when it does not
+/// do op.
+double pipeline_cost(CollOp op, std::uint32_t servers, std::uint32_t local, std::uint64_t bytes, const LinkCost& hccs,
+                     const LinkCost& roce);
 
 /// ceil(log2 n) for n >= 1.
 inline std::uint32_t ceil_log2(std::uint32_t n) {

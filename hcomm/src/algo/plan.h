@@ -98,6 +98,7 @@ struct PlanIn {
   std::uint64_t in = 0, out = 0;  ///< AllToAll: local send and receive buffers
   std::uint64_t slot_bytes = 0; ///< staging slot size
   std::uint32_t slots = 2;      ///< staging slots available
+  std::uint32_t local = 1;      ///< ranks per server, members numbered server-major (the pipeline)
 };
 
 /// A staged transfer of `bytes` in pieces of at most in.slot_bytes on slots first, first+1, ...

@@ -52,6 +52,13 @@ bool hier_does(CollOp op) {
          op == CollOp::Reduce;
 }
 
+// HCCL's pipeline: all-reduce, reduce-scatter and all-gather on several servers of several ranks
+// each, with the server's ranks in a mesh.
+bool pipeline_does(CollOp op, const Shape& s) {
+  return (op == CollOp::AllReduce || op == CollOp::ReduceScatter || op == CollOp::AllGather) && s.servers > 1 &&
+         s.local > 1 && s.mesh && !s.v && s.n == s.servers * s.local;
+}
+
 bool mesh_does(CollOp op) { return op == CollOp::AllReduce || op == CollOp::ReduceScatter || op == CollOp::AllGather; }
 
 Choice make(Choice::Kind k, const Family* f, const Shape& s, CollOp op, std::uint64_t bytes) {
@@ -65,6 +72,9 @@ Choice make(Choice::Kind k, const Family* f, const Shape& s, CollOp op, std::uin
     c.name = std::string("mesh+") + f->name;
     const double inner = f->cost(op, s.servers, bytes / std::max<std::uint32_t>(1, s.local), roce_cost());
     c.est_ns = inner < 0 ? -1 : level0_cost(op, s, bytes) + inner;
+  } else if (f == &kPipeline) {
+    c.name = f->name;
+    c.est_ns = pipeline_cost(op, s.servers, s.local, bytes, hccs_cost(), roce_cost());
   } else {
     c.name = f->name;
     c.est_ns = f->cost(op, s.n, bytes, s.servers > 1 ? roce_cost() : hccs_cost());
@@ -89,6 +99,9 @@ Choice select_algo(hcomm_comm_t comm, CollOp op, std::uint64_t bytes, const Shap
     if (forced == "mesh") {
       ok = s.servers == 1 && s.mesh && mesh_does(op);
       if (ok) c = make(Choice::Mesh, nullptr, s, op, bytes);
+    } else if (forced == kPipeline.name) {  // HCCL: where it does not apply, H-D_R or ring instead
+      ok = pipeline_does(op, s);
+      if (ok) c = make(Choice::Flat, &kPipeline, s, op, bytes);
     } else if (const Family* f = family_named(forced)) {
       if (f->cost(op, s.n, bytes, roce_cost()) >= 0 && (!s.v || op != CollOp::AllToAll || f->alltoallv)) {
         ok = true;
@@ -119,6 +132,7 @@ Choice select_algo(hcomm_comm_t comm, CollOp op, std::uint64_t bytes, const Shap
     Choice c = make(Choice::Flat, f, s, op, bytes);
     if (c.est_ns >= 0) cand.push_back(c);
   }
+  if (pipeline_does(op, s)) cand.push_back(make(Choice::Flat, &kPipeline, s, op, bytes));
   std::stable_sort(cand.begin(), cand.end(), [](const Choice& a, const Choice& b) { return a.est_ns < b.est_ns; });
   Choice c = cand.front();
   if (cand.size() > 1) {

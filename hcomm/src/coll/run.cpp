@@ -58,6 +58,42 @@ hcomm_result_t too_small(hcomm_comm_t comm, const CollReq& r, std::uint32_t n) {
   return HCOMM_E_NOT_SUPPORT;
 }
 
+// HCOMM_DEBUG=3: what the library decided for this operation, one line in HCCL's style
+// (docs/algorithms/README.md#where-the-choice-is-recorded): the algorithm as the trace records it
+// and by level, why (auto / a knob) with the estimates, and how it moves through the collective
+// buffer — passes through the work area (the whole buffer for the mesh, its first half for a
+// family's plan and the compositions, which fit n or n+S blocks of a pass there) and the staging
+// slots of the plan (the second half).
+void log_decision(hcomm_comm_t comm, const CollReq& r, const OpInfo& info, const Choice& c, std::uint32_t servers, std::uint64_t esz) {
+  if (comm->ctx->debug < 3) return;
+  static const char* const dtypes[] = {"int8", "int16", "int32", "fp16", "fp32", "int64", "?", "?", "?", "?", "fp64", "bf16"};
+  static const char* const redops[] = {"sum", "prod", "max", "min"};
+  const bool reduces = r.op == CollOp::AllReduce || r.op == CollOp::ReduceScatter || r.op == CollOp::Reduce;
+  // All-to-all plans move blocks from input to output directly: no work area, one pass, staging
+  // slots over the whole buffer.
+  const bool a2a = r.op == CollOp::AllToAll;
+  const std::uint64_t ccl = comm->ctx->ccl_bytes, area = a2a ? 0 : c.kind == Choice::Mesh ? ccl : ccl / 2;
+  std::uint64_t per_pass = area;  // data bytes one pass through the work area moves
+  const std::uint64_t n = comm->nranks;
+  if (c.kind == Choice::Hier && r.op == CollOp::AllGather) per_pass = area / (n * esz) * esz * n;
+  else if (c.kind == Choice::Hier && r.op == CollOp::ReduceScatter) per_pass = area / ((n + servers) * esz) * esz * n;
+  const std::uint64_t data = block_op(r.op) && c.kind == Choice::Mesh ? r.count * esz * n : info.bytes;
+  const std::uint64_t chunks = a2a ? 1 : per_pass ? std::max<std::uint64_t>(1, (data + per_pass - 1) / per_pass) : 0;
+  std::string levels;
+  if (c.kind == Choice::Mesh) levels = "level0:mesh";
+  else if (c.kind == Choice::Hier) levels = std::string("level0:mesh level1:") + c.family->name;
+  else levels = std::string(servers > 1 ? "level1:" : "level0:") + c.family->name + " over all " + std::to_string(n) + " ranks";
+  char root[32] = "";
+  if (info.peer >= 0) std::snprintf(root, sizeof root, " root=%lld", static_cast<long long>(info.peer));
+  char runner[96] = "";
+  if (!c.runner_up.empty()) std::snprintf(runner, sizeof runner, "; runner-up %s %.1f us", c.runner_up.c_str(), c.runner_up_ns / 1e3);
+  logf(comm->ctx, 3, "HCOMM(rank %u) %s seq=%llu count=%llu dtype=%s op=%s%s: algorithm %s (%s; chosen by %s, est %.1f us%s), chunks=%llu of %llu MiB, staging slots=%u",
+       comm->rank, r.kind, static_cast<unsigned long long>(info.seq), static_cast<unsigned long long>(r.count),
+       r.dtype >= 0 && r.dtype < 12 ? dtypes[r.dtype] : "?", reduces && r.redop >= 0 && r.redop < 4 ? redops[r.redop] : "-", root,
+       c.name.c_str(), levels.c_str(), c.by.c_str(), c.est_ns / 1e3, runner, static_cast<unsigned long long>(chunks),
+       static_cast<unsigned long long>(area >> 20), c.kind == Choice::Mesh ? 0u : c.family->slots);
+}
+
 struct Flat {
   hcomm_comm_t comm;
   hcomm_stream_t main;
@@ -67,6 +103,7 @@ struct Flat {
   std::uint64_t esz;
   std::uint64_t w;     // W: the collective buffer's start
   std::uint64_t wcap;  // W capacity, bytes; the staging slots follow it
+  std::uint32_t local = 1;  // ranks per server (the pipeline's PlanIn::local)
 
   PlanIn base() const {
     PlanIn pi;
@@ -76,6 +113,7 @@ struct Flat {
     pi.root = r.root;
     pi.esz = esz;
     pi.w = w;
+    pi.local = local;
     return pi;
   }
   hcomm_result_t plan(const PlanIn& pi) {
@@ -167,10 +205,11 @@ struct Flat {
   }
 };
 
-hcomm_result_t run_flat(hcomm_comm_t comm, hcomm_stream_t main, const CollReq& r, const Family& f, std::uint64_t esz) {
+hcomm_result_t run_flat(hcomm_comm_t comm, hcomm_stream_t main, const CollReq& r, const Family& f, std::uint64_t esz,
+                        std::uint32_t local) {
   hcomm_context_t ctx = comm->ctx;
   Flat x{comm, main, r, f, comm->nranks, comm->rank, esz, ctx->ccl_addr,
-         r.op == CollOp::AllToAll ? 0 : ctx->ccl_bytes / 2 / esz * esz};
+         r.op == CollOp::AllToAll ? 0 : ctx->ccl_bytes / 2 / esz * esz, local};
   if (r.op == CollOp::AllToAll) return x.alltoall();
   return block_op(r.op) ? x.blocks_op() : x.vector_op();
 }
@@ -378,11 +417,12 @@ hcomm_result_t run_collective(hcomm_comm_t comm, hcomm_stream_t main, const Coll
   info.est_ns = c.est_ns;
   info.runner_up = c.runner_up;
   info.runner_up_ns = c.runner_up_ns;
-  if (comm->ctx->debug >= 2)
+  if (comm->ctx->debug == 2)  // at 3, log_decision's line says all this and more
     logf(comm->ctx, 2, "Rank%u %s seq %llu: %llu B on %u rank(s) (%u server(s) x %u): %s (%s, est %.1f us; runner-up %s %.1f us)",
          comm->rank, r.kind, static_cast<unsigned long long>(comm->op_seq), static_cast<unsigned long long>(info.bytes), n,
          shape.servers, shape.local, c.name.c_str(), c.by.c_str(), c.est_ns / 1e3,
          c.runner_up.empty() ? "-" : c.runner_up.c_str(), c.runner_up_ns / 1e3);
+  log_decision(comm, r, info, c, shape.servers, esz);
   if (c.kind != Choice::Flat && mesh_slaves(comm, g) != HCOMM_SUCCESS) return HCOMM_E_DRV;
   const std::uint64_t mk = op_begin(main, info);
   ++comm->op_seq;
@@ -398,7 +438,7 @@ hcomm_result_t run_collective(hcomm_comm_t comm, hcomm_stream_t main, const Coll
       else if (r.op == CollOp::Broadcast || r.op == CollOp::Reduce) rc = hier_rooted(comm, g, *c.family, r, esz, main);
       else rc = allreduce_hierarchical(comm, g, *c.family, r.in, r.out, r.count, r.dtype, r.redop, main);
       break;
-    case Choice::Flat: rc = run_flat(comm, main, r, *c.family, esz); break;
+    case Choice::Flat: rc = run_flat(comm, main, r, *c.family, esz, c.family == &kPipeline ? shape.local : 1); break;
   }
   if (rc != HCOMM_SUCCESS) return rc;
   op_end(main, mk);

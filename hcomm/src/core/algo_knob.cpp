@@ -33,10 +33,11 @@ std::string canonical(const std::string& v) {
   if (u == "STAR") return "star";
   if (u == "MESH") return "mesh";
   if (u == "DOUBLE_RING" || u == "DOUBLERING") return "double_ring";
-  if (u == "PIPELINE" || u == "AHC") return u;  // known to HCCL, not built here: fallback
+  if (u == "PIPELINE") return "pipeline";
+  if (u == "AHC") return u;  // known to HCCL, not built here: fallback
   return "?";
 }
-const char* kAllowed = "NA, ring, H-D_R, NHR, NB, DOUBLE_TREE, pairwise, star, double_ring, mesh (HCCL's pipeline and AHC fall back)";
+const char* kAllowed = "NA, ring, H-D_R, NHR, NB, DOUBLE_TREE, pairwise, star, double_ring, mesh, pipeline (HCCL's AHC falls back)";
 
 int op_index(const std::string& name) {
   const std::string u = upper(trim(name));

@@ -85,7 +85,7 @@ class Network final : public EventHandler, private CcHost {
   using Node = NetNode;
   using Qp = RcQp;
   using Msg = RcMsg;
-  enum Ev : std::uint64_t { kTxDone = 1, kArrive, kHostKick, kRto, kCcTimer0, kCcTimer1, kPfcFrame, kFlowStart, kFlowDone, kFlowDeliver, kFlowAck, kFlowRates };
+  enum Ev : std::uint64_t { kTxDone = 1, kArrive, kHostKick, kRto, kCcTimer0, kCcTimer1, kPfcFrame, kFlowStart, kFlowDone, kFlowDeliver, kFlowAck, kFlowRates, kFlowTinyDone };
 
   // CcHost: the congestion control's timers are events of this network.
   Tick cc_now() const override { return sch_.now(); }

@@ -27,10 +27,11 @@ void Network::flow_post(std::uint32_t qp, std::int64_t after) {
   f.left = static_cast<double>(p_.wire_bytes(m.bytes));
   std::uint32_t node = q.src, port = 0;
   bool up = true;
-  for (int hops = 0; hops < 64; ++hops) {
+  for (std::uint32_t hops = 0;; ++hops) {
+    if (hops == PortPath::kMax) { up = false; break; }  // a forwarding loop: no path
     const Port& pt = nodes_[node].ports[port];
     up = up && pt.cabled && pt.up;
-    f.gports.push_back(port_base_[node] + port);
+    f.gports.p[f.gports.n++] = port_base_[node] + port;
     f.latency += pt.latency + (nodes_[pt.peer].is_switch ? nodes_[pt.peer].latency : 0);
     node = pt.peer;
     if (!nodes_[node].is_switch) break;
@@ -49,16 +50,34 @@ void Network::flow_post(std::uint32_t qp, std::int64_t after) {
   f.active = true;
   f.t_set = sch_.now();
   q.st.tx_bytes += m.bytes;
+  const bool after_fluid = after >= 0 && !flows_[static_cast<std::size_t>(after)].tiny;
+  if (p_.packets(m.bytes) == 1) {
+    // One packet is not a fluid flow: it is serialised at the slowest port's line rate between
+    // the flows' packets and does not change their rates (a notify record, a grant).
+    double bps = 0;
+    for (std::uint32_t g : f.gports) {
+      const double c = static_cast<double>(gport(g).Bps);
+      if (bps == 0 || c < bps) bps = c;
+    }
+    f.tiny = true;
+    schedule(sch_.now() + static_cast<Tick>(std::ceil(f.left / bps * 1e12)), kFlowTinyDone, id);
+    if (after_fluid) {  // the message before it was a fluid flow: its ports are refilled
+      const auto& prev = flows_[static_cast<std::size_t>(after)].gports;
+      flow_seeds_.insert(flow_seeds_.end(), prev.begin(), prev.end());
+      flow_rates_soon();
+    }
+    return;
+  }
   if (port_flows_.size() < port_base_.back()) port_flows_.resize(port_base_.back());
   for (std::uint32_t g : f.gports) port_flows_[g].push_back(id);
-  if (after >= 0 && flows_[static_cast<std::size_t>(after)].gports == f.gports) {
+  if (after_fluid && flows_[static_cast<std::size_t>(after)].gports == f.gports) {
     f.rate = flows_[static_cast<std::size_t>(after)].rate;  // same paths, same rates
     if (port_alloc_.size() < port_base_.back()) port_alloc_.resize(port_base_.back(), 0.0);
     for (std::uint32_t g : f.gports) port_alloc_[g] += f.rate;
     flow_project(id);
   } else {
     flow_seeds_.insert(flow_seeds_.end(), f.gports.begin(), f.gports.end());
-    if (after >= 0) flow_seeds_.insert(flow_seeds_.end(), flows_[static_cast<std::size_t>(after)].gports.begin(), flows_[static_cast<std::size_t>(after)].gports.end());
+    if (after_fluid) flow_seeds_.insert(flow_seeds_.end(), flows_[static_cast<std::size_t>(after)].gports.begin(), flows_[static_cast<std::size_t>(after)].gports.end());
   }
   flow_rates_soon();
 }
@@ -94,7 +113,7 @@ void Network::flow_rates() {
   // all-to-all-like load joins nearly every flow through the spines): then a local refill of the
   // flows on the changed ports only, against the capacity the other flows leave at their current
   // rates (docs/models/roce-nic.md#flow-tier).
-  constexpr std::size_t kLocalFlows = 256;
+  constexpr std::size_t kLocalFlows = 64;
   bool local = false;
   const std::size_t seeds = fill_ports_.size();
   for (std::size_t i = 0; i < fill_ports_.size() && !local; ++i)
@@ -120,6 +139,7 @@ void Network::flow_rates() {
           if (!port_seen_[h]) { port_seen_[h] = 1; fill_ports_.push_back(h); }
       }
   }
+
   flow_seeds_.clear();
   for (std::uint32_t g : fill_ports_) port_seen_[g] = 0;
   const Tick now = sch_.now();
@@ -232,15 +252,16 @@ void Network::flow_done(std::uint32_t id) {
   }
   schedule(sch_.now() + f.latency, kFlowDeliver, id);
   // The QP's next message follows (its WQE was processed meanwhile).
-  for (std::uint32_t g : f.gports) {
-    auto& v = port_flows_[g];
-    v.erase(std::find(v.begin(), v.end(), id));
-  }
+  if (!f.tiny)
+    for (std::uint32_t g : f.gports) {
+      auto& v = port_flows_[g];
+      v.erase(std::find(v.begin(), v.end(), id));
+    }
   Qp& q = qps_[f.qp];
   q.msgs.pop_front();
   if (!q.msgs.empty()) {
     flow_post(f.qp, id);
-  } else {
+  } else if (!f.tiny) {
     flow_seeds_.insert(flow_seeds_.end(), f.gports.begin(), f.gports.end());
     flow_rates_soon();
   }
@@ -261,6 +282,9 @@ void Network::flow_event(std::uint64_t type, std::uint64_t id, std::uint64_t b) 
       break;
     case kFlowDone:
       if (b == flow_gen_) flow_done(static_cast<std::uint32_t>(id));
+      break;
+    case kFlowTinyDone:
+      flow_done(static_cast<std::uint32_t>(id));
       break;
     case kFlowRates:
       flow_rates_pending_ = false;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "sim/config/scenario.h"
+#include "sim/live.h"
 
 namespace sim {
 
@@ -20,6 +21,7 @@ struct RunOptions {
   /// which trades the interleaving of concurrent copies on a link for fewer events.
   std::uint64_t piece_bytes = 0;
   std::string fidelity = "chunk";  ///< run_program: network tier (set_fidelity)
+  LiveOptions live;                ///< run_scenario: progress / --top (live.h)
 };
 
 struct StepSummary {

@@ -196,4 +196,33 @@ std::string format_ipv4(std::uint32_t ip) {
   return b;
 }
 
+std::string document_kind(const json& j) {
+  if (!j.is_object()) return "";
+  auto fmt = j.find("format");
+  if (fmt != j.end() && fmt->is_string()) {
+    if (*fmt == "hcsim-scenario") return "scenario";
+    if (*fmt == "hcsim-topology") return "topology";
+  }
+  auto any = [&](std::initializer_list<const char*> keys) {
+    for (const char* k : keys)
+      if (j.contains(k)) return true;
+    return false;
+  };
+  const bool sc = any({"workload", "faults", "expect", "hcomm_env", "topology", "payload", "fidelity", "network", "seed"});
+  const bool topo = any({"servers", "server_groups", "switches", "links", "fabric", "overrides", "rank_table"});
+  const bool rt = any({"server_count", "server_list", "super_pod_list"});
+  if (sc + topo + rt != 1) return "";  // nothing, or a mixture: let the reader list the keys
+  return sc ? "scenario" : topo ? "topology" : "rank table";
+}
+
+std::string wrong_kind(const json& j, const std::string& want) {
+  const std::string k = document_kind(j);
+  if (k.empty() || k == want) return "";
+  std::string where = k == "scenario" ? "pass it to hcsim run / hcsim validate"
+                      : k == "topology" ? "pass it to hcsim topo / hcsim validate, or name it in a scenario's \"topology\""
+                                        : "name it in a topology's \"rank_table\"";
+  return std::string("is ") + (k == "topology" ? "a topology" : k == "scenario" ? "a scenario" : "an Ascend rank table") + ", not a" +
+         (want == "rank table" ? "n Ascend rank table" : " " + want) + ": " + where;
+}
+
 }  // namespace sim

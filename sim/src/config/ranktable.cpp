@@ -46,6 +46,7 @@ std::optional<std::uint64_t> str_uint(const ObjectReader& o, const char* key, Di
 }  // namespace
 
 bool import_rank_table(const json& rt, Topology& t, Diagnostics& d) {
+  if (std::string why = wrong_kind(rt, "rank table"); !why.empty()) { d.error("", why); return false; }
   ObjectReader top(rt, "", d, {"version", "server_count", "server_list", "super_pod_list", "status"});
   if (!top.valid()) return false;
   auto version = top.str("version", true).value_or("");

@@ -25,6 +25,10 @@ std::optional<Scenario> load_scenario(const std::string& path, std::vector<std::
   };
   auto j = read_json_file(path, d);
   if (!j) return finish();
+  if (std::string why = wrong_kind(*j, "scenario"); !why.empty()) {
+    d.error("", why);
+    return finish();
+  }
   ObjectReader top(*j, "", d, {"format", "version", "name", "description", "topology", "seed", "payload", "fidelity", "network", "hcomm_env", "workload", "faults", "expect"});
   if (!top.valid()) return finish();
   Scenario sc;
@@ -48,18 +52,24 @@ std::optional<Scenario> load_scenario(const std::string& path, std::vector<std::
   std::vector<PendingRef> refs;  // device names resolved once the topology is loaded
   read_faults(top, wl, sc, d, refs);
   read_expect(top, sc, d);
-  if (!d.ok()) return finish();
+  // The references — the topology file, the devices and ranks faults name, what each op needs of
+  // the layout — are checked even when fields are wrong, so that one pass reports every problem it
+  // can. A check that needs the JSON index of a step or fault runs only when none was skipped.
+  if (sc.topology_path.empty()) return finish();  // no topology to check against (already an error)
   Diagnostics td(sc.topology_path);
   auto topo = load_topology(sc.topology_path, td);
   if (!topo) {
-    *errors = td.messages();
-    errors->insert(errors->begin(), path + ": /topology: topology file is invalid");
+    std::vector<std::string> all = d.messages();
+    all.push_back(path + ": /topology: topology file is invalid");
+    all.insert(all.end(), td.messages().begin(), td.messages().end());
+    *errors = std::move(all);
     if (warnings) *warnings = d.warnings();
     return std::nullopt;
   }
   sc.topology = std::move(*topo);
-  resolve_faults(refs, sc, d);
-  check_workload(sc, d);
+  const json* fl = top.get("faults", false);
+  resolve_faults(refs, sc, d, fl && fl->is_array() && fl->size() == sc.faults.size());
+  if (wl && wl->size() == sc.workload.size()) check_workload(sc, d);
   if (!d.ok()) return finish();
   sc.warnings = d.warnings();
   if (warnings) *warnings = d.warnings();

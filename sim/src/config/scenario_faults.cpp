@@ -61,7 +61,13 @@ void read_faults(const ObjectReader& top, const json* wl, Scenario& sc, Diagnost
           ft.at_ps = f.duration("at", true).value_or(0);
           auto a = f.str("a", true), b = f.str("b", true);
           if (kind == FaultKind::CrcRate) ft.rate = f.number("rate", true, 0, 0.5).value_or(0);
-          if (kind == FaultKind::LaneDegrade) ft.lanes = static_cast<std::uint32_t>(f.uint("lanes", true, 1, 64).value_or(1));
+          // An HCCS link has 8 lanes (models::LinkParams::lanes, kHccsLanes): keep 1 to 8 of them.
+          if (kind == FaultKind::LaneDegrade)
+            if (auto lanes = f.uint("lanes", true, 0, ~0ULL)) {
+              if (*lanes < 1 || *lanes > 8)
+                d.error(f.child("lanes"), "lanes " + std::to_string(*lanes) + " out of range [1, 8]: an HCCS link has 8 lanes and keeps 1 to 8 of them");
+              else ft.lanes = static_cast<std::uint32_t>(*lanes);
+            }
           if (a && b) refs.push_back({sc.faults.size(), fp, *a, *b, ""});
         } else if (kind == FaultKind::NicDown || kind == FaultKind::NicUp) {
           ObjectReader f(fj, fp, d, {"type", "at", "npu"});
@@ -86,7 +92,7 @@ void read_faults(const ObjectReader& top, const json* wl, Scenario& sc, Diagnost
   }
 }
 
-void resolve_faults(const std::vector<PendingRef>& refs, Scenario& sc, Diagnostics& d) {
+void resolve_faults(const std::vector<PendingRef>& refs, Scenario& sc, Diagnostics& d, bool faults_aligned) {
   std::map<std::string, std::uint32_t> npu_by_name;
   for (std::uint32_t i = 0; i < sc.topology.npus.size(); ++i) npu_by_name[sc.topology.npus[i].name] = i;
   for (const auto& r : refs) {
@@ -116,7 +122,7 @@ void resolve_faults(const std::vector<PendingRef>& refs, Scenario& sc, Diagnosti
              (f.kind == FaultKind::LinkDown ? "down" : f.kind == FaultKind::LinkUp ? "up" : f.kind == FaultKind::CrcRate ? "CRC error rate " + std::to_string(f.rate)
                                                                                                 : "degraded to " + std::to_string(f.lanes) + " lanes");
   }
-  for (std::size_t i = 0; i < sc.faults.size(); ++i)
+  for (std::size_t i = 0; faults_aligned && i < sc.faults.size(); ++i)
     if ((sc.faults[i].kind == FaultKind::HbmBitflip || sc.faults[i].kind == FaultKind::RankCrash) && sc.faults[i].rank >= sc.topology.npus.size())
       d.error("/faults/" + std::to_string(i) + "/rank", "rank " + std::to_string(sc.faults[i].rank) + " does not exist (" +
                                                            std::to_string(sc.topology.npus.size()) + " ranks)");

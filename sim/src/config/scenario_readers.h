@@ -19,8 +19,9 @@ void read_hcomm_env(const ObjectReader& top, Scenario& sc, Diagnostics& d);
 const json* read_workload(const ObjectReader& top, Scenario& sc, Diagnostics& d);
 void read_faults(const ObjectReader& top, const json* wl, Scenario& sc, Diagnostics& d, std::vector<PendingRef>& refs);
 void read_expect(const ObjectReader& top, Scenario& sc, Diagnostics& d);
-/// With the topology loaded: the devices faults name, and the ranks they name.
-void resolve_faults(const std::vector<PendingRef>& refs, Scenario& sc, Diagnostics& d);
+/// With the topology loaded: the devices faults name, and (when `faults_aligned`: sc.faults[i] is
+/// /faults/i, none skipped for errors) the ranks they name.
+void resolve_faults(const std::vector<PendingRef>& refs, Scenario& sc, Diagnostics& d, bool faults_aligned);
 /// With the topology loaded: what each op needs of the layout (so that it fails validation rather than the run).
 void check_workload(Scenario& sc, Diagnostics& d);
 

@@ -57,17 +57,21 @@ const json* read_workload(const ObjectReader& top, Scenario& sc, Diagnostics& d)
       if (!w.valid()) continue;
       WorkloadStep st;
       st.op = w.str("op", true).value_or("");
-      if (!st.op.empty() && st.op != "allreduce" && st.op != "sendrecv" && st.op != "incast" && st.op != "barrier" && st.op != "h2d" &&
-          st.op != "d2h")
-        d.error(w.child("op"), "unknown op \"" + st.op + "\" (allreduce, sendrecv, incast, barrier, h2d, d2h)");
-      if (st.op == "incast") {
+      if (!st.op.empty() && st.op != "allreduce" && st.op != "allgather" && st.op != "reducescatter" && st.op != "broadcast" &&
+          st.op != "sendrecv" && st.op != "incast" && st.op != "barrier" && st.op != "h2d" && st.op != "d2h")
+        d.error(w.child("op"), "unknown op \"" + st.op +
+                                   "\" (allreduce, allgather, reducescatter, broadcast, sendrecv, incast, barrier, h2d, d2h)");
+      if (st.op == "broadcast") {
+        st.root = static_cast<std::uint32_t>(w.uint("root", false, 0, 1u << 20).value_or(0));
+        if (w.get("senders", false)) d.error(w.child("senders"), "senders applies to incast only");
+      } else if (st.op == "incast") {
         st.root = static_cast<std::uint32_t>(w.uint("root", false, 0, 1u << 20).value_or(0));
         if (auto v = w.str("senders", false)) {
           if (*v != "all" && *v != "remote") d.error(w.child("senders"), "expected \"all\" or \"remote\" (ranks on other servers than the root)");
           else st.senders = *v;
         }
       } else {
-        if (w.get("root", false)) d.error(w.child("root"), "root applies to incast only");
+        if (w.get("root", false)) d.error(w.child("root"), "root applies to incast and broadcast only");
         if (w.get("senders", false)) d.error(w.child("senders"), "senders applies to incast only");
       }
       if (auto b = w.size("bytes", st.op != "barrier")) {
@@ -120,6 +124,14 @@ void check_workload(Scenario& sc, Diagnostics& d) {
       if (w.bytes * nranks > sym_bytes)
         d.error(wp + "/bytes", "incast writes bytes x ranks = " + format_bytes(w.bytes * nranks) + " into the root's symmetric region of " +
                                    format_bytes(sym_bytes) + " (HCOMM_SLOT_SIZE_MB x HCOMM_SYM_SLOTS)");
+    } else if (w.op == "broadcast" && w.root >= nranks) {
+      d.error(wp + "/root", "rank " + std::to_string(w.root) + " does not exist (" + std::to_string(nranks) + " ranks)");
+    } else if (w.op == "reducescatter" && nranks && w.bytes % (nranks * models::dtype_size(w.dtype)) != 0) {
+      d.error(wp + "/bytes", "reducescatter splits bytes into one block per rank: " + std::to_string(w.bytes) +
+                                 " is not a multiple of " + std::to_string(nranks) + " ranks x " +
+                                 std::to_string(models::dtype_size(w.dtype)) + " B");
+    } else if (w.op == "allgather" && w.bytes * nranks > (16ULL << 30)) {
+      d.error(wp + "/bytes", "allgather gathers bytes x ranks = " + format_bytes(w.bytes * nranks) + " per rank, more than 16 GiB");
     } else if (w.op == "sendrecv" && (nranks < 2 || nranks % 2)) {
       d.error(wp + "/op", "sendrecv pairs ranks and needs an even number of ranks, the topology has " + std::to_string(nranks));
     }

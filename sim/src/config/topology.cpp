@@ -163,6 +163,7 @@ using topology_detail::Builder;
 using topology_detail::check_reachable;
 
 std::optional<Topology> topology_from_json(const json& j, Diagnostics& d, const std::string& base_dir) {
+  if (std::string why = wrong_kind(j, "topology"); !why.empty()) { d.error("", why); return std::nullopt; }
   ObjectReader top(j, "", d, {"format", "version", "name", "description", "servers", "server_groups", "overrides", "switches", "links", "fabric", "rank_table"});
   if (!top.valid()) return std::nullopt;
   Topology t;

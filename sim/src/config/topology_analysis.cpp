@@ -143,9 +143,30 @@ struct View {
   struct Edge { std::size_t a, b, count; std::uint64_t Bps; std::string type; };
   std::vector<Node> nodes;
   std::vector<Edge> edges;
+  bool devices = false;  ///< one node per NPU and switch, one edge per link (a one-server layout)
 };
 
+// A one-server layout: its NPUs, its switches (the PCIe switch, any Ethernet switch) and every link
+// on its own (HCCS between NPUs, PCIe to the switch), not one box for the server.
+constexpr double kPi = 3.14159265358979323846;
+
+View device_view(const Topology& t) {
+  View view;
+  view.devices = true;
+  for (auto& n : t.npus) view.nodes.push_back({n.name, 0, 1});
+  for (auto& sw : t.switches)
+    view.nodes.push_back({sw.name, sw.kind == SwitchKind::Pcie ? 1 : static_cast<int>(1 + std::max<std::uint32_t>(1, sw.tier)), 1});
+  auto node_of = [&](const Endpoint& e) { return e.is_switch ? t.npus.size() + e.index : static_cast<std::size_t>(e.index); };
+  for (auto& l : t.links) {
+    std::size_t a = node_of(l.a), b = node_of(l.b);
+    if (a > b) std::swap(a, b);
+    view.edges.push_back({a, b, 1, l.params.bandwidth_Bps, link_type_name(l.type)});
+  }
+  return view;
+}
+
 View make_view(const Topology& t, std::size_t max_nodes) {
+  if (t.servers.size() == 1 && t.npus.size() + t.switches.size() <= std::max<std::size_t>(max_nodes, 64)) return device_view(t);
   // Base nodes: servers (their NPUs and in-server PCIe switch merged in), then the other switches.
   const std::size_t S = t.servers.size();
   std::vector<std::size_t> sw_node(t.switches.size(), SIZE_MAX);
@@ -281,11 +302,14 @@ std::string to_dot(const Topology& t, std::size_t max_nodes) {
   for (std::size_t i = 0; i < v.nodes.size(); ++i)
     os << "  n" << i << " [label=\"" << dot_escape(v.nodes[i].label) << "\", shape=" << (v.nodes[i].tier == 0 ? "box" : "ellipse") << "];\n";
   for (auto& e : v.edges)
-    os << "  n" << e.a << " -- n" << e.b << " [label=\"" << e.count << " x " << e.type << ", " << std::llround(static_cast<double>(e.Bps) * 8 / 1e9)
+    os << "  n" << e.a << " -- n" << e.b << " [label=\"" << (e.count == 1 ? std::string() : std::to_string(e.count) + " x ") << e.type << ", " << std::llround(static_cast<double>(e.Bps) * 8 / 1e9)
        << " Gb/s\"];\n";
   os << "}\n";
   return os.str();
 }
+
+static std::string svg_document(const Topology& t, const View& v, const std::vector<double>& x, const std::vector<double>& y, double W, double H,
+                         double bw, double bh, double gap);
 
 std::string to_svg(const Topology& t, std::size_t max_nodes) {
   View v = make_view(t, max_nodes);
@@ -302,6 +326,27 @@ std::string to_svg(const Topology& t, std::size_t max_nodes) {
     double off = (W - r.size() * (bw + gap) + gap) / 2;
     for (std::size_t k = 0; k < r.size(); ++k) { x[r[k]] = off + k * (bw + gap); y[r[k]] = 50 + ri * (bh + rowgap); }
   }
+  if (v.devices && rows.count(0)) {
+    // One server: its NPUs on a circle (a full mesh's links would lie on top of each other in a
+    // row), its switches in a row above.
+    const auto& npus = rows[0];
+    const double R = std::max(140.0, npus.size() * (bw + gap) / (2 * kPi)), Wd = 2 * R + bw + 2 * gap, cx = Wd / 2;
+    const double top = 50 + (rows.size() - 1) * (bh + rowgap);
+    for (std::size_t k = 0; k < npus.size(); ++k) {
+      const double a = 2 * kPi * k / npus.size() - kPi / 2;
+      x[npus[k]] = cx + R * std::cos(a) - bw / 2;
+      y[npus[k]] = top + R + R * std::sin(a);
+    }
+    for (auto& [tr, r] : rows)
+      if (tr != 0)
+        for (std::size_t k = 0; k < r.size(); ++k) x[r[k]] = (Wd - r.size() * (bw + gap) + gap) / 2 + k * (bw + gap);
+    return svg_document(t, v, x, y, Wd, top + 2 * R + bh + 40, bw, bh, gap);
+  }
+  return svg_document(t, v, x, y, W, H, bw, bh, gap);
+}
+
+static std::string svg_document(const Topology& t, const View& v, const std::vector<double>& x, const std::vector<double>& y, double W, double H,
+                         double bw, double bh, double gap) {
   std::ostringstream os;
   os << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << W << "\" height=\"" << H << "\" font-family=\"Helvetica,Arial\" font-size=\"11\">\n";
   os << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";

@@ -13,6 +13,8 @@ Cluster::Cluster(sc_core::sc_module_name n, const Scenario& sc, const RunOptions
   hcomm::set_driver(driver_.get());
   checks_.assign(sc.workload.size(), {});
   done_.assign(nranks_, false);
+  ops_done_.assign(nranks_, 0);
+  for (const auto& w : sc.workload) ops_total_ += w.repeat;
   departed_.assign(nranks_, false);
   rv_expected_ = nranks_;
 }
@@ -33,6 +35,7 @@ void Cluster::start_ranks() {
 void Cluster::rank_finished(std::uint32_t r) {
   depart(r);
   done_[r] = true;
+  if (!program) ops_done_[r] = ops_total_;
   if (++finished_ == nranks_) sc_core::sc_stop();
 }
 

@@ -32,6 +32,8 @@ class Cluster : public sc_core::sc_module {
   struct CheckTally { std::map<std::uint32_t, std::pair<std::uint32_t, std::uint32_t>> by_rep; };  // rep -> (checked, failed)
   std::vector<CheckTally> checks_;  ///< per workload step
   std::vector<bool> done_;          ///< per rank: finished its workload
+  std::vector<std::uint64_t> ops_done_;  ///< per rank: workload operations (step repetitions) completed (live.h)
+  std::uint64_t ops_total_ = 0;          ///< workload operations per rank (sum of repeats)
 
   // cluster.cpp
   void start_ranks();

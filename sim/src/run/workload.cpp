@@ -43,19 +43,23 @@ void Cluster::rank_main(std::uint32_t r) {
     depart(r);
     return;
   }
+  std::uint64_t started = 0;  // operations begun: the ones before the current are done (live.h)
   for (std::uint32_t s = 0; s < sc_.workload.size(); ++s) {
     const WorkloadStep& w = sc_.workload[s];
     const std::size_t esz = models::dtype_size(w.dtype);
     const std::uint64_t count = w.bytes / esz;
     const bool real = sc_.store_bytes && w.check && w.op != "barrier";
     void *in = nullptr, *out = nullptr;
+    // Output bytes: the gathered buffer (all-gather), one block (reduce-scatter), else the input's.
+    const std::uint64_t out_bytes = w.op == "allgather" ? w.bytes * nranks_ : w.op == "reducescatter" ? w.bytes / nranks_ : w.bytes;
     if (!ok(r, "hcomm_malloc", hcomm_malloc(ctx, std::max<std::uint64_t>(w.bytes, 1), &in)) ||
-        !ok(r, "hcomm_malloc", hcomm_malloc(ctx, std::max<std::uint64_t>(w.bytes, 1), &out)))
+        !ok(r, "hcomm_malloc", hcomm_malloc(ctx, std::max<std::uint64_t>(out_bytes, 1), &out)))
       break;
-    models::HugeBuffer host(real ? w.bytes : 1);
+    models::HugeBuffer host(real ? std::max(w.bytes, out_bytes) : 1);
     if (!host) { failures.push_back({FailureKind::HostMemory, "rank " + std::to_string(r) + ": out of host memory"}); break; }
     for (std::uint32_t rep = 0; rep < w.repeat; ++rep) {
       driver_->set_phase(r, s, rep);
+      ops_done_[r] = started++;
       PayloadKey key{sc_.seed, s, rep};
       if (w.op == "h2d" || w.op == "d2h") {
         if (!host_copy(r, w, s, rep, st, in, host.get(), real)) goto out;
@@ -72,8 +76,15 @@ void Cluster::rank_main(std::uint32_t r) {
         if (!ok(r, "hcomm_barrier", hcomm_barrier(comm, st)) || !ok(r, "hcomm_stream_synchronize", hcomm_stream_synchronize(st))) goto out;
         continue;
       }
-      if (w.op == "allreduce") {
-        if (!ok(r, "hcomm_allreduce", hcomm_allreduce(in, out, count, to_hcomm(w.dtype), static_cast<hcomm_reduce_op_t>(w.reduce), comm, st)) ||
+      if (w.op == "allreduce" || w.op == "allgather" || w.op == "reducescatter" || w.op == "broadcast") {
+        const auto dt = to_hcomm(w.dtype);
+        const auto ro = static_cast<hcomm_reduce_op_t>(w.reduce);
+        hcomm_result_t rc;
+        if (w.op == "allreduce") rc = hcomm_allreduce(in, out, count, dt, ro, comm, st);
+        else if (w.op == "allgather") rc = hcomm_allgather(in, out, count, dt, comm, st);
+        else if (w.op == "reducescatter") rc = hcomm_reduce_scatter(in, out, count / nranks_, dt, ro, comm, st);
+        else rc = hcomm_broadcast(r == w.root ? in : out, count, dt, w.root, comm, st);
+        if (!ok(r, ("hcomm_" + (w.op == "reducescatter" ? std::string("reduce_scatter") : w.op)).c_str(), rc) ||
             !ok(r, "hcomm_stream_synchronize", hcomm_stream_synchronize(st)))
           goto out;
       } else if (w.op == "incast") {
@@ -89,13 +100,35 @@ void Cluster::rank_main(std::uint32_t r) {
       }
       inject_bitflips(r, s, rep, out);
       if (real) {
-        if (!ok(r, "hcomm_memcpy_device_to_host", hcomm_memcpy_device_to_host(host.get(), out, w.bytes, st)) ||
+        // The broadcast root's result is its input, left in place.
+        void* result = w.op == "broadcast" && r == w.root ? in : out;
+        if (!ok(r, "hcomm_memcpy_device_to_host", hcomm_memcpy_device_to_host(host.get(), result, out_bytes, st)) ||
             !ok(r, "hcomm_stream_synchronize", hcomm_stream_synchronize(st)))
           goto out;
         CheckResult cr;
         if (w.op == "allreduce") {
           cr = compare(host.get(), reference(s, rep).data(), count, w.dtype, w.reduce, nranks_);
           release_reference(s, rep);
+        } else if (w.op == "reducescatter") {  // block r of the all-reduce of the inputs
+          cr = compare(host.get(), reference(s, rep).data() + r * out_bytes, count / nranks_, w.dtype, w.reduce, nranks_);
+          release_reference(s, rep);
+        } else if (w.op == "allgather") {  // block j is rank j's input
+          std::vector<std::uint8_t> expect(w.bytes);
+          for (std::uint32_t j = 0; j < nranks_; ++j) {
+            fill_input(expect.data(), count, w.dtype, w.reduce, key, j);
+            const CheckResult b = compare(host.get() + j * w.bytes, expect.data(), count, w.dtype, models::ReduceOp::Max, 1);
+            if (b.mismatches && !cr.mismatches) {
+              cr = b;
+              cr.first_bad += j * count;
+              cr.detail = "block " + std::to_string(j) + ": " + b.detail;
+            } else {
+              cr.mismatches += b.mismatches;
+            }
+          }
+        } else if (w.op == "broadcast") {  // the root's input
+          std::vector<std::uint8_t> expect(w.bytes);
+          fill_input(expect.data(), count, w.dtype, w.reduce, key, w.root);
+          cr = compare(host.get(), expect.data(), count, w.dtype, models::ReduceOp::Max, 1);
         } else {
           std::vector<std::uint8_t> expect(w.bytes);
           fill_input(expect.data(), count, w.dtype, w.reduce, key, partner(w, r));

@@ -1,4 +1,5 @@
 #include "sim/driver.h"
+#include "sim/live.h"
 
 #include <cstdio>
 
@@ -357,7 +358,7 @@ void SimDriver::log(std::uint32_t device, int level, const std::string& line) {
   double t = static_cast<double>(sc_core::sc_time_stamp().value()) / 1e3;
   if (level >= 0 && level < 4) ++log_count_[level];
   if (trace_) trace_->log(t, device < npu_rank_.size() ? npu_rank_[device] : -1, level, line);
-  if (echo_) std::fprintf(stderr, "[%12.3f us] %s\n", t / 1e3, line.c_str());
+  if (echo_) std::fprintf(stderr, "%s[%12.3f us] %s\n", g_status_line ? "\r\033[K" : "", t / 1e3, line.c_str());
 }
 
 }  // namespace sim

@@ -48,6 +48,11 @@ void ScScheduler::run() {
     r.h->on_event(r.a, r.b);
   }
   in_run_ = false;
+  if (processed_ >= next_poll_ || --steps_left_ == 0) {  // both ~0 unless a live view asked for it
+    next_poll_ = processed_ + poll_every_;
+    steps_left_ = poll_steps_;
+    poll_();
+  }
   arm();
 }
 

@@ -2,11 +2,26 @@
 // path at a max-min fair rate.
 #pragma once
 #include <cstdint>
-#include <vector>
 
 #include "models/time.h"
 
 namespace models {
+
+/// The egress ports along a flow's path, as global port ids, kept inline: the refill walks them for
+/// every flow it visits (a separate allocation per flow was its largest cache-miss cost at scale).
+struct PortPath {
+  static constexpr std::uint32_t kMax = 16;  ///< hops; a 3-tier Clos path has 6
+  std::uint32_t n = 0;
+  std::uint32_t p[kMax] = {};
+  const std::uint32_t* begin() const { return p; }
+  const std::uint32_t* end() const { return p + n; }
+  bool operator==(const PortPath& o) const {
+    if (n != o.n) return false;
+    for (std::uint32_t i = 0; i < n; ++i)
+      if (p[i] != o.p[i]) return false;
+    return true;
+  }
+};
 
 struct Flow {
   std::uint32_t qp = 0;
@@ -15,9 +30,10 @@ struct Flow {
   Tick t_set = 0;
   std::uint64_t stamp = 0;                            // identifies its current entry in the completion heap
   Tick t_end = 0;                                     // projected completion (valid when rate > 0)
-  std::vector<std::uint32_t> gports;                  // egress ports along the path, as global port ids
+  PortPath gports;                                    // egress ports along the path
   Tick latency = 0;                                   // one-way path latency
   bool active = false;
+  bool tiny = false;                                  // at most one packet: not a fluid flow (flow_post)
 };
 
 }  // namespace models

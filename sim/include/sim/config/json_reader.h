@@ -65,6 +65,16 @@ class ObjectReader {
   bool valid_ = true;
 };
 
+/// What a document is by its top level: "scenario" ("format": "hcsim-scenario", or a workload,
+/// faults, expect, hcomm_env or a topology reference), "topology" ("format": "hcsim-topology",
+/// or servers, server_groups, switches, links, fabric), "rank table" (server_count, server_list,
+/// super_pod_list), or "" when it says nothing either way.
+std::string document_kind(const json& j);
+/// When `j` is recognisably another kind than `want` ("scenario", "topology"): the reason to
+/// report at "/" ("is a scenario, not a topology: pass it to hcsim run / hcsim validate"), so that
+/// the wrong file is named as such rather than as a list of unknown keys. "" otherwise.
+std::string wrong_kind(const json& j, const std::string& want);
+
 std::optional<std::uint32_t> parse_ipv4(const std::string& s);
 std::string format_ipv4(std::uint32_t ip);
 
