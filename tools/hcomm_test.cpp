@@ -4,11 +4,12 @@
 // simulated times; with -c 1 every rank's result is checked against a host reference.
 //
 //   hcomm_test OPERATION [-b 8K] [-e 64M] [-f 2] [-d fp32] [-o sum] [-r 0] [-p 8] [-n 20] [-w 5] [-c 1]
-//              [--topology FILE] [--fidelity TIER] [--algo SPEC] [--max-memory SIZE]
+//              [--topology FILE] [--fidelity TIER] [--algo SPEC] [--max-memory SIZE] [--plot OUT.svg]
 // Exit codes: 0 ok (and every check passed), 1 a check or call failed, 2 bad usage or input.
 #include <malloc.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -27,6 +28,7 @@
 #include "sim/payload.h"
 #include "sim/runner.h"
 #include "sim/units.h"
+#include "svg_plot.h"
 
 namespace {
 
@@ -53,6 +55,7 @@ const char* kUsage =
     "                   family for both levels: NA ring H-D_R NHR NB DOUBLE_TREE pairwise star mesh\n"
     "                   pipeline\n"
     "  --max-memory SIZE  refuse (exit 2) when the checked run needs more host memory (default: MemAvailable)\n"
+    "  --plot FILE      also write busbw against size as an SVG plot, one line per algorithm chosen\n"
     "  -h, --help       this text\n"
     "The collective buffer is 512 MiB per rank unless HCOMM_BUFFSIZE_MB or HCCL_BUFFSIZE says otherwise\n"
     "(the library's own default is 256 MiB). Columns: data_size(Bytes) aveg_time(us) alg_bandwidth(GB/s)\n"
@@ -210,7 +213,7 @@ int sc_main(int argc, char* argv[]) {
   std::uint64_t minb = 8 << 10, maxb = 64 << 20, factor = 2, iters = 20, warm = 5, per_server = 0, root = 0;
   bool check = true;
   std::uint64_t max_memory = 0;  // 0: what the machine has available
-  std::string fidelity = "chunk", algo_spec;
+  std::string fidelity = "chunk", algo_spec, plot_file;
   bool algo_given = false;
   std::string dtype = "fp32", rop = "sum", topo_file = std::string(HCSIM_SOURCE_DIR) + "/topologies/atlas800t-a2.json";
   for (std::size_t i = 1; i < a.size(); ++i) {
@@ -239,6 +242,10 @@ int sc_main(int argc, char* argv[]) {
     } else if (f == "--max-memory") {
       if (!(v = need("--max-memory"))) return 2;
       if (!parse_size(*v, &max_memory)) return usage("bad size for --max-memory: " + *v);
+    } else if (f == "--plot") {
+      if (!(v = need("--plot"))) return 2;
+      if (v->empty()) return usage("--plot needs a file name");
+      plot_file = *v;
     } else if (f == "--topology") {
       if (!(v = need("--topology"))) return 2;
       topo_file = *v;
@@ -323,6 +330,9 @@ int sc_main(int argc, char* argv[]) {
   else if (const char* h = std::getenv("HCCL_BUFFSIZE"); h && *h) buf_source = "HCCL_BUFFSIZE";
   else setenv("HCOMM_BUFFSIZE_MB", "512", 1);
 
+  std::FILE* plot = nullptr;  // opened before simulating: an unwritable path is a usage error, not a lost run
+  if (!plot_file.empty() && !(plot = std::fopen(plot_file.c_str(), "wb")))
+    return usage("--plot: cannot write " + plot_file + ": " + std::strerror(errno));
   std::vector<Row> rows(sizes.size());
   std::vector<std::string> errors;
   std::printf("the minbytes is %llu, maxbytes is %llu, iters is %llu, warmup_iters is %llu\n", (unsigned long long)minb,
@@ -556,6 +566,25 @@ int sc_main(int argc, char* argv[]) {
     all_ok = all_ok && (!check || (rows[k].ok && rows[k].timed)) && rows[k].done == nranks;
   }
   for (auto& e : errors) std::fprintf(stderr, "hcomm_test: %s\n", e.c_str());
+  if (plot) {  // one line per algorithm the library chose, over the sizes it chose it for
+    std::map<std::string, hcsim::PlotSeries> by_algo;
+    for (std::size_t k = 0; k < rows.size(); ++k) {
+      if (!rows[k].timed || rows[k].us <= 0) continue;
+      const std::string name = std::string(od->name) + " " + (rows[k].algo.empty() ? "-" : rows[k].algo);
+      by_algo[name].name = name;
+      by_algo[name].points.emplace_back(static_cast<double>(sizes[k]), static_cast<double>(sizes[k]) / (rows[k].us * 1e3) * bus);
+    }
+    std::vector<hcsim::PlotSeries> series;
+    for (auto& [name, s] : by_algo) series.push_back(s);
+    hcsim::PlotSpec spec;
+    spec.title = std::string(od->name) + " on " + topo->name + " (" + std::to_string(nranks) + " ranks, " + dtype + ")";
+    const std::string svg = hcsim::svg_line_plot(spec, series);
+    const bool wrote = std::fwrite(svg.data(), 1, svg.size(), plot) == svg.size();
+    if (std::fclose(plot) != 0 || !wrote) {
+      std::fprintf(stderr, "hcomm_test: --plot: cannot write %s\n", plot_file.c_str());
+      return 2;
+    }
+  }
   return all_ok ? 0 : 1;
 }
 

@@ -31,7 +31,9 @@ expect unknown-option 2 "unknown option --fast" -- "$HCSIM" run --fast
 # Every command answers --help / -h on stdout (exit 0, its options listed); an unknown option is exit
 # 2 with that command's usage on stderr.
 for c in "run:--db FILE:--force:--no-trace:-q, --quiet" "validate:FILE\\.\\.\\." \
-         "topo:--summary:--dot:--svg:--ranktable 1\\.0[|]1\\.2:--full:-o OUT"; do
+         "topo:--summary:--dot:--svg:--ranktable 1\\.0[|]1\\.2:--full:-o OUT" \
+         "trace:DB:-o OUT:--ranks LIST:--from T:--to T:--detail ops[|]tasks[|]all" "top:DB:-n N" \
+         "health:DB:--rules FILE:-n N" "plot:DB:-o OUT:--title TEXT"; do
   cmd=${c%%:*}
   for h in --help -h; do
     "$HCSIM" "$cmd" "$h" > help.out 2> help.err

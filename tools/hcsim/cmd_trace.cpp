@@ -1,0 +1,351 @@
+// hcsim trace: export a finished trace as Chrome / Perfetto trace-event JSON (docs/tools.md#trace).
+// The document is streamed: rows go from SQLite to the file one at a time, so memory stays flat
+// whatever the rank count (only the npus table is held).
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cinttypes>
+#include <cstring>
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "commands.h"
+#include "trace_db.h"
+
+namespace hcsim {
+namespace {
+
+std::string json_str(const std::string& s) {
+  std::string o = "\"";
+  for (unsigned char c : s) {
+    switch (c) {
+      case '"': o += "\\\""; break;
+      case '\\': o += "\\\\"; break;
+      case '\n': o += "\\n"; break;
+      case '\t': o += "\\t"; break;
+      case '\r': o += "\\r"; break;
+      default:
+        if (c < 0x20) {
+          char b[8];
+          std::snprintf(b, sizeof b, "\\u%04x", c);
+          o += b;
+        } else {
+          o += static_cast<char>(c);
+        }
+    }
+  }
+  return o + "\"";
+}
+
+// A number as JSON: finite, shortest round-trip-ish, deterministic.
+std::string json_num(double v) {
+  if (!std::isfinite(v)) return "null";
+  char b[40];
+  if (v == std::floor(v) && std::fabs(v) < 1e15) std::snprintf(b, sizeof b, "%.0f", v);
+  else std::snprintf(b, sizeof b, "%.10g", v);
+  return b;
+}
+
+// Simulated ns → trace-event µs with ns resolution.
+std::string us(double ns) {
+  char b[40];
+  std::snprintf(b, sizeof b, "%.3f", ns / 1e3);
+  return b;
+}
+
+class Writer {
+ public:
+  explicit Writer(std::FILE* f) : f_(f) { std::fputs("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n", f_); }
+  void event(const std::string& body) {
+    if (n_++) std::fputs(",\n", f_);
+    std::fputc('{', f_);
+    std::fputs(body.c_str(), f_);
+    std::fputc('}', f_);
+  }
+  void end(const std::string& other_data) {
+    std::fputs("\n],\"otherData\":", f_);
+    std::fputs(other_data.c_str(), f_);
+    std::fputs("}\n", f_);
+  }
+  std::uint64_t events() const { return n_; }
+
+ private:
+  std::FILE* f_;
+  std::uint64_t n_ = 0;
+};
+
+// Track ids. pid 0: the cluster (faults, failovers); pid 1 + s: server s; then links and ports
+// (counters). tid of rank r's operations: r * 1024; of its stream s: r * 1024 + 1 + s.
+constexpr std::int64_t kTidPerRank = 1024;
+
+int trace_main(const std::vector<std::string>& argv) {
+  std::string file, out, detail = "ops";
+  std::vector<std::int64_t> rank_list;
+  bool ranks_set = false;
+  double from_ns = 0, to_ns = INFINITY;
+  const Args args(kTrace,
+                  {{"-o", "", "OUT", "a file name", "write the JSON to OUT (default: stdout)",
+                    [&](const std::string& v) { out = v; return v.empty() ? std::string("-o needs a file name") : std::string(); }},
+                   {"--ranks", "", "LIST", "a rank list", "only these ranks, e.g. 0-7,12 (default: all)",
+                    [&](const std::string& v) {
+                      std::string why;
+                      ranks_set = true;
+                      return parse_rank_list(v, &rank_list, &why) ? std::string() : "--ranks: " + why;
+                    }},
+                   {"--from", "", "T", "a time", "only what overlaps [T, ...] (simulated; 10us, 1.5ms, 250ns)",
+                    [&](const std::string& v) {
+                      return parse_time_ns(v, &from_ns) ? std::string() : "--from: bad time \"" + v + "\" (e.g. 10us, 1.5ms, 250ns)";
+                    }},
+                   {"--to", "", "T", "a time", "only what overlaps [..., T]",
+                    [&](const std::string& v) {
+                      return parse_time_ns(v, &to_ns) ? std::string() : "--to: bad time \"" + v + "\" (e.g. 10us, 1.5ms, 250ns)";
+                    }},
+                   {"--detail", "", "ops|tasks|all", "ops, tasks or all",
+                    "ops: operations per rank (default); tasks: also stream tasks; all: also counters",
+                    [&](const std::string& v) {
+                      detail = v;
+                      return v == "ops" || v == "tasks" || v == "all" ? std::string() : "--detail must be ops, tasks or all, got \"" + v + "\"";
+                    }}},
+                  {"DB", "the trace database (hcsim run --db)", [&](const std::string& a) {
+                     if (!file.empty()) return std::string("trace takes one trace database, got a second: ") + a;
+                     file = a;
+                     return std::string();
+                   }});
+  if (auto rc = args.parse(argv)) return *rc;
+  if (file.empty()) return args.usage_error("trace needs a trace database");
+  if (to_ns < from_ns) return args.usage_error("--to is before --from");
+  TraceDb db;
+  std::string why;
+  if (!db.open(file, &why)) { std::fprintf(stderr, "hcsim: %s\n", why.c_str()); return kBadInput; }
+
+  // Ranks: names and servers (the npus table; a damaged trace without it gets one server).
+  struct Npu { std::string name; std::int64_t server = 0; };
+  std::map<std::int64_t, Npu> npus;
+  if (db.has_table("npus") &&
+      !db.query("SELECT id, name, server FROM npus ORDER BY id", [&](const Row& r) { npus[r.i(0)] = {r.s(1), r.i(2)}; }, &why)) {
+    std::fprintf(stderr, "hcsim: %s\n", why.c_str());
+    return kBadInput;
+  }
+  std::vector<char> want;  // rank → selected
+  auto selected = [&](std::int64_t r) {
+    if (!ranks_set) return true;
+    return r >= 0 && static_cast<std::size_t>(r) < want.size() && want[static_cast<std::size_t>(r)];
+  };
+  if (ranks_set) {
+    for (auto r : rank_list) {
+      if (!npus.empty() && !npus.count(r)) {
+        std::fprintf(stderr, "hcsim: --ranks: rank %" PRId64 " is not in %s (%zu ranks)\n", r, file.c_str(), npus.size());
+        return kBadInput;
+      }
+      if (static_cast<std::size_t>(r) >= want.size()) want.resize(static_cast<std::size_t>(r) + 1, 0);
+      want[static_cast<std::size_t>(r)] = 1;
+    }
+  }
+  const bool tasks = detail != "ops" && db.has_table("tasks");
+  const bool counters = detail == "all" && db.has_table("counter_samples");
+  const bool choice_cols = db.has_column("operations", "chosen_by");
+
+  std::FILE* f = stdout;
+  if (!out.empty() && out != "-") {
+    if (same_file(out, file)) { std::fprintf(stderr, "hcsim: -o %s is the trace being read; refusing to overwrite it\n", out.c_str()); return kBadInput; }
+    f = std::fopen(out.c_str(), "wb");
+    if (!f) { std::fprintf(stderr, "hcsim: %s: cannot write: %s\n", out.c_str(), std::strerror(errno)); return kBadInput; }
+  }
+  static char buf[1 << 16];
+  std::setvbuf(f, buf, _IOFBF, sizeof buf);
+  Writer w(f);
+  auto server_of = [&](std::int64_t r) {
+    auto it = npus.find(r);
+    return it == npus.end() ? 0 : it->second.server;
+  };
+  auto pid_of = [&](std::int64_t r) { return 1 + server_of(r); };
+  auto meta = [&](const char* what, std::int64_t pid, std::int64_t tid, const std::string& name) {
+    w.event(std::string("\"ph\":\"M\",\"name\":\"") + what + "\",\"ts\":0,\"pid\":" + std::to_string(pid) + ",\"tid\":" +
+            std::to_string(tid) + ",\"args\":{\"name\":" + json_str(name) + "}");
+  };
+  auto sort_meta = [&](const char* what, std::int64_t pid, std::int64_t tid, std::int64_t index) {
+    w.event(std::string("\"ph\":\"M\",\"name\":\"") + what + "\",\"ts\":0,\"pid\":" + std::to_string(pid) + ",\"tid\":" +
+            std::to_string(tid) + ",\"args\":{\"sort_index\":" + std::to_string(index) + "}");
+  };
+  auto in_window = [&](double s, double e) { return e >= from_ns && s <= to_ns; };
+
+  // Processes and threads.
+  meta("process_name", 0, 0, "cluster (faults, failovers)");
+  sort_meta("process_sort_index", 0, 0, -1);
+  std::int64_t max_server = -1;
+  {
+    std::int64_t last_server = -1;
+    for (auto& [r, n] : npus) {
+      max_server = std::max(max_server, n.server);
+      if (!selected(r)) continue;
+      if (n.server != last_server) {
+        const std::string srv = n.name.substr(0, n.name.find('/'));
+        meta("process_name", 1 + n.server, 0, "server " + std::to_string(n.server) + " (" + srv + ")");
+        sort_meta("process_sort_index", 1 + n.server, 0, n.server);
+        last_server = n.server;
+      }
+      meta("thread_name", 1 + n.server, r * kTidPerRank, "rank " + std::to_string(r) + " " + n.name);
+      sort_meta("thread_sort_index", 1 + n.server, r * kTidPerRank, r * kTidPerRank);
+    }
+  }
+  const std::int64_t pid_links = max_server + 2, pid_ports = max_server + 3;
+
+  // Operations: one complete event per row.
+  bool ok = true;
+  std::uint64_t n_ops = 0, n_tasks = 0, n_samples = 0, n_instants = 0;
+  ok = ok && db.query(std::string("SELECT id, rank, seq, kind, algorithm, bytes, step, rep, peer, start_ns, end_ns") +
+                          (choice_cols ? ", chosen_by, est_us, runner_up, runner_up_est_us" : "") +
+                          " FROM operations ORDER BY rank, start_ns, id",
+                      [&](const Row& r) {
+                        const std::int64_t rank = r.i(1);
+                        const double s = r.d(9), e = r.null(10) ? s : r.d(10);
+                        if (!selected(rank) || !in_window(s, e)) return;
+                        std::string b = "\"ph\":\"X\",\"cat\":\"op\",\"name\":" + json_str(r.s(3)) + ",\"ts\":" + us(s) +
+                                        ",\"dur\":" + us(std::max(0.0, e - s)) + ",\"pid\":" + std::to_string(pid_of(rank)) +
+                                        ",\"tid\":" + std::to_string(rank * kTidPerRank) + ",\"args\":{\"id\":" +
+                                        std::to_string(r.i(0)) + ",\"seq\":" + std::to_string(r.i(2)) +
+                                        ",\"algorithm\":" + json_str(r.s(4)) + ",\"bytes\":" + std::to_string(r.i(5)) +
+                                        ",\"step\":" + std::to_string(r.i(6)) + ",\"rep\":" + std::to_string(r.i(7)) +
+                                        ",\"peer\":" + std::to_string(r.i(8));
+                        if (choice_cols)
+                          b += ",\"chosen_by\":" + json_str(r.s(11)) + ",\"est_us\":" + json_num(r.d(12)) +
+                               ",\"runner_up\":" + json_str(r.s(13)) + ",\"runner_up_est_us\":" + json_num(r.d(14));
+                        w.event(b + "}");
+                        ++n_ops;
+                      },
+                      &why);
+
+  // Stream tasks (the optional tasks table): one thread per (rank, stream).
+  if (ok && tasks) {
+    std::int64_t last_rank = -1, last_stream = -1;
+    ok = db.query("SELECT rank, stream, op_seq, kind, start_ns, end_ns, bytes, peer FROM tasks ORDER BY rank, stream, start_ns, rowid",
+                  [&](const Row& r) {
+                    const std::int64_t rank = r.i(0), stream = r.i(1);
+                    const double s = r.d(4), e = r.null(5) ? s : r.d(5);
+                    if (!selected(rank) || !in_window(s, e)) return;
+                    const std::int64_t tid = rank * kTidPerRank + 1 + (stream % (kTidPerRank - 1));
+                    if (rank != last_rank || stream != last_stream) {
+                      meta("thread_name", pid_of(rank), tid, "rank " + std::to_string(rank) + " stream " + std::to_string(stream));
+                      sort_meta("thread_sort_index", pid_of(rank), tid, tid);
+                      last_rank = rank;
+                      last_stream = stream;
+                    }
+                    w.event("\"ph\":\"X\",\"cat\":\"task\",\"name\":" + json_str(r.s(3)) + ",\"ts\":" + us(s) + ",\"dur\":" +
+                            us(std::max(0.0, e - s)) + ",\"pid\":" + std::to_string(pid_of(rank)) + ",\"tid\":" +
+                            std::to_string(tid) + ",\"args\":{\"op_seq\":" + std::to_string(r.i(2)) + ",\"bytes\":" +
+                            std::to_string(r.i(6)) + ",\"peer\":" + std::to_string(r.i(7)) + "}");
+                    ++n_tasks;
+                  },
+                  &why);
+  }
+
+  // Counter samples (the optional counter_samples table): a counter track per object and metric;
+  // a link's busy intervals (util > 0) also as slices on a thread per link.
+  if (ok && counters) {
+    meta("process_name", pid_links, 0, "links (counters)");
+    sort_meta("process_sort_index", pid_links, 0, max_server + 1);
+    meta("process_name", pid_ports, 0, "ports (counters)");
+    sort_meta("process_sort_index", pid_ports, 0, max_server + 2);
+    std::map<std::string, std::int64_t> link_tid;
+    ok = db.query("SELECT t_ns, interval_ns, kind, object, metric, value FROM counter_samples ORDER BY kind, object, metric, t_ns, rowid",
+                  [&](const Row& r) {
+                    const double t = r.d(0), iv = r.d(1), v = r.d(5);
+                    const double t0 = std::max(0.0, t - iv);  // a sample covers (t - interval, t]
+                    if (!in_window(t0, t)) return;
+                    const std::string kind = r.s(2), obj = r.s(3), metric = r.s(4);
+                    const std::int64_t pid = kind == "link" ? pid_links : pid_ports;
+                    w.event("\"ph\":\"C\",\"name\":" + json_str(obj + " " + metric) + ",\"ts\":" + us(t0) + ",\"pid\":" +
+                            std::to_string(pid) + ",\"tid\":0,\"args\":{" + json_str(metric) + ":" + json_num(v) + "}");
+                    ++n_samples;
+                    if (kind == "link" && metric == "util" && v > 0) {
+                      auto [it, fresh] = link_tid.emplace(obj, static_cast<std::int64_t>(link_tid.size()) + 1);
+                      if (fresh) meta("thread_name", pid_links, it->second, obj + " busy");
+                      char u[32];
+                      std::snprintf(u, sizeof u, "%.1f%%", 100 * v);
+                      w.event("\"ph\":\"X\",\"cat\":\"link\",\"name\":" + json_str(std::string("busy ") + u) + ",\"ts\":" + us(t0) +
+                              ",\"dur\":" + us(std::max(0.0, t - t0)) + ",\"pid\":" + std::to_string(pid_links) +
+                              ",\"tid\":" + std::to_string(it->second) + ",\"args\":{\"util\":" + json_num(v) + "}");
+                    }
+                  },
+                  &why);
+  }
+
+  // Faults (logged as "fault injected: ...") and failovers: global instant events.
+  if (ok && db.has_table("logs")) {
+    ok = db.query("SELECT id, sim_time_ns, rank, level, message FROM logs WHERE message LIKE '%fault injected:%' OR "
+                  "message LIKE '%failover%' ORDER BY sim_time_ns, id",
+                  [&](const Row& r) {
+                    const double t = r.d(1);
+                    if (!in_window(t, t)) return;
+                    const std::string m = r.s(4);
+                    const auto k = m.find("fault injected: ");
+                    const bool fault = k != std::string::npos;
+                    const std::string name = fault ? "fault: " + m.substr(k + 16) : "failover";
+                    w.event("\"ph\":\"i\",\"s\":\"g\",\"cat\":\"" + std::string(fault ? "fault" : "failover") + "\",\"name\":" +
+                            json_str(name) + ",\"ts\":" + us(t) + ",\"pid\":0,\"tid\":0,\"args\":{\"rank\":" +
+                            std::to_string(r.i(2)) + ",\"message\":" + json_str(m) + "}");
+                    ++n_instants;
+                  },
+                  &why);
+  }
+  if (ok && db.has_table("failovers")) {
+    // Not written by hcsim yet: every column goes into args; the time is the first of t_ns,
+    // sim_time_ns, at_ns, time_ns, start_ns that exists.
+    std::vector<std::string> cols;
+    db.query("SELECT name FROM pragma_table_info('failovers') ORDER BY cid", [&](const Row& r) { cols.push_back(r.s(0)); }, &why);
+    int tcol = -1;
+    for (const char* c : {"t_ns", "sim_time_ns", "at_ns", "time_ns", "start_ns"})
+      for (std::size_t k = 0; k < cols.size() && tcol < 0; ++k)
+        if (cols[k] == c) tcol = static_cast<int>(k);
+    if (tcol >= 0) {
+      ok = db.query("SELECT * FROM failovers ORDER BY " + std::to_string(tcol + 1) + ", rowid",
+                    [&](const Row& r) {
+                      const double t = r.d(tcol);
+                      if (!in_window(t, t)) return;
+                      std::string a;
+                      for (std::size_t k = 0; k < cols.size(); ++k)
+                        a += (a.empty() ? "" : ",") + json_str(cols[k]) + ":" + (r.null(static_cast<int>(k)) ? "null" : json_str(r.s(static_cast<int>(k))));
+                      w.event("\"ph\":\"i\",\"s\":\"g\",\"cat\":\"failover\",\"name\":\"failover\",\"ts\":" + us(t) +
+                              ",\"pid\":0,\"tid\":0,\"args\":{" + a + "}");
+                      ++n_instants;
+                    },
+                    &why);
+    }
+  }
+  std::string scenario;
+  db.query("SELECT scenario FROM run WHERE id=1", [&](const Row& r) { scenario = r.s(0); }, &why);
+  w.end("{\"generator\":\"hcsim trace\",\"trace\":" + json_str(scenario) + ",\"detail\":" + json_str(detail) +
+        ",\"operations\":" + std::to_string(n_ops) + ",\"tasks\":" + std::to_string(n_tasks) + ",\"counter_samples\":" +
+        std::to_string(n_samples) + ",\"instants\":" + std::to_string(n_instants) + "}");
+  bool write_ok = std::fflush(f) == 0 && !std::ferror(f);
+  const int write_errno = errno;
+  struct stat st {};
+  const bool regular = f != stdout && ::fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode);
+  if (f != stdout && std::fclose(f) != 0) write_ok = false;
+  if (!ok || !write_ok) {
+    // A partial document is not left behind as if it were the export (only ever a regular file:
+    // never a device or FIFO named by -o).
+    if (regular) std::remove(out.c_str());
+    if (!ok) std::fprintf(stderr, "hcsim: %s\n", why.c_str());
+    else std::fprintf(stderr, "hcsim: %s: cannot write: %s\n", f == stdout ? "stdout" : out.c_str(), std::strerror(write_errno ? write_errno : errno));
+    return kBadInput;
+  }
+  if (f != stdout)
+    std::fprintf(stderr, "hcsim: %s: %" PRIu64 " operations, %" PRIu64 " tasks, %" PRIu64 " counter samples, %" PRIu64 " faults/failovers\n",
+                 out.c_str(), n_ops, n_tasks, n_samples, n_instants);
+  return kOk;
+}
+
+}  // namespace
+
+const Command kTrace = {
+    "trace", "trace DB [-o OUT] [--ranks LIST] [--from T] [--to T] [--detail ops|tasks|all]",
+    "        export a trace as Chrome / Perfetto trace-event JSON: a process per server, a track\n"
+    "        per rank (operations) and per rank and stream (tasks), counters, faults\n",
+    trace_main};
+
+}  // namespace hcsim
