@@ -1,8 +1,10 @@
 // Hierarchical all-reduce (docs/architecture.md#hcomm, docs/algorithms/README.md): the mesh
 // reduce-scatter leaves each rank with its server's reduction of slice l; the ranks with the same
 // local index l on every server (one NIC rail) all-reduce that slice with the level-1 family's
-// plan; the mesh all-gather finishes. Chunks are half the collective buffer: the other half holds
-// the level-1 plan's staging slots.
+// plan; the mesh all-gather finishes. With L ranks per server a chunk's slice is 1/L of it, and no
+// level-1 family stages more than half a slice per slot, so a chunk takes L / (L + slots / 2) of
+// the collective buffer and the slots the rest (8 ranks, 2 slots: 8/9 of it, a 1 GiB all-reduce in
+// 5 chunks of a 256 MiB buffer instead of 8 halves). One rank per server: half and half.
 #include "algo/hierarchical.h"
 
 #include "algo/exec.h"
@@ -16,7 +18,9 @@ namespace hcomm::detail {
 hcomm_result_t allreduce_hierarchical(hcomm_comm_t comm, const ServerGroups& g, const Family& level1, std::uint64_t in,
                                       std::uint64_t out, std::uint64_t count, int dtype, int op, hcomm_stream_t main) {
   const std::uint64_t esz = hcomm_data_type_size(static_cast<hcomm_data_type_t>(dtype));
-  const std::uint64_t area = comm->ctx->ccl_bytes / 2;
+  const std::uint64_t ccl = comm->ctx->ccl_bytes, slots = level1.slots ? level1.slots : 2;
+  const std::uint64_t area =
+      g.size == 1 ? ccl / 2 : ccl / (2 * g.size + slots) * (2 * g.size) / (g.size * esz) * (g.size * esz);
   const Members rail{g.index, g.size, g.servers};
   hcomm_result_t rc = HCOMM_SUCCESS;
   auto middle = [&](std::uint64_t slice_addr, std::uint64_t slice_bytes) {
