@@ -27,14 +27,15 @@ void Sampler::enable(Tick interval_ps, std::size_t objects) {
 // record) and opens; an earlier one (the flow tier settles a flow's past) is a record of its own.
 SampleBin& Sampler::at(std::uint32_t obj, std::uint64_t bin) {
   Open& o = open_[obj];
-  if (bin == o.bin) return o.v;
-  if (o.bin == ~0ULL || bin > o.bin) {
-    if (o.bin != ~0ULL) done_.push_back(Sample{obj, o.bin, o.v});
-    o.bin = bin;
+  const auto b = static_cast<std::uint32_t>(std::min<std::uint64_t>(bin, kNone - 1));  // 2^32 intervals at most
+  if (b == o.bin) return o.v;
+  if (o.bin == kNone || b > o.bin) {
+    if (o.bin != kNone) done_.push_back(Sample{obj, o.bin, o.v});
+    o.bin = b;
     o.v = SampleBin{};
     return o.v;
   }
-  done_.push_back(Sample{obj, bin, SampleBin{}});
+  done_.push_back(Sample{obj, b, SampleBin{}});
   return done_.back().v;
 }
 
@@ -64,8 +65,9 @@ void Sampler::busy(std::uint32_t obj, Tick t0, Tick t1, Tick busy, std::uint64_t
   }
 }
 
-void Sampler::count(std::uint32_t obj, Tick t, SampleCount c, std::uint64_t n) {
+void Sampler::count(std::uint32_t obj, Tick t, SampleCount c, std::uint64_t n64) {
   SampleBin& b = at(obj, t / interval_);
+  const auto n = static_cast<std::uint32_t>(std::min<std::uint64_t>(n64, ~0u));
   switch (c) {
     case SampleCount::Ecn: b.ecn += n; break;
     case SampleCount::Cnp: b.cnp += n; break;
@@ -94,22 +96,22 @@ void Sampler::queue(std::uint32_t obj, Tick t, std::uint64_t bytes) {
 }
 
 std::vector<Sampler::Sample> Sampler::finish(Tick end) {
-  std::vector<Sample> out;
-  if (!on()) return out;
+  if (!on()) return {};
   for (std::uint32_t obj = 0; obj < open_.size(); ++obj) {
     if (open_[obj].q > 0 && end > open_[obj].q_t) queue(obj, end, 0);
-    if (open_[obj].bin != ~0ULL) done_.push_back(Sample{obj, open_[obj].bin, open_[obj].v});
+    if (open_[obj].bin != kNone) done_.push_back(Sample{obj, open_[obj].bin, open_[obj].v});
   }
   open_.clear();
+  open_.shrink_to_fit();
   std::stable_sort(done_.begin(), done_.end(),
                    [](const Sample& a, const Sample& b) { return a.obj != b.obj ? a.obj < b.obj : a.bin < b.bin; });
-  for (const Sample& s : done_) {
-    if (!out.empty() && out.back().obj == s.obj && out.back().bin == s.bin) out.back().v.merge(s.v);
-    else out.push_back(s);
+  std::size_t k = 0;  // merge records of the same (object, interval) in place
+  for (std::size_t i = 0; i < done_.size(); ++i) {
+    if (k > 0 && done_[k - 1].obj == done_[i].obj && done_[k - 1].bin == done_[i].bin) done_[k - 1].v.merge(done_[i].v);
+    else done_[k++] = done_[i];
   }
-  done_.clear();
-  done_.shrink_to_fit();
-  return out;
+  done_.resize(k);
+  return std::move(done_);
 }
 
 }  // namespace models

@@ -17,7 +17,7 @@ struct SampleBin {
   Tick busy_ps = 0;              ///< time spent transmitting
   std::uint64_t bytes = 0;       ///< bytes carried
   std::uint64_t queue_max = 0;   ///< deepest queue (bytes) during the interval
-  std::uint64_t ecn = 0, cnp = 0, pause = 0, crc = 0, retransmit = 0, drops = 0;
+  std::uint32_t ecn = 0, cnp = 0, pause = 0, crc = 0, retransmit = 0, drops = 0;  // events in one interval
   void merge(const SampleBin& o);
 };
 
@@ -38,7 +38,7 @@ class Sampler {
 
   struct Sample {
     std::uint32_t obj;
-    std::uint64_t bin;  ///< interval index: [bin * interval, (bin + 1) * interval)
+    std::uint32_t bin;  ///< interval index: [bin * interval, (bin + 1) * interval)
     SampleBin v;
   };
   /// Every (object, interval) that saw something, by object then interval; queues still holding
@@ -47,12 +47,13 @@ class Sampler {
 
  private:
   struct Open {
-    std::uint64_t bin = ~0ULL;
+    std::uint32_t bin = ~0u;
     SampleBin v;
     Tick q_t = 0;
     std::uint64_t q = 0;
   };
   SampleBin& at(std::uint32_t obj, std::uint64_t bin);
+  static constexpr std::uint32_t kNone = ~0u;
   Tick interval_ = 0;
   std::vector<Open> open_;
   std::vector<Sample> done_;

@@ -29,8 +29,9 @@ void Network::enqueue(std::uint32_t node, std::uint32_t port, std::uint32_t pkt)
   p.q.push_back(pkt);
   p.qbytes += pkts_[pkt].bytes;
   p.st.max_queue_bytes = std::max(p.st.max_queue_bytes, p.qbytes);
-  if (port_samples_.on()) port_samples_.queue(port_base_[node] + port, sch_.now(), p.qbytes);
   try_tx(node, port);
+  // Samples count the bytes waiting, not a unit that went straight onto the wire.
+  if (port_samples_.on()) port_samples_.queue(port_base_[node] + port, sch_.now(), p.qbytes);
 }
 
 void Network::try_tx(std::uint32_t node, std::uint32_t port) {

@@ -71,6 +71,9 @@ class Trace {
   void task(std::uint32_t rank, std::uint32_t stream, std::int64_t op_seq, const char* kind, double start_ns, double end_ns,
             std::uint64_t bytes, std::int64_t peer);
   void counter(const std::string& name, double value);
+  /// Rows per committed batch (default 2000); the end-of-run bulk (counter_samples) uses larger
+  /// batches: a commit costs a sync, and nothing else is written meanwhile.
+  void set_batch(std::uint64_t rows) { batch_ = rows ? rows : 1; }
   void log(double t_ns, std::int64_t rank, int level, const std::string& msg);
   void check(std::uint32_t rank, std::uint32_t step, std::uint32_t rep, bool ok, std::uint64_t mismatches,
              const std::string& detail);

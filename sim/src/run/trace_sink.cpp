@@ -79,6 +79,7 @@ void sample_rows(Trace& t, const models::Sampler::Sample& s, models::Tick interv
 }  // namespace
 
 void trace_samples(Trace& t, models::Machine& m, models::Network* net, std::uint64_t sim_end_ps) {
+  t.set_batch(200000);
   if (m.link_samples().on()) {
     const models::Tick iv = m.link_samples().interval();
     const auto& ports = m.ports();
@@ -108,6 +109,7 @@ void trace_samples(Trace& t, models::Machine& m, models::Network* net, std::uint
       sample_rows(t, s, iv, "port", name, false);
     }
   }
+  t.set_batch(2000);
 }
 
 }  // namespace sim
