@@ -252,7 +252,7 @@ void Network::flow_done(std::uint32_t id) {
     PortStats& st = gport(g).st;
     st.tx_bytes += f.bytes;
     ++st.tx_packets;
-    st.busy_ps += serialization_ps(p_.wire_bytes(f.bytes), gport(g).Bps);
+    if (!f.tiny) st.busy_ps += serialization_ps(p_.wire_bytes(f.bytes), gport(g).Bps);  // a one-packet message takes no line time from the fluid flows
   }
   schedule(sch_.now() + f.latency, kFlowDeliver, id);
   // The QP's next message follows (its WQE was processed meanwhile).
@@ -274,7 +274,8 @@ void Network::flow_done(std::uint32_t id) {
 
 // The segment [t_set, now) of a flow at its rate: wire bytes left - `left`, busy for them at each
 // port's line rate; the payload bytes are counted cumulatively, so their samples sum to f.bytes
-// (as port_counters.tx_bytes counts them in this tier).
+// (as port_counters.tx_bytes counts them in this tier). A one-packet message (tiny) is not fluid
+// and does not slow the fluid flows: its bytes count, its line time does not (util stays <= 1).
 void Network::flow_sample(Flow& f, double left) {
   const Tick now = sch_.now();
   if (!port_samples_.on()) return;
@@ -286,7 +287,7 @@ void Network::flow_sample(Flow& f, double left) {
   f.sampled = cum;
   if (now <= f.t_set && d == 0) return;
   for (std::uint32_t g : f.gports) {
-    const Tick busy = now <= f.t_set ? 0 : std::min<Tick>(now - f.t_set, static_cast<Tick>(seg / static_cast<double>(gport(g).Bps) * 1e12));  // rounded down: shares never sum past the line
+    const Tick busy = now <= f.t_set || f.tiny ? 0 : std::min<Tick>(now - f.t_set, static_cast<Tick>(seg / static_cast<double>(gport(g).Bps) * 1e12));  // rounded down: shares never sum past the line
     port_samples_.busy(g, f.t_set, std::max(now, f.t_set), busy, d);
   }
 }
