@@ -1,5 +1,7 @@
 #include "run/trace_sink.h"
 
+#include <algorithm>
+
 namespace sim {
 
 void trace_devices(Trace& trace, const Topology& topo, const models::Machine& m, std::uint32_t n) {
@@ -62,7 +64,9 @@ void sample_rows(Trace& t, const models::Sampler::Sample& s, models::Tick interv
   auto row = [&](const char* metric, double value) {
     if (value != 0) t.sample(t_ns, iv_ns, kind, object, metric, value);
   };
-  row("util", static_cast<double>(v.busy_ps) / iv);
+  // Spans are split over intervals to the picosecond: in the flow tier the shares of several
+  // flows on one port can round a few ps past a fully busy interval.
+  row("util", static_cast<double>(std::min<models::Tick>(v.busy_ps, interval)) / iv);
   row("bytes", static_cast<double>(v.bytes));
   if (link) {
     row("crc_replay", static_cast<double>(v.crc));
