@@ -19,6 +19,18 @@
 
 namespace sim {
 
+namespace {
+
+// What the trace records besides its default tables: counter samples every `interval_ps` (0: off)
+// and stream tasks.
+void enable_observation(Cluster& c, models::Tick interval_ps, bool tasks) {
+  c.machine().enable_sampling(interval_ps);
+  if (c.network()) c.network()->enable_sampling(interval_ps);
+  c.driver().trace_tasks(tasks);
+}
+
+}  // namespace
+
 RunResult run_scenario(const Scenario& sc, const RunOptions& opt) {
   auto wall0 = std::chrono::steady_clock::now();
   RunResult res;
@@ -33,6 +45,9 @@ RunResult run_scenario(const Scenario& sc, const RunOptions& opt) {
   sc_core::sc_report_handler::set_actions(sc_core::SC_INFO, sc_core::SC_DO_NOTHING);  // "simulation stopped by user"
   auto cluster = std::make_unique<Cluster>("cluster", sc, opt, tp);
   cluster->trace_ = tp;
+  if (tp)
+    enable_observation(*cluster, opt.sample_interval_ps >= 0 ? static_cast<models::Tick>(opt.sample_interval_ps) : sc.sample_interval_ps,
+                       opt.trace_tasks || sc.trace_tasks);
   const std::uint32_t n = cluster->nranks();
   trace.run(sc.file, sc.topology.file, sc.seed, n, sc.store_bytes ? "real" : "timing");
   trace_devices(trace, sc.topology, cluster->machine(), n);
@@ -78,6 +93,7 @@ RunResult run_scenario(const Scenario& sc, const RunOptions& opt) {
   for (auto& f : failures) res.failures.push_back(f.message);
   trace_link_counters(trace, cluster->machine(), res.sim_end_ps);
   trace_port_counters(trace, cluster->network());
+  if (tp) trace_samples(trace, cluster->machine(), cluster->network(), res.sim_end_ps);
 
   res.exit_code = res.failures.empty() ? 0 : 1;
   if (stop_reason() > 0) res.signal = stop_reason(), res.exit_code = 128 + res.signal;  // SIGINT 130, SIGTERM 143
@@ -104,9 +120,15 @@ std::uint64_t run_program(const Topology& topo, const RankProgram& program, cons
   auto* cluster = new Cluster("cluster", sc, opt, trace.is_open() ? &trace : nullptr);  // lives until exit
   cluster->trace_ = trace.is_open() ? &trace : nullptr;
   cluster->program = program;
+  if (trace.is_open()) enable_observation(*cluster, opt.sample_interval_ps > 0 ? static_cast<models::Tick>(opt.sample_interval_ps) : 0, opt.trace_tasks);
   cluster->start_ranks();
   sc_core::sc_start();
   hcomm_finalize();
+  if (trace.is_open()) {
+    trace_link_counters(trace, cluster->machine(), sc_core::sc_time_stamp().value());
+    trace_port_counters(trace, cluster->network());
+    trace_samples(trace, cluster->machine(), cluster->network(), sc_core::sc_time_stamp().value());
+  }
   trace.close();
   return sc_core::sc_time_stamp().value();
 }

@@ -29,7 +29,10 @@ CREATE TABLE operations(id INTEGER PRIMARY KEY, rank INTEGER, seq INTEGER, kind 
 CREATE TABLE link_counters(link_id INTEGER, direction TEXT, sim_time_ns REAL, bytes INTEGER, pieces INTEGER,
                            busy_ns REAL, rx_retry INTEGER, credit_stall_ns REAL);
 CREATE TABLE port_counters(node TEXT, port INTEGER, tx_bytes INTEGER, tx_packets INTEGER, drops INTEGER, ecn_marked INTEGER,
-                           pause_sent INTEGER, pause_rcv INTEGER, paused_ns REAL, max_queue_bytes INTEGER);
+                           pause_sent INTEGER, pause_rcv INTEGER, paused_ns REAL, max_queue_bytes INTEGER, busy_ns REAL);
+CREATE TABLE counter_samples(t_ns REAL, interval_ns REAL, kind TEXT, object TEXT, metric TEXT, value REAL);
+CREATE TABLE tasks(rank INTEGER, stream INTEGER, op_seq INTEGER, kind TEXT, start_ns REAL, end_ns REAL, bytes INTEGER,
+                   peer INTEGER);
 CREATE TABLE counters(name TEXT PRIMARY KEY, value REAL);
 CREATE TABLE logs(id INTEGER PRIMARY KEY, sim_time_ns REAL, rank INTEGER, level INTEGER, message TEXT);
 CREATE TABLE checks(rank INTEGER, step INTEGER, rep INTEGER, ok INTEGER, mismatches INTEGER, detail TEXT);
@@ -177,7 +180,9 @@ bool Trace::open(const std::string& path, std::string* why, bool force) {
   st_link_ = prep("INSERT INTO links VALUES(?,?,?,?,?,?,?)");
   st_op_ = prep("INSERT INTO operations(rank,seq,kind,algorithm,bytes,dtype,reduce_op,peer,step,rep,start_ns,end_ns,chosen_by,est_us,runner_up,runner_up_est_us) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
   st_ctr_ = prep("INSERT INTO link_counters VALUES(?,?,?,?,?,?,?,?)");
-  st_port_ = prep("INSERT INTO port_counters VALUES(?,?,?,?,?,?,?,?,?,?)");
+  st_port_ = prep("INSERT INTO port_counters VALUES(?,?,?,?,?,?,?,?,?,?,?)");
+  st_sample_ = prep("INSERT INTO counter_samples VALUES(?,?,?,?,?,?)");
+  st_task_ = prep("INSERT INTO tasks VALUES(?,?,?,?,?,?,?,?)");
   st_counter_ = prep("INSERT INTO counters VALUES(?,?)");
   st_log_ = prep("INSERT INTO logs(sim_time_ns,rank,level,message) VALUES(?,?,?,?)");
   st_check_ = prep("INSERT INTO checks VALUES(?,?,?,?,?,?)");
@@ -195,7 +200,7 @@ void Trace::close() noexcept {
   if (db_) {
     if (!failed_ && !sqlite3_get_autocommit(db_) && exec("COMMIT")) committed_ += pending_;
     pending_ = 0;
-    for (sqlite3_stmt** s : {&st_npu_, &st_link_, &st_op_, &st_ctr_, &st_log_, &st_check_, &st_sum_, &st_port_, &st_counter_}) {
+    for (sqlite3_stmt** s : {&st_npu_, &st_link_, &st_op_, &st_ctr_, &st_log_, &st_check_, &st_sum_, &st_port_, &st_counter_, &st_sample_, &st_task_}) {
       sqlite3_finalize(*s);
       *s = nullptr;
     }
@@ -326,10 +331,24 @@ void Trace::link_counter(std::uint32_t link, const std::string& dir, double t, s
 }
 
 void Trace::port_counter(const std::string& node, std::uint32_t port, std::uint64_t tx_bytes, std::uint64_t tx_packets,
-                         std::uint64_t drops, std::uint64_t ecn, std::uint64_t ps, std::uint64_t pr, double paused, std::uint64_t maxq) {
+                         std::uint64_t drops, std::uint64_t ecn, std::uint64_t ps, std::uint64_t pr, double paused, std::uint64_t maxq,
+                         double busy) {
   if (!writable()) return;
   if (!put(Binder{st_port_}(node)(static_cast<I>(port))(static_cast<I>(tx_bytes))(static_cast<I>(tx_packets))(static_cast<I>(drops))(static_cast<I>(ecn))(
-      static_cast<I>(ps))(static_cast<I>(pr))(paused)(static_cast<I>(maxq)).done())) return;
+      static_cast<I>(ps))(static_cast<I>(pr))(paused)(static_cast<I>(maxq))(busy).done())) return;
+  row_done();
+}
+
+void Trace::sample(double t, double interval, const char* kind, const std::string& object, const char* metric, double value) {
+  if (!writable()) return;
+  if (!put(Binder{st_sample_}(t)(interval)(std::string(kind))(object)(std::string(metric))(value).done())) return;
+  row_done();
+}
+
+void Trace::task(std::uint32_t rank, std::uint32_t stream, std::int64_t op_seq, const char* kind, double start, double end,
+                 std::uint64_t bytes, std::int64_t peer) {
+  if (!writable()) return;
+  if (!put(Binder{st_task_}(static_cast<I>(rank))(static_cast<I>(stream))(op_seq)(std::string(kind))(start)(end)(static_cast<I>(bytes))(peer).done())) return;
   row_done();
 }
 

@@ -56,6 +56,17 @@ expect validate-dashdash 0 "atlas800t-a2.json: ok" -- "$HCSIM" validate -- "$SRC
 expect missing-file 2 "nope.json: /: cannot open file" -- "$HCSIM" run nope.json
 expect not-json 2 "not-json.json: /: not valid JSON at byte" -- "$HCSIM" run "$FX/not-json.json"
 expect unknown-key 2 "unknown-key.json: /workload/0/repaet: unknown key" -- "$HCSIM" run "$FX/unknown-key.json"
+# Observation options: the scenario's /trace (unknown keys rejected with their pointer) and run's flags.
+printf '{"format":"hcsim-scenario","version":1,"name":"t","topology":"%s","workload":[{"op":"barrier"}],"trace":{"sample_intreval":"1us"}}' \
+  "$SRC/topologies/atlas800t-a2.json" > trace-key.json
+expect trace-unknown-key 2 "trace-key.json: /trace/sample_intreval: unknown key \(allowed: sample_interval, tasks\)" -- "$HCSIM" validate trace-key.json
+printf '{"format":"hcsim-scenario","version":1,"name":"t","topology":"%s","workload":[{"op":"barrier"}],"trace":{"sample_interval":"10ns","tasks":1}}' \
+  "$SRC/topologies/atlas800t-a2.json" > trace-bad.json
+expect trace-short-interval 2 "trace-bad.json: /trace/sample_interval: a sampling interval must be 0" -- "$HCSIM" validate trace-bad.json
+expect trace-tasks-type 2 "trace-bad.json: /trace/tasks: expected true or false" -- "$HCSIM" validate trace-bad.json
+expect sample-interval-unit 2 "--sample-interval: unknown time unit" -- "$HCSIM" run "$FX/small.json" --sample-interval 5parsecs
+expect sample-interval-missing 2 "--sample-interval needs a duration" -- "$HCSIM" run "$FX/small.json" --sample-interval
+expect run-help-observe 0 "--trace-tasks" -- "$HCSIM" run --help
 expect bad-topology 2 "bad-topology.json: /servers/0/hccs/bandwidth: bandwidth needs a unit" -- "$HCSIM" validate "$FX/bad-topology.json"
 expect bad-topology-ip 2 "bad-topology.json: /servers/0/host_ip: not an IPv4 address" -- "$HCSIM" validate "$FX/bad-topology.json"
 expect bad-topology-ref 2 "bad-topology-ref.json: /topology: topology file is invalid" -- "$HCSIM" run "$FX/bad-topology-ref.json"
@@ -69,7 +80,7 @@ expect ecn-policy 2 "policy-bad.json: /network/ecn/mode: expected \"red\" or \"s
 expect chunk-range 2 "chunk-big.json: /network/chunk: chunk must be 64 KiB .. 1 MiB" -- "$HCSIM" validate chunk-big.json
 expect validate-ok 0 "atlas800t-a2.json: ok" -- "$HCSIM" validate "$SRC/topologies/atlas800t-a2.json" "$SRC/scenarios/quickstart.json"
 expect unwritable-db 2 "cannot create trace database" -- "$HCSIM" run "$FX/small.json" --db /nonexistent-dir/x.db
-expect small-run 0 "PASS: all expectations held" -- "$HCSIM" run "$FX/small.json" --db small.db
+expect small-run 0 "PASS: all expectations held" -- "$HCSIM" run "$FX/small.json" --db small.db --sample-interval 2us --trace-tasks
 expect default-db 0 "trace database small.hcsim.db" -- "$HCSIM" run "$FX/small.json" -q
 expect corrupt 1 "rank 3 step 0 rep 1: result check failed: 1 wrong elements, first element 1024" -- "$HCSIM" run "$FX/corrupt.json" --no-trace
 expect corrupt-expected 0 "PASS" -- "$HCSIM" run "$FX/corrupt-expected.json" --no-trace
@@ -158,7 +169,7 @@ echo "     (topo --summary on 65,536 NPUs: $(echo "$(date +%s.%N) - $start" | bc
 # The trace has rows in every table, and one operation row per rank per op (8 ranks x 2 all-reduce + 16 p2p).
 if command -v sqlite3 > /dev/null; then
   empty=""
-  for t in meta run npus links operations link_counters logs checks summary; do
+  for t in meta run npus links operations link_counters logs checks summary counter_samples tasks; do
     n=$(sqlite3 small.db "SELECT COUNT(*) FROM $t" 2>/dev/null || echo 0)
     [ "$n" -gt 0 ] || empty="$empty $t"
   done
@@ -166,11 +177,20 @@ if command -v sqlite3 > /dev/null; then
   if [ -z "$empty" ] && [ "$ops" -eq 32 ]; then echo "ok   trace-tables"; pass=$((pass + 1));
   else echo "FAIL trace-tables: empty:$empty operations=$ops"; fail=$((fail + 1)); fi
   # Determinism: a second run gives the same rows (wall-clock column aside).
-  "$HCSIM" run "$FX/small.json" --db small2.db -q > /dev/null 2>&1
-  q="SELECT * FROM operations; SELECT * FROM link_counters; SELECT * FROM logs; SELECT * FROM summary; SELECT sim_end_ns FROM run;"
+  "$HCSIM" run "$FX/small.json" --db small2.db -q --sample-interval 2us --trace-tasks > /dev/null 2>&1
+  q="SELECT * FROM operations; SELECT * FROM link_counters; SELECT * FROM logs; SELECT * FROM summary; SELECT sim_end_ns FROM run;
+     SELECT * FROM counter_samples; SELECT * FROM tasks;"
   a=$(sqlite3 small.db "$q" 2>&1); b=$(sqlite3 small2.db "$q" 2>&1)
   if [ -n "$a" ] && [ "$a" = "$b" ]; then echo "ok   deterministic-trace"; pass=$((pass + 1));
   else echo "FAIL deterministic-trace"; fail=$((fail + 1)); fi
+fi
+
+# Sampling and task rows are opt-in: a plain run writes the tables empty.
+if command -v sqlite3 > /dev/null; then
+  "$HCSIM" run "$FX/small.json" --db plain.db -q > /dev/null 2>&1
+  n=$(sqlite3 plain.db "SELECT (SELECT COUNT(*) FROM counter_samples) + (SELECT COUNT(*) FROM tasks)" 2>&1)
+  if [ "$n" = "0" ]; then echo "ok   observe-opt-in"; pass=$((pass + 1));
+  else echo "FAIL observe-opt-in: $n rows"; fail=$((fail + 1)); fi
 fi
 
 echo "$pass passed, $fail failed"

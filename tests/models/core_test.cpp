@@ -12,6 +12,7 @@
 #include "models/machine.h"
 #include "models/reduce.h"
 #include "models/regmap.h"
+#include "models/sampler.h"
 #include "machine_rig.h"
 
 using namespace models;
@@ -39,3 +40,51 @@ TEST(EventQueue, OrdersByTimeThenInsertion) {
   EXPECT_EQ(h.seen, (std::vector<std::uint64_t>{1, 2, 3, 4}));
 }
 
+
+// Counters over time (models/sampler.h): spans split over intervals in proportion with exact sums,
+// contributions to earlier intervals merged, queue maxima over the time a level holds.
+TEST(Sampler, SplitsSpansExactly) {
+  Sampler sm;
+  sm.enable(10, 2);
+  sm.busy(0, 5, 35, 30, 1000);  // busy all of [5, 35): 5 + 10 + 10 + 5 ps
+  sm.busy(1, 0, 40, 20, 7);     // half busy over four intervals
+  auto v = sm.finish(40);
+  ASSERT_EQ(v.size(), 8u);
+  std::uint64_t bytes = 0;
+  const Tick busy0[] = {5, 10, 10, 5}, busy1[] = {5, 5, 5, 5};
+  for (std::size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(v[i].obj, 0u);
+    EXPECT_EQ(v[i].bin, i);
+    EXPECT_EQ(v[i].v.busy_ps, busy0[i]);
+    EXPECT_NEAR(static_cast<double>(v[i].v.bytes), 1000.0 * static_cast<double>(busy0[i]) / 30, 1.0);
+    bytes += v[i].v.bytes;
+    EXPECT_EQ(v[4 + i].v.busy_ps, busy1[i]);
+  }
+  EXPECT_EQ(bytes, 1000u);
+  EXPECT_EQ(v[4].v.bytes + v[5].v.bytes + v[6].v.bytes + v[7].v.bytes, 7u);
+}
+
+TEST(Sampler, MergesEarlierIntervalsAndTracksQueues) {
+  Sampler sm;
+  sm.enable(10, 1);
+  sm.count(0, 55, SampleCount::Drops, 2);
+  sm.count(0, 3, SampleCount::Ecn);      // an earlier interval, after a later one was opened
+  sm.count(0, 7, SampleCount::Ecn, 2);
+  sm.count(0, 56, SampleCount::Drops);
+  sm.queue(0, 60, 100);                  // 100 bytes over [60, 92), then 50 until the end (105)
+  sm.queue(0, 92, 50);
+  auto v = sm.finish(105);
+  ASSERT_EQ(v.size(), 7u);               // intervals 0, 5 .. 10
+  EXPECT_EQ(v[0].bin, 0u);
+  EXPECT_EQ(v[0].v.ecn, 3u);
+  EXPECT_EQ(v[1].bin, 5u);
+  EXPECT_EQ(v[1].v.drops, 3u);
+  EXPECT_EQ(v[1].v.queue_max, 0u);
+  const std::uint64_t q[] = {100, 100, 100, 100};  // intervals 6..9: 9 holds 100 until 92
+  for (std::size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(v[2 + i].bin, 6 + i);
+    EXPECT_EQ(v[2 + i].v.queue_max, q[i]);
+  }
+  EXPECT_EQ(v[6].bin, 10u);
+  EXPECT_EQ(v[6].v.queue_max, 50u);
+}

@@ -57,8 +57,9 @@ void install_stop_handlers() {
 int run_main(const std::vector<std::string>& argv) {
   std::string scenario, db;
   std::uint64_t max_memory = 0;  // 0: MemAvailable
-  bool no_trace = false, quiet = false, db_set = false, force = false, progress = false, top = false;
+  bool no_trace = false, quiet = false, db_set = false, force = false, progress = false, top = false, trace_tasks = false;
   double refresh_s = 1.0;
+  std::int64_t sample_interval = -1;  // -1: the scenario's /trace/sample_interval
   auto flag = [](bool& b) { return [&b](const std::string&) { b = true; return std::string(); }; };
   const Args args(kRun,
                   {{"--db", "", "FILE", "a file name", "the trace database (default: ./<scenario name>.hcsim.db)",
@@ -88,6 +89,16 @@ int run_main(const std::vector<std::string>& argv) {
                       refresh_s = x;
                       return std::string();
                     }},
+                   {"--sample-interval", "", "DUR", "a duration",
+                    "trace counter_samples every DUR of simulated time (0 or off: none; default: the scenario's, else off)",
+                    [&](const std::string& v) {
+                      std::string why;
+                      auto t = sim::parse_sample_interval(v, &why);
+                      if (!t) return "--sample-interval: " + why;
+                      sample_interval = static_cast<std::int64_t>(*t);
+                      return std::string();
+                    }},
+                   {"--trace-tasks", "", "", "", "trace one row per stream task the NPUs execute (the tasks table)", flag(trace_tasks)},
                    {"--quiet", "-q", "", "", "no progress line, and no library log lines on stderr (they are still traced)", flag(quiet)}},
                   {"SCENARIO", "the scenario file (default: scenarios/quickstart.json)", [&](const std::string& a) {
                      if (!scenario.empty()) return "run takes one scenario, got a second: " + a;
@@ -117,6 +128,8 @@ int run_main(const std::vector<std::string>& argv) {
   opt.db_path = no_trace ? "" : db;
   opt.force_db = force;
   opt.echo_logs = !quiet;
+  opt.sample_interval_ps = sample_interval;
+  opt.trace_tasks = trace_tasks;
   std::printf("hcsim: scenario %s (%s)\n", sc->name.c_str(), scenario.c_str());
   std::size_t by_type[3] = {0, 0, 0};  // HCCS, PCIe, RoCE: an Atlas 800 (910) has PCIe links besides HCCS
   for (const auto& l : sc->topology.links) ++by_type[static_cast<int>(l.type)];
@@ -166,7 +179,8 @@ int run_main(const std::vector<std::string>& argv) {
 }  // namespace
 
 const Command kRun = {
-    "run", "run [SCENARIO] [--db FILE] [--force] [--no-trace] [--quiet] [--max-memory SIZE] [--progress] [--top] [--refresh SECONDS]",
+    "run", "run [SCENARIO] [--db FILE] [--force] [--no-trace] [--quiet] [--max-memory SIZE] [--progress] [--top] [--refresh SECONDS]"
+            " [--sample-interval DUR] [--trace-tasks]",
     "        run a scenario (default: scenarios/quickstart.json); the trace goes to FILE\n"
     "        (default: ./<scenario name>.hcsim.db); an existing FILE is replaced only if it is\n"
     "        an hcsim trace no other run is writing, or any regular file with --force; progress\n"

@@ -29,6 +29,7 @@
 #include "models/npu/regmap.h"
 #include "models/npu/sdma.h"
 #include "models/npu/task.h"
+#include "models/sampler.h"
 #include "models/time.h"
 
 namespace models {
@@ -58,6 +59,12 @@ class Machine final : public EventHandler, public NetworkListener {
   void backdoor_write(std::uint64_t addr, const void* src, std::uint64_t len);
   void backdoor_read(std::uint64_t addr, void* dst, std::uint64_t len) const;
   void on_event(std::uint64_t a, std::uint64_t b) override;
+  /// Counters over time of every port (link direction), indexed like ports() (models/sampler.h);
+  /// call once the links are added, before the run. 0: off.
+  void enable_sampling(Tick interval_ps) { link_samples_.enable(interval_ps, ports_.size()); }
+  Sampler& link_samples() { return link_samples_; }
+  /// Report every completed stream task to the listener (on_task_done).
+  void report_tasks(bool on) { report_tasks_ = on; }
 
   // ---- links (link/links.cpp) ----
   std::uint32_t add_link(LinkKind kind, std::uint32_t a, std::uint32_t b, const LinkParams& p, std::string name);
@@ -207,6 +214,8 @@ class Machine final : public EventHandler, public NetworkListener {
   std::vector<std::uint8_t> scratch_;
   std::uint64_t notify_overflows_ = 0;
   std::uint64_t interrupts_ = 0;
+  Sampler link_samples_;
+  bool report_tasks_ = false;
   // link
   std::vector<Port> ports_;
   std::vector<LinkInfo> links_;

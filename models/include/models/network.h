@@ -22,6 +22,7 @@
 #include "models/nic/congestion_control.h"
 #include "models/nic/dcqcn_params.h"
 #include "models/nic/rc_transport.h"
+#include "models/sampler.h"
 #include "models/time.h"
 
 namespace models {
@@ -60,6 +61,7 @@ class Network final : public EventHandler, private CcHost {
   // Observation.
   std::uint32_t nodes() const { return static_cast<std::uint32_t>(nodes_.size()); }
   const std::string& node_name(std::uint32_t n) const { return nodes_[n].name; }
+  bool is_switch(std::uint32_t n) const { return nodes_[n].is_switch; }
   std::uint32_t node_ports(std::uint32_t n) const { return static_cast<std::uint32_t>(nodes_[n].ports.size()); }
   const PortStats& port_stats(std::uint32_t node, std::uint32_t port) const { return nodes_[node].ports[port].st; }
   std::uint64_t queue_bytes(std::uint32_t node, std::uint32_t port) const { return nodes_[node].ports[port].qbytes; }
@@ -68,6 +70,12 @@ class Network final : public EventHandler, private CcHost {
   double qp_rate_Bps(std::uint32_t qp) const { return cc_->rate_Bps(qp); }
   std::uint64_t total_drops() const;
   std::uint64_t events() const { return events_; }
+  /// Counters over time of every port (models/sampler.h), objects numbered by port_id(); call
+  /// after build_routes, before the run. 0: off.
+  void enable_sampling(Tick interval_ps) { port_samples_.enable(interval_ps, port_base_.empty() ? 0 : port_base_.back()); }
+  Sampler& port_samples() { return port_samples_; }
+  std::uint32_t port_id(std::uint32_t node, std::uint32_t port) const { return port_base_[node] + port; }
+  std::uint32_t port_node(std::uint32_t id) const { return port_node_[id]; }
   /// Equal-cost egress ports of switch `sw` towards host `dst` (for tests and route dumps).
   std::vector<std::uint32_t> next_hops(std::uint32_t sw, std::uint32_t dst_host) const;
   std::uint32_t ecmp_port(std::uint32_t sw, std::uint32_t qp) const;
@@ -137,6 +145,16 @@ class Network final : public EventHandler, private CcHost {
   void on_rto(std::uint32_t qp, std::uint64_t gen);
   std::uint64_t psn_bytes(const Qp& q, std::uint64_t psn, std::uint64_t* tag, std::uint64_t* off, bool* last) const;
 
+  /// Counters over time: an event counted on (node, port) now.
+  void sample(std::uint32_t node, std::uint32_t port, SampleCount c, std::uint64_t n) {
+    if (port_samples_.on()) port_samples_.count(port_base_[node] + port, sch_.now(), c, n);
+  }
+  void sample(const Node& n, const Port& p, SampleCount c, std::uint64_t k) {
+    if (port_samples_.on())
+      sample(static_cast<std::uint32_t>(&n - nodes_.data()), static_cast<std::uint32_t>(&p - n.ports.data()), c, k);
+  }
+  /// Flow tier: the flow's progress since t_set (at its rate) up to now, `left` wire bytes still to go.
+  void flow_sample(Flow& f, double left);
   double uniform() { rng_ ^= rng_ << 13; rng_ ^= rng_ >> 7; rng_ ^= rng_ << 17; return static_cast<double>(rng_ >> 11) / 9007199254740992.0; }
   void schedule(Tick at, Ev e, std::uint64_t id, std::uint64_t b = 0) { sch_.schedule(at, this, e | (id << 8), b); ++events_; }
 
@@ -157,6 +175,7 @@ class Network final : public EventHandler, private CcHost {
   std::vector<std::uint32_t> hosts_;                   // host ordinal -> node
   std::uint64_t rng_;
   std::uint64_t events_ = 0;
+  Sampler port_samples_;
   // flow tier
   std::vector<Flow> flows_;
   std::vector<std::uint32_t> free_flows_;

@@ -145,7 +145,9 @@ void Network::flow_rates() {
   const Tick now = sch_.now();
   for (std::uint32_t id : fill_flows_) {  // settle each flow's progress at its old rate
     Flow& f = flows_[id];
-    f.left = std::max(0.0, f.left - f.rate * static_cast<double>(now - f.t_set) / 1e12);
+    const double left = std::max(0.0, f.left - f.rate * static_cast<double>(now - f.t_set) / 1e12);
+    flow_sample(f, left);
+    f.left = left;
     f.t_set = now;
     for (std::uint32_t h : f.gports) port_alloc_[h] -= f.rate;
     f.rate = 0;
@@ -242,6 +244,7 @@ void Network::flow_next() {
 void Network::flow_done(std::uint32_t id) {
   Flow& f = flows_[id];
   f.active = false;
+  flow_sample(f, 0);
   f.left = 0;
   if (port_alloc_.size() >= port_base_.back())
     for (std::uint32_t g : f.gports) port_alloc_[g] -= f.rate;
@@ -249,6 +252,7 @@ void Network::flow_done(std::uint32_t id) {
     PortStats& st = gport(g).st;
     st.tx_bytes += f.bytes;
     ++st.tx_packets;
+    if (!f.tiny) st.busy_ps += serialization_ps(p_.wire_bytes(f.bytes), gport(g).Bps);  // a one-packet message takes no line time from the fluid flows
   }
   schedule(sch_.now() + f.latency, kFlowDeliver, id);
   // The QP's next message follows (its WQE was processed meanwhile).
@@ -267,6 +271,26 @@ void Network::flow_done(std::uint32_t id) {
   }
 }
 
+
+// The segment [t_set, now) of a flow at its rate: wire bytes left - `left`, busy for them at each
+// port's line rate; the payload bytes are counted cumulatively, so their samples sum to f.bytes
+// (as port_counters.tx_bytes counts them in this tier). A one-packet message (tiny) is not fluid
+// and does not slow the fluid flows: its bytes count, its line time does not (util stays <= 1).
+void Network::flow_sample(Flow& f, double left) {
+  const Tick now = sch_.now();
+  if (!port_samples_.on()) return;
+  const double wire = static_cast<double>(p_.wire_bytes(f.bytes));
+  const double seg = std::max(0.0, f.left - left);
+  std::uint64_t cum = left <= 0 ? f.bytes : static_cast<std::uint64_t>(std::llround((wire - left) / wire * static_cast<double>(f.bytes)));
+  cum = std::max(f.sampled, std::min(cum, f.bytes));
+  const std::uint64_t d = cum - f.sampled;
+  f.sampled = cum;
+  if (now <= f.t_set && d == 0) return;
+  for (std::uint32_t g : f.gports) {
+    const Tick busy = now <= f.t_set || f.tiny ? 0 : std::min<Tick>(now - f.t_set, static_cast<Tick>(seg / static_cast<double>(gport(g).Bps) * 1e12));  // rounded down: shares never sum past the line
+    port_samples_.busy(g, f.t_set, std::max(now, f.t_set), busy, d);
+  }
+}
 
 void Network::index_ports() {
   port_base_.assign(nodes_.size() + 1, 0);

@@ -30,6 +30,8 @@ void Network::enqueue(std::uint32_t node, std::uint32_t port, std::uint32_t pkt)
   p.qbytes += pkts_[pkt].bytes;
   p.st.max_queue_bytes = std::max(p.st.max_queue_bytes, p.qbytes);
   try_tx(node, port);
+  // Samples count the bytes waiting, not a unit that went straight onto the wire.
+  if (port_samples_.on()) port_samples_.queue(port_base_[node] + port, sch_.now(), p.qbytes);
 }
 
 void Network::try_tx(std::uint32_t node, std::uint32_t port) {
@@ -48,12 +50,18 @@ void Network::try_tx(std::uint32_t node, std::uint32_t port) {
   // (as the packet tier pipelines packets), and it cannot leave faster than its tail arrives.
   const Tick now = sch_.now();
   const std::uint64_t piece = std::min<std::uint64_t>(k.bytes, p_.mtu + p_.header_bytes);
-  Tick dur = serialization_ps(k.bytes, p.Bps);
+  const Tick ser = serialization_ps(k.bytes, p.Bps);
+  Tick dur = ser;
   if (k.tail_at > now) dur = std::max(dur, k.tail_at - now + serialization_ps(piece, p.Bps));
   const Tick end = now + dur;
+  p.st.busy_ps += ser;
+  if (port_samples_.on()) {  // the unit's bytes at line rate, spread over its time on the port
+    port_samples_.busy(port_base_[node] + port, now, end, ser, k.bytes);
+    if (n.is_switch) port_samples_.queue(port_base_[node] + port, now, p.qbytes);
+  }
   schedule(end, kTxDone, node, port);
   const double loss = k.kind != kData || p_.drop_rate <= 0 ? 0 : k.npk == 1 ? p_.drop_rate : 1 - std::pow(1 - p_.drop_rate, k.npk);
-  if (loss > 0 && uniform() < loss) { p.st.drops += k.npk; free_pkt(id); return; }
+  if (loss > 0 && uniform() < loss) { p.st.drops += k.npk; sample(node, port, SampleCount::Drops, k.npk); free_pkt(id); return; }
   const Node& next = nodes_[p.peer];
   k.tail_at = end + p.latency + (next.is_switch ? next.latency : 0);
   const Tick at = next.is_switch ? now + serialization_ps(piece, p.Bps) + p.latency + next.latency : k.tail_at;
@@ -65,6 +73,7 @@ void Network::arrive(std::uint32_t node, std::uint32_t port, std::uint32_t id) {
   Pkt& k = pkts_[id];
   if (!n.ports[port].up) {  // the link went down while the packet was on it
     nodes_[n.ports[port].peer].ports[n.ports[port].peer_port].st.drops += k.npk;
+    sample(n.ports[port].peer, n.ports[port].peer_port, SampleCount::Drops, k.npk);
     free_pkt(id);
     return;
   }

@@ -28,6 +28,7 @@ void Network::set_pfc_thresholds() {
 bool Network::mmu_admit(Node& n, Port& op, const Pkt& k) {
   if (n.used + k.bytes > n.buffer || !op.up) {
     op.st.drops += k.npk;
+    sample(n, op, SampleCount::Drops, k.npk);
     return false;
   }
   return true;
@@ -41,7 +42,10 @@ void Network::ecn_mark(Node& n, std::uint32_t in_port, Port& op, Pkt& k) {
   } else {
     chunk_ecn_mark(static_cast<double>(n.ports[in_port].Bps), op, k);
   }
-  if (k.ecn) ++op.st.ecn_marked;
+  if (k.ecn) {
+    ++op.st.ecn_marked;
+    sample(n, op, SampleCount::Ecn, 1);
+  }
 }
 
 // The packet is buffered: it occupies the shared buffer and its ingress port's PFC account; above
@@ -55,6 +59,7 @@ void Network::mmu_ingress(std::uint32_t node, std::uint32_t port, Pkt& k) {
   if (p_.pfc.enabled && !in.upstream_paused && in.in_bytes > n.xoff) {
     in.upstream_paused = true;
     ++in.st.pause_sent;
+    sample(node, port, SampleCount::Pause, 1);
     schedule(sch_.now() + in.latency, kPfcFrame, in.peer, in.peer_port | (1ULL << 32));
   }
 }

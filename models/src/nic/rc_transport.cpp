@@ -134,6 +134,7 @@ void Network::on_rto(std::uint32_t qi, std::uint64_t gen) {
     return;
   }
   q.st.retransmits += (q.next_psn - q.acked) * p_.packets_per_unit();
+  sample(q.src, 0, SampleCount::Retransmit, (q.next_psn - q.acked) * p_.packets_per_unit());
   q.next_psn = q.acked;
   arm_rto(qi);
   host_kick(q.src);
@@ -189,12 +190,14 @@ void Network::host_rx(std::uint32_t host, std::uint32_t id) {
       }
       if (k.kind == kNak && k.psn < q.next_psn) {  // go-back-N from the receiver's expected PSN
         q.st.retransmits += (q.next_psn - std::max(k.psn, q.acked)) * p_.packets_per_unit();
+        sample(host, 0, SampleCount::Retransmit, (q.next_psn - std::max(k.psn, q.acked)) * p_.packets_per_unit());
         q.next_psn = std::max(k.psn, q.acked);
       }
       host_kick(host);
       break;
     }
     case kCnp:  // carries the number of CNPs it stands for (1 in the packet tier)
+      sample(host, 0, SampleCount::Cnp, std::max<std::uint64_t>(k.psn, 1));
       for (std::uint64_t i = 0; i < std::max<std::uint64_t>(k.psn, 1); ++i) {
         ++q.st.cnp_rcv;
         cc_->on_cnp(qi);

@@ -33,7 +33,11 @@ void Machine::notify_record_task(std::uint32_t s, const Task& t) {
       lat += p.p.latency_ps;
     }
   for (int pi : {rt.p1, rt.p2})
-    if (pi >= 0) { ports_[pi].busy_until = start + ser; ports_[pi].busy_ps += ser; }
+    if (pi >= 0) {
+      ports_[pi].busy_until = start + ser;
+      ports_[pi].busy_ps += ser;
+      if (link_samples_.on()) link_samples_.busy(static_cast<std::uint32_t>(pi), start, start + ser, ser, 0);
+    }
   sch_.schedule(start + ser + lat, this, ev(kNotifyArrive, t.target), t.key);
   sch_.schedule(start + ser, this, stream_ev(kComplete, s), 0);
 }

@@ -116,7 +116,10 @@ void Machine::send_piece(std::uint32_t id) {
       fail(s, "link " + links_[p.link].name + " went down during a transfer");
       return;
     }
+    const std::uint64_t retries = p.rx_retry;
     lost = replay_frames(p, len, x.bw);  // CRC replays of the first hop (models/link/port.h)
+    if (link_samples_.on() && p.rx_retry != retries)
+      link_samples_.count(static_cast<std::uint32_t>(x.port), start, SampleCount::Crc, p.rx_retry - retries);
     ser += lost;
     note_credit_stall(p, len, x.bw);
   }
@@ -129,7 +132,9 @@ void Machine::send_piece(std::uint32_t id) {
     if (pi < 0) continue;
     Port& p = ports_[pi];
     const Tick own = serialization_ps(len, p.rate()) + (pi == x.port ? lost : 0);
-    p.busy_until = std::max(p.busy_until, start) + own;
+    const Tick from = std::max(p.busy_until, start);
+    p.busy_until = from + own;
+    if (link_samples_.on()) link_samples_.busy(static_cast<std::uint32_t>(pi), from, p.busy_until, own, len);
     end = std::max(end, p.busy_until);
     p.busy_ps += own;
     p.bytes += len;

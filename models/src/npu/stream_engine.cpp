@@ -43,6 +43,7 @@ void Machine::dispatch(std::uint32_t s) {
   const Task& t = st.q.front();
   ++stats_.tasks;
   ++st.started;
+  st.head_start = sch_.now();
   switch (t.kind) {
     case TaskKind::Copy:
     case TaskKind::ReduceCopy:
@@ -66,6 +67,7 @@ void Machine::dispatch(std::uint32_t s) {
 
 void Machine::complete(std::uint32_t s) {
   auto& st = streams_[s];
+  if (report_tasks_ && listener_) listener_->on_task_done(s, st.q.front(), st.head_start, sch_.now());
   st.q.pop_front();
   ++st.completed;
   if (st.space_at != ~0ULL && st.q.size() + st.pending.size() <= st.space_at) {

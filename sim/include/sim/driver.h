@@ -44,6 +44,8 @@ class SimDriver final : public hcomm::Driver, public models::MachineListener {
   struct OpSpan { models::Tick start = 0, end = 0; };
   using SpanKey = std::tuple<std::uint32_t, std::uint32_t, std::string>;
   const std::map<SpanKey, OpSpan>& op_spans() const { return spans_; }
+  /// Write one `tasks` row per completed stream task (docs/trace-schema.md).
+  void trace_tasks(bool on);
   std::uint64_t log_lines(int level) const { return level >= 0 && level < 4 ? log_count_[level] : 0; }
 
   // hcomm::Driver
@@ -80,6 +82,7 @@ class SimDriver final : public hcomm::Driver, public models::MachineListener {
   /// Interrupt handler: reads INT_STATUS by MMIO, logs what it says (trace, debug level) and
   /// clears it (write 1 to clear).
   void on_interrupt(std::uint32_t npu, std::uint64_t pending) override;
+  void on_task_done(std::uint32_t stream, const models::Task& t, models::Tick start, models::Tick end) override;
 
  private:
   std::int64_t current_rank();
@@ -98,6 +101,9 @@ class SimDriver final : public hcomm::Driver, public models::MachineListener {
   std::vector<OpRecord> pending_;            // announced ops whose end marker has not been seen
   std::vector<std::size_t> free_pending_;    // slots of pending_ free for reuse
   std::map<SpanKey, OpSpan> spans_;
+  // Per device: the operation the library is submitting (its seq and end marker key; seq -1: none).
+  // Tasks submitted meanwhile, on any stream of the device, belong to it (tasks.op_seq).
+  std::vector<std::pair<std::int64_t, std::uint64_t>> open_op_;
   void finish_op(const OpRecord& r);
   std::uint64_t log_count_[4] = {0, 0, 0, 0};
 };

@@ -22,6 +22,9 @@ struct RunOptions {
   std::uint64_t piece_bytes = 0;
   std::string fidelity = "chunk";  ///< run_program: network tier (set_fidelity)
   LiveOptions live;                ///< run_scenario: progress / --top (live.h)
+  /// counter_samples interval in ps (0: off); -1: the scenario's /trace/sample_interval.
+  std::int64_t sample_interval_ps = -1;
+  bool trace_tasks = false;        ///< write the `tasks` table (also when the scenario's /trace/tasks says so)
 };
 
 struct StepSummary {

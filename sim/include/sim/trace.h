@@ -19,7 +19,9 @@ struct sqlite3_stmt;
 
 namespace sim {
 
-constexpr int kTraceSchemaVersion = 3;  // 3: operations.chosen_by, est_us, runner_up, runner_up_est_us
+// 3: operations.chosen_by, est_us, runner_up, runner_up_est_us.
+// 4: counter_samples, tasks, port_counters.busy_ns.
+constexpr int kTraceSchemaVersion = 4;
 
 /// How a collective's algorithm was chosen (operations.chosen_by .. runner_up_est_us; empty for
 /// operations that are not a choice).
@@ -62,8 +64,16 @@ class Trace {
                     double busy_ns, std::uint64_t rx_retry, double credit_stall_ns);
   void port_counter(const std::string& node, std::uint32_t port, std::uint64_t tx_bytes, std::uint64_t tx_packets,
                     std::uint64_t drops, std::uint64_t ecn_marked, std::uint64_t pause_sent, std::uint64_t pause_rcv,
-                    double paused_ns, std::uint64_t max_queue_bytes);
+                    double paused_ns, std::uint64_t max_queue_bytes, double busy_ns);
+  /// One `counter_samples` row: `metric` of `object` in [t_ns, t_ns + interval_ns).
+  void sample(double t_ns, double interval_ns, const char* kind, const std::string& object, const char* metric, double value);
+  /// One `tasks` row: a stream task the NPU executed.
+  void task(std::uint32_t rank, std::uint32_t stream, std::int64_t op_seq, const char* kind, double start_ns, double end_ns,
+            std::uint64_t bytes, std::int64_t peer);
   void counter(const std::string& name, double value);
+  /// Rows per committed batch (default 2000); the end-of-run bulk (counter_samples) uses larger
+  /// batches: a commit costs a sync, and nothing else is written meanwhile.
+  void set_batch(std::uint64_t rows) { batch_ = rows ? rows : 1; }
   void log(double t_ns, std::int64_t rank, int level, const std::string& msg);
   void check(std::uint32_t rank, std::uint32_t step, std::uint32_t rep, bool ok, std::uint64_t mismatches,
              const std::string& detail);
@@ -86,7 +96,7 @@ class Trace {
   std::uint64_t committed_ = 0;
   sqlite3_stmt *st_npu_ = nullptr, *st_link_ = nullptr, *st_op_ = nullptr, *st_ctr_ = nullptr, *st_log_ = nullptr,
                *st_check_ = nullptr, *st_sum_ = nullptr,
-               *st_port_ = nullptr, *st_counter_ = nullptr;
+               *st_port_ = nullptr, *st_counter_ = nullptr, *st_sample_ = nullptr, *st_task_ = nullptr;
   std::uint64_t pending_ = 0, batch_ = 2000;
 };
 

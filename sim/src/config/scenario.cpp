@@ -3,9 +3,36 @@
 #include "sim/config/scenario.h"
 
 #include "scenario_readers.h"
+#include "sim/config/units.h"
 
 namespace sim {
+
+std::optional<models::Tick> parse_sample_interval(const std::string& s, std::string* why) {
+  if (s == "off" || s == "0") return models::Tick{0};
+  auto t = parse_duration(s, why);
+  if (!t) return std::nullopt;
+  if (*t != 0 && *t < kMinSampleIntervalPs) {
+    *why = "a sampling interval must be 0, \"off\" or at least 100ns, got \"" + s + "\"";
+    return std::nullopt;
+  }
+  return t;
+}
+
 namespace {
+
+// "trace": what the trace records besides its default tables (docs/scenario-format.md).
+void read_trace(const ObjectReader& top, Scenario& sc, Diagnostics& d) {
+  const json* tj = top.get("trace", false);
+  if (!tj) return;
+  ObjectReader t(*tj, top.child("trace"), d, {"sample_interval", "tasks"});
+  if (!t.valid()) return;
+  if (auto v = t.str("sample_interval", false)) {
+    std::string why;
+    if (auto iv = parse_sample_interval(*v, &why)) sc.sample_interval_ps = *iv;
+    else d.error(t.child("sample_interval"), why);
+  }
+  sc.trace_tasks = t.boolean("tasks", false).value_or(false);
+}
 
 std::string dir_of(const std::string& p) {
   auto k = p.find_last_of('/');
@@ -29,7 +56,7 @@ std::optional<Scenario> load_scenario(const std::string& path, std::vector<std::
     d.error("", why);
     return finish();
   }
-  ObjectReader top(*j, "", d, {"format", "version", "name", "description", "topology", "seed", "payload", "fidelity", "network", "hcomm_env", "workload", "faults", "expect"});
+  ObjectReader top(*j, "", d, {"format", "version", "name", "description", "topology", "seed", "payload", "fidelity", "network", "hcomm_env", "workload", "faults", "expect", "trace"});
   if (!top.valid()) return finish();
   Scenario sc;
   sc.file = path;
@@ -52,6 +79,7 @@ std::optional<Scenario> load_scenario(const std::string& path, std::vector<std::
   std::vector<PendingRef> refs;  // device names resolved once the topology is loaded
   read_faults(top, wl, sc, d, refs);
   read_expect(top, sc, d);
+  read_trace(top, sc, d);
   // The references — the topology file, the devices and ranks faults name, what each op needs of
   // the layout — are checked even when fields are wrong, so that one pass reports every problem it
   // can. A check that needs the JSON index of a step or fault runs only when none was skipped.

@@ -1,5 +1,7 @@
 #include "run/trace_sink.h"
 
+#include <algorithm>
+
 namespace sim {
 
 void trace_devices(Trace& trace, const Topology& topo, const models::Machine& m, std::uint32_t n) {
@@ -48,8 +50,70 @@ void trace_port_counters(Trace& trace, const models::Network* net) {
       const auto& ps = net->port_stats(n, k);
       if (ps.tx_packets == 0 && ps.drops == 0 && ps.pause_rcv == 0) continue;
       trace.port_counter(net->node_name(n), k, ps.tx_bytes, ps.tx_packets, ps.drops, ps.ecn_marked, ps.pause_sent, ps.pause_rcv,
-                         static_cast<double>(ps.paused_ps) / 1e3, ps.max_queue_bytes);
+                         static_cast<double>(ps.paused_ps) / 1e3, ps.max_queue_bytes, static_cast<double>(ps.busy_ps) / 1e3);
     }
+}
+
+namespace {
+
+// One interval of one object: its non-zero metrics, in a fixed order (docs/trace-schema.md).
+void sample_rows(Trace& t, const models::Sampler::Sample& s, models::Tick interval, const char* kind, const std::string& object,
+                 bool link) {
+  const double iv = static_cast<double>(interval), t_ns = static_cast<double>(s.bin) * iv / 1e3, iv_ns = iv / 1e3;
+  const models::SampleBin& v = s.v;
+  auto row = [&](const char* metric, double value) {
+    if (value != 0) t.sample(t_ns, iv_ns, kind, object, metric, value);
+  };
+  // Spans are split over intervals to the picosecond: in the flow tier the shares of several
+  // flows on one port can round a few ps past a fully busy interval.
+  row("util", static_cast<double>(std::min<models::Tick>(v.busy_ps, interval)) / iv);
+  row("bytes", static_cast<double>(v.bytes));
+  if (link) {
+    row("crc_replay", static_cast<double>(v.crc));
+    return;
+  }
+  row("queue_bytes", static_cast<double>(v.queue_max));
+  row("ecn_marked", static_cast<double>(v.ecn));
+  row("cnp", static_cast<double>(v.cnp));
+  row("pfc_pause", static_cast<double>(v.pause));
+  row("retransmit", static_cast<double>(v.retransmit));
+  row("drops", static_cast<double>(v.drops));
+}
+
+}  // namespace
+
+void trace_samples(Trace& t, models::Machine& m, models::Network* net, std::uint64_t sim_end_ps) {
+  t.set_batch(200000);
+  if (m.link_samples().on()) {
+    const models::Tick iv = m.link_samples().interval();
+    const auto& ports = m.ports();
+    const auto& links = m.links();
+    std::uint32_t obj = ~0u;
+    std::string name;
+    for (const auto& s : m.link_samples().finish(sim_end_ps)) {
+      if (s.obj != obj) {
+        obj = s.obj;
+        const auto& l = links[ports[obj].link];
+        name = l.name + (obj == l.port_ab ? ":ab" : ":ba");
+      }
+      sample_rows(t, s, iv, "link", name, true);
+    }
+  }
+  if (net && net->port_samples().on()) {
+    const models::Tick iv = net->port_samples().interval();
+    std::uint32_t obj = ~0u;
+    std::string name;
+    for (const auto& s : net->port_samples().finish(sim_end_ps)) {
+      if (s.obj != obj) {
+        obj = s.obj;
+        const std::uint32_t node = net->port_node(obj), port = obj - net->port_id(node, 0);
+        // A NIC (one port) by its NPU's name, a switch port as "switch:port".
+        name = net->is_switch(node) ? net->node_name(node) + ":" + std::to_string(port) : net->node_name(node);
+      }
+      sample_rows(t, s, iv, "port", name, false);
+    }
+  }
+  t.set_batch(2000);
 }
 
 }  // namespace sim

@@ -23,5 +23,7 @@ void trace_counters(Trace& t, const std::map<std::string, double>& counters);
 /// that carried or dropped traffic or were paused).
 void trace_link_counters(Trace& t, const models::Machine& m, std::uint64_t sim_end_ps);
 void trace_port_counters(Trace& t, const models::Network* net);
+/// `counter_samples`: what the links' and network ports' samplers binned (models/sampler.h); ends them.
+void trace_samples(Trace& t, models::Machine& m, models::Network* net, std::uint64_t sim_end_ps);
 
 }  // namespace sim

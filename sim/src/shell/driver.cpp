@@ -28,7 +28,31 @@ SimDriver::SimDriver(models::Machine& m, const Topology& t, Trace* trace, bool e
     m_.load_config(npu, R::kCfgServer, n.server);
     m_.load_config(npu, R::kCfgRank, r);
   }
+  open_op_.assign(m.npu_count(), {-1, 0});
   m_.set_listener(this);
+}
+
+void SimDriver::trace_tasks(bool on) { m_.report_tasks(on && trace_); }
+
+void SimDriver::on_task_done(std::uint32_t s, const models::Task& t, models::Tick start, models::Tick end) {
+  if (!trace_) return;
+  const std::uint32_t npu = m_.stream_npu(s);
+  auto rank_of = [&](std::uint32_t n) -> std::int64_t { return n < npu_rank_.size() && npu_rank_[n] != ~0u ? npu_rank_[n] : -1; };
+  std::int64_t peer = -1;
+  switch (t.kind) {
+    case models::TaskKind::Copy:
+    case models::TaskKind::ReduceCopy:
+      for (std::uint64_t a : {t.src, t.dst})
+        if (models::addr_is_device(a) && models::addr_npu(a) != npu) peer = rank_of(models::addr_npu(a));
+      break;
+    case models::TaskKind::NotifyRecord:
+    case models::TaskKind::RdmaWrite:
+      if (t.target != npu) peer = rank_of(t.target);
+      break;
+    default: break;
+  }
+  trace_->task(static_cast<std::uint32_t>(rank_of(npu)), s, t.tag, models::task_kind_name(t.kind), static_cast<double>(start) / 1e3,
+               static_cast<double>(end) / 1e3, t.bytes, peer);
 }
 
 void SimDriver::bind_process(const std::string& name, std::uint32_t rank) { proc_rank_[name] = rank; }
@@ -165,6 +189,10 @@ DrvStatus SimDriver::submit(std::uint32_t s, const hcomm::DrvTask& t) {
   k.qp_count = t.qp_count;
   k.rate_cap_Bps = t.rate_cap_Bps;
   k.retry_count = t.retry_count;
+  if (const std::uint32_t npu = m_.stream_npu(s); npu < open_op_.size()) {
+    k.tag = open_op_[npu].first;
+    if (k.kind == models::TaskKind::Marker && k.key == open_op_[npu].second) open_op_[npu] = {-1, 0};  // the op's end marker
+  }
   // A full submission queue blocks the host thread (as the runtime does) until the engine has
   // drained it to half: memory follows the work in flight, not the work submitted, and the
   // engine never starves (half a queue is still ahead of it when the host resumes).
@@ -268,6 +296,7 @@ void SimDriver::profile_op(std::uint32_t device, std::uint64_t begin_key, std::u
   if (!free_pending_.empty()) { idx = free_pending_.back(); free_pending_.pop_back(); pending_[idx] = r; }
   else { idx = pending_.size(); pending_.push_back(r); }
   begin_key_[{device, begin_key}] = idx;
+  if (device < open_op_.size()) open_op_[device] = {static_cast<std::int64_t>(info.seq), end_key};
   end_key_[{device, end_key}] = idx;
 }
 

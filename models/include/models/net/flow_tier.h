@@ -34,6 +34,7 @@ struct Flow {
   Tick latency = 0;                                   // one-way path latency
   bool active = false;
   bool tiny = false;                                  // at most one packet: not a fluid flow (flow_post)
+  std::uint64_t sampled = 0;                          // payload bytes given to the port samples so far
 };
 
 }  // namespace models

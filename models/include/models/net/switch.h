@@ -28,6 +28,7 @@ struct NetPortStats {
   std::uint64_t tx_bytes = 0, tx_packets = 0, drops = 0, ecn_marked = 0, pause_sent = 0, pause_rcv = 0;
   std::uint64_t max_queue_bytes = 0;
   Tick paused_ps = 0;
+  Tick busy_ps = 0;  ///< time spent transmitting (bytes at the line rate)
 };
 
 struct NetPort {

@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <string>
 
+#include "models/npu/task.h"
 #include "models/time.h"
 
 namespace models {
@@ -21,6 +22,8 @@ class MachineListener {
   /// them by MMIO (write 1 to clear). A bit raises an interrupt when it becomes set while
   /// unmasked, or when it is unmasked while set.
   virtual void on_interrupt(std::uint32_t npu, std::uint64_t pending) {}
+  /// A task of `stream` completed: dispatched at `start`, done at `end` (Machine::report_tasks).
+  virtual void on_task_done(std::uint32_t stream, const Task& t, Tick start, Tick end) {}
 };
 
 }  // namespace models

@@ -82,6 +82,7 @@ struct StreamState {
   std::deque<Task> q;        // visible to the engine (doorbell rung)
   std::deque<Task> pending;  // enqueued, doorbell not yet rung
   std::uint64_t rung = 0, started = 0, completed = 0;
+  Tick head_start = 0;             // when the head task was dispatched
   std::uint64_t epoch = 0;         // bumped when the stream fails: work started before is orphaned
   std::uint64_t space_at = ~0ULL;  // on_sq_space once the queue is down to this many tasks
   std::string error;

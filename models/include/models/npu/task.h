@@ -34,6 +34,7 @@ struct Task {
   std::uint32_t qp_count = 1;  ///< RdmaWrite: stripe the data over this many QPs to that NPU (num_qp)
   std::uint64_t rate_cap_Bps = 0;  ///< RdmaWrite: cap the QP's rate (bandwidth_limit); 0 = line rate
   std::uint32_t retry_count = ~0u; ///< RdmaWrite: QP retransmit retries (~0u: the network's default)
+  std::int64_t tag = -1;       ///< opaque to the models: given back with the task (MachineListener::on_task_done)
 };
 
 }  // namespace models

@@ -64,6 +64,12 @@ inline models::NetParams default_net() {
   return p;
 }
 
+/// Shortest sampling interval of counter_samples (docs/scenario-format.md /trace/sample_interval).
+constexpr models::Tick kMinSampleIntervalPs = 100 * models::kPsPerNs;
+/// A sampling interval: "off" or "0" (0: no sampling), or a duration of at least 100 ns, in ps;
+/// nullopt and `why` otherwise. The scenario's /trace/sample_interval and `hcsim run --sample-interval`.
+std::optional<models::Tick> parse_sample_interval(const std::string& s, std::string* why);
+
 struct Scenario {
   std::string file, name, description, topology_path;
   Topology topology;
@@ -74,6 +80,8 @@ struct Scenario {
   std::vector<WorkloadStep> workload;
   std::vector<Fault> faults;
   Expectations expect;
+  models::Tick sample_interval_ps = 0;  ///< /trace/sample_interval: counter_samples every this long (0: off)
+  bool trace_tasks = false;             ///< /trace/tasks: one `tasks` row per stream task
   std::vector<std::string> warnings;  ///< "file: /pointer: warning: ..." (e.g. an HCOMM_* name hcomm does not read)
 };
 
