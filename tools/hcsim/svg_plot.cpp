@@ -66,7 +66,7 @@ std::string svg_line_plot(const PlotSpec& spec, const std::vector<PlotSeries>& s
   // Clean, sorted points per series.
   std::vector<PlotSeries> ss;
   for (const auto& s : series) {
-    PlotSeries c{s.name, {}};
+    PlotSeries c{s.name, {}, s.markers_only};
     for (auto [x, y] : s.points)
       if (std::isfinite(x) && std::isfinite(y) && (!spec.log2_x || x > 0)) c.points.emplace_back(x, y);
     std::stable_sort(c.points.begin(), c.points.end(), [](auto& a, auto& b) { return a.first < b.first; });
@@ -134,7 +134,8 @@ std::string svg_line_plot(const PlotSpec& spec, const std::vector<PlotSeries>& s
     std::string pts;
     for (auto [x, y] : ss[k].points) pts += (pts.empty() ? "" : " ") + num(X(x)) + "," + num(Y(y));
     o += "<g class=\"series\">\n<title>" + xml(ss[k].name) + "</title>\n";
-    o += "<polyline fill=\"none\" stroke=\"" + std::string(c) + "\" stroke-width=\"2\" points=\"" + pts + "\"/>\n";
+    if (!ss[k].markers_only)
+      o += "<polyline fill=\"none\" stroke=\"" + std::string(c) + "\" stroke-width=\"2\" points=\"" + pts + "\"/>\n";
     for (auto [x, y] : ss[k].points) o += "<circle cx=\"" + num(X(x)) + "\" cy=\"" + num(Y(y)) + "\" r=\"3\" fill=\"" + c + "\"/>\n";
     o += "</g>\n";
     const double ly = top + 10 + 20.0 * static_cast<double>(k);

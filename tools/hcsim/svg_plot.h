@@ -11,6 +11,7 @@ namespace hcsim {
 struct PlotSeries {
   std::string name;                               ///< legend entry
   std::vector<std::pair<double, double>> points;  ///< (x, y); drawn in increasing x
+  bool markers_only = false;                      ///< dots without the connecting line (a scatter)
 };
 
 struct PlotSpec {
