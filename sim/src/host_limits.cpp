@@ -40,7 +40,7 @@ std::uint64_t payload_memory_estimate(const Scenario& sc) {
     if (w.op == "allgather") {
       // per rank: input, the gathered output in HBM and its host copy, the expected blocks
       need = sat_mul(n, sat_add(sat_mul(3, sat_mul(n, w.bytes)), w.bytes));
-    } else if (w.op == "allreduce" || w.op == "sendrecv" || w.op == "reducescatter" || w.op == "broadcast") {
+    } else if (w.op == "allreduce" || w.op == "sendrecv" || w.op == "reducescatter" || w.op == "broadcast" || w.op == "alltoall") {
       // per rank: input + output in HBM, host staging and part of the expected bytes (3.5 x),
       // one shared reference. Measured peak RSS, 8 ranks: 64 MiB 1.76 GiB (estimate 1.81),
       // 256 MiB 7.0 GiB (estimate 7.25).

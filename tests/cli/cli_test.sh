@@ -133,6 +133,7 @@ for k in 0:incast 1:sendrecv 2:h2d 3:allreduce; do
 done
 expect zero-bytes-run 2 "bad-workload.json: /workload/2/bytes" -- "$HCSIM" run "$FX/bad-workload.json" --no-trace
 expect broadcast-root 2 "bad-collectives.json: /workload/0/root: rank 8 does not exist \\(8 ranks\\)" -- "$HCSIM" validate "$FX/bad-collectives.json"
+expect alltoall-blocks 2 "bad-collectives.json: /workload/2/bytes: alltoall splits bytes into one block per rank: 1000 is not a multiple of 8 ranks x 2 B" -- "$HCSIM" validate "$FX/bad-collectives.json"
 expect reducescatter-blocks 2 "bad-collectives.json: /workload/1/bytes: reducescatter splits bytes into one block per rank: 100 is not a multiple of 8 ranks x 4 B" -- "$HCSIM" validate "$FX/bad-collectives.json"
 printf '%s' '{"format":"hcsim-scenario","version":1,"name":"x","topology":"'"$SRC"'/topologies/atlas800t-a2.json","workload":[{"op":"allgather","bytes":"1KiB","root":1}]}' > root-allgather.json
 expect root-allgather 2 "root-allgather.json: /workload/0/root: root applies to incast and broadcast only" -- "$HCSIM" validate root-allgather.json

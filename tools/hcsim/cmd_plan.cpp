@@ -88,7 +88,7 @@ struct Result {
   double time_us = NAN, algbw = NAN, busbw = NAN, wall_s = NAN, peak_mib = NAN;
 };
 
-constexpr const char* kOps[] = {"allreduce", "allgather", "reducescatter", "broadcast", "barrier"};
+constexpr const char* kOps[] = {"allreduce", "allgather", "reducescatter", "broadcast", "alltoall", "barrier"};
 constexpr std::size_t kMaxLayouts = 10000;
 constexpr const char* kMarker = ".hcsim-plan";
 
@@ -185,7 +185,7 @@ bool load_plan(const std::string& path, Plan& p, sim::Diagnostics& d) {
       Workload w;
       w.op = r.str("op", true).value_or("");
       if (!w.op.empty() && std::find_if(std::begin(kOps), std::end(kOps), [&](const char* o) { return w.op == o; }) == std::end(kOps))
-        d.error(ptr + "/op", "unknown op \"" + w.op + "\" (allreduce, allgather, reducescatter, broadcast, barrier)");
+        d.error(ptr + "/op", "unknown op \"" + w.op + "\" (allreduce, allgather, reducescatter, broadcast, alltoall, barrier)");
       w.algo = r.str("algo", false).value_or("auto");
       if (w.algo.empty()) d.error(ptr + "/algo", "is empty (\"auto\", or an HCOMM_ALGO value such as \"level1:ring\")");
       w.fidelity = r.str("fidelity", false).value_or(p.fidelity);

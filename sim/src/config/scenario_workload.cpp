@@ -57,10 +57,10 @@ const json* read_workload(const ObjectReader& top, Scenario& sc, Diagnostics& d)
       if (!w.valid()) continue;
       WorkloadStep st;
       st.op = w.str("op", true).value_or("");
-      if (!st.op.empty() && st.op != "allreduce" && st.op != "allgather" && st.op != "reducescatter" && st.op != "broadcast" &&
+      if (!st.op.empty() && st.op != "allreduce" && st.op != "allgather" && st.op != "reducescatter" && st.op != "broadcast" && st.op != "alltoall" &&
           st.op != "sendrecv" && st.op != "incast" && st.op != "barrier" && st.op != "h2d" && st.op != "d2h")
         d.error(w.child("op"), "unknown op \"" + st.op +
-                                   "\" (allreduce, allgather, reducescatter, broadcast, sendrecv, incast, barrier, h2d, d2h)");
+                                   "\" (allreduce, allgather, reducescatter, broadcast, alltoall, sendrecv, incast, barrier, h2d, d2h)");
       if (st.op == "broadcast") {
         st.root = static_cast<std::uint32_t>(w.uint("root", false, 0, 1u << 20).value_or(0));
         if (w.get("senders", false)) d.error(w.child("senders"), "senders applies to incast only");
@@ -126,8 +126,8 @@ void check_workload(Scenario& sc, Diagnostics& d) {
                                    format_bytes(sym_bytes) + " (HCOMM_SLOT_SIZE_MB x HCOMM_SYM_SLOTS)");
     } else if (w.op == "broadcast" && w.root >= nranks) {
       d.error(wp + "/root", "rank " + std::to_string(w.root) + " does not exist (" + std::to_string(nranks) + " ranks)");
-    } else if (w.op == "reducescatter" && nranks && w.bytes % (nranks * models::dtype_size(w.dtype)) != 0) {
-      d.error(wp + "/bytes", "reducescatter splits bytes into one block per rank: " + std::to_string(w.bytes) +
+    } else if ((w.op == "reducescatter" || w.op == "alltoall") && nranks && w.bytes % (nranks * models::dtype_size(w.dtype)) != 0) {
+      d.error(wp + "/bytes", w.op + " splits bytes into one block per rank: " + std::to_string(w.bytes) +
                                  " is not a multiple of " + std::to_string(nranks) + " ranks x " +
                                  std::to_string(models::dtype_size(w.dtype)) + " B");
     } else if (w.op == "allgather" && w.bytes * nranks > (16ULL << 30)) {

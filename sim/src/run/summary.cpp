@@ -15,7 +15,7 @@ std::vector<StepSummary> summarize(const Scenario& sc, const std::map<SimDriver:
   std::map<std::pair<std::uint32_t, std::uint32_t>, std::pair<models::Tick, models::Tick>> span;
   auto counts = [&](const WorkloadStep& w, const std::string& kind) {
     if (w.op == "reducescatter") return kind == "reduce_scatter";  // the library's operation name
-    if (w.op == "allreduce" || w.op == "allgather" || w.op == "broadcast") return kind == w.op;
+    if (w.op == "allreduce" || w.op == "allgather" || w.op == "broadcast" || w.op == "alltoall") return kind == w.op;
     if (w.op == "sendrecv") return kind == "send" || kind == "recv";
     if (w.op == "barrier") return kind == "barrier";
     if (w.op == "h2d" || w.op == "d2h") return kind == w.op;
@@ -42,9 +42,9 @@ std::vector<StepSummary> summarize(const Scenario& sc, const std::map<SimDriver:
     s.time_us = static_cast<double>(t1 - t0) / 1e6;
     s.algbw_GBps = s.time_us > 0 ? static_cast<double>(s.bytes) / (s.time_us * 1e3) : 0;
     // busbw: nccl-tests' bus bandwidth (all-reduce 2(n-1)/n, all-gather and reduce-scatter (n-1)/n
-    // of the whole buffer, broadcast 1); for host copies the aggregate of all ranks.
+    // of the whole buffer, all-to-all (n-1)/n of a rank's send buffer, broadcast 1); for host copies the aggregate of all ranks.
     s.busbw_GBps = s.kind == "allreduce" ? s.algbw_GBps * 2.0 * (n - 1) / n
-                   : (s.kind == "allgather" || s.kind == "reducescatter") ? s.algbw_GBps * (n - 1) / n
+                   : (s.kind == "allgather" || s.kind == "reducescatter" || s.kind == "alltoall") ? s.algbw_GBps * (n - 1) / n
                    : (s.kind == "h2d" || s.kind == "d2h") ? s.algbw_GBps * n : s.algbw_GBps;
     out.push_back(s);
   }

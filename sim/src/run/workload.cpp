@@ -76,13 +76,14 @@ void Cluster::rank_main(std::uint32_t r) {
         if (!ok(r, "hcomm_barrier", hcomm_barrier(comm, st)) || !ok(r, "hcomm_stream_synchronize", hcomm_stream_synchronize(st))) goto out;
         continue;
       }
-      if (w.op == "allreduce" || w.op == "allgather" || w.op == "reducescatter" || w.op == "broadcast") {
+      if (w.op == "allreduce" || w.op == "allgather" || w.op == "reducescatter" || w.op == "broadcast" || w.op == "alltoall") {
         const auto dt = to_hcomm(w.dtype);
         const auto ro = static_cast<hcomm_reduce_op_t>(w.reduce);
         hcomm_result_t rc;
         if (w.op == "allreduce") rc = hcomm_allreduce(in, out, count, dt, ro, comm, st);
         else if (w.op == "allgather") rc = hcomm_allgather(in, out, count, dt, comm, st);
         else if (w.op == "reducescatter") rc = hcomm_reduce_scatter(in, out, count / nranks_, dt, ro, comm, st);
+        else if (w.op == "alltoall") rc = hcomm_alltoall(in, out, count / nranks_, dt, comm, st);
         else rc = hcomm_broadcast(r == w.root ? in : out, count, dt, w.root, comm, st);
         if (!ok(r, ("hcomm_" + (w.op == "reducescatter" ? std::string("reduce_scatter") : w.op)).c_str(), rc) ||
             !ok(r, "hcomm_stream_synchronize", hcomm_stream_synchronize(st)))
@@ -120,6 +121,21 @@ void Cluster::rank_main(std::uint32_t r) {
             if (b.mismatches && !cr.mismatches) {
               cr = b;
               cr.first_bad += j * count;
+              cr.detail = "block " + std::to_string(j) + ": " + b.detail;
+            } else {
+              cr.mismatches += b.mismatches;
+            }
+          }
+        } else if (w.op == "alltoall") {  // block j is block r of rank j's input
+          const std::uint64_t blk = w.bytes / nranks_, bcount = count / nranks_;
+          std::vector<std::uint8_t> expect(w.bytes);
+          for (std::uint32_t j = 0; j < nranks_; ++j) {
+            fill_input(expect.data(), count, w.dtype, w.reduce, key, j);
+            const CheckResult b =
+                compare(host.get() + j * blk, expect.data() + r * blk, bcount, w.dtype, models::ReduceOp::Max, 1);
+            if (b.mismatches && !cr.mismatches) {
+              cr = b;
+              cr.first_bad += j * bcount;
               cr.detail = "block " + std::to_string(j) + ": " + b.detail;
             } else {
               cr.mismatches += b.mismatches;
