@@ -61,7 +61,7 @@ bool pipeline_does(CollOp op, const Shape& s) {
 
 bool mesh_does(CollOp op) { return op == CollOp::AllReduce || op == CollOp::ReduceScatter || op == CollOp::AllGather; }
 
-Choice make(Choice::Kind k, const Family* f, const Shape& s, CollOp op, std::uint64_t bytes) {
+Choice make_one(Choice::Kind k, const Family* f, const Shape& s, CollOp op, std::uint64_t bytes) {
   Choice c;
   c.kind = k;
   c.family = f;
@@ -82,6 +82,20 @@ Choice make(Choice::Kind k, const Family* f, const Shape& s, CollOp op, std::uin
   return c;
 }
 
+// An operation larger than the collective buffer runs as C chunks one after another, each paying
+// every step's alpha again: the estimate is C x the estimate of one chunk (the chunk area is the
+// whole buffer for the mesh, the first half for plans and compositions, as coll/run.cpp divides
+// it; all-to-all plans stage through the whole buffer in one pass). Without this a family with
+// many steps (the pipeline's S per chunk, the ring's 2(S - 1)) looks as cheap at 1 GiB as in one
+// pass (docs/algorithms/README.md#selection).
+Choice make(Choice::Kind k, const Family* f, const Shape& s, CollOp op, std::uint64_t bytes, std::uint64_t ccl) {
+  const std::uint64_t area = op == CollOp::AllToAll ? 0 : k == Choice::Mesh ? ccl : ccl / 2;
+  const std::uint64_t chunks = area ? std::max<std::uint64_t>(1, (bytes + area - 1) / area) : 1;
+  Choice c = make_one(k, f, s, op, bytes / chunks);
+  if (c.est_ns >= 0) c.est_ns *= static_cast<double>(chunks);
+  return c;
+}
+
 }  // namespace
 
 LinkCost hccs_cost() { return LinkCost{2000.0, 1.0 / 28.0, 1.0 / 100.0}; }
@@ -89,6 +103,7 @@ LinkCost roce_cost() { return LinkCost{10000.0, 1.0 / 25.0, 1.0 / 100.0}; }
 
 Choice select_algo(hcomm_comm_t comm, CollOp op, std::uint64_t bytes, const Shape& s) {
   const int oi = static_cast<int>(op == CollOp::Gather ? CollOp::Reduce : op);  // gather: internal, follows reduce
+  const std::uint64_t ccl = comm->ctx->ccl_bytes;
   const std::string& l0 = comm->algo.level0[oi];
   const std::string& l1 = comm->algo.level1[oi];
   // The forced choice, if it can run.
@@ -98,16 +113,16 @@ Choice select_algo(hcomm_comm_t comm, CollOp op, std::uint64_t bytes, const Shap
     bool ok = false;
     if (forced == "mesh") {
       ok = s.servers == 1 && s.mesh && mesh_does(op);
-      if (ok) c = make(Choice::Mesh, nullptr, s, op, bytes);
+      if (ok) c = make(Choice::Mesh, nullptr, s, op, bytes, ccl);
     } else if (forced == kPipeline.name) {  // HCCL: where it does not apply, H-D_R or ring instead
       ok = pipeline_does(op, s);
-      if (ok) c = make(Choice::Flat, &kPipeline, s, op, bytes);
+      if (ok) c = make(Choice::Flat, &kPipeline, s, op, bytes, ccl);
     } else if (const Family* f = family_named(forced)) {
       if (f->cost(op, s.n, bytes, roce_cost()) >= 0 && (!s.v || op != CollOp::AllToAll || f->alltoallv)) {
         ok = true;
         c = s.servers > 1 && hier_does(op) && s.mesh && s.local > 1 && f->cost(op, s.servers, bytes, roce_cost()) >= 0
-                ? make(Choice::Hier, f, s, op, bytes)
-                : make(Choice::Flat, f, s, op, bytes);
+                ? make(Choice::Hier, f, s, op, bytes, ccl)
+                : make(Choice::Flat, f, s, op, bytes, ccl);
       }
     }
     if (ok) {
@@ -119,20 +134,20 @@ Choice select_algo(hcomm_comm_t comm, CollOp op, std::uint64_t bytes, const Shap
   }
   // Automatic: every candidate's estimate; ties go to the earlier candidate.
   std::vector<Choice> cand;
-  if (s.servers == 1 && s.mesh && mesh_does(op)) cand.push_back(make(Choice::Mesh, nullptr, s, op, bytes));
+  if (s.servers == 1 && s.mesh && mesh_does(op)) cand.push_back(make(Choice::Mesh, nullptr, s, op, bytes, ccl));
   for (const Family* f : kFamilies) {
     // Star and the double ring are intra-server algorithms: never across servers, neither over
     // all ranks nor as the level-1 phase of a composition.
     if ((f == &kStar || f == &kDoubleRing) && s.servers > 1) continue;
     if (s.servers > 1 && hier_does(op) && s.mesh && s.local > 1) {
-      Choice h = make(Choice::Hier, f, s, op, bytes);
+      Choice h = make(Choice::Hier, f, s, op, bytes, ccl);
       if (h.est_ns >= 0) cand.push_back(h);
     }
     if (s.v && op == CollOp::AllToAll && !f->alltoallv) continue;
-    Choice c = make(Choice::Flat, f, s, op, bytes);
+    Choice c = make(Choice::Flat, f, s, op, bytes, ccl);
     if (c.est_ns >= 0) cand.push_back(c);
   }
-  if (pipeline_does(op, s)) cand.push_back(make(Choice::Flat, &kPipeline, s, op, bytes));
+  if (pipeline_does(op, s)) cand.push_back(make(Choice::Flat, &kPipeline, s, op, bytes, ccl));
   std::stable_sort(cand.begin(), cand.end(), [](const Choice& a, const Choice& b) { return a.est_ns < b.est_ns; });
   Choice c = cand.front();
   if (cand.size() > 1) {
