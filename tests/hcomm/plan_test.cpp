@@ -150,6 +150,26 @@ TEST(Plan, Pipeline) {
   EXPECT_EQ(run_case(Case{&kPipeline, CollOp::Broadcast, 8, 0, 64, 4096, 4}), "not built");
 }
 
+// The two-level all-to-all (mesh+pairwise) on S servers x L ranks: blocks smaller and larger
+// than a staging slot; not built on one server, one rank per server, n not a multiple of L, or for
+// other operations.
+TEST(Plan, HierAllToAll) {
+  int built = 0;
+  for (std::uint32_t L : {2u, 3u, 4u, 8u})
+    for (std::uint32_t S : {2u, 3u, 4u, 5u, 16u})
+      for (std::uint64_t elems : {std::uint64_t{1}, std::uint64_t{5}, std::uint64_t{37}})
+        for (std::uint64_t slot : {std::uint64_t{16}, std::uint64_t{4096}}) {
+          const std::string r = run_case(Case{&kHierAllToAll, CollOp::AllToAll, S * L, 0, elems, slot, L});
+          ++built;
+          EXPECT_EQ(r, "") << S << "x" << L << " elems=" << elems << " slot=" << slot;
+        }
+  EXPECT_EQ(built, 4 * 5 * 3 * 2);
+  EXPECT_EQ(run_case(Case{&kHierAllToAll, CollOp::AllToAll, 8, 0, 4, 4096, 8}), "not built");
+  EXPECT_EQ(run_case(Case{&kHierAllToAll, CollOp::AllToAll, 8, 0, 4, 4096, 1}), "not built");
+  EXPECT_EQ(run_case(Case{&kHierAllToAll, CollOp::AllToAll, 10, 0, 4, 4096, 4}), "not built");
+  EXPECT_EQ(run_case(Case{&kHierAllToAll, CollOp::AllGather, 8, 0, 4, 4096, 4}), "not built");
+}
+
 #include "algo/double_tree.h"
 
 TEST(Plan, DoubleTree) { sweep(kTree); }

@@ -201,3 +201,14 @@ TEST(SimAlgorithms, PipelineAllReduce) {
   const double f = 2 * pipe_ag() + kS * us(kL * pipe_block(), kLocal);
   check("pipeline", "flow", f, f, 1880, "2 S = 32 steps of one block, flow tier", "allreduce");
 }
+
+// The two-level all-to-all (docs/algorithms/pairwise.md#hierarchical-all-to-all-meshpairwise),
+// 64 MiB per rank = 128 blocks b of 512 KiB: phase A 15 RoCE messages of L b = 4 MiB through each
+// NIC, phase B 7 HCCS steps of S b = 8 MiB to one peer. Overheads: every received byte (15 x 4 +
+// 7 x 8 = 116 MiB) copied out of a slot and the 12 MiB of local copies at 400 GB/s, and 22 steps.
+TEST(SimAlgorithms, HierAllToAll) {
+  const double b = kN / (kS * kL);
+  const double f = (kS - 1) * us(kL * b * kWire, kNic) + (kL - 1) * us(kS * b, kHccs);
+  const double extra = us((kS - 1) * kL * b + (kL - 1) * kS * b + (kL + kS) * b, kLocal) + (kS - 1 + kL - 1) * kStepExtra;
+  check("pairwise", "flow", f, f, f + extra, "S - 1 + L - 1 = 22 steps, flow tier", "alltoall");
+}

@@ -40,11 +40,17 @@ extern const Family kPairwise;  // algo/pairwise.cpp
 extern const Family kStar;      // algo/star.cpp
 extern const Family kDoubleRing;  // algo/double_ring.cpp
 extern const Family kPipeline;    // algo/pipeline.cpp (needs PlanIn::local; its cost is pipeline_cost)
+extern const Family kHierAllToAll;  // algo/hier_alltoall.cpp (needs PlanIn::local and W; hier_alltoall_cost)
 
 /// The pipeline's estimate (algo/pipeline.cpp) on `servers` x `local` ranks; < 0 when it does not
 /// do op.
 double pipeline_cost(CollOp op, std::uint32_t servers, std::uint32_t local, std::uint64_t bytes, const LinkCost& hccs,
                      const LinkCost& roce);
+
+/// The hierarchical all-to-all's estimate (algo/hier_alltoall.cpp) on `servers` x `local` ranks,
+/// `bytes` = one rank's whole send buffer.
+double hier_alltoall_cost(std::uint32_t servers, std::uint32_t local, std::uint64_t bytes, const LinkCost& hccs,
+                          const LinkCost& roce);
 
 /// ceil(log2 n) for n >= 1.
 inline std::uint32_t ceil_log2(std::uint32_t n) {

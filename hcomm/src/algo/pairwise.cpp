@@ -32,12 +32,14 @@ bool build(const PlanIn& in, Plan* p) {
   return true;
 }
 
-// docs/algorithms/pairwise.md#cost: n - 1 steps of one block (D / n) each; pieces of one block
-// are assumed to stream back to back (no extra alpha).
+// docs/algorithms/pairwise.md#cost: n - 1 steps of one block (D / n) each, each paying the
+// credit round trip from its new receiver (the executor admits a sender only once the receiver's
+// previous step has its data) besides the write's own alpha; pieces of one block stream back to
+// back (no extra alpha).
 double cost(CollOp op, std::uint32_t n, std::uint64_t bytes, const LinkCost& c) {
   if (op != CollOp::AllToAll) return -1;
   const double D = static_cast<double>(bytes), s = n - 1.0;
-  return s * c.alpha_ns + s / n * D * c.beta_ns_per_byte;
+  return 2 * s * c.alpha_ns + s / n * D * c.beta_ns_per_byte;
 }
 
 }  // namespace

@@ -59,6 +59,13 @@ bool pipeline_does(CollOp op, const Shape& s) {
          s.local > 1 && s.mesh && !s.v && s.n == s.servers * s.local;
 }
 
+// The hierarchical all-to-all: uniform blocks on several servers of more than one SDMA-connected
+// rank, all n blocks fitting the work area (the first half of the collective buffer).
+bool hier_a2a_does(CollOp op, const Shape& s, std::uint64_t bytes, std::uint64_t ccl) {
+  return op == CollOp::AllToAll && s.servers > 1 && s.local > 1 && s.mesh && !s.v && s.n == s.servers * s.local &&
+         bytes <= ccl / 2;
+}
+
 bool mesh_does(CollOp op) { return op == CollOp::AllReduce || op == CollOp::ReduceScatter || op == CollOp::AllGather; }
 
 Choice make_one(Choice::Kind k, const Family* f, const Shape& s, CollOp op, std::uint64_t bytes) {
@@ -75,6 +82,9 @@ Choice make_one(Choice::Kind k, const Family* f, const Shape& s, CollOp op, std:
   } else if (f == &kPipeline) {
     c.name = f->name;
     c.est_ns = pipeline_cost(op, s.servers, s.local, bytes, hccs_cost(), roce_cost());
+  } else if (f == &kHierAllToAll) {
+    c.name = f->name;
+    c.est_ns = hier_alltoall_cost(s.servers, s.local, bytes, hccs_cost(), roce_cost());
   } else {
     c.name = f->name;
     c.est_ns = f->cost(op, s.n, bytes, s.servers > 1 ? roce_cost() : hccs_cost());
@@ -117,6 +127,9 @@ Choice select_algo(hcomm_comm_t comm, CollOp op, std::uint64_t bytes, const Shap
     } else if (forced == kPipeline.name) {  // HCCL: where it does not apply, H-D_R or ring instead
       ok = pipeline_does(op, s);
       if (ok) c = make(Choice::Flat, &kPipeline, s, op, bytes, ccl);
+    } else if (forced == kPairwise.name && hier_a2a_does(op, s, bytes, ccl)) {  // level1:pairwise: the two levels
+      ok = true;
+      c = make(Choice::Flat, &kHierAllToAll, s, op, bytes, ccl);
     } else if (const Family* f = family_named(forced)) {
       if (f->cost(op, s.n, bytes, roce_cost()) >= 0 && (!s.v || op != CollOp::AllToAll || f->alltoallv)) {
         ok = true;
@@ -148,6 +161,7 @@ Choice select_algo(hcomm_comm_t comm, CollOp op, std::uint64_t bytes, const Shap
     if (c.est_ns >= 0) cand.push_back(c);
   }
   if (pipeline_does(op, s)) cand.push_back(make(Choice::Flat, &kPipeline, s, op, bytes, ccl));
+  if (hier_a2a_does(op, s, bytes, ccl)) cand.push_back(make(Choice::Flat, &kHierAllToAll, s, op, bytes, ccl));
   std::stable_sort(cand.begin(), cand.end(), [](const Choice& a, const Choice& b) { return a.est_ns < b.est_ns; });
   Choice c = cand.front();
   if (cand.size() > 1) {

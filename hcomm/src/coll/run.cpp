@@ -71,7 +71,8 @@ void log_decision(hcomm_comm_t comm, const CollReq& r, const OpInfo& info, const
   const bool reduces = r.op == CollOp::AllReduce || r.op == CollOp::ReduceScatter || r.op == CollOp::Reduce;
   // All-to-all plans move blocks from input to output directly: no work area, one pass, staging
   // slots over the whole buffer.
-  const bool a2a = r.op == CollOp::AllToAll;
+  const bool two_level_a2a = c.kind == Choice::Flat && c.family == &kHierAllToAll;  // n blocks through W
+  const bool a2a = r.op == CollOp::AllToAll && !two_level_a2a;
   const std::uint64_t ccl = comm->ctx->ccl_bytes, area = a2a ? 0 : c.kind == Choice::Mesh ? ccl : ccl / 2;
   std::uint64_t per_pass = area;  // data bytes one pass through the work area moves
   const std::uint64_t n = comm->nranks;
@@ -82,6 +83,7 @@ void log_decision(hcomm_comm_t comm, const CollReq& r, const OpInfo& info, const
   std::string levels;
   if (c.kind == Choice::Mesh) levels = "level0:mesh";
   else if (c.kind == Choice::Hier) levels = std::string("level0:mesh level1:") + c.family->name;
+  else if (two_level_a2a) levels = "level0:mesh level1:pairwise";
   else levels = std::string(servers > 1 ? "level1:" : "level0:") + c.family->name + " over all " + std::to_string(n) + " ranks";
   char root[32] = "";
   if (info.peer >= 0) std::snprintf(root, sizeof root, " root=%lld", static_cast<long long>(info.peer));
@@ -209,7 +211,7 @@ hcomm_result_t run_flat(hcomm_comm_t comm, hcomm_stream_t main, const CollReq& r
                         std::uint32_t local) {
   hcomm_context_t ctx = comm->ctx;
   Flat x{comm, main, r, f, comm->nranks, comm->rank, esz, ctx->ccl_addr,
-         r.op == CollOp::AllToAll ? 0 : ctx->ccl_bytes / 2 / esz * esz, local};
+         r.op == CollOp::AllToAll && &f != &kHierAllToAll ? 0 : ctx->ccl_bytes / 2 / esz * esz, local};
   if (r.op == CollOp::AllToAll) return x.alltoall();
   return block_op(r.op) ? x.blocks_op() : x.vector_op();
 }
@@ -438,7 +440,8 @@ hcomm_result_t run_collective(hcomm_comm_t comm, hcomm_stream_t main, const Coll
       else if (r.op == CollOp::Broadcast || r.op == CollOp::Reduce) rc = hier_rooted(comm, g, *c.family, r, esz, main);
       else rc = allreduce_hierarchical(comm, g, *c.family, r.in, r.out, r.count, r.dtype, r.redop, main);
       break;
-    case Choice::Flat: rc = run_flat(comm, main, r, *c.family, esz, c.family == &kPipeline ? shape.local : 1); break;
+    case Choice::Flat: rc = run_flat(comm, main, r, *c.family, esz, c.family == &kPipeline || c.family == &kHierAllToAll ? shape.local : 1);
+      break;
   }
   if (rc != HCOMM_SUCCESS) return rc;
   op_end(main, mk);

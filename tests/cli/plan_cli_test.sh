@@ -3,7 +3,7 @@
 # direct `hcsim run` of a scenario and topology written here by hand (not the plan's files); the
 # target's verdict recomputed from the CSV; -j 1 gives the same rows; bad plans exit 2 naming the
 # JSON pointer; an output directory it did not make is refused.
-# Usage: plan_test.sh HCSIM_BINARY SOURCE_DIR
+# Usage: plan_cli_test.sh HCSIM_BINARY SOURCE_DIR
 set -u
 HCSIM=$(realpath "$1")
 SRC=$(realpath "$2")
@@ -129,5 +129,5 @@ expect "-j 0" 2 "-j needs a number" -- "$HCSIM" plan plan.json -j 0
 expect "a scenario is not a plan" 2 "/format" -- "$HCSIM" plan "$SRC/scenarios/quickstart.json" -o q
 expect "--help" 0 "usage: hcsim plan" -- "$HCSIM" plan --help
 
-echo "plan_test: $pass passed, $fail failed"
+echo "plan_cli_test: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

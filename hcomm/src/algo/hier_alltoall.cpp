@@ -1,0 +1,72 @@
+// Hierarchical all-to-all (docs/algorithms/pairwise.md#hierarchical-all-to-all-meshpairwise),
+// HCCL's two-level all-to-all on several servers of L ranks each (members server-major: member
+// m = s * L + l). Phase A, across servers, on my rail: S - 1 pairwise steps; at step k member
+// (s, l) sends server s + k's L blocks (contiguous in its input: they go to ranks (s + k, 0..L-1))
+// in ONE message to (s + k, l), and receives server s - k's into its work area W at
+// W[(s - k) * L .. + L) — L x fewer, L x larger RoCE messages than the flat pairwise. Phase B,
+// inside the server: L - 1 pairwise steps over the HCCS mesh; at step k member l sends to local
+// peer l + k the S blocks W[t * L + l + k] (from every server t, destined to that peer), which
+// land straight in the peer's output at out[t * L + l]. My own blocks go in -> W (own server) and
+// W -> out as local copies. W holds n blocks: the selection offers it only when they fit in the
+// work area (the first half of the collective buffer); uniform blocks only (not all-to-all-v).
+#include <algorithm>
+
+#include "algo/family.h"
+
+namespace hcomm::detail {
+
+namespace {
+
+constexpr std::uint32_t kSpan = 7;  // slots, as pairwise (algo/pairwise.cpp)
+
+bool build(const PlanIn& in, Plan* p) {
+  if (in.op != CollOp::AllToAll || in.blocks.counts || in.send_blocks.counts || in.slots < kSpan) return false;
+  const std::uint32_t L = in.local, n = in.n;
+  if (L < 2 || n % L != 0 || n / L < 2) return false;
+  const std::uint32_t S = n / L, s = in.me / L, l = in.me % L;
+  const std::uint64_t b = in.blocks.len(0);
+  if (in.send_blocks.len(0) != b) return false;
+  const std::uint64_t W = in.w;
+  p->steps.resize(S - 1 + L - 1);
+  // Phase A: across servers, on my rail.
+  for (std::uint32_t k = 1; k < S; ++k) {
+    Step& st = p->steps[k - 1];
+    const std::uint32_t ts = (s + k) % S, fs = (s + S - k) % S;
+    staged(in, &st.sends, ts * L + l, in.in + std::uint64_t(ts) * L * b, nullptr, 0, 0, L * b, Mode::StagedCopy, 0, 0, kSpan);
+    staged(in, nullptr, 0, 0, &st.recvs, fs * L + l, W + std::uint64_t(fs) * L * b, L * b, Mode::StagedCopy, 0, 0, kSpan);
+  }
+  // My server's blocks: input -> W (before phase B reads them).
+  p->steps[0].locals.push_back(Local{W + std::uint64_t(s) * L * b, in.in + std::uint64_t(s) * L * b, L * b, false});
+  // Phase B: inside the server; transfer t (from server t's blocks) on slots from t mod 7.
+  for (std::uint32_t k = 1; k < L; ++k) {
+    Step& st = p->steps[S - 1 + k - 1];
+    const std::uint32_t tl = (l + k) % L, fl = (l + L - k) % L;
+    for (std::uint32_t t = 0; t < S; ++t) {
+      staged(in, &st.sends, s * L + tl, W + (std::uint64_t(t) * L + tl) * b, nullptr, 0, 0, b, Mode::StagedCopy, t % kSpan, 0,
+             kSpan);
+      staged(in, nullptr, 0, 0, &st.recvs, s * L + fl, in.out + (std::uint64_t(t) * L + fl) * b, b, Mode::StagedCopy, t % kSpan,
+             0, kSpan);
+    }
+  }
+  // The blocks that stay with me: W[t * L + l] (from (t, l)) -> out[t * L + l].
+  for (std::uint32_t t = 0; t < S; ++t)
+    p->steps[S - 1].locals.push_back(Local{in.out + (std::uint64_t(t) * L + l) * b, W + (std::uint64_t(t) * L + l) * b, b, false});
+  return true;
+}
+
+double cost(CollOp, std::uint32_t, std::uint64_t, const LinkCost&) { return -1; }  // shape-aware: hier_alltoall_cost
+
+}  // namespace
+
+// docs/algorithms/pairwise.md#hierarchical-all-to-all-meshpairwise: block b = D / (S L); phase A
+// S - 1 RoCE messages of L b, phase B L - 1 HCCS steps of S blocks to one peer; every step pays a
+// credit round trip besides its write, as the flat pairwise (algo/pairwise.cpp).
+double hier_alltoall_cost(std::uint32_t servers, std::uint32_t local, std::uint64_t bytes, const LinkCost& hccs,
+                          const LinkCost& roce) {
+  const double S = servers, L = local, b = static_cast<double>(bytes) / (S * L);
+  return (S - 1) * (2 * roce.alpha_ns + L * b * roce.beta_ns_per_byte) + (L - 1) * (2 * hccs.alpha_ns + S * b * hccs.beta_ns_per_byte);
+}
+
+const Family kHierAllToAll{"mesh+pairwise", build, cost, kSpan, false};
+
+}  // namespace hcomm::detail
