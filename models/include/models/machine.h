@@ -10,6 +10,7 @@
 // (docs/models/README.md lists which file holds what).
 #pragma once
 #include <cstdint>
+#include <deque>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -208,7 +209,7 @@ class Machine final : public EventHandler, public NetworkListener {
   Stats stats_;
   // npu
   std::vector<NpuState> npus_;
-  std::vector<StreamState> streams_;
+  std::deque<StreamState> streams_;  // a deque: growing never copies the streams (their task queues)
   std::vector<Transfer> xfers_;
   std::vector<std::uint32_t> free_xfers_;
   std::vector<std::uint8_t> scratch_;

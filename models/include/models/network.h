@@ -8,6 +8,7 @@
 // its own. Network's methods are defined in the room that owns the concern (docs/models/README.md).
 #pragma once
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <queue>
@@ -163,7 +164,7 @@ class Network final : public EventHandler, private CcHost {
   NetworkListener* listener_ = nullptr;
   std::unique_ptr<CongestionControl> cc_;
   std::vector<Node> nodes_;
-  std::vector<Qp> qps_;
+  std::deque<Qp> qps_;  // a deque: growing never copies the QPs (their message queues)
   std::vector<Pkt> pkts_;
   std::vector<std::uint32_t> free_pkts_;
   // routing tables
