@@ -644,7 +644,7 @@ int plan_main(const std::vector<std::string>& argv) {
   }
 
   // The target: the cheapest layout (or, without prices, the fewest NPUs) that meets it.
-  if (p.target.given) {
+  if (p.target.given && !dry) {
     const Target& t = p.target;
     // Per layout, its fastest row at the target's op and size (any requested algorithm).
     std::map<std::size_t, const Result*> best;
