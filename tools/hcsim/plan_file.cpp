@@ -1,0 +1,193 @@
+// The plan file's loader (docs/plan-format.md): strict keys, every problem with its JSON pointer.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+
+#include "plan.h"
+#include "sim/units.h"
+
+namespace hcsim::plan {
+
+namespace {
+constexpr const char* kOps[] = {"allreduce", "allgather", "reducescatter", "broadcast", "alltoall", "barrier"};
+constexpr std::size_t kMaxLayouts = 10000;
+}  // namespace
+
+std::string value_text(const json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
+
+std::string dir_of(const std::string& f) {
+  auto k = f.find_last_of('/');
+  return k == std::string::npos ? "" : f.substr(0, k + 1);
+}
+
+std::string absolute(const std::string& p) {
+  if (!p.empty() && p[0] == '/') return p;
+  char buf[4096];
+  if (!getcwd(buf, sizeof buf)) return p;
+  return std::string(buf) + "/" + p;
+}
+
+std::string fmt(double v, int prec) {
+  if (!std::isfinite(v)) return "-";
+  char b[64];
+  std::snprintf(b, sizeof b, "%.*f", prec, v);
+  return b;
+}
+
+
+bool write_file(const std::string& path, const std::string& text, std::string* why) {
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  f << text;
+  f.close();
+  if (!f) { *why = path + ": cannot write: " + std::strerror(errno); return false; }
+  return true;
+}
+
+/// Reads the per-step means of a point's trace.
+
+bool load_plan(const std::string& path, Plan& p, sim::Diagnostics& d) {
+  p.file = path;
+  p.dir = dir_of(path);
+  auto j = sim::read_json_file(path, d);
+  if (!j) return false;
+  sim::ObjectReader top(*j, "", d, {"format", "version", "name", "description", "topology", "sweep", "workloads", "fidelity",
+                                    "payload", "hcomm_env", "prices", "target"});
+  if (!top.valid()) return false;
+  if (auto f = top.str("format", true); f && *f != "hcsim-plan") d.error("/format", "is \"" + *f + "\", expected \"hcsim-plan\"");
+  top.uint("version", true, 1, 1);
+  p.name = top.str("name", true).value_or("");
+  for (char& c : p.name)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.') c = '_';
+  top.str("description", false);
+  if (auto f = top.str("fidelity", false)) {
+    if (*f != "chunk" && *f != "packet" && *f != "flow") d.error("/fidelity", "unknown tier \"" + *f + "\" (chunk, packet, flow)");
+    p.fidelity = *f;
+  }
+  if (auto f = top.str("payload", false)) {
+    if (*f != "timing" && *f != "real") d.error("/payload", "unknown payload \"" + *f + "\" (timing, real)");
+    p.payload = *f;
+  }
+  if (const json* e = top.get("hcomm_env", false)) {
+    if (!e->is_object()) d.error("/hcomm_env", "must be an object of HCOMM_* names to strings");
+    else
+      for (auto& [k, v] : e->items()) {
+        if (!v.is_string()) d.error("/hcomm_env/" + k, "must be a string");
+        else p.env[k] = v.get<std::string>();
+      }
+  }
+  // The base topology, relative to the plan file.
+  if (auto t = top.str("topology", true)) {
+    p.topology_path = (!t->empty() && (*t)[0] == '/') ? *t : p.dir + *t;
+    sim::Diagnostics td(p.topology_path);
+    auto tj = sim::read_json_file(p.topology_path, td);
+    if (!tj) {
+      for (auto& m : td.messages()) d.error("/topology", m);
+    } else if (std::string why = sim::wrong_kind(*tj, "topology"); !why.empty()) {
+      d.error("/topology", p.topology_path + " " + why);
+    } else {
+      p.base = std::move(*tj);
+    }
+  }
+  if (const json* s = top.get("sweep", false)) {
+    if (!s->is_array()) d.error("/sweep", "must be an array of {pointer, values, name}");
+    else
+      for (std::size_t i = 0; i < s->size(); ++i) {
+        const std::string ptr = "/sweep/" + std::to_string(i);
+        sim::ObjectReader r((*s)[i], ptr, d, {"pointer", "values", "name"});
+        if (!r.valid()) continue;
+        Sweep w;
+        w.pointer = r.str("pointer", true).value_or("");
+        if (!w.pointer.empty()) {
+          try {
+            json::json_pointer jp(w.pointer);
+            if (!p.base.is_null() && !p.base.contains(jp))
+              d.error(ptr + "/pointer", "\"" + w.pointer + "\" names nothing in " + p.topology_path);
+          } catch (const std::exception&) {
+            d.error(ptr + "/pointer", "\"" + w.pointer + "\" is not a JSON pointer (\"/fabric/oversubscription\")");
+          }
+        }
+        w.name = r.str("name", false).value_or(w.pointer.substr(w.pointer.find_last_of('/') + 1));
+        const json* v = r.get("values", true);
+        if (v && (!v->is_array() || v->empty())) d.error(ptr + "/values", "must be a non-empty array");
+        else if (v)
+          for (auto& x : *v) w.values.push_back(x);
+        p.sweeps.push_back(std::move(w));
+      }
+  }
+  const json* wl = top.get("workloads", true);
+  if (wl && (!wl->is_array() || wl->empty())) d.error("/workloads", "must be a non-empty array");
+  else if (wl)
+    for (std::size_t i = 0; i < wl->size(); ++i) {
+      const std::string ptr = "/workloads/" + std::to_string(i);
+      sim::ObjectReader r((*wl)[i], ptr, d, {"op", "sizes", "algo", "fidelity", "dtype", "repeat"});
+      if (!r.valid()) continue;
+      Workload w;
+      w.op = r.str("op", true).value_or("");
+      if (!w.op.empty() && std::find_if(std::begin(kOps), std::end(kOps), [&](const char* o) { return w.op == o; }) == std::end(kOps))
+        d.error(ptr + "/op", "unknown op \"" + w.op + "\" (allreduce, allgather, reducescatter, broadcast, alltoall, barrier)");
+      w.algo = r.str("algo", false).value_or("auto");
+      if (w.algo.empty()) d.error(ptr + "/algo", "is empty (\"auto\", or an HCOMM_ALGO value such as \"level1:ring\")");
+      w.fidelity = r.str("fidelity", false).value_or(p.fidelity);
+      if (w.fidelity != "chunk" && w.fidelity != "packet" && w.fidelity != "flow")
+        d.error(ptr + "/fidelity", "unknown tier \"" + w.fidelity + "\" (chunk, packet, flow)");
+      w.dtype = r.str("dtype", false).value_or("");
+      w.repeat = r.uint("repeat", false, 1, 1000).value_or(1);
+      const json* sz = r.get("sizes", w.op != "barrier");
+      if (sz && (!sz->is_array() || sz->empty())) d.error(ptr + "/sizes", "must be a non-empty array of sizes (\"1MiB\")");
+      else if (sz)
+        for (std::size_t k = 0; k < sz->size(); ++k) {
+          const json& x = (*sz)[k];
+          std::string why;
+          std::optional<std::uint64_t> b;
+          if (x.is_number_unsigned()) b = x.get<std::uint64_t>();
+          else if (x.is_string()) b = sim::parse_size(x.get<std::string>(), &why);
+          else why = "must be a size (\"64MiB\" or a number of bytes)";
+          if (!b) d.error(ptr + "/sizes/" + std::to_string(k), why);
+          else w.sizes.push_back(*b);
+        }
+      if (w.op == "barrier" && w.sizes.empty()) w.sizes.push_back(0);
+      p.workloads.push_back(std::move(w));
+    }
+  if (const json* pr = top.get("prices", false)) {
+    sim::ObjectReader r(*pr, "/prices", d, {"server", "switch", "cable", "currency"});
+    if (r.valid()) {
+      p.prices.given = true;
+      p.prices.server = r.number("server", false, 0, 1e15).value_or(0);
+      p.prices.sw = r.number("switch", false, 0, 1e15).value_or(0);
+      p.prices.cable = r.number("cable", false, 0, 1e15).value_or(0);
+      p.prices.currency = r.str("currency", false).value_or("");
+    }
+  }
+  if (const json* tg = top.get("target", false)) {
+    sim::ObjectReader r(*tg, "/target", d, {"op", "bytes", "max_time_us", "min_busbw_GBps"});
+    if (r.valid()) {
+      Target& t = p.target;
+      t.given = true;
+      t.op = r.str("op", true).value_or("");
+      t.bytes = r.size("bytes", t.op != "barrier").value_or(0);
+      t.max_time_us = r.number("max_time_us", false, 0, 1e15).value_or(0);
+      t.min_busbw = r.number("min_busbw_GBps", false, 0, 1e9).value_or(0);
+      if (t.max_time_us <= 0 && t.min_busbw <= 0) d.error("/target", "states neither max_time_us nor min_busbw_GBps");
+      bool found = false;
+      for (auto& w : p.workloads)
+        if (w.op == t.op && std::find(w.sizes.begin(), w.sizes.end(), t.bytes) != w.sizes.end()) found = true;
+      if (!t.op.empty() && !found)
+        d.error("/target", "no workload runs " + t.op + " at " + sim::format_bytes(t.bytes) + ": add it to /workloads");
+    }
+  }
+  std::size_t n = 1;
+  for (auto& s : p.sweeps) {
+    n *= std::max<std::size_t>(1, s.values.size());
+    if (n > kMaxLayouts) {
+      d.error("/sweep", "more than " + std::to_string(kMaxLayouts) + " layouts");
+      break;
+    }
+  }
+  return d.ok();
+}
+
+}  // namespace hcsim::plan
