@@ -113,26 +113,16 @@ void Cluster::rank_main(std::uint32_t r) {
         } else if (w.op == "reducescatter") {  // block r of the all-reduce of the inputs
           cr = compare(host.get(), reference(s, rep).data() + r * out_bytes, count / nranks_, w.dtype, w.reduce, nranks_);
           release_reference(s, rep);
-        } else if (w.op == "allgather") {  // block j is rank j's input
-          std::vector<std::uint8_t> expect(w.bytes);
-          for (std::uint32_t j = 0; j < nranks_; ++j) {
-            fill_input(expect.data(), count, w.dtype, w.reduce, key, j);
-            const CheckResult b = compare(host.get() + j * w.bytes, expect.data(), count, w.dtype, models::ReduceOp::Max, 1);
-            if (b.mismatches && !cr.mismatches) {
-              cr = b;
-              cr.first_bad += j * count;
-              cr.detail = "block " + std::to_string(j) + ": " + b.detail;
-            } else {
-              cr.mismatches += b.mismatches;
-            }
-          }
-        } else if (w.op == "alltoall") {  // block j is block r of rank j's input
-          const std::uint64_t blk = w.bytes / nranks_, bcount = count / nranks_;
+        } else if (w.op == "allgather" || w.op == "alltoall") {
+          // Block j of the output is rank j's input (all-gather) or block r of it (all-to-all).
+          const bool a2a = w.op == "alltoall";
+          const std::uint64_t blk = a2a ? w.bytes / nranks_ : w.bytes, bcount = a2a ? count / nranks_ : count;
+          const std::uint64_t from = a2a ? r * blk : 0;
           std::vector<std::uint8_t> expect(w.bytes);
           for (std::uint32_t j = 0; j < nranks_; ++j) {
             fill_input(expect.data(), count, w.dtype, w.reduce, key, j);
             const CheckResult b =
-                compare(host.get() + j * blk, expect.data() + r * blk, bcount, w.dtype, models::ReduceOp::Max, 1);
+                compare(host.get() + j * blk, expect.data() + from, bcount, w.dtype, models::ReduceOp::Max, 1);
             if (b.mismatches && !cr.mismatches) {
               cr = b;
               cr.first_bad += j * bcount;
