@@ -25,18 +25,19 @@ fi
 hits=$(grep -rnE '(\bdrv\s*->|(\bhcomm::|[^_[:alnum:]])driver\(\)|\bDriver\s*&)' "$SRC/hcomm/src" \
          --include='*.cpp' --include='*.h' | grep -vE '^[^:]*/hcomm/src/driver_port\.(h|cpp):' | grep -vE ':[0-9]+:\s*//' || true)
 if [ -n "$hits" ]; then echo "hcomm/src calls the Driver outside driver_port.cpp:"; echo "$hits"; bad=1; fi
-# No upward includes between hcomm/src rooms: core <- transport <- {p2p, algo} <- coll; the driver
+# No upward includes between hcomm/src rooms: core <- route <- transport <- {p2p, algo} <- coll; the driver
 # port sits under everything and includes core/ only.
 check_room() {  # room, forbidden rooms (regex alternation)
   local room=$1 forbidden=$2 found
   found=$(grep -rnE "#\s*include\s*\"($forbidden)/" $room 2>/dev/null || true)
   if [ -n "$found" ]; then echo "upward include in hcomm/src/${room##*/src/}:"; echo "$found"; bad=1; fi
 }
-check_room "$SRC/hcomm/src/core" 'transport|p2p|algo|coll'
+check_room "$SRC/hcomm/src/core" 'route|transport|p2p|algo|coll'
+check_room "$SRC/hcomm/src/route" 'transport|p2p|algo|coll'
 check_room "$SRC/hcomm/src/transport" 'p2p|algo|coll'
 check_room "$SRC/hcomm/src/p2p" 'algo|coll'
 check_room "$SRC/hcomm/src/algo" 'p2p|coll'
-check_room "$SRC/hcomm/src/driver_port.h $SRC/hcomm/src/driver_port.cpp" 'transport|p2p|algo|coll'
+check_room "$SRC/hcomm/src/driver_port.h $SRC/hcomm/src/driver_port.cpp" 'route|transport|p2p|algo|coll'
 
 # models/ is plain C++: no SystemC or TLM, nothing from sim/ (the SystemC face is sim/npu_tlm.h).
 hits=$(grep -rnE '#\s*include\s*[<"](systemc|tlm|sysc/|sim/)' "$SRC/models" || true)

@@ -154,6 +154,16 @@ class OpTap final : public hcomm::Driver {
   hcomm::DrvStatus rank_desc(std::uint32_t r, hcomm::RankDesc* o) override { return d->rank_desc(r, o); }
   hcomm::DrvStatus device_of(std::uint32_t id, std::uint32_t* dev) override { return d->device_of(id, dev); }
   hcomm::PairLink pair_link(std::uint32_t a, std::uint32_t b) override { return d->pair_link(a, b); }
+  hcomm::DrvStatus nic_info(std::uint32_t dev, hcomm::NicInfo* o) override { return d->nic_info(dev, o); }
+  hcomm::DrvStatus nic_counters(std::uint32_t dev, hcomm::NicCounters* o) override { return d->nic_counters(dev, o); }
+  hcomm::DrvStatus probe_paths(std::uint32_t dev, std::uint32_t t, const std::uint16_t* s, std::uint32_t n,
+                               std::vector<std::vector<hcomm::PathHop>>* o) override {
+    return d->probe_paths(dev, t, s, n, o);
+  }
+  hcomm::DrvStatus qp_connect(std::uint32_t dev, std::uint32_t t, std::uint32_t qp, std::uint16_t s) override {
+    return d->qp_connect(dev, t, qp, s);
+  }
+  void route_decided(std::uint32_t dev, const hcomm::RouteInfo& r) override { d->route_decided(dev, r); }
   std::uint64_t device_memory_size(std::uint32_t dev) override { return d->device_memory_size(dev); }
   hcomm::DrvStatus mem_alloc(std::uint32_t dev, std::uint64_t b, std::uint64_t* a) override { return d->mem_alloc(dev, b, a); }
   hcomm::DrvStatus mem_free(std::uint32_t dev, std::uint64_t a) override { return d->mem_free(dev, a); }

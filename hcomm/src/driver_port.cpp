@@ -29,6 +29,22 @@ hcomm_result_t rank_desc(hcomm_context_t ctx, std::uint32_t rank, RankDesc* out)
 }
 PairLink pair_link(hcomm_context_t ctx, std::uint32_t peer_device) { return ctx->drv->pair_link(ctx->device, peer_device); }
 
+hcomm_result_t nic_info(hcomm_context_t ctx, NicInfo* out) { return ok_or(ctx->drv->nic_info(ctx->device, out), HCOMM_E_DRV); }
+hcomm_result_t nic_counters(hcomm_context_t ctx, NicCounters* out) {
+  return ok_or(ctx->drv->nic_counters(ctx->device, out), HCOMM_E_DRV);
+}
+hcomm_result_t probe_paths(hcomm_context_t ctx, std::uint32_t target, const std::uint16_t* sports, std::uint32_t n,
+                           std::vector<std::vector<PathHop>>* out) {
+  const DrvStatus st = ctx->drv->probe_paths(ctx->device, target, sports, n, out);
+  return st == DrvStatus::NotSupported ? HCOMM_E_NOT_SUPPORT : ok_or(st, HCOMM_E_DRV);
+}
+hcomm_result_t qp_connect(hcomm_context_t ctx, std::uint32_t target, std::uint32_t qp, std::uint16_t sport) {
+  const DrvStatus st = ctx->drv->qp_connect(ctx->device, target, qp, sport);
+  return st == DrvStatus::NotSupported ? HCOMM_E_NOT_SUPPORT : ok_or(st, HCOMM_E_DRV);
+}
+void route_decided(hcomm_context_t ctx, const RouteInfo& r) { ctx->drv->route_decided(ctx->device, r); }
+std::uint64_t now_ns(hcomm_context_t ctx) { return ctx->drv->now_ns(); }
+
 hcomm_result_t mem_alloc(hcomm_context_t ctx, std::uint64_t bytes, std::uint64_t* addr) {
   return ok_or(ctx->drv->mem_alloc(ctx->device, bytes, addr), HCOMM_E_MEMORY);
 }

@@ -7,6 +7,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "core/objects.h"
 
@@ -21,6 +22,16 @@ std::uint32_t rank_count(hcomm_context_t ctx);
 /// Failure: HCOMM_E_NOT_FOUND.
 hcomm_result_t rank_desc(hcomm_context_t ctx, std::uint32_t rank, RankDesc* out);
 PairLink pair_link(hcomm_context_t ctx, std::uint32_t peer_device);
+
+// RoCE routing (route/). Failure: HCOMM_E_DRV; probe_paths / qp_connect without a NIC on either
+// end: HCOMM_E_NOT_SUPPORT.
+hcomm_result_t nic_info(hcomm_context_t ctx, NicInfo* out);
+hcomm_result_t nic_counters(hcomm_context_t ctx, NicCounters* out);
+hcomm_result_t probe_paths(hcomm_context_t ctx, std::uint32_t target, const std::uint16_t* sports, std::uint32_t n,
+                           std::vector<std::vector<PathHop>>* out);
+hcomm_result_t qp_connect(hcomm_context_t ctx, std::uint32_t target, std::uint32_t qp, std::uint16_t sport);
+void route_decided(hcomm_context_t ctx, const RouteInfo& r);
+std::uint64_t now_ns(hcomm_context_t ctx);
 
 // Memory and registration on the context's device. Failure: HCOMM_E_MEMORY (alloc), HCOMM_E_DRV.
 hcomm_result_t mem_alloc(hcomm_context_t ctx, std::uint64_t bytes, std::uint64_t* addr);

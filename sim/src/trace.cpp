@@ -33,6 +33,9 @@ CREATE TABLE port_counters(node TEXT, port INTEGER, tx_bytes INTEGER, tx_packets
 CREATE TABLE counter_samples(t_ns REAL, interval_ns REAL, kind TEXT, object TEXT, metric TEXT, value REAL);
 CREATE TABLE tasks(rank INTEGER, stream INTEGER, op_seq INTEGER, kind TEXT, start_ns REAL, end_ns REAL, bytes INTEGER,
                    peer INTEGER);
+CREATE TABLE routes(sim_time_ns REAL, comm INTEGER, src INTEGER, dst INTEGER, qp INTEGER, transport TEXT, nic TEXT,
+                    udp_sport INTEGER, hops TEXT, bandwidth_GBps REAL, latency_us REAL, congestion REAL, cost REAL,
+                    reason TEXT, trigger TEXT);
 CREATE TABLE counters(name TEXT PRIMARY KEY, value REAL);
 CREATE TABLE logs(id INTEGER PRIMARY KEY, sim_time_ns REAL, rank INTEGER, level INTEGER, message TEXT);
 CREATE TABLE checks(rank INTEGER, step INTEGER, rep INTEGER, ok INTEGER, mismatches INTEGER, detail TEXT);
@@ -183,6 +186,7 @@ bool Trace::open(const std::string& path, std::string* why, bool force) {
   st_port_ = prep("INSERT INTO port_counters VALUES(?,?,?,?,?,?,?,?,?,?,?)");
   st_sample_ = prep("INSERT INTO counter_samples VALUES(?,?,?,?,?,?)");
   st_task_ = prep("INSERT INTO tasks VALUES(?,?,?,?,?,?,?,?)");
+  st_route_ = prep("INSERT INTO routes VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
   st_counter_ = prep("INSERT INTO counters VALUES(?,?)");
   st_log_ = prep("INSERT INTO logs(sim_time_ns,rank,level,message) VALUES(?,?,?,?)");
   st_check_ = prep("INSERT INTO checks VALUES(?,?,?,?,?,?)");
@@ -200,7 +204,7 @@ void Trace::close() noexcept {
   if (db_) {
     if (!failed_ && !sqlite3_get_autocommit(db_) && exec("COMMIT")) committed_ += pending_;
     pending_ = 0;
-    for (sqlite3_stmt** s : {&st_npu_, &st_link_, &st_op_, &st_ctr_, &st_log_, &st_check_, &st_sum_, &st_port_, &st_counter_, &st_sample_, &st_task_}) {
+    for (sqlite3_stmt** s : {&st_npu_, &st_link_, &st_op_, &st_ctr_, &st_log_, &st_check_, &st_sum_, &st_port_, &st_counter_, &st_sample_, &st_task_, &st_route_}) {
       sqlite3_finalize(*s);
       *s = nullptr;
     }
@@ -349,6 +353,15 @@ void Trace::task(std::uint32_t rank, std::uint32_t stream, std::int64_t op_seq, 
                  std::uint64_t bytes, std::int64_t peer) {
   if (!writable()) return;
   if (!put(Binder{st_task_}(static_cast<I>(rank))(static_cast<I>(stream))(op_seq)(std::string(kind))(start)(end)(static_cast<I>(bytes))(peer).done())) return;
+  row_done();
+}
+
+void Trace::route(const RouteRow& r) {
+  if (!writable()) return;
+  if (!put(Binder{st_route_}(r.t_ns)(static_cast<I>(r.comm))(static_cast<I>(r.src))(static_cast<I>(r.dst))(static_cast<I>(r.qp))(r.transport)(r.nic)(
+               static_cast<I>(r.udp_sport))(r.hops)(r.bandwidth_GBps)(r.latency_us)(r.congestion)(r.cost)(r.reason)(r.trigger)
+               .done()))
+    return;
   row_done();
 }
 

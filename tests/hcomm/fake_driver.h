@@ -14,6 +14,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -71,6 +72,54 @@ class FakeDriver : public hcomm::Driver {
     return a / rps_ == b / rps_ ? hcomm::PairLink::Hccs : hcomm::PairLink::Roce;
   }
   std::uint64_t device_memory_size(std::uint32_t) override { return 1ULL << 36; }
+
+  // ---- RoCE routing: a two-tier Clos in miniature. Server s's NICs sit on leaf s/2 (ports
+  // 0..2*rps-1, device d of server s on port (s%2)*rps + d); each leaf has kUplinks uplinks
+  // (ports 100..), one per spine; a flow's uplink is a hash of (src, dst, sport). ----
+  static constexpr std::uint32_t kUplinks = 4;
+  std::vector<hcomm::RouteInfo> routes;                     ///< every route_decided report
+  std::map<std::tuple<std::uint32_t, std::uint32_t, std::uint32_t>, std::uint16_t> qp_sports;  ///< (src, dst, qp) -> sport
+  std::uint64_t probes = 0;
+  std::uint32_t fake_uplink(std::uint32_t a, std::uint32_t b, std::uint16_t sport) const {
+    std::uint64_t h = (static_cast<std::uint64_t>(a) * 0x9e3779b97f4a7c15ULL) ^ (static_cast<std::uint64_t>(b) << 32) ^ sport;
+    h ^= h >> 29; h *= 0xbf58476d1ce4e5b9ULL; h ^= h >> 32;
+    return static_cast<std::uint32_t>(h % kUplinks);
+  }
+  DrvStatus nic_info(std::uint32_t dev, hcomm::NicInfo* out) override {
+    if (dev >= n_ || !out) return DrvStatus::Invalid;
+    *out = hcomm::NicInfo{};
+    out->present = out->link_up = true;
+    out->speed_bps = 200000000000ULL;
+    out->neighbor = "leaf" + std::to_string(dev / rps_ / 2);
+    out->neighbor_port = (dev / rps_ % 2) * rps_ + dev % rps_;
+    return DrvStatus::Ok;
+  }
+  DrvStatus nic_counters(std::uint32_t dev, hcomm::NicCounters* out) override {
+    if (dev >= n_ || !out) return DrvStatus::Invalid;
+    *out = hcomm::NicCounters{};
+    return DrvStatus::Ok;
+  }
+  DrvStatus probe_paths(std::uint32_t dev, std::uint32_t target, const std::uint16_t* sports, std::uint32_t n,
+                        std::vector<std::vector<hcomm::PathHop>>* out) override {
+    if (dev >= n_ || target >= n_ || !out) return DrvStatus::Invalid;
+    out->assign(n, {});
+    probes += n;
+    const std::uint32_t la = dev / rps_ / 2, lb = target / rps_ / 2;
+    const std::uint32_t in = (dev / rps_ % 2) * rps_ + dev % rps_, down = (target / rps_ % 2) * rps_ + target % rps_;
+    for (std::uint32_t i = 0; i < n; ++i) {
+      if (la == lb) { (*out)[i] = {{"leaf" + std::to_string(la), in, down}}; continue; }
+      const std::uint32_t u = fake_uplink(dev, target, sports[i]);
+      (*out)[i] = {{"leaf" + std::to_string(la), in, 100 + u}, {"spine" + std::to_string(u), la, lb},
+                   {"leaf" + std::to_string(lb), 100 + u, down}};
+    }
+    return DrvStatus::Ok;
+  }
+  DrvStatus qp_connect(std::uint32_t dev, std::uint32_t target, std::uint32_t qp, std::uint16_t sport) override {
+    if (dev >= n_ || target >= n_) return DrvStatus::Invalid;
+    qp_sports[{dev, target, qp}] = sport;
+    return DrvStatus::Ok;
+  }
+  void route_decided(std::uint32_t, const hcomm::RouteInfo& r) override { routes.push_back(r); }
 
   // ---- memory ----
   DrvStatus mem_alloc(std::uint32_t device, std::uint64_t bytes, std::uint64_t* addr) override {

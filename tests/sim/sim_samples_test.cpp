@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/trace.h"
 #include "sim/runner.h"
 #include "sim/scenario.h"
 #include "sim_test_util.h"
@@ -100,7 +101,7 @@ TEST(SimSamples, Hccs) {
   RunResult r = run_scenario(sc, opt);
   for (auto& f : r.failures) ADD_FAILURE() << f;
   const std::string& db = opt.db_path;
-  EXPECT_EQ(num(db, "SELECT value FROM meta WHERE key = 'schema_version'"), 4);
+  EXPECT_EQ(num(db, "SELECT value FROM meta WHERE key = 'schema_version'"), sim::kTraceSchemaVersion);
 
   const double B = 4 << 20, W = 28e9;  // the preset's HCCS: 28 GB/s per direction
   auto link = query(db, "SELECT name, bandwidth_Bps FROM links WHERE kind = 'hccs' AND a = 0 AND b = 1");

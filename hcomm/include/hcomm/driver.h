@@ -6,6 +6,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace hcomm {
 
@@ -44,6 +45,35 @@ struct DrvTask {
   std::uint32_t retry_count = ~0u; ///< RdmaWrite: retransmit retries before the write fails (~0u: driver default)
 };
 
+// ---- RoCE routing (docs/routing.md) ----
+/// The device's RoCE NIC as its port and its LLDP agent report it.
+struct NicInfo {
+  bool present = false, link_up = false;
+  std::uint64_t speed_bps = 0;
+  std::uint32_t ip = 0;              ///< the NIC's IPv4, host byte order
+  std::string neighbor;              ///< LLDP: the switch the port is cabled to ("" when none)
+  std::uint32_t neighbor_port = 0;   ///< LLDP: that switch's port id
+};
+/// Counters of the device's NIC, summed over its QPs since the run began (as rdma_cnp_rcv etc.).
+struct NicCounters {
+  std::uint64_t cnp_rcv = 0, retransmits = 0, timeouts = 0, tx_bytes = 0;
+};
+/// One switch a probe went through: its name, the port the probe came in on and the one it left by.
+struct PathHop {
+  std::string node;
+  std::uint32_t in_port = 0, out_port = 0;
+};
+/// A route the library chose for traffic from its device to a peer (reported for the trace).
+struct RouteInfo {
+  std::uint32_t comm = 0, src_rank = 0, dst_rank = 0, dst_device = 0;
+  std::string transport;          ///< "hccs", "pcie", "roce"
+  std::uint32_t qp = 0;           ///< RoCE: stripe (QP) index
+  std::uint16_t udp_sport = 0;    ///< RoCE: the UDP source port the library set (0: the NIC's hash)
+  double bandwidth_Bps = 0, latency_ns = 0, congestion = 0, cost = 0;  ///< the cost terms (docs/routing.md)
+  std::string reason;             ///< why this route ("hccs direct", "uplink 3 of 8", ...)
+  std::string trigger;            ///< what made the library decide now ("first use", "congestion: ...")
+};
+
 /// What the library reports about an operation (profiling, as the real library feeds msprof).
 struct OpInfo {
   std::uint32_t rank = 0, nranks = 0;
@@ -68,6 +98,21 @@ class Driver {
   virtual DrvStatus rank_desc(std::uint32_t rank, RankDesc* out) = 0;
   virtual DrvStatus device_of(std::uint32_t device_id, std::uint32_t* device) = 0;  ///< caller's server
   virtual PairLink pair_link(std::uint32_t dev_a, std::uint32_t dev_b) = 0;
+  // RoCE routing: the NIC's state and LLDP neighbour, its counters, and path probes (a UDP
+  // traceroute carrying the flow's 5-tuple, so each switch hashes it as it would the data).
+  virtual DrvStatus nic_info(std::uint32_t device, NicInfo* out) = 0;
+  virtual DrvStatus nic_counters(std::uint32_t device, NicCounters* out) = 0;
+  /// Probe the paths from `device`'s NIC to `target`'s NIC for `n` UDP source ports at once; the
+  /// calling host thread waits for the slowest probe's round trip. (*out)[i]: the switches of
+  /// sports[i]'s path (empty when the probe did not come back, e.g. a link down on the way).
+  virtual DrvStatus probe_paths(std::uint32_t device, std::uint32_t target, const std::uint16_t* sports, std::uint32_t n,
+                                std::vector<std::vector<PathHop>>* out) = 0;
+  /// Connect (or re-connect) the RC QP of stripe `qp` from `device` to `target` with UDP source
+  /// port `sport` (RoCE v2: the ECMP entropy; ibv_modify_qp's flow label on real NICs). Without
+  /// it a QP takes the NIC's own port (a hash). Writes already posted finish on the old path.
+  virtual DrvStatus qp_connect(std::uint32_t device, std::uint32_t target, std::uint32_t qp, std::uint16_t sport) = 0;
+  /// The library chose a route (trace only; no effect on the hardware).
+  virtual void route_decided(std::uint32_t device, const RouteInfo& r) = 0;
   virtual std::uint64_t device_memory_size(std::uint32_t device) = 0;
   // Memory.
   virtual DrvStatus mem_alloc(std::uint32_t device, std::uint64_t bytes, std::uint64_t* addr) = 0;

@@ -12,6 +12,7 @@
 #include "algo/select.h"
 #include "core/log.h"
 #include "core/profile.h"
+#include "route/route.h"
 #include "transport/tasks.h"
 
 namespace hcomm::detail {
@@ -413,6 +414,7 @@ hcomm_result_t run_collective(hcomm_comm_t comm, hcomm_stream_t main, const Coll
   } else {
     shape.servers = n;  // unequal servers: treat every rank as its own server (RoCE costs, flat only)
   }
+  route::check(comm);  // congestion since the last operation may move this rank's RoCE routes
   const Choice c = select_algo(comm, r.op, info.bytes, shape);
   info.algorithm = c.name;
   info.chosen_by = c.by;

@@ -22,6 +22,28 @@ struct RdmaPolicy {
 struct AlgoOverride {
   std::string level0[8], level1[8], by[8];
 };
+/// The route to one peer (route/route.h): transport and, over RoCE, the UDP source port of each
+/// stripe (empty: the NIC's own hash).
+struct PeerRoute {
+  PairLink link = PairLink::None;
+  std::vector<std::uint16_t> sports;
+  std::vector<std::vector<std::pair<std::string, std::uint32_t>>> paths;  ///< per stripe: (switch, egress port) hops
+  std::uint32_t epoch = 0;  ///< how many times it was re-routed
+};
+/// Per-communicator routing state: sparse (only peers actually used), plus what the NIC showed.
+struct RouteState {
+  int policy = -1;  ///< -1 not read yet; route::kProbe / route::kHash
+  bool nic_read = false;
+  NicInfo nic;
+  std::map<std::uint32_t, PeerRoute> peers;
+  std::uint32_t roce_peers = 0;  ///< RoCE peers routed so far
+  std::vector<std::uint32_t> uplinks;  ///< the leaf's uplink ports the probes have seen, sorted
+  std::map<std::pair<std::string, std::uint32_t>, std::uint32_t> load;  ///< own stripes per (switch, egress port)
+  NicCounters last;              ///< at the last congestion check
+  std::uint64_t last_ns = 0;
+  double cnp_per_us = 0;         ///< the congestion term: CNPs the NIC received per µs since the last check
+  std::uint64_t reroutes = 0;
+};
 }  // namespace hcomm::detail
 
 struct hcomm_context_s {
@@ -70,7 +92,7 @@ struct hcomm_comm_s {
   std::vector<hcomm_request_t> batch_reqs;  // hcomm_batch_send_recv's requests not yet released
   hcomm_stream_t batch_send = nullptr, batch_recv = nullptr;  // hcomm_batch_send_recv's helper streams
   std::map<std::uint32_t, hcomm::RankDesc> peers;  // descriptors of peers actually used
-  std::map<std::uint32_t, hcomm::PairLink> links;  // transport to peers actually used
+  hcomm::detail::RouteState route;                 // transport and path to peers actually used (route/)
 };
 
 struct hcomm_buffer_pool_s {

@@ -2,19 +2,18 @@
 #include "transport/transport.h"
 
 #include "driver_port.h"
+#include "route/route.h"
 #include "transport/tasks.h"
 
 namespace hcomm::detail {
 
 bool via_sdma(hcomm_comm_t comm, const RankDesc& peer) {
-  auto it = comm->links.find(peer.rank);
-  if (it == comm->links.end()) it = comm->links.emplace(peer.rank, port::pair_link(comm->ctx, peer.device)).first;
-  return it->second == PairLink::Hccs || it->second == PairLink::Pcie;
+  const PairLink l = route::to(comm, peer).link;
+  return l == PairLink::Hccs || l == PairLink::Pcie;
 }
 
 const char* p2p_link_name(hcomm_comm_t comm, const RankDesc& peer) {
-  via_sdma(comm, peer);
-  switch (comm->links[peer.rank]) {
+  switch (route::to(comm, peer).link) {
     case PairLink::Hccs: return "p2p-hccs";
     case PairLink::Pcie: return "p2p-pcie";
     default: return "p2p-roce";

@@ -156,6 +156,18 @@ class Machine final : public EventHandler, public NetworkListener {
   void attach_network(Network* net, std::vector<std::uint32_t> nic_node);
   Network* network() const { return net_; }
   bool has_nic(std::uint32_t npu) const { return net_ && npu < nic_node_.size() && nic_node_[npu] != ~0u; }
+  /// The network node of NPU npu's NIC (~0u: none).
+  std::uint32_t nic_node(std::uint32_t npu) const { return npu < nic_node_.size() ? nic_node_[npu] : ~0u; }
+  /// The UDP source port a QP gets when nobody set one: a hash of (src, dst, stripe).
+  static std::uint16_t default_sport(std::uint32_t src, std::uint32_t dst, std::uint32_t index);
+  /// Connect (or re-connect) npu src's QP for stripe `index` to dst with UDP source port `sport`
+  /// (RoCE v2: the flow's ECMP entropy). A different port than the current QP's makes a new QP:
+  /// writes already posted finish on the old one, later writes take the new path.
+  void set_qp_sport(std::uint32_t src, std::uint32_t dst, std::uint32_t index, std::uint16_t sport);
+  /// The UDP source port npu src's writes to dst on stripe `index` use (set or default).
+  std::uint16_t qp_sport(std::uint32_t src, std::uint32_t dst, std::uint32_t index) const;
+  /// QPs of NPU npu's NIC (for its counters).
+  const std::vector<std::uint32_t>* nic_qps(std::uint32_t npu) const;
   void on_write_done(std::uint32_t qp, std::uint64_t tag, bool ok) override;
   void on_data(std::uint32_t qp, std::uint64_t tag, std::uint64_t offset, std::uint64_t len) override;
 

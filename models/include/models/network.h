@@ -50,6 +50,7 @@ class Network final : public EventHandler, private CcHost {
   /// RDMA write of `bytes` on the QP; completes through the listener with `tag`.
   void post_write(std::uint32_t qp, std::uint64_t bytes, std::uint64_t tag);
   bool qp_failed(std::uint32_t qp) const { return qps_[qp].failed; }
+  std::uint16_t qp_sport(std::uint32_t qp) const { return qps_[qp].sport; }
   /// Cap a QP's sending rate (bytes/s; 0 = the port's line rate), e.g. a communicator's bandwidth_limit.
   void set_qp_rate_cap(std::uint32_t qp, std::uint64_t Bps);
   /// Retransmit-timeout retries before the QP fails (default: NetParams::retry_count).
@@ -80,6 +81,18 @@ class Network final : public EventHandler, private CcHost {
   /// Equal-cost egress ports of switch `sw` towards host `dst` (for tests and route dumps).
   std::vector<std::uint32_t> next_hops(std::uint32_t sw, std::uint32_t dst_host) const;
   std::uint32_t ecmp_port(std::uint32_t sw, std::uint32_t qp) const;
+  /// The egress port switch `sw` picks toward host node `dst` for a flow whose ECMP key is `hash` (~0u: none).
+  std::uint32_t ecmp_port_for(std::uint32_t sw, std::uint32_t dst, std::uint64_t hash) const;
+  /// QPs sending from host node `host`.
+  const std::vector<std::uint32_t>& host_qps(std::uint32_t host) const { return nodes_[host].qps; }
+  /// A node's port (cabling, state, line rate, latency).
+  const NetPort& port(std::uint32_t node, std::uint32_t p) const { return nodes_[node].ports[p]; }
+  /// One switch on a traced path: the port the flow came in on and the one it leaves by.
+  struct Hop { std::uint32_t node = 0, in_port = 0, out_port = 0; };
+  /// The switches a data packet of the flow (src host, dst host, UDP source port) crosses, as the
+  /// forwarding would pick them. False when the path is broken (a port down, no route): `hops`
+  /// then ends where the probe was lost. `rtt_ps`: links and switch latencies both ways.
+  bool trace_path(std::uint32_t src, std::uint32_t dst, std::uint16_t udp_sport, std::vector<Hop>* hops, Tick* rtt_ps) const;
 
   // Policies, apart from the forwarding mechanism (models/net/policies.h; kept here for callers).
   static double ecn_mark_probability(const EcnParams& e, double queue_bytes);

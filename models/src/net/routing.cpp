@@ -78,13 +78,38 @@ std::vector<std::uint32_t> Network::next_hops(std::uint32_t sw, std::uint32_t ds
   return n ? std::vector<std::uint32_t>(first, first + n) : std::vector<std::uint32_t>{};
 }
 
-std::uint32_t Network::ecmp_port(std::uint32_t sw, std::uint32_t qp) const {
+std::uint32_t Network::ecmp_port(std::uint32_t sw, std::uint32_t qp) const { return ecmp_port_for(sw, qps_[qp].dst, qps_[qp].hash); }
+
+std::uint32_t Network::ecmp_port_for(std::uint32_t sw, std::uint32_t dst, std::uint64_t hash) const {
   const std::uint32_t* first = nullptr;
-  const std::uint32_t n = route_choices(sw, qps_[qp].dst, &first);
+  const std::uint32_t n = route_choices(sw, dst, &first);
   if (n == 0) return kNone;
   if (n == 1) return first[0];
   // ECMP mechanism: the policy's flow key (ecmp_flow_key), salted per switch, picks a next hop.
-  return first[policy::mix64(qps_[qp].hash ^ (static_cast<std::uint64_t>(sw) * 0x9e3779b97f4a7c15ULL)) % n];
+  return first[policy::mix64(hash ^ (static_cast<std::uint64_t>(sw) * 0x9e3779b97f4a7c15ULL)) % n];
+}
+
+bool Network::trace_path(std::uint32_t src, std::uint32_t dst, std::uint16_t sport, std::vector<Hop>* hops, Tick* rtt_ps) const {
+  hops->clear();
+  Tick one_way = 0;
+  const std::uint64_t hash = ecmp_flow_key(p_.ecmp_hash, src, dst, sport);
+  const Port* p = &nodes_.at(src).ports.at(0);
+  if (!p->cabled || !p->up) return false;
+  one_way += p->latency;
+  std::uint32_t node = p->peer, in = p->peer_port;
+  for (std::size_t guard = 0; guard <= nodes_.size(); ++guard) {
+    if (node == dst) { if (rtt_ps) *rtt_ps = 2 * one_way; return true; }
+    if (!nodes_[node].is_switch) return false;  // hosts do not forward
+    const std::uint32_t out = ecmp_port_for(node, dst, hash);
+    if (out == kNone) return false;
+    hops->push_back(Hop{node, in, out});
+    const Port& o = nodes_[node].ports[out];
+    if (!o.up) return false;
+    one_way += nodes_[node].latency + o.latency;
+    in = o.peer_port;
+    node = o.peer;
+  }
+  return false;
 }
 
 }  // namespace models

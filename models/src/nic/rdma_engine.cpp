@@ -14,19 +14,57 @@ void Machine::attach_network(Network* net, std::vector<std::uint32_t> nic_node) 
   net_->set_listener(this);
 }
 
+std::uint16_t Machine::default_sport(std::uint32_t src, std::uint32_t dst, std::uint32_t index) {
+  // Each QP gets its own UDP source port, so ECMP spreads QPs over paths (RoCE v2).
+  return static_cast<std::uint16_t>(49152 + ((src * 2654435761u) ^ (dst * 40503u) ^ (index * 2246822519u)) % 16384);
+}
+
+const std::vector<std::uint32_t>* Machine::nic_qps(std::uint32_t npu) const {
+  return has_nic(npu) ? &net_->host_qps(nic_node_[npu]) : nullptr;
+}
+
+namespace {
+std::uint64_t qp_key(std::uint32_t dst, std::uint32_t index) { return (static_cast<std::uint64_t>(dst) << 16) | (index & 0xffff); }
+template <class Tab>
+auto qp_slot(Tab& tab, std::uint64_t key) {
+  return std::lower_bound(tab.begin(), tab.end(), key, [](const auto& e, std::uint64_t k) { return e.first < k; });
+}
+}  // namespace
+
 std::uint32_t Machine::qp_for(std::uint32_t src, std::uint32_t dst, std::uint32_t index) {
   // Per source NPU, a sorted array of (target, stripe) -> QP: a few hundred entries at most, so a
   // lookup stays in the source's own cache lines (one global hash table missed cache at scale).
   if (qp_of_.size() <= src) qp_of_.resize(npus_.size() > src ? npus_.size() : src + 1);
   auto& tab = qp_of_[src];
-  const std::uint64_t key = (static_cast<std::uint64_t>(dst) << 16) | (index & 0xffff);
-  auto it = std::lower_bound(tab.begin(), tab.end(), key, [](const auto& e, std::uint64_t k) { return e.first < k; });
+  const std::uint64_t key = qp_key(dst, index);
+  auto it = qp_slot(tab, key);
   if (it != tab.end() && it->first == key) return it->second;
-  // Each QP gets its own UDP source port, so ECMP spreads QPs over paths (RoCE v2).
-  auto sport = static_cast<std::uint16_t>(49152 + ((src * 2654435761u) ^ (dst * 40503u) ^ (index * 2246822519u)) % 16384);
-  std::uint32_t qp = net_->create_qp(nic_node_[src], nic_node_[dst], sport);
+  std::uint32_t qp = net_->create_qp(nic_node_[src], nic_node_[dst], default_sport(src, dst, index));
   tab.insert(it, {key, qp});
   return qp;
+}
+
+void Machine::set_qp_sport(std::uint32_t src, std::uint32_t dst, std::uint32_t index, std::uint16_t sport) {
+  if (!has_nic(src) || !has_nic(dst)) return;
+  if (qp_of_.size() <= src) qp_of_.resize(npus_.size() > src ? npus_.size() : src + 1);
+  auto& tab = qp_of_[src];
+  const std::uint64_t key = qp_key(dst, index);
+  auto it = qp_slot(tab, key);
+  if (it != tab.end() && it->first == key) {
+    if (net_->qp_sport(it->second) == sport) return;
+    it->second = net_->create_qp(nic_node_[src], nic_node_[dst], sport);
+    return;
+  }
+  tab.insert(it, {key, net_->create_qp(nic_node_[src], nic_node_[dst], sport)});
+}
+
+std::uint16_t Machine::qp_sport(std::uint32_t src, std::uint32_t dst, std::uint32_t index) const {
+  if (src < qp_of_.size()) {
+    const auto& tab = qp_of_[src];
+    auto it = qp_slot(tab, qp_key(dst, index));
+    if (it != tab.end() && it->first == qp_key(dst, index)) return net_->qp_sport(it->second);
+  }
+  return default_sport(src, dst, index);
 }
 
 // An RDMA write: the NIC of the stream's NPU moves src (local HBM) to dst (the target NPU's HBM)

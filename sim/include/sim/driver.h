@@ -53,6 +53,15 @@ class SimDriver final : public hcomm::Driver, public models::MachineListener {
   hcomm::DrvStatus rank_desc(std::uint32_t rank, hcomm::RankDesc* out) override;
   hcomm::DrvStatus device_of(std::uint32_t device_id, std::uint32_t* device) override;
   hcomm::PairLink pair_link(std::uint32_t a, std::uint32_t b) override;
+  hcomm::DrvStatus nic_info(std::uint32_t device, hcomm::NicInfo* out) override;
+  hcomm::DrvStatus nic_counters(std::uint32_t device, hcomm::NicCounters* out) override;
+  hcomm::DrvStatus probe_paths(std::uint32_t device, std::uint32_t target, const std::uint16_t* sports, std::uint32_t n,
+                               std::vector<std::vector<hcomm::PathHop>>* out) override;
+  hcomm::DrvStatus qp_connect(std::uint32_t device, std::uint32_t target, std::uint32_t qp, std::uint16_t sport) override;
+  void route_decided(std::uint32_t device, const hcomm::RouteInfo& r) override;
+  /// Host time a path probe costs besides its round trip (the NIC builds probes from one posted
+  /// template; the host reads each reply): an assumption, docs/routing.md.
+  static constexpr std::uint64_t kProbeHostNs = 20;
   std::uint64_t device_memory_size(std::uint32_t device) override;
   hcomm::DrvStatus mem_alloc(std::uint32_t device, std::uint64_t bytes, std::uint64_t* addr) override;
   hcomm::DrvStatus mem_free(std::uint32_t device, std::uint64_t addr) override;
@@ -87,6 +96,8 @@ class SimDriver final : public hcomm::Driver, public models::MachineListener {
  private:
   std::int64_t current_rank();
   std::string stuck_report(std::uint32_t stream) const;
+  /// The path traffic from NPU a to NPU b over `transport` takes, as the hardware forwards it.
+  std::string route_hops(std::uint32_t a, std::uint32_t b, const std::string& transport, std::uint16_t sport) const;
   models::Machine& m_;
   const Topology& topo_;
   Trace* trace_;

@@ -21,7 +21,16 @@ namespace sim {
 
 // 3: operations.chosen_by, est_us, runner_up, runner_up_est_us.
 // 4: counter_samples, tasks, port_counters.busy_ns.
-constexpr int kTraceSchemaVersion = 4;
+// 5: routes.
+constexpr int kTraceSchemaVersion = 5;
+
+/// One `routes` row: a route the library chose, with the path the hardware forwards it on.
+struct RouteRow {
+  double t_ns = 0;
+  std::uint32_t comm = 0, src = 0, dst = 0, qp = 0, udp_sport = 0;
+  std::string transport, nic, hops, reason, trigger;
+  double bandwidth_GBps = 0, latency_us = 0, congestion = 0, cost = 0;
+};
 
 /// How a collective's algorithm was chosen (operations.chosen_by .. runner_up_est_us; empty for
 /// operations that are not a choice).
@@ -70,6 +79,7 @@ class Trace {
   /// One `tasks` row: a stream task the NPU executed.
   void task(std::uint32_t rank, std::uint32_t stream, std::int64_t op_seq, const char* kind, double start_ns, double end_ns,
             std::uint64_t bytes, std::int64_t peer);
+  void route(const RouteRow& r);
   void counter(const std::string& name, double value);
   /// Rows per committed batch (default 2000); the end-of-run bulk (counter_samples) uses larger
   /// batches: a commit costs a sync, and nothing else is written meanwhile.
@@ -96,7 +106,7 @@ class Trace {
   std::uint64_t committed_ = 0;
   sqlite3_stmt *st_npu_ = nullptr, *st_link_ = nullptr, *st_op_ = nullptr, *st_ctr_ = nullptr, *st_log_ = nullptr,
                *st_check_ = nullptr, *st_sum_ = nullptr,
-               *st_port_ = nullptr, *st_counter_ = nullptr, *st_sample_ = nullptr, *st_task_ = nullptr;
+               *st_port_ = nullptr, *st_counter_ = nullptr, *st_sample_ = nullptr, *st_task_ = nullptr, *st_route_ = nullptr;
   std::uint64_t pending_ = 0, batch_ = 2000;
 };
 

@@ -1,0 +1,23 @@
+// Routing (docs/routing.md): for each peer a communicator talks to, the transport (link-type
+// priority HCCS > PCIe peer-to-peer > RoCE) and, over RoCE, the UDP source port of every QP
+// stripe — the ECMP entropy that decides which spine a flow crosses. Decided at first use,
+// re-decided when the NIC reports congestion, and every decision is reported to the driver
+// (the trace's `routes` table). State is per communicator and sparse: only peers actually used.
+#pragma once
+#include <cstdint>
+
+#include "core/objects.h"
+
+namespace hcomm::detail::route {
+
+enum Policy { kProbe = 0, kHash = 1 };
+
+/// The route to `peer` (decided and recorded on first use).
+const PeerRoute& to(hcomm_comm_t comm, const RankDesc& peer);
+
+/// At the start of a collective: read the NIC's counters; when it received more CNPs since the
+/// last check than HCOMM_ROUTE_CNP_THRESHOLD per operation, re-route this rank's RoCE peers onto
+/// other source ports (recorded with trigger "congestion").
+void check(hcomm_comm_t comm);
+
+}  // namespace hcomm::detail::route
