@@ -127,23 +127,24 @@ void decide_roce(hcomm_comm_t comm, const RankDesc& peer, PeerRoute& r, const st
   std::vector<Path> paths;
   const std::uint64_t t0 = port::now_ns(comm->ctx);
   std::uint32_t next = r.epoch * kMaxBatches * kBatch * 8;
-  // One probe first: a peer under the same leaf (one switch on the path) has one path only.
-  if (!probe(comm, peer, next, 1, &sports, &paths, &uplinks)) {
-    for (std::uint32_t i = 0; i < k; ++i) report(comm, peer, r, i, bw, 0, "NIC hash (path probe failed)", trigger);
-    return;
-  }
-  ++next;
-  const double lat = static_cast<double>(port::now_ns(comm->ctx) - t0) / 2;  // the probe's round trip, one way
-  if (paths[0].size() < 2) {
-    for (std::uint32_t i = 0; i < k; ++i) report(comm, peer, r, i, bw, lat, paths[0].empty() ? "NIC hash (probe lost)" : "single path (same leaf)", trigger);
+  // A peer under the same leaf (the two NICs' LLDP neighbours agree) has one path only.
+  NicInfo their;
+  if (!st.nic.neighbor.empty() && port::peer_nic_info(comm->ctx, peer.device, &their) == HCOMM_SUCCESS &&
+      their.neighbor == st.nic.neighbor) {
+    for (std::uint32_t i = 0; i < k; ++i) report(comm, peer, r, i, bw, 0, "single path (same leaf " + st.nic.neighbor + ")", trigger);
     return;
   }
   const bool learn = uplinks.size() < 2;
   if (!probe(comm, peer, next, learn ? kLearnProbes : kBatch, &sports, &paths, &uplinks)) {
-    for (std::uint32_t i = 0; i < k; ++i) report(comm, peer, r, i, bw, lat, "NIC hash (path probe failed)", trigger);
+    for (std::uint32_t i = 0; i < k; ++i) report(comm, peer, r, i, bw, 0, "NIC hash (path probe failed)", trigger);
     return;
   }
   next += static_cast<std::uint32_t>(sports.size());
+  const double lat = static_cast<double>(port::now_ns(comm->ctx) - t0) / 2;  // the probes' round trip, one way
+  if (std::all_of(paths.begin(), paths.end(), [](const Path& p) { return p.empty(); })) {
+    for (std::uint32_t i = 0; i < k; ++i) report(comm, peer, r, i, bw, lat, "NIC hash (probes lost)", trigger);
+    return;
+  }
   if (uplinks.size() < 2) {  // a single uplink: nothing to choose
     for (std::uint32_t i = 0; i < k; ++i) report(comm, peer, r, i, bw, lat, "single path (one uplink)", trigger);
     return;
