@@ -67,6 +67,19 @@ HCOMM_ROUTE_SPORT=hash "$HCSIM" run "$G/clos-nr-4.scenario.json" --db hash.db -q
 expect "hash policy differs from probe" 1 "NIC hash \(HCOMM_ROUTE_SPORT=hash\)" -- "$HCSIM" diff "$G/clos-nr-4.routes" hash.db
 expect "trace vs trace: summary time moved" 1 "summary: .* [1-9][0-9]* outside" -- "$HCSIM" diff clos-nr-4.db hash.db
 
+# Congestion re-routing (HCOMM_ROUTE_CNP_THRESHOLD): chunk tier (DCQCN), all-to-all twice; the
+# second operation sees the first one's CNPs and re-decides, recorded as second decisions.
+python3 - "$G/clos-nr-4.scenario.json" "$G/clos-nr-4.topology.json" > cong.json <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1])); s["topology"] = sys.argv[2]; s["fidelity"] = "chunk"
+s["hcomm_env"]["HCOMM_ROUTE_CNP_THRESHOLD"] = "1"
+s["workload"] = [{"op": "alltoall", "bytes": "1MiB", "dtype": "int8", "repeat": 2}]
+print(json.dumps(s))
+PY
+"$HCSIM" routes cong.json -o cong.routes > run.txt 2>&1 || bad "congestion scenario" run.txt
+n2=$(awk -F'\t' '$5 == 1 && $11 ~ /^congestion: [0-9]+ CNPs/' cong.routes | wc -l)
+if [ "$n2" -gt 0 ]; then ok "congestion re-routes ($n2 second decisions)"; else bad "congestion: no re-route" cong.routes; fi
+
 # 5. An unrelated change does not.
 "$HCSIM" run "$G/clos-nr-4.scenario.json" --db sampled.db -q --sample-interval 10us > run.txt 2>&1
 expect "counter sampling changes nothing" 0 "no differences" -- "$HCSIM" diff clos-nr-4.db sampled.db

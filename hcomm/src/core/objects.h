@@ -55,6 +55,8 @@ struct hcomm_context_s {
   std::uint64_t p2p_addr = 0, p2p_bytes = 0;     // point-to-point receive window (symmetric)
   std::uint64_t timeout_ns = 30000ULL * 1000 * 1000;
   int debug = 0;
+  int route_policy = 0;                   // HCOMM_ROUTE_SPORT (route/route.h Policy)
+  std::uint64_t route_cnp_threshold = 0;  // HCOMM_ROUTE_CNP_THRESHOLD, 0 = off
   std::uint64_t next_event = 1, next_marker = 1;
   std::uint32_t next_comm_id = 1;
   std::map<std::uint64_t, std::uint64_t> allocs;  // addr -> bytes

@@ -5,8 +5,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
 #include <string>
 
 #include "core/log.h"
@@ -39,19 +37,6 @@ std::uint64_t mix(std::uint64_t x) {
 std::uint16_t candidate(std::uint32_t me, std::uint32_t peer, std::uint32_t n) {
   const std::uint64_t h = mix((static_cast<std::uint64_t>(me) << 40) ^ (static_cast<std::uint64_t>(peer) << 20) ^ n);
   return static_cast<std::uint16_t>(49152 + h % 16384);
-}
-
-int read_policy(hcomm_context_t ctx) {
-  const char* v = std::getenv("HCOMM_ROUTE_SPORT");
-  if (!v || !*v || std::strcmp(v, "probe") == 0) return kProbe;
-  if (std::strcmp(v, "hash") == 0) return kHash;
-  logf(ctx, 0, "HCOMM_ROUTE_SPORT=%s: allowed values are probe, hash; using probe", v);
-  return kProbe;
-}
-
-std::uint64_t cnp_threshold() {
-  const char* v = std::getenv("HCOMM_ROUTE_CNP_THRESHOLD");
-  return v && *v ? std::strtoull(v, nullptr, 10) : 0;
 }
 
 const char* transport_name(PairLink l) {
@@ -218,7 +203,7 @@ const PeerRoute& to(hcomm_comm_t comm, const RankDesc& peer) {
   RouteState& st = comm->route;
   auto it = st.peers.find(peer.rank);
   if (it != st.peers.end()) return it->second;
-  if (st.policy < 0) st.policy = read_policy(comm->ctx);
+  if (st.policy < 0) st.policy = comm->ctx->route_policy;  // read with the context's environment (core/config)
   PeerRoute r;
   r.link = peer.device == comm->ctx->device ? PairLink::Local : port::pair_link(comm->ctx, peer.device);
   PeerRoute& ref = st.peers.emplace(peer.rank, std::move(r)).first->second;
@@ -236,7 +221,7 @@ void check(hcomm_comm_t comm) {
   st.cnp_per_us = t > st.last_ns ? static_cast<double>(cnps) * 1e3 / static_cast<double>(t - st.last_ns) : 0;
   st.last = now;
   st.last_ns = t;
-  const std::uint64_t threshold = cnp_threshold();
+  const std::uint64_t threshold = comm->ctx->route_cnp_threshold;
   if (st.policy != kProbe || threshold == 0 || cnps < threshold) return;
   char trig[96];
   std::snprintf(trig, sizeof trig, "congestion: %llu CNPs (%.3f per us)", static_cast<unsigned long long>(cnps), st.cnp_per_us);
