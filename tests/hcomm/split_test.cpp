@@ -266,9 +266,10 @@ TEST(Split, KeysOrderTheMembers) {
   });
 }
 
-// A child and its parent used interleaved on one stream, without synchronizing in between: the parent's mesh
-// phases and the child's operations share the collective buffer and must wait for each other (settle_mesh),
-// and their notify keys must not collide.
+// A child and its parent used interleaved on one stream, without synchronizing in between: their notify keys
+// must not collide (this fails when the child takes its parent's id). They also share the collective buffer
+// (the parent's mesh pulls are settled by the child's next operation, settle_mesh), which this fake driver's
+// schedule does not expose when it is missing.
 TEST(Split, ChildAndParentInterleaved) {
   Env e(2, 4);
   const std::size_t k = 300;
@@ -308,7 +309,7 @@ TEST(Split, ChildAndParentInterleaved) {
     for (std::uint32_t q = 0; q < e.n; ++q) all[q] = q;
     check_ops(d, e.comm[r], all, r, "parent after child");
   });
-  // The child's keys are not the parent's: the notify-key comm byte of the child's records differs.
+  // Every notify recorded was consumed (but the mesh's PULLED, owed to the next operation).
   std::size_t left = 0;
   for (const auto& [key, v] : e.drv.notifies) left += ((key.second >> 50) & 0x3f) != 4;
   EXPECT_EQ(left, 0u) << "notify records left unconsumed";
