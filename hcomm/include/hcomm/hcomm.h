@@ -189,9 +189,11 @@ hcomm_result_t hcomm_comm_size(hcomm_comm_t comm, uint32_t* size);
  * new rank is the position in the list; every rank of `parent` calls it with the same list; a
  * caller not in the list gets NULL). A list with an out-of-range or repeated rank, or n == 0 or
  * n > size, is HCOMM_E_PARA on the caller (logged, no exchange); lists or call sequences that
- * differ between ranks are HCOMM_E_PARA on every rank after the exchange.
+ * differ between ranks are HCOMM_E_PARA on every rank after the exchange; a member that does not
+ * call makes the others' exchange time out (HCOMM_E_TIMEOUT); no id free: HCOMM_E_UNAVAIL.
  * A new communicator runs every operation (p2p, collectives, barrier, RDMA) with its own ranks,
- * its own notify keys (an id free on all its members) and the parent's configuration; it shares
+ * its own notify keys (the highest of the 255 ids free on all its members' contexts; world
+ * communicators count up from 1) and the parent's configuration; it shares
  * its context's collective buffer and p2p window with the parent and every other communicator of
  * that context, so operations of different communicators on one device must not overlap in time:
  * issue them on one stream, or order their streams with events. It may outlive its parent. */
