@@ -23,7 +23,8 @@ constexpr std::size_t kCount = (1 << 20) + 3;  // 4 MiB + 12 B of int32
 struct Outcome {
   std::map<std::string, std::vector<int>> rc;  // name -> result per rank
   std::vector<double> split_ms = std::vector<double>(kRanks, -1);
-  std::vector<std::uint32_t> child_rank = std::vector<std::uint32_t>(kRanks, ~0u), child_size = std::vector<std::uint32_t>(kRanks, 0);
+  std::vector<std::uint32_t> child_rank = std::vector<std::uint32_t>(kRanks, ~0u);
+  std::vector<std::uint32_t> child_size = std::vector<std::uint32_t>(kRanks, 0);
 };
 Outcome out;
 
