@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <string>
 
+#include "core/comm.h"
 #include "core/log.h"
 #include "driver_port.h"
 
@@ -53,8 +54,8 @@ void report(hcomm_comm_t comm, const RankDesc& peer, const PeerRoute& r, std::ui
             const std::string& reason, const std::string& trigger) {
   RouteInfo info;
   info.comm = comm->id;
-  info.src_rank = comm->rank;
-  info.dst_rank = peer.rank;
+  info.src_rank = global_rank(comm, comm->rank);  // global ranks, as in the trace's operations
+  info.dst_rank = global_rank(comm, peer.rank);
   info.dst_device = peer.device;
   info.transport = transport_name(r.link);
   info.qp = qp;
