@@ -125,12 +125,7 @@ int health_main(const std::vector<std::string>& argv) {
                   {{"--rules", "", "FILE", "a file name", "thresholds and switches overriding the defaults (JSON, docs/tools.md#health)",
                     [&](const std::string& v) { rules_file = v; return v.empty() ? std::string("--rules needs a file name") : std::string(); }},
                    {"-n", "", "N", "a number", "findings printed per rule (default 20)",
-                    [&](const std::string& v) {
-                      if (v.empty() || v.size() > 6 || v.find_first_not_of("0123456789") != std::string::npos || std::stoul(v) == 0)
-                        return "-n needs a number from 1 to 999999, got \"" + v + "\"";
-                      max_findings = std::stoul(v);
-                      return std::string();
-                    }}},
+                    [&](const std::string& v) { return parse_count("-n", v, &max_findings); }}},
                   {"DB", "the trace database (hcsim run --db)", [&](const std::string& a) {
                      if (!file.empty()) return std::string("health takes one trace database, got a second: ") + a;
                      file = a;

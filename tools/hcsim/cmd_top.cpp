@@ -16,12 +16,7 @@ int top_main(const std::vector<std::string>& argv) {
   TopOptions opt;
   const Args args(kTop,
                   {{"-n", "", "N", "a number", "rows per table (default 10)",
-                    [&](const std::string& v) {
-                      if (v.empty() || v.size() > 6 || v.find_first_not_of("0123456789") != std::string::npos || std::stoul(v) == 0)
-                        return "-n needs a number from 1 to 999999, got \"" + v + "\"";
-                      opt.rows = std::stoul(v);
-                      return std::string();
-                    }}},
+                    [&](const std::string& v) { return parse_count("-n", v, &opt.rows); }}},
                   {"DB", "the trace database (hcsim run --db)", [&](const std::string& a) {
                      if (!file.empty()) return std::string("top takes one trace database, got a second: ") + a;
                      file = a;
