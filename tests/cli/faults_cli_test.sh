@@ -63,6 +63,13 @@ expect "switch_link_up restores it" 0 "PASS" -- \
   "$HCSIM" run "$CLOS" --db swup.db -q "${FAST[@]}" --set /workload/0/bytes=1MiB --set /workload/1/bytes=1MiB \
   --fault 'switch_link_down switch=leaf0 port=2 at=0us' --fault 'switch_link_up switch=leaf0 port=2 at=1us'
 
+expect "link_flap of a switch cable: recovered" 0 "PASS" -- \
+  "$HCSIM" run "$CLOS" --db swf.db -q "${FAST[@]}" --set /workload/0/bytes=1MiB --set /workload/1/bytes=1MiB \
+  --fault 'link_flap switch=leaf0 port=2 at.step=0 at.after=10us duration=5us count=2 period=20us'
+check "link_flap of a switch cable: drops on both ends, retransmits" \
+  "$(q swf.db "SELECT (SELECT COUNT(*) FROM port_counters WHERE drops > 0 AND ((node = 'leaf0' AND port = 2) OR (node = 'spine0' AND port = 0))), (SELECT value > 0 FROM counters WHERE name = 'rdma_retransmits')")" "2|1"
+check "link_flap of a switch cable: four transitions" "$(q swf.db "SELECT COUNT(*) FROM logs WHERE message LIKE '%fault injected: cable leaf0/2<->spine0/0 % (flap %'")" 4
+
 # 3. nic_down: the NIC's QPs exhaust their retries; every failed rank says what it got.
 expect "nic_down: the summary names failed ranks" 1 "rank 8 \(node1/npu0\): failed in step 0 rep 0 \(sendrecv\): hcomm_waitall: " -- \
   "$HCSIM" run "$F" --db nic.db -q "${FAST[@]}" --fault 'nic_down npu=node0/npu0 at=20us'
@@ -72,6 +79,9 @@ check "nic_down: every rank has an operation that is not ok" "$(q nic.db "SELECT
 check "nic_down: run.status failed" "$(q nic.db "SELECT status FROM run")" failed
 expect "nic_down with api_errors expected passes" 0 "PASS" -- \
   "$HCSIM" run "$F" --no-trace -q "${FAST[@]}" --fault 'nic_down npu=node0/npu0 at=20us' --set /expect/api_errors=expected
+
+expect "nic_up restores it" 0 "PASS" -- \
+  "$HCSIM" run "$F" --no-trace -q "${FAST[@]}" --fault 'nic_down npu=node0/npu0 at=20us' --fault 'nic_up npu=node0/npu0 at=25us'
 
 # 4. nic_flap: down 5 us twice; retransmits recover, the logs show each transition.
 expect "nic_flap: recovered" 0 "PASS" -- \
