@@ -49,7 +49,8 @@ void record_outcomes(const Scenario& sc, Cluster& c, Trace& trace, RunResult& re
   };
   std::vector<OpRecord> open = c.driver().unfinished_ops();
   std::sort(open.begin(), open.end(), [](const OpRecord& a, const OpRecord& b) {
-    return std::make_tuple(a.info.rank, a.step, a.rep, a.info.seq, a.info.kind) < std::make_tuple(b.info.rank, b.step, b.rep, b.info.seq, b.info.kind);
+    return std::make_tuple(a.info.rank, a.step, a.rep, a.info.seq, a.info.kind) <
+           std::make_tuple(b.info.rank, b.step, b.rep, b.info.seq, b.info.kind);
   });
   std::set<std::pair<std::uint32_t, Key>> has_row;  // (rank, (step, rep)) with an unfinished operation
   const double nan = std::numeric_limits<double>::quiet_NaN();
@@ -65,7 +66,9 @@ void record_outcomes(const Scenario& sc, Cluster& c, Trace& trace, RunResult& re
                     OpOutcome{status_of(e), e ? e->error : std::string()});
   }
   auto lib_kind = [](const std::string& op) {
-    return op == "reducescatter" ? std::string("reduce_scatter") : op == "sendrecv" ? std::string("send") : op == "incast" ? std::string("rdma_write") : op;
+    if (op == "reducescatter") return std::string("reduce_scatter");
+    if (op == "sendrecv") return std::string("send");
+    return op == "incast" ? std::string("rdma_write") : op;
   };
   for (std::uint32_t r = 0; r < n; ++r) {
     // A step that failed before it announced an operation (e.g. its input copy) has a row too.
@@ -76,7 +79,8 @@ void record_outcomes(const Scenario& sc, Cluster& c, Trace& trace, RunResult& re
     if (c.done_[r] && c.step_errors_[r].empty()) continue;
     const std::string npu = sc.topology.npus[sc.topology.rank_to_npu[r]].name;
     auto where = [&](const Key& k) {
-      return k.first < sc.workload.size() ? " in step " + std::to_string(k.first) + " rep " + std::to_string(k.second) + " (" + sc.workload[k.first].op + ")" : std::string();
+      if (k.first >= sc.workload.size()) return std::string();
+      return " in step " + std::to_string(k.first) + " rep " + std::to_string(k.second) + " (" + sc.workload[k.first].op + ")";
     };
     if (!c.step_errors_[r].empty()) {
       const auto& [k, e] = *c.step_errors_[r].begin();

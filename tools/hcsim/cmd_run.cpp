@@ -111,7 +111,8 @@ int run_main(const std::vector<std::string>& argv) {
                       return std::string();
                     }},
                    {"--set", "", "/POINTER=VALUE", "a /json/pointer=value",
-                    "set a scenario key (e.g. /network/ecmp_hash=src-dst, /workload/0/bytes=8MiB; VALUE as JSON if it parses, else a string); repeatable",
+                    "set a scenario key (e.g. /network/ecmp_hash=src-dst, /workload/0/bytes=8MiB; VALUE as JSON if it parses, "
+                    "else a string); repeatable",
                     [&](const std::string& v) {
                       const auto eq = v.find('=');
                       if (v.empty() || v[0] != '/' || eq == std::string::npos)
@@ -124,7 +125,8 @@ int run_main(const std::vector<std::string>& argv) {
                     [&](const std::string& v) {
                       const auto colon = v.find(':');
                       char *e1 = nullptr, *e2 = nullptr;
-                      const std::string a = colon == std::string::npos ? "" : v.substr(0, colon), b = colon == std::string::npos ? "" : v.substr(colon + 1);
+                      const bool has = colon != std::string::npos;
+                      const std::string a = has ? v.substr(0, colon) : "", b = has ? v.substr(colon + 1) : "";
                       const unsigned long long seed = std::strtoull(a.c_str(), &e1, 10), n = std::strtoull(b.c_str(), &e2, 10);
                       if (a.empty() || b.empty() || *e1 || *e2 || a[0] == '-' || b[0] == '-' || n < 1 || n > 1000)
                         return "--chaos " + v + ": expected SEED:N, a seed (a non-negative integer) and 1 to 1000 faults, e.g. --chaos 7:5";

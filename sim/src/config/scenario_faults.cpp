@@ -295,8 +295,8 @@ void resolve_faults(const std::vector<PendingRef>& refs, Scenario& sc, Diagnosti
             f.roce_link = static_cast<std::int64_t>(k);
         }
         if (f.roce_link < 0) {
-          d.error(r.ptr + "/port", "port " + std::to_string(r.port) + " of " + r.sw + " is not cabled (" + std::to_string(t.switches[it->second].ports) +
-                                       " ports)");
+          d.error(r.ptr + "/port", "port " + std::to_string(r.port) + " of " + r.sw + " is not cabled (" +
+                                       std::to_string(t.switches[it->second].ports) + " ports)");
           continue;
         }
         const auto& l = t.links[static_cast<std::size_t>(f.roce_link)];
@@ -324,10 +324,15 @@ void resolve_faults(const std::vector<PendingRef>& refs, Scenario& sc, Diagnosti
       if (l.type == LinkType::Hccs && ((l.a.index == a && l.b.index == b) || (l.a.index == b && l.b.index == a))) f.link = static_cast<std::int64_t>(k);
     }
     if (f.link < 0) { d.error(r.ptr, "no HCCS link between " + r.a + " and " + r.b); continue; }
-    f.what = "HCCS link " + t.links[f.link].name +
-             (f.kind == FaultKind::LinkDown ? " down" : f.kind == FaultKind::LinkUp ? " up" : f.kind == FaultKind::CrcRate ? " CRC error rate " + fmt_rate(f.rate)
-                                                        : f.kind == FaultKind::LinkFlap ? flap_text(f)
-                                                                                        : " degraded to " + std::to_string(f.lanes) + " lanes");
+    std::string change;
+    switch (f.kind) {
+      case FaultKind::LinkDown: change = " down"; break;
+      case FaultKind::LinkUp: change = " up"; break;
+      case FaultKind::CrcRate: change = " CRC error rate " + fmt_rate(f.rate); break;
+      case FaultKind::LinkFlap: change = flap_text(f); break;
+      default: change = " degraded to " + std::to_string(f.lanes) + " lanes"; break;
+    }
+    f.what = "HCCS link " + t.links[f.link].name + change;
   }
   for (std::size_t i = 0; faults_aligned && i < sc.faults.size(); ++i)
     if ((sc.faults[i].kind == FaultKind::HbmBitflip || sc.faults[i].kind == FaultKind::RankCrash) && sc.faults[i].rank >= sc.topology.npus.size())

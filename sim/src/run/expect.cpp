@@ -34,8 +34,8 @@ void expect_steps(const Scenario& sc, const std::vector<StepSummary>& steps, std
     }
     out = other;
     if (!any)
-      out.push_back({FailureKind::NoCheckFailure, "step " + std::to_string(i) + ": expected a result check to fail (its checks_pass: false), but all passed",
-                     step});
+      out.push_back({FailureKind::NoCheckFailure,
+                     "step " + std::to_string(i) + ": expected a result check to fail (its checks_pass: false), but all passed", step});
   }
 }
 
