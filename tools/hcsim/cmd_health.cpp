@@ -179,7 +179,9 @@ int health_main(const std::vector<std::string>& argv) {
   struct RankTime { double total = 0, longest = -1, longest_start = 0; std::uint64_t ops = 0; };
   std::map<std::int64_t, RankTime> rank_time;
   if (ok)
-    ok = db.query("SELECT rank, start_ns, end_ns FROM operations ORDER BY rank, start_ns, id", [&](const Row& r) {
+    // Operations that ended (a failed or unfinished one, schema 6, has no end_ns).
+    ok = db.query("SELECT rank, start_ns, end_ns FROM operations WHERE start_ns IS NOT NULL AND end_ns IS NOT NULL ORDER BY rank, start_ns, id",
+                  [&](const Row& r) {
       RankTime& t = rank_time[r.i(0)];
       const double d = std::max(0.0, r.d(2) - r.d(1));
       t.total += d;

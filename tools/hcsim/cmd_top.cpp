@@ -40,7 +40,8 @@ int top_main(const std::vector<std::string>& argv) {
       t.rank = r.i(0);
       t.name = r.s(1);
     }, &why);
-  ok = ok && db.query("SELECT rank, COUNT(*), TOTAL(end_ns - start_ns), MAX(end_ns) FROM operations GROUP BY rank ORDER BY rank",
+  ok = ok && db.query("SELECT rank, COUNT(*), TOTAL(end_ns - start_ns), MAX(end_ns) FROM operations"
+                      " WHERE start_ns IS NOT NULL AND end_ns IS NOT NULL GROUP BY rank ORDER BY rank",  // operations that ended
                       [&](const Row& r) {
                         TopRank& t = ranks[r.i(0)];
                         t.rank = r.i(0);
