@@ -14,20 +14,9 @@ CLOS=$SRC/tests/fixtures/clos3-traffic.json  # 3-tier Clos of radix 4 (leaf port
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 cd "$TMP"
-pass=0 fail=0
-ok() { echo "ok   $1"; pass=$((pass + 1)); }
-bad() { echo "FAIL $1"; shift; for f in "$@"; do sed 's/^/    /' "$f" | tail -30; done; fail=$((fail + 1)); }
+. "$SRC/tests/cli/check_lib.sh"
 if ! command -v sqlite3 > /dev/null; then echo "SKIP: sqlite3 not installed"; exit 0; fi
 q() { sqlite3 "$1" "$2"; }
-expect() {  # expect NAME CODE PATTERN -- command...
-  local name=$1 code=$2 pattern=$3
-  shift 4
-  "$@" > out.txt 2>&1
-  local rc=$?
-  if [ "$rc" -ne "$code" ]; then bad "$name: exit $rc, expected $code" out.txt; return; fi
-  if [ -n "$pattern" ] && ! grep -qE -- "$pattern" out.txt; then bad "$name: output lacks /$pattern/" out.txt; return; fi
-  ok "$name"
-}
 check() {  # check NAME CONDITION-OUTPUT EXPECTED
   if [ "$2" = "$3" ]; then ok "$1"; else echo "    got '$2', expected '$3'" > why.txt; bad "$1" why.txt; fi
 }
