@@ -117,6 +117,9 @@ class SimDriver final : public hcomm::Driver, public models::MachineListener {
   std::vector<std::unique_ptr<sc_core::sc_event>> stream_ev_;
   std::map<std::pair<std::uint32_t, std::uint64_t>, std::size_t> begin_key_, end_key_;  // (npu,key) -> pending op
   std::vector<models::Network::Hop> probe_hops_;  // probe_paths' scratch
+  std::vector<std::string> dev_error_;            // per NPU: the first task failure (device in error), "" = none
+  std::vector<std::uint32_t> dev_error_stream_;   // per NPU: the stream it happened on (its synchronize clears it)
+  bool device_failed(std::uint32_t npu) const { return npu < dev_error_.size() && !dev_error_[npu].empty(); }
   std::vector<OpRecord> pending_;            // announced ops whose end marker has not been seen
   std::vector<std::size_t> free_pending_;    // slots of pending_ free for reuse
   std::map<SpanKey, OpSpan> spans_;

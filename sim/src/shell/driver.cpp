@@ -320,6 +320,7 @@ DrvStatus SimDriver::submit(std::uint32_t s, const hcomm::DrvTask& t) {
     while (m_.stream_queued(s) >= depth) {
       const models::Tick now = sc_core::sc_time_stamp().value();
       if (now >= deadline || !m_.stream_valid(s)) return DrvStatus::Timeout;
+      if (device_failed(m_.stream_npu(s))) return DrvStatus::Failed;  // the queue will not drain
       m_.want_sq_space(s, depth / 2);
       sc_core::wait(sc_core::sc_time::from_value(deadline - now), *stream_ev_[s]);
     }
@@ -344,12 +345,20 @@ DrvStatus SimDriver::stream_synchronize(std::uint32_t s, std::uint64_t timeout_n
         if (error) *error = stuck_report(s);
         return DrvStatus::Timeout;
       }
+      // A task of another stream of this device failed (a device exception): this stream may be
+      // waiting for work the failed one would have done, so it is reported now, not at timeout.
+      if (const std::uint32_t npu = m_.stream_npu(s); device_failed(npu)) {
+        if (error) *error = "device error: " + dev_error_[npu] + " (" + stuck_report(s) + ")";
+        return DrvStatus::Failed;
+      }
       sc_core::wait(sc_core::sc_time::from_value(deadline - now), *stream_ev_[s]);
     }
   }
   if (m_.stream_failed(s)) {
     if (error) *error = m_.stream_error(s);
     m_.clear_stream_error(s);
+    // The failure was taken by the stream it happened on: the device is usable again.
+    if (const std::uint32_t npu = m_.stream_npu(s); npu < dev_error_.size() && dev_error_stream_[npu] == s) dev_error_[npu].clear();
     return DrvStatus::Failed;
   }
   return DrvStatus::Ok;
@@ -503,6 +512,15 @@ void SimDriver::on_task_error(std::uint32_t s, const std::string& why) {
   std::uint32_t npu = m_.stream_npu(s);
   log(npu, 0, "[HCSIM_ERR] " + m_.npu_name(npu) + " (rank " + std::to_string(npu_rank_[npu]) + ") stream " + std::to_string(s) +
                   " task failed: " + why);
+  // The device is in error (as an SDMA or RDMA exception puts an Ascend device): the host threads
+  // synchronizing any of its streams are woken and told, instead of waiting for their timeout.
+  if (dev_error_.size() <= npu) { dev_error_.resize(npu + 1); dev_error_stream_.resize(npu + 1, 0); }
+  if (dev_error_[npu].empty()) {
+    dev_error_[npu] = "stream " + std::to_string(s) + ": " + why;
+    dev_error_stream_[npu] = s;
+  }
+  for (std::uint32_t t = 0; t < stream_ev_.size(); ++t)
+    if (stream_ev_[t] && m_.stream_valid(t) && m_.stream_npu(t) == npu) stream_ev_[t]->notify(sc_core::SC_ZERO_TIME);
 }
 
 void SimDriver::note(std::uint32_t rank, int level, const std::string& line) {
