@@ -10,10 +10,26 @@ Elaboration::Elaboration(const Topology& t, const models::NetParams& netp, bool 
     machine.add_npu(p, npu.name);  // the one name of the device (docs/trace-schema.md)
   }
   hccs_link.assign(t.links.size(), ~0u);
+  // HCCS cables as built (/as_built): a swap exchanges the b-ends of two links; each end keeps
+  // its port number (the device id the description cables it to).
+  std::vector<Endpoint> bend(t.links.size());
+  for (std::size_t k = 0; k < t.links.size(); ++k) bend[k] = t.links[k].b;
+  for (const auto& sw : t.as_built.hccs_swaps) std::swap(bend[sw.first], bend[sw.second]);
+  std::vector<bool> down(t.links.size(), false);
+  for (std::uint32_t k : t.as_built.hccs_down) down[k] = true;
   for (std::size_t k = 0; k < t.links.size(); ++k) {
     const auto& l = t.links[k];
-    if (l.type == LinkType::Hccs) hccs_link[k] = machine.add_link(models::LinkKind::Hccs, l.a.index, l.b.index, l.params, l.name);
+    if (l.type != LinkType::Hccs) continue;
+    if (down[k]) {  // down from the start: the ports are cabled but never train; no link (hccs_link ~0)
+      machine.set_hccs_port(l.a.index, l.a.port, models::Machine::kHccsUntrained);
+      machine.set_hccs_port(bend[k].index, bend[k].port, models::Machine::kHccsUntrained);
+      continue;
+    }
+    hccs_link[k] = machine.add_link(models::LinkKind::Hccs, l.a.index, bend[k].index, l.params, l.name);
+    machine.set_hccs_port(l.a.index, l.a.port, machine.links()[hccs_link[k]].port_ab);
+    machine.set_hccs_port(bend[k].index, bend[k].port, machine.links()[hccs_link[k]].port_ba);
   }
+
   // PCIe switches joining NPUs of a server (peer-to-peer DMA), and their links.
   std::vector<std::uint32_t> pcie_sw(t.switches.size(), ~0u);
   for (std::size_t i = 0; i < t.switches.size(); ++i)

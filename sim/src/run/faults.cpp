@@ -17,6 +17,10 @@ void Cluster::apply_fault(const Fault& f) {
   models::Network* net = elab_.net.get();
   const auto& nic = elab_.nic;
   const auto& hccs = elab_.hccs_link;
+  // A link down from the start (/as_built) has no machine link: its faults change nothing.
+  const bool no_link = (f.kind == FaultKind::LinkDown || f.kind == FaultKind::LinkUp || f.kind == FaultKind::CrcRate ||
+                        f.kind == FaultKind::LaneDegrade) && hccs[f.link] == ~0u;
+  if (no_link) return;
   switch (f.kind) {
     case FaultKind::RankCrash: {  // the process dies; so does its device (streams, links, NIC)
       const std::uint32_t npu = sc_.topology.rank_to_npu[f.rank];
