@@ -124,7 +124,6 @@ int discover_main(const std::vector<std::string>& argv) {
     }
     hcomm_get_topology_rank(comm, r, &o.rec);
     if (r == 0) {
-      if (auto* sd = dynamic_cast<sim::SimDriver*>(drv)) { ctrl_msgs = sd->ctrl_messages(); ctrl_bytes = sd->ctrl_bytes(); }
       if (cross_check) {
         // Every pair up to 1024 ranks; beyond, every pair inside a server and 16 strides across.
         auto check = [&](std::uint32_t a, std::uint32_t b) {
@@ -167,6 +166,7 @@ int discover_main(const std::vector<std::string>& argv) {
     std::fprintf(stderr, "hcsim: %s\n", e.what());
     return kBadInput;
   }
+  if (auto* sd = dynamic_cast<sim::SimDriver*>(hcomm::driver())) { ctrl_msgs = sd->ctrl_messages(); ctrl_bytes = sd->ctrl_bytes(); }
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
 
   // What should be (the description) against what is (the records).
