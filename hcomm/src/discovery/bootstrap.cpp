@@ -105,9 +105,13 @@ hcomm_result_t bootstrap(hcomm_context_t ctx, std::uint32_t rank, std::uint32_t 
   std::vector<CtrlMsg> got;
   for (std::uint32_t r : members) {
     if (r == rank) continue;
-    hcomm_result_t rc = port::ctrl_recv(ctx, rank, r, timeout_ns, &m);
+    // After a rank failed to join, only what has already arrived is taken (no second wait).
+    hcomm_result_t rc = port::ctrl_recv(ctx, rank, r, missing == kNoRank ? timeout_ns : 0, &m);
     if (rc == HCOMM_E_NOT_SUPPORT) return rc;
-    if (rc == HCOMM_E_TIMEOUT) { missing = r; break; }
+    if (rc == HCOMM_E_TIMEOUT) {
+      if (missing == kNoRank) missing = r;
+      continue;
+    }
     if (rc != HCOMM_SUCCESS) return rc;
     if (!well_formed(m) || get32(m->data()) != kMsgRecords || get32(m->data() + 4) != 1)
       return run.fail(HCOMM_E_INTERNAL, "malformed record from rank " + std::to_string(r));

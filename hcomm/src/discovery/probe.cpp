@@ -101,8 +101,15 @@ hcomm_result_t probe_local(hcomm_context_t ctx, const RankDesc& me, TopoRecord* 
     bool ok = false;
     if (port::pcie_peer(ctx, dev, &ok) == HCOMM_SUCCESS && ok) r.pcie_peers |= 1u << id;
   }
-  // NIC: nic_info is not at the driver boundary yet (docs/discovery.md#not-modelled); unknown.
-  r.nic_known = false;
+  // NIC: its link state, speed and IP (the LLDP neighbour is checked by hcsim discover, not carried).
+  NicInfo nic;
+  if (port::nic_info(ctx, &nic) == HCOMM_SUCCESS) {
+    r.nic_known = true;
+    r.nic_present = nic.present;
+    r.nic_up = nic.present && nic.link_up;
+    r.nic_ip = nic.ip;
+    r.nic_speed_bps = nic.speed_bps;
+  }
   *out = r;
   return HCOMM_SUCCESS;
 }

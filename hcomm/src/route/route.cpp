@@ -10,6 +10,7 @@
 #include <string>
 
 #include "core/log.h"
+#include "discovery/topo.h"
 #include "driver_port.h"
 
 namespace hcomm::detail::route {
@@ -219,7 +220,7 @@ const PeerRoute& to(hcomm_comm_t comm, const RankDesc& peer) {
   if (it != st.peers.end()) return it->second;
   if (st.policy < 0) st.policy = read_policy(comm->ctx);
   PeerRoute r;
-  r.link = peer.device == comm->ctx->device ? PairLink::Local : port::pair_link(comm->ctx, peer.device);
+  r.link = peer.device == comm->ctx->device ? PairLink::Local : discovered_link(comm, peer);  // discovery/ (docs/discovery.md)
   PeerRoute& ref = st.peers.emplace(peer.rank, std::move(r)).first->second;
   if (ref.link != PairLink::Local) decide(comm, peer, ref, "first use");
   return ref;
