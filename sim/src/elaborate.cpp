@@ -67,11 +67,18 @@ void Elaboration::build_network(const Topology& t, const models::NetParams& p) {
     if (nic[e.index] == ~0u) nic[e.index] = net->add_host(t.npus[e.index].name);
     return nic[e.index];
   };
-  for (const auto& l : t.links)
-    if (l.type == LinkType::Roce) {
-      std::uint32_t a = node(l.a), b = node(l.b);
-      net->connect(a, l.a.is_switch ? l.a.port : 0, b, l.b.is_switch ? l.b.port : 0, l.params.bandwidth_Bps, l.params.latency_ps);
-    }
+  // As built (/as_built nic_port_swap): two NICs' cables exchanged at the switch end.
+  std::vector<Endpoint> sw_end(t.links.size());
+  for (std::size_t k = 0; k < t.links.size(); ++k) sw_end[k] = t.links[k].a.is_switch ? t.links[k].a : t.links[k].b;
+  for (const auto& s : t.as_built.nic_swaps) std::swap(sw_end[s.first], sw_end[s.second]);
+  for (std::size_t k = 0; k < t.links.size(); ++k) {
+    const auto& l = t.links[k];
+    if (l.type != LinkType::Roce) continue;
+    Endpoint ea = l.a, eb = l.b;
+    if (ea.is_switch != eb.is_switch) (ea.is_switch ? ea : eb) = sw_end[k];
+    std::uint32_t a = node(ea), b = node(eb);
+    net->connect(a, ea.is_switch ? ea.port : 0, b, eb.is_switch ? eb.port : 0, l.params.bandwidth_Bps, l.params.latency_ps);
+  }
   net->build_routes();
   machine.attach_network(net.get(), nic);
 }

@@ -47,6 +47,9 @@ grep -q "node1/npu3 HCCS port 2: expected partner node1/npu2, found node1/npu0" 
 expect down 1 "node0/npu4 HCCS port 5: expected up to node0/npu5, found down" -- "$HCSIM" discover --cross-check "$D/a2-2node-down.json"
 grep -q "0 cross-check disagreements" out.txt && [ "$(grep -c '^difference:' out.txt)" -eq 2 ] &&
   { echo "ok   down-only-that-link"; pass=$((pass + 1)); } || { echo "FAIL down-only-that-link"; sed 's/^/    /' out.txt; fail=$((fail + 1)); }
+expect nic-port 1 "node0/npu1 NIC: expected switch leaf0 port 1, found switch leaf0 port 2" -- "$HCSIM" discover --cross-check "$D/a2-2node-nic.json"
+grep -q "node1/npu7 NIC: expected IP 192.168.101.108, found 192.168.101.250" out.txt && grep -q "0 cross-check disagreements" out.txt &&
+  { echo "ok   nic-ip"; pass=$((pass + 1)); } || { echo "FAIL nic-ip"; sed 's/^/    /' out.txt; fail=$((fail + 1)); }
 # A rank that never joins: a timeout naming it (not a hang), within the simulated timeouts.
 expect missing 1 "error: rank 13 did not join within 1000 ms" -- timeout 120 "$HCSIM" discover "$D/a2-2node-missing.json"
 grep -q "node1/npu5 (rank 13): expected present, found: never joined" out.txt &&

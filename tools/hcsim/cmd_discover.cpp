@@ -177,7 +177,7 @@ int discover_main(const std::vector<std::string>& argv) {
     return "server " + std::to_string(server) + " device " + std::to_string(dev) + " (not in the description)";
   };
   std::vector<std::string> diffs;
-  std::uint64_t ports_up = 0, ports_cabled = 0, pcie_peers = 0, joined = 0;
+  std::uint64_t ports_up = 0, ports_cabled = 0, pcie_peers = 0, joined = 0, nics_up = 0;
   std::uint64_t t_disc_ns = 0;
   for (std::uint32_t n = 0; n < topo.npus.size(); ++n) {
     const auto& spec = topo.npus[n];
@@ -213,6 +213,25 @@ int discover_main(const std::vector<std::string>& argv) {
       if (want[p] >= 0 && !seen[p]) diffs.push_back(spec.name + " HCCS port " + std::to_string(p) + ": expected cabled to " +
                                                     topo.npus[static_cast<std::size_t>(want[p])].name + ", found not cabled");
     pcie_peers += static_cast<std::uint64_t>(__builtin_popcount(o.rec.pcie_peers));
+    // The NIC: its LLDP neighbour (switch, port) and its IP against the description's cabling.
+    std::string want_sw;
+    std::uint32_t want_port = 0;
+    for (const auto& l : topo.links) {
+      if (l.type != sim::LinkType::Roce || l.a.is_switch == l.b.is_switch) continue;
+      const sim::Endpoint& npu_end = l.a.is_switch ? l.b : l.a;
+      const sim::Endpoint& sw_end = l.a.is_switch ? l.a : l.b;
+      if (npu_end.index == n) { want_sw = topo.switches[sw_end.index].name; want_port = sw_end.port; }
+    }
+    if (o.rec.nic_present) ++nics_up;
+    if (!want_sw.empty()) {
+      const std::string where = spec.name + " NIC";
+      if (!o.rec.nic_present || !o.rec.nic_up) diffs.push_back(where + ": expected up to " + want_sw + " port " + std::to_string(want_port) + ", found down");
+      else if (want_sw != o.rec.nic_neighbor || want_port != o.rec.nic_neighbor_port)
+        diffs.push_back(where + ": expected switch " + want_sw + " port " + std::to_string(want_port) + ", found switch " +
+                        (o.rec.nic_neighbor[0] ? o.rec.nic_neighbor : "(none)") + " port " + std::to_string(o.rec.nic_neighbor_port));
+      if (spec.device_ip && o.rec.nic_ip != spec.device_ip)
+        diffs.push_back(where + ": expected IP " + sim::format_ipv4(spec.device_ip) + ", found " + sim::format_ipv4(o.rec.nic_ip));
+    }
   }
   // Ranks that joined but whose init failed: the library's own error, naming the rank.
   std::set<std::string> errors;
@@ -225,7 +244,7 @@ int discover_main(const std::vector<std::string>& argv) {
                 static_cast<unsigned long long>(joined));
     std::printf("  HCCS ports      %llu cabled, %llu up\n", static_cast<unsigned long long>(ports_cabled), static_cast<unsigned long long>(ports_up));
     std::printf("  PCIe p2p peers  %llu (device pairs, one way)\n", static_cast<unsigned long long>(pcie_peers));
-    std::printf("  NICs            not probed (nic_info not at the driver boundary yet)\n");
+    std::printf("  NICs            %llu present\n", static_cast<unsigned long long>(nics_up));
     std::printf("  bootstrap       %llu control messages, %llu bytes delivered\n", static_cast<unsigned long long>(ctrl_msgs),
                 static_cast<unsigned long long>(ctrl_bytes));
     std::printf("  discovery time  %.3f us simulated (slowest rank's communicator init), %.3f us simulated in all, %.2f s wall\n",

@@ -210,6 +210,8 @@ typedef struct {
   uint64_t nic_speed_bps;
   uint32_t nports;             /* cabled HCCS ports (at most 8 are kept) */
   hcomm_topo_port_t ports[8];
+  char nic_neighbor[64];       /* LLDP: the switch the NIC is cabled to; the caller's own rank only ("" otherwise) */
+  uint32_t nic_neighbor_port;  /* LLDP: that switch's port */
 } hcomm_topo_rank_t;
 /* The record comm rank `rank` contributed to discovery. */
 hcomm_result_t hcomm_get_topology_rank(hcomm_comm_t comm, uint32_t rank, hcomm_topo_rank_t* out);

@@ -101,7 +101,7 @@ hcomm_result_t probe_local(hcomm_context_t ctx, const RankDesc& me, TopoRecord* 
     bool ok = false;
     if (port::pcie_peer(ctx, dev, &ok) == HCOMM_SUCCESS && ok) r.pcie_peers |= 1u << id;
   }
-  // NIC: its link state, speed and IP (the LLDP neighbour is checked by hcsim discover, not carried).
+  // NIC: its link state, speed and IP; the LLDP neighbour stays in the rank's own record.
   NicInfo nic;
   if (port::nic_info(ctx, &nic) == HCOMM_SUCCESS) {
     r.nic_known = true;
@@ -109,6 +109,8 @@ hcomm_result_t probe_local(hcomm_context_t ctx, const RankDesc& me, TopoRecord* 
     r.nic_up = nic.present && nic.link_up;
     r.nic_ip = nic.ip;
     r.nic_speed_bps = nic.speed_bps;
+    r.nic_neighbor = nic.neighbor;
+    r.nic_neighbor_port = nic.neighbor_port;
   }
   *out = r;
   return HCOMM_SUCCESS;

@@ -28,6 +28,8 @@ struct TopoRecord {
   std::uint64_t nic_speed_bps = 0;
   std::uint32_t nports = 0;
   TopoPort ports[kTopoPorts];
+  std::string nic_neighbor;         ///< LLDP neighbour switch (own record only: not carried by the bootstrap)
+  std::uint32_t nic_neighbor_port = 0;
 };
 
 /// The encoded record: 40 bytes of header + 8 ports x 12 bytes, little endian (docs/discovery.md).

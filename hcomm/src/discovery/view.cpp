@@ -1,6 +1,7 @@
 // The discovered view (docs/discovery.md#the-view): discovery at the first communicator's init,
 // the link between two ranks from discovered facts (HCCS partner on an up port, then PCIe
 // peer-to-peer inside the server, then RoCE), and the public queries hcomm_get_topology{,_rank}.
+#include <cstdio>
 #include <cstring>
 
 #include "core/comm.h"
@@ -145,6 +146,8 @@ hcomm_result_t hcomm_get_topology_rank(hcomm_comm_t comm, uint32_t rank, hcomm_t
   out->nic_ip = r.nic_ip;
   out->nic_speed_bps = r.nic_speed_bps;
   out->nports = r.nports;
+  std::snprintf(out->nic_neighbor, sizeof(out->nic_neighbor), "%s", r.nic_neighbor.c_str());
+  out->nic_neighbor_port = r.nic_neighbor_port;
   for (std::uint32_t i = 0; i < r.nports && i < 8; ++i) {
     out->ports[i].port = r.ports[i].port;
     out->ports[i].up = r.ports[i].up;

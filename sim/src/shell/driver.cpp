@@ -124,6 +124,8 @@ DrvStatus SimDriver::nic_info(std::uint32_t device, hcomm::NicInfo* out) {
   out->link_up = p.cabled && p.up;
   out->speed_bps = p.Bps * 8;
   out->ip = device < topo_.npus.size() ? topo_.npus[device].device_ip : 0;
+  for (const auto& ip : topo_.as_built.device_ips)  // discovery: the NIC as configured (/as_built device_ip)
+    if (ip.first == device) out->ip = ip.second;
   if (p.cabled) {  // LLDP: the neighbour announces its name and port
     out->neighbor = net.node_name(p.peer);
     out->neighbor_port = p.peer_port;

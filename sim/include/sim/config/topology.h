@@ -71,7 +71,9 @@ struct AsBuilt {
   std::vector<std::uint32_t> hccs_down;                               ///< HCCS link indices down at start
   std::vector<std::pair<std::uint32_t, std::uint32_t>> hccs_swaps;    ///< HCCS links whose b-end cables are swapped
   std::vector<std::uint32_t> npus_missing;                            ///< NPUs that never join (their rank does not start)
-  bool empty() const { return hccs_down.empty() && hccs_swaps.empty() && npus_missing.empty(); }
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> nic_swaps;     ///< RoCE links whose switch ends are swapped
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> device_ips;    ///< (NPU, IPv4) the NIC is configured with instead
+  bool empty() const { return hccs_down.empty() && hccs_swaps.empty() && npus_missing.empty() && nic_swaps.empty() && device_ips.empty(); }
 };
 
 struct Topology {
