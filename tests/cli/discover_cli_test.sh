@@ -57,12 +57,13 @@ grep -q "node1/npu5 (rank 13): expected present, found: never joined" out.txt &&
 
 # The bootstrap's simulated time against its closed form (docs/discovery.md#costs): with L = 10 us,
 # B = 1.25 GB/s, m ranks per server, S servers, record message r = (12 + 136) / B, server message
-# v = (12 + 136 m) / B, table X = (12 + 136 N) / B:
-#   T = [L + (m-1) r] + [L + (S-1) v] + [L + (S-1) X] + [L + (m-1) X]   (S > 1)
-#   T = [L + (m-1) r] + [L + (m-1) X]                                   (S = 1)
+# v = (12 + 136 m) / B, table X = (12 + 136 N) / B, an ack or go a = 12 / B:
+#   T = [L + (m-1) r] + [L + (S-1) v] + [L + (S-1) X] + [L + (m-1) X] + 2 [a + L] + [N a + L]   (S > 1)
+#   T = [L + (m-1) r] + [L + (m-1) X] + [a + L] + [N a + L]                                     (S = 1)
 closed() {  # m S -> T in ns
   awk -v m="$1" -v S="$2" 'BEGIN { L = 10000; B = 1.25; n = m * S; r = 148 / B; v = (12 + 136 * m) / B; X = (12 + 136 * n) / B;
-    T = L + (m - 1) * r + L + (m - 1) * X; if (S > 1) T += L + (S - 1) * v + L + (S - 1) * X; printf "%.3f\n", T / 1000 }'
+    a = 12 / B; T = L + (m - 1) * r + L + (m - 1) * X + (a + L) + (n * a + L);
+    if (S > 1) T += L + (S - 1) * v + L + (S - 1) * X + (a + L); printf "%.3f\n", T / 1000 }'
 }
 for c in "atlas800t-a2:8:1" "a2-2node:8:2" "a2-pod-16:8:16"; do
   IFS=: read -r name m S <<< "$c"

@@ -96,6 +96,10 @@ hcomm_result_t bootstrap(hcomm_context_t ctx, std::uint32_t rank, std::uint32_t 
       return run.fail(rc, "no topology table from server root rank " + std::to_string(leader) + " within " + run.ms(4 * timeout_ns));
     if (rc != HCOMM_SUCCESS) return rc;
     if (hcomm_result_t t = run.take_table(m, leader, out); t != HCOMM_SUCCESS) return t;
+    // The closing barrier: an ack up, then rank 0's go (everyone leaves init at about one time).
+    port::ctrl_send(ctx, rank, leader, message(kMsgAck, 0, kNoRank));
+    if (port::ctrl_recv(ctx, rank, 0, 4 * timeout_ns, &m) != HCOMM_SUCCESS || !well_formed(m) || get32(m->data()) != kMsgGo)
+      return run.fail(HCOMM_E_TIMEOUT, "no go from rank 0 within " + run.ms(4 * timeout_ns));
     out->exchanged = true;
     return HCOMM_SUCCESS;
   }
@@ -131,6 +135,14 @@ hcomm_result_t bootstrap(hcomm_context_t ctx, std::uint32_t rank, std::uint32_t 
     for (std::uint32_t r : members)
       if (r != rank) port::ctrl_send(ctx, rank, r, msg);
   };
+  auto gather_acks = [&]() -> hcomm_result_t {  // the server's members have the table
+    for (std::uint32_t r : members) {
+      if (r == rank) continue;
+      if (port::ctrl_recv(ctx, rank, r, timeout_ns, &m) != HCOMM_SUCCESS || !well_formed(m) || get32(m->data()) != kMsgAck)
+        return run.fail(HCOMM_E_TIMEOUT, "no acknowledgement of the table from rank " + std::to_string(r) + " within " + run.ms(timeout_ns));
+    }
+    return HCOMM_SUCCESS;
+  };
 
   if (rank != 0) {  // a server root under the global root
     hcomm_result_t rc = port::ctrl_send(ctx, rank, 0, server);
@@ -145,6 +157,10 @@ hcomm_result_t bootstrap(hcomm_context_t ctx, std::uint32_t rank, std::uint32_t 
     if (rc != HCOMM_SUCCESS) return rc;
     send_down(m);  // the table (or the abort) to the server's members, the same message
     if (hcomm_result_t t = run.take_table(m, 0, out); t != HCOMM_SUCCESS) return t;
+    if (hcomm_result_t t = gather_acks(); t != HCOMM_SUCCESS) return t;
+    port::ctrl_send(ctx, rank, 0, message(kMsgAck, 0, kNoRank));
+    if (port::ctrl_recv(ctx, rank, 0, 3 * timeout_ns, &m) != HCOMM_SUCCESS || !well_formed(m) || get32(m->data()) != kMsgGo)
+      return run.fail(HCOMM_E_TIMEOUT, "no go from rank 0 within " + run.ms(3 * timeout_ns));
     out->exchanged = true;
     return HCOMM_SUCCESS;
   }
@@ -189,6 +205,17 @@ hcomm_result_t bootstrap(hcomm_context_t ctx, std::uint32_t rank, std::uint32_t 
     return run.fail(HCOMM_E_TIMEOUT, "rank " + std::to_string(missing) + " did not join within " + run.ms(timeout_ns) +
                                          " (" + std::to_string(count) + " of " + std::to_string(nranks) + " ranks joined)");
   out->table = table;
+  // The closing barrier: every server root's ack (its members have the table) and the root's own
+  // members', then one go to every rank directly, the root's own last (it leaves when that
+  // arrives), so every rank leaves init within N tiny messages of each other.
+  for (std::uint32_t l : leaders)
+    if (port::ctrl_recv(ctx, 0, l, 3 * timeout_ns, &m) != HCOMM_SUCCESS || !well_formed(m) || get32(m->data()) != kMsgAck)
+      return run.fail(HCOMM_E_TIMEOUT, "no acknowledgement of the table from server root rank " + std::to_string(l));
+  if (hcomm_result_t t = gather_acks(); t != HCOMM_SUCCESS) return t;
+  auto go = message(kMsgGo, 0, kNoRank);
+  for (std::uint32_t r = 1; r < nranks; ++r) port::ctrl_send(ctx, 0, r, go);
+  port::ctrl_send(ctx, 0, 0, go);
+  if (port::ctrl_recv(ctx, 0, 0, timeout_ns, &m) != HCOMM_SUCCESS) return run.fail(HCOMM_E_INTERNAL, "the go to itself was lost");
   out->exchanged = true;
   return HCOMM_SUCCESS;
 }

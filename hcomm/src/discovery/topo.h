@@ -38,7 +38,7 @@ void encode_record(const TopoRecord& r, std::uint8_t* out);
 TopoRecord decode_record(const std::uint8_t* in);
 
 /// Control messages: a 12-byte header (type, count, missing rank) and `count` records.
-enum : std::uint32_t { kMsgRecords = 1, kMsgTable = 2, kMsgAbort = 3 };
+enum : std::uint32_t { kMsgRecords = 1, kMsgTable = 2, kMsgAbort = 3, kMsgAck = 4, kMsgGo = 5 };
 constexpr std::size_t kMsgHeader = 12;
 constexpr std::uint32_t kNoRank = ~0u;
 

@@ -30,9 +30,13 @@ SimDriver::SimDriver(models::Machine& m, const Topology& t, Trace* trace, bool e
     m_.load_config(npu, R::kCfgServer, n.server);
     m_.load_config(npu, R::kCfgRank, r);
   }
-  // The PCIe switch each NPU sits under, as its configuration space reports it (discovery).
-  for (std::uint32_t npu = 0; npu < m.npu_count(); ++npu)
+  // Every NPU's identity (device id, server) and the PCIe switch it sits under, rank or not: what
+  // an HCCS partner learns in link training and pcie_peer compares (discovery).
+  for (std::uint32_t npu = 0; npu < m.npu_count() && npu < t.npus.size(); ++npu) {
+    m_.load_config(npu, R::kCfgDeviceId, t.npus[npu].device_id);
+    m_.load_config(npu, R::kCfgServer, t.npus[npu].server);
     m_.load_config(npu, R::kCfgPcieSwitch, static_cast<std::uint64_t>(m_.pcie_switch_of(npu) + 1));
+  }
   open_op_.assign(m.npu_count(), {-1, 0});
   m_.set_listener(this);
 }
