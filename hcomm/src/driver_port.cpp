@@ -59,6 +59,9 @@ hcomm_result_t ctrl_recv(hcomm_context_t ctx, std::uint32_t to_rank, std::uint32
 }
 
 hcomm_result_t nic_info(hcomm_context_t ctx, NicInfo* out) { return ok_or(ctx->drv->nic_info(ctx->device, out), HCOMM_E_DRV); }
+hcomm_result_t peer_nic_info(hcomm_context_t ctx, std::uint32_t device, NicInfo* out) {
+  return ok_or(ctx->drv->nic_info(device, out), HCOMM_E_DRV);
+}
 hcomm_result_t nic_counters(hcomm_context_t ctx, NicCounters* out) {
   return ok_or(ctx->drv->nic_counters(ctx->device, out), HCOMM_E_DRV);
 }

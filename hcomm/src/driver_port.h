@@ -35,6 +35,9 @@ hcomm_result_t ctrl_recv(hcomm_context_t ctx, std::uint32_t to_rank, std::uint32
 // RoCE routing (route/). Failure: HCOMM_E_DRV; probe_paths / qp_connect without a NIC on either
 // end: HCOMM_E_NOT_SUPPORT.
 hcomm_result_t nic_info(hcomm_context_t ctx, NicInfo* out);
+/// A peer device's NIC as its rank published it (its LLDP neighbour; the simulator reads it from
+/// the device, as rank_desc reads the peer's configuration space).
+hcomm_result_t peer_nic_info(hcomm_context_t ctx, std::uint32_t device, NicInfo* out);
 hcomm_result_t nic_counters(hcomm_context_t ctx, NicCounters* out);
 hcomm_result_t probe_paths(hcomm_context_t ctx, std::uint32_t target, const std::uint16_t* sports, std::uint32_t n,
                            std::vector<std::vector<PathHop>>* out);

@@ -178,6 +178,30 @@ hcomm_result_t hcomm_comm_destroy(hcomm_comm_t comm);
 hcomm_result_t hcomm_comm_rank(hcomm_comm_t comm, uint32_t* rank);
 hcomm_result_t hcomm_comm_size(hcomm_comm_t comm, uint32_t* size);
 
+/* ---- sub-communicators ----
+ * hcomm_comm_split (MPI_Comm_split / HcclCommSplit semantics; hcomm_group_split is the same call
+ * under the product documentation's name): collective over `comm` — every member must call it, in
+ * the same order relative to other splits of `comm`. Members passing the same color form one new
+ * communicator, ranked by (key, rank in `comm`); color HCOMM_SPLIT_NOCOLOR gives *out = NULL and
+ * HCOMM_SUCCESS. The (color, key) records are exchanged with an all-gather over `comm` (real
+ * device traffic: the split costs time), so it blocks the caller like a synchronize.
+ * hcomm_comm_create_group: the same, with membership from a list of `n` ranks of `parent` (the
+ * new rank is the position in the list; every rank of `parent` calls it with the same list; a
+ * caller not in the list gets NULL). A list with an out-of-range or repeated rank, or n == 0 or
+ * n > size, is HCOMM_E_PARA on the caller (logged, no exchange); lists or call sequences that
+ * differ between ranks are HCOMM_E_PARA on every rank after the exchange; a member that does not
+ * call makes the others' exchange time out (HCOMM_E_TIMEOUT); no id free: HCOMM_E_UNAVAIL.
+ * A new communicator runs every operation (p2p, collectives, barrier, RDMA) with its own ranks,
+ * its own notify keys (the highest of the 255 ids free on all its members' contexts; world
+ * communicators count up from 1) and the parent's configuration; it shares
+ * its context's collective buffer and p2p window with the parent and every other communicator of
+ * that context, so operations of different communicators on one device must not overlap in time:
+ * issue them on one stream, or order their streams with events. It may outlive its parent. */
+#define HCOMM_SPLIT_NOCOLOR 0xffffffffu
+hcomm_result_t hcomm_comm_split(hcomm_comm_t comm, uint32_t color, uint32_t key, hcomm_comm_t* out);
+hcomm_result_t hcomm_group_split(hcomm_comm_t comm, uint32_t color, uint32_t key, hcomm_comm_t* out);
+hcomm_result_t hcomm_comm_create_group(hcomm_comm_t parent, uint32_t n, const uint32_t* parent_ranks, hcomm_comm_t* out);
+
 /* ---- topology discovery (docs/discovery.md) ----
  * Communicator init discovers the topology (the seeds' hcomm_topology_probe): each rank probes its
  * HCCS ports, PCIe peers and NIC, the ranks exchange what they found (a root per server, a global

@@ -135,6 +135,24 @@ class Comm : public Handle<hcomm_comm_t, hcomm_comm_destroy> {
     check(hcomm_recv(buf, count, t, src, tag, get()), "hcomm_recv");
   }
   void barrier() const { check(hcomm_barrier(get(), nullptr), "hcomm_barrier"); }
+  /// hcomm_comm_split: collective over this communicator. Owns the new communicator; empty
+  /// (get() == nullptr) for HCOMM_SPLIT_NOCOLOR.
+  Comm split(uint32_t color, uint32_t key) const {
+    hcomm_comm_t c = nullptr;
+    check(hcomm_comm_split(get(), color, key, &c), "hcomm_comm_split");
+    return Comm(c);
+  }
+  /// hcomm_comm_create_group: collective over this communicator; empty when this rank is not listed.
+  Comm create_group(uint32_t n, const uint32_t* ranks) const {
+    hcomm_comm_t c = nullptr;
+    check(hcomm_comm_create_group(get(), n, ranks, &c), "hcomm_comm_create_group");
+    return Comm(c);
+  }
+  uint32_t rank() const { uint32_t r = 0; check(hcomm_comm_rank(get(), &r), "hcomm_comm_rank"); return r; }
+  uint32_t size() const { uint32_t n = 0; check(hcomm_comm_size(get(), &n), "hcomm_comm_size"); return n; }
+  /// Takes ownership of an existing communicator handle (may be null: an empty Comm).
+  explicit Comm(hcomm_comm_t owned) : Handle(owned) {}
+  Comm() = default;
 
  private:
   static hcomm_comm_t make(const Context& ctx, uint32_t n, uint32_t r, const hcomm_config_t* cfg) {

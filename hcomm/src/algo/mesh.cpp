@@ -81,8 +81,13 @@ void finish(hcomm_comm_t comm, const ServerGroups& g, const MeshChunk& c, hcomm_
 }  // namespace
 
 void settle_mesh(hcomm_comm_t comm, hcomm_stream_t main) {
-  for (std::uint32_t q : comm->pulled_from) notify_wait(main, notify_key(comm->id, kArPulled, q));
-  comm->pulled_from.clear();
+  // Every communicator of the context shares its collective buffer (a parent and its children,
+  // coll/split.cpp): wait for the pulls any of them still owes, not only this one's.
+  for (hcomm_comm_t c : comm->ctx->mesh_owed) {
+    for (std::uint32_t q : c->pulled_from) notify_wait(main, notify_key(c->id, kArPulled, q));
+    c->pulled_from.clear();
+  }
+  comm->ctx->mesh_owed.clear();
 }
 
 MeshChunk::MeshChunk(std::uint32_t L) : len(L, 0), ccl(L, 0), in(L, 0), out(L, 0) {}
@@ -129,6 +134,8 @@ void mesh_all_gather(hcomm_comm_t comm, const ServerGroups& g, const MeshChunk& 
   finish(comm, g, c, main);  // F, joins
   comm->pulled_from.clear();
   for (std::uint32_t k = 0; k + 1 < L; ++k) comm->pulled_from.push_back(g.first + peer_of(g, k));
+  auto& owed = comm->ctx->mesh_owed;
+  if (!comm->pulled_from.empty() && std::find(owed.begin(), owed.end(), comm) == owed.end()) owed.push_back(comm);
 }
 
 hcomm_result_t mesh_check(hcomm_comm_t comm, ServerGroups* g, bool log_failure) {

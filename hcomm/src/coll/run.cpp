@@ -10,6 +10,7 @@
 #include "algo/mesh.h"
 #include "algo/partition.h"
 #include "algo/select.h"
+#include "core/comm.h"
 #include "core/log.h"
 #include "core/profile.h"
 #include "route/route.h"
@@ -391,8 +392,10 @@ hcomm_result_t hier_rooted(hcomm_comm_t comm, const ServerGroups& g, const Famil
 hcomm_result_t run_collective(hcomm_comm_t comm, hcomm_stream_t main, const CollReq& r) {
   const std::uint32_t n = comm->nranks;
   const std::uint64_t esz = hcomm_data_type_size(static_cast<hcomm_data_type_t>(r.dtype));
-  OpInfo info{comm->rank, n, r.kind, "local", op_bytes(r, n, comm->rank, esz), r.dtype, r.redop,
-              (r.op == CollOp::Broadcast || r.op == CollOp::Reduce || r.op == CollOp::Scatter) ? std::int64_t{r.root} : -1,
+  // The trace speaks global ranks (the same on a world communicator; a child maps, coll/split.cpp).
+  OpInfo info{global_rank(comm, comm->rank), n, r.kind, "local", op_bytes(r, n, comm->rank, esz), r.dtype, r.redop,
+              (r.op == CollOp::Broadcast || r.op == CollOp::Reduce || r.op == CollOp::Scatter)
+                  ? std::int64_t{global_rank(comm, r.root)} : -1,
               comm->op_seq, {}, 0, {}, 0};
   if (n == 1) {
     const std::uint64_t mk = op_begin(main, info);

@@ -1,6 +1,8 @@
 // Communicators (docs/architecture.md#hcomm): init/destroy/rank/size and the per-peer caches.
 #include "core/comm.h"
 
+#include <algorithm>
+
 #include "core/algo_knob.h"
 #include "core/config.h"
 #include "core/handles.h"
@@ -17,9 +19,17 @@ namespace hcomm::detail {
 const RankDesc* peer_desc(hcomm_comm_t comm, std::uint32_t rank) {
   auto it = comm->peers.find(rank);
   if (it != comm->peers.end()) return &it->second;
+  if (rank >= comm->nranks) return nullptr;
   RankDesc d;
-  if (port::rank_desc(comm->ctx, rank, &d) != HCOMM_SUCCESS) return nullptr;
+  if (port::rank_desc(comm->ctx, global_rank(comm, rank), &d) != HCOMM_SUCCESS) return nullptr;
+  d.rank = rank;  // the library speaks comm ranks (notify keys, links); the device handle is global
   return &comm->peers.emplace(rank, d).first->second;
+}
+
+void hold_comm_id(hcomm_comm_t comm) { ++comm->ctx->comm_id_use[comm->id & 0xff]; }
+void release_comm_id(hcomm_comm_t comm) {
+  std::uint16_t& n = comm->ctx->comm_id_use[comm->id & 0xff];
+  if (n) --n;
 }
 
 }  // namespace hcomm::detail
@@ -72,6 +82,7 @@ hcomm_result_t hcomm_comm_init_config(hcomm_context_t ctx, uint32_t nranks, uint
   hcomm_result_t r = make_stream(ctx, &c->internal);
   if (r == HCOMM_SUCCESS) r = make_stream(ctx, &c->recv_stream);
   if (r != HCOMM_SUCCESS) { delete c; return r; }
+  hold_comm_id(c);
   track(c, kComm);
   *out = c;
   return HCOMM_SUCCESS;
@@ -87,6 +98,11 @@ hcomm_result_t hcomm_comm_destroy(hcomm_comm_t c) {
   if (c->grant_stream) hcomm_destroy_stream(c->grant_stream);
   if (c->batch_send) hcomm_destroy_stream(c->batch_send);
   if (c->batch_recv) hcomm_destroy_stream(c->batch_recv);
+  if (live(c->ctx, kCtx)) {
+    release_comm_id(c);
+    auto& owed = c->ctx->mesh_owed;
+    owed.erase(std::remove(owed.begin(), owed.end(), c), owed.end());
+  }
   untrack(c);
   delete c;
   return HCOMM_SUCCESS;

@@ -6,6 +6,14 @@
 #include "core/objects.h"
 
 namespace hcomm::detail {
-/// The descriptor of `rank` (asked from the driver once, then cached); null when unknown.
+/// The descriptor of comm rank `rank` (asked from the driver once for its global rank, then
+/// cached); its `rank` field is the comm rank. Null when unknown.
 const RankDesc* peer_desc(hcomm_comm_t comm, std::uint32_t rank);
+/// The global (cluster) rank of comm rank `rank`: the identity on a world communicator.
+inline std::uint32_t global_rank(hcomm_comm_t comm, std::uint32_t rank) {
+  return comm->members.empty() ? rank : comm->members[rank];
+}
+/// Take / give back a notify-key comm id on the communicator's context (ctx->comm_id_use).
+void hold_comm_id(hcomm_comm_t comm);
+void release_comm_id(hcomm_comm_t comm);
 }  // namespace hcomm::detail

@@ -34,11 +34,14 @@ struct EnvKnob {
   const char* env;
   std::uint64_t def, lo, hi;
 };
-enum { kDebug, kTimeoutMs, kBuffsizeMb, kP2pMb, kSlotMb, kSlots };
+enum { kDebug, kTimeoutMs, kBuffsizeMb, kP2pMb, kSlotMb, kSlots, kCnpThreshold };
 const EnvKnob kContextKnobs[] = {
     {"HCOMM_DEBUG", 0, 0, 3},          {"HCOMM_TIMEOUT_MS", 30000, 1000, 300000}, {"HCOMM_BUFFSIZE_MB", 256, 1, 4096},
     {"HCOMM_BUFFER_SIZE_MB", 8, 1, 64}, {"HCOMM_SLOT_SIZE_MB", 256, 1, 4096},      {"HCOMM_SYM_SLOTS", 4, 0, 64},
+    {"HCOMM_ROUTE_CNP_THRESHOLD", 0, 0, 1000000000},
 };
+// HCOMM_ROUTE_SPORT (docs/routing.md): how RoCE source ports are chosen.
+const char* const kRouteSportNames[3] = {"probe", "hash", nullptr};
 std::uint64_t env_knob(int i, bool* bad) {
   const EnvKnob& k = kContextKnobs[i];
   return env_u64(k.env, k.def, k.lo, k.hi, bad);
@@ -109,6 +112,16 @@ bool read_context_env(ContextEnv* e) {
   e->p2p_bytes = env_knob(kP2pMb, &bad) << 20;
   e->slot_bytes = env_knob(kSlotMb, &bad) << 20;
   e->slots = env_knob(kSlots, &bad);
+  e->route_cnp_threshold = env_knob(kCnpThreshold, &bad);
+  e->route_policy = 0;
+  if (const char* v = std::getenv("HCOMM_ROUTE_SPORT"); v && *v) {
+    if (std::strcmp(v, kRouteSportNames[0]) == 0) e->route_policy = 0;
+    else if (std::strcmp(v, kRouteSportNames[1]) == 0) e->route_policy = 1;
+    else {
+      std::fprintf(stderr, "[HCOMM_ERR] HCOMM_ROUTE_SPORT=%s: allowed values are probe, hash\n", v);
+      bad = true;
+    }
+  }
   return !bad;
 }
 
@@ -168,6 +181,11 @@ extern "C" hcomm_result_t hcomm_config_check(const char* name, const char* value
   for (const EnvKnob& k : kContextKnobs)
     if (std::strcmp(k.env, name) == 0) return check(k.lo, k.hi, none);
   if (std::strcmp(name, "HCCL_BUFFSIZE") == 0) return check(kContextKnobs[kBuffsizeMb].lo, kContextKnobs[kBuffsizeMb].hi, none);
+  if (std::strcmp(name, "HCOMM_ROUTE_SPORT") == 0) {
+    if (!*value || std::strcmp(value, kRouteSportNames[0]) == 0 || std::strcmp(value, kRouteSportNames[1]) == 0) return HCOMM_SUCCESS;
+    std::snprintf(errbuf, len, "%s=\"%s\": allowed values are probe, hash", name, value);
+    return HCOMM_E_PARA;
+  }
   const bool ar = std::strcmp(name, "HCOMM_ALLREDUCE_ALGO") == 0;
   if (ar || std::strcmp(name, "HCOMM_ALGO") == 0 || std::strcmp(name, "HCCL_ALGO") == 0) {
     const std::string why = check_algo_value(value, ar);

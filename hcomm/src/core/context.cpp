@@ -28,6 +28,8 @@ hcomm_result_t hcomm_create_context(uint32_t device_id, hcomm_context_t* out) {
   c->ccl_bytes = env.ccl_bytes;
   c->p2p_bytes = env.p2p_bytes;
   c->slot_bytes = env.slot_bytes;
+  c->route_policy = env.route_policy;
+  c->route_cnp_threshold = env.route_cnp_threshold;
   const std::uint64_t slots = env.slots;
   if (!good) { delete c; return HCOMM_E_PARA; }
   // The communication buffers are the first allocations on every device, so their offsets from

@@ -57,8 +57,12 @@ struct hcomm_context_s {
   std::uint64_t p2p_addr = 0, p2p_bytes = 0;     // point-to-point receive window (symmetric)
   std::uint64_t timeout_ns = 30000ULL * 1000 * 1000;
   int debug = 0;
+  int route_policy = 0;                   // HCOMM_ROUTE_SPORT (route/route.h Policy)
+  std::uint64_t route_cnp_threshold = 0;  // HCOMM_ROUTE_CNP_THRESHOLD, 0 = off
   std::uint64_t next_event = 1, next_marker = 1;
   std::uint32_t next_comm_id = 1;
+  std::uint16_t comm_id_use[256] = {};            // live communicators per notify-key comm id (id & 0xff)
+  std::vector<hcomm_comm_t> mesh_owed;            // communicators whose last mesh phase still owes PULLED (settle_mesh)
   std::map<std::uint64_t, std::uint64_t> allocs;  // addr -> bytes
   std::uint32_t ccl_rkey = 0, p2p_rkey = 0;       // pre-registered communication buffers (same on all ranks)
   std::uint64_t sym_addr = 0, slot_bytes = 0;     // symmetric region of fixed-size slots
@@ -86,6 +90,11 @@ struct hcomm_comm_s {
   hcomm::detail::AlgoOverride algo;      // from cfg.algo or the environment, set once at init
   std::string algo_spec;                 // cfg.algo's text (cfg.algo points here)
   std::uint32_t id = 0, rank = 0, nranks = 0;
+  // Sub-communicators (coll/split.cpp): members[comm rank] = global rank, in comm rank order;
+  // empty = the world (identity). O(members), never a table over pairs.
+  std::vector<std::uint32_t> members;
+  std::uint32_t server_size = 0;  // children: ranks per server when servers are contiguous and equal, else 0
+  std::uint32_t splits = 0;       // splits / group creations made over this communicator (all members agree)
   std::uint64_t op_seq = 0;
   hcomm_stream_t internal = nullptr;     // blocking p2p and the serialized receive path
   hcomm_stream_t recv_stream = nullptr;  // all receives of this communicator, in posting order

@@ -96,7 +96,7 @@ bool link_facts(hcomm_context_t ctx, std::uint32_t a, std::uint32_t b, LinkFacts
 
 PairLink discovered_link(hcomm_comm_t comm, const RankDesc& peer) {
   LinkFacts f;
-  return link_facts(comm->ctx, comm->rank, peer.rank, &f) ? f.use : PairLink::None;
+  return link_facts(comm->ctx, global_rank(comm, comm->rank), global_rank(comm, peer.rank), &f) ? f.use : PairLink::None;
 }
 
 }  // namespace hcomm::detail
@@ -120,7 +120,7 @@ hcomm_result_t hcomm_get_topology(hcomm_comm_t comm, uint32_t a, uint32_t b, hco
   if (!out) return HCOMM_E_PTR;
   if (a >= comm->nranks || b >= comm->nranks) return HCOMM_E_PARA;
   LinkFacts f;
-  if (!link_facts(comm->ctx, a, b, &f)) return HCOMM_E_NOT_FOUND;
+  if (!link_facts(comm->ctx, global_rank(comm, a), global_rank(comm, b), &f)) return HCOMM_E_NOT_FOUND;
   out->link_types = f.types;
   out->link_type = link_bit(f.use);
   out->bandwidth_Bps = f.bandwidth_Bps;
@@ -133,7 +133,7 @@ hcomm_result_t hcomm_get_topology_rank(hcomm_comm_t comm, uint32_t rank, hcomm_t
   if (!out) return HCOMM_E_PTR;
   if (rank >= comm->nranks) return HCOMM_E_PARA;
   TopoRecord r;
-  if (!comm->ctx->topo || !comm->ctx->topo->record(comm->ctx, rank, &r)) return HCOMM_E_NOT_FOUND;
+  if (!comm->ctx->topo || !comm->ctx->topo->record(comm->ctx, global_rank(comm, rank), &r)) return HCOMM_E_NOT_FOUND;
   std::memset(out, 0, sizeof(*out));
   out->rank = r.rank;
   out->server = r.server;

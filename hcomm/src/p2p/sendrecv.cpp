@@ -58,7 +58,7 @@ hcomm_result_t hcomm_isend(const void* buf, uint64_t count, hcomm_data_type_t dt
   hcomm_context_t ctx = comm->ctx;
   const std::uint64_t bytes = count * hcomm_data_type_size(dtype);
   const std::uint64_t window = peer->device_base_addr + (ctx->p2p_addr - ctx->base);
-  OpInfo info{comm->rank, comm->nranks, "send", p2p_link_name(comm, *peer), bytes, dtype, 0, dst, comm->op_seq, {}, 0, {}, 0};
+  OpInfo info{global_rank(comm, comm->rank), comm->nranks, "send", p2p_link_name(comm, *peer), bytes, dtype, 0, global_rank(comm, dst), comm->op_seq, {}, 0, {}, 0};
   std::uint64_t mk = op_begin(stream, info);
   std::uint64_t off = 0;
   do {
@@ -88,7 +88,7 @@ hcomm_result_t hcomm_irecv(void* buf, uint64_t count, hcomm_data_type_t dtype, u
   hcomm_create_event(ctx, &after);
   hcomm_record_event(before, stream);   // the receive starts after earlier work on the user stream
   hcomm_wait_event(before, rs);
-  OpInfo info{comm->rank, comm->nranks, "recv", p2p_link_name(comm, *peer), bytes, dtype, 0, src, comm->op_seq, {}, 0, {}, 0};
+  OpInfo info{global_rank(comm, comm->rank), comm->nranks, "recv", p2p_link_name(comm, *peer), bytes, dtype, 0, global_rank(comm, src), comm->op_seq, {}, 0, {}, 0};
   std::uint64_t mk = op_begin(rs, info);
   std::uint64_t off = 0;
   do {

@@ -5,10 +5,9 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
 #include <string>
 
+#include "core/comm.h"
 #include "core/log.h"
 #include "discovery/topo.h"
 #include "driver_port.h"
@@ -42,19 +41,6 @@ std::uint16_t candidate(std::uint32_t me, std::uint32_t peer, std::uint32_t n) {
   return static_cast<std::uint16_t>(49152 + h % 16384);
 }
 
-int read_policy(hcomm_context_t ctx) {
-  const char* v = std::getenv("HCOMM_ROUTE_SPORT");
-  if (!v || !*v || std::strcmp(v, "probe") == 0) return kProbe;
-  if (std::strcmp(v, "hash") == 0) return kHash;
-  logf(ctx, 0, "HCOMM_ROUTE_SPORT=%s: allowed values are probe, hash; using probe", v);
-  return kProbe;
-}
-
-std::uint64_t cnp_threshold() {
-  const char* v = std::getenv("HCOMM_ROUTE_CNP_THRESHOLD");
-  return v && *v ? std::strtoull(v, nullptr, 10) : 0;
-}
-
 const char* transport_name(PairLink l) {
   switch (l) {
     case PairLink::Hccs: return "hccs";
@@ -69,8 +55,8 @@ void report(hcomm_comm_t comm, const RankDesc& peer, const PeerRoute& r, std::ui
             const std::string& reason, const std::string& trigger) {
   RouteInfo info;
   info.comm = comm->id;
-  info.src_rank = comm->rank;
-  info.dst_rank = peer.rank;
+  info.src_rank = global_rank(comm, comm->rank);  // global ranks, as in the trace's operations
+  info.dst_rank = global_rank(comm, peer.rank);
   info.dst_device = peer.device;
   info.transport = transport_name(r.link);
   info.qp = qp;
@@ -128,23 +114,24 @@ void decide_roce(hcomm_comm_t comm, const RankDesc& peer, PeerRoute& r, const st
   std::vector<Path> paths;
   const std::uint64_t t0 = port::now_ns(comm->ctx);
   std::uint32_t next = r.epoch * kMaxBatches * kBatch * 8;
-  // One probe first: a peer under the same leaf (one switch on the path) has one path only.
-  if (!probe(comm, peer, next, 1, &sports, &paths, &uplinks)) {
-    for (std::uint32_t i = 0; i < k; ++i) report(comm, peer, r, i, bw, 0, "NIC hash (path probe failed)", trigger);
-    return;
-  }
-  ++next;
-  const double lat = static_cast<double>(port::now_ns(comm->ctx) - t0) / 2;  // the probe's round trip, one way
-  if (paths[0].size() < 2) {
-    for (std::uint32_t i = 0; i < k; ++i) report(comm, peer, r, i, bw, lat, paths[0].empty() ? "NIC hash (probe lost)" : "single path (same leaf)", trigger);
+  // A peer under the same leaf (the two NICs' LLDP neighbours agree) has one path only.
+  NicInfo their;
+  if (!st.nic.neighbor.empty() && port::peer_nic_info(comm->ctx, peer.device, &their) == HCOMM_SUCCESS &&
+      their.neighbor == st.nic.neighbor) {
+    for (std::uint32_t i = 0; i < k; ++i) report(comm, peer, r, i, bw, 0, "single path (same leaf " + st.nic.neighbor + ")", trigger);
     return;
   }
   const bool learn = uplinks.size() < 2;
   if (!probe(comm, peer, next, learn ? kLearnProbes : kBatch, &sports, &paths, &uplinks)) {
-    for (std::uint32_t i = 0; i < k; ++i) report(comm, peer, r, i, bw, lat, "NIC hash (path probe failed)", trigger);
+    for (std::uint32_t i = 0; i < k; ++i) report(comm, peer, r, i, bw, 0, "NIC hash (path probe failed)", trigger);
     return;
   }
   next += static_cast<std::uint32_t>(sports.size());
+  const double lat = static_cast<double>(port::now_ns(comm->ctx) - t0) / 2;  // the probes' round trip, one way
+  if (std::all_of(paths.begin(), paths.end(), [](const Path& p) { return p.empty(); })) {
+    for (std::uint32_t i = 0; i < k; ++i) report(comm, peer, r, i, bw, lat, "NIC hash (probes lost)", trigger);
+    return;
+  }
   if (uplinks.size() < 2) {  // a single uplink: nothing to choose
     for (std::uint32_t i = 0; i < k; ++i) report(comm, peer, r, i, bw, lat, "single path (one uplink)", trigger);
     return;
@@ -218,7 +205,7 @@ const PeerRoute& to(hcomm_comm_t comm, const RankDesc& peer) {
   RouteState& st = comm->route;
   auto it = st.peers.find(peer.rank);
   if (it != st.peers.end()) return it->second;
-  if (st.policy < 0) st.policy = read_policy(comm->ctx);
+  if (st.policy < 0) st.policy = comm->ctx->route_policy;  // read with the context's environment (core/config)
   PeerRoute r;
   r.link = peer.device == comm->ctx->device ? PairLink::Local : discovered_link(comm, peer);  // discovery/ (docs/discovery.md)
   PeerRoute& ref = st.peers.emplace(peer.rank, std::move(r)).first->second;
@@ -236,7 +223,7 @@ void check(hcomm_comm_t comm) {
   st.cnp_per_us = t > st.last_ns ? static_cast<double>(cnps) * 1e3 / static_cast<double>(t - st.last_ns) : 0;
   st.last = now;
   st.last_ns = t;
-  const std::uint64_t threshold = cnp_threshold();
+  const std::uint64_t threshold = comm->ctx->route_cnp_threshold;
   if (st.policy != kProbe || threshold == 0 || cnps < threshold) return;
   char trig[96];
   std::snprintf(trig, sizeof trig, "congestion: %llu CNPs (%.3f per us)", static_cast<unsigned long long>(cnps), st.cnp_per_us);

@@ -21,7 +21,7 @@ namespace sim {
 
 // 3: operations.chosen_by, est_us, runner_up, runner_up_est_us.
 // 4: counter_samples, tasks, port_counters.busy_ns.
-// 5: routes.
+// 5: routes; port_counters.peer, peer_port.
 constexpr int kTraceSchemaVersion = 5;
 
 /// One `routes` row: a route the library chose, with the path the hardware forwards it on.
@@ -73,7 +73,8 @@ class Trace {
                     double busy_ns, std::uint64_t rx_retry, double credit_stall_ns);
   void port_counter(const std::string& node, std::uint32_t port, std::uint64_t tx_bytes, std::uint64_t tx_packets,
                     std::uint64_t drops, std::uint64_t ecn_marked, std::uint64_t pause_sent, std::uint64_t pause_rcv,
-                    double paused_ns, std::uint64_t max_queue_bytes, double busy_ns);
+                    double paused_ns, std::uint64_t max_queue_bytes, double busy_ns, const std::string& peer = "",
+                    std::int64_t peer_port = -1);
   /// One `counter_samples` row: `metric` of `object` in [t_ns, t_ns + interval_ns).
   void sample(double t_ns, double interval_ns, const char* kind, const std::string& object, const char* metric, double value);
   /// One `tasks` row: a stream task the NPU executed.

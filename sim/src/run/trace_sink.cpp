@@ -50,7 +50,9 @@ void trace_port_counters(Trace& trace, const models::Network* net) {
       const auto& ps = net->port_stats(n, k);
       if (ps.tx_packets == 0 && ps.drops == 0 && ps.pause_rcv == 0) continue;
       trace.port_counter(net->node_name(n), k, ps.tx_bytes, ps.tx_packets, ps.drops, ps.ecn_marked, ps.pause_sent, ps.pause_rcv,
-                         static_cast<double>(ps.paused_ps) / 1e3, ps.max_queue_bytes, static_cast<double>(ps.busy_ps) / 1e3);
+                         static_cast<double>(ps.paused_ps) / 1e3, ps.max_queue_bytes, static_cast<double>(ps.busy_ps) / 1e3,
+                         net->port(n, k).cabled ? net->node_name(net->port(n, k).peer) : std::string(),
+                         net->port(n, k).cabled ? static_cast<std::int64_t>(net->port(n, k).peer_port) : -1);
     }
 }
 

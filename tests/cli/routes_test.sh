@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# Route decisions in CI (docs/routing.md#cli): every golden scenario's decisions equal its reviewed
+# golden file (tests/golden/NAME.routes); two runs give the same bytes; deliberate changes (an
+# HCCS link down at start, oversubscription 1:1 -> 2:1, the NIC's hash instead of probes) show up
+# in hcsim diff (exit 1, the moved decisions listed, JUnit failure); an unrelated change (counter
+# sampling) does not; the slot rule spreads each leaf's stripes evenly over its uplinks; bad input
+# exits 2.
+# Usage: routes_test.sh HCSIM_BINARY SOURCE_DIR
+set -u
+HCSIM=$(realpath "$1")
+SRC=$(realpath "$2")
+G=$SRC/tests/golden
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+cd "$TMP"
+pass=0 fail=0
+ok() { echo "ok   $1"; pass=$((pass + 1)); }
+bad() { echo "FAIL $1"; shift; for f in "$@"; do sed 's/^/    /' "$f" | tail -30; done; fail=$((fail + 1)); }
+expect() {  # expect NAME CODE PATTERN -- command...
+  local name=$1 code=$2 pattern=$3
+  shift 4
+  "$@" > out.txt 2>&1
+  local rc=$?
+  if [ "$rc" -ne "$code" ]; then bad "$name: exit $rc, expected $code" out.txt; return; fi
+  if [ -n "$pattern" ] && ! grep -qE -- "$pattern" out.txt; then bad "$name: output lacks /$pattern/" out.txt; return; fi
+  ok "$name"
+}
+
+# 1. Golden files.
+for g in a2-2node clos-nr-4 clos3-small; do
+  "$HCSIM" run "$G/$g.scenario.json" --db "$g.db" -q > run.txt 2>&1 || bad "$g: run failed" run.txt
+  expect "golden $g" 0 "no differences" -- "$HCSIM" diff "$G/$g.routes" "$g.db"
+done
+
+# 2. Determinism: the same scenario twice, the same routes bytes.
+"$HCSIM" routes "$G/clos-nr-4.scenario.json" -o a.routes > /dev/null 2>&1
+"$HCSIM" routes "$G/clos-nr-4.scenario.json" -o b.routes > /dev/null 2>&1
+if cmp -s a.routes b.routes && [ -s a.routes ]; then ok "determinism"; else bad "determinism: routes differ between two runs" a.routes; fi
+
+# 3. The slot rule (docs/routing.md): on clos-nr-4 (radix 8 leaves: ports 0-3 down, 4-7 up) stripe
+#    i of the NIC on leaf port p leaves by uplink 4 + (2p + i) mod 4 — every leaf's 8 stripes
+#    per peer set spread 2 per uplink. Checked on every cross-leaf decision.
+awk -F'\t' '$6=="roce" && $9 ~ /spine/ {n++; split($9,h," "); split(h[1],a,":"); split(a[2],p,">");
+  if (p[2] != 4 + (2 * p[1] + $4) % 4) {print "wrong uplink: " $0; bad=1}}
+  END {if (n < 64) {print "only " n " cross-leaf decisions"; bad=1}; exit bad}' a.routes > slot.txt \
+  && ok "slot rule on every cross-leaf stripe" || bad "slot rule" slot.txt
+
+# 4. Deliberate changes show up.
+python3 - "$G/a2-2node.scenario.json" "$SRC/topologies/a2-2node.json" > linkdown.json <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1])); s["topology"] = sys.argv[2]
+s["faults"] = [{"type": "link_down", "at": "0us", "a": "node0/npu0", "b": "node0/npu1"}]
+print(json.dumps(s))
+PY
+"$HCSIM" run linkdown.json --db linkdown.db -q > run.txt 2>&1
+expect "link down at start moves 0->1 and 1->0" 1 "changed comm 1 rank 0 -> 1 qp 0 #0: hccs" -- "$HCSIM" diff "$G/a2-2node.routes" linkdown.db --junit j.xml
+if grep -q '<failure message=' j.xml && grep -q 'name="routes"' j.xml; then ok "junit failure written"; else bad "junit" j.xml; fi
+python3 - "$G/clos-nr-4.scenario.json" "$G/clos-nr-4.topology.json" > oversub.json <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1])); t = json.load(open(sys.argv[2]))
+t["fabric"]["oversubscription"] = "3:1"; json.dump(t, open("oversub.topology.json", "w"))
+s["topology"] = "oversub.topology.json"; print(json.dumps(s))
+PY
+"$HCSIM" run oversub.json --db oversub.db -q > run.txt 2>&1
+expect "oversubscription 3:1 moves cross-leaf routes" 1 "changed comm 1 rank 0 -> 8 qp 0 #0: roce" -- "$HCSIM" diff "$G/clos-nr-4.routes" oversub.db
+HCOMM_ROUTE_SPORT=hash "$HCSIM" run "$G/clos-nr-4.scenario.json" --db hash.db -q > run.txt 2>&1
+expect "hash policy differs from probe" 1 "NIC hash \(HCOMM_ROUTE_SPORT=hash\)" -- "$HCSIM" diff "$G/clos-nr-4.routes" hash.db
+expect "trace vs trace: summary time moved" 1 "summary: .* [1-9][0-9]* outside" -- "$HCSIM" diff clos-nr-4.db hash.db
+
+# Congestion re-routing (HCOMM_ROUTE_CNP_THRESHOLD): chunk tier (DCQCN), all-to-all twice; the
+# second operation sees the first one's CNPs and re-decides, recorded as second decisions.
+python3 - "$G/clos-nr-4.scenario.json" "$G/clos-nr-4.topology.json" > cong.json <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1])); s["topology"] = sys.argv[2]; s["fidelity"] = "chunk"
+s["hcomm_env"]["HCOMM_ROUTE_CNP_THRESHOLD"] = "1"
+s["workload"] = [{"op": "alltoall", "bytes": "1MiB", "dtype": "int8", "repeat": 2}]
+print(json.dumps(s))
+PY
+"$HCSIM" routes cong.json -o cong.routes > run.txt 2>&1 || bad "congestion scenario" run.txt
+n2=$(awk -F'\t' '$5 == 1 && $11 ~ /^congestion: [0-9]+ CNPs/' cong.routes | wc -l)
+if [ "$n2" -gt 0 ]; then ok "congestion re-routes ($n2 second decisions)"; else bad "congestion: no re-route" cong.routes; fi
+
+# 5. An unrelated change does not.
+"$HCSIM" run "$G/clos-nr-4.scenario.json" --db sampled.db -q --sample-interval 10us > run.txt 2>&1
+expect "counter sampling changes nothing" 0 "no differences" -- "$HCSIM" diff clos-nr-4.db sampled.db
+
+# 6. Bad input.
+expect "diff: missing file" 2 "no such file" -- "$HCSIM" diff "$G/a2-2node.routes" nope.db
+expect "diff: one input" 2 "needs two inputs" -- "$HCSIM" diff "$G/a2-2node.routes"
+printf 'hello\n' > junk.txt
+expect "diff: not a routes file" 2 "not a trace, a scenario or a routes file" -- "$HCSIM" diff junk.txt "$G/a2-2node.routes"
+printf '%s\n1\t2\n' "# hcsim routes 1: comm src dst qp n transport nic udp_sport hops reason trigger" > short.routes
+expect "diff: malformed routes line" 2 "short.routes:2: expected 11" -- "$HCSIM" diff short.routes "$G/a2-2node.routes"
+expect "routes: bad scenario" 2 "" -- "$HCSIM" routes "$SRC/tests/fixtures/not-json.json"
+expect "routes --help" 0 "usage: hcsim routes" -- "$HCSIM" routes --help
+expect "diff --help" 0 "usage: hcsim diff" -- "$HCSIM" diff --help
+
+echo "routes_test: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]

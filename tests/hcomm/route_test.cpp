@@ -1,0 +1,146 @@
+// Routing against the in-memory driver's miniature Clos (fake_driver.h: server s's NICs on leaf
+// s/2, 4 uplinks per leaf hashed from (src, dst, sport)): link-type priority, the slot rule for
+// RoCE source ports (stripe i of the NIC on leaf port p leaves by uplink (p*k + i) mod 4), the
+// QPs connected with exactly the reported ports, the hash policy connecting nothing, and an
+// all-reduce still producing the right bytes. The expected uplinks are computed here from the
+// fake's own hash, not from what the library reported.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <map>
+#include <set>
+#include <vector>
+
+#include "fake_driver.h"
+#include "hcomm/hcomm.h"
+
+using hcomm_fake::FakeDriver;
+
+namespace {
+
+struct World {
+  FakeDriver drv;
+  std::uint32_t n;
+  std::vector<hcomm_context_t> ctx;
+  std::vector<hcomm_comm_t> comm;
+  std::vector<hcomm_stream_t> stream;
+  World(std::uint32_t servers, std::uint32_t per, const char* policy, const char* qps) : drv(servers * per, per), n(servers * per) {
+    setenv("HCOMM_BUFFSIZE_MB", "1", 1);
+    setenv("HCOMM_BUFFER_SIZE_MB", "1", 1);
+    setenv("HCOMM_SYM_SLOTS", "0", 1);
+    setenv("HCOMM_ROUTE_SPORT", policy, 1);
+    setenv("HCOMM_NUM_QP", qps, 1);
+    hcomm::set_driver(&drv);
+    ctx.resize(n);
+    comm.resize(n);
+    stream.resize(n);
+    for (std::uint32_t r = 0; r < n; ++r) {
+      drv.set_rank(r);
+      EXPECT_EQ(hcomm_create_context(r % per, &ctx[r]), HCOMM_SUCCESS);
+      EXPECT_EQ(hcomm_comm_init(ctx[r], n, r, &comm[r]), HCOMM_SUCCESS);
+      EXPECT_EQ(hcomm_create_stream(ctx[r], &stream[r]), HCOMM_SUCCESS);
+    }
+  }
+  ~World() {
+    hcomm_finalize();
+    hcomm::set_driver(nullptr);
+    unsetenv("HCOMM_ROUTE_SPORT");
+    unsetenv("HCOMM_NUM_QP");
+  }
+  // An int32 all-reduce (sum) of 64 Ki elements per rank; true when every rank got the sum.
+  bool allreduce() {
+    const std::uint64_t count = 1 << 16;
+    std::vector<std::vector<std::int32_t>> in(n, std::vector<std::int32_t>(count));
+    std::vector<std::int32_t> ref(count, 0);
+    for (std::uint32_t r = 0; r < n; ++r)
+      for (std::uint64_t i = 0; i < count; ++i) { in[r][i] = static_cast<std::int32_t>((r * 7 + i) % 11) - 5; ref[i] += in[r][i]; }
+    std::vector<void*> a(n), b(n);
+    for (std::uint32_t r = 0; r < n; ++r) {
+      drv.set_rank(r);
+      if (hcomm_malloc(ctx[r], count * 4, &a[r]) != HCOMM_SUCCESS || hcomm_malloc(ctx[r], count * 4, &b[r]) != HCOMM_SUCCESS) return false;
+      hcomm_memcpy_host_to_device(a[r], in[r].data(), count * 4, stream[r]);
+    }
+    for (std::uint32_t r = 0; r < n; ++r) {
+      drv.set_rank(r);
+      if (hcomm_allreduce(a[r], b[r], count, HCOMM_DATA_TYPE_INT32, HCOMM_REDUCE_SUM, comm[r], stream[r]) != HCOMM_SUCCESS) return false;
+    }
+    for (std::uint32_t r = 0; r < n; ++r) {
+      drv.set_rank(r);
+      if (hcomm_stream_synchronize(stream[r]) != HCOMM_SUCCESS) return false;
+      std::vector<std::int32_t> got(count);
+      hcomm_memcpy_device_to_host(got.data(), b[r], count * 4, stream[r]);
+      hcomm_stream_synchronize(stream[r]);
+      if (got != ref) return false;
+    }
+    return true;
+  }
+};
+
+TEST(Route, ProbePolicySpreadsStripesByTheSlotRule) {
+  World w(8, 2, "probe", "2");  // 16 ranks, 4 leaves of 4 NICs, 2 stripes per peer
+  ASSERT_TRUE(w.allreduce());
+  std::size_t cross = 0, hccs = 0;
+  for (const auto& r : w.drv.routes) {
+    const std::uint32_t src_dev = r.src_rank, dst_dev = r.dst_device;  // fake: device == rank
+    if (src_dev / 2 == dst_dev / 2) {  // same server: HCCS first
+      EXPECT_EQ(r.transport, "hccs");
+      ++hccs;
+      continue;
+    }
+    EXPECT_EQ(r.transport, "roce");
+    if (src_dev / 4 == dst_dev / 4) {  // same leaf: nothing to choose, nothing connected
+      EXPECT_NE(r.reason.find("single path"), std::string::npos) << r.reason;
+      EXPECT_EQ(w.drv.qp_sports.count({src_dev, dst_dev, r.qp}), 0u);
+      continue;
+    }
+    ++cross;
+    const std::uint32_t port = (src_dev / 2 % 2) * 2 + src_dev % 2;  // the fake's LLDP port
+    const std::uint32_t want = (port * 2 + r.qp) % FakeDriver::kUplinks;
+    auto it = w.drv.qp_sports.find({src_dev, dst_dev, r.qp});
+    ASSERT_NE(it, w.drv.qp_sports.end()) << "stripe not connected";
+    EXPECT_EQ(it->second, r.udp_sport);
+    EXPECT_EQ(w.drv.fake_uplink(src_dev, dst_dev, it->second), want) << "rank " << r.src_rank << " -> " << r.dst_rank << " qp " << r.qp;
+  }
+  EXPECT_GT(hccs, 0u);
+  EXPECT_GT(cross, 0u);
+  EXPECT_GT(w.drv.probes, 0u);
+}
+
+TEST(Route, HashPolicyConnectsNothing) {
+  World w(8, 2, "hash", "2");
+  ASSERT_TRUE(w.allreduce());
+  EXPECT_TRUE(w.drv.qp_sports.empty());
+  EXPECT_EQ(w.drv.probes, 0u);
+  bool roce = false;
+  for (const auto& r : w.drv.routes)
+    if (r.transport == "roce") { roce = true; EXPECT_NE(r.reason.find("NIC hash"), std::string::npos); }
+  EXPECT_TRUE(roce);
+}
+
+TEST(Route, EachPeerDecidedOnce) {
+  World w(4, 2, "probe", "1");
+  ASSERT_TRUE(w.allreduce());
+  const std::size_t first = w.drv.routes.size();
+  ASSERT_TRUE(w.allreduce());
+  EXPECT_EQ(w.drv.routes.size(), first);  // no congestion, no re-route: the second op decides nothing
+  std::set<std::tuple<std::uint32_t, std::uint32_t, std::uint32_t>> seen;
+  for (const auto& r : w.drv.routes) EXPECT_TRUE(seen.insert({r.src_rank, r.dst_rank, r.qp}).second);
+}
+
+TEST(Route, BadPolicyRefusesTheContext) {
+  FakeDriver drv(2, 2);
+  hcomm::set_driver(&drv);
+  setenv("HCOMM_ROUTE_SPORT", "spray", 1);
+  drv.set_rank(0);
+  hcomm_context_t c = nullptr;
+  EXPECT_EQ(hcomm_create_context(0, &c), HCOMM_E_PARA);
+  char err[128];
+  EXPECT_EQ(hcomm_config_check("HCOMM_ROUTE_SPORT", "spray", err, sizeof err), HCOMM_E_PARA);
+  EXPECT_EQ(hcomm_config_check("HCOMM_ROUTE_SPORT", "hash", err, sizeof err), HCOMM_SUCCESS);
+  unsetenv("HCOMM_ROUTE_SPORT");
+  hcomm_finalize();
+  hcomm::set_driver(nullptr);
+}
+
+}  // namespace

@@ -1,0 +1,49 @@
+// hcsim routes: the library's route decisions of a run (docs/routing.md#cli). Input: a trace,
+// a routes file, or a scenario (run first). Output: the routes file format, or JSON with the
+// cost terms and times. Exit 0, or 2 for bad input.
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "commands.h"
+#include "routes_io.h"
+
+namespace hcsim {
+namespace {
+
+int routes_main(const std::vector<std::string>& argv) {
+  std::string file, out;
+  bool json = false;
+  const Args args(kRoutes,
+                  {{"--json", "", "", "", "JSON with the cost terms and decision times instead of the routes file format",
+                    [&](const std::string&) { json = true; return std::string(); }},
+                   {"--output", "-o", "FILE", "a file name", "write to FILE instead of standard output",
+                    [&](const std::string& v) { out = v; return v.empty() ? std::string("--output needs a file name") : std::string(); }}},
+                  {"SCENARIO|DB|ROUTES", "a scenario (run first, trace discarded), a trace database or a routes file",
+                   [&](const std::string& a) {
+                     if (!file.empty()) return std::string("routes takes one input, got a second: ") + a;
+                     file = a;
+                     return std::string();
+                   }});
+  if (auto rc = args.parse(argv)) return *rc;
+  if (file.empty()) return args.usage_error("routes needs a scenario, a trace database or a routes file");
+  std::vector<RouteLine> rs;
+  std::string why;
+  if (!load_routes(file, true, &rs, &why)) { std::fprintf(stderr, "hcsim: %s\n", why.c_str()); return kBadInput; }
+  const std::string text = json ? routes_json(rs) : routes_text(rs);
+  if (out.empty()) { std::fwrite(text.data(), 1, text.size(), stdout); return kOk; }
+  std::ofstream f(out, std::ios::binary | std::ios::trunc);
+  if (!f || !(f << text) || !f.flush()) { std::fprintf(stderr, "hcsim: %s: cannot write it\n", out.c_str()); return kBadInput; }
+  return kOk;
+}
+
+}  // namespace
+
+const Command kRoutes = {
+    "routes", "routes SCENARIO|DB|ROUTES [--json] [-o FILE]",
+    "        print the library's route decisions (transport, NIC, QP, UDP source port, the hops\n"
+    "        through switches and ports, reason, trigger), sorted; the format golden files use\n",
+    routes_main};
+
+}  // namespace hcsim

@@ -1,0 +1,35 @@
+// Route decisions as hcsim routes prints them and hcsim diff compares them (docs/routing.md#cli):
+// read from a trace's `routes` table, from a routes file (`hcsim routes` output, e.g. a golden
+// file under tests/golden/), or from a scenario run for the purpose.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace hcsim {
+
+/// One decision. The key is (comm, src, dst, qp, n): n counts earlier decisions of the same
+/// (comm, src, dst, qp), so a re-route is a second decision, not a change of the first.
+struct RouteLine {
+  std::uint32_t comm = 0, src = 0, dst = 0, qp = 0, n = 0;
+  std::string transport, nic, hops, reason, trigger;
+  std::uint32_t udp_sport = 0;
+  double t_ns = 0, bandwidth_GBps = 0, latency_us = 0, congestion = 0, cost = 0;  ///< not in routes files
+  std::string key() const;
+  /// What a regression compares: transport, NIC, source port, hops and reason.
+  std::string decision() const;
+};
+
+/// Header line of a routes file.
+extern const char* const kRoutesHeader;
+
+/// Load from FILE: a trace database (SQLite), a routes file, or (with `allow_scenario`) a scenario
+/// that is run with `hcsim run` into a temporary trace first. False + `why` on failure.
+bool load_routes(const std::string& file, bool allow_scenario, std::vector<RouteLine>* out, std::string* why,
+                 std::string* db_path = nullptr);
+
+/// The routes file text of `rs` (sorted by key; tab-separated).
+std::string routes_text(const std::vector<RouteLine>& rs);
+std::string routes_json(const std::vector<RouteLine>& rs);
+
+}  // namespace hcsim
