@@ -50,6 +50,15 @@ grep -q "0 cross-check disagreements" out.txt && [ "$(grep -c '^difference:' out
 expect nic-port 1 "node0/npu1 NIC: expected switch leaf0 port 1, found switch leaf0 port 2" -- "$HCSIM" discover --cross-check "$D/a2-2node-nic.json"
 grep -q "node1/npu7 NIC: expected IP 192.168.101.108, found 192.168.101.250" out.txt && grep -q "0 cross-check disagreements" out.txt &&
   { echo "ok   nic-ip"; pass=$((pass + 1)); } || { echo "FAIL nic-ip"; sed 's/^/    /' out.txt; fail=$((fail + 1)); }
+# Degrade / refuse: on the down link's server collectives are refused naming the pair (rather than
+# computing wrong results); the other server's ranks time out (docs/discovery.md#degrade-refuse).
+cat > degrade.json <<JSON
+{ "format": "hcsim-scenario", "version": 1, "name": "degrade", "topology": "$D/a2-2node-down.json",
+  "hcomm_env": { "HCOMM_TIMEOUT_MS": "1000" },
+  "workload": [ { "op": "allreduce", "bytes": "1MiB" } ], "expect": { "api_errors": "expected" } }
+JSON
+expect refuse 0 "Rank4 allreduce refused: rank 4 has no HCCS link or PCIe peer-to-peer path to rank 5 of its server" -- \
+  timeout 300 "$HCSIM" run degrade.json --no-trace
 # A rank that never joins: a timeout naming it (not a hang), within the simulated timeouts.
 expect missing 1 "error: rank 13 did not join within 1000 ms" -- timeout 120 "$HCSIM" discover "$D/a2-2node-missing.json"
 grep -q "node1/npu5 (rank 13): expected present, found: never joined" out.txt &&

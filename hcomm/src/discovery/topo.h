@@ -48,6 +48,9 @@ struct Topo {
   bool exchanged = false;  ///< false: the driver has no control channel; peers' facts from descriptors only
   TopoRecord mine;
   CtrlMsg table;           ///< kMsgTable: record of rank r at kMsgHeader + r * kRecordBytes
+  /// "" or why this rank's server is not an SDMA mesh (a pair of its ranks without HCCS or PCIe):
+  /// collectives are refused on it (docs/discovery.md#degrade-refuse).
+  std::string server_not_mesh;
   /// Rank r's record; without the exchange, only the descriptor's part for another rank.
   bool record(hcomm_context_t ctx, std::uint32_t r, TopoRecord* out) const;
 };

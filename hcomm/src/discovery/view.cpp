@@ -37,7 +37,7 @@ bool Topo::record(hcomm_context_t ctx, std::uint32_t r, TopoRecord* out) const {
 
 hcomm_result_t discover(hcomm_context_t ctx, std::uint32_t rank, std::uint32_t nranks, const RankDesc& me) {
   if (ctx->topo && ctx->topo->nranks == nranks && ctx->topo->rank == rank) return HCOMM_SUCCESS;
-  auto topo = std::make_shared<Topo>();
+  auto topo = std::make_shared<Topo>();  // written here only, then shared read-only
   TopoRecord mine;
   if (hcomm_result_t rc = probe_local(ctx, me, &mine); rc != HCOMM_SUCCESS) {
     ctx->discovery_error = "rank " + std::to_string(rank) + ": local probe failed";
@@ -55,6 +55,26 @@ hcomm_result_t discover(hcomm_context_t ctx, std::uint32_t rank, std::uint32_t n
   }
   if (rc != HCOMM_SUCCESS) return rc;
   ctx->topo = topo;
+  // My server's ranks must all reach each other by SDMA for the collectives (docs/discovery.md):
+  // every member checks every pair of its server from the shared table, so all decide alike.
+  if (topo->exchanged && topo->table) {
+    std::vector<std::uint32_t> server;
+    for (std::uint32_t id = 0; id < 32; ++id) {
+      std::uint32_t dev = 0, r = 0;
+      if (port::device_of(ctx, id, &dev) != HCOMM_SUCCESS) break;
+      if (port::device_rank(ctx, dev, &r) == HCOMM_SUCCESS && r < nranks) server.push_back(r);
+    }
+    for (std::size_t i = 0; i < server.size() && topo->server_not_mesh.empty(); ++i)
+      for (std::size_t j = 0; j < server.size(); ++j) {
+        LinkFacts f;
+        if (i == j || !link_facts(ctx, server[i], server[j], &f) || f.use == PairLink::Hccs || f.use == PairLink::Pcie) continue;
+        topo->server_not_mesh = "rank " + std::to_string(server[i]) + " has no HCCS link or PCIe peer-to-peer path to rank " +
+                                std::to_string(server[j]) + " of its server";
+        logf(ctx, 1, "discovery: %s; collectives are refused on this server (point-to-point degrades to RoCE)",
+             topo->server_not_mesh.c_str());
+        break;
+      }
+  }
   return HCOMM_SUCCESS;
 }
 
