@@ -73,13 +73,9 @@ TopoRecord decode_record(const std::uint8_t* o) {
   return r;
 }
 
-hcomm_result_t probe_local(hcomm_context_t ctx, const RankDesc& me, TopoRecord* out) {
-  TopoRecord r;
-  r.rank = me.rank;
-  r.server = me.server;
-  r.device_id = me.device_id;
-  r.host_ip = me.host_ip;
-  r.device = me.device;
+hcomm_result_t probe_hccs_ports(hcomm_context_t ctx, TopoRecord* rec) {
+  TopoRecord& r = *rec;
+  r.nports = 0;
   // HCCS: every port number's status registers; a cabled port's partner as link training learnt it.
   for (std::uint32_t p = 0; p < kHccsPortCount && r.nports < kTopoPorts; ++p) {
     HccsPortInfo hp;
@@ -93,6 +89,17 @@ hcomm_result_t probe_local(hcomm_context_t ctx, const RankDesc& me, TopoRecord* 
     t.partner_server = hp.up ? hp.partner_server : 0;
     t.bandwidth_Bps = hp.bandwidth_Bps;
   }
+  return HCOMM_SUCCESS;
+}
+
+hcomm_result_t probe_local(hcomm_context_t ctx, const RankDesc& me, TopoRecord* out) {
+  TopoRecord r;
+  r.rank = me.rank;
+  r.server = me.server;
+  r.device_id = me.device_id;
+  r.host_ip = me.host_ip;
+  r.device = me.device;
+  if (hcomm_result_t rc = probe_hccs_ports(ctx, &r); rc != HCOMM_SUCCESS) return rc;
   // PCIe peer-to-peer to the other devices of the server (device ids until device_of refuses).
   for (std::uint32_t id = 0; id < 32; ++id) {
     std::uint32_t dev = 0;

@@ -55,6 +55,8 @@ struct Topo {
   bool record(hcomm_context_t ctx, std::uint32_t r, TopoRecord* out) const;
 };
 
+/// Re-read the device's HCCS port status registers into `r` (its ports as they are now).
+hcomm_result_t probe_hccs_ports(hcomm_context_t ctx, TopoRecord* r);
 /// Probe the context's device: HCCS ports, PCIe peers, NIC (through driver_port only).
 hcomm_result_t probe_local(hcomm_context_t ctx, const RankDesc& me, TopoRecord* out);
 /// Exchange the records of `nranks` ranks (a root per server, the global root rank 0) and fill

@@ -78,16 +78,25 @@ hcomm_result_t discover(hcomm_context_t ctx, std::uint32_t rank, std::uint32_t n
   return HCOMM_SUCCESS;
 }
 
+namespace {
+LinkFacts facts(const TopoRecord& ra, const TopoRecord& rb, std::uint32_t a, std::uint32_t b);
+}  // namespace
+
 bool link_facts(hcomm_context_t ctx, std::uint32_t a, std::uint32_t b, LinkFacts* out) {
   const Topo* t = ctx->topo.get();
   TopoRecord ra, rb;
   if (!t || !t->record(ctx, a, &ra) || !t->record(ctx, b, &rb)) return false;
+  *out = facts(ra, rb, a, b);
+  return true;
+}
+
+namespace {
+LinkFacts facts(const TopoRecord& ra, const TopoRecord& rb, std::uint32_t a, std::uint32_t b) {
   LinkFacts f;
   if (a == b) {
     f.use = PairLink::Local;
     f.types = HCOMM_LINK_LOCAL;
-    *out = f;
-    return true;
+    return f;
   }
   // HCCS: a port of a that trained up with b as its partner (the partner's own view is b's).
   std::uint64_t hccs_bw = 0;
@@ -110,13 +119,19 @@ bool link_facts(hcomm_context_t ctx, std::uint32_t a, std::uint32_t b, LinkFacts
     f.bandwidth_Bps = std::min(sa, sb);
     f.latency_ns = kRoceLatencyNs;
   }
-  *out = f;
-  return true;
+  return f;
 }
+}  // namespace
 
+// At a peer's first use: the caller's own HCCS ports as they are now (re-read, as a link may have
+// gone down since discovery), the peer's record from the table.
 PairLink discovered_link(hcomm_comm_t comm, const RankDesc& peer) {
-  LinkFacts f;
-  return link_facts(comm->ctx, global_rank(comm, comm->rank), global_rank(comm, peer.rank), &f) ? f.use : PairLink::None;
+  const Topo* t = comm->ctx->topo.get();
+  const std::uint32_t a = global_rank(comm, comm->rank), b = global_rank(comm, peer.rank);
+  TopoRecord ra, rb;
+  if (!t || !t->record(comm->ctx, a, &ra) || !t->record(comm->ctx, b, &rb)) return PairLink::None;
+  if (a != b) probe_hccs_ports(comm->ctx, &ra);
+  return facts(ra, rb, a, b).use;
 }
 
 }  // namespace hcomm::detail
