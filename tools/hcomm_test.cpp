@@ -156,7 +156,7 @@ class OpTap final : public hcomm::Driver {
   hcomm::PairLink pair_link(std::uint32_t a, std::uint32_t b) override { return d->pair_link(a, b); }
   hcomm::DrvStatus nic_info(std::uint32_t dev, hcomm::NicInfo* o) override { return d->nic_info(dev, o); }
   hcomm::DrvStatus nic_counters(std::uint32_t dev, hcomm::NicCounters* o) override { return d->nic_counters(dev, o); }
-  hcomm::DrvStatus probe_paths(std::uint32_t dev, std::uint32_t t, const std::uint16_t* s, std::uint32_t n,
+  hcomm::DrvStatus probe_paths(std::uint32_t dev, const std::uint32_t* t, const std::uint16_t* s, std::uint32_t n,
                                std::vector<std::vector<hcomm::PathHop>>* o) override {
     return d->probe_paths(dev, t, s, n, o);
   }

@@ -82,7 +82,7 @@ class FakeDriver : public hcomm::Driver {
   static constexpr std::uint32_t kUplinks = 4;
   std::vector<hcomm::RouteInfo> routes;                     ///< every route_decided report
   std::map<std::tuple<std::uint32_t, std::uint32_t, std::uint32_t>, std::uint16_t> qp_sports;  ///< (src, dst, qp) -> sport
-  std::uint64_t probes = 0;
+  std::uint64_t probes = 0, probe_calls = 0;
   std::uint32_t fake_uplink(std::uint32_t a, std::uint32_t b, std::uint16_t sport) const {
     std::uint64_t h = (static_cast<std::uint64_t>(a) * 0x9e3779b97f4a7c15ULL) ^ (static_cast<std::uint64_t>(b) << 32) ^ sport;
     h ^= h >> 29; h *= 0xbf58476d1ce4e5b9ULL; h ^= h >> 32;
@@ -102,18 +102,20 @@ class FakeDriver : public hcomm::Driver {
     *out = hcomm::NicCounters{};
     return DrvStatus::Ok;
   }
-  DrvStatus probe_paths(std::uint32_t dev, std::uint32_t target, const std::uint16_t* sports, std::uint32_t n,
+  DrvStatus probe_paths(std::uint32_t dev, const std::uint32_t* targets, const std::uint16_t* sports, std::uint32_t n,
                         std::vector<std::vector<hcomm::PathHop>>* out) override {
-    if (dev >= n_ || target >= n_ || !out) return DrvStatus::Invalid;
+    if (dev >= n_ || !out) return DrvStatus::Invalid;
     out->assign(n, {});
     probes += n;
-    const std::uint32_t la = dev / rps_ / 2, lb = target / rps_ / 2;
-    const std::uint32_t in = (dev / rps_ % 2) * rps_ + dev % rps_, down = (target / rps_ % 2) * rps_ + target % rps_;
+    ++probe_calls;
+    const std::uint32_t la = dev / rps_ / 2, in = (dev / rps_ % 2) * rps_ + dev % rps_;
     for (std::uint32_t i = 0; i < n; ++i) {
-      if (la == lb) { (*out)[i] = {{"leaf" + std::to_string(la), in, down}}; continue; }
+      const std::uint32_t target = targets[i];
+      if (target >= n_) return DrvStatus::Invalid;
+      const std::uint32_t lb = target / rps_ / 2, down = (target / rps_ % 2) * rps_ + target % rps_;
+      if (la == lb) { (*out)[i] = {{1000 + la, in, down}}; continue; }
       const std::uint32_t u = fake_uplink(dev, target, sports[i]);
-      (*out)[i] = {{"leaf" + std::to_string(la), in, 100 + u}, {"spine" + std::to_string(u), la, lb},
-                   {"leaf" + std::to_string(lb), 100 + u, down}};
+      (*out)[i] = {{1000 + la, in, 100 + u}, {2000 + u, la, lb}, {1000 + lb, 100 + u, down}};
     }
     return DrvStatus::Ok;
   }

@@ -59,9 +59,10 @@ struct NicInfo {
 struct NicCounters {
   std::uint64_t cnp_rcv = 0, retransmits = 0, timeouts = 0, tx_bytes = 0;
 };
-/// One switch a probe went through: its name, the port the probe came in on and the one it left by.
+/// One switch a probe went through: its id (LLDP chassis id), the port the probe came in on and
+/// the one it left by.
 struct PathHop {
-  std::string node;
+  std::uint64_t node = 0;
   std::uint32_t in_port = 0, out_port = 0;
 };
 /// A route the library chose for traffic from its device to a peer (reported for the trace).
@@ -118,11 +119,11 @@ class Driver {
   // traceroute carrying the flow's 5-tuple, so each switch hashes it as it would the data).
   virtual DrvStatus nic_info(std::uint32_t device, NicInfo* out) = 0;
   virtual DrvStatus nic_counters(std::uint32_t device, NicCounters* out) = 0;
-  /// Probe the paths from `device`'s NIC to `target`'s NIC for `n` UDP source ports at once; the
-  /// calling host thread waits for the slowest probe's round trip. (*out)[i]: the switches of
-  /// sports[i]'s path (empty when the probe did not come back, e.g. a link down on the way).
-  virtual DrvStatus probe_paths(std::uint32_t device, std::uint32_t target, const std::uint16_t* sports, std::uint32_t n,
-                                std::vector<std::vector<PathHop>>* out) = 0;
+  /// Probe `n` paths at once: probe i from `device`'s NIC to targets[i]'s NIC with UDP source port
+  /// sports[i]; the calling host thread waits for the slowest probe's round trip. (*out)[i]: the
+  /// switches of probe i's path (empty when it did not come back, e.g. a link down on the way).
+  virtual DrvStatus probe_paths(std::uint32_t device, const std::uint32_t* targets, const std::uint16_t* sports,
+                                std::uint32_t n, std::vector<std::vector<PathHop>>* out) = 0;
   /// Connect (or re-connect) the RC QP of stripe `qp` from `device` to `target` with UDP source
   /// port `sport` (RoCE v2: the ECMP entropy; ibv_modify_qp's flow label on real NICs). Without
   /// it a QP takes the NIC's own port (a hash). Writes already posted finish on the old path.

@@ -8,6 +8,7 @@
 #include "algo/mesh.h"
 #include "core/comm.h"
 #include "core/stream.h"
+#include "route/route.h"
 #include "transport/notify_keys.h"
 #include "transport/tasks.h"
 #include "transport/transport.h"
@@ -56,6 +57,16 @@ hcomm_result_t run_plan(hcomm_comm_t comm, hcomm_stream_t main, const Members& m
                         int dtype, int op) {
   Exec ex{comm, main, mem, a, dtype, op};
   settle_mesh(comm, main);
+  {  // every peer of the plan routed together (route/route.h: one probe batch for the new ones)
+    std::vector<std::uint32_t> peers;
+    for (const Step& st : plan.steps) {
+      for (const Send& x : st.sends) peers.push_back(mem.rank(x.to));
+      for (const Recv& x : st.recvs) peers.push_back(mem.rank(x.from));
+    }
+    std::sort(peers.begin(), peers.end());
+    peers.erase(std::unique(peers.begin(), peers.end()), peers.end());
+    route::prepare(comm, peers);
+  }
 
   // Receiver side: when each receive's writer may write (docs/algorithms/README.md#flow-control).
   // Receive i is granted at a point of the receiver's receive sequence (-1: at the start;

@@ -1,6 +1,7 @@
 // Routing (docs/routing.md): transport by link-type priority, RoCE source ports chosen by path
 // probes so that the stripes of the NICs under one leaf switch take different uplinks, and a
 // re-route when the NIC reports congestion. Every decision goes to the driver (trace `routes`).
+// Peers first used together (a plan's peers) are probed together: one probe round trip for all.
 #include "route/route.h"
 
 #include <algorithm>
@@ -16,11 +17,13 @@ namespace hcomm::detail::route {
 
 namespace {
 
-// Probe budget (docs/routing.md#probes): the first RoCE peer learns the leaf's uplinks with a
-// large batch; later peers probe in batches until every stripe found its uplink.
-constexpr std::uint32_t kLearnProbes = 512;
+// Probe budget (docs/routing.md#probes): per cross-leaf peer kFirst candidates in the first round
+// (plus kLearn for the first one while the leaf's uplinks are unknown), then kBatch per peer that
+// still misses a stripe's uplink, for at most kRounds rounds; every round is one probe call.
+constexpr std::uint32_t kLearn = 512;
+constexpr std::uint32_t kFirst = 128;
 constexpr std::uint32_t kBatch = 64;
-constexpr std::uint32_t kMaxBatches = 16;
+constexpr std::uint32_t kRounds = 3;
 // Cost terms of a route (docs/routing.md#cost): time to move 1 MiB at the link's rate, plus its
 // latency, plus gamma times the NIC's CNP rate. Link figures are the library's nominal values
 // for the link types (the A2 server's HCCS link, a Gen4 x16 peer-to-peer path).
@@ -70,133 +73,163 @@ void report(hcomm_comm_t comm, const RankDesc& peer, const PeerRoute& r, std::ui
   port::route_decided(comm->ctx, info);
 }
 
-using Path = std::vector<std::pair<std::string, std::uint32_t>>;
+std::uint32_t stripes(hcomm_comm_t comm) { return std::max<std::uint32_t>(1, comm->rdma.qp_count); }
+double nic_Bps(const RouteState& st) { return st.nic.speed_bps ? static_cast<double>(st.nic.speed_bps) / 8 : 0; }
 
-Path to_path(const std::vector<PathHop>& hops) {
-  Path p;
-  p.reserve(hops.size());
-  for (const auto& h : hops) p.emplace_back(h.node, h.out_port);
-  return p;
-}
-
-// Probe `n` candidates (numbered from `first`) for `peer`; adds the leaf egress ports seen to
-// `uplinks`. False when the probes could not be sent.
-bool probe(hcomm_comm_t comm, const RankDesc& peer, std::uint32_t first, std::uint32_t n, std::vector<std::uint16_t>* sports,
-           std::vector<Path>* paths, std::vector<std::uint32_t>* uplinks) {
-  sports->resize(n);
-  for (std::uint32_t c = 0; c < n; ++c) (*sports)[c] = candidate(comm->ctx->device, peer.device, first + c);
-  std::vector<std::vector<PathHop>> hops;
-  if (port::probe_paths(comm->ctx, peer.device, sports->data(), n, &hops) != HCOMM_SUCCESS) return false;
-  paths->clear();
-  for (const auto& h : hops) {
-    paths->push_back(to_path(h));
-    if (h.size() >= 2) uplinks->push_back(h[0].out_port);  // crossing a spine: the leaf's egress is an uplink
-  }
-  std::sort(uplinks->begin(), uplinks->end());
-  uplinks->erase(std::unique(uplinks->begin(), uplinks->end()), uplinks->end());
-  return true;
-}
-
-void decide_roce(hcomm_comm_t comm, const RankDesc& peer, PeerRoute& r, const std::string& trigger) {
-  RouteState& st = comm->route;
-  const std::uint32_t k = std::max<std::uint32_t>(1, comm->rdma.qp_count);
-  const double bw = st.nic.speed_bps ? static_cast<double>(st.nic.speed_bps) / 8 : 0;
-  r.sports.clear();
-  r.paths.assign(k, {});
-  if (st.policy == kHash) {
-    for (std::uint32_t i = 0; i < k; ++i) report(comm, peer, r, i, bw, 0, "NIC hash (HCOMM_ROUTE_SPORT=hash)", trigger);
-    return;
-  }
-  // The leaf's uplinks seen so far are shared by all peers: in a Clos every uplink leads to every
-  // other leaf.
-  std::vector<std::uint32_t>& uplinks = st.uplinks;
+// A cross-leaf peer being routed: the candidates probed for it so far, what each stripe found.
+struct Pending {
+  RankDesc peer;
+  PeerRoute* r = nullptr;
   std::vector<std::uint16_t> sports;
-  std::vector<Path> paths;
+  std::vector<PeerRoute::Path> paths;
+  std::vector<int> pick;  ///< per stripe: index into sports/paths, -1 not found yet
+  std::uint32_t next = 0; ///< next candidate number
+};
+
+// Route the cross-leaf peers in `ps` (their PeerRoute reset): probe rounds, the slot rule, connect, report.
+void route_roce(hcomm_comm_t comm, std::vector<Pending>& ps, const std::string& trigger) {
+  RouteState& st = comm->route;
+  const std::uint32_t k = stripes(comm);
+  const double bw = nic_Bps(st);
+  std::vector<std::uint32_t> targets;
+  std::vector<std::uint16_t> sports;
+  std::vector<std::vector<PathHop>> out;
   const std::uint64_t t0 = port::now_ns(comm->ctx);
-  std::uint32_t next = r.epoch * kMaxBatches * kBatch * 8;
-  // A peer under the same leaf (the two NICs' LLDP neighbours agree) has one path only.
-  NicInfo their;
-  if (!st.nic.neighbor.empty() && port::peer_nic_info(comm->ctx, peer.device, &their) == HCOMM_SUCCESS &&
-      their.neighbor == st.nic.neighbor) {
-    for (std::uint32_t i = 0; i < k; ++i) report(comm, peer, r, i, bw, 0, "single path (same leaf " + st.nic.neighbor + ")", trigger);
-    return;
-  }
-  const bool learn = uplinks.size() < 2;
-  if (!probe(comm, peer, next, learn ? kLearnProbes : kBatch, &sports, &paths, &uplinks)) {
-    for (std::uint32_t i = 0; i < k; ++i) report(comm, peer, r, i, bw, 0, "NIC hash (path probe failed)", trigger);
-    return;
-  }
-  next += static_cast<std::uint32_t>(sports.size());
-  const double lat = static_cast<double>(port::now_ns(comm->ctx) - t0) / 2;  // the probes' round trip, one way
-  if (std::all_of(paths.begin(), paths.end(), [](const Path& p) { return p.empty(); })) {
-    for (std::uint32_t i = 0; i < k; ++i) report(comm, peer, r, i, bw, lat, "NIC hash (probes lost)", trigger);
-    return;
-  }
-  if (uplinks.size() < 2) {  // a single uplink: nothing to choose
-    for (std::uint32_t i = 0; i < k; ++i) report(comm, peer, r, i, bw, lat, "single path (one uplink)", trigger);
-    return;
-  }
-  // Stripe i of the NIC on leaf port p wants uplink slot (p*k + i + epoch) mod U: the NICs under
-  // one leaf then fill its uplinks evenly without talking to each other.
-  const std::uint32_t U = static_cast<std::uint32_t>(uplinks.size());
-  std::vector<std::uint16_t> chosen(k, 0);
-  std::vector<Path> chosen_path(k);
-  std::vector<bool> found(k, false);
-  for (std::uint32_t batch = 0;; ++batch) {
-    for (std::uint32_t i = 0; i < k; ++i) {
-      if (found[i]) continue;
-      const std::uint32_t want = uplinks[(st.nic.neighbor_port * k + i + r.epoch) % U];
-      for (std::size_t c = 0; c < paths.size(); ++c)
-        if (paths[c].size() >= 2 && paths[c][0].second == want) {
-          chosen[i] = sports[c];
-          chosen_path[i] = paths[c];
-          found[i] = true;
-          break;
-        }
-    }
-    if (std::all_of(found.begin(), found.end(), [](bool f) { return f; }) || batch + 1 >= kMaxBatches) break;
-    if (!probe(comm, peer, next, kBatch, &sports, &paths, &uplinks)) break;
-    next += kBatch;
-  }
-  char why[96];
-  for (std::uint32_t i = 0; i < k; ++i) {
-    if (!found[i]) {  // the budget ran out: the least loaded path seen
-      std::size_t best = 0;
-      std::uint64_t best_load = ~0ULL;
-      for (std::size_t c = 0; c < paths.size(); ++c) {
-        if (paths[c].empty()) continue;
-        std::uint64_t l = 0;
-        for (const auto& h : paths[c]) { auto it = st.load.find(h); l += it == st.load.end() ? 0 : it->second; }
-        if (l < best_load) { best_load = l; best = c; }
+  bool probed = false, failed = false;
+  for (std::uint32_t round = 0; round < kRounds; ++round) {
+    targets.clear();
+    sports.clear();
+    std::vector<std::pair<std::size_t, std::uint32_t>> owner;  // probe -> (pending, count)
+    for (std::size_t p = 0; p < ps.size(); ++p) {
+      Pending& x = ps[p];
+      if (x.pick.empty()) x.pick.assign(k, -1);
+      if (round > 0 && std::none_of(x.pick.begin(), x.pick.end(), [](int v) { return v < 0; })) continue;
+      std::uint32_t n = round == 0 ? kFirst : kBatch;
+      if (round == 0 && p == 0 && st.uplinks.size() < 2) n += kLearn;
+      for (std::uint32_t c = 0; c < n; ++c) {
+        targets.push_back(x.peer.device);
+        sports.push_back(candidate(comm->ctx->device, x.peer.device, x.r->epoch * 4096 + x.next++));
       }
-      chosen[i] = sports[best];
-      chosen_path[i] = paths[best];
+      owner.emplace_back(p, n);
     }
-    if (port::qp_connect(comm->ctx, peer.device, i, chosen[i]) != HCOMM_SUCCESS) continue;
-    r.sports.resize(i + 1, 0);
-    r.sports[i] = chosen[i];
-    r.paths[i] = chosen_path[i];
-    for (const auto& h : chosen_path[i]) ++st.load[h];
-    const auto slot = static_cast<std::uint32_t>(std::lower_bound(uplinks.begin(), uplinks.end(), chosen_path[i][0].second) - uplinks.begin());
-    std::snprintf(why, sizeof why, "%s uplink %u of %u", found[i] ? "probed" : "least loaded", slot, U);
-    report(comm, peer, r, i, bw, lat, why, trigger);
+    if (targets.empty()) break;
+    if (port::probe_paths(comm->ctx, targets.data(), sports.data(), static_cast<std::uint32_t>(targets.size()), &out) !=
+        HCOMM_SUCCESS) {
+      failed = !probed;
+      break;
+    }
+    probed = true;
+    std::size_t at = 0;
+    for (const auto& [p, n] : owner) {
+      Pending& x = ps[p];
+      for (std::uint32_t c = 0; c < n; ++c, ++at) {
+        PeerRoute::Path path;
+        path.reserve(out[at].size());
+        for (const auto& h : out[at]) path.emplace_back(h.node, h.out_port);
+        // Crossing a spine: the first switch's egress is one of the leaf's uplinks (shared by all
+        // peers: in a Clos every uplink leads to every other leaf).
+        if (path.size() >= 2 && !std::binary_search(st.uplinks.begin(), st.uplinks.end(), path[0].second))
+          st.uplinks.insert(std::lower_bound(st.uplinks.begin(), st.uplinks.end(), path[0].second), path[0].second);
+        x.sports.push_back(sports[at]);
+        x.paths.push_back(std::move(path));
+      }
+    }
+    // Stripe i of the NIC on leaf port p wants uplink slot (p*k + i + epoch) mod U: the NICs under
+    // one leaf then fill its uplinks evenly without talking to each other.
+    const std::uint32_t U = static_cast<std::uint32_t>(st.uplinks.size());
+    if (U < 2) break;  // one uplink at most: nothing to choose
+    for (Pending& x : ps)
+      for (std::uint32_t i = 0; i < k; ++i) {
+        if (x.pick[i] >= 0) continue;
+        const std::uint32_t want = st.uplinks[(st.nic.neighbor_port * k + i + x.r->epoch) % U];
+        for (std::size_t c = 0; c < x.paths.size(); ++c)
+          if (x.paths[c].size() >= 2 && x.paths[c][0].second == want &&
+              std::find(x.pick.begin(), x.pick.end(), static_cast<int>(c)) == x.pick.end()) {
+            x.pick[i] = static_cast<int>(c);
+            break;
+          }
+      }
+  }
+  const double lat = static_cast<double>(port::now_ns(comm->ctx) - t0) / 2;  // the probes' round trips, one way
+  const std::uint32_t U = static_cast<std::uint32_t>(st.uplinks.size());
+  char why[96];
+  for (Pending& x : ps) {
+    PeerRoute& r = *x.r;
+    const bool any = std::any_of(x.paths.begin(), x.paths.end(), [](const PeerRoute::Path& p) { return !p.empty(); });
+    if (failed || !any || U < 2) {  // no probe came back, or nothing to choose: the NIC's own ports
+      const char* reason = failed ? "NIC hash (path probe failed)" : !any ? "NIC hash (probes lost)" : "single path (one uplink)";
+      for (std::uint32_t i = 0; i < k; ++i) report(comm, x.peer, r, i, bw, lat, reason, trigger);
+      continue;
+    }
+    for (std::uint32_t i = 0; i < k; ++i) {
+      const bool found = x.pick[i] >= 0;
+      std::size_t c = found ? static_cast<std::size_t>(x.pick[i]) : 0;
+      if (!found) {  // the budget ran out: the probed path whose ports carry the fewest of my stripes
+        std::uint64_t best = ~0ULL;
+        for (std::size_t j = 0; j < x.paths.size(); ++j) {
+          if (x.paths[j].empty()) continue;
+          std::uint64_t l = 0;
+          for (const auto& h : x.paths[j]) { auto it = st.load.find(h); l += it == st.load.end() ? 0 : it->second; }
+          if (l < best) { best = l; c = j; }
+        }
+      }
+      if (x.paths[c].empty() || port::qp_connect(comm->ctx, x.peer.device, i, x.sports[c]) != HCOMM_SUCCESS) {
+        report(comm, x.peer, r, i, bw, lat, "NIC hash (connect failed)", trigger);
+        continue;
+      }
+      if (r.sports.size() <= i) r.sports.resize(i + 1, 0);
+      r.sports[i] = x.sports[c];
+      r.paths[i] = x.paths[c];
+      for (const auto& h : x.paths[c]) ++st.load[h];
+      const auto slot = static_cast<std::uint32_t>(std::lower_bound(st.uplinks.begin(), st.uplinks.end(), x.paths[c][0].second) -
+                                                   st.uplinks.begin());
+      std::snprintf(why, sizeof why, "%s uplink %u of %u", found ? "probed" : "least loaded", slot, U);
+      report(comm, x.peer, r, i, bw, lat, why, trigger);
+    }
   }
 }
 
-void decide(hcomm_comm_t comm, const RankDesc& peer, PeerRoute& r, const std::string& trigger) {
+// Decide every peer of `peers` not decided yet; the cross-leaf RoCE ones in one probe batch.
+void decide(hcomm_comm_t comm, const std::vector<const RankDesc*>& peers, const std::string& trigger) {
   RouteState& st = comm->route;
-  switch (r.link) {
-    case PairLink::Hccs: report(comm, peer, r, 0, kHccsBps, kHccsLatNs, "hccs direct (priority 1)", trigger); return;
-    case PairLink::Pcie: report(comm, peer, r, 0, kPcieBps, kPcieLatNs, "pcie peer-to-peer (no hccs link; priority 2)", trigger); return;
-    case PairLink::Roce: break;
-    default: report(comm, peer, r, 0, 0, 0, "no path", trigger); return;
+  if (st.policy < 0) st.policy = comm->ctx->route_policy;  // read with the context's environment (core/config)
+  std::vector<Pending> ps;
+  for (const RankDesc* d : peers) {
+    if (!d || st.peers.count(d->rank)) continue;
+    PeerRoute& r = st.peers[d->rank];
+    r.link = d->device == comm->ctx->device ? PairLink::Local : discovered_link(comm, *d);  // discovery/ (docs/discovery.md)
+    switch (r.link) {
+      case PairLink::Local: continue;
+      case PairLink::Hccs: report(comm, *d, r, 0, kHccsBps, kHccsLatNs, "hccs direct (priority 1)", trigger); continue;
+      case PairLink::Pcie: report(comm, *d, r, 0, kPcieBps, kPcieLatNs, "pcie peer-to-peer (no hccs link; priority 2)", trigger); continue;
+      case PairLink::Roce: break;
+      default: report(comm, *d, r, 0, 0, 0, "no path", trigger); continue;
+    }
+    if (!st.nic_read) {
+      st.nic_read = true;
+      if (port::nic_info(comm->ctx, &st.nic) != HCOMM_SUCCESS) st.nic = NicInfo{};
+    }
+    ++st.roce_peers;
+    const std::uint32_t k = stripes(comm);
+    r.paths.assign(k, {});
+    if (st.policy == kHash) {
+      for (std::uint32_t i = 0; i < k; ++i) report(comm, *d, r, i, nic_Bps(st), 0, "NIC hash (HCOMM_ROUTE_SPORT=hash)", trigger);
+      continue;
+    }
+    // A peer under the same leaf (the two NICs' LLDP neighbours agree) has one path only.
+    NicInfo their;
+    if (!st.nic.neighbor.empty() && port::peer_nic_info(comm->ctx, d->device, &their) == HCOMM_SUCCESS &&
+        their.neighbor == st.nic.neighbor) {
+      for (std::uint32_t i = 0; i < k; ++i)
+        report(comm, *d, r, i, nic_Bps(st), 0, "single path (same leaf " + st.nic.neighbor + ")", trigger);
+      continue;
+    }
+    Pending x;
+    x.peer = *d;
+    x.r = &r;  // std::map: the reference stays valid while others are inserted
+    ps.push_back(std::move(x));
   }
-  if (!st.nic_read) {
-    st.nic_read = true;
-    if (port::nic_info(comm->ctx, &st.nic) != HCOMM_SUCCESS) st.nic = NicInfo{};
-  }
-  ++st.roce_peers;
-  decide_roce(comm, peer, r, trigger);
+  if (!ps.empty()) route_roce(comm, ps, trigger);
 }
 
 }  // namespace
@@ -205,12 +238,16 @@ const PeerRoute& to(hcomm_comm_t comm, const RankDesc& peer) {
   RouteState& st = comm->route;
   auto it = st.peers.find(peer.rank);
   if (it != st.peers.end()) return it->second;
-  if (st.policy < 0) st.policy = comm->ctx->route_policy;  // read with the context's environment (core/config)
-  PeerRoute r;
-  r.link = peer.device == comm->ctx->device ? PairLink::Local : discovered_link(comm, peer);  // discovery/ (docs/discovery.md)
-  PeerRoute& ref = st.peers.emplace(peer.rank, std::move(r)).first->second;
-  if (ref.link != PairLink::Local) decide(comm, peer, ref, "first use");
-  return ref;
+  decide(comm, {&peer}, "first use");
+  return st.peers.at(peer.rank);
+}
+
+void prepare(hcomm_comm_t comm, const std::vector<std::uint32_t>& ranks) {
+  std::vector<const RankDesc*> peers;
+  peers.reserve(ranks.size());
+  for (std::uint32_t r : ranks)
+    if (r != comm->rank && !comm->route.peers.count(r)) peers.push_back(peer_desc(comm, r));
+  if (!peers.empty()) decide(comm, peers, "first use");
 }
 
 void check(hcomm_comm_t comm) {
@@ -228,17 +265,24 @@ void check(hcomm_comm_t comm) {
   char trig[96];
   std::snprintf(trig, sizeof trig, "congestion: %llu CNPs (%.3f per us)", static_cast<unsigned long long>(cnps), st.cnp_per_us);
   ++st.reroutes;
+  std::vector<Pending> ps;
   for (auto& [rank, r] : st.peers) {
     if (r.link != PairLink::Roce || r.sports.empty()) continue;
     for (const auto& p : r.paths)
       for (const auto& h : p)
         if (auto it = st.load.find(h); it != st.load.end() && it->second) --it->second;
     ++r.epoch;
-    RankDesc d;
-    if (port::rank_desc(comm->ctx, rank, &d) != HCOMM_SUCCESS) continue;
-    decide_roce(comm, d, r, trig);
+    r.sports.clear();
+    r.paths.assign(stripes(comm), {});
+    const RankDesc* d = peer_desc(comm, rank);
+    if (!d) continue;
+    Pending x;
+    x.peer = *d;
+    x.r = &r;
+    ps.push_back(std::move(x));
   }
-  logf(comm->ctx, 1, "rank %u: %s: re-routed its RoCE peers", comm->rank, trig);
+  if (!ps.empty()) route_roce(comm, ps, trig);
+  logf(comm->ctx, 1, "rank %u: %s: re-routed %zu RoCE peers", comm->rank, trig, ps.size());
 }
 
 }  // namespace hcomm::detail::route

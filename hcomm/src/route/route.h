@@ -5,6 +5,7 @@
 // (the trace's `routes` table). State is per communicator and sparse: only peers actually used.
 #pragma once
 #include <cstdint>
+#include <vector>
 
 #include "core/objects.h"
 
@@ -14,6 +15,11 @@ enum Policy { kProbe = 0, kHash = 1 };
 
 /// The route to `peer` (decided and recorded on first use).
 const PeerRoute& to(hcomm_comm_t comm, const RankDesc& peer);
+
+/// Decide the routes to these communicator ranks now, together: the cross-leaf RoCE peers among
+/// them are probed in one batch (one round trip per probe round for all), as a plan's peers are
+/// before it runs.
+void prepare(hcomm_comm_t comm, const std::vector<std::uint32_t>& ranks);
 
 /// At the start of a collective: read the NIC's counters; when it received more CNPs since the
 /// last check than HCOMM_ROUTE_CNP_THRESHOLD per operation, re-route this rank's RoCE peers onto

@@ -152,25 +152,27 @@ DrvStatus SimDriver::nic_counters(std::uint32_t device, hcomm::NicCounters* out)
   return DrvStatus::Ok;
 }
 
-DrvStatus SimDriver::probe_paths(std::uint32_t device, std::uint32_t target, const std::uint16_t* sports, std::uint32_t n,
+DrvStatus SimDriver::probe_paths(std::uint32_t device, const std::uint32_t* targets, const std::uint16_t* sports, std::uint32_t n,
                                  std::vector<std::vector<hcomm::PathHop>>* out) {
-  if (device >= m_.npu_count() || target >= m_.npu_count() || !out || (n && !sports)) return DrvStatus::Invalid;
-  if (!m_.has_nic(device) || !m_.has_nic(target)) return DrvStatus::NotSupported;
+  if (device >= m_.npu_count() || !out || (n && (!sports || !targets))) return DrvStatus::Invalid;
+  if (!m_.has_nic(device)) return DrvStatus::NotSupported;
+  for (std::uint32_t i = 0; i < n; ++i)
+    if (targets[i] >= m_.npu_count()) return DrvStatus::Invalid;
   const models::Network& net = *m_.network();
-  out->assign(n, {});
+  out->resize(n);
   std::vector<models::Network::Hop> hops;
   models::Tick rtt_max = 0;
   for (std::uint32_t i = 0; i < n; ++i) {
-    models::Tick rtt = 0;
-    const bool ok = net.trace_path(m_.nic_node(device), m_.nic_node(target), sports[i], &hops, &rtt);
-    if (!ok) continue;  // lost on the way: no reply, an empty path
-    rtt_max = std::max(rtt_max, rtt);
     auto& v = (*out)[i];
-    v.reserve(hops.size());
-    for (const auto& h : hops) v.push_back(hcomm::PathHop{net.node_name(h.node), h.in_port, h.out_port});
+    v.clear();
+    models::Tick rtt = 0;
+    if (!m_.has_nic(targets[i]) || !net.trace_path(m_.nic_node(device), m_.nic_node(targets[i]), sports[i], &hops, &rtt))
+      continue;  // lost on the way: no reply, an empty path
+    rtt_max = std::max(rtt_max, rtt);
+    for (const auto& h : hops) v.push_back(hcomm::PathHop{h.node, h.in_port, h.out_port});
   }
-  // The probes go out together; the host waits for the slowest reply (a lost one: the probe timeout).
-  host_delay(n * kProbeHostNs + (rtt_max ? rtt_max / models::kPsPerNs : 0));
+  // The probes go out together; the host waits for the slowest reply.
+  host_delay(n * kProbeHostNs + rtt_max / models::kPsPerNs);
   return DrvStatus::Ok;
 }
 
