@@ -157,8 +157,8 @@ class OpTap final : public hcomm::Driver {
   hcomm::DrvStatus nic_info(std::uint32_t dev, hcomm::NicInfo* o) override { return d->nic_info(dev, o); }
   hcomm::DrvStatus nic_counters(std::uint32_t dev, hcomm::NicCounters* o) override { return d->nic_counters(dev, o); }
   hcomm::DrvStatus probe_paths(std::uint32_t dev, const std::uint32_t* t, const std::uint16_t* s, std::uint32_t n,
-                               std::vector<std::vector<hcomm::PathHop>>* o) override {
-    return d->probe_paths(dev, t, s, n, o);
+                               std::vector<hcomm::PathHop>* h, std::vector<std::uint32_t>* st) override {
+    return d->probe_paths(dev, t, s, n, h, st);
   }
   hcomm::DrvStatus qp_connect(std::uint32_t dev, std::uint32_t t, std::uint32_t qp, std::uint16_t s) override {
     return d->qp_connect(dev, t, qp, s);

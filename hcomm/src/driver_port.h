@@ -40,7 +40,7 @@ hcomm_result_t nic_info(hcomm_context_t ctx, NicInfo* out);
 hcomm_result_t peer_nic_info(hcomm_context_t ctx, std::uint32_t device, NicInfo* out);
 hcomm_result_t nic_counters(hcomm_context_t ctx, NicCounters* out);
 hcomm_result_t probe_paths(hcomm_context_t ctx, const std::uint32_t* targets, const std::uint16_t* sports, std::uint32_t n,
-                           std::vector<std::vector<PathHop>>* out);
+                           std::vector<PathHop>* hops, std::vector<std::uint32_t>* start);
 hcomm_result_t qp_connect(hcomm_context_t ctx, std::uint32_t target, std::uint32_t qp, std::uint16_t sport);
 void route_decided(hcomm_context_t ctx, const RouteInfo& r);
 std::uint64_t now_ns(hcomm_context_t ctx);

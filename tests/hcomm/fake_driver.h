@@ -103,9 +103,10 @@ class FakeDriver : public hcomm::Driver {
     return DrvStatus::Ok;
   }
   DrvStatus probe_paths(std::uint32_t dev, const std::uint32_t* targets, const std::uint16_t* sports, std::uint32_t n,
-                        std::vector<std::vector<hcomm::PathHop>>* out) override {
-    if (dev >= n_ || !out) return DrvStatus::Invalid;
-    out->assign(n, {});
+                        std::vector<hcomm::PathHop>* out, std::vector<std::uint32_t>* start) override {
+    if (dev >= n_ || !out || !start) return DrvStatus::Invalid;
+    out->clear();
+    start->assign(1, 0);
     probes += n;
     ++probe_calls;
     const std::uint32_t la = dev / rps_ / 2, in = (dev / rps_ % 2) * rps_ + dev % rps_;
@@ -113,9 +114,15 @@ class FakeDriver : public hcomm::Driver {
       const std::uint32_t target = targets[i];
       if (target >= n_) return DrvStatus::Invalid;
       const std::uint32_t lb = target / rps_ / 2, down = (target / rps_ % 2) * rps_ + target % rps_;
-      if (la == lb) { (*out)[i] = {{1000 + la, in, down}}; continue; }
-      const std::uint32_t u = fake_uplink(dev, target, sports[i]);
-      (*out)[i] = {{1000 + la, in, 100 + u}, {2000 + u, la, lb}, {1000 + lb, 100 + u, down}};
+      if (la == lb) {
+        out->push_back({1000 + la, in, down});
+      } else {
+        const std::uint32_t u = fake_uplink(dev, target, sports[i]);
+        out->push_back({1000 + la, in, 100 + u});
+        out->push_back({2000 + u, la, lb});
+        out->push_back({1000 + lb, 100 + u, down});
+      }
+      start->push_back(static_cast<std::uint32_t>(out->size()));
     }
     return DrvStatus::Ok;
   }

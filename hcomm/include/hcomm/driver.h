@@ -120,10 +120,11 @@ class Driver {
   virtual DrvStatus nic_info(std::uint32_t device, NicInfo* out) = 0;
   virtual DrvStatus nic_counters(std::uint32_t device, NicCounters* out) = 0;
   /// Probe `n` paths at once: probe i from `device`'s NIC to targets[i]'s NIC with UDP source port
-  /// sports[i]; the calling host thread waits for the slowest probe's round trip. (*out)[i]: the
-  /// switches of probe i's path (empty when it did not come back, e.g. a link down on the way).
+  /// sports[i]; the calling host thread waits for the slowest probe's round trip. Probe i's
+  /// switches are hops[start[i] .. start[i+1]) (none when it did not come back, e.g. a link down
+  /// on the way); `start` gets n + 1 entries.
   virtual DrvStatus probe_paths(std::uint32_t device, const std::uint32_t* targets, const std::uint16_t* sports,
-                                std::uint32_t n, std::vector<std::vector<PathHop>>* out) = 0;
+                                std::uint32_t n, std::vector<PathHop>* hops, std::vector<std::uint32_t>* start) = 0;
   /// Connect (or re-connect) the RC QP of stripe `qp` from `device` to `target` with UDP source
   /// port `sport` (RoCE v2: the ECMP entropy; ibv_modify_qp's flow label on real NICs). Without
   /// it a QP takes the NIC's own port (a hash). Writes already posted finish on the old path.

@@ -26,10 +26,9 @@ struct AlgoOverride {
 /// The route to one peer (route/route.h): transport and, over RoCE, the UDP source port of each
 /// stripe (empty: the NIC's own hash).
 struct PeerRoute {
-  using Path = std::vector<std::pair<std::uint64_t, std::uint32_t>>;  ///< (switch id, egress port) per hop
   PairLink link = PairLink::None;
   std::vector<std::uint16_t> sports;
-  std::vector<Path> paths;  ///< per stripe
+  std::vector<std::uint32_t> uplinks;  ///< per stripe: the leaf uplink port its path takes (~0u: none chosen)
   std::uint32_t epoch = 0;  ///< how many times it was re-routed
 };
 /// Per-communicator routing state: sparse (only peers actually used), plus what the NIC showed.
@@ -40,7 +39,7 @@ struct RouteState {
   std::map<std::uint32_t, PeerRoute> peers;
   std::uint32_t roce_peers = 0;  ///< RoCE peers routed so far
   std::vector<std::uint32_t> uplinks;  ///< the leaf's uplink ports the probes have seen, sorted
-  std::map<std::pair<std::uint64_t, std::uint32_t>, std::uint32_t> load;  ///< own stripes per (switch id, egress port)
+  std::vector<std::uint32_t> load;  ///< own stripes per leaf uplink port
   NicCounters last;              ///< at the last congestion check
   std::uint64_t last_ns = 0;
   double cnp_per_us = 0;         ///< the congestion term: CNPs the NIC received per µs since the last check

@@ -76,30 +76,37 @@ void report(hcomm_comm_t comm, const RankDesc& peer, const PeerRoute& r, std::ui
 std::uint32_t stripes(hcomm_comm_t comm) { return std::max<std::uint32_t>(1, comm->rdma.qp_count); }
 double nic_Bps(const RouteState& st) { return st.nic.speed_bps ? static_cast<double>(st.nic.speed_bps) / 8 : 0; }
 
-// A cross-leaf peer being routed: the candidates probed for it so far, what each stripe found.
+// A cross-leaf peer being routed: the candidate ports probed for it so far and, per candidate,
+// the leaf uplink its path takes (kNoUplink: it stays under the leaf; kLost: no reply).
+constexpr std::uint32_t kNoUplink = ~0u, kLost = ~0u - 1;
 struct Pending {
   RankDesc peer;
   PeerRoute* r = nullptr;
   std::vector<std::uint16_t> sports;
-  std::vector<PeerRoute::Path> paths;
-  std::vector<int> pick;  ///< per stripe: index into sports/paths, -1 not found yet
+  std::vector<std::uint32_t> up;
+  std::vector<int> pick;  ///< per stripe: candidate index, -1 not found yet
   std::uint32_t next = 0; ///< next candidate number
 };
+
+std::uint32_t& load_of(RouteState& st, std::uint32_t port) {
+  if (st.load.size() <= port) st.load.resize(port + 1, 0);
+  return st.load[port];
+}
 
 // Route the cross-leaf peers in `ps` (their PeerRoute reset): probe rounds, the slot rule, connect, report.
 void route_roce(hcomm_comm_t comm, std::vector<Pending>& ps, const std::string& trigger) {
   RouteState& st = comm->route;
   const std::uint32_t k = stripes(comm);
   const double bw = nic_Bps(st);
-  std::vector<std::uint32_t> targets;
+  std::vector<std::uint32_t> targets, start;
   std::vector<std::uint16_t> sports;
-  std::vector<std::vector<PathHop>> out;
+  std::vector<PathHop> hops;
   const std::uint64_t t0 = port::now_ns(comm->ctx);
   bool probed = false, failed = false;
   for (std::uint32_t round = 0; round < kRounds; ++round) {
     targets.clear();
     sports.clear();
-    std::vector<std::pair<std::size_t, std::uint32_t>> owner;  // probe -> (pending, count)
+    std::vector<std::pair<std::size_t, std::uint32_t>> owner;  // (pending, probes) in probe order
     for (std::size_t p = 0; p < ps.size(); ++p) {
       Pending& x = ps[p];
       if (x.pick.empty()) x.pick.assign(k, -1);
@@ -113,7 +120,7 @@ void route_roce(hcomm_comm_t comm, std::vector<Pending>& ps, const std::string& 
       owner.emplace_back(p, n);
     }
     if (targets.empty()) break;
-    if (port::probe_paths(comm->ctx, targets.data(), sports.data(), static_cast<std::uint32_t>(targets.size()), &out) !=
+    if (port::probe_paths(comm->ctx, targets.data(), sports.data(), static_cast<std::uint32_t>(targets.size()), &hops, &start) !=
         HCOMM_SUCCESS) {
       failed = !probed;
       break;
@@ -123,15 +130,14 @@ void route_roce(hcomm_comm_t comm, std::vector<Pending>& ps, const std::string& 
     for (const auto& [p, n] : owner) {
       Pending& x = ps[p];
       for (std::uint32_t c = 0; c < n; ++c, ++at) {
-        PeerRoute::Path path;
-        path.reserve(out[at].size());
-        for (const auto& h : out[at]) path.emplace_back(h.node, h.out_port);
+        const std::uint32_t len = start[at + 1] - start[at];
+        std::uint32_t up = len == 0 ? kLost : len == 1 ? kNoUplink : hops[start[at]].out_port;
         // Crossing a spine: the first switch's egress is one of the leaf's uplinks (shared by all
         // peers: in a Clos every uplink leads to every other leaf).
-        if (path.size() >= 2 && !std::binary_search(st.uplinks.begin(), st.uplinks.end(), path[0].second))
-          st.uplinks.insert(std::lower_bound(st.uplinks.begin(), st.uplinks.end(), path[0].second), path[0].second);
+        if (len >= 2 && !std::binary_search(st.uplinks.begin(), st.uplinks.end(), up))
+          st.uplinks.insert(std::lower_bound(st.uplinks.begin(), st.uplinks.end(), up), up);
         x.sports.push_back(sports[at]);
-        x.paths.push_back(std::move(path));
+        x.up.push_back(up);
       }
     }
     // Stripe i of the NIC on leaf port p wants uplink slot (p*k + i + epoch) mod U: the NICs under
@@ -142,9 +148,8 @@ void route_roce(hcomm_comm_t comm, std::vector<Pending>& ps, const std::string& 
       for (std::uint32_t i = 0; i < k; ++i) {
         if (x.pick[i] >= 0) continue;
         const std::uint32_t want = st.uplinks[(st.nic.neighbor_port * k + i + x.r->epoch) % U];
-        for (std::size_t c = 0; c < x.paths.size(); ++c)
-          if (x.paths[c].size() >= 2 && x.paths[c][0].second == want &&
-              std::find(x.pick.begin(), x.pick.end(), static_cast<int>(c)) == x.pick.end()) {
+        for (std::size_t c = 0; c < x.up.size(); ++c)
+          if (x.up[c] == want && std::find(x.pick.begin(), x.pick.end(), static_cast<int>(c)) == x.pick.end()) {
             x.pick[i] = static_cast<int>(c);
             break;
           }
@@ -155,7 +160,7 @@ void route_roce(hcomm_comm_t comm, std::vector<Pending>& ps, const std::string& 
   char why[96];
   for (Pending& x : ps) {
     PeerRoute& r = *x.r;
-    const bool any = std::any_of(x.paths.begin(), x.paths.end(), [](const PeerRoute::Path& p) { return !p.empty(); });
+    const bool any = std::any_of(x.up.begin(), x.up.end(), [](std::uint32_t u) { return u != kLost && u != kNoUplink; });
     if (failed || !any || U < 2) {  // no probe came back, or nothing to choose: the NIC's own ports
       const char* reason = failed ? "NIC hash (path probe failed)" : !any ? "NIC hash (probes lost)" : "single path (one uplink)";
       for (std::uint32_t i = 0; i < k; ++i) report(comm, x.peer, r, i, bw, lat, reason, trigger);
@@ -164,25 +169,23 @@ void route_roce(hcomm_comm_t comm, std::vector<Pending>& ps, const std::string& 
     for (std::uint32_t i = 0; i < k; ++i) {
       const bool found = x.pick[i] >= 0;
       std::size_t c = found ? static_cast<std::size_t>(x.pick[i]) : 0;
-      if (!found) {  // the budget ran out: the probed path whose ports carry the fewest of my stripes
+      if (!found) {  // the budget ran out: the probed uplink carrying the fewest of my stripes
         std::uint64_t best = ~0ULL;
-        for (std::size_t j = 0; j < x.paths.size(); ++j) {
-          if (x.paths[j].empty()) continue;
-          std::uint64_t l = 0;
-          for (const auto& h : x.paths[j]) { auto it = st.load.find(h); l += it == st.load.end() ? 0 : it->second; }
+        for (std::size_t j = 0; j < x.up.size(); ++j) {
+          if (x.up[j] == kLost || x.up[j] == kNoUplink) continue;
+          const std::uint64_t l = load_of(st, x.up[j]);
           if (l < best) { best = l; c = j; }
         }
       }
-      if (x.paths[c].empty() || port::qp_connect(comm->ctx, x.peer.device, i, x.sports[c]) != HCOMM_SUCCESS) {
+      if (port::qp_connect(comm->ctx, x.peer.device, i, x.sports[c]) != HCOMM_SUCCESS) {
         report(comm, x.peer, r, i, bw, lat, "NIC hash (connect failed)", trigger);
         continue;
       }
       if (r.sports.size() <= i) r.sports.resize(i + 1, 0);
       r.sports[i] = x.sports[c];
-      r.paths[i] = x.paths[c];
-      for (const auto& h : x.paths[c]) ++st.load[h];
-      const auto slot = static_cast<std::uint32_t>(std::lower_bound(st.uplinks.begin(), st.uplinks.end(), x.paths[c][0].second) -
-                                                   st.uplinks.begin());
+      r.uplinks[i] = x.up[c];
+      ++load_of(st, x.up[c]);
+      const auto slot = static_cast<std::uint32_t>(std::lower_bound(st.uplinks.begin(), st.uplinks.end(), x.up[c]) - st.uplinks.begin());
       std::snprintf(why, sizeof why, "%s uplink %u of %u", found ? "probed" : "least loaded", slot, U);
       report(comm, x.peer, r, i, bw, lat, why, trigger);
     }
@@ -211,7 +214,7 @@ void decide(hcomm_comm_t comm, const std::vector<const RankDesc*>& peers, const 
     }
     ++st.roce_peers;
     const std::uint32_t k = stripes(comm);
-    r.paths.assign(k, {});
+    r.uplinks.assign(k, kNoUplink);
     if (st.policy == kHash) {
       for (std::uint32_t i = 0; i < k; ++i) report(comm, *d, r, i, nic_Bps(st), 0, "NIC hash (HCOMM_ROUTE_SPORT=hash)", trigger);
       continue;
@@ -268,12 +271,11 @@ void check(hcomm_comm_t comm) {
   std::vector<Pending> ps;
   for (auto& [rank, r] : st.peers) {
     if (r.link != PairLink::Roce || r.sports.empty()) continue;
-    for (const auto& p : r.paths)
-      for (const auto& h : p)
-        if (auto it = st.load.find(h); it != st.load.end() && it->second) --it->second;
+    for (std::uint32_t u : r.uplinks)
+      if (u < st.load.size() && st.load[u]) --st.load[u];
     ++r.epoch;
     r.sports.clear();
-    r.paths.assign(stripes(comm), {});
+    r.uplinks.assign(stripes(comm), kNoUplink);
     const RankDesc* d = peer_desc(comm, rank);
     if (!d) continue;
     Pending x;

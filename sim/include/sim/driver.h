@@ -57,7 +57,7 @@ class SimDriver final : public hcomm::Driver, public models::MachineListener {
   hcomm::DrvStatus nic_info(std::uint32_t device, hcomm::NicInfo* out) override;
   hcomm::DrvStatus nic_counters(std::uint32_t device, hcomm::NicCounters* out) override;
   hcomm::DrvStatus probe_paths(std::uint32_t device, const std::uint32_t* targets, const std::uint16_t* sports, std::uint32_t n,
-                               std::vector<std::vector<hcomm::PathHop>>* out) override;
+                               std::vector<hcomm::PathHop>* hops, std::vector<std::uint32_t>* start) override;
   hcomm::DrvStatus qp_connect(std::uint32_t device, std::uint32_t target, std::uint32_t qp, std::uint16_t sport) override;
   void route_decided(std::uint32_t device, const hcomm::RouteInfo& r) override;
   /// Time a path probe costs besides its round trip: the NIC sends probes from one posted template
@@ -130,6 +130,7 @@ class SimDriver final : public hcomm::Driver, public models::MachineListener {
   std::vector<std::pair<std::uint32_t, std::uint32_t>> phase_;  // per rank: step, rep
   std::vector<std::unique_ptr<sc_core::sc_event>> stream_ev_;
   std::map<std::pair<std::uint32_t, std::uint64_t>, std::size_t> begin_key_, end_key_;  // (npu,key) -> pending op
+  std::vector<models::Network::Hop> probe_hops_;  // probe_paths' scratch
   std::vector<OpRecord> pending_;            // announced ops whose end marker has not been seen
   std::vector<std::size_t> free_pending_;    // slots of pending_ free for reuse
   std::map<SpanKey, OpSpan> spans_;

@@ -153,23 +153,24 @@ DrvStatus SimDriver::nic_counters(std::uint32_t device, hcomm::NicCounters* out)
 }
 
 DrvStatus SimDriver::probe_paths(std::uint32_t device, const std::uint32_t* targets, const std::uint16_t* sports, std::uint32_t n,
-                                 std::vector<std::vector<hcomm::PathHop>>* out) {
-  if (device >= m_.npu_count() || !out || (n && (!sports || !targets))) return DrvStatus::Invalid;
+                                 std::vector<hcomm::PathHop>* out, std::vector<std::uint32_t>* start) {
+  if (device >= m_.npu_count() || !out || !start || (n && (!sports || !targets))) return DrvStatus::Invalid;
   if (!m_.has_nic(device)) return DrvStatus::NotSupported;
   for (std::uint32_t i = 0; i < n; ++i)
     if (targets[i] >= m_.npu_count()) return DrvStatus::Invalid;
   const models::Network& net = *m_.network();
-  out->resize(n);
-  std::vector<models::Network::Hop> hops;
+  out->clear();
+  start->assign(1, 0);
+  start->reserve(n + 1);
+  std::vector<models::Network::Hop>& hops = probe_hops_;
   models::Tick rtt_max = 0;
   for (std::uint32_t i = 0; i < n; ++i) {
-    auto& v = (*out)[i];
-    v.clear();
     models::Tick rtt = 0;
-    if (!m_.has_nic(targets[i]) || !net.trace_path(m_.nic_node(device), m_.nic_node(targets[i]), sports[i], &hops, &rtt))
-      continue;  // lost on the way: no reply, an empty path
-    rtt_max = std::max(rtt_max, rtt);
-    for (const auto& h : hops) v.push_back(hcomm::PathHop{h.node, h.in_port, h.out_port});
+    if (m_.has_nic(targets[i]) && net.trace_path(m_.nic_node(device), m_.nic_node(targets[i]), sports[i], &hops, &rtt)) {
+      rtt_max = std::max(rtt_max, rtt);
+      for (const auto& h : hops) out->push_back(hcomm::PathHop{h.node, h.in_port, h.out_port});
+    }  // else lost on the way: no reply, no hops
+    start->push_back(static_cast<std::uint32_t>(out->size()));
   }
   // The probes go out together; the host waits for the slowest reply.
   host_delay(n * kProbeHostNs + rtt_max / models::kPsPerNs);
