@@ -58,6 +58,11 @@ void Network::set_link_up(std::uint32_t node, std::uint32_t port, bool up) {
   }
 }
 
+void Network::set_link_corruption(std::uint32_t node, std::uint32_t port, double rate) {
+  Port& a = nodes_.at(node).ports.at(port);
+  a.corrupt_rate = nodes_[a.peer].ports[a.peer_port].corrupt_rate = rate;
+}
+
 std::uint64_t Network::total_drops() const {
   std::uint64_t d = 0;
   for (auto& n : nodes_) for (auto& p : n.ports) d += p.st.drops;

@@ -55,6 +55,8 @@ const Counter kCounters[] = {
        return over_net_ports(n, [](const auto& s) { return d(s.pause_sent); }); }},
     {"drops", [](const models::Machine&, const models::Network* n) {
        return over_net_ports(n, [](const auto& s) { return d(s.drops); }); }},
+    {"fcs_errors", [](const models::Machine&, const models::Network* n) {  // packet_corruption: dropped by the receiver's FCS check
+       return over_net_ports(n, [](const auto& s) { return d(s.fcs_errors); }); }},
     {"ecn_marked", [](const models::Machine&, const models::Network* n) {
        return over_net_ports(n, [](const auto& s) { return d(s.ecn_marked); }); }},
     {"rdma_access_errors", [](const models::Machine& m, const models::Network*) { return d(m.rdma_access_errors()); }},

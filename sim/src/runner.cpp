@@ -2,7 +2,11 @@
 // ranks, then summarize, count, trace and judge against the expectations.
 #include "sim/runner.h"
 
+#include <algorithm>
 #include <chrono>
+#include <limits>
+#include <set>
+#include <tuple>
 #include <cstdlib>
 #include <memory>
 
@@ -27,6 +31,66 @@ void enable_observation(Cluster& c, models::Tick interval_ps, bool tasks) {
   c.machine().enable_sampling(interval_ps);
   if (c.network()) c.network()->enable_sampling(interval_ps);
   c.driver().trace_tasks(tasks);
+}
+
+// Operations that did not end (docs/trace-schema.md, operations.status): one row per operation a
+// rank announced without its end marker, and one per rank that failed in a step before any
+// operation of it was announced; each rank's outcome for the summary.
+void record_outcomes(const Scenario& sc, Cluster& c, Trace& trace, RunResult& res) {
+  const std::uint32_t n = c.nranks();
+  using Key = std::pair<std::uint32_t, std::uint32_t>;
+  auto status_of = [](const Cluster::StepError* e) -> std::string {
+    if (!e) return "unfinished";
+    return e->rc == HCOMM_E_TIMEOUT ? "timeout" : "failed";
+  };
+  auto err_at = [&](std::uint32_t r, const Key& k) -> const Cluster::StepError* {
+    auto it = c.step_errors_[r].find(k);
+    return it == c.step_errors_[r].end() ? nullptr : &it->second;
+  };
+  std::vector<OpRecord> open = c.driver().unfinished_ops();
+  std::sort(open.begin(), open.end(), [](const OpRecord& a, const OpRecord& b) {
+    return std::make_tuple(a.info.rank, a.step, a.rep, a.info.seq, a.info.kind) <
+           std::make_tuple(b.info.rank, b.step, b.rep, b.info.seq, b.info.kind);
+  });
+  std::set<std::pair<std::uint32_t, Key>> has_row;  // (rank, (step, rep)) with an unfinished operation
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  for (const auto& o : open) {
+    const std::uint32_t r = o.info.rank;
+    if (r >= n) continue;
+    const Key k{o.step, o.rep};
+    has_row.insert({r, k});
+    const Cluster::StepError* e = err_at(r, k);
+    trace.operation(r, o.info.seq, o.info.kind, o.info.algorithm, o.info.bytes, "", "", o.info.peer, o.step, o.rep,
+                    o.started ? static_cast<double>(o.start) / 1e3 : nan, nan,
+                    OpChoice{o.info.chosen_by, o.info.runner_up, o.info.est_ns / 1e3, o.info.runner_up_ns / 1e3},
+                    OpOutcome{status_of(e), e ? e->error : std::string()});
+  }
+  auto lib_kind = [](const std::string& op) {
+    if (op == "reducescatter") return std::string("reduce_scatter");
+    if (op == "sendrecv") return std::string("send");
+    return op == "incast" ? std::string("rdma_write") : op;
+  };
+  for (std::uint32_t r = 0; r < n; ++r) {
+    // A step that failed before it announced an operation (e.g. its input copy) has a row too.
+    for (const auto& [k, e] : c.step_errors_[r])
+      if (!has_row.count({r, k}) && k.first < sc.workload.size())
+        trace.operation(r, 0, lib_kind(sc.workload[k.first].op), "", sc.workload[k.first].bytes, "", "", -1, k.first, k.second, nan,
+                        static_cast<double>(e.t) / 1e3, OpChoice{}, OpOutcome{status_of(&e), e.error});
+    if (c.done_[r] && c.step_errors_[r].empty()) continue;
+    const std::string npu = sc.topology.npus[sc.topology.rank_to_npu[r]].name;
+    auto where = [&](const Key& k) {
+      if (k.first >= sc.workload.size()) return std::string();
+      return " in step " + std::to_string(k.first) + " rep " + std::to_string(k.second) + " (" + sc.workload[k.first].op + ")";
+    };
+    if (!c.step_errors_[r].empty()) {
+      const auto& [k, e] = *c.step_errors_[r].begin();
+      res.rank_outcomes.push_back("rank " + std::to_string(r) + " (" + npu + "): " + status_of(&e) + where(k) + ": " + e.error +
+                                  (c.step_errors_[r].size() > 1 ? " (and in " + std::to_string(c.step_errors_[r].size() - 1) + " later steps)" : ""));
+    } else {
+      res.rank_outcomes.push_back("rank " + std::to_string(r) + " (" + npu + "): did not finish" + where(c.rank_at_[r]));
+    }
+  }
+  res.faults = c.faults_log_;
 }
 
 }  // namespace
@@ -79,7 +143,9 @@ RunResult run_scenario(const Scenario& sc, const RunOptions& opt) {
     if (tally != by_rep.end()) { s.checked = tally->second.first; s.failed = tally->second.second; }
   }
   trace_summaries(trace, res.steps);
+  record_outcomes(sc, *cluster, trace, res);
   expect_limits(sc.expect, res.steps, failures);
+  expect_steps(sc, res.steps, failures);
   std::size_t expected_ops = 0;
   for (auto& w : sc.workload) expected_ops += w.repeat;
   if (res.steps.size() != expected_ops && failures.empty())
@@ -98,7 +164,9 @@ RunResult run_scenario(const Scenario& sc, const RunOptions& opt) {
   res.exit_code = res.failures.empty() ? 0 : 1;
   if (stop_reason() > 0) res.signal = stop_reason(), res.exit_code = 128 + res.signal;  // SIGINT 130, SIGTERM 143
   res.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
-  trace.run_end(res.sim_end_ps / 1000, res.exit_code, res.signal ? "interrupted" : res.exit_code ? "expectations failed" : "ok", res.wall_s);
+  // run.status: how the run ended; the exit code says whether that was what the scenario expected.
+  res.status = res.signal ? "interrupted" : !res.rank_outcomes.empty() ? "failed" : res.exit_code ? "expectations failed" : "ok";
+  trace.run_end(res.sim_end_ps / 1000, res.exit_code, res.status, res.wall_s);
   trace.close();
   if (trace.failed()) res.trace_error = trace.error(), res.exit_code = 2;
   return res;

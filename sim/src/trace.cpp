@@ -25,7 +25,7 @@ CREATE TABLE links(id INTEGER PRIMARY KEY, name TEXT, kind TEXT, a INTEGER, b IN
                    latency_ns REAL);
 CREATE TABLE operations(id INTEGER PRIMARY KEY, rank INTEGER, seq INTEGER, kind TEXT, algorithm TEXT, bytes INTEGER,
                         dtype TEXT, reduce_op TEXT, peer INTEGER, step INTEGER, rep INTEGER, start_ns REAL, end_ns REAL,
-                        chosen_by TEXT, est_us REAL, runner_up TEXT, runner_up_est_us REAL);
+                        chosen_by TEXT, est_us REAL, runner_up TEXT, runner_up_est_us REAL, status TEXT, error TEXT);
 CREATE TABLE link_counters(link_id INTEGER, direction TEXT, sim_time_ns REAL, bytes INTEGER, pieces INTEGER,
                            busy_ns REAL, rx_retry INTEGER, credit_stall_ns REAL);
 CREATE TABLE port_counters(node TEXT, port INTEGER, tx_bytes INTEGER, tx_packets INTEGER, drops INTEGER, ecn_marked INTEGER,
@@ -182,7 +182,7 @@ bool Trace::open(const std::string& path, std::string* why, bool force) {
   }
   st_npu_ = prep("INSERT INTO npus VALUES(?,?,?,?,?,?)");
   st_link_ = prep("INSERT INTO links VALUES(?,?,?,?,?,?,?)");
-  st_op_ = prep("INSERT INTO operations(rank,seq,kind,algorithm,bytes,dtype,reduce_op,peer,step,rep,start_ns,end_ns,chosen_by,est_us,runner_up,runner_up_est_us) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+  st_op_ = prep("INSERT INTO operations(rank,seq,kind,algorithm,bytes,dtype,reduce_op,peer,step,rep,start_ns,end_ns,chosen_by,est_us,runner_up,runner_up_est_us,status,error) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
   st_ctr_ = prep("INSERT INTO link_counters VALUES(?,?,?,?,?,?,?,?)");
   st_port_ = prep("INSERT INTO port_counters VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)");
   st_sample_ = prep("INSERT INTO counter_samples VALUES(?,?,?,?,?,?)");
@@ -270,6 +270,11 @@ struct Binder {
   Binder& operator()(std::int64_t v) { sqlite3_bind_int64(s, i++, v); return *this; }
   Binder& operator()(double v) { sqlite3_bind_double(s, i++, v); return *this; }
   Binder& operator()(const std::string& v) { sqlite3_bind_text(s, i++, v.c_str(), -1, SQLITE_TRANSIENT); return *this; }
+  Binder& null() { sqlite3_bind_null(s, i++); return *this; }
+  /// A REAL that may be unknown (NaN: NULL).
+  Binder& maybe(double v) { return v == v ? (*this)(v) : null(); }
+  /// A TEXT that may be absent ("": NULL).
+  Binder& text_or_null(const std::string& v) { return v.empty() ? null() : (*this)(v); }
   sqlite3_stmt* done() const { return s; }
 };
 using I = std::int64_t;
@@ -320,11 +325,13 @@ void Trace::link(std::uint32_t id, const std::string& name, const std::string& k
 
 void Trace::operation(std::uint32_t rank, std::uint64_t seq, const std::string& kind, const std::string& algo,
                       std::uint64_t bytes, const std::string& dtype, const std::string& op, std::int64_t peer,
-                      std::uint32_t step, std::uint32_t rep, double start_ns, double end_ns, const OpChoice& choice) {
+                      std::uint32_t step, std::uint32_t rep, double start_ns, double end_ns, const OpChoice& choice,
+                      const OpOutcome& outcome) {
   if (!writable()) return;
-  if (!put(Binder{st_op_}(static_cast<I>(rank))(static_cast<I>(seq))(kind)(algo)(static_cast<I>(bytes))(dtype)(op)(peer)(
-      static_cast<I>(step))(static_cast<I>(rep))(start_ns)(end_ns)(choice.by)(choice.est_us)(choice.runner_up)(
-      choice.runner_up_est_us).done())) return;
+  Binder b{st_op_};
+  b(static_cast<I>(rank))(static_cast<I>(seq))(kind)(algo)(static_cast<I>(bytes))(dtype)(op)(peer)(static_cast<I>(step))(static_cast<I>(rep));
+  b.maybe(start_ns).maybe(end_ns)(choice.by)(choice.est_us)(choice.runner_up)(choice.runner_up_est_us)(outcome.status).text_or_null(outcome.error);
+  if (!put(b.done())) return;
   row_done();
 }
 

@@ -9,19 +9,7 @@ FX=$SRC/tests/fixtures
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 cd "$TMP"
-pass=0 fail=0
-ok() { echo "ok   $1"; pass=$((pass + 1)); }
-bad() { echo "FAIL $1"; shift; for f in "$@"; do sed 's/^/    /' "$f" | tail -20; done; fail=$((fail + 1)); }
-
-expect() {  # expect NAME CODE PATTERN -- command...
-  local name=$1 code=$2 pattern=$3
-  shift 4
-  "$@" > out.txt 2>&1
-  local rc=$?
-  if [ "$rc" -ne "$code" ]; then bad "$name: exit $rc, expected $code" out.txt; return; fi
-  if [ -n "$pattern" ] && ! grep -qE -- "$pattern" out.txt; then bad "$name: output lacks /$pattern/" out.txt; return; fi
-  ok "$name"
-}
+. "$SRC/tests/cli/check_lib.sh"
 
 # ---- hcsim topo --dot on one server: a node per NPU, an edge per HCCS (and PCIe) link ----
 # The expected counts come from the topology file itself (its servers' npus.count, hccs.topology

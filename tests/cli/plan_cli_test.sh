@@ -11,18 +11,7 @@ FX=$SRC/tests/fixtures/plan
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 cd "$TMP"
-pass=0 fail=0
-ok() { echo "ok   $1"; pass=$((pass + 1)); }
-bad() { echo "FAIL $1"; shift; for f in "$@"; do sed 's/^/    /' "$f" | tail -30; done; fail=$((fail + 1)); }
-expect() {  # expect NAME CODE PATTERN -- command...
-  local name=$1 code=$2 pattern=$3
-  shift 4
-  "$@" > out.txt 2>&1
-  local rc=$?
-  if [ "$rc" -ne "$code" ]; then bad "$name: exit $rc, expected $code" out.txt; return; fi
-  if [ -n "$pattern" ] && ! grep -qE -- "$pattern" out.txt; then bad "$name: output lacks /$pattern/" out.txt; return; fi
-  ok "$name"
-}
+. "$SRC/tests/cli/check_lib.sh"
 # plan.json: the fixture with an absolute topology path and a target of $1 us.
 mkplan() {
   python3 - "$FX/small.json" "$SRC/topologies/clos-1024.json" "$1" > plan.json <<'PY'

@@ -13,18 +13,7 @@ G=$SRC/tests/golden
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 cd "$TMP"
-pass=0 fail=0
-ok() { echo "ok   $1"; pass=$((pass + 1)); }
-bad() { echo "FAIL $1"; shift; for f in "$@"; do sed 's/^/    /' "$f" | tail -30; done; fail=$((fail + 1)); }
-expect() {  # expect NAME CODE PATTERN -- command...
-  local name=$1 code=$2 pattern=$3
-  shift 4
-  "$@" > out.txt 2>&1
-  local rc=$?
-  if [ "$rc" -ne "$code" ]; then bad "$name: exit $rc, expected $code" out.txt; return; fi
-  if [ -n "$pattern" ] && ! grep -qE -- "$pattern" out.txt; then bad "$name: output lacks /$pattern/" out.txt; return; fi
-  ok "$name"
-}
+. "$SRC/tests/cli/check_lib.sh"
 
 # 1. Golden files.
 for g in a2-2node clos-nr-4 clos3-small; do

@@ -526,3 +526,61 @@ TEST(OnePass, FieldAndReferenceErrorsTogether) {
     EXPECT_TRUE(any_contains(errs, p + ": " + want)) << want << "\n" << join(errs);
   EXPECT_FALSE(any_contains(errs, "/faults/2/")) << join(errs);  // 8 of 8 lanes is allowed
 }
+
+TEST(Faults, CommandLineStringsAreTheJsonObjects) {
+  std::string why;
+  auto f = parse_fault_text("link_flap a=node0/npu0 b=node0/npu1 at.step=1 at.after=40% duration=5us count=2", &why);
+  ASSERT_TRUE(f) << why;
+  EXPECT_EQ(f->dump(), R"({"a":"node0/npu0","at":{"after":"40%","step":1},"b":"node0/npu1","count":2,"duration":"5us","type":"link_flap"})");
+  EXPECT_EQ(fault_text(*f), "link_flap a=node0/npu0 at.after=40% at.step=1 b=node0/npu1 count=2 duration=5us");
+  for (const char* bad : {"", "a=1", "link_down a", "link_down =1", "link_down a=1 a=2", "link_down at=1us at.step=0", "link_down .x=1"})
+    EXPECT_FALSE(parse_fault_text(bad, &why)) << bad;
+}
+
+TEST(Faults, OverridesAreCheckedLikeTheFileAndNameTheOption) {
+  const std::string p = kSrc + "/tests/fixtures/faults-2node.json";
+  ScenarioOverrides ov;
+  ov.sets = {{"/network/ecmp_hash", "src-dst"}, {"/workload/1/bytes", "2MiB"}, {"/seed", "7"}};
+  std::string why;
+  ov.faults.push_back({"nic_flap npu=node0/npu0 at.step=1 at.rep=1 at.after=25% duration=5us count=3 period=20us",
+                       *parse_fault_text("nic_flap npu=node0/npu0 at.step=1 at.rep=1 at.after=25% duration=5us count=3 period=20us", &why)});
+  std::vector<std::string> errs;
+  auto sc = load_scenario(p, ov, &errs);
+  ASSERT_TRUE(sc) << join(errs);
+  EXPECT_EQ(sc->net.ecmp_hash, models::EcmpHash::SrcDst);
+  EXPECT_EQ(sc->workload[1].bytes, 2u << 20);
+  EXPECT_EQ(sc->seed, 7u);
+  ASSERT_EQ(sc->faults.size(), 1u);
+  const Fault& f = sc->faults[0];
+  EXPECT_EQ(f.kind, FaultKind::NicFlap);
+  EXPECT_EQ(f.at_step, 1);
+  EXPECT_EQ(f.at_rep, 1u);
+  EXPECT_DOUBLE_EQ(f.after_pct, 25);
+  EXPECT_EQ(f.count, 3u);
+  EXPECT_EQ(f.duration_ps, 5'000'000u);
+  EXPECT_EQ(f.period_ps, 20'000'000u);
+  EXPECT_GE(f.roce_link, 0);
+  ScenarioOverrides bad;
+  bad.sets = {{"/workload/0/bogus", "1"}};
+  bad.faults.push_back({"crc_rate a=node0/npu0 b=node0/npu1 at=1us rate=0.9", *parse_fault_text("crc_rate a=node0/npu0 b=node0/npu1 at=1us rate=0.9", &why)});
+  EXPECT_FALSE(load_scenario(p, bad, &errs));
+  EXPECT_TRUE(any_contains(errs, "--set /workload/0/bogus=1: /workload/0/bogus: unknown key")) << join(errs);
+  EXPECT_TRUE(any_contains(errs, "--fault 'crc_rate a=node0/npu0 b=node0/npu1 at=1us rate=0.9': rate:")) << join(errs);
+}
+
+TEST(Faults, ChaosIsAFunctionOfItsSeed) {
+  std::vector<std::string> errs;
+  auto sc = load_scenario(kSrc + "/tests/fixtures/faults-2node.json", &errs);
+  ASSERT_TRUE(sc) << join(errs);
+  const auto a = chaos_faults(*sc, 7, 20), b = chaos_faults(*sc, 7, 20), c = chaos_faults(*sc, 8, 20);
+  EXPECT_EQ(a, b);
+  EXPECT_NE(a, c);
+  ASSERT_EQ(a.size(), 20u);
+  // Every drawn fault loads: a valid fault of the layout, timed inside a step.
+  ScenarioOverrides ov;
+  std::string why;
+  for (const auto& t : a) ov.faults.push_back({t, *parse_fault_text(t, &why)});
+  auto with = load_scenario(kSrc + "/tests/fixtures/faults-2node.json", ov, &errs);
+  ASSERT_TRUE(with) << join(errs);
+  for (const Fault& f : with->faults) EXPECT_GE(f.at_step, 0);
+}

@@ -68,4 +68,11 @@ std::string Args::help() const {
   return h;
 }
 
+std::string parse_count(const std::string& option, const std::string& v, std::size_t* out) {
+  if (v.empty() || v.size() > 6 || v.find_first_not_of("0123456789") != std::string::npos || std::stoul(v) == 0)
+    return option + " needs a number from 1 to 999999, got \"" + v + "\"";
+  *out = std::stoul(v);
+  return std::string();
+}
+
 }  // namespace hcsim

@@ -61,12 +61,7 @@ int diff_main(const std::vector<std::string>& argv) {
                       return std::string();
                     }},
                    {"-n", "", "N", "a number", "differences listed per kind (default 50)",
-                    [&](const std::string& v) {
-                      if (v.empty() || v.size() > 6 || v.find_first_not_of("0123456789") != std::string::npos || std::stoul(v) == 0)
-                        return "-n needs a number from 1 to 999999, got \"" + v + "\"";
-                      max_lines = std::stoul(v);
-                      return std::string();
-                    }}},
+                    [&](const std::string& v) { return parse_count("-n", v, &max_lines); }}},
                   {"A B", "two trace databases or routes files (A is the reference, e.g. a golden file)", [&](const std::string& a) {
                      if (files.size() == 2) return std::string("diff compares two inputs, got a third: ") + a;
                      files.push_back(a);

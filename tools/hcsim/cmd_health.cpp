@@ -125,12 +125,7 @@ int health_main(const std::vector<std::string>& argv) {
                   {{"--rules", "", "FILE", "a file name", "thresholds and switches overriding the defaults (JSON, docs/tools.md#health)",
                     [&](const std::string& v) { rules_file = v; return v.empty() ? std::string("--rules needs a file name") : std::string(); }},
                    {"-n", "", "N", "a number", "findings printed per rule (default 20)",
-                    [&](const std::string& v) {
-                      if (v.empty() || v.size() > 6 || v.find_first_not_of("0123456789") != std::string::npos || std::stoul(v) == 0)
-                        return "-n needs a number from 1 to 999999, got \"" + v + "\"";
-                      max_findings = std::stoul(v);
-                      return std::string();
-                    }}},
+                    [&](const std::string& v) { return parse_count("-n", v, &max_findings); }}},
                   {"DB", "the trace database (hcsim run --db)", [&](const std::string& a) {
                      if (!file.empty()) return std::string("health takes one trace database, got a second: ") + a;
                      file = a;
@@ -184,7 +179,9 @@ int health_main(const std::vector<std::string>& argv) {
   struct RankTime { double total = 0, longest = -1, longest_start = 0; std::uint64_t ops = 0; };
   std::map<std::int64_t, RankTime> rank_time;
   if (ok)
-    ok = db.query("SELECT rank, start_ns, end_ns FROM operations ORDER BY rank, start_ns, id", [&](const Row& r) {
+    // Operations that ended (a failed or unfinished one, schema 6, has no end_ns).
+    ok = db.query("SELECT rank, start_ns, end_ns FROM operations WHERE start_ns IS NOT NULL AND end_ns IS NOT NULL ORDER BY rank, start_ns, id",
+                  [&](const Row& r) {
       RankTime& t = rank_time[r.i(0)];
       const double d = std::max(0.0, r.d(2) - r.d(1));
       t.total += d;

@@ -61,6 +61,9 @@ int run_main(const std::vector<std::string>& argv) {
   double refresh_s = 1.0;
   std::int64_t sample_interval = -1;  // -1: the scenario's /trace/sample_interval
   auto flag = [](bool& b) { return [&b](const std::string&) { b = true; return std::string(); }; };
+  sim::ScenarioOverrides ov;
+  std::string chaos;  // "SEED:N"
+  std::uint64_t chaos_seed = 0, chaos_n = 0;
   const Args args(kRun,
                   {{"--db", "", "FILE", "a file name", "the trace database (default: ./<scenario name>.hcsim.db)",
                     [&](const std::string& v) {
@@ -98,6 +101,40 @@ int run_main(const std::vector<std::string>& argv) {
                       sample_interval = static_cast<std::int64_t>(*t);
                       return std::string();
                     }},
+                   {"--fault", "", "'TYPE KEY=VALUE ...'", "a fault",
+                    "inject a fault as in the scenario's /faults (the same keys; at.step=0 at.after=40% for relative times); repeatable",
+                    [&](const std::string& v) {
+                      std::string why;
+                      auto f = sim::parse_fault_text(v, &why);
+                      if (!f) return "--fault '" + v + "': " + why;
+                      ov.faults.push_back({v, *f});
+                      return std::string();
+                    }},
+                   {"--set", "", "/POINTER=VALUE", "a /json/pointer=value",
+                    "set a scenario key (e.g. /network/ecmp_hash=src-dst, /workload/0/bytes=8MiB; VALUE as JSON if it parses, "
+                    "else a string); repeatable",
+                    [&](const std::string& v) {
+                      const auto eq = v.find('=');
+                      if (v.empty() || v[0] != '/' || eq == std::string::npos)
+                        return "--set " + v + ": expected /json/pointer=value (e.g. --set /network/ecmp_hash=src-dst)";
+                      ov.sets.emplace_back(v.substr(0, eq), v.substr(eq + 1));
+                      return std::string();
+                    }},
+                   {"--chaos", "", "SEED:N", "SEED:N",
+                    "add N faults drawn reproducibly from SEED (types the layout supports, inside the workload's span); listed before the run",
+                    [&](const std::string& v) {
+                      const auto colon = v.find(':');
+                      char *e1 = nullptr, *e2 = nullptr;
+                      const bool has = colon != std::string::npos;
+                      const std::string a = has ? v.substr(0, colon) : "", b = has ? v.substr(colon + 1) : "";
+                      const unsigned long long seed = std::strtoull(a.c_str(), &e1, 10), n = std::strtoull(b.c_str(), &e2, 10);
+                      if (a.empty() || b.empty() || *e1 || *e2 || a[0] == '-' || b[0] == '-' || n < 1 || n > 1000)
+                        return "--chaos " + v + ": expected SEED:N, a seed (a non-negative integer) and 1 to 1000 faults, e.g. --chaos 7:5";
+                      chaos = v;
+                      chaos_seed = seed;
+                      chaos_n = n;
+                      return std::string();
+                    }},
                    {"--trace-tasks", "", "", "", "trace one row per stream task the NPUs execute (the tasks table)", flag(trace_tasks)},
                    {"--quiet", "-q", "", "", "no progress line, and no library log lines on stderr (they are still traced)", flag(quiet)}},
                   {"SCENARIO", "the scenario file (default: scenarios/quickstart.json)", [&](const std::string& a) {
@@ -109,7 +146,20 @@ int run_main(const std::vector<std::string>& argv) {
   if (db_set && db.empty()) return args.usage_error("--db needs a file name");
   if (scenario.empty()) scenario = default_scenario();
   std::vector<std::string> errs, warns;
-  auto sc = sim::load_scenario(scenario, &errs, &warns);
+  auto sc = sim::load_scenario(scenario, ov, &errs, &warns);
+  if (sc && !chaos.empty()) {
+    // The campaign is drawn against the loaded scenario (its layout and workload), then added
+    // as --fault strings and the scenario read again, so that each is checked like the others.
+    const auto drawn = sim::chaos_faults(*sc, chaos_seed, static_cast<std::uint32_t>(chaos_n));
+    for (std::size_t k = 0; k < drawn.size(); ++k) {
+      std::string why;
+      auto f = sim::parse_fault_text(drawn[k], &why);
+      if (!f) { std::fprintf(stderr, "hcsim: --chaos %s: drew a bad fault '%s': %s\n", chaos.c_str(), drawn[k].c_str(), why.c_str()); return kBadInput; }
+      ov.faults.push_back({drawn[k], *f});
+      std::printf("hcsim: --chaos %s fault %zu/%zu: --fault '%s'\n", chaos.c_str(), k + 1, drawn.size(), drawn[k].c_str());
+    }
+    sc = sim::load_scenario(scenario, ov, &errs, &warns);
+  }
   for (auto& w : warns) std::fprintf(stderr, "%s\n", w.c_str());  // as `hcsim validate` prints them
   if (!sc) {
     for (auto& e : errs) std::fprintf(stderr, "%s\n", e.c_str());
@@ -180,7 +230,7 @@ int run_main(const std::vector<std::string>& argv) {
 
 const Command kRun = {
     "run", "run [SCENARIO] [--db FILE] [--force] [--no-trace] [--quiet] [--max-memory SIZE] [--progress] [--top] [--refresh SECONDS]"
-            " [--sample-interval DUR] [--trace-tasks]",
+            " [--sample-interval DUR] [--trace-tasks] [--fault 'TYPE K=V ...']... [--set /POINTER=VALUE]... [--chaos SEED:N]",
     "        run a scenario (default: scenarios/quickstart.json); the trace goes to FILE\n"
     "        (default: ./<scenario name>.hcsim.db); an existing FILE is replaced only if it is\n"
     "        an hcsim trace no other run is writing, or any regular file with --force; progress\n"

@@ -16,12 +16,7 @@ int top_main(const std::vector<std::string>& argv) {
   TopOptions opt;
   const Args args(kTop,
                   {{"-n", "", "N", "a number", "rows per table (default 10)",
-                    [&](const std::string& v) {
-                      if (v.empty() || v.size() > 6 || v.find_first_not_of("0123456789") != std::string::npos || std::stoul(v) == 0)
-                        return "-n needs a number from 1 to 999999, got \"" + v + "\"";
-                      opt.rows = std::stoul(v);
-                      return std::string();
-                    }}},
+                    [&](const std::string& v) { return parse_count("-n", v, &opt.rows); }}},
                   {"DB", "the trace database (hcsim run --db)", [&](const std::string& a) {
                      if (!file.empty()) return std::string("top takes one trace database, got a second: ") + a;
                      file = a;
@@ -45,7 +40,8 @@ int top_main(const std::vector<std::string>& argv) {
       t.rank = r.i(0);
       t.name = r.s(1);
     }, &why);
-  ok = ok && db.query("SELECT rank, COUNT(*), TOTAL(end_ns - start_ns), MAX(end_ns) FROM operations GROUP BY rank ORDER BY rank",
+  ok = ok && db.query("SELECT rank, COUNT(*), TOTAL(end_ns - start_ns), MAX(end_ns) FROM operations"
+                      " WHERE start_ns IS NOT NULL AND end_ns IS NOT NULL GROUP BY rank ORDER BY rank",  // operations that ended
                       [&](const Row& r) {
                         TopRank& t = ranks[r.i(0)];
                         t.rank = r.i(0);

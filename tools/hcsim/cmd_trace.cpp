@@ -202,6 +202,7 @@ int trace_main(const std::vector<std::string>& argv) {
                           " FROM operations ORDER BY rank, start_ns, id",
                       [&](const Row& r) {
                         const std::int64_t rank = r.i(1);
+                        if (r.null(9)) return;  // never started (a failed step's row, schema 6): nothing to draw
                         const double s = r.d(9), e = r.null(10) ? s : r.d(10);
                         if (!selected(rank) || !in_window(s, e)) return;
                         std::string b = "\"ph\":\"X\",\"cat\":\"op\",\"name\":" + json_str(r.s(3)) + ",\"ts\":" + us(s) +

@@ -2,6 +2,7 @@
 // main.cpp dispatches on, and the one option parser every command uses, so that each answers
 // --help / -h and reports a usage error (exit 2) with its own usage.
 #pragma once
+#include <cstddef>
 #include <functional>
 #include <optional>
 #include <string>
@@ -39,6 +40,9 @@ struct Positional {
   std::string help;
   std::function<std::string(const std::string& arg)> set;  ///< returns an error message or ""
 };
+
+/// The option `-n N` of the trace readers: N from 1 to 999999 into *out, else the usage error.
+std::string parse_count(const std::string& option, const std::string& v, std::size_t* out);
 
 /// A command's command line: parses it and prints its help and usage errors.
 class Args {

@@ -56,6 +56,8 @@ class Machine final : public EventHandler, public NetworkListener {
   std::uint64_t piece_bytes() const { return piece_bytes_; }
   /// The NPU dies: its streams fail, its HCCS and PCIe links go down (its NIC is the network's).
   void crash_npu(std::uint32_t npu);
+  /// The NPU's stream engine stops dispatching tasks until `until` (tasks already running go on).
+  void stall_npu(std::uint32_t npu, Tick until);
   /// Backdoor (no time): used by the driver for rank descriptors and by fault injection.
   void backdoor_write(std::uint64_t addr, const void* src, std::uint64_t len);
   void backdoor_read(std::uint64_t addr, void* dst, std::uint64_t len) const;

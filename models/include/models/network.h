@@ -59,6 +59,10 @@ class Network final : public EventHandler, private CcHost {
   // Faults.
   void set_link_up(std::uint32_t node, std::uint32_t port, bool up);
   void set_drop_rate(double r) { p_.drop_rate = r; }
+  /// Packet corruption on the cable at (node, port), both directions: each data packet arrives
+  /// corrupted with probability `rate` and the receiver's FCS check drops it (fcs_errors, drops);
+  /// go-back-N recovers it. Packet and chunk tiers (a unit of n packets is lost with 1-(1-rate)^n).
+  void set_link_corruption(std::uint32_t node, std::uint32_t port, double rate);
 
   // Observation.
   std::uint32_t nodes() const { return static_cast<std::uint32_t>(nodes_.size()); }

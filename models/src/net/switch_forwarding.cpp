@@ -62,6 +62,17 @@ void Network::try_tx(std::uint32_t node, std::uint32_t port) {
   schedule(end, kTxDone, node, port);
   const double loss = k.kind != kData || p_.drop_rate <= 0 ? 0 : k.npk == 1 ? p_.drop_rate : 1 - std::pow(1 - p_.drop_rate, k.npk);
   if (loss > 0 && uniform() < loss) { p.st.drops += k.npk; sample(node, port, SampleCount::Drops, k.npk); free_pkt(id); return; }
+  if (p.corrupt_rate > 0 && k.kind == kData) {  // corrupted on the wire: the receiver's FCS check drops it
+    const double bad = k.npk == 1 ? p.corrupt_rate : 1 - std::pow(1 - p.corrupt_rate, k.npk);
+    if (uniform() < bad) {
+      Port& rx = nodes_[p.peer].ports[p.peer_port];
+      rx.st.fcs_errors += k.npk;
+      rx.st.drops += k.npk;
+      sample(p.peer, p.peer_port, SampleCount::Drops, k.npk);
+      free_pkt(id);
+      return;
+    }
+  }
   const Node& next = nodes_[p.peer];
   k.tail_at = end + p.latency + (next.is_switch ? next.latency : 0);
   const Tick at = next.is_switch ? now + serialization_ps(piece, p.Bps) + p.latency + next.latency : k.tail_at;

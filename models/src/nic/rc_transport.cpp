@@ -81,6 +81,10 @@ void Network::host_kick(std::uint32_t host) {
   for (std::size_t i = 0; i < nq; ++i) {
     std::uint32_t qi = n.qps[(n.rr + i) % nq];
     Qp& q = qps_[qi];
+    // Never resend what is acknowledged; an ACK of packets sent before a go-back-N rewind can
+    // leave next_psn behind acked, and when that ACK covers everything, nothing is left to send
+    // (clamping after this check would send a packet past the last message).
+    if (q.next_psn < q.acked) q.next_psn = q.acked;
     if (q.failed || q.next_psn >= q.end_psn) continue;
     Tick t = std::max(q.next_tx, q.ready_at);
     if (t > now) { wake = std::min(wake, t); continue; }
@@ -91,7 +95,6 @@ void Network::host_kick(std::uint32_t host) {
     k.qp = qi;
     k.src = host;
     k.dst = q.dst;
-    if (q.next_psn < q.acked) q.next_psn = q.acked;  // never resend what is acknowledged
     k.psn = q.next_psn;
     k.payload = psn_bytes(q, q.next_psn, &k.msg_tag, &k.msg_off, &k.last);
     k.npk = static_cast<std::uint32_t>(p_.packets(k.payload));
@@ -147,6 +150,9 @@ void Network::host_rx(std::uint32_t host, std::uint32_t id) {
   const std::uint32_t qi = k.qp;
   switch (k.kind) {
     case kData: {
+      // A QP in the error state (retries exhausted) takes nothing: a packet of it still on the
+      // wire, e.g. queued behind a port that came up again, belongs to a write already failed.
+      if (q.failed) break;
       if (k.psn == q.expected) {
         ++q.expected;
         q.nak_sent = false;

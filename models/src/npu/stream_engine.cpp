@@ -37,9 +37,18 @@ void Machine::submit(std::uint32_t s, const Task& t) {
 
 void Machine::enqueue(std::uint32_t s, const Task& t) { streams_.at(s).pending.push_back(t); }
 
+void Machine::stall_npu(std::uint32_t npu, Tick until) {
+  auto& n = npus_.at(npu);
+  n.stalled_until = std::max(n.stalled_until, until);
+}
+
 void Machine::dispatch(std::uint32_t s) {
   auto& st = streams_[s];
   if (st.q.empty()) { st.busy = false; return; }
+  if (sch_.now() < npus_[st.npu].stalled_until) {  // npu_stall: dispatch once the engine runs again
+    sch_.schedule(npus_[st.npu].stalled_until, this, stream_ev(kDispatch, s), 0);
+    return;
+  }
   const Task& t = st.q.front();
   ++stats_.tasks;
   ++st.started;

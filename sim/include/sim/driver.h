@@ -2,6 +2,7 @@
 // Blocking calls (stream synchronize) wait in the calling rank's SC_THREAD on a per-stream event.
 #pragma once
 #include <deque>
+#include <functional>
 #include <map>
 #include <tuple>
 #include <memory>
@@ -48,6 +49,11 @@ class SimDriver final : public hcomm::Driver, public models::MachineListener {
   /// Write one `tasks` row per completed stream task (docs/trace-schema.md).
   void trace_tasks(bool on);
   std::uint64_t log_lines(int level) const { return level >= 0 && level < 4 ? log_count_[level] : 0; }
+  /// Called when an announced operation starts (its begin marker), with its step/rep labels:
+  /// the runner's fault injector times faults relative to a step by it.
+  std::function<void(std::uint32_t step, std::uint32_t rep, const hcomm::OpInfo& info, models::Tick t)> on_op_start;
+  /// Operations announced whose end marker was not seen (failed, timed out, or cut short).
+  std::vector<OpRecord> unfinished_ops() const;
 
   // hcomm::Driver
   std::uint32_t rank_count() override;

@@ -44,6 +44,10 @@ struct RunResult {
   std::vector<std::string> failures;   ///< why the expectations failed
   std::uint64_t sim_end_ps = 0, events = 0;
   std::map<std::string, double> counters;  ///< hardware counters at the end (counter_names())
+  /// Ranks that failed or did not finish: "rank 3 (node0/npu3): failed in step 0 rep 1: hcomm_...: ..."
+  std::vector<std::string> rank_outcomes;
+  std::vector<std::string> faults;     ///< every fault injected, as logged
+  std::string status;                  ///< run.status: ok, failed, expectations failed, interrupted
   double wall_s = 0;
 };
 

@@ -22,7 +22,8 @@ namespace sim {
 // 3: operations.chosen_by, est_us, runner_up, runner_up_est_us.
 // 4: counter_samples, tasks, port_counters.busy_ns.
 // 5: routes; port_counters.peer, peer_port.
-constexpr int kTraceSchemaVersion = 5;
+// 6: operations.status, error (failed, timed-out and unfinished operations have rows).
+constexpr int kTraceSchemaVersion = 6;
 
 /// One `routes` row: a route the library chose, with the path the hardware forwards it on.
 struct RouteRow {
@@ -37,6 +38,12 @@ struct RouteRow {
 struct OpChoice {
   std::string by, runner_up;
   double est_us = 0, runner_up_est_us = 0;
+};
+
+/// How an operation ended (operations.status, error): "ok", "failed", "timeout" or "unfinished",
+/// and the error its rank got ("" for none: NULL).
+struct OpOutcome {
+  std::string status = "ok", error;
 };
 
 class Trace {
@@ -68,7 +75,7 @@ class Trace {
   void operation(std::uint32_t rank, std::uint64_t seq, const std::string& kind, const std::string& algo,
                  std::uint64_t bytes, const std::string& dtype, const std::string& op, std::int64_t peer,
                  std::uint32_t step, std::uint32_t rep, double start_ns, double end_ns,
-                 const OpChoice& choice = OpChoice{});
+                 const OpChoice& choice = OpChoice{}, const OpOutcome& outcome = OpOutcome{});
   void link_counter(std::uint32_t link, const std::string& dir, double t_ns, std::uint64_t bytes, std::uint64_t pieces,
                     double busy_ns, std::uint64_t rx_retry, double credit_stall_ns);
   void port_counter(const std::string& node, std::uint32_t port, std::uint64_t tx_bytes, std::uint64_t tx_packets,

@@ -2,6 +2,8 @@
 // part (scenario_readers.h), the topology, and the checks that need it.
 #include "sim/config/scenario.h"
 
+#include <cstdlib>
+
 #include "scenario_readers.h"
 #include "sim/config/units.h"
 
@@ -39,14 +41,129 @@ std::string dir_of(const std::string& p) {
   return k == std::string::npos ? "" : p.substr(0, k + 1);
 }
 
+// A value from the command line: JSON when it parses as JSON, else the string itself.
+json cli_value(const std::string& v) {
+  json j = json::parse(v, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return json(v);
+  return j;
+}
+
+// --set POINTER=VALUE on the document: objects on the way are created when missing (the reader
+// then rejects keys it does not know, naming the option); array elements must exist. False + `why`.
+bool apply_set(json& doc, const std::string& ptr, const std::string& value, std::string* why) {
+  if (ptr.empty() || ptr[0] != '/') { *why = "expected /json/pointer=value"; return false; }
+  std::vector<std::string> tokens;
+  for (std::size_t from = 1;;) {
+    const auto slash = ptr.find('/', from);
+    std::string t = ptr.substr(from, slash == std::string::npos ? std::string::npos : slash - from);
+    for (std::size_t k; (k = t.find("~1")) != std::string::npos;) t.replace(k, 2, "/");
+    for (std::size_t k; (k = t.find("~0")) != std::string::npos;) t.replace(k, 2, "~");
+    tokens.push_back(t);
+    if (slash == std::string::npos) break;
+    from = slash + 1;
+  }
+  json* at = &doc;
+  std::string path;
+  for (std::size_t i = 0; i < tokens.size(); ++i) {
+    const std::string& t = tokens[i];
+    const bool last = i + 1 == tokens.size();
+    if (at->is_null()) *at = json::object();
+    if (at->is_object()) {
+      at = &(*at)[t];
+    } else if (at->is_array()) {
+      char* end = nullptr;
+      const unsigned long long k = std::strtoull(t.c_str(), &end, 10);
+      if (t.empty() || *end || t[0] == '-' || k >= at->size()) {
+        *why = "unknown pointer " + ptr + ": " + (path.empty() ? "/" : path) + " has " + std::to_string(at->size()) + " elements";
+        return false;
+      }
+      at = &(*at)[static_cast<std::size_t>(k)];
+    } else {
+      *why = "unknown pointer " + ptr + ": " + path + " is a " + at->type_name() + ", not an object or array";
+      return false;
+    }
+    path += "/" + t;
+    if (last) *at = cli_value(value);
+  }
+  return true;
+}
+
+// Errors about what the command line added name the option instead of the file.
+void name_overrides(std::vector<std::string>& msgs, const std::string& path, const ScenarioOverrides& ov, std::size_t file_faults) {
+  for (auto& m : msgs) {
+    if (m.compare(0, path.size() + 2, path + ": ") != 0) continue;
+    const std::string rest = m.substr(path.size() + 2);  // "/pointer: reason"
+    bool done = false;
+    for (std::size_t k = 0; k < ov.faults.size() && !done; ++k) {
+      const std::string fp = "/faults/" + std::to_string(file_faults + k);
+      if (rest.compare(0, fp.size(), fp) == 0 && (rest.size() == fp.size() || rest[fp.size()] == '/' || rest[fp.size()] == ':')) {
+        std::string tail = rest.substr(fp.size());
+        if (!tail.empty() && tail[0] == '/') tail = tail.substr(1);
+        else if (tail.rfind(": ", 0) == 0) tail = tail.substr(2);
+        m = "--fault '" + ov.faults[k].text + "': " + tail;
+        done = true;
+      }
+    }
+    for (auto it = ov.sets.rbegin(); it != ov.sets.rend() && !done; ++it) {
+      const std::string& sp = it->first;
+      if (rest.compare(0, sp.size(), sp) == 0 && (rest.size() == sp.size() || rest[sp.size()] == '/' || rest[sp.size()] == ':')) {
+        m = "--set " + sp + "=" + it->second + ": " + rest;
+        done = true;
+      }
+    }
+  }
+}
+
 }  // namespace
+
+std::optional<json> parse_fault_text(const std::string& text, std::string* why) {
+  std::vector<std::string> words;
+  std::string w;
+  for (char c : text) {
+    if (c == ' ' || c == '\t') { if (!w.empty()) words.push_back(w), w.clear(); }
+    else w += c;
+  }
+  if (!w.empty()) words.push_back(w);
+  if (words.empty()) { *why = "empty: expected 'TYPE key=value ...'"; return std::nullopt; }
+  if (words[0].find('=') != std::string::npos) { *why = "the first word is the fault type, got \"" + words[0] + "\""; return std::nullopt; }
+  json o = json::object();
+  o["type"] = words[0];
+  for (std::size_t i = 1; i < words.size(); ++i) {
+    const auto eq = words[i].find('=');
+    if (eq == std::string::npos || eq == 0) { *why = "expected key=value, got \"" + words[i] + "\""; return std::nullopt; }
+    const std::string key = words[i].substr(0, eq), val = words[i].substr(eq + 1);
+    // "at.step=0": a key of a nested object ("at": {"step": 0}).
+    json* at = &o;
+    std::size_t from = 0;
+    for (auto dot = key.find('.'); dot != std::string::npos; from = dot + 1, dot = key.find('.', from)) {
+      const std::string part = key.substr(from, dot - from);
+      if (part.empty()) { *why = "empty key in \"" + key + "\""; return std::nullopt; }
+      json& next = (*at)[part];
+      if (next.is_null()) next = json::object();
+      if (!next.is_object()) { *why = "key " + part + " is given both as a value and as an object"; return std::nullopt; }
+      at = &next;
+    }
+    const std::string leaf = key.substr(from);
+    if (leaf.empty()) { *why = "empty key in \"" + key + "\""; return std::nullopt; }
+    if (at->contains(leaf)) { *why = "key " + key + " given twice"; return std::nullopt; }
+    (*at)[leaf] = cli_value(val);
+  }
+  return o;
+}
 
 using namespace scenario_detail;
 
 std::optional<Scenario> load_scenario(const std::string& path, std::vector<std::string>* errors, std::vector<std::string>* warnings) {
+  return load_scenario(path, ScenarioOverrides{}, errors, warnings);
+}
+
+std::optional<Scenario> load_scenario(const std::string& path, const ScenarioOverrides& ov, std::vector<std::string>* errors,
+                                      std::vector<std::string>* warnings) {
   Diagnostics d(path);
+  std::size_t file_faults = 0;
   auto finish = [&]() -> std::optional<Scenario> {
     *errors = d.messages();
+    name_overrides(*errors, path, ov, file_faults);
     if (warnings) *warnings = d.warnings();
     return std::nullopt;
   };
@@ -55,6 +172,27 @@ std::optional<Scenario> load_scenario(const std::string& path, std::vector<std::
   if (std::string why = wrong_kind(*j, "scenario"); !why.empty()) {
     d.error("", why);
     return finish();
+  }
+  // Command-line overrides, applied to the document before it is read; a --set whose pointer
+  // the document cannot take is reported alone (naming the option), before anything is read.
+  std::vector<std::string> cli_errors;
+  for (const auto& [ptr, value] : ov.sets) {
+    std::string why;
+    if (!apply_set(*j, ptr, value, &why)) cli_errors.push_back("--set " + ptr + "=" + value + ": " + why);
+  }
+  if (!ov.faults.empty() && j->is_object()) {
+    json& fl = (*j)["faults"];
+    if (fl.is_null()) fl = json::array();
+    if (!fl.is_array()) cli_errors.push_back("--fault: the scenario's /faults is not an array");
+    else {
+      file_faults = fl.size();
+      for (const auto& f : ov.faults) fl.push_back(f.object);
+    }
+  }
+  if (!cli_errors.empty()) {
+    *errors = cli_errors;
+    if (warnings) warnings->clear();
+    return std::nullopt;
   }
   ObjectReader top(*j, "", d, {"format", "version", "name", "description", "topology", "seed", "payload", "fidelity", "network", "hcomm_env", "workload", "faults", "expect", "trace"});
   if (!top.valid()) return finish();
@@ -90,6 +228,7 @@ std::optional<Scenario> load_scenario(const std::string& path, std::vector<std::
     std::vector<std::string> all = d.messages();
     all.push_back(path + ": /topology: topology file is invalid");
     all.insert(all.end(), td.messages().begin(), td.messages().end());
+    name_overrides(all, path, ov, file_faults);
     *errors = std::move(all);
     if (warnings) *warnings = d.warnings();
     return std::nullopt;

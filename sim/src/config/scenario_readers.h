@@ -10,8 +10,18 @@
 
 namespace sim::scenario_detail {
 
-/// A fault naming devices, resolved once the topology is loaded.
-struct PendingRef { std::size_t fault; std::string ptr, a, b, npu; };
+/// A fault naming devices, resolved once the topology is loaded: an HCCS link (a, b), a RoCE
+/// cable (switch + port, or the NIC of npu), or an NPU (npu).
+struct PendingRef {
+  enum Target { Hccs, RoceCable, Nic, Npu };
+  std::size_t fault;
+  std::string ptr, a, b, npu;
+  Target target = Hccs;
+  std::string sw;
+  std::int64_t port = -1;
+  PendingRef(std::size_t f, std::string p, std::string a_, std::string b_, std::string n)
+      : fault(f), ptr(std::move(p)), a(std::move(a_)), b(std::move(b_)), npu(std::move(n)) {}
+};
 
 void read_network(const ObjectReader& top, Scenario& sc, Diagnostics& d);
 void read_hcomm_env(const ObjectReader& top, Scenario& sc, Diagnostics& d);

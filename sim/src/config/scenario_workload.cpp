@@ -53,9 +53,16 @@ const json* read_workload(const ObjectReader& top, Scenario& sc, Diagnostics& d)
   if (wl && (!wl->is_array() || wl->empty())) { d.error(top.child("workload"), "expected a non-empty array"); wl = nullptr; }
   if (wl) {
     for (std::size_t i = 0; i < wl->size(); ++i) {
-      ObjectReader w((*wl)[i], top.child("workload") + "/" + std::to_string(i), d, {"op", "bytes", "dtype", "reduce", "repeat", "check", "pattern", "root", "senders"});
+      ObjectReader w((*wl)[i], top.child("workload") + "/" + std::to_string(i), d, {"op", "bytes", "dtype", "reduce", "repeat", "check", "pattern", "root", "senders", "expect"});
       if (!w.valid()) continue;
       WorkloadStep st;
+      if (const json* ej = w.get("expect", false)) {  // this step's own expectations
+        ObjectReader e(*ej, w.child("expect"), d, {"max_op_time_us", "checks_pass"});
+        if (e.valid()) {
+          st.max_op_time_us = e.number("max_op_time_us", false, 0, 1e15);
+          st.checks_pass = e.boolean("checks_pass", false);
+        }
+      }
       st.op = w.str("op", true).value_or("");
       if (!st.op.empty() && st.op != "allreduce" && st.op != "allgather" && st.op != "reducescatter" && st.op != "broadcast" && st.op != "alltoall" &&
           st.op != "sendrecv" && st.op != "incast" && st.op != "barrier" && st.op != "h2d" && st.op != "d2h")

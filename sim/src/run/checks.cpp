@@ -27,7 +27,7 @@ void Cluster::record_check(std::uint32_t r, std::uint32_t s, std::uint32_t rep, 
     ++tally.second;
     failures.push_back({FailureKind::CheckFailed, "rank " + std::to_string(r) + " step " + std::to_string(s) + " rep " + std::to_string(rep) +
                                                       ": result check failed: " + std::to_string(cr.mismatches) + " wrong elements, first " +
-                                                      cr.detail});
+                                                      cr.detail, static_cast<std::int64_t>(s)});
   }
   if (trace_) trace_->check(r, s, rep, cr.ok(), cr.mismatches, cr.detail);
   driver_->note(r, cr.ok() ? 2 : 0,
@@ -54,7 +54,8 @@ bool Cluster::check_incast(std::uint32_t r, const WorkloadStep& w, std::uint32_t
     if (!cr.ok()) {
       ++failed;
       failures.push_back({FailureKind::CheckFailed, "rank " + std::to_string(r) + " step " + std::to_string(s) + " rep " + std::to_string(rep) +
-                                                        ": result check failed: segment from rank " + std::to_string(q) + ": " + cr.detail});
+                                                        ": result check failed: segment from rank " + std::to_string(q) + ": " + cr.detail,
+                          static_cast<std::int64_t>(s)});
     }
     if (trace_) trace_->check(q, s, rep, cr.ok(), cr.mismatches, cr.detail);
   }

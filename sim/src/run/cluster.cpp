@@ -16,6 +16,13 @@ Cluster::Cluster(sc_core::sc_module_name n, const Scenario& sc, const RunOptions
   ops_done_.assign(nranks_, 0);
   for (const auto& w : sc.workload) ops_total_ += w.repeat;
   departed_.assign(nranks_, false);
+  rank_error_.assign(nranks_, "");
+  rank_rc_.assign(nranks_, HCOMM_SUCCESS);
+  rank_at_.assign(nranks_, {0u, 0u});
+  rank_err_ps_.assign(nranks_, 0);
+  rank_err_at_.assign(nranks_, {0u, 0u});
+  step_errors_.assign(nranks_, {});
+  echo_ = opt.echo_logs;
   rv_expected_ = nranks_;
 }
 
@@ -62,6 +69,14 @@ void Cluster::depart(std::uint32_t r) {
 
 bool Cluster::ok(std::uint32_t r, const char* what, hcomm_result_t rc) {
   if (rc == HCOMM_SUCCESS) return true;
+  if (r < step_errors_.size())
+    step_errors_[r].try_emplace(rank_at_[r], StepError{rc, std::string(what) + ": " + hcomm_result_string(rc), sc_core::sc_time_stamp().value()});
+  if (r < rank_error_.size() && rank_error_[r].empty()) {
+    rank_error_[r] = std::string(what) + ": " + hcomm_result_string(rc);
+    rank_rc_[r] = rc;
+    rank_err_ps_[r] = sc_core::sc_time_stamp().value();
+    rank_err_at_[r] = rank_at_[r];
+  }
   failures.push_back({FailureKind::ApiCall, "rank " + std::to_string(r) + ": " + what + " failed: " + hcomm_result_string(rc)});
   return false;
 }

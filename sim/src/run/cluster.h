@@ -34,6 +34,17 @@ class Cluster : public sc_core::sc_module {
   std::vector<bool> done_;          ///< per rank: finished its workload
   std::vector<std::uint64_t> ops_done_;  ///< per rank: workload operations (step repetitions) completed (live.h)
   std::uint64_t ops_total_ = 0;          ///< workload operations per rank (sum of repeats)
+  /// Per rank: the first error it got ("hcomm_stream_synchronize: HCOMM_E_TIMEOUT ..."; "" none)
+  /// and the step/rep it was in then (operations.status/error, the summary's rank outcomes).
+  std::vector<std::string> rank_error_;
+  std::vector<hcomm_result_t> rank_rc_;
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> rank_at_;  ///< per rank: current step, rep
+  std::vector<models::Tick> rank_err_ps_;                         ///< per rank: when it got its first error
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> rank_err_at_;  ///< per rank: step, rep of its first error
+  /// Per rank: the first error in each (step, rep) it got one in: result, "call: message", when.
+  struct StepError { hcomm_result_t rc = HCOMM_SUCCESS; std::string error; models::Tick t = 0; };
+  std::vector<std::map<std::pair<std::uint32_t, std::uint32_t>, StepError>> step_errors_;
+  std::vector<std::string> faults_log_;  ///< every injection, as logged
 
   // cluster.cpp
   void start_ranks();
@@ -78,9 +89,14 @@ class Cluster : public sc_core::sc_module {
   // faults.cpp
   struct Injector : models::EventHandler {
     Cluster* c = nullptr;
-    void on_event(std::uint64_t i, std::uint64_t) override;
+    void on_event(std::uint64_t i, std::uint64_t phase) override;
   } injector_;
-  void apply_fault(const Fault& f);
+  void arm_fault(std::size_t i, models::Tick at);
+  void op_started(std::uint32_t step, std::uint32_t rep, double est_ns, models::Tick t);
+  void announce(std::uint32_t rank, int level, const std::string& line);
+  void apply_fault(std::size_t i, std::uint32_t phase);
+  std::vector<bool> fault_armed_;
+  bool echo_ = true;
   void inject_bitflips(std::uint32_t r, std::uint32_t s, std::uint32_t rep, void* out);
   std::uint32_t npu_rank(std::uint32_t npu) const;
 

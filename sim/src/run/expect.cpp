@@ -14,6 +14,31 @@ void expect_limits(const Expectations& e, const std::vector<StepSummary>& steps,
   }
 }
 
+void expect_steps(const Scenario& sc, const std::vector<StepSummary>& steps, std::vector<Failure>& out) {
+  for (const auto& s : steps) {
+    if (s.step >= sc.workload.size()) continue;
+    const auto& lim = sc.workload[s.step].max_op_time_us;
+    if (lim && s.time_us > *lim)
+      out.push_back({FailureKind::OpTime, "step " + std::to_string(s.step) + " rep " + std::to_string(s.rep) + ": time " + std::to_string(s.time_us) +
+                                              " us exceeds the step's max_op_time_us " + std::to_string(*lim),
+                     static_cast<std::int64_t>(s.step)});
+  }
+  for (std::size_t i = 0; i < sc.workload.size(); ++i) {
+    if (sc.workload[i].checks_pass.value_or(true)) continue;
+    const auto step = static_cast<std::int64_t>(i);
+    bool any = false;
+    std::vector<Failure> other;
+    for (auto& f : out) {
+      if (f.kind == FailureKind::CheckFailed && f.step == step) any = true;
+      else other.push_back(f);
+    }
+    out = other;
+    if (!any)
+      out.push_back({FailureKind::NoCheckFailure,
+                     "step " + std::to_string(i) + ": expected a result check to fail (its checks_pass: false), but all passed", step});
+  }
+}
+
 void expect_counters(const Expectations& e, const std::map<std::string, double>& ctr, std::vector<Failure>& out) {
   for (const auto& [name, lo] : e.counters_min)
     if (ctr.at(name) < lo)

@@ -12,6 +12,9 @@ namespace sim {
 
 /// Time and bus-bandwidth limits of every operation, in step order.
 void expect_limits(const Expectations& e, const std::vector<StepSummary>& steps, std::vector<Failure>& out);
+/// Each step's own expectations (/workload/i/expect): its max_op_time_us, and checks_pass false
+/// (some check of that step must fail; that step's check failures are then not failures).
+void expect_steps(const Scenario& sc, const std::vector<StepSummary>& steps, std::vector<Failure>& out);
 /// The counters' bounds.
 void expect_counters(const Expectations& e, const std::map<std::string, double>& counters, std::vector<Failure>& out);
 /// Applies api_errors and checks_pass: failures the scenario asked for are removed, their absence

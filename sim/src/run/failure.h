@@ -1,6 +1,7 @@
 // Why a run failed (docs/scenario-format.md#expect): a kind the expectations decide on, and the
 // message printed for people. Expectations match kinds, never message text.
 #pragma once
+#include <cstdint>
 #include <string>
 
 namespace sim {
@@ -22,6 +23,7 @@ enum class FailureKind {
 struct Failure {
   FailureKind kind;
   std::string message;
+  std::int64_t step = -1;  ///< the workload step it concerns (CheckFailed, OpTime), -1 none
 };
 
 }  // namespace sim

@@ -1,33 +1,116 @@
 // Injected faults (docs/scenario-format.md#faults): timed ones applied by the fabric at their
-// simulated time, HBM bit flips by the workload after the operation they corrupt.
+// simulated time (absolute, or relative to the start of a workload step), HBM bit flips by the
+// workload after the operation they corrupt. Every injection is logged to the trace and, unless
+// -q, echoed on stderr with its simulated time.
+#include <algorithm>
+#include <cstdio>
+
 #include "run/cluster.h"
+#include "sim/live.h"
 
 namespace sim {
 
-void Cluster::Injector::on_event(std::uint64_t i, std::uint64_t) { c->apply_fault(c->sc_.faults[i]); }
+namespace {
+
+// Events of one fault: flaps go down and up `count` times (phase 2k down, 2k+1 up); npu_stall
+// has its end (phase 1, only logged); everything else one event.
+std::uint32_t phases(const Fault& f) {
+  if (f.kind == FaultKind::LinkFlap || f.kind == FaultKind::NicFlap) return 2 * f.count;
+  if (f.kind == FaultKind::NpuStall) return 2;
+  return 1;
+}
+
+models::Tick phase_offset(const Fault& f, std::uint32_t ph) {
+  if (f.kind == FaultKind::NpuStall) return ph ? f.duration_ps : 0;
+  return static_cast<models::Tick>(ph / 2) * f.period_ps + (ph % 2 ? f.duration_ps : 0);
+}
+
+}  // namespace
+
+void Cluster::Injector::on_event(std::uint64_t i, std::uint64_t phase) { c->apply_fault(i, static_cast<std::uint32_t>(phase)); }
 
 void Cluster::schedule_faults() {
   injector_.c = this;
-  for (std::size_t i = 0; i < sc_.faults.size(); ++i)
-    if (sc_.faults[i].kind != FaultKind::HbmBitflip) elab_.sched.schedule(sc_.faults[i].at_ps, &injector_, i, 0);
+  fault_armed_.assign(sc_.faults.size(), false);
+  for (std::size_t i = 0; i < sc_.faults.size(); ++i) {
+    const Fault& f = sc_.faults[i];
+    if (f.kind == FaultKind::HbmBitflip || f.at_step >= 0) continue;  // bit flips: inject_bitflips; relative: op_started
+    arm_fault(i, f.at_ps);
+  }
+  if (std::any_of(sc_.faults.begin(), sc_.faults.end(), [](const Fault& f) { return f.at_step >= 0; }))
+    driver_->on_op_start = [this](std::uint32_t step, std::uint32_t rep, const hcomm::OpInfo& info, models::Tick t) {
+      op_started(step, rep, info.est_ns, t);
+    };
 }
 
-void Cluster::apply_fault(const Fault& f) {
+void Cluster::arm_fault(std::size_t i, models::Tick at) {
+  fault_armed_[i] = true;
+  const Fault& f = sc_.faults[i];
+  for (std::uint32_t ph = 0; ph < phases(f); ++ph) elab_.sched.schedule(at + phase_offset(f, ph), &injector_, i, ph);
+}
+
+// A workload step's repetition started (its first operation's begin marker, or a host copy's
+// submit): arm the faults timed relative to it, once, from its first rank.
+void Cluster::op_started(std::uint32_t step, std::uint32_t rep, double est_ns, models::Tick t) {
+  for (std::size_t i = 0; i < sc_.faults.size(); ++i) {
+    const Fault& f = sc_.faults[i];
+    if (fault_armed_[i] || f.at_step != static_cast<std::int64_t>(step) || f.at_rep != rep) continue;
+    models::Tick after = f.at_ps;
+    if (f.after_pct >= 0) {
+      if (est_ns <= 0)
+        announce(0, 1, "[HCSIM_WARN] fault timing: step " + std::to_string(step) + " rep " + std::to_string(rep) +
+                           " has no estimate (operations.est_us); the fault timed at " + std::to_string(f.after_pct) + "% fires at its start");
+      after = static_cast<models::Tick>(f.after_pct / 100.0 * (est_ns > 0 ? est_ns : 0) * models::kPsPerNs);
+    }
+    arm_fault(i, t + after);
+  }
+}
+
+void Cluster::announce(std::uint32_t rank, int level, const std::string& line) {
+  driver_->note(rank, level, line);
+  const double t = static_cast<double>(sc_core::sc_time_stamp().value()) / 1e6;
+  if (echo_) std::fprintf(stderr, "%s[%12.3f us] %s\n", g_status_line ? "\r\033[K" : "", t, line.c_str());
+  faults_log_.push_back(line);
+}
+
+void Cluster::apply_fault(std::size_t idx, std::uint32_t phase) {
+  const Fault& f = sc_.faults[idx];
   models::Machine& m = elab_.machine;
   models::Network* net = elab_.net.get();
   const auto& nic = elab_.nic;
   const auto& hccs = elab_.hccs_link;
-  // A link down from the start (/as_built) has no machine link: its faults change nothing.
-  const bool no_link = (f.kind == FaultKind::LinkDown || f.kind == FaultKind::LinkUp || f.kind == FaultKind::CrcRate ||
-                        f.kind == FaultKind::LaneDegrade) && hccs[f.link] == ~0u;
-  if (no_link) return;
+  const auto& t = sc_.topology;
+  std::string what = f.what;
+  // A RoCE cable of the topology as the network's (node, port).
+  auto cable = [&](std::int64_t k, std::uint32_t* node, std::uint32_t* port) {
+    const auto& l = t.links[static_cast<std::size_t>(k)];
+    if (!l.a.is_switch) { *node = nic[l.a.index]; *port = 0; }
+    else if (!l.b.is_switch) { *node = nic[l.b.index]; *port = 0; }
+    else {  // switch to switch: the network node of a switch is found by its name
+      *node = ~0u;
+      for (std::uint32_t n = 0; net && n < net->nodes(); ++n)
+        if (net->is_switch(n) && net->node_name(n) == t.switches[l.a.index].name) *node = n;
+      *port = l.a.port;
+    }
+  };
+  // An HCCS link down from the start (/as_built) has no machine link: its faults change nothing.
+  if ((f.kind == FaultKind::LinkDown || f.kind == FaultKind::LinkUp || f.kind == FaultKind::CrcRate ||
+       f.kind == FaultKind::LaneDegrade) && f.link >= 0 && t.links[static_cast<std::size_t>(f.link)].type == LinkType::Hccs &&
+      hccs[static_cast<std::size_t>(f.link)] == ~0u)
+    return;
   switch (f.kind) {
     case FaultKind::RankCrash: {  // the process dies; so does its device (streams, links, NIC)
-      const std::uint32_t npu = sc_.topology.rank_to_npu[f.rank];
-      driver_->note(f.rank, 0, "[HCSIM_ERR] fault injected: " + f.what);
+      const std::uint32_t npu = t.rank_to_npu[f.rank];
+      announce(f.rank, 0, "[HCSIM_ERR] fault injected: " + f.what);
       m.crash_npu(npu);
       if (net && npu < nic.size() && nic[npu] != ~0u) net->set_link_up(nic[npu], 0, false);
       if (f.rank < procs_.size() && !procs_[f.rank].terminated()) procs_[f.rank].kill();
+      if (f.rank < rank_error_.size() && rank_error_[f.rank].empty()) {
+        rank_error_[f.rank] = "rank crashed (rank_crash fault)";
+        rank_err_ps_[f.rank] = sc_core::sc_time_stamp().value();
+        rank_err_at_[f.rank] = rank_at_[f.rank];
+        step_errors_[f.rank].try_emplace(rank_at_[f.rank], StepError{HCOMM_E_RUNTIME, rank_error_[f.rank], rank_err_ps_[f.rank]});
+      }
       depart(f.rank);
       return;
     }
@@ -36,14 +119,57 @@ void Cluster::apply_fault(const Fault& f) {
     case FaultKind::CrcRate: m.set_link_crc_rate(hccs[f.link], f.rate); break;
     case FaultKind::LaneDegrade: m.set_link_lanes(hccs[f.link], f.lanes); break;
     case FaultKind::DropRate: if (net) net->set_drop_rate(f.rate); break;
-    case FaultKind::NicDown: if (net) net->set_link_up(nic[f.npu], 0, false); break;
-    case FaultKind::NicUp: if (net) net->set_link_up(nic[f.npu], 0, true); break;
+    case FaultKind::NicDown:
+    case FaultKind::NicUp:
+    case FaultKind::SwitchLinkDown:
+    case FaultKind::SwitchLinkUp:
+    case FaultKind::PacketCorruption:
+    case FaultKind::NicFlap:
+    case FaultKind::LinkFlap: {
+      const bool up = f.kind == FaultKind::NicUp || f.kind == FaultKind::SwitchLinkUp ||
+                      ((f.kind == FaultKind::NicFlap || f.kind == FaultKind::LinkFlap) && phase % 2 == 1);
+      if (f.kind == FaultKind::LinkFlap && f.link >= 0) {  // an HCCS link
+        m.set_link_up(hccs[f.link], up);
+      } else if (net && f.roce_link >= 0) {
+        std::uint32_t node = ~0u, port = 0;
+        cable(f.roce_link, &node, &port);
+        if (node != ~0u) {
+          if (f.kind == FaultKind::PacketCorruption) net->set_link_corruption(node, port, f.rate);
+          else net->set_link_up(node, port, up);
+        }
+      }
+      if (f.kind == FaultKind::NicFlap || f.kind == FaultKind::LinkFlap) {
+        const std::string name = f.link >= 0 ? "HCCS link " + t.links[f.link].name : f.what.substr(0, f.what.find(" flapping"));
+        what = name + (up ? " up" : " down") + " (flap " + std::to_string(phase / 2 + 1) + "/" + std::to_string(f.count) + ")";
+      }
+      break;
+    }
+    case FaultKind::PcieLinkDown:
+    case FaultKind::PcieLinkUp: {
+      // The NPU's PCIe link to its PCIe switch (Atlas 800), else its own link to the host.
+      const std::string& npu = t.npus[static_cast<std::size_t>(f.npu)].name;
+      std::int64_t id = -1;
+      for (std::size_t k = 0; k < t.links.size() && id < 0; ++k)
+        if (t.links[k].type == LinkType::Pcie && !t.links[k].a.is_switch && t.links[k].a.index == f.npu)
+          for (std::size_t j = 0; j < m.links().size(); ++j)
+            if (m.links()[j].name == t.links[k].name) id = static_cast<std::int64_t>(j);
+      for (std::size_t j = 0; j < m.links().size() && id < 0; ++j)
+        if (m.links()[j].name == npu + "/host") id = static_cast<std::int64_t>(j);
+      if (id >= 0) {
+        m.set_link_up(static_cast<std::uint32_t>(id), f.kind == FaultKind::PcieLinkUp);
+        what = "PCIe link " + m.links()[static_cast<std::size_t>(id)].name + (f.kind == FaultKind::PcieLinkUp ? " up" : " down");
+      }
+      break;
+    }
+    case FaultKind::NpuStall:
+      if (phase == 0) m.stall_npu(static_cast<std::uint32_t>(f.npu), sc_core::sc_time_stamp().value() + f.duration_ps);
+      else what = t.npus[static_cast<std::size_t>(f.npu)].name + " stream engine runs again (npu_stall ended)";
+      break;
     case FaultKind::HbmBitflip: break;  // not timed: inject_bitflips
   }
-  const auto& t = sc_.topology;
   const std::uint32_t rank = f.npu >= 0 ? npu_rank(static_cast<std::uint32_t>(f.npu))
                                         : f.link >= 0 ? npu_rank(t.links[f.link].a.index) : 0;
-  driver_->note(rank, 1, "[HCSIM_WARN] fault injected: " + f.what);
+  announce(rank, 1, (f.kind == FaultKind::NpuStall && phase ? "[HCSIM_WARN] fault ended: " : "[HCSIM_WARN] fault injected: ") + what);
 }
 
 // HBM bit flips scheduled for rank r's output of (step s, rep): flip them in device memory.
@@ -55,8 +181,8 @@ void Cluster::inject_bitflips(std::uint32_t r, std::uint32_t s, std::uint32_t re
       elab_.machine.backdoor_read(a, &b, 1);
       b = static_cast<std::uint8_t>(b ^ (1u << f.bit));
       elab_.machine.backdoor_write(a, &b, 1);
-      driver_->note(r, 1, "[HCSIM_WARN] fault injected: HBM bit flip on rank " + std::to_string(r) + " at output byte " +
-                             std::to_string(f.byte) + " bit " + std::to_string(f.bit));
+      announce(r, 1, "[HCSIM_WARN] fault injected: HBM bit flip on rank " + std::to_string(r) + " at output byte " +
+                         std::to_string(f.byte) + " bit " + std::to_string(f.bit));
     }
 }
 

@@ -65,6 +65,11 @@ std::string format_summary(const Scenario& sc, const RunResult& r) {
     os << line;
   }
   (void)sc;
+  if (!r.faults.empty()) os << "faults injected: " << r.faults.size() << "\n";
+  if (!r.rank_outcomes.empty()) {
+    os << "ranks that failed or did not finish: " << r.rank_outcomes.size() << "\n";
+    for (const auto& o : r.rank_outcomes) os << "  " << o << "\n";
+  }
   return os.str();
 }
 

@@ -59,6 +59,7 @@ void Cluster::rank_main(std::uint32_t r) {
     if (!host) { failures.push_back({FailureKind::HostMemory, "rank " + std::to_string(r) + ": out of host memory"}); break; }
     for (std::uint32_t rep = 0; rep < w.repeat; ++rep) {
       driver_->set_phase(r, s, rep);
+      rank_at_[r] = {s, rep};
       ops_done_[r] = started++;
       PayloadKey key{sc_.seed, s, rep};
       if (w.op == "h2d" || w.op == "d2h") {
@@ -193,6 +194,7 @@ bool Cluster::host_copy(std::uint32_t r, const WorkloadStep& w, std::uint32_t s,
   }
   rendezvous();
   const models::Tick t0 = sc_core::sc_time_stamp().value();
+  if (driver_->on_op_start) driver_->on_op_start(s, rep, hcomm::OpInfo{}, t0);
   if (!ok(r, h2d ? "hcomm_memcpy_host_to_device" : "hcomm_memcpy_device_to_host",
           h2d ? hcomm_memcpy_host_to_device(dev, host, w.bytes, st) : hcomm_memcpy_device_to_host(host, dev, w.bytes, st)) ||
       !ok(r, "hcomm_stream_synchronize", hcomm_stream_synchronize(st)))

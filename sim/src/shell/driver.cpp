@@ -432,6 +432,7 @@ void SimDriver::on_marker(std::uint32_t npu, std::uint32_t, std::uint64_t key, m
     pending_[b->second].start = t;
     pending_[b->second].started = true;
     begin_key_.erase(b);
+    if (on_op_start) on_op_start(pending_[b->second].step, pending_[b->second].rep, pending_[b->second].info, t);
     return;
   }
   auto e = end_key_.find({npu, key});
@@ -449,6 +450,15 @@ void SimDriver::on_marker(std::uint32_t npu, std::uint32_t, std::uint64_t key, m
                       reduces(r.info.kind) ? models::reduce_op_name(static_cast<models::ReduceOp>(r.info.op)) : "",
                       r.info.peer, r.step, r.rep, static_cast<double>(r.start) / 1e3, static_cast<double>(r.end) / 1e3,
                       OpChoice{r.info.chosen_by, r.info.runner_up, r.info.est_ns / 1e3, r.info.runner_up_ns / 1e3});
+}
+
+std::vector<OpRecord> SimDriver::unfinished_ops() const {
+  std::vector<bool> free(pending_.size(), false);
+  for (std::size_t i : free_pending_) free[i] = true;
+  std::vector<OpRecord> out;
+  for (std::size_t i = 0; i < pending_.size(); ++i)
+    if (!free[i]) out.push_back(pending_[i]);
+  return out;
 }
 
 void SimDriver::finish_op(const OpRecord& r) {

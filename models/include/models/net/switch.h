@@ -26,6 +26,7 @@ struct Pkt {
 
 struct NetPortStats {
   std::uint64_t tx_bytes = 0, tx_packets = 0, drops = 0, ecn_marked = 0, pause_sent = 0, pause_rcv = 0;
+  std::uint64_t fcs_errors = 0;  ///< received packets that failed the FCS check (packet_corruption), counted in drops too
   std::uint64_t max_queue_bytes = 0;
   Tick paused_ps = 0;
   Tick busy_ps = 0;  ///< time spent transmitting (bytes at the line rate)
@@ -36,6 +37,7 @@ struct NetPort {
   std::uint64_t Bps = 0;
   Tick latency = 0;
   bool cabled = false, up = true, busy = false, paused = false;
+  double corrupt_rate = 0;  ///< probability a data packet sent on this cable arrives corrupted (fault injection)
   Tick paused_since = 0;
   std::deque<std::uint32_t> q;  // packet slots
   // Chunk tier, ECN: the queue a packet-tier port would hold. Units reach it as fluid at their

@@ -73,6 +73,7 @@ struct NpuState {
   std::map<std::uint64_t, EventReg> events;
   std::unique_ptr<RegisterBlock> regs;
   bool msi_pending = false;
+  Tick stalled_until = 0;  ///< npu_stall: the stream engine dispatches no task before this
   NpuState(const NpuParams& p) : params(p), hbm(p.hbm.capacity_bytes, p.hbm.store_bytes), sdma_busy(p.sdma_engines, 0) {}
 };
 

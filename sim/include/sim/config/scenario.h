@@ -25,10 +25,16 @@ struct WorkloadStep {
   std::string pattern = "pairs";  ///< sendrecv: "pairs" (r <-> r^1) or "halves" (r <-> r +- n/2)
   std::uint32_t root = 0;         ///< incast: the rank every sender writes to
   std::string senders = "all";    ///< incast: "all" other ranks or "remote" (other servers)
+  /// /workload/i/expect: this step's own limits, besides the global ones.
+  std::optional<double> max_op_time_us;
+  std::optional<bool> checks_pass;
 };
 
 /// What a fault does (docs/scenario-format.md#faults); parsed once, at load.
-enum class FaultKind { HbmBitflip, LinkDown, LinkUp, CrcRate, LaneDegrade, DropRate, NicDown, NicUp, RankCrash };
+enum class FaultKind {
+  HbmBitflip, LinkDown, LinkUp, CrcRate, LaneDegrade, DropRate, NicDown, NicUp, RankCrash,
+  SwitchLinkDown, SwitchLinkUp, LinkFlap, NicFlap, PacketCorruption, PcieLinkDown, PcieLinkUp, NpuStall
+};
 /// The scenario file's name of a kind ("hbm_bitflip", ...); fault_kind_from is its inverse.
 const char* fault_kind_name(FaultKind k);
 std::optional<FaultKind> fault_kind_from(const std::string& name);
@@ -37,13 +43,35 @@ struct Fault {
   FaultKind kind = FaultKind::HbmBitflip;
   std::uint32_t rank = 0, step = 0, rep = 0, bit = 0;  ///< hbm_bitflip: where
   std::uint64_t byte = 0;
-  models::Tick at_ps = 0;     ///< timed faults: when (simulated)
-  std::int64_t link = -1;     ///< HCCS faults: index into topology.links
-  std::int64_t npu = -1;      ///< NIC faults: NPU index
-  double rate = 0;            ///< crc_rate, drop_rate
+  models::Tick at_ps = 0;     ///< timed faults: when (simulated); relative ones: after what `at_step` names
+  /// "at": {"step", "rep", "after"}: relative to the start of that step's repetition on the first
+  /// rank (its begin marker); at_step -1: `at_ps` is absolute.
+  std::int64_t at_step = -1;
+  std::uint32_t at_rep = 0;
+  double after_pct = -1;      ///< "after": "40%": that share of the operation's estimate (operations.est_us); <0: at_ps
+  std::int64_t link = -1;     ///< HCCS faults (and link_flap of an HCCS link): index into topology.links
+  std::int64_t roce_link = -1;  ///< switch-link / NIC faults, packet_corruption: index of the RoCE cable in topology.links
+  std::int64_t npu = -1;      ///< NIC, PCIe, stall faults: NPU index
+  double rate = 0;            ///< crc_rate, drop_rate, packet_corruption
   std::uint32_t lanes = 0;    ///< lane_degrade
+  models::Tick duration_ps = 0;  ///< flaps: how long each down lasts; npu_stall: how long
+  std::uint32_t count = 1;       ///< flaps: how many times
+  models::Tick period_ps = 0;    ///< flaps: from one down to the next
   std::string what;           ///< human description for logs
 };
+
+/// Command-line changes to a scenario (hcsim run --set, --fault), applied to its JSON before it
+/// is read, so that they are checked like the file's own keys (docs/scenario-format.md#from-the-command-line).
+struct ScenarioOverrides {
+  /// --set POINTER=VALUE, in order: the value parsed as JSON when it parses, else a string.
+  std::vector<std::pair<std::string, std::string>> sets;
+  /// --fault 'TYPE key=value ...': appended to /faults in order; `text` names it in errors.
+  struct CliFault { std::string text; json object; };
+  std::vector<CliFault> faults;
+};
+/// A --fault string as a fault object: "TYPE k=v k2=v2", values parsed as JSON when they parse
+/// (numbers, true/false) else strings, "at.step=0" nests ({"at": {"step": 0}}). nullopt + `why`.
+std::optional<json> parse_fault_text(const std::string& text, std::string* why);
 
 struct Expectations {
   bool checks_pass = true;
@@ -85,9 +113,22 @@ struct Scenario {
   std::vector<std::string> warnings;  ///< "file: /pointer: warning: ..." (e.g. an HCOMM_* name hcomm does not read)
 };
 
+/// hcsim run --chaos SEED:N: N faults drawn reproducibly from SEED (splitmix64) among the types
+/// the layout supports (HCCS link flaps, CRC errors and lane loss; NIC and switch-cable flaps and
+/// packet corruption; NPU stalls), each timed inside a workload step's span (relative to a random
+/// step and repetition: a percentage of a collective's estimate, else a few microseconds), as
+/// --fault strings (docs/scenario-format.md#chaos).
+std::vector<std::string> chaos_faults(const Scenario& sc, std::uint64_t seed, std::uint32_t n);
+/// A fault object as a --fault string ("TYPE k=v ...", nested objects as "at.step=0").
+std::string fault_text(const json& fault);
+
 /// Load and validate; on failure nullopt with every problem in `errors`. Warnings (not errors) go to
 /// `warnings` when given, and to Scenario::warnings.
 std::optional<Scenario> load_scenario(const std::string& path, std::vector<std::string>* errors,
+                                      std::vector<std::string>* warnings = nullptr);
+/// The same with command-line overrides; errors in what they added name the option
+/// ("--fault 'TEXT': /faults/3/lanes: ...", "--set /x=v: ...").
+std::optional<Scenario> load_scenario(const std::string& path, const ScenarioOverrides& ov, std::vector<std::string>* errors,
                                       std::vector<std::string>* warnings = nullptr);
 
 }  // namespace sim

@@ -1,0 +1,184 @@
+#!/usr/bin/env bash
+# Fault injection from the command line (docs/scenario-format.md#faults, #from-the-command-line):
+# each new fault type's observable effect (counters, drops on the port, operations.status/error,
+# logs), --fault equals the same fault in the scenario JSON (same trace rows), --set, --chaos
+# determinism (twice: the same logs and operations rows; another seed: other faults), relative
+# times firing after the named step started, per-step expectations, the console echo, and bad
+# --fault / --set / --chaos strings (exit 2 naming the problem).
+# Usage: faults_cli_test.sh HCSIM_BINARY SOURCE_DIR
+set -u
+HCSIM=$(realpath "$1")
+SRC=$(realpath "$2")
+F=$SRC/tests/fixtures/faults-2node.json      # a2-2node: cross-server send/recv, then a 1 MiB all-reduce x2
+CLOS=$SRC/tests/fixtures/clos3-traffic.json  # 3-tier Clos of radix 4 (leaf ports 0-1 down, 2-3 up)
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+cd "$TMP"
+pass=0 fail=0
+ok() { echo "ok   $1"; pass=$((pass + 1)); }
+bad() { echo "FAIL $1"; shift; for f in "$@"; do sed 's/^/    /' "$f" | tail -30; done; fail=$((fail + 1)); }
+if ! command -v sqlite3 > /dev/null; then echo "SKIP: sqlite3 not installed"; exit 0; fi
+q() { sqlite3 "$1" "$2"; }
+expect() {  # expect NAME CODE PATTERN -- command...
+  local name=$1 code=$2 pattern=$3
+  shift 4
+  "$@" > out.txt 2>&1
+  local rc=$?
+  if [ "$rc" -ne "$code" ]; then bad "$name: exit $rc, expected $code" out.txt; return; fi
+  if [ -n "$pattern" ] && ! grep -qE -- "$pattern" out.txt; then bad "$name: output lacks /$pattern/" out.txt; return; fi
+  ok "$name"
+}
+check() {  # check NAME CONDITION-OUTPUT EXPECTED
+  if [ "$2" = "$3" ]; then ok "$1"; else echo "    got '$2', expected '$3'" > why.txt; bad "$1" why.txt; fi
+}
+# Short RDMA retransmit timeouts (4.096 us x 2^3) and few retries: lost packets are recovered,
+# and dead paths fail, in little simulated time.
+FAST=(--set /network/timeout_exp=3 --set /network/retry_count=3)
+
+# 0. Baseline.
+expect "baseline" 0 "PASS" -- "$HCSIM" run "$F" --db base.db -q
+check "baseline: every operation ok" "$(q base.db "SELECT COUNT(*) FROM operations WHERE status != 'ok' OR error IS NOT NULL")" 0
+check "baseline: run.status ok" "$(q base.db "SELECT status FROM run")" ok
+check "trace schema 6" "$(q base.db "SELECT value FROM meta WHERE key = 'schema_version'")" 6
+
+# 1. packet_corruption: the receiver's FCS check drops corrupted packets, go-back-N recovers them.
+expect "packet_corruption: results still correct" 0 "PASS" -- \
+  "$HCSIM" run "$F" --db pc.db -q "${FAST[@]}" --fault 'packet_corruption npu=node0/npu0 rate=0.002 at=0us'
+check "packet_corruption: fcs_errors > 0" "$(q pc.db "SELECT value > 0 FROM counters WHERE name = 'fcs_errors'")" 1
+check "packet_corruption: rdma_retransmits > 0" "$(q pc.db "SELECT value > 0 FROM counters WHERE name = 'rdma_retransmits'")" 1
+check "packet_corruption: drops on that cable's ports only" \
+  "$(q pc.db "SELECT COUNT(*) > 0, SUM(node NOT IN ('node0/npu0', 'leaf0') OR port != 0) FROM port_counters WHERE drops > 0")" "1|0"
+check "packet_corruption: checks ok" "$(q pc.db "SELECT COUNT(*) FROM checks WHERE ok = 0")" 0
+
+# 2. switch_link_down on a Clos uplink: drops on that port, operations fail with a status and error.
+expect "switch_link_down: ops fail" 1 "ranks that failed or did not finish" -- \
+  "$HCSIM" run "$CLOS" --db sw.db -q "${FAST[@]}" --set /workload/0/bytes=1MiB --set /workload/1/bytes=1MiB \
+  --fault 'switch_link_down switch=leaf0 port=2 at=0us'
+check "switch_link_down: drops on leaf0 port 2" "$(q sw.db "SELECT drops > 0 FROM port_counters WHERE node = 'leaf0' AND port = 2")" 1
+check "switch_link_down: failed operations have status and error" \
+  "$(q sw.db "SELECT COUNT(*) > 0, SUM(status NOT IN ('failed', 'timeout') OR error IS NULL) FROM operations WHERE status != 'ok'")" "1|0"
+check "switch_link_down: run.status failed" "$(q sw.db "SELECT status FROM run")" failed
+check "switch_link_down: logged" "$(q sw.db "SELECT COUNT(*) FROM logs WHERE message LIKE '%fault injected: cable leaf0/2%down'")" 1
+expect "switch_link_up restores it" 0 "PASS" -- \
+  "$HCSIM" run "$CLOS" --db swup.db -q "${FAST[@]}" --set /workload/0/bytes=1MiB --set /workload/1/bytes=1MiB \
+  --fault 'switch_link_down switch=leaf0 port=2 at=0us' --fault 'switch_link_up switch=leaf0 port=2 at=1us'
+
+expect "link_flap of a switch cable: recovered" 0 "PASS" -- \
+  "$HCSIM" run "$CLOS" --db swf.db -q "${FAST[@]}" --set /workload/0/bytes=1MiB --set /workload/1/bytes=1MiB \
+  --fault 'link_flap switch=leaf0 port=2 at.step=0 at.after=10us duration=5us count=2 period=20us'
+check "link_flap of a switch cable: drops on both ends, retransmits" \
+  "$(q swf.db "SELECT (SELECT COUNT(*) FROM port_counters WHERE drops > 0 AND ((node = 'leaf0' AND port = 2) OR (node = 'spine0' AND port = 0))), (SELECT value > 0 FROM counters WHERE name = 'rdma_retransmits')")" "2|1"
+check "link_flap of a switch cable: four transitions" "$(q swf.db "SELECT COUNT(*) FROM logs WHERE message LIKE '%fault injected: cable leaf0/2<->spine0/0 % (flap %'")" 4
+
+# 3. nic_down: the NIC's QPs exhaust their retries; every failed rank says what it got.
+expect "nic_down: the summary names failed ranks" 1 "rank 8 \(node1/npu0\): failed in step 0 rep 0 \(sendrecv\): hcomm_waitall: " -- \
+  "$HCSIM" run "$F" --db nic.db -q "${FAST[@]}" --fault 'nic_down npu=node0/npu0 at=20us'
+check "nic_down: rank 8's send is failed with its error" \
+  "$(q nic.db "SELECT status, error FROM operations WHERE rank = 8 AND kind = 'send' AND step = 0")" "failed|hcomm_waitall: device task failed"
+check "nic_down: every rank has an operation that is not ok" "$(q nic.db "SELECT COUNT(DISTINCT rank) FROM operations WHERE status != 'ok'")" 16
+check "nic_down: run.status failed" "$(q nic.db "SELECT status FROM run")" failed
+expect "nic_down with api_errors expected passes" 0 "PASS" -- \
+  "$HCSIM" run "$F" --no-trace -q "${FAST[@]}" --fault 'nic_down npu=node0/npu0 at=20us' --set /expect/api_errors=expected
+
+expect "nic_up restores it" 0 "PASS" -- \
+  "$HCSIM" run "$F" --no-trace -q "${FAST[@]}" --fault 'nic_down npu=node0/npu0 at=20us' --fault 'nic_up npu=node0/npu0 at=25us'
+
+# 4. nic_flap: down 5 us twice; retransmits recover, the logs show each transition.
+expect "nic_flap: recovered" 0 "PASS" -- \
+  "$HCSIM" run "$F" --db flap.db -q "${FAST[@]}" --fault 'nic_flap npu=node0/npu0 at=20us duration=5us count=2 period=30us'
+check "nic_flap: four transitions at their times" \
+  "$(q flap.db "SELECT GROUP_CONCAT(CAST(sim_time_ns AS INTEGER), ',') FROM logs WHERE message LIKE '%fault injected: NIC of node0/npu0%flap%'")" \
+  "20000,25000,50000,55000"
+check "nic_flap: retransmits" "$(q flap.db "SELECT value > 0 FROM counters WHERE name = 'rdma_retransmits'")" 1
+
+# 5. link_flap of an HCCS link, timed after step 1 started: down, then up 10 us later.
+"$HCSIM" run "$F" --db hf.db -q --fault 'link_flap a=node0/npu0 b=node0/npu1 at.step=1 at.after=5us duration=10us' > hf.txt 2>&1
+check "link_flap (HCCS): down at step 1's start + 5 us, up 10 us later" \
+  "$(q hf.db "SELECT (SELECT MIN(sim_time_ns) FROM logs WHERE message LIKE '%HCCS link node0/hccs0-1 down (flap 1/1)') - (SELECT MIN(start_ns) FROM operations WHERE step = 1 AND rep = 0),
+              (SELECT MIN(sim_time_ns) FROM logs WHERE message LIKE '%HCCS link node0/hccs0-1 up (flap 1/1)') - (SELECT MIN(sim_time_ns) FROM logs WHERE message LIKE '%hccs0-1 down (flap%')")" "5000.0|10000.0"
+check "link_flap (HCCS): the all-reduce it hit did not end ok" "$(q hf.db "SELECT COUNT(*) > 0 FROM operations WHERE step = 1 AND rep = 0 AND status != 'ok'")" 1
+
+# 6. npu_stall: the stalled NPU's stream engine dispatches nothing for 40 us, so that repetition
+# takes about that much longer than without it (at least 30 us: work in flight goes on); the relative time (50 % of the estimate) fires inside it.
+expect "npu_stall" 0 "PASS" -- "$HCSIM" run "$F" --db st.db -q --fault 'npu_stall npu=node0/npu3 at.step=1 at.rep=1 at.after=50% duration=40us'
+check "npu_stall: step 1 rep 1 is >= 30 us longer" \
+  "$(q st.db "ATTACH 'base.db' AS b; SELECT s.time_us - t.time_us >= 30 FROM summary s, b.summary t WHERE s.step = 1 AND s.rep = 1 AND t.step = 1 AND t.rep = 1")" 1
+check "npu_stall: fired at 50 % of the operation's estimate after its start" \
+  "$(q st.db "SELECT ABS((SELECT sim_time_ns FROM logs WHERE message LIKE '%stream engine stalled%') - (SELECT MIN(start_ns) FROM operations WHERE step = 1 AND rep = 1) - 500 * (SELECT MIN(est_us) FROM operations WHERE step = 1 AND rep = 1 AND rank = 0)) < 1")" 1
+check "npu_stall: its end is logged" "$(q st.db "SELECT COUNT(*) FROM logs WHERE message LIKE '%fault ended: node0/npu3 stream engine runs again%'")" 1
+
+# 7. pcie_link_down: the NPU's PCIe link (on A2 its link to the host) goes down; its copy back fails.
+expect "pcie_link_down" 1 "rank 3 \(node0/npu3\): failed in step 1 rep 0" -- \
+  "$HCSIM" run "$F" --db pcie.db -q --fault 'pcie_link_down npu=node0/npu3 at.step=1 at.rep=0'
+check "pcie_link_down: the device task error is logged" "$(q pcie.db "SELECT COUNT(*) > 0 FROM logs WHERE message LIKE '%link node0/npu3/host is down%'")" 1
+check "pcie_link_down: rank 3's step 1 rep 0 has a failed row" \
+  "$(q pcie.db "SELECT status FROM operations WHERE rank = 3 AND step = 1 AND rep = 0 AND status != 'ok'")" failed
+
+# 8. --fault equals the same fault in the scenario JSON: the same trace rows.
+python3 - "$F" json.json <<'EOF'
+import json, os, sys
+s = json.load(open(sys.argv[1]))
+s["topology"] = os.path.normpath(os.path.join(os.path.dirname(sys.argv[1]), s["topology"]))
+s["faults"] = [{"type": "nic_flap", "npu": "node0/npu0", "at": {"step": 0, "after": "3us"}, "duration": "5us", "count": 2, "period": "30us"}]
+json.dump(s, open(sys.argv[2], "w"))
+EOF
+"$HCSIM" run json.json --db j.db -q "${FAST[@]}" > /dev/null 2>&1
+"$HCSIM" run "$F" --db c.db -q "${FAST[@]}" --fault 'nic_flap npu=node0/npu0 at.step=0 at.after=3us duration=5us count=2 period=30us' > /dev/null 2>&1
+rows() { q "$1" "SELECT * FROM operations; SELECT sim_time_ns, rank, level, message FROM logs; SELECT * FROM counters; SELECT * FROM port_counters" | md5sum; }
+if [ "$(rows j.db)" = "$(rows c.db)" ] && [ "$(q c.db "SELECT COUNT(*) FROM logs WHERE message LIKE '%fault injected%'")" = 4 ]; then ok "--fault = JSON fault"
+else bad "--fault = JSON fault: trace rows differ"; fi
+
+# 9. --set: any scenario key.
+expect "--set bytes" 0 "PASS" -- "$HCSIM" run "$F" --db set.db -q --set /workload/1/bytes=2MiB --set /workload/1/repeat=1 --set /network/ecmp_hash=src-dst
+check "--set: the all-reduce moved 2 MiB, once" "$(q set.db "SELECT DISTINCT bytes FROM operations WHERE kind = 'allreduce'"),$(q set.db "SELECT COUNT(*) FROM summary")" "2097152,2"
+
+# 10. --chaos: reproducible, and another seed draws other faults.
+"$HCSIM" run "$F" --db ch1.db -q "${FAST[@]}" --chaos 7:4 > ch1.txt 2>&1
+"$HCSIM" run "$F" --db ch2.db -q "${FAST[@]}" --chaos 7:4 > ch2.txt 2>&1
+"$HCSIM" run "$F" --db ch3.db -q "${FAST[@]}" --chaos 8:4 > ch3.txt 2>&1
+chrows() { q "$1" "SELECT sim_time_ns, rank, level, message FROM logs; SELECT * FROM operations" | md5sum; }
+if [ "$(chrows ch1.db)" = "$(chrows ch2.db)" ] && [ "$(grep -c 'fault [0-9]/4' ch1.txt)" = 4 ]; then ok "--chaos: same SEED:N, same logs and operations"
+else bad "--chaos: runs differ" ch1.txt ch2.txt; fi
+if [ "$(grep -- '--chaos' ch1.txt | sed 's/7:4//')" != "$(grep -- '--chaos' ch3.txt | sed 's/8:4//')" ] &&
+   [ "$(q ch1.db "SELECT GROUP_CONCAT(message) FROM logs WHERE message LIKE '%fault%'")" != "$(q ch3.db "SELECT GROUP_CONCAT(message) FROM logs WHERE message LIKE '%fault%'")" ]; then
+  ok "--chaos: another seed, other faults"
+else bad "--chaos: seeds 7 and 8 drew the same faults" ch1.txt ch3.txt; fi
+check "--chaos: every drawn fault was injected" "$(q ch1.db "SELECT COUNT(*) > 0 FROM logs WHERE message LIKE '%fault injected%'")" 1
+
+# 11. Per-step expectations.
+expect "step expect max_op_time_us" 1 "step 1 rep 0: time .* exceeds the step's max_op_time_us 1" -- \
+  "$HCSIM" run "$F" --no-trace -q --set /workload/1/expect/max_op_time_us=1
+expect "step expect checks_pass false with a bit flip in that step" 0 "PASS" -- \
+  "$HCSIM" run "$F" --no-trace -q --set /workload/0/expect/checks_pass=false --fault 'hbm_bitflip rank=1 step=0 byte=5 bit=2'
+expect "step expect checks_pass false without one" 1 "step 0: expected a result check to fail" -- \
+  "$HCSIM" run "$F" --no-trace -q --set /workload/0/expect/checks_pass=false
+
+# 12. The console echo (stderr, with simulated time) unless -q.
+"$HCSIM" run "$F" --no-trace "${FAST[@]}" --fault 'nic_flap npu=node0/npu0 at=20us duration=5us' > /dev/null 2> echo.txt
+if grep -qE '^\[ +20\.000 us\] \[HCSIM_WARN\] fault injected: NIC of node0/npu0 .* down \(flap 1/1\)' echo.txt; then ok "echo on stderr"; else bad "echo on stderr" echo.txt; fi
+"$HCSIM" run "$F" --no-trace -q "${FAST[@]}" --fault 'nic_flap npu=node0/npu0 at=20us duration=5us' > /dev/null 2> echoq.txt
+if ! grep -q 'fault injected' echoq.txt; then ok "no echo with -q"; else bad "no echo with -q" echoq.txt; fi
+
+# 13. Bad input: exit 2 naming the option and the key.
+expect "bad --fault key" 2 "--fault 'lane_degrade a=node0/npu0 b=node0/npu1 at=1us lanes=9': lanes: lanes 9 out of range" -- \
+  "$HCSIM" run "$F" --no-trace --fault 'lane_degrade a=node0/npu0 b=node0/npu1 at=1us lanes=9'
+expect "bad --fault type" 2 "--fault 'bogus x=1': type: unknown fault type \"bogus\"" -- "$HCSIM" run "$F" --no-trace --fault 'bogus x=1'
+expect "bad --fault missing key" 2 "--fault 'link_down a=node0/npu0': b: missing required key" -- "$HCSIM" run "$F" --no-trace --fault 'link_down a=node0/npu0'
+expect "bad --fault syntax" 2 "--fault 'link_down a': expected key=value" -- "$HCSIM" run "$F" --no-trace --fault 'link_down a'
+expect "bad --fault device" 2 "--fault 'nic_down npu=node9/npu0 at=1us': npu: no NPU named \"node9/npu0\"" -- \
+  "$HCSIM" run "$F" --no-trace --fault 'nic_down npu=node9/npu0 at=1us'
+expect "bad --fault switch port" 2 "port 31 of leaf0 is not cabled" -- "$HCSIM" run "$F" --no-trace --fault 'switch_link_down switch=leaf0 port=31 at=1us'
+expect "bad --fault relative step" 2 "at/step: no such workload step" -- "$HCSIM" run "$F" --no-trace --fault 'npu_stall npu=node0/npu0 at.step=5 duration=1us'
+expect "bad --fault percentage of a step without an estimate" 2 "at/after: a percentage is of the operation's estimate" -- \
+  "$HCSIM" run "$F" --no-trace --fault 'npu_stall npu=node0/npu0 at.step=0 at.after=40% duration=1us'
+expect "bad --fault flap period" 2 "period: the period must be longer than the duration" -- \
+  "$HCSIM" run "$F" --no-trace --fault 'nic_flap npu=node0/npu0 at=1us duration=5us count=2 period=5us'
+expect "bad --set key" 2 "--set /nope=1: /nope: unknown key" -- "$HCSIM" run "$F" --no-trace --set /nope=1
+expect "bad --set index" 2 "--set /workload/9/bytes=1: unknown pointer /workload/9/bytes" -- "$HCSIM" run "$F" --no-trace --set /workload/9/bytes=1
+expect "bad --set value" 2 "--set /network/ecmp_hash=bogus: /network/ecmp_hash: expected" -- "$HCSIM" run "$F" --no-trace --set /network/ecmp_hash=bogus
+expect "bad --set syntax" 2 "--set noslash: expected /json/pointer=value" -- "$HCSIM" run "$F" --no-trace --set noslash
+expect "bad --chaos" 2 "--chaos 7: expected SEED:N" -- "$HCSIM" run "$F" --no-trace --chaos 7
+expect "bad --chaos count" 2 "--chaos 7:0: expected SEED:N" -- "$HCSIM" run "$F" --no-trace --chaos 7:0
+
+echo "faults_cli_test: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
