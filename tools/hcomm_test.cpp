@@ -165,6 +165,14 @@ class OpTap final : public hcomm::Driver {
   }
   void route_decided(std::uint32_t dev, const hcomm::RouteInfo& r) override { d->route_decided(dev, r); }
   std::uint64_t device_memory_size(std::uint32_t dev) override { return d->device_memory_size(dev); }
+  // discovery (docs/discovery.md)
+  hcomm::DrvStatus hccs_port(std::uint32_t dev, std::uint32_t p, hcomm::HccsPortInfo* o) override { return d->hccs_port(dev, p, o); }
+  hcomm::DrvStatus pcie_peer(std::uint32_t dev, std::uint32_t peer, bool* r) override { return d->pcie_peer(dev, peer, r); }
+  hcomm::DrvStatus device_rank(std::uint32_t dev, std::uint32_t* r) override { return d->device_rank(dev, r); }
+  hcomm::DrvStatus ctrl_send(std::uint32_t f, std::uint32_t t, hcomm::CtrlMsg m) override { return d->ctrl_send(f, t, std::move(m)); }
+  hcomm::DrvStatus ctrl_recv(std::uint32_t t, std::uint32_t f, std::uint64_t ns, hcomm::CtrlMsg* m) override {
+    return d->ctrl_recv(t, f, ns, m);
+  }
   hcomm::DrvStatus mem_alloc(std::uint32_t dev, std::uint64_t b, std::uint64_t* a) override { return d->mem_alloc(dev, b, a); }
   hcomm::DrvStatus mem_free(std::uint32_t dev, std::uint64_t a) override { return d->mem_free(dev, a); }
   hcomm::DrvStatus mr_register(std::uint32_t dev, std::uint64_t a, std::uint64_t b, std::uint32_t acc, std::uint32_t* k) override {

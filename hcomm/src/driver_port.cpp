@@ -27,7 +27,36 @@ std::uint32_t rank_count(hcomm_context_t ctx) { return ctx->drv->rank_count(); }
 hcomm_result_t rank_desc(hcomm_context_t ctx, std::uint32_t rank, RankDesc* out) {
   return ok_or(ctx->drv->rank_desc(rank, out), HCOMM_E_NOT_FOUND);
 }
-PairLink pair_link(hcomm_context_t ctx, std::uint32_t peer_device) { return ctx->drv->pair_link(ctx->device, peer_device); }
+
+hcomm_result_t hccs_port(hcomm_context_t ctx, std::uint32_t port, HccsPortInfo* out) {
+  return ok_or(ctx->drv->hccs_port(ctx->device, port, out), HCOMM_E_DRV);
+}
+hcomm_result_t pcie_peer(hcomm_context_t ctx, std::uint32_t peer_device, bool* reachable) {
+  return ok_or(ctx->drv->pcie_peer(ctx->device, peer_device, reachable), HCOMM_E_DRV);
+}
+hcomm_result_t device_of(hcomm_context_t ctx, std::uint32_t device_id, std::uint32_t* device) {
+  return ok_or(ctx->drv->device_of(device_id, device), HCOMM_E_NOT_FOUND);
+}
+hcomm_result_t device_rank(hcomm_context_t ctx, std::uint32_t device, std::uint32_t* rank) {
+  return ok_or(ctx->drv->device_rank(device, rank), HCOMM_E_NOT_FOUND);
+}
+namespace {
+hcomm_result_t ctrl_status(DrvStatus st) {
+  switch (st) {
+    case DrvStatus::Ok: return HCOMM_SUCCESS;
+    case DrvStatus::NotSupported: return HCOMM_E_NOT_SUPPORT;
+    case DrvStatus::Timeout: return HCOMM_E_TIMEOUT;
+    default: return HCOMM_E_DRV;
+  }
+}
+}  // namespace
+hcomm_result_t ctrl_send(hcomm_context_t ctx, std::uint32_t from_rank, std::uint32_t to_rank, CtrlMsg msg) {
+  return ctrl_status(ctx->drv->ctrl_send(from_rank, to_rank, std::move(msg)));
+}
+hcomm_result_t ctrl_recv(hcomm_context_t ctx, std::uint32_t to_rank, std::uint32_t from_rank, std::uint64_t timeout_ns,
+                         CtrlMsg* msg) {
+  return ctrl_status(ctx->drv->ctrl_recv(to_rank, from_rank, timeout_ns, msg));
+}
 
 hcomm_result_t nic_info(hcomm_context_t ctx, NicInfo* out) { return ok_or(ctx->drv->nic_info(ctx->device, out), HCOMM_E_DRV); }
 hcomm_result_t peer_nic_info(hcomm_context_t ctx, std::uint32_t device, NicInfo* out) {

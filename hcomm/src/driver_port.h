@@ -21,7 +21,16 @@ hcomm_result_t open_device(std::uint32_t device_id, Driver** drv, std::uint32_t*
 std::uint32_t rank_count(hcomm_context_t ctx);
 /// Failure: HCOMM_E_NOT_FOUND.
 hcomm_result_t rank_desc(hcomm_context_t ctx, std::uint32_t rank, RankDesc* out);
-PairLink pair_link(hcomm_context_t ctx, std::uint32_t peer_device);
+
+// Discovery (docs/discovery.md). Failure: HCOMM_E_DRV; ctrl_*: HCOMM_E_NOT_SUPPORT without a
+// control channel, HCOMM_E_TIMEOUT when nothing arrived in time.
+hcomm_result_t hccs_port(hcomm_context_t ctx, std::uint32_t port, HccsPortInfo* out);
+hcomm_result_t pcie_peer(hcomm_context_t ctx, std::uint32_t peer_device, bool* reachable);
+hcomm_result_t device_of(hcomm_context_t ctx, std::uint32_t device_id, std::uint32_t* device);
+hcomm_result_t device_rank(hcomm_context_t ctx, std::uint32_t device, std::uint32_t* rank);
+hcomm_result_t ctrl_send(hcomm_context_t ctx, std::uint32_t from_rank, std::uint32_t to_rank, CtrlMsg msg);
+hcomm_result_t ctrl_recv(hcomm_context_t ctx, std::uint32_t to_rank, std::uint32_t from_rank, std::uint64_t timeout_ns,
+                         CtrlMsg* msg);
 
 // RoCE routing (route/). Failure: HCOMM_E_DRV; probe_paths / qp_connect without a NIC on either
 // end: HCOMM_E_NOT_SUPPORT.

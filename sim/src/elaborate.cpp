@@ -10,10 +10,26 @@ Elaboration::Elaboration(const Topology& t, const models::NetParams& netp, bool 
     machine.add_npu(p, npu.name);  // the one name of the device (docs/trace-schema.md)
   }
   hccs_link.assign(t.links.size(), ~0u);
+  // HCCS cables as built (/as_built): a swap exchanges the b-ends of two links; each end keeps
+  // its port number (the device id the description cables it to).
+  std::vector<Endpoint> bend(t.links.size());
+  for (std::size_t k = 0; k < t.links.size(); ++k) bend[k] = t.links[k].b;
+  for (const auto& sw : t.as_built.hccs_swaps) std::swap(bend[sw.first], bend[sw.second]);
+  std::vector<bool> down(t.links.size(), false);
+  for (std::uint32_t k : t.as_built.hccs_down) down[k] = true;
   for (std::size_t k = 0; k < t.links.size(); ++k) {
     const auto& l = t.links[k];
-    if (l.type == LinkType::Hccs) hccs_link[k] = machine.add_link(models::LinkKind::Hccs, l.a.index, l.b.index, l.params, l.name);
+    if (l.type != LinkType::Hccs) continue;
+    if (down[k]) {  // down from the start: the ports are cabled but never train; no link (hccs_link ~0)
+      machine.set_hccs_port(l.a.index, l.a.port, models::Machine::kHccsUntrained);
+      machine.set_hccs_port(bend[k].index, bend[k].port, models::Machine::kHccsUntrained);
+      continue;
+    }
+    hccs_link[k] = machine.add_link(models::LinkKind::Hccs, l.a.index, bend[k].index, l.params, l.name);
+    machine.set_hccs_port(l.a.index, l.a.port, machine.links()[hccs_link[k]].port_ab);
+    machine.set_hccs_port(bend[k].index, bend[k].port, machine.links()[hccs_link[k]].port_ba);
   }
+
   // PCIe switches joining NPUs of a server (peer-to-peer DMA), and their links.
   std::vector<std::uint32_t> pcie_sw(t.switches.size(), ~0u);
   for (std::size_t i = 0; i < t.switches.size(); ++i)
@@ -51,11 +67,18 @@ void Elaboration::build_network(const Topology& t, const models::NetParams& p) {
     if (nic[e.index] == ~0u) nic[e.index] = net->add_host(t.npus[e.index].name);
     return nic[e.index];
   };
-  for (const auto& l : t.links)
-    if (l.type == LinkType::Roce) {
-      std::uint32_t a = node(l.a), b = node(l.b);
-      net->connect(a, l.a.is_switch ? l.a.port : 0, b, l.b.is_switch ? l.b.port : 0, l.params.bandwidth_Bps, l.params.latency_ps);
-    }
+  // As built (/as_built nic_port_swap): two NICs' cables exchanged at the switch end.
+  std::vector<Endpoint> sw_end(t.links.size());
+  for (std::size_t k = 0; k < t.links.size(); ++k) sw_end[k] = t.links[k].a.is_switch ? t.links[k].a : t.links[k].b;
+  for (const auto& s : t.as_built.nic_swaps) std::swap(sw_end[s.first], sw_end[s.second]);
+  for (std::size_t k = 0; k < t.links.size(); ++k) {
+    const auto& l = t.links[k];
+    if (l.type != LinkType::Roce) continue;
+    Endpoint ea = l.a, eb = l.b;
+    if (ea.is_switch != eb.is_switch) (ea.is_switch ? ea : eb) = sw_end[k];
+    std::uint32_t a = node(ea), b = node(eb);
+    net->connect(a, ea.is_switch ? ea.port : 0, b, eb.is_switch ? eb.port : 0, l.params.bandwidth_Bps, l.params.latency_ps);
+  }
   net->build_routes();
   machine.attach_network(net.get(), nic);
 }

@@ -33,7 +33,8 @@ expect unknown-option 2 "unknown option --fast" -- "$HCSIM" run --fast
 for c in "run:--db FILE:--force:--no-trace:-q, --quiet" "validate:FILE\\.\\.\\." \
          "topo:--summary:--dot:--svg:--ranktable 1\\.0[|]1\\.2:--full:-o OUT" \
          "trace:DB:-o OUT:--ranks LIST:--from T:--to T:--detail ops[|]tasks[|]all" "top:DB:-n N" \
-         "health:DB:--rules FILE:-n N" "plot:DB:-o OUT:--title TEXT"; do
+         "health:DB:--rules FILE:-n N" "plot:DB:-o OUT:--title TEXT" \
+         "discover:SCENARIO[|]TOPOLOGY:--cross-check:--timeout-ms MS:-q, --quiet"; do
   cmd=${c%%:*}
   for h in --help -h; do
     "$HCSIM" "$cmd" "$h" > help.out 2> help.err

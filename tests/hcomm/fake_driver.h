@@ -66,7 +66,10 @@ class FakeDriver : public hcomm::Driver {
     *device = current_ / rps_ * rps_ + device_id;
     return DrvStatus::Ok;
   }
+  /// The simulator's oracle; the library must not ask it (discovery decides, docs/discovery.md).
+  std::uint64_t pair_link_calls = 0;
   hcomm::PairLink pair_link(std::uint32_t a, std::uint32_t b) override {
+    ++pair_link_calls;
     if (a >= n_ || b >= n_) return hcomm::PairLink::None;
     if (a == b) return hcomm::PairLink::Local;
     return a / rps_ == b / rps_ ? hcomm::PairLink::Hccs : hcomm::PairLink::Roce;
@@ -196,6 +199,43 @@ class FakeDriver : public hcomm::Driver {
   void host_delay(std::uint64_t) override {}
   void profile_op(std::uint32_t, std::uint64_t, std::uint64_t, const hcomm::OpInfo& info) override { ops.push_back(info); }
   void log(std::uint32_t, int, const std::string& line) override { logs.push_back(line); }
+
+  // ---- discovery (docs/discovery.md) ----
+  // HCCS full mesh inside a server: port j of device id i is cabled to device id j; no PCIe
+  // peer-to-peer; no host control channel (ranks run cooperatively: a blocking exchange cannot).
+  /// HCCS links (device pairs, either order) that are cabled but down.
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> hccs_down;
+  DrvStatus hccs_port(std::uint32_t device, std::uint32_t port, hcomm::HccsPortInfo* out) override {
+    if (device >= n_ || port >= hcomm::kHccsPortCount || !out) return DrvStatus::Invalid;
+    hcomm::HccsPortInfo p;
+    const std::uint32_t base = device / rps_ * rps_;
+    const bool down = std::find(hccs_down.begin(), hccs_down.end(), std::make_pair(device, base + port)) != hccs_down.end() ||
+                      std::find(hccs_down.begin(), hccs_down.end(), std::make_pair(base + port, device)) != hccs_down.end();
+    if (port < rps_ && port != device % rps_ && base + port < n_ && down) {
+      p.cabled = true;
+    } else if (port < rps_ && port != device % rps_ && base + port < n_) {
+      p.cabled = p.up = true;
+      p.lanes = 8;
+      p.bandwidth_Bps = 28ULL * 1000 * 1000 * 1000;
+      p.partner_device_id = port;
+      p.partner_server = device / rps_;
+    }
+    *out = p;
+    return DrvStatus::Ok;
+  }
+  DrvStatus pcie_peer(std::uint32_t device, std::uint32_t peer, bool* reachable) override {
+    if (device >= n_ || peer >= n_ || !reachable) return DrvStatus::Invalid;
+    *reachable = false;
+    return DrvStatus::Ok;
+  }
+  DrvStatus device_rank(std::uint32_t device, std::uint32_t* rank) override {
+    if (device >= n_ || !rank) return DrvStatus::Invalid;
+    *rank = device;
+    return DrvStatus::Ok;
+  }
+  DrvStatus ctrl_send(std::uint32_t, std::uint32_t, hcomm::CtrlMsg) override { return DrvStatus::NotSupported; }
+  DrvStatus ctrl_recv(std::uint32_t, std::uint32_t, std::uint64_t, hcomm::CtrlMsg*) override { return DrvStatus::NotSupported; }
+  // ---- end discovery ----
 
   // ---- host access to device memory ----
   void read(std::uint64_t addr, void* dst, std::uint64_t n) {

@@ -262,6 +262,59 @@ TEST(HcommSchedule, SendRecvAcrossServersInWindowChunks) {
   EXPECT_EQ(c.drv.ops[0].algorithm, "p2p-roce");
 }
 
+// The transport comes from discovery (docs/discovery.md), never from the driver's pair_link: an
+// HCCS port that is down makes a same-server pair fall back to RoCE; hcomm_get_topology says so.
+TEST(HcommSchedule, TransportFromDiscoveredFactsNotPairLink) {
+  setenv("HCOMM_BUFFSIZE_MB", "1", 1);
+  setenv("HCOMM_BUFFER_SIZE_MB", "1", 1);
+  setenv("HCOMM_SYM_SLOTS", "0", 1);
+  FakeDriver drv(8, 4);
+  drv.hccs_down.emplace_back(0, 2);
+  hcomm::set_driver(&drv);
+  std::vector<hcomm_context_t> ctx(8);
+  std::vector<hcomm_comm_t> comm(8);
+  std::vector<hcomm_stream_t> st(8);
+  for (std::uint32_t r = 0; r < 8; ++r) {
+    drv.set_rank(r);
+    ASSERT_EQ(hcomm_create_context(r % 4, &ctx[r]), HCOMM_SUCCESS);
+    ASSERT_EQ(hcomm_comm_init(ctx[r], 8, r, &comm[r]), HCOMM_SUCCESS);
+    ASSERT_EQ(hcomm_create_stream(ctx[r], &st[r]), HCOMM_SUCCESS);
+  }
+  auto send = [&](std::uint32_t a, std::uint32_t b) {
+    void *x = nullptr, *y = nullptr;
+    drv.set_rank(a);
+    EXPECT_EQ(hcomm_malloc(ctx[a], 64, &x), HCOMM_SUCCESS);
+    drv.set_rank(b);
+    EXPECT_EQ(hcomm_malloc(ctx[b], 64, &y), HCOMM_SUCCESS);
+    hcomm_request_t rq[2];
+    drv.set_rank(a);
+    EXPECT_EQ(hcomm_isend(x, 16, HCOMM_DATA_TYPE_INT32, b, 1, comm[a], st[a], &rq[0]), HCOMM_SUCCESS);
+    drv.set_rank(b);
+    EXPECT_EQ(hcomm_irecv(y, 16, HCOMM_DATA_TYPE_INT32, a, 1, comm[b], st[b], &rq[1]), HCOMM_SUCCESS);
+    EXPECT_EQ(hcomm_waitall(2, rq), HCOMM_SUCCESS);
+    return drv.ops[drv.ops.size() - 2].algorithm;
+  };
+  EXPECT_EQ(send(0, 1), "p2p-hccs");
+  EXPECT_EQ(send(0, 2), "p2p-roce");  // its HCCS link is down: degraded
+  EXPECT_EQ(send(0, 5), "p2p-roce");  // another server
+  EXPECT_EQ(drv.pair_link_calls, 0u);
+  hcomm_topo_link_t l{};
+  drv.set_rank(0);
+  ASSERT_EQ(hcomm_get_topology(comm[0], 0, 3, &l), HCOMM_SUCCESS);
+  EXPECT_EQ(l.link_type, static_cast<std::uint32_t>(HCOMM_LINK_HCCS));
+  EXPECT_EQ(l.link_types, static_cast<std::uint32_t>(HCOMM_LINK_HCCS | HCOMM_LINK_ROCE));
+  EXPECT_EQ(l.bandwidth_Bps, 28000000000ULL);
+  ASSERT_EQ(hcomm_get_topology(comm[0], 0, 2, &l), HCOMM_SUCCESS);
+  EXPECT_EQ(l.link_type, static_cast<std::uint32_t>(HCOMM_LINK_ROCE));
+  hcomm_topo_rank_t rec{};
+  ASSERT_EQ(hcomm_get_topology_rank(comm[0], 0, &rec), HCOMM_SUCCESS);
+  EXPECT_EQ(rec.nports, 3u);
+  EXPECT_EQ(rec.ports[1].port, 2u);
+  EXPECT_EQ(rec.ports[1].up, 0u);
+  hcomm_finalize();
+  hcomm::set_driver(nullptr);
+}
+
 TEST(HcommSchedule, BarrierTakesCeilLog2Rounds) {
   Cluster c(6, 6);
   const std::size_t first = c.drv.tasks.size();

@@ -5,6 +5,7 @@
 // Nothing here may name SystemC or the simulator.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -91,6 +92,21 @@ struct OpInfo {
   double runner_up_ns = 0;
 };
 
+// ---- discovery (docs/discovery.md) ----
+/// One HCCS port of a device as its status registers report it after link training.
+struct HccsPortInfo {
+  bool cabled = false, up = false;
+  std::uint32_t lanes = 0;               ///< active lanes (0 when down)
+  std::uint64_t bandwidth_Bps = 0;       ///< current rate per direction (0 when down)
+  std::uint32_t partner_device_id = 0;   ///< the link partner's device id inside its server (valid when up)
+  std::uint32_t partner_server = 0;      ///< the link partner's server (valid when up)
+};
+constexpr std::uint32_t kHccsPortCount = 16;  ///< HCCS port numbers 0..15 (a port's number = the device id it is cabled to)
+/// A message on the host control channel: immutable bytes, shared by reference once delivered.
+using CtrlMsg = std::shared_ptr<const std::vector<std::uint8_t>>;
+constexpr std::uint32_t kCtrlAnyRank = ~0u;  ///< ctrl_recv: a message from any rank (the earliest to arrive)
+// ---- end discovery ----
+
 class Driver {
  public:
   virtual ~Driver() = default;
@@ -139,6 +155,22 @@ class Driver {
   /// Announce an operation bracketed by Marker tasks begin_key/end_key on `stream`.
   virtual void profile_op(std::uint32_t device, std::uint64_t begin_key, std::uint64_t end_key, const OpInfo& info) = 0;
   virtual void log(std::uint32_t device, int level, const std::string& line) = 0;
+
+  // ---- discovery (docs/discovery.md) ----
+  /// Status of HCCS port `port` (0..kHccsPortCount-1) of `device`, read from its registers.
+  virtual DrvStatus hccs_port(std::uint32_t device, std::uint32_t port, HccsPortInfo* out) = 0;
+  /// Whether `device` reaches `peer_device` by PCIe peer-to-peer (same PCIe switch, from config space).
+  virtual DrvStatus pcie_peer(std::uint32_t device, std::uint32_t peer_device, bool* reachable) = 0;
+  /// The rank registered in `device`'s configuration space (a device of the caller's server, as its
+  /// host sees it); Invalid when the device has no rank.
+  virtual DrvStatus device_rank(std::uint32_t device, std::uint32_t* rank) = 0;
+  /// Host control channel between the ranks' host processes (the bootstrap's TCP): send `msg` from
+  /// `from_rank` to `to_rank` without blocking. NotSupported: no channel (docs/discovery.md).
+  virtual DrvStatus ctrl_send(std::uint32_t from_rank, std::uint32_t to_rank, CtrlMsg msg) = 0;
+  /// Block until a message from `from_rank` to `to_rank` has arrived (in order per pair), or
+  /// Timeout after timeout_ns of simulated time.
+  virtual DrvStatus ctrl_recv(std::uint32_t to_rank, std::uint32_t from_rank, std::uint64_t timeout_ns, CtrlMsg* msg) = 0;
+  // ---- end discovery ----
 };
 
 /// The process-wide driver (as the real runtime is process-wide). Set before any context is made.

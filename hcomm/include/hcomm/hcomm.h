@@ -202,6 +202,47 @@ hcomm_result_t hcomm_comm_split(hcomm_comm_t comm, uint32_t color, uint32_t key,
 hcomm_result_t hcomm_group_split(hcomm_comm_t comm, uint32_t color, uint32_t key, hcomm_comm_t* out);
 hcomm_result_t hcomm_comm_create_group(hcomm_comm_t parent, uint32_t n, const uint32_t* parent_ranks, hcomm_comm_t* out);
 
+/* ---- topology discovery (docs/discovery.md) ----
+ * Communicator init discovers the topology (the seeds' hcomm_topology_probe): each rank probes its
+ * HCCS ports, PCIe peers and NIC, the ranks exchange what they found (a root per server, a global
+ * root) and every rank keeps the shared table. Queries are sparse: one pair or one rank at a time. */
+typedef enum {
+  HCOMM_LINK_NONE = 0, HCOMM_LINK_LOCAL = 1, HCOMM_LINK_HCCS = 2, HCOMM_LINK_PCIE = 4, HCOMM_LINK_ROCE = 8
+} hcomm_link_type_t;
+typedef struct {
+  uint32_t link_types;     /* bitwise OR of every hcomm_link_type_t available between the two ranks */
+  uint32_t link_type;      /* the one the library uses (HCCS > PCIe > RoCE) */
+  uint64_t bandwidth_Bps;  /* of link_type: HCCS from the port's rate register, PCIe / RoCE nominal or the NIC's speed */
+  uint64_t latency_ns;     /* of link_type, one way: nominal figures (docs/discovery.md#costs) */
+} hcomm_topo_link_t;
+/* What discovery found between comm ranks a and b. */
+hcomm_result_t hcomm_get_topology(hcomm_comm_t comm, uint32_t a, uint32_t b, hcomm_topo_link_t* out);
+typedef struct {
+  uint8_t port;                /* HCCS port number */
+  uint8_t up;                  /* 1 when trained */
+  uint8_t lanes;
+  uint32_t partner_device_id;  /* link partner (when up) */
+  uint32_t partner_server;
+  uint64_t bandwidth_Bps;
+} hcomm_topo_port_t;
+typedef struct {
+  uint32_t rank, server, device_id, host_ip;
+  uint32_t pcie_peers;         /* bit i: PCIe peer-to-peer to device id i of the same server */
+  uint8_t nic_present, nic_up; /* NIC state as probed (nic_known 0: the driver does not say) */
+  uint8_t nic_known;
+  uint32_t nic_ip;
+  uint64_t nic_speed_bps;
+  uint32_t nports;             /* cabled HCCS ports (at most 8 are kept) */
+  hcomm_topo_port_t ports[8];
+  char nic_neighbor[64];       /* LLDP: the switch the NIC is cabled to; the caller's own rank only ("" otherwise) */
+  uint32_t nic_neighbor_port;  /* LLDP: that switch's port */
+} hcomm_topo_rank_t;
+/* The record comm rank `rank` contributed to discovery. */
+hcomm_result_t hcomm_get_topology_rank(hcomm_comm_t comm, uint32_t rank, hcomm_topo_rank_t* out);
+/* Why the context's discovery failed (communicator init returned its error), naming the rank;
+ * "" when it did not. The string lives as long as the context. */
+hcomm_result_t hcomm_get_discovery_error(hcomm_context_t ctx, const char** msg);
+
 /* ---- point-to-point ----
  * Ordering: messages between one (source, destination, tag) are matched in posting order.
  * A send's tasks wait on the device until the matching recv has been posted. */

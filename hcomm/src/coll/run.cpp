@@ -13,6 +13,7 @@
 #include "core/comm.h"
 #include "core/log.h"
 #include "core/profile.h"
+#include "discovery/topo.h"
 #include "route/route.h"
 #include "transport/tasks.h"
 
@@ -397,6 +398,12 @@ hcomm_result_t run_collective(hcomm_comm_t comm, hcomm_stream_t main, const Coll
               (r.op == CollOp::Broadcast || r.op == CollOp::Reduce || r.op == CollOp::Scatter)
                   ? std::int64_t{global_rank(comm, r.root)} : -1,
               comm->op_seq, {}, 0, {}, 0};
+  // Discovery found a pair of this server's ranks without SDMA: the algorithms need the server
+  // to be a mesh (docs/discovery.md#degrade-refuse), so refuse rather than compute wrong results.
+  if (n > 1 && comm->ctx->topo && !comm->ctx->topo->server_not_mesh.empty()) {
+    logf(comm->ctx, 0, "Rank%u %s refused: %s (docs/discovery.md)", comm->rank, r.kind, comm->ctx->topo->server_not_mesh.c_str());
+    return HCOMM_E_NOT_SUPPORT;
+  }
   if (n == 1) {
     const std::uint64_t mk = op_begin(main, info);
     ++comm->op_seq;

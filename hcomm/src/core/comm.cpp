@@ -8,6 +8,7 @@
 #include "core/handles.h"
 #include "core/log.h"
 #include "core/stream.h"
+#include "discovery/topo.h"
 #include "driver_port.h"
 
 using namespace hcomm;
@@ -65,6 +66,8 @@ hcomm_result_t hcomm_comm_init_config(hcomm_context_t ctx, uint32_t nranks, uint
          (unsigned long long)me.device_base_addr, (unsigned long long)ctx->base);
     return E_HCOMM_ADDR_MISMATCH;
   }
+  // Topology discovery (docs/discovery.md): once per context, collective over the ranks.
+  if (hcomm_result_t rc = discover(ctx, rank, nranks, me); rc != HCOMM_SUCCESS) return rc;
   auto* c = new hcomm_comm_s;
   c->ctx = ctx;
   c->cfg = cfg;

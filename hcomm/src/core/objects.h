@@ -3,6 +3,7 @@
 #pragma once
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,7 @@ struct RouteState {
   double cnp_per_us = 0;         ///< the congestion term: CNPs the NIC received per µs since the last check
   std::uint64_t reroutes = 0;
 };
+struct Topo;  // discovery/topo.h
 }  // namespace hcomm::detail
 
 struct hcomm_context_s {
@@ -66,6 +68,8 @@ struct hcomm_context_s {
   std::uint64_t sym_addr = 0, slot_bytes = 0;     // symmetric region of fixed-size slots
   std::vector<std::uint32_t> slot_used;           // per slot: 0 free, else number of slots of the buffer starting here
   std::map<std::uint32_t, std::uint64_t> mrs;     // key -> addr
+  std::shared_ptr<const hcomm::detail::Topo> topo;  // discovered at the first communicator's init (discovery/)
+  std::string discovery_error;                      // why discovery failed, naming the rank
 };
 
 struct hcomm_stream_s {

@@ -5,7 +5,7 @@
 #include "core/objects.h"
 #include "core/profile.h"
 #include "core/types.h"
-#include "driver_port.h"
+#include "discovery/topo.h"
 #include "transport/tasks.h"
 
 using namespace hcomm;
@@ -31,8 +31,8 @@ hcomm_result_t hcomm_rdma_write(const void* local, uint64_t bytes, uint32_t dst,
   if (dst >= comm->nranks || stream->ctx != comm->ctx) return HCOMM_E_PARA;
   const RankDesc* peer = peer_desc(comm, dst);
   if (!peer) return HCOMM_E_NOT_FOUND;
-  // Asked of the driver on every call (not the per-peer transport cache).
-  if (port::pair_link(comm->ctx, peer->device) == PairLink::None) return HCOMM_E_ROCE_CONNECT;
+  // Discovery's link on every call (not the per-peer transport cache).
+  if (discovered_link(comm, *peer) == PairLink::None) return HCOMM_E_ROCE_CONNECT;
   OpInfo info{global_rank(comm, comm->rank), comm->nranks, "rdma_write", "roce", bytes, HCOMM_DATA_TYPE_INT8, 0, global_rank(comm, dst), comm->op_seq, {}, 0, {}, 0};
   std::uint64_t mk = op_begin(stream, info);
   hcomm_result_t rc = rdma_write(stream, peer->device, remote_addr, dev(local), bytes, false, 0, rkey, comm->rdma);

@@ -10,6 +10,7 @@
 
 #include "core/comm.h"
 #include "core/log.h"
+#include "discovery/topo.h"
 #include "driver_port.h"
 
 namespace hcomm::detail::route {
@@ -199,7 +200,7 @@ void decide(hcomm_comm_t comm, const std::vector<const RankDesc*>& peers, const 
   for (const RankDesc* d : peers) {
     if (!d || st.peers.count(d->rank)) continue;
     PeerRoute& r = st.peers[d->rank];
-    r.link = d->device == comm->ctx->device ? PairLink::Local : port::pair_link(comm->ctx, d->device);
+    r.link = d->device == comm->ctx->device ? PairLink::Local : discovered_link(comm, *d);  // discovery/ (docs/discovery.md)
     switch (r.link) {
       case PairLink::Local: continue;
       case PairLink::Hccs: report(comm, *d, r, 0, kHccsBps, kHccsLatNs, "hccs direct (priority 1)", trigger); continue;

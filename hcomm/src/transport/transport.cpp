@@ -7,6 +7,8 @@
 
 namespace hcomm::detail {
 
+// The link to a peer: route/ decides it at first use from discovery's facts (discovery/view.cpp:
+// HCCS partner on an up port, PCIe peer-to-peer in the server, RoCE).
 bool via_sdma(hcomm_comm_t comm, const RankDesc& peer) {
   const PairLink l = route::to(comm, peer).link;
   return l == PairLink::Hccs || l == PairLink::Pcie;

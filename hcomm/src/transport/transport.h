@@ -1,13 +1,13 @@
 // Transport choice (docs/architecture.md#hcomm, docs/algorithms/README.md): SDMA copies and
-// notify records when the driver reports an HCCS link or a PCIe peer-to-peer path to the peer,
-// else RoCE (RdmaWrite tasks through the NPU's NIC: data, then an ordered notify write).
+// notify records when discovery (docs/discovery.md) found an HCCS link or a PCIe peer-to-peer path
+// to the peer, else RoCE (RdmaWrite tasks through the NPU's NIC: data, then an ordered notify write).
 #pragma once
 #include <cstdint>
 
 #include "core/objects.h"
 
 namespace hcomm::detail {
-/// True when the peer is reached by SDMA (asks the driver once per peer, then cached).
+/// True when the peer is reached by SDMA (discovery's choice, cached per peer).
 bool via_sdma(hcomm_comm_t comm, const RankDesc& peer);
 /// "p2p-hccs", "p2p-pcie" or "p2p-roce": the algorithm name a p2p operation reports.
 const char* p2p_link_name(hcomm_comm_t comm, const RankDesc& peer);

@@ -92,6 +92,8 @@ class Machine final : public EventHandler, public NetworkListener {
     bool ok() const { return p1 >= 0; }
   };
   Route route(std::uint32_t a, std::uint32_t b) const;
+  /// The PCIe switch `npu` is cabled to, or -1 (directly under its root complex).
+  std::int64_t pcie_switch_of(std::uint32_t npu) const { return npu < npu_switch_.size() ? npu_switch_[npu].sw : -1; }
   /// A host root complex (one per server): its ports carry the host-memory side of every host DMA
   /// of the NPUs attached to it (port a->b: towards the devices, b->a: towards host memory).
   std::uint32_t add_root_complex(std::string name, const LinkParams& p);
@@ -132,6 +134,12 @@ class Machine final : public EventHandler, public NetworkListener {
   bool mmio_write(std::uint32_t npu, std::uint32_t offset, std::uint64_t value);
   /// The driver registers the rank descriptor in the configuration space at load (privileged).
   void load_config(std::uint32_t npu, std::uint32_t offset, std::uint64_t value);
+  /// HCCS port `number` of `npu` (its HCCS_PORT_* registers, npu_regs::hccs_port_reg) is the
+  /// directional port `port` (from `npu`) of an HCCS link: how the NPU's cage is cabled.
+  /// `port` = kHccsUntrained: the port is cabled but never trained (a link down from the start: no
+  /// link exists, so transfers between the two NPUs take another path).
+  void set_hccs_port(std::uint32_t npu, std::uint32_t number, std::uint32_t port);
+  static constexpr std::uint32_t kHccsUntrained = ~0u;
 
   // ---- notify and event registers (npu/notify.cpp), MSI (npu/msi.cpp) ----
   /// Notify register bound to notify `key` on `npu` (read it at npu_regs::notify_reg), or -1.
@@ -236,6 +244,8 @@ class Machine final : public EventHandler, public NetworkListener {
   std::vector<LinkInfo> links_;
   std::vector<RootComplex> rcs_;
   std::vector<PcieSwitch> pcie_switches_;
+  std::vector<std::vector<int>> hccs_port_;  // per NPU: HCCS port number -> directional port (-1: not cabled)
+  std::uint64_t hccs_port_reg_value(std::uint32_t npu, std::uint32_t number, std::uint32_t reg) const;
   std::vector<SwitchPorts> npu_switch_;  // per NPU
   // nic
   Network* net_ = nullptr;

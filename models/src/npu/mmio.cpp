@@ -17,6 +17,7 @@ bool Machine::mmio_read(std::uint32_t npu, std::uint32_t off, std::uint64_t* v) 
       return true;
     }
     case npu_regs::Slot::Fixed: return npus_[npu].regs->read(off, v);
+    case npu_regs::Slot::HccsPort: *v = hccs_port_reg_value(npu, slot.index, slot.reg); return true;
     case npu_regs::Slot::Stream: break;
   }
   const std::uint32_t s = slot.index, reg = slot.reg;
@@ -43,6 +44,7 @@ bool Machine::mmio_write(std::uint32_t npu, std::uint32_t off, std::uint64_t v) 
       return true;
     }
     case npu_regs::Slot::Fixed: return npus_[npu].regs->write(off, v);
+    case npu_regs::Slot::HccsPort: return false;  // read-only
     case npu_regs::Slot::Stream: break;
   }
   const std::uint32_t s = slot.index, reg = slot.reg;
@@ -60,6 +62,33 @@ bool Machine::mmio_write(std::uint32_t npu, std::uint32_t off, std::uint64_t v) 
     sch_.schedule(sch_.now() + npus_[st.npu].params.task_dispatch_ps, this, stream_ev(kDispatch, s), 0);
   }
   return true;
+}
+
+void Machine::set_hccs_port(std::uint32_t npu, std::uint32_t number, std::uint32_t port) {
+  if (npu >= npus_.size() || number >= npu_regs::kHccsPorts || (port != kHccsUntrained && port >= ports_.size())) return;
+  if (hccs_port_.size() < npus_.size()) hccs_port_.resize(npus_.size());
+  auto& slots = hccs_port_[npu];
+  if (slots.size() <= number) slots.resize(number + 1, -1);
+  slots[number] = port == kHccsUntrained ? -2 : static_cast<int>(port);
+}
+
+// HCCS port status as link training leaves it: a port is up when both directions are; the
+// partner's identity is what its configuration space says (device id, server), learnt in training.
+std::uint64_t Machine::hccs_port_reg_value(std::uint32_t npu, std::uint32_t number, std::uint32_t reg) const {
+  if (npu >= hccs_port_.size() || number >= hccs_port_[npu].size() || hccs_port_[npu][number] == -1) return 0;
+  if (hccs_port_[npu][number] == -2) return reg == npu_regs::kHccsPortStatus ? 1 : 0;  // cabled, never trained
+  const Port& p = ports_[static_cast<std::size_t>(hccs_port_[npu][number])];
+  const LinkInfo& l = links_[p.link];
+  const bool up = ports_[l.port_ab].up && ports_[l.port_ba].up;
+  if (reg == npu_regs::kHccsPortStatus) {
+    const std::uint64_t mbps = up ? p.rate() / 1000000 : 0;
+    return 1u | (up ? 2u : 0u) | (static_cast<std::uint64_t>(up ? p.active_lanes & 0xff : 0) << 8) | (mbps << 32);
+  }
+  if (!up || p.to >= npus_.size()) return 0;
+  std::uint64_t dev = 0, server = 0;
+  npus_[p.to].regs->read(npu_regs::kCfgDeviceId, &dev);
+  npus_[p.to].regs->read(npu_regs::kCfgServer, &server);
+  return (dev & 0xffffffffu) | (server << 32);
 }
 
 void Machine::load_config(std::uint32_t npu, std::uint32_t off, std::uint64_t v) { npus_.at(npu).regs->hw_write(off, v); }

@@ -55,6 +55,7 @@ std::vector<RegDef> table() {
       {"CFG_DEVICE_ID", kCfgDeviceId, RegAccess::RO, 0, "device id inside the server"},
       {"CFG_SERVER", kCfgServer, RegAccess::RO, 0, "server index"},
       {"CFG_RANK", kCfgRank, RegAccess::RO, 0, "rank"},
+      {"CFG_PCIE_SWITCH", kCfgPcieSwitch, RegAccess::RO, 0, "PCIe switch the NPU sits under, id + 1 (0: directly under the root complex)"},
   };
 }
 
@@ -72,7 +73,19 @@ const Bank& notify_bank() {
   return b;
 }
 
+const Bank& hccs_port_bank() {
+  static const Bank b{"HCCS_PORT", kHccsPortBase, kHccsPortStride,
+                      {{"HCCS_PORT_STATUS", kHccsPortStatus, RegAccess::RO, 0, "bit 0 cabled, bit 1 up, bits 8-15 active lanes, bits 32-63 rate in MB/s"},
+                       {"HCCS_PORT_PARTNER", kHccsPortPartner, RegAccess::RO, 0, "link partner learnt in training: bits 0-31 device id, 32-63 server"}}};
+  return b;
+}
+
 Slot decode(std::uint32_t off) {
+  if (off >= kHccsPortBase && off < kHccsPortBase + kHccsPorts * kHccsPortStride) {
+    const std::uint32_t r = (off - kHccsPortBase) % kHccsPortStride;
+    if (r != kHccsPortStatus && r != kHccsPortPartner) return Slot{Slot::Unmapped};
+    return Slot{Slot::HccsPort, (off - kHccsPortBase) / kHccsPortStride, r};
+  }
   const Bank& n = notify_bank();
   if (off >= n.base) {
     if ((off - n.base) % n.stride) return Slot{Slot::Unmapped};

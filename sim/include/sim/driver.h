@@ -1,6 +1,7 @@
 // The simulated driver: hcomm's driver boundary implemented over the hardware models.
 // Blocking calls (stream synchronize) wait in the calling rank's SC_THREAD on a per-stream event.
 #pragma once
+#include <deque>
 #include <functional>
 #include <map>
 #include <tuple>
@@ -87,6 +88,25 @@ class SimDriver final : public hcomm::Driver, public models::MachineListener {
   void profile_op(std::uint32_t device, std::uint64_t begin_key, std::uint64_t end_key, const hcomm::OpInfo& info) override;
   void log(std::uint32_t device, int level, const std::string& line) override;
 
+  // ---- discovery (docs/discovery.md) ----
+  hcomm::DrvStatus hccs_port(std::uint32_t device, std::uint32_t port, hcomm::HccsPortInfo* out) override;
+  hcomm::DrvStatus pcie_peer(std::uint32_t device, std::uint32_t peer_device, bool* reachable) override;
+  hcomm::DrvStatus device_rank(std::uint32_t device, std::uint32_t* rank) override;
+  hcomm::DrvStatus ctrl_send(std::uint32_t from_rank, std::uint32_t to_rank, hcomm::CtrlMsg msg) override;
+  hcomm::DrvStatus ctrl_recv(std::uint32_t to_rank, std::uint32_t from_rank, std::uint64_t timeout_ns, hcomm::CtrlMsg* msg) override;
+  /// The host control channel (the bootstrap's TCP between host processes): each message costs
+  /// latency + bytes / bandwidth, serialized on the sender's and on the receiver's host link.
+  /// Assumptions (docs/discovery.md#costs): 10 us, 1.25 GB/s (10 GbE management network).
+  struct CtrlParams {
+    std::uint64_t latency_ps = 10ULL * 1000 * 1000;
+    std::uint64_t bandwidth_Bps = 1250ULL * 1000 * 1000;
+  };
+  void set_ctrl_params(const CtrlParams& p) { ctrl_ = p; }
+  const CtrlParams& ctrl_params() const { return ctrl_; }
+  std::uint64_t ctrl_messages() const { return ctrl_msgs_; }
+  std::uint64_t ctrl_bytes() const { return ctrl_bytes_; }
+  // ---- end discovery ----
+
   // models::MachineListener
   void on_stream_idle(std::uint32_t stream) override;
   void on_sq_space(std::uint32_t stream) override;
@@ -127,6 +147,13 @@ class SimDriver final : public hcomm::Driver, public models::MachineListener {
   // Tasks submitted meanwhile, on any stream of the device, belong to it (tasks.op_seq).
   std::vector<std::pair<std::int64_t, std::uint64_t>> open_op_;
   void finish_op(const OpRecord& r);
+  // Discovery: the control channel's messages in flight, per receiving rank, in arrival order.
+  struct CtrlEntry { std::uint32_t from; models::Tick arrival; hcomm::CtrlMsg msg; };
+  CtrlParams ctrl_;
+  std::vector<std::deque<CtrlEntry>> ctrl_box_;
+  std::vector<models::Tick> ctrl_tx_free_, ctrl_rx_free_;
+  std::vector<std::unique_ptr<sc_core::sc_event>> ctrl_ev_;
+  std::uint64_t ctrl_msgs_ = 0, ctrl_bytes_ = 0;
   std::uint64_t log_count_[4] = {0, 0, 0, 0};
 };
 

@@ -162,9 +162,94 @@ void Builder::override_(const json& j, const std::string& ptr) {
 using topology_detail::Builder;
 using topology_detail::check_reachable;
 
+namespace {
+// /as_built: [{"kind": "hccs_down", "link": NAME} | {"kind": "hccs_swap", "links": [NAME, NAME]} |
+// {"kind": "npu_missing", "npu": NAME}] (docs/topology-format.md#as-built).
+void read_as_built(const json& ab, Topology& t, Diagnostics& d) {
+  if (!ab.is_array()) { d.error("/as_built", "expected an array"); return; }
+  auto hccs_link = [&](const std::string& name, const std::string& ptr) -> std::optional<std::uint32_t> {
+    for (std::uint32_t k = 0; k < t.links.size(); ++k)
+      if (t.links[k].name == name) {
+        if (t.links[k].type == LinkType::Hccs) return k;
+        d.error(ptr, "link \"" + name + "\" is not an HCCS link");
+        return std::nullopt;
+      }
+    d.error(ptr, "no link named \"" + name + "\"");
+    return std::nullopt;
+  };
+  for (std::size_t i = 0; i < ab.size(); ++i) {
+    const std::string ptr = "/as_built/" + std::to_string(i);
+    ObjectReader o(ab[i], ptr, d, {"kind", "link", "links", "npu", "ip"});
+    if (!o.valid()) continue;
+    const std::string kind = o.str("kind", true).value_or("");
+    if (kind == "hccs_down") {
+      if (auto name = o.str("link", true))
+        if (auto k = hccs_link(*name, o.child("link"))) t.as_built.hccs_down.push_back(*k);
+    } else if (kind == "hccs_swap") {
+      const json* ls = o.get("links", true);
+      if (!ls) continue;
+      if (!ls->is_array() || ls->size() != 2 || !(*ls)[0].is_string() || !(*ls)[1].is_string()) {
+        d.error(o.child("links"), "expected two HCCS link names");
+        continue;
+      }
+      auto a = hccs_link((*ls)[0].get<std::string>(), o.child("links") + "/0");
+      auto b = hccs_link((*ls)[1].get<std::string>(), o.child("links") + "/1");
+      if (!a || !b) continue;
+      if (*a == *b || t.npus[t.links[*a].a.index].server != t.npus[t.links[*b].a.index].server) {
+        d.error(o.child("links"), "a swap exchanges the cables of two different HCCS links of one server");
+        continue;
+      }
+      t.as_built.hccs_swaps.emplace_back(*a, *b);
+    } else if (kind == "nic_port_swap") {
+      const json* ls = o.get("links", true);
+      if (!ls) continue;
+      if (!ls->is_array() || ls->size() != 2 || !(*ls)[0].is_string() || !(*ls)[1].is_string()) {
+        d.error(o.child("links"), "expected two RoCE link names");
+        continue;
+      }
+      std::int64_t k[2] = {-1, -1};
+      for (int e = 0; e < 2; ++e) {
+        const std::string name = (*ls)[e].get<std::string>();
+        for (std::uint32_t x = 0; x < t.links.size() && k[e] < 0; ++x)
+          if (t.links[x].name == name) k[e] = x;
+        const std::string p = o.child("links") + "/" + std::to_string(e);
+        if (k[e] < 0) d.error(p, "no link named \"" + name + "\"");
+        else if (t.links[k[e]].type != LinkType::Roce || t.links[k[e]].a.is_switch == t.links[k[e]].b.is_switch) {
+          d.error(p, "link \"" + name + "\" is not a RoCE link between an NPU and a switch");
+          k[e] = -1;
+        }
+      }
+      if (k[0] >= 0 && k[1] >= 0) {
+        if (k[0] == k[1]) d.error(o.child("links"), "a swap exchanges the switch ends of two different links");
+        else t.as_built.nic_swaps.emplace_back(static_cast<std::uint32_t>(k[0]), static_cast<std::uint32_t>(k[1]));
+      }
+    } else if (kind == "device_ip") {
+      auto name = o.str("npu", true);
+      auto ip = o.str("ip", true);
+      if (!name || !ip) continue;
+      auto v = parse_ipv4(*ip);
+      if (!v) { d.error(o.child("ip"), "expected an IPv4 address"); continue; }
+      bool found = false;
+      for (std::uint32_t n = 0; n < t.npus.size() && !found; ++n)
+        if (t.npus[n].name == *name) { t.as_built.device_ips.emplace_back(n, *v); found = true; }
+      if (!found) d.error(o.child("npu"), "no NPU named \"" + *name + "\"");
+    } else if (kind == "npu_missing") {
+      auto name = o.str("npu", true);
+      if (!name) continue;
+      bool found = false;
+      for (std::uint32_t n = 0; n < t.npus.size() && !found; ++n)
+        if (t.npus[n].name == *name) { t.as_built.npus_missing.push_back(n); found = true; }
+      if (!found) d.error(o.child("npu"), "no NPU named \"" + *name + "\"");
+    } else if (!kind.empty()) {
+      d.error(o.child("kind"), "unknown kind \"" + kind + "\" (hccs_down, hccs_swap, npu_missing, nic_port_swap, device_ip)");
+    }
+  }
+}
+}  // namespace
+
 std::optional<Topology> topology_from_json(const json& j, Diagnostics& d, const std::string& base_dir) {
   if (std::string why = wrong_kind(j, "topology"); !why.empty()) { d.error("", why); return std::nullopt; }
-  ObjectReader top(j, "", d, {"format", "version", "name", "description", "servers", "server_groups", "overrides", "switches", "links", "fabric", "rank_table"});
+  ObjectReader top(j, "", d, {"format", "version", "name", "description", "servers", "server_groups", "overrides", "switches", "links", "fabric", "rank_table", "as_built"});
   if (!top.valid()) return std::nullopt;
   Topology t;
   t.file = d.file();
@@ -218,6 +303,7 @@ std::optional<Topology> topology_from_json(const json& j, Diagnostics& d, const 
   }
   if (const json* fj = top.get("fabric", false)) b.fabric(*fj, "/fabric");
   auto rt_path = top.str("rank_table", false);
+  if (const json* ab = top.get("as_built", false)) read_as_built(*ab, t, d);
   if (!d.ok()) return std::nullopt;
 
   if (!check_reachable(t, d, top.get("fabric", false) != nullptr)) return std::nullopt;

@@ -93,6 +93,11 @@ void Cluster::apply_fault(std::size_t idx, std::uint32_t phase) {
       *port = l.a.port;
     }
   };
+  // An HCCS link down from the start (/as_built) has no machine link: its faults change nothing.
+  if ((f.kind == FaultKind::LinkDown || f.kind == FaultKind::LinkUp || f.kind == FaultKind::CrcRate ||
+       f.kind == FaultKind::LaneDegrade) && f.link >= 0 && t.links[static_cast<std::size_t>(f.link)].type == LinkType::Hccs &&
+      hccs[static_cast<std::size_t>(f.link)] == ~0u)
+    return;
   switch (f.kind) {
     case FaultKind::RankCrash: {  // the process dies; so does its device (streams, links, NIC)
       const std::uint32_t npu = t.rank_to_npu[f.rank];

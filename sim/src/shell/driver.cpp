@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <iterator>
 
 namespace sim {
 
@@ -28,6 +29,13 @@ SimDriver::SimDriver(models::Machine& m, const Topology& t, Trace* trace, bool e
     m_.load_config(npu, R::kCfgDeviceId, n.device_id);
     m_.load_config(npu, R::kCfgServer, n.server);
     m_.load_config(npu, R::kCfgRank, r);
+  }
+  // Every NPU's identity (device id, server) and the PCIe switch it sits under, rank or not: what
+  // an HCCS partner learns in link training and pcie_peer compares (discovery).
+  for (std::uint32_t npu = 0; npu < m.npu_count() && npu < t.npus.size(); ++npu) {
+    m_.load_config(npu, R::kCfgDeviceId, t.npus[npu].device_id);
+    m_.load_config(npu, R::kCfgServer, t.npus[npu].server);
+    m_.load_config(npu, R::kCfgPcieSwitch, static_cast<std::uint64_t>(m_.pcie_switch_of(npu) + 1));
   }
   open_op_.assign(m.npu_count(), {-1, 0});
   m_.set_listener(this);
@@ -120,6 +128,8 @@ DrvStatus SimDriver::nic_info(std::uint32_t device, hcomm::NicInfo* out) {
   out->link_up = p.cabled && p.up;
   out->speed_bps = p.Bps * 8;
   out->ip = device < topo_.npus.size() ? topo_.npus[device].device_ip : 0;
+  for (const auto& ip : topo_.as_built.device_ips)  // discovery: the NIC as configured (/as_built device_ip)
+    if (ip.first == device) out->ip = ip.second;
   if (p.cabled) {  // LLDP: the neighbour announces its name and port
     out->neighbor = net.node_name(p.peer);
     out->neighbor_port = p.peer_port;
@@ -532,6 +542,103 @@ void SimDriver::log(std::uint32_t device, int level, const std::string& line) {
   if (level >= 0 && level < 4) ++log_count_[level];
   if (trace_) trace_->log(t, device < npu_rank_.size() ? npu_rank_[device] : -1, level, line);
   if (echo_) std::fprintf(stderr, "%s[%12.3f us] %s\n", g_status_line ? "\r\033[K" : "", t / 1e3, line.c_str());
+}
+
+// ---- discovery (docs/discovery.md) ----
+
+DrvStatus SimDriver::hccs_port(std::uint32_t device, std::uint32_t port, hcomm::HccsPortInfo* out) {
+  if (device >= m_.npu_count() || port >= hcomm::kHccsPortCount || !out) return DrvStatus::Invalid;
+  namespace R = models::npu_regs;
+  std::uint64_t st = 0, partner = 0;
+  if (!m_.mmio_read(device, R::hccs_port_reg(port, R::kHccsPortStatus), &st) ||
+      !m_.mmio_read(device, R::hccs_port_reg(port, R::kHccsPortPartner), &partner))
+    return DrvStatus::Failed;
+  hcomm::HccsPortInfo p;
+  p.cabled = st & 1;
+  p.up = st & 2;
+  p.lanes = static_cast<std::uint32_t>((st >> 8) & 0xff);
+  p.bandwidth_Bps = (st >> 32) * 1000000;
+  p.partner_device_id = static_cast<std::uint32_t>(partner & 0xffffffffu);
+  p.partner_server = static_cast<std::uint32_t>(partner >> 32);
+  *out = p;
+  return DrvStatus::Ok;
+}
+
+DrvStatus SimDriver::pcie_peer(std::uint32_t device, std::uint32_t peer, bool* reachable) {
+  if (device >= m_.npu_count() || peer >= m_.npu_count() || !reachable) return DrvStatus::Invalid;
+  namespace R = models::npu_regs;
+  std::uint64_t sa = 0, sb = 0, va = 0, vb = 0;
+  if (!m_.mmio_read(device, R::kCfgPcieSwitch, &sa) || !m_.mmio_read(peer, R::kCfgPcieSwitch, &sb) ||
+      !m_.mmio_read(device, R::kCfgServer, &va) || !m_.mmio_read(peer, R::kCfgServer, &vb))
+    return DrvStatus::Failed;
+  *reachable = device != peer && sa != 0 && sa == sb && va == vb;
+  return DrvStatus::Ok;
+}
+
+DrvStatus SimDriver::device_rank(std::uint32_t device, std::uint32_t* rank) {
+  if (device >= m_.npu_count() || !rank || device >= npu_rank_.size() || npu_rank_[device] == ~0u) return DrvStatus::Invalid;
+  std::uint64_t r = 0;
+  if (!m_.mmio_read(device, models::npu_regs::kCfgRank, &r)) return DrvStatus::Failed;
+  *rank = static_cast<std::uint32_t>(r);
+  return DrvStatus::Ok;
+}
+
+DrvStatus SimDriver::ctrl_send(std::uint32_t from, std::uint32_t to, hcomm::CtrlMsg msg) {
+  const std::uint32_t n = rank_count();
+  if (from >= n || to >= n || !msg) return DrvStatus::Invalid;
+  if (ctrl_box_.size() < n) {
+    ctrl_box_.resize(n);
+    ctrl_tx_free_.assign(n, 0);
+    ctrl_rx_free_.assign(n, 0);
+    ctrl_ev_.resize(n);
+  }
+  const models::Tick now = sc_core::sc_time_stamp().value();
+  const models::Tick ser = static_cast<models::Tick>(
+      static_cast<unsigned __int128>(msg->size()) * models::kPsPerSec / (ctrl_.bandwidth_Bps ? ctrl_.bandwidth_Bps : 1));
+  // Serialized on the sender's host link, then one latency, then on the receiver's host link.
+  const models::Tick tx_end = std::max(now, ctrl_tx_free_[from]) + ser;
+  ctrl_tx_free_[from] = tx_end;
+  const models::Tick arrival = std::max(tx_end + ctrl_.latency_ps, ctrl_rx_free_[to] + ser);
+  ctrl_rx_free_[to] = arrival;
+  auto& box = ctrl_box_[to];
+  auto at = box.end();
+  while (at != box.begin() && std::prev(at)->arrival > arrival) --at;  // arrival order, ties in send order
+  box.insert(at, CtrlEntry{from, arrival, std::move(msg)});
+  ++ctrl_msgs_;
+  if (!ctrl_ev_[to]) ctrl_ev_[to] = std::make_unique<sc_core::sc_event>();
+  ctrl_ev_[to]->notify(sc_core::sc_time::from_value(arrival - now));
+  return DrvStatus::Ok;
+}
+
+DrvStatus SimDriver::ctrl_recv(std::uint32_t to, std::uint32_t from, std::uint64_t timeout_ns, hcomm::CtrlMsg* msg) {
+  const std::uint32_t n = rank_count();
+  if (to >= n || (from >= n && from != hcomm::kCtrlAnyRank) || !msg) return DrvStatus::Invalid;
+  if (ctrl_box_.size() < n) {
+    ctrl_box_.resize(n);
+    ctrl_tx_free_.assign(n, 0);
+    ctrl_rx_free_.assign(n, 0);
+    ctrl_ev_.resize(n);
+  }
+  if (!ctrl_ev_[to]) ctrl_ev_[to] = std::make_unique<sc_core::sc_event>();
+  const models::Tick deadline = sc_core::sc_time_stamp().value() + timeout_ns * models::kPsPerNs;
+  for (;;) {
+    const models::Tick now = sc_core::sc_time_stamp().value();
+    auto& box = ctrl_box_[to];
+    models::Tick next = deadline;
+    for (auto it = box.begin(); it != box.end(); ++it) {
+      if (from != hcomm::kCtrlAnyRank && it->from != from) continue;
+      if (it->arrival <= now) {
+        *msg = std::move(it->msg);
+        ctrl_bytes_ += (*msg)->size();
+        box.erase(it);
+        return DrvStatus::Ok;
+      }
+      next = std::min(next, it->arrival);
+      break;  // per receiver in arrival order: the first match is the earliest
+    }
+    if (now >= deadline) return DrvStatus::Timeout;
+    sc_core::wait(sc_core::sc_time::from_value(next - now), *ctrl_ev_[to]);
+  }
 }
 
 }  // namespace sim

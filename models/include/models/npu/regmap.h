@@ -54,6 +54,16 @@ constexpr std::uint32_t kCfgHccsPortMap = 0x110; ///< RO: hccs_port_map (4 bytes
 constexpr std::uint32_t kCfgDeviceId = 0x118;    ///< RO: device id inside the server
 constexpr std::uint32_t kCfgServer = 0x120;      ///< RO: server index
 constexpr std::uint32_t kCfgRank = 0x128;        ///< RO: rank
+constexpr std::uint32_t kCfgPcieSwitch = 0x130;  ///< RO: PCIe switch the NPU sits under (config space), id + 1; 0: root complex
+// HCCS port status (docs/models/npu.md#hccs-ports, docs/discovery.md): one group of 0x10 bytes per
+// HCCS port number (= the device id the description cables it to) from kHccsPortBase, computed
+// at read time from the port's live state and what link training learnt of its partner.
+constexpr std::uint32_t kHccsPortBase = 0x200;
+constexpr std::uint32_t kHccsPortStride = 0x10;
+constexpr std::uint32_t kHccsPorts = 16;
+constexpr std::uint32_t kHccsPortStatus = 0x0;   ///< RO: bit 0 cabled, bit 1 up, bits 8-15 active lanes, bits 32-63 rate MB/s
+constexpr std::uint32_t kHccsPortPartner = 0x8;  ///< RO: bits 0-31 partner's device id, bits 32-63 partner's server (0 when down)
+inline std::uint32_t hccs_port_reg(std::uint32_t port, std::uint32_t reg) { return kHccsPortBase + port * kHccsPortStride + reg; }
 // Per-stream queue registers: bank of 0x20 bytes per stream id from kStreamBase.
 constexpr std::uint32_t kStreamBase = 0x10000;   ///< streams up to (kNotifyBase - kStreamBase) / 0x20
 constexpr std::uint32_t kSqTail = 0x00;          ///< doorbell: tasks submitted so far
@@ -76,12 +86,13 @@ struct Bank {
 };
 const Bank& stream_bank();  ///< per stream id: SQ_TAIL (doorbell), SQ_HEAD (RO), CQ_TAIL (RO)
 const Bank& notify_bank();  ///< per notify register index: NOTIFY (read: count; write v: record v times)
+const Bank& hccs_port_bank();  ///< per HCCS port number: HCCS_PORT_STATUS, HCCS_PORT_PARTNER (RO)
 
 /// Where an MMIO offset lands: a fixed register, a stream's group, or a notify register.
 struct Slot {
-  enum Kind : std::uint8_t { Fixed, Stream, Notify, Unmapped } kind;
-  std::uint32_t index = 0;  ///< stream id or notify register index
-  std::uint32_t reg = 0;    ///< offset inside the group (Stream)
+  enum Kind : std::uint8_t { Fixed, Stream, Notify, Unmapped, HccsPort } kind;
+  std::uint32_t index = 0;  ///< stream id, notify register index or HCCS port number
+  std::uint32_t reg = 0;    ///< offset inside the group (Stream, HccsPort)
 };
 Slot decode(std::uint32_t offset);
 }  // namespace npu_regs

@@ -64,6 +64,18 @@ struct FabricInfo {
   bool rail_optimized = false;
 };
 
+/// The hardware as built where it differs from the description (docs/topology-format.md#as-built):
+/// the models are elaborated as built; the description stays what should be. `hcsim discover`
+/// reports the differences the library's discovery finds.
+struct AsBuilt {
+  std::vector<std::uint32_t> hccs_down;                               ///< HCCS link indices down at start
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> hccs_swaps;    ///< HCCS links whose b-end cables are swapped
+  std::vector<std::uint32_t> npus_missing;                            ///< NPUs that never join (their rank does not start)
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> nic_swaps;     ///< RoCE links whose switch ends are swapped
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> device_ips;    ///< (NPU, IPv4) the NIC is configured with instead
+  bool empty() const { return hccs_down.empty() && hccs_swaps.empty() && npus_missing.empty() && nic_swaps.empty() && device_ips.empty(); }
+};
+
 struct Topology {
   std::string file, name, description;
   std::vector<ServerSpec> servers;
@@ -73,6 +85,7 @@ struct Topology {
   std::vector<std::uint32_t> rank_to_npu;  ///< rank r runs on npus[rank_to_npu[r]]
   FabricInfo fabric;
   std::string rank_table;                  ///< imported rank table file, if any
+  AsBuilt as_built;                        ///< /as_built: deviations of the hardware from this description
   bool has_network() const;
 };
 
