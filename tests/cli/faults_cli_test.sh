@@ -61,22 +61,24 @@ check "link_flap of a switch cable: four transitions" "$(q swf.db "SELECT COUNT(
 
 # 3. nic_down: the NIC's QPs exhaust their retries; every failed rank says what it got.
 expect "nic_down: the summary names failed ranks" 1 "rank 8 \(node1/npu0\): failed in step 0 rep 0 \(sendrecv\): hcomm_waitall: " -- \
-  "$HCSIM" run "$F" --db nic.db -q "${FAST[@]}" --fault 'nic_down npu=node0/npu0 at=20us'
+  "$HCSIM" run "$F" --db nic.db -q "${FAST[@]}" --fault 'nic_down npu=node0/npu0 at.step=0 at.after=20us'
 check "nic_down: rank 8's send is failed with its error" \
   "$(q nic.db "SELECT status, error FROM operations WHERE rank = 8 AND kind = 'send' AND step = 0")" "failed|hcomm_waitall: device task failed"
 check "nic_down: every rank has an operation that is not ok" "$(q nic.db "SELECT COUNT(DISTINCT rank) FROM operations WHERE status != 'ok'")" 16
 check "nic_down: run.status failed" "$(q nic.db "SELECT status FROM run")" failed
 expect "nic_down with api_errors expected passes" 0 "PASS" -- \
-  "$HCSIM" run "$F" --no-trace -q "${FAST[@]}" --fault 'nic_down npu=node0/npu0 at=20us' --set /expect/api_errors=expected
+  "$HCSIM" run "$F" --no-trace -q "${FAST[@]}" --fault 'nic_down npu=node0/npu0 at.step=0 at.after=20us' --set /expect/api_errors=expected
 
 expect "nic_up restores it" 0 "PASS" -- \
-  "$HCSIM" run "$F" --no-trace -q "${FAST[@]}" --fault 'nic_down npu=node0/npu0 at=20us' --fault 'nic_up npu=node0/npu0 at=25us'
+  "$HCSIM" run "$F" --no-trace -q "${FAST[@]}" --fault 'nic_down npu=node0/npu0 at.step=0 at.after=20us' --fault 'nic_up npu=node0/npu0 at.step=0 at.after=25us'
 
 # 4. nic_flap: down 5 us twice; retransmits recover, the logs show each transition.
 expect "nic_flap: recovered" 0 "PASS" -- \
-  "$HCSIM" run "$F" --db flap.db -q "${FAST[@]}" --fault 'nic_flap npu=node0/npu0 at=20us duration=5us count=2 period=30us'
+  "$HCSIM" run "$F" --db flap.db -q "${FAST[@]}" --fault 'nic_flap npu=node0/npu0 at.step=0 at.after=20us duration=5us count=2 period=30us'
+# Relative to step 0's start (communicator init, with its discovery, comes before it).
+t0=$(q flap.db "SELECT CAST(ROUND(MIN(start_ns)) AS INTEGER) FROM operations WHERE step = 0")
 check "nic_flap: four transitions at their times" \
-  "$(q flap.db "SELECT GROUP_CONCAT(CAST(sim_time_ns AS INTEGER), ',') FROM logs WHERE message LIKE '%fault injected: NIC of node0/npu0%flap%'")" \
+  "$(q flap.db "SELECT GROUP_CONCAT(CAST(ROUND(sim_time_ns) AS INTEGER) - $t0, ',') FROM logs WHERE message LIKE '%fault injected: NIC of node0/npu0%flap%'")" \
   "20000,25000,50000,55000"
 check "nic_flap: retransmits" "$(q flap.db "SELECT value > 0 FROM counters WHERE name = 'rdma_retransmits'")" 1
 
