@@ -46,7 +46,7 @@ PY
 # collectives are refused (docs/discovery.md#degrade-refuse): its decisions disappear.
 expect "link down at start removes 0->1 and 1->0" 1 "removed comm 1 rank 0 -> 1 qp 0 #0: hccs" -- "$HCSIM" diff "$G/a2-2node.routes" linkdown.db --junit j.xml
 if grep -q '<failure message=' j.xml && grep -q 'name="routes"' j.xml; then ok "junit failure written"; else bad "junit" j.xml; fi
-python3 - "$G/clos-nr-4.scenario.json" "$G/clos-nr-4.topology.json" > oversub.json <<'PY'
+python3 - "$G/clos-nr-4.scenario.json" "$SRC/topologies/clos-nr-4.json" > oversub.json <<'PY'
 import json, sys
 s = json.load(open(sys.argv[1])); t = json.load(open(sys.argv[2]))
 t["fabric"]["oversubscription"] = "3:1"; json.dump(t, open("oversub.topology.json", "w"))
@@ -60,7 +60,7 @@ expect "trace vs trace: summary time moved" 1 "summary: .* [1-9][0-9]* outside" 
 
 # Congestion re-routing (HCOMM_ROUTE_CNP_THRESHOLD): chunk tier (DCQCN), all-to-all twice; the
 # second operation sees the first one's CNPs and re-decides, recorded as second decisions.
-python3 - "$G/clos-nr-4.scenario.json" "$G/clos-nr-4.topology.json" > cong.json <<'PY'
+python3 - "$G/clos-nr-4.scenario.json" "$SRC/topologies/clos-nr-4.json" > cong.json <<'PY'
 import json, sys
 s = json.load(open(sys.argv[1])); s["topology"] = sys.argv[2]; s["fidelity"] = "chunk"
 s["hcomm_env"]["HCOMM_ROUTE_CNP_THRESHOLD"] = "1"
@@ -70,6 +70,14 @@ PY
 "$HCSIM" routes cong.json -o cong.routes > run.txt 2>&1 || bad "congestion scenario" run.txt
 n2=$(awk -F'\t' '$5 == 1 && $11 ~ /^congestion: [0-9]+ CNPs/' cong.routes | wc -l)
 if [ "$n2" -gt 0 ]; then ok "congestion re-routes ($n2 second decisions)"; else bad "congestion: no re-route" cong.routes; fi
+
+# A dead spine cable from the start (scenarios/spine-link-down.json): probes through it do not
+# come back, so no stripe is put on it and the results are right; the NIC's hash puts some there.
+expect "dead spine cable: probed routes avoid it" 0 "PASS" -- "$HCSIM" run "$SRC/scenarios/spine-link-down.json" --db dead.db -q
+n_dead=$(sqlite3 dead.db "SELECT COUNT(*) FROM routes WHERE hops LIKE 'leaf0:_>4 %' OR hops LIKE '% spine0:%>0 leaf0:%'")
+if [ "$n_dead" = 0 ]; then ok "no stripe on leaf0 port 4"; else bad "$n_dead stripes on the dead uplink"; fi
+HCOMM_ROUTE_SPORT=hash "$HCSIM" run "$SRC/scenarios/spine-link-down.json" --no-trace -q > hash.txt 2>&1
+if [ $? -eq 1 ]; then ok "dead spine cable: the NIC hash fails"; else bad "dead spine cable with hash did not fail" hash.txt; fi
 
 # 5. An unrelated change does not.
 "$HCSIM" run "$G/clos-nr-4.scenario.json" --db sampled.db -q --sample-interval 10us > run.txt 2>&1
