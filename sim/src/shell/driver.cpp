@@ -438,10 +438,12 @@ void SimDriver::profile_op(std::uint32_t device, std::uint64_t begin_key, std::u
 void SimDriver::on_marker(std::uint32_t npu, std::uint32_t, std::uint64_t key, models::Tick t) {
   auto b = begin_key_.find({npu, key});
   if (b != begin_key_.end()) {  // the library announces an op (profile_op) before submitting its markers
-    pending_[b->second].start = t;
-    pending_[b->second].started = true;
+    const std::size_t idx = b->second;
     begin_key_.erase(b);
-    if (on_op_start) on_op_start(pending_[b->second].step, pending_[b->second].rep, pending_[b->second].info, t);
+    OpRecord& r = pending_[idx];
+    r.start = t;
+    r.started = true;
+    if (on_op_start) on_op_start(r.step, r.rep, r.info, t);
     return;
   }
   auto e = end_key_.find({npu, key});
