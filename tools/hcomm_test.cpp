@@ -23,6 +23,7 @@
 
 #include "hcomm/driver.h"
 #include "hcomm/hcomm.h"
+#include "hcomm_test_tap.h"
 #include "models/huge_alloc.h"
 #include "sim/host_limits.h"
 #include "sim/payload.h"
@@ -141,62 +142,6 @@ std::uint64_t v_count(std::uint64_t c, std::uint32_t i, std::uint32_t j) {
   const std::uint64_t d = (i + j) % 3;
   return d == 0 ? (c > 0 ? c - 1 : 0) : c + d - 1;
 }
-
-// Forwards every call to the simulator's driver and remembers what the library reports about
-// rank 0's operations of one kind (OpInfo: the algorithm it selected and why). Installed before
-// any context exists, so libhcomm itself is unchanged.
-class OpTap final : public hcomm::Driver {
- public:
-  hcomm::Driver* d = nullptr;
-  std::string kind;                       // the kind to watch
-  std::string algorithm, chosen_by;       // rank 0's most recent one
-  std::uint32_t rank_count() override { return d->rank_count(); }
-  hcomm::DrvStatus rank_desc(std::uint32_t r, hcomm::RankDesc* o) override { return d->rank_desc(r, o); }
-  hcomm::DrvStatus device_of(std::uint32_t id, std::uint32_t* dev) override { return d->device_of(id, dev); }
-  hcomm::PairLink pair_link(std::uint32_t a, std::uint32_t b) override { return d->pair_link(a, b); }
-  hcomm::DrvStatus nic_info(std::uint32_t dev, hcomm::NicInfo* o) override { return d->nic_info(dev, o); }
-  hcomm::DrvStatus nic_counters(std::uint32_t dev, hcomm::NicCounters* o) override { return d->nic_counters(dev, o); }
-  hcomm::DrvStatus probe_paths(std::uint32_t dev, const std::uint32_t* t, const std::uint16_t* s, std::uint32_t n,
-                               std::vector<hcomm::PathHop>* h, std::vector<std::uint32_t>* st) override {
-    return d->probe_paths(dev, t, s, n, h, st);
-  }
-  hcomm::DrvStatus qp_connect(std::uint32_t dev, std::uint32_t t, std::uint32_t qp, std::uint16_t s) override {
-    return d->qp_connect(dev, t, qp, s);
-  }
-  void route_decided(std::uint32_t dev, const hcomm::RouteInfo& r) override { d->route_decided(dev, r); }
-  std::uint64_t device_memory_size(std::uint32_t dev) override { return d->device_memory_size(dev); }
-  // discovery (docs/discovery.md)
-  hcomm::DrvStatus hccs_port(std::uint32_t dev, std::uint32_t p, hcomm::HccsPortInfo* o) override { return d->hccs_port(dev, p, o); }
-  hcomm::DrvStatus pcie_peer(std::uint32_t dev, std::uint32_t peer, bool* r) override { return d->pcie_peer(dev, peer, r); }
-  hcomm::DrvStatus device_rank(std::uint32_t dev, std::uint32_t* r) override { return d->device_rank(dev, r); }
-  hcomm::DrvStatus ctrl_send(std::uint32_t f, std::uint32_t t, hcomm::CtrlMsg m) override { return d->ctrl_send(f, t, std::move(m)); }
-  hcomm::DrvStatus ctrl_recv(std::uint32_t t, std::uint32_t f, std::uint64_t ns, hcomm::CtrlMsg* m) override {
-    return d->ctrl_recv(t, f, ns, m);
-  }
-  hcomm::DrvStatus mem_alloc(std::uint32_t dev, std::uint64_t b, std::uint64_t* a) override { return d->mem_alloc(dev, b, a); }
-  hcomm::DrvStatus mem_free(std::uint32_t dev, std::uint64_t a) override { return d->mem_free(dev, a); }
-  hcomm::DrvStatus mr_register(std::uint32_t dev, std::uint64_t a, std::uint64_t b, std::uint32_t acc, std::uint32_t* k) override {
-    return d->mr_register(dev, a, b, acc, k);
-  }
-  hcomm::DrvStatus mr_deregister(std::uint32_t dev, std::uint32_t k) override { return d->mr_deregister(dev, k); }
-  hcomm::DrvStatus stream_create(std::uint32_t dev, std::uint32_t* s) override { return d->stream_create(dev, s); }
-  hcomm::DrvStatus stream_destroy(std::uint32_t s) override { return d->stream_destroy(s); }
-  hcomm::DrvStatus submit(std::uint32_t s, const hcomm::DrvTask& t) override { return d->submit(s, t); }
-  hcomm::DrvStatus stream_synchronize(std::uint32_t s, std::uint64_t ns, std::string* e) override { return d->stream_synchronize(s, ns, e); }
-  bool stream_idle(std::uint32_t s) override { return d->stream_idle(s); }
-  std::uint64_t event_completed(std::uint32_t dev, std::uint64_t e) override { return d->event_completed(dev, e); }
-  std::uint64_t event_time_ns(std::uint32_t dev, std::uint64_t e) override { return d->event_time_ns(dev, e); }
-  std::uint64_t now_ns() override { return d->now_ns(); }
-  void host_delay(std::uint64_t ns) override { d->host_delay(ns); }
-  void profile_op(std::uint32_t dev, std::uint64_t b, std::uint64_t e, const hcomm::OpInfo& info) override {
-    if (info.rank == 0 && info.kind == kind) {
-      algorithm = info.algorithm;
-      chosen_by = info.chosen_by;
-    }
-    d->profile_op(dev, b, e, info);
-  }
-  void log(std::uint32_t dev, int level, const std::string& line) override { d->log(dev, level, line); }
-};
 
 struct Row {
   std::uint64_t bytes = 0;
@@ -370,7 +315,7 @@ int sc_main(int argc, char* argv[]) {
               od->rooted ? std::to_string(rootr).c_str() : "-");
   std::fflush(stdout);
 
-  OpTap tap;  // outlives every context (run_program finalizes hcomm before returning)
+  hcomm_tool::OpTap tap;  // outlives every context (run_program finalizes hcomm before returning)
   tap.kind = od->kind;
   const double bus = busbw_factor(op, nranks);
   std::uint64_t buffer_bytes = 0;

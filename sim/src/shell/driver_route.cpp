@@ -1,0 +1,127 @@
+// The simulated driver's routing calls (docs/routing.md): what the NIC and the network let the
+// library see — the NIC's state and LLDP neighbour, its counters, path probes that carry a flow's
+// 5-tuple, a QP's UDP source port — and the `routes` rows, with the hops the hardware forwards on.
+#include <algorithm>
+
+#include "sim/driver.h"
+
+namespace sim {
+
+using hcomm::DrvStatus;
+
+DrvStatus SimDriver::nic_info(std::uint32_t device, hcomm::NicInfo* out) {
+  if (device >= m_.npu_count() || !out) return DrvStatus::Invalid;
+  *out = hcomm::NicInfo{};
+  if (!m_.has_nic(device)) return DrvStatus::Ok;
+  const models::Network& net = *m_.network();
+  const models::NetPort& p = net.port(m_.nic_node(device), 0);
+  out->present = true;
+  out->link_up = p.cabled && p.up;
+  out->speed_bps = p.Bps * 8;
+  out->ip = device < topo_.npus.size() ? topo_.npus[device].device_ip : 0;
+  for (const auto& ip : topo_.as_built.device_ips)  // discovery: the NIC as configured (/as_built device_ip)
+    if (ip.first == device) out->ip = ip.second;
+  if (p.cabled) {  // LLDP: the neighbour announces its name and port
+    out->neighbor = net.node_name(p.peer);
+    out->neighbor_port = p.peer_port;
+  }
+  return DrvStatus::Ok;
+}
+
+DrvStatus SimDriver::nic_counters(std::uint32_t device, hcomm::NicCounters* out) {
+  if (device >= m_.npu_count() || !out) return DrvStatus::Invalid;
+  *out = hcomm::NicCounters{};
+  const std::vector<std::uint32_t>* qps = m_.nic_qps(device);
+  if (!qps) return DrvStatus::Ok;
+  for (std::uint32_t q : *qps) {
+    const models::QpStats& st = m_.network()->qp_stats(q);
+    out->cnp_rcv += st.cnp_rcv;
+    out->retransmits += st.retransmits;
+    out->timeouts += st.timeouts;
+    out->tx_bytes += st.tx_bytes;
+  }
+  return DrvStatus::Ok;
+}
+
+DrvStatus SimDriver::probe_paths(std::uint32_t device, const std::uint32_t* targets, const std::uint16_t* sports, std::uint32_t n,
+                                 std::vector<hcomm::PathHop>* out, std::vector<std::uint32_t>* start) {
+  if (device >= m_.npu_count() || !out || !start || (n && (!sports || !targets))) return DrvStatus::Invalid;
+  if (!m_.has_nic(device)) return DrvStatus::NotSupported;
+  for (std::uint32_t i = 0; i < n; ++i)
+    if (targets[i] >= m_.npu_count()) return DrvStatus::Invalid;
+  const models::Network& net = *m_.network();
+  out->clear();
+  start->assign(1, 0);
+  start->reserve(n + 1);
+  std::vector<models::Network::Hop>& hops = probe_hops_;
+  models::Tick rtt_max = 0;
+  for (std::uint32_t i = 0; i < n; ++i) {
+    models::Tick rtt = 0;
+    if (m_.has_nic(targets[i]) && net.trace_path(m_.nic_node(device), m_.nic_node(targets[i]), sports[i], &hops, &rtt)) {
+      rtt_max = std::max(rtt_max, rtt);
+      for (const auto& h : hops) out->push_back(hcomm::PathHop{h.node, h.in_port, h.out_port});
+    }  // else lost on the way: no reply, no hops
+    start->push_back(static_cast<std::uint32_t>(out->size()));
+  }
+  // The probes go out together; the host waits for the slowest reply.
+  host_delay(n * kProbeHostNs + rtt_max / models::kPsPerNs);
+  return DrvStatus::Ok;
+}
+
+DrvStatus SimDriver::qp_connect(std::uint32_t device, std::uint32_t target, std::uint32_t qp, std::uint16_t sport) {
+  if (device >= m_.npu_count() || target >= m_.npu_count() || qp > 0xffff) return DrvStatus::Invalid;
+  if (!m_.has_nic(device) || !m_.has_nic(target)) return DrvStatus::NotSupported;
+  m_.set_qp_sport(device, target, qp, sport);
+  return DrvStatus::Ok;
+}
+
+std::string SimDriver::route_hops(std::uint32_t a, std::uint32_t b, const std::string& transport, std::uint16_t sport) const {
+  std::string s;
+  if (transport == "roce") {
+    if (!m_.has_nic(a) || !m_.has_nic(b)) return "";
+    const models::Network& net = *m_.network();
+    std::vector<models::Network::Hop> hops;
+    const bool ok = net.trace_path(m_.nic_node(a), m_.nic_node(b), sport, &hops, nullptr);
+    for (const auto& h : hops) {
+      if (!s.empty()) s += ' ';
+      s += net.node_name(h.node) + ":" + std::to_string(h.in_port) + ">" + std::to_string(h.out_port);
+    }
+    if (!ok) s += s.empty() ? "(no path)" : " (broken)";
+    return s;
+  }
+  const models::Machine::Route r = m_.route(a, b);
+  if (!r.ok()) return "(no path)";
+  for (int p : {r.p1, r.p2}) {
+    if (p < 0) continue;
+    if (!s.empty()) s += ' ';
+    s += m_.links()[m_.ports()[static_cast<std::size_t>(p)].link].name;
+    if (!m_.ports()[static_cast<std::size_t>(p)].up) s += "(down)";
+  }
+  return s;
+}
+
+void SimDriver::route_decided(std::uint32_t device, const hcomm::RouteInfo& r) {
+  if (!trace_) return;
+  RouteRow row;
+  row.t_ns = static_cast<double>(sc_core::sc_time_stamp().value()) / models::kPsPerNs;
+  row.comm = r.comm;
+  row.src = r.src_rank;
+  row.dst = r.dst_rank;
+  row.qp = r.qp;
+  row.transport = r.transport;
+  const bool roce = r.transport == "roce";
+  // The source port the NIC really uses (the library's, or the NIC's hash when it set none).
+  const std::uint16_t sport = roce ? m_.qp_sport(device, r.dst_device, r.qp) : 0;
+  row.udp_sport = sport;
+  if (roce && device < topo_.npus.size()) row.nic = topo_.npus[device].name + "/nic";
+  row.hops = route_hops(device, r.dst_device, r.transport, sport);
+  row.bandwidth_GBps = r.bandwidth_Bps / 1e9;
+  row.latency_us = r.latency_ns / 1e3;
+  row.congestion = r.congestion;
+  row.cost = r.cost;
+  row.reason = r.reason;
+  row.trigger = r.trigger;
+  trace_->route(row);
+}
+
+}  // namespace sim
