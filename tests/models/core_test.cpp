@@ -41,6 +41,37 @@ TEST(EventQueue, OrdersByTimeThenInsertion) {
 }
 
 
+// The queue's heap + current-time FIFO against a reference order: every event, including those
+// handlers schedule for the current time or later while running, pops in (time, insertion) order.
+TEST(EventQueue, MatchesReferenceOrderUnderSameTimePushes) {
+  struct Rec { Tick t; std::uint64_t seq; };
+  struct H : EventHandler {
+    StandaloneScheduler* s = nullptr;
+    std::vector<Rec> popped;     // (time, id) as run
+    std::vector<Tick> time_of;   // id -> its scheduled time
+    std::uint64_t rng = 12345, budget = 20000;
+    std::uint64_t next() { rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17; return rng; }
+    void add(Tick at) { time_of.push_back(at); s->schedule(at, this, time_of.size() - 1); }
+    void on_event(std::uint64_t a, std::uint64_t) override {
+      popped.push_back({s->now(), a});
+      EXPECT_EQ(s->now(), time_of[a]);
+      for (int k = static_cast<int>(next() % 4); k > 0 && budget > 0; --k, --budget)
+        add(s->now() + (next() % 3 == 0 ? 0 : next() % 50));  // a third at the current time
+    }
+  } h;
+  StandaloneScheduler s;
+  h.s = &s;
+  for (int i = 0; i < 200; ++i) h.add(h.next() % 100);
+  s.run();
+  ASSERT_EQ(h.popped.size(), h.time_of.size());
+  // Reference: ids are insertion order, so (time, id) must be non-decreasing lexicographically.
+  for (std::size_t i = 1; i < h.popped.size(); ++i) {
+    const Rec& x = h.popped[i - 1];
+    const Rec& y = h.popped[i];
+    ASSERT_TRUE(x.t < y.t || (x.t == y.t && x.seq < y.seq)) << "at " << i;
+  }
+}
+
 // Counters over time (models/sampler.h): spans split over intervals in proportion with exact sums,
 // contributions to earlier intervals merged, queue maxima over the time a level holds.
 TEST(Sampler, SplitsSpansExactly) {

@@ -211,6 +211,7 @@ class Network final : public EventHandler, private CcHost {
   std::vector<std::vector<std::uint32_t>> port_flows_;  // global port -> active flows on it, in start order
   std::vector<std::uint32_t> flow_seeds_;
   std::vector<double> fill_cap_;
+  std::vector<double> fill_old_rate_;  // during a refill: each refilled flow's rate before it
   std::vector<double> port_alloc_;  // flow tier: per global port, the sum of its flows' current rates
   std::vector<std::uint32_t> fill_open_;  // during a refill: ports that still have unfrozen flows
   std::vector<std::uint32_t> fill_cnt_, fill_ports_, fill_flows_;

@@ -143,8 +143,11 @@ void Network::flow_rates() {
   flow_seeds_.clear();
   for (std::uint32_t g : fill_ports_) port_seen_[g] = 0;
   const Tick now = sch_.now();
-  for (std::uint32_t id : fill_flows_) {  // settle each flow's progress at its old rate
+  fill_old_rate_.resize(fill_flows_.size());
+  for (std::size_t i = 0; i < fill_flows_.size(); ++i) {  // settle each flow's progress at its old rate
+    const std::uint32_t id = fill_flows_[i];
     Flow& f = flows_[id];
+    fill_old_rate_[i] = f.rate;
     const double left = std::max(0.0, f.left - f.rate * static_cast<double>(now - f.t_set) / 1e12);
     flow_sample(f, left);
     f.left = left;
@@ -202,8 +205,16 @@ void Network::flow_rates() {
     flow_seen_[id] = 0;
     for (std::uint32_t h : flows_[id].gports) port_alloc_[h] += flows_[id].rate;
   }
-  // Re-project the refilled flows: one heap push each, or — when they are most of the live flows,
-  // as in one big component — a rebuild from every live flow's projection in one pass.
+  // Re-project the refilled flows whose rate changed: a flow refilled at its old rate keeps its
+  // projected completion and heap entry (most refills on a balanced fabric change few rates).
+  // One heap push each, or — when they are most of the live flows, as in one big component — a
+  // rebuild from every live flow's projection in one pass.
+  std::size_t k = 0;
+  for (std::size_t i = 0; i < fill_flows_.size(); ++i) {
+    const std::uint32_t id = fill_flows_[i];
+    if (flows_[id].rate != fill_old_rate_[i] || fill_old_rate_[i] <= 0) fill_flows_[k++] = id;
+  }
+  fill_flows_.resize(k);
   const std::size_t live = flows_.size() - free_flows_.size();
   if (fill_flows_.size() * 2 < live) {
     for (std::uint32_t id : fill_flows_) flow_project(id, true);
