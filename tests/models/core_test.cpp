@@ -1,6 +1,7 @@
 // Simulated time and the flat event queue (docs/architecture.md#models).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <map>
@@ -70,6 +71,51 @@ TEST(EventQueue, MatchesReferenceOrderUnderSameTimePushes) {
     const Rec& y = h.popped[i];
     ASSERT_TRUE(x.t < y.t || (x.t == y.t && x.seq < y.seq)) << "at " << i;
   }
+}
+
+// The radix queue against a reference (a sorted multiset of (time, insertion)), driven as the
+// SystemC shell drives it: head_time() and peek() read between pushes, pushes earlier than the
+// current head but not before the last popped time, times spread over all 64 bits.
+TEST(EventQueue, RadixQueueMatchesReferenceWithPeeksAndWideTimes) {
+  struct Nop : EventHandler { void on_event(std::uint64_t, std::uint64_t) override {} } h;
+  EventQueue q;
+  std::vector<std::pair<Tick, std::uint64_t>> ref;  // kept sorted
+  std::uint64_t rng = 987654321, id = 0;
+  auto next = [&] { rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17; return rng; };
+  Tick last = 0;
+  auto push = [&](Tick t) {
+    q.push(t, &h, id, 0);
+    ref.insert(std::upper_bound(ref.begin(), ref.end(), std::make_pair(t, id)), {t, id});
+    ++id;
+  };
+  for (int round = 0; round < 20000; ++round) {
+    const std::uint64_t r = next();
+    if (r % 3 != 0 || ref.empty()) {
+      const int shift = static_cast<int>(next() % 64);
+      Tick t = last + ((next() >> shift) % ((kTickMax - last) / 2 + 1));  // never wraps
+      if (r % 7 == 0) t = last;                        // at the current time
+      if (r % 11 == 0 && !ref.empty()) t = ref[0].first;  // a tie with the head
+      push(t);
+    } else {
+      ASSERT_EQ(q.head_time(), ref[0].first);
+      const EventRecord* pk = q.peek();
+      ASSERT_NE(pk, nullptr);
+      EXPECT_EQ(pk->a, ref[0].second);
+      EventRecord got = q.pop();
+      ASSERT_EQ(got.t, ref[0].first) << "round " << round;
+      ASSERT_EQ(got.a, ref[0].second) << "round " << round;
+      last = got.t;
+      ref.erase(ref.begin());
+    }
+    ASSERT_EQ(q.size(), ref.size());
+  }
+  while (!ref.empty()) {
+    EventRecord got = q.pop();
+    ASSERT_EQ(got.a, ref[0].second);
+    ref.erase(ref.begin());
+  }
+  EXPECT_TRUE(q.empty());
+  EXPECT_EQ(q.peek(), nullptr);
 }
 
 // Counters over time (models/sampler.h): spans split over intervals in proportion with exact sums,

@@ -3,7 +3,6 @@
 // single SC_METHOD; unit tests drive it with run_until_idle().
 #pragma once
 #include <cstdint>
-#include <queue>
 #include <vector>
 
 #include "models/time.h"
@@ -15,21 +14,15 @@ class EventHandler {
  public:
   virtual ~EventHandler() = default;
   virtual void on_event(std::uint64_t a, std::uint64_t b) = 0;
+  /// The event (a, b) is the next to run: start loading what it will touch (a cache hint only).
+  virtual void prefetch(std::uint64_t /*a*/, std::uint64_t /*b*/) {}
 };
 
 struct EventRecord {
   Tick t;
-  std::uint64_t seq;  ///< insertion order: ties at one time run first-scheduled-first
   EventHandler* h;
   std::uint64_t a, b;
 };
-
-struct EventLater {
-  bool operator()(const EventRecord& x, const EventRecord& y) const {
-    return x.t != y.t ? x.t > y.t : x.seq > y.seq;
-  }
-};
-
 /// Time source + scheduler seen by the models.
 class Scheduler {
  public:
@@ -39,24 +32,90 @@ class Scheduler {
   virtual void schedule(Tick at, EventHandler* h, std::uint64_t a = 0, std::uint64_t b = 0) = 0;
 };
 
-/// The event heap itself; deterministic because ties break on insertion sequence.
+/// The pending events, popped in (time, insertion) order: a monotone radix heap
+/// (docs/architecture.md#models). Event times never precede the last popped time (every scheduler
+/// clamps to now()), which is what a radix heap needs. Bucket 0 holds the events at exactly the
+/// last popped time, in insertion order; bucket b > 0 those whose time first differs from it in
+/// bit b-1. A pop from an empty bucket 0 moves the lowest non-empty bucket down (into buckets
+/// that are empty then), so each bucket stays in insertion order and ties pop first-scheduled-
+/// first without a sequence key. Pushes are appends and pops mostly sequential scans: at 8192
+/// endpoints (~200 K pending events) this misses cache far less than a binary heap.
 class EventQueue {
  public:
   void push(Tick at, EventHandler* h, std::uint64_t a, std::uint64_t b) {
-    heap_.push(EventRecord{at, seq_++, h, a, b});
+    if (at < last_) at = last_;  // defensive: the schedulers already clamp to now()
+    const unsigned k = bucket_of(at);
+    Bucket& bk = bk_[k];
+    if (bk.size() == bk.head) { mask_ |= Mask{1} << k; min_[k] = at; arg_[k] = bk.size(); }
+    else if (at < min_[k]) { min_[k] = at; arg_[k] = bk.size(); }
+    bk.items.push_back(EventRecord{at, h, a, b});
+    ++seq_;
+    ++size_;
   }
-  bool empty() const { return heap_.empty(); }
-  Tick head_time() const { return heap_.top().t; }
+  bool empty() const { return size_ == 0; }
+  /// The earliest pending time (the queue must not be empty).
+  Tick head_time() const { return min_[lowest()]; }
+  /// The event pop() would return now (nullptr when empty).
+  const EventRecord* peek() const {
+    if (size_ == 0) return nullptr;
+    const Bucket& b0 = bk_[0];
+    if (b0.head < b0.size()) return &b0.items[b0.head];
+    const unsigned k = lowest();
+    return &bk_[k].items[arg_[k]];
+  }
   EventRecord pop() {
-    EventRecord r = heap_.top();
-    heap_.pop();
+    if (bk_[0].size() == bk_[0].head) settle();
+    Bucket& b0 = bk_[0];
+    EventRecord r = b0.items[b0.head++];
+    if (b0.head == b0.items.size()) { b0.items.clear(); b0.head = 0; mask_ &= ~Mask{1}; }
+    --size_;
     return r;
   }
-  std::size_t size() const { return heap_.size(); }
+  std::size_t size() const { return size_; }
   std::uint64_t pushed() const { return seq_; }
 
  private:
-  std::priority_queue<EventRecord, std::vector<EventRecord>, EventLater> heap_;
+  using Mask = unsigned __int128;  // bit k: bucket k is non-empty (65 buckets)
+  struct Bucket {
+    std::vector<EventRecord> items;
+    std::size_t head = 0;  // bucket 0 pops from the front; the others are moved whole
+    std::size_t size() const { return items.size(); }
+  };
+  unsigned bucket_of(Tick t) const {
+    const Tick x = t ^ last_;
+    return x == 0 ? 0u : 64u - static_cast<unsigned>(__builtin_clzll(x));
+  }
+  unsigned lowest() const {
+    const auto lo = static_cast<std::uint64_t>(mask_);
+    return lo != 0 ? static_cast<unsigned>(__builtin_ctzll(lo)) : 64u;  // bit 64 is the only high bit
+  }
+  /// Bucket 0 is empty: make the lowest non-empty bucket's minimum the new last time and move
+  /// that bucket's events down, in order.
+  void settle() {
+    const unsigned k = lowest();
+    last_ = min_[k];
+    std::vector<EventRecord> moving;
+    moving.swap(spare_);
+    moving.swap(bk_[k].items);
+    bk_[k].head = 0;
+    mask_ &= ~(Mask{1} << k);
+    for (const EventRecord& r : moving) {
+      const unsigned j = bucket_of(r.t);  // j < k
+      Bucket& bj = bk_[j];
+      if (bj.items.empty()) { mask_ |= Mask{1} << j; min_[j] = r.t; arg_[j] = 0; }
+      else if (r.t < min_[j]) { min_[j] = r.t; arg_[j] = bj.items.size(); }
+      bj.items.push_back(r);
+    }
+    moving.clear();
+    spare_.swap(moving);  // keep one bucket's capacity for the next move
+  }
+  Bucket bk_[65];
+  Tick min_[65] = {};
+  std::size_t arg_[65] = {};  // the index of the first event at min_[k] in bucket k
+  Mask mask_ = 0;
+  Tick last_ = 0;
+  std::vector<EventRecord> spare_;
+  std::size_t size_ = 0;
   std::uint64_t seq_ = 0;
 };
 
@@ -73,6 +132,7 @@ class StandaloneScheduler final : public Scheduler {
     while (!q_.empty() && q_.head_time() <= limit) {
       EventRecord r = q_.pop();
       now_ = r.t;
+      if (const EventRecord* nx = q_.peek()) nx->h->prefetch(nx->a, nx->b);
       r.h->on_event(r.a, r.b);
       ++n;
     }

@@ -105,6 +105,7 @@ class Network final : public EventHandler, private CcHost {
                              std::uint64_t* xoff, std::uint64_t* xon);
 
   void on_event(std::uint64_t a, std::uint64_t b) override;
+  void prefetch(std::uint64_t a, std::uint64_t b) override;
 
  private:
   using Port = NetPort;
@@ -136,6 +137,24 @@ class Network final : public EventHandler, private CcHost {
   // ---- switch forwarding (net/switch_forwarding.cpp) ----
   std::uint32_t alloc_pkt(const Pkt& p);
   void free_pkt(std::uint32_t id) { free_pkts_.push_back(id); }
+  // A port's egress FIFO (NetPort::qhead/qtail, linked through Pkt::next).
+  static bool q_empty(const Port& p) { return p.qhead == kNoPkt; }
+  void q_push_back(Port& p, std::uint32_t id) {
+    pkts_[id].next = kNoPkt;
+    if (p.qtail == kNoPkt) p.qhead = id; else pkts_[p.qtail].next = id;
+    p.qtail = id;
+  }
+  void q_push_front(Port& p, std::uint32_t id) {
+    pkts_[id].next = p.qhead;
+    p.qhead = id;
+    if (p.qtail == kNoPkt) p.qtail = id;
+  }
+  std::uint32_t q_pop_front(Port& p) {
+    const std::uint32_t id = p.qhead;
+    p.qhead = pkts_[id].next;
+    if (p.qhead == kNoPkt) p.qtail = kNoPkt;
+    return id;
+  }
   void enqueue(std::uint32_t node, std::uint32_t port, std::uint32_t pkt);
   void try_tx(std::uint32_t node, std::uint32_t port);
   void arrive(std::uint32_t node, std::uint32_t port, std::uint32_t pkt);
@@ -160,7 +179,7 @@ class Network final : public EventHandler, private CcHost {
   void host_kick(std::uint32_t host);
   void send_ctrl(std::uint32_t host, PktKind k, std::uint32_t qp, std::uint64_t psn);
   void arm_rto(std::uint32_t qp);
-  void on_rto(std::uint32_t qp, std::uint64_t gen);
+  void on_rto(std::uint32_t qp, std::uint64_t);
   std::uint64_t psn_bytes(const Qp& q, std::uint64_t psn, std::uint64_t* tag, std::uint64_t* off, bool* last) const;
 
   /// Counters over time: an event counted on (node, port) now.

@@ -26,7 +26,7 @@ std::uint32_t Network::alloc_pkt(const Pkt& p) {
 
 void Network::enqueue(std::uint32_t node, std::uint32_t port, std::uint32_t pkt) {
   Port& p = nodes_[node].ports[port];
-  p.q.push_back(pkt);
+  q_push_back(p, pkt);
   p.qbytes += pkts_[pkt].bytes;
   p.st.max_queue_bytes = std::max(p.st.max_queue_bytes, p.qbytes);
   try_tx(node, port);
@@ -37,9 +37,8 @@ void Network::enqueue(std::uint32_t node, std::uint32_t port, std::uint32_t pkt)
 void Network::try_tx(std::uint32_t node, std::uint32_t port) {
   Node& n = nodes_[node];
   Port& p = n.ports[port];
-  if (p.busy || p.paused || !p.up || p.q.empty()) return;
-  std::uint32_t id = p.q.front();
-  p.q.pop_front();
+  if (p.busy || p.paused || !p.up || q_empty(p)) return;
+  const std::uint32_t id = q_pop_front(p);
   Pkt& k = pkts_[id];
   p.qbytes -= k.bytes;
   if (n.is_switch) mmu_release(node, k);
@@ -73,9 +72,8 @@ void Network::try_tx(std::uint32_t node, std::uint32_t port) {
       return;
     }
   }
-  const Node& next = nodes_[p.peer];
-  k.tail_at = end + p.latency + (next.is_switch ? next.latency : 0);
-  const Tick at = next.is_switch ? now + serialization_ps(piece, p.Bps) + p.latency + next.latency : k.tail_at;
+  k.tail_at = end + p.latency + p.peer_latency;
+  const Tick at = p.peer_switch ? now + serialization_ps(piece, p.Bps) + p.latency + p.peer_latency : k.tail_at;
   schedule(at, kArrive, p.peer, (static_cast<std::uint64_t>(p.peer_port) << 32) | id);
 }
 
@@ -91,11 +89,11 @@ void Network::arrive(std::uint32_t node, std::uint32_t port, std::uint32_t id) {
   if (!n.is_switch) { host_rx(node, id); return; }
   std::uint32_t out;
   if (k.kind == kData) {
-    out = ecmp_port(node, k.qp);
+    out = ecmp_port_for(node, k.dst, k.hash);
   } else {  // control packets travel back to the sender: routed to the QP's source, hashed apart
     const std::uint32_t* first = nullptr;
     const std::uint32_t cnt = route_choices(node, k.dst, &first);
-    out = cnt ? first[cnt == 1 ? 0 : policy::mix64(qps_[k.qp].hash ^ 0x5bd1e995ULL ^ node) % cnt] : kNone;
+    out = cnt ? first[cnt == 1 ? 0 : policy::mix64(k.hash ^ 0x5bd1e995ULL ^ node) % cnt] : kNone;
   }
   if (out == kNone) { free_pkt(id); return; }
   Port& op = n.ports[out];

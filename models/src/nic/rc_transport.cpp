@@ -63,8 +63,9 @@ void Network::send_ctrl(std::uint32_t host, PktKind kind, std::uint32_t qp, std:
   k.src = host;
   k.dst = qps_[qp].src;
   k.psn = psn;
+  k.hash = qps_[qp].hash;
   k.bytes = p_.ctrl_bytes;
-  nodes_[host].ports[0].q.push_front(alloc_pkt(k));  // control frames go ahead of queued data
+  q_push_front(nodes_[host].ports[0], alloc_pkt(k));  // control frames go ahead of queued data
   nodes_[host].ports[0].qbytes += k.bytes;
   host_kick(host);
 }
@@ -73,7 +74,7 @@ void Network::host_kick(std::uint32_t host) {
   Node& n = nodes_[host];
   Port& p = n.ports[0];
   if (p.busy || p.paused || !p.up) return;
-  if (!p.q.empty()) { try_tx(host, 0); return; }
+  if (!q_empty(p)) { try_tx(host, 0); return; }
   // Egress arbitration: round-robin over QPs whose rate limiter and WQE processing allow a packet.
   const Tick now = sch_.now();
   Tick wake = kTickMax;
@@ -95,6 +96,7 @@ void Network::host_kick(std::uint32_t host) {
     k.qp = qi;
     k.src = host;
     k.dst = q.dst;
+    k.hash = q.hash;
     k.psn = q.next_psn;
     k.payload = psn_bytes(q, q.next_psn, &k.msg_tag, &k.msg_off, &k.last);
     k.npk = static_cast<std::uint32_t>(p_.packets(k.payload));
@@ -104,8 +106,8 @@ void Network::host_kick(std::uint32_t host) {
     q.st.tx_bytes += k.payload;
     q.next_tx = now + serialization_ps(k.bytes, static_cast<std::uint64_t>(rc));
     cc_->on_sent(qi, k.bytes);
-    if (q.rto_gen % 2 == 0) arm_rto(qi);  // even generation: no timer armed
-    p.q.push_back(alloc_pkt(k));
+    if (q.rto_at == kTickMax) arm_rto(qi);
+    q_push_back(p, alloc_pkt(k));
     p.qbytes += k.bytes;
     try_tx(host, 0);
     return;
@@ -113,17 +115,29 @@ void Network::host_kick(std::uint32_t host) {
   if (wake != kTickMax) schedule(wake, kHostKick, host);
 }
 
+// The retransmit timer is a per-QP deadline with at most one queued event: arming moves the
+// deadline, and the event, when it finds the deadline moved on, re-queues itself there. (An event
+// per arm left one record per ACK in the queue, none of which ever expired before the run ended.)
 void Network::arm_rto(std::uint32_t qi) {
   Qp& q = qps_[qi];
-  q.rto_gen += (q.rto_gen % 2 == 0) ? 1 : 2;  // odd generation: a timer is armed
-  Tick rto = static_cast<Tick>(4096) * kPsPerNs * (1ULL << std::min<std::uint32_t>(p_.timeout_exp, 31));
-  schedule(sch_.now() + rto, kRto, qi, q.rto_gen);
+  const Tick rto = static_cast<Tick>(4096) * kPsPerNs * (1ULL << std::min<std::uint32_t>(p_.timeout_exp, 31));
+  q.rto_at = sch_.now() + rto;
+  if (!q.rto_queued) {
+    q.rto_queued = true;
+    schedule(q.rto_at, kRto, qi);
+  }
 }
 
-void Network::on_rto(std::uint32_t qi, std::uint64_t gen) {
+void Network::on_rto(std::uint32_t qi, std::uint64_t) {
   Qp& q = qps_[qi];
-  if (gen != q.rto_gen) return;  // stale
-  ++q.rto_gen;                   // disarmed
+  q.rto_queued = false;
+  if (q.rto_at == kTickMax) return;  // disarmed since
+  if (sch_.now() < q.rto_at) {       // re-armed since: wait for the current deadline
+    q.rto_queued = true;
+    schedule(q.rto_at, kRto, qi);
+    return;
+  }
+  q.rto_at = kTickMax;  // fired
   if (q.acked >= q.next_psn && q.acked >= q.end_psn) return;
   ++q.st.timeouts;
   if (++q.retries > (q.retry_limit == ~0u ? p_.retry_count : q.retry_limit)) {
@@ -192,7 +206,7 @@ void Network::host_rx(std::uint32_t host, std::uint32_t id) {
           if (listener_) listener_->on_write_done(qi, m.tag, true);
         }
         if (q.acked < q.next_psn) arm_rto(qi);
-        else if (q.rto_gen % 2 == 1) ++q.rto_gen;  // disarm
+        else q.rto_at = kTickMax;  // disarm
       }
       if (k.kind == kNak && k.psn < q.next_psn) {  // go-back-N from the receiver's expected PSN
         q.st.retransmits += (q.next_psn - std::max(k.psn, q.acked)) * p_.packets_per_unit();

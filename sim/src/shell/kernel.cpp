@@ -45,6 +45,7 @@ void ScScheduler::run() {
   while (!q_.empty() && q_.head_time() <= n) {
     models::EventRecord r = q_.pop();
     ++processed_;
+    if (const models::EventRecord* nx = q_.peek()) nx->h->prefetch(nx->a, nx->b);
     r.h->on_event(r.a, r.b);
   }
   in_run_ = false;

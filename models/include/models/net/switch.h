@@ -13,15 +13,20 @@ namespace models {
 
 enum PktKind : std::uint8_t { kData, kAck, kNak, kCnp, kPause, kResume };
 
+constexpr std::uint32_t kNoPkt = ~0u;  ///< "no packet slot"
+
 struct Pkt {
   PktKind kind = kData;
   bool ecn = false, last = false;
   std::uint32_t qp = 0, src = 0, dst = 0, in_port = 0;
   std::uint32_t npk = 1;            // MTU packets this unit stands for (1 in the packet tier)
   std::uint32_t marks = 0;          // chunk tier: how many of them carry ECN marks
+  std::uint32_t next = 0;           // the next packet slot in its port's queue (kNoPkt: last)
   Tick tail_at = 0;                 // when its last byte reaches the node it is travelling to
   double rate = 0;                  // chunk tier: the sender's paced rate (bytes/s) when it left
   std::uint64_t psn = 0, bytes = 0, payload = 0, msg_tag = 0, msg_off = 0;
+  std::uint64_t hash = 0;           // its QP's ECMP flow key (the header fields switches hash), carried
+                                    // so a switch forwards without reading the QP
 };
 
 struct NetPortStats {
@@ -37,9 +42,13 @@ struct NetPort {
   std::uint64_t Bps = 0;
   Tick latency = 0;
   bool cabled = false, up = true, busy = false, paused = false;
+  bool peer_switch = false;  ///< the node at the other end is a switch (copied at connect: read per packet)
+  Tick peer_latency = 0;     ///< that switch's forwarding latency (0 for a host)
   double corrupt_rate = 0;  ///< probability a data packet sent on this cable arrives corrupted (fault injection)
   Tick paused_since = 0;
-  std::deque<std::uint32_t> q;  // packet slots
+  // The egress queue: packet slots linked through Pkt::next (an intrusive FIFO: a port costs no
+  // allocation, and the head is read with the packet it names, one cache miss instead of two).
+  std::uint32_t qhead = kNoPkt, qtail = kNoPkt;
   // Chunk tier, ECN: the queue a packet-tier port would hold. Units reach it as fluid at their
   // senders' paced rates (ending at the Tick), and it drains at the line rate.
   double vq = 0;

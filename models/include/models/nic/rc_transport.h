@@ -39,7 +39,8 @@ struct RcQp {
   Tick ready_at = 0;               // WQE processing of the head message
   bool failed = false;
   // Retransmission
-  std::uint64_t rto_gen = 0;
+  Tick rto_at = kTickMax;    // retransmit deadline (kTickMax: not armed); moves on with every ACK
+  bool rto_queued = false;   // one timer event of this QP is in the event queue (at or before rto_at)
   std::uint32_t retries = 0, retry_limit = ~0u;  // ~0u: NetParams::retry_count
   // Receiver side
   std::uint64_t expected = 0, unacked = 0;
