@@ -1,5 +1,6 @@
 #include "sim/payload.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <sstream>
@@ -107,34 +108,62 @@ void fill_input(void* buf, std::uint64_t count, models::DType t, models::ReduceO
   }
 }
 
-std::vector<std::uint8_t> allreduce_reference(std::uint64_t count, models::DType t, models::ReduceOp op,
-                                              const PayloadKey& k, std::uint32_t nranks) {
-  // Ranks outer, elements inner: accumulate in double (floats) and in wrapping uint64 (integers).
-  const bool prod = op == models::ReduceOp::Prod;
-  std::vector<double> acc(count);
-  std::vector<std::uint64_t> iacc(is_int(t) ? count : 0);
-  for (std::uint32_t r = 0; r < nranks; ++r) {
-    const std::uint64_t base = stream_base(k, r);
-    for (std::uint64_t i = 0; i < count; ++i) {
-      double v = value_from(mix(base + i * 0x9e3779b97f4a7c15ULL), t, prod);
-      if (r == 0) acc[i] = v;
-      else switch (op) {
-        case models::ReduceOp::Sum: acc[i] += v; break;
-        case models::ReduceOp::Prod: acc[i] *= v; break;
-        case models::ReduceOp::Max: acc[i] = std::max(acc[i], v); break;
-        case models::ReduceOp::Min: acc[i] = std::min(acc[i], v); break;
+void allreduce_reference(std::uint64_t count, models::DType t, models::ReduceOp op, const PayloadKey& k,
+                         std::uint32_t nranks, std::vector<std::uint8_t>* out) {
+  // Per block of elements, ranks outer and elements inner: each element accumulates rank 0, 1, ...
+  // in that order, in double (floats) and in wrapping uint64 (integers), in a block that stays in
+  // L1 — no count-sized accumulator, and the output is written once.
+  const bool prod = op == models::ReduceOp::Prod, ints = is_int(t);
+  constexpr std::uint64_t kBlock = 2048;
+  double acc[kBlock];
+  std::uint64_t iacc[kBlock];
+  std::vector<std::uint64_t> base(nranks);
+  for (std::uint32_t r = 0; r < nranks; ++r) base[r] = stream_base(k, r);
+  out->resize(count * models::dtype_size(t));
+  for (std::uint64_t i0 = 0; i0 < count; i0 += kBlock) {
+    const std::uint64_t n = std::min(kBlock, count - i0);
+    for (std::uint32_t r = 0; r < nranks; ++r) {
+      const std::uint64_t b = base[r] + i0 * 0x9e3779b97f4a7c15ULL;
+      auto val = [&](std::uint64_t j) { return value_from(mix(b + j * 0x9e3779b97f4a7c15ULL), t, prod); };
+      if (r == 0) {
+        for (std::uint64_t j = 0; j < n; ++j) acc[j] = val(j);
+        if (ints) for (std::uint64_t j = 0; j < n; ++j) iacc[j] = static_cast<std::uint64_t>(static_cast<std::int64_t>(acc[j]));
+        continue;
       }
-      if (!iacc.empty()) {
-        auto iv = static_cast<std::uint64_t>(static_cast<std::int64_t>(v));
-        if (r == 0) iacc[i] = iv;
-        else if (op == models::ReduceOp::Sum) iacc[i] += iv;  // wraps modulo 2^64; truncated on store
-        else if (op == models::ReduceOp::Prod) iacc[i] *= iv;
-        else iacc[i] = static_cast<std::uint64_t>(static_cast<std::int64_t>(acc[i]));
+      // One loop per operation (the op and the dtype class hoisted out of the element loop).
+      switch (op) {
+        case models::ReduceOp::Sum:
+          if (ints) for (std::uint64_t j = 0; j < n; ++j) { const double v = val(j); acc[j] += v; iacc[j] += static_cast<std::uint64_t>(static_cast<std::int64_t>(v)); }  // wraps modulo 2^64; truncated on store
+          else for (std::uint64_t j = 0; j < n; ++j) acc[j] += val(j);
+          break;
+        case models::ReduceOp::Prod:
+          if (ints) for (std::uint64_t j = 0; j < n; ++j) { const double v = val(j); acc[j] *= v; iacc[j] *= static_cast<std::uint64_t>(static_cast<std::int64_t>(v)); }
+          else for (std::uint64_t j = 0; j < n; ++j) acc[j] *= val(j);
+          break;
+        case models::ReduceOp::Max:
+          for (std::uint64_t j = 0; j < n; ++j) acc[j] = std::max(acc[j], val(j));
+          if (ints) for (std::uint64_t j = 0; j < n; ++j) iacc[j] = static_cast<std::uint64_t>(static_cast<std::int64_t>(acc[j]));
+          break;
+        case models::ReduceOp::Min:
+          for (std::uint64_t j = 0; j < n; ++j) acc[j] = std::min(acc[j], val(j));
+          if (ints) for (std::uint64_t j = 0; j < n; ++j) iacc[j] = static_cast<std::uint64_t>(static_cast<std::int64_t>(acc[j]));
+          break;
       }
     }
+    if (t == models::DType::Fp32) {
+      float f[kBlock];
+      for (std::uint64_t j = 0; j < n; ++j) f[j] = static_cast<float>(acc[j]);
+      std::memcpy(out->data() + 4 * i0, f, 4 * n);
+    } else {
+      for (std::uint64_t j = 0; j < n; ++j) store(out->data(), i0 + j, t, acc[j], ints ? iacc[j] : 0);
+    }
   }
-  std::vector<std::uint8_t> out(count * models::dtype_size(t));
-  for (std::uint64_t i = 0; i < count; ++i) store(out.data(), i, t, acc[i], iacc.empty() ? 0 : iacc[i]);
+}
+
+std::vector<std::uint8_t> allreduce_reference(std::uint64_t count, models::DType t, models::ReduceOp op,
+                                              const PayloadKey& k, std::uint32_t nranks) {
+  std::vector<std::uint8_t> out;
+  allreduce_reference(count, t, op, k, nranks, &out);
   return out;
 }
 

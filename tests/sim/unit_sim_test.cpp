@@ -138,6 +138,43 @@ TEST(JsonReader, RejectsJunkWithoutCrashing) {
   EXPECT_NE(d.messages()[0].find("cannot open file"), std::string::npos);
 }
 
+// The blocked reference against a per-element fold of the inputs (ranks in order, double for
+// floats, wrapping 64-bit integers truncated to the dtype), every op, over several blocks and a
+// partial one, for 3 and 8 ranks.
+TEST(Payload, ReferenceEqualsPerElementFold) {
+  const std::uint64_t n = 5000;
+  for (std::uint32_t nr : {3u, 8u})
+    for (models::DType t : {models::DType::Fp32, models::DType::Fp64, models::DType::Int8, models::DType::Int32, models::DType::Int64})
+      for (models::ReduceOp op : {models::ReduceOp::Sum, models::ReduceOp::Prod, models::ReduceOp::Max, models::ReduceOp::Min}) {
+        PayloadKey k{11, 2, 1};
+        std::vector<std::uint8_t> ref;
+        allreduce_reference(n, t, op, k, nr, &ref);
+        const std::size_t esz = models::dtype_size(t);
+        ASSERT_EQ(ref.size(), n * esz);
+        const bool ints = t != models::DType::Fp32 && t != models::DType::Fp64;
+        for (std::uint64_t i = 0; i < n; i += 7) {
+          double a = 0;
+          std::uint64_t ia = 0;
+          for (std::uint32_t r = 0; r < nr; ++r) {
+            const double v = input_value(k, r, i, t, op);
+            const auto iv = static_cast<std::uint64_t>(static_cast<std::int64_t>(v));
+            if (r == 0) { a = v; ia = iv; continue; }
+            if (op == models::ReduceOp::Sum) { a += v; ia += iv; }
+            if (op == models::ReduceOp::Prod) { a *= v; ia *= iv; }
+            if (op == models::ReduceOp::Max) a = std::max(a, v);
+            if (op == models::ReduceOp::Min) a = std::min(a, v);
+          }
+          if (op == models::ReduceOp::Max || op == models::ReduceOp::Min) ia = static_cast<std::uint64_t>(static_cast<std::int64_t>(a));
+          std::uint8_t want[8];
+          if (t == models::DType::Fp32) { const float f = static_cast<float>(a); std::memcpy(want, &f, 4); }
+          else if (t == models::DType::Fp64) std::memcpy(want, &a, 8);
+          else std::memcpy(want, &ia, esz);  // little-endian truncation to the dtype
+          ASSERT_EQ(std::memcmp(ref.data() + i * esz, want, esz), 0)
+              << "dtype " << static_cast<int>(t) << " op " << static_cast<int>(op) << " ranks " << nr << " element " << i << (ints ? " (int)" : "");
+        }
+      }
+}
+
 // The result checker catches a deliberately corrupted all-reduce result, and only that.
 TEST(Payload, CheckerCatchesCorruption) {
   const std::uint64_t n = 100000;

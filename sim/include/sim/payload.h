@@ -23,6 +23,9 @@ void fill_input(void* buf, std::uint64_t count, models::DType t, models::ReduceO
 /// Host reference of an all-reduce over `nranks` ranks, encoded in the dtype.
 std::vector<std::uint8_t> allreduce_reference(std::uint64_t count, models::DType t, models::ReduceOp op,
                                               const PayloadKey& k, std::uint32_t nranks);
+/// The same into *out, reusing its storage (a run computes one reference per repetition).
+void allreduce_reference(std::uint64_t count, models::DType t, models::ReduceOp op, const PayloadKey& k,
+                         std::uint32_t nranks, std::vector<std::uint8_t>* out);
 
 struct CheckResult {
   std::uint64_t mismatches = 0;

@@ -10,13 +10,18 @@ const std::vector<std::uint8_t>& Cluster::reference(std::uint32_t step, std::uin
   auto it = refs_.find(key);
   if (it != refs_.end()) return it->second.first;
   const WorkloadStep& w = sc_.workload[step];
-  auto ref = allreduce_reference(w.bytes / models::dtype_size(w.dtype), w.dtype, w.reduce, PayloadKey{sc_.seed, step, rep}, nranks_);
+  std::vector<std::uint8_t> ref;
+  ref.swap(spare_ref_);  // the storage of the last released reference: no new pages per repetition
+  allreduce_reference(w.bytes / models::dtype_size(w.dtype), w.dtype, w.reduce, PayloadKey{sc_.seed, step, rep}, nranks_, &ref);
   return refs_.emplace(key, std::make_pair(std::move(ref), 0u)).first->second.first;
 }
 
 void Cluster::release_reference(std::uint32_t step, std::uint32_t rep) {
   auto it = refs_.find({step, rep});
-  if (it != refs_.end() && ++it->second.second == nranks_) refs_.erase(it);
+  if (it != refs_.end() && ++it->second.second == nranks_) {
+    if (it->second.first.capacity() > spare_ref_.capacity()) spare_ref_.swap(it->second.first);
+    refs_.erase(it);
+  }
 }
 
 void Cluster::record_check(std::uint32_t r, std::uint32_t s, std::uint32_t rep, const WorkloadStep& w, const CheckResult& cr,

@@ -113,6 +113,7 @@ class Cluster : public sc_core::sc_module {
   std::vector<bool> departed_;
   // Reference results per (step, rep), with how many ranks used them (checks.cpp).
   std::map<std::pair<std::uint32_t, std::uint32_t>, std::pair<std::vector<std::uint8_t>, std::uint32_t>> refs_;
+  std::vector<std::uint8_t> spare_ref_;  // a released reference's storage, reused by the next
 };
 
 }  // namespace sim
