@@ -17,7 +17,10 @@ std::uint32_t Network::create_qp(std::uint32_t src, std::uint32_t dst, std::uint
   qps_.push_back(q);
   auto id = static_cast<std::uint32_t>(qps_.size() - 1);
   cc_->add_qp(id, line);
-  nodes_[src].qps.push_back(id);
+  Node& n = nodes_[src];
+  qps_.back().pos = static_cast<std::uint32_t>(n.qps.size());
+  n.qps.push_back(id);
+  n.qp_active.resize((n.qps.size() + 63) / 64, 0);
   return id;
 }
 
@@ -35,6 +38,7 @@ void Network::post_write(std::uint32_t qp, std::uint64_t bytes, std::uint64_t ta
   if (q.msgs.empty()) q.ready_at = sch_.now() + p_.nic_latency_ps;
   q.msgs.push_back(Msg{tag, bytes, q.end_psn, npkts});
   q.end_psn += npkts;
+  qp_activate(qp);
   if (q.failed) { if (listener_) listener_->on_write_done(qp, tag, false); q.msgs.pop_back(); return; }
   if (p_.flow) {  // the head message starts after WQE processing; later ones when it is sent
     if (q.msgs.size() == 1) schedule(std::max(sch_.now(), q.ready_at), kFlowStart, qp);
@@ -76,43 +80,61 @@ void Network::host_kick(std::uint32_t host) {
   if (p.busy || p.paused || !p.up) return;
   if (!q_empty(p)) { try_tx(host, 0); return; }
   // Egress arbitration: round-robin over QPs whose rate limiter and WQE processing allow a packet.
+  // Only the QPs marked active are visited (set when a write is posted or a go-back-N rewinds,
+  // cleared here when found with nothing to send): the same choice as scanning them all, in
+  // time that follows the QPs with work, not every QP the host ever connected.
   const Tick now = sch_.now();
   Tick wake = kTickMax;
   const std::size_t nq = n.qps.size();
-  for (std::size_t i = 0; i < nq; ++i) {
-    std::uint32_t qi = n.qps[(n.rr + i) % nq];
-    Qp& q = qps_[qi];
-    // Never resend what is acknowledged; an ACK of packets sent before a go-back-N rewind can
-    // leave next_psn behind acked, and when that ACK covers everything, nothing is left to send
-    // (clamping after this check would send a packet past the last message).
-    if (q.next_psn < q.acked) q.next_psn = q.acked;
-    if (q.failed || q.next_psn >= q.end_psn) continue;
-    Tick t = std::max(q.next_tx, q.ready_at);
-    if (t > now) { wake = std::min(wake, t); continue; }
-    n.rr = static_cast<std::uint32_t>((n.rr + i + 1) % nq);
-    const double rc = cc_->rate_Bps(qi);
-    Pkt k;
-    k.kind = kData;
-    k.qp = qi;
-    k.src = host;
-    k.dst = q.dst;
-    k.hash = q.hash;
-    k.psn = q.next_psn;
-    k.payload = psn_bytes(q, q.next_psn, &k.msg_tag, &k.msg_off, &k.last);
-    k.npk = static_cast<std::uint32_t>(p_.packets(k.payload));
-    k.bytes = p_.wire_bytes(k.payload);
-    k.rate = rc;
-    ++q.next_psn;
-    q.st.tx_bytes += k.payload;
-    q.next_tx = now + serialization_ps(k.bytes, static_cast<std::uint64_t>(rc));
-    cc_->on_sent(qi, k.bytes);
-    if (q.rto_at == kTickMax) arm_rto(qi);
-    q_push_back(p, alloc_pkt(k));
-    p.qbytes += k.bytes;
-    try_tx(host, 0);
-    return;
+  const std::size_t start = n.rr < nq ? n.rr : 0;
+  for (int pass = 0; pass < 2; ++pass) {
+    const std::size_t lo = pass == 0 ? start : 0, hi = pass == 0 ? nq : start;
+    for (std::size_t w = lo >> 6; lo < hi && w <= (hi - 1) >> 6; ++w) {
+      std::uint64_t m = n.qp_active[w];
+      if (w == (lo >> 6)) m &= ~0ULL << (lo & 63);
+      if (w == ((hi - 1) >> 6) && (hi & 63) != 0) m &= (1ULL << (hi & 63)) - 1;
+      for (; m != 0; m &= m - 1) {
+        const std::size_t pos = (w << 6) + static_cast<std::size_t>(__builtin_ctzll(m));
+        const std::uint32_t qi = n.qps[pos];
+        Qp& q = qps_[qi];
+        // Never resend what is acknowledged; an ACK of packets sent before a go-back-N rewind can
+        // leave next_psn behind acked, and when that ACK covers everything, nothing is left to send
+        // (clamping after this check would send a packet past the last message).
+        if (q.next_psn < q.acked) q.next_psn = q.acked;
+        if (q.failed || q.next_psn >= q.end_psn) { n.qp_active[w] &= ~(1ULL << (pos & 63)); continue; }
+        Tick t = std::max(q.next_tx, q.ready_at);
+        if (t > now) { wake = std::min(wake, t); continue; }
+        n.rr = static_cast<std::uint32_t>((pos + 1) % nq);
+        const double rc = cc_->rate_Bps(qi);
+        Pkt k;
+        k.kind = kData;
+        k.qp = qi;
+        k.src = host;
+        k.dst = q.dst;
+        k.hash = q.hash;
+        k.psn = q.next_psn;
+        k.payload = psn_bytes(q, q.next_psn, &k.msg_tag, &k.msg_off, &k.last);
+        k.npk = static_cast<std::uint32_t>(p_.packets(k.payload));
+        k.bytes = p_.wire_bytes(k.payload);
+        k.rate = rc;
+        ++q.next_psn;
+        q.st.tx_bytes += k.payload;
+        q.next_tx = now + serialization_ps(k.bytes, static_cast<std::uint64_t>(rc));
+        cc_->on_sent(qi, k.bytes);
+        if (q.rto_at == kTickMax) arm_rto(qi);
+        q_push_back(p, alloc_pkt(k));
+        p.qbytes += k.bytes;
+        try_tx(host, 0);
+        return;
+      }
+    }
   }
   if (wake != kTickMax) schedule(wake, kHostKick, host);
+}
+
+void Network::qp_activate(std::uint32_t qi) {
+  const Qp& q = qps_[qi];
+  nodes_[q.src].qp_active[q.pos >> 6] |= 1ULL << (q.pos & 63);
 }
 
 // The retransmit timer is a per-QP deadline with at most one queued event: arming moves the
@@ -153,6 +175,7 @@ void Network::on_rto(std::uint32_t qi, std::uint64_t) {
   q.st.retransmits += (q.next_psn - q.acked) * p_.packets_per_unit();
   sample(q.src, 0, SampleCount::Retransmit, (q.next_psn - q.acked) * p_.packets_per_unit());
   q.next_psn = q.acked;
+  qp_activate(qi);
   arm_rto(qi);
   host_kick(q.src);
 }
@@ -198,6 +221,7 @@ void Network::host_rx(std::uint32_t host, std::uint32_t id) {
       if (k.kind == kNak) ++q.st.naks;
       if (k.psn > q.acked) {
         q.acked = k.psn;
+        if (q.next_psn < q.acked) q.next_psn = q.acked;  // never behind what is acknowledged
         q.retries = 0;
         while (!q.msgs.empty() && q.msgs.front().first_psn + q.msgs.front().npkts <= q.acked) {
           Msg m = q.msgs.front();
@@ -212,6 +236,7 @@ void Network::host_rx(std::uint32_t host, std::uint32_t id) {
         q.st.retransmits += (q.next_psn - std::max(k.psn, q.acked)) * p_.packets_per_unit();
         sample(host, 0, SampleCount::Retransmit, (q.next_psn - std::max(k.psn, q.acked)) * p_.packets_per_unit());
         q.next_psn = std::max(k.psn, q.acked);
+        qp_activate(qi);
       }
       host_kick(host);
       break;

@@ -69,6 +69,7 @@ struct NetNode {
   std::vector<NetPort> ports;
   std::vector<std::uint32_t> qps;   // hosts: QPs sending from here, for egress arbitration
   std::uint32_t rr = 0;             // round-robin pointer over qps
+  std::vector<std::uint64_t> qp_active;  // hosts: bit i set when qps[i] may have packets to send
   std::uint64_t xoff = 0, xon = 0;  // switch MMU: PFC thresholds per ingress port
 };
 

@@ -29,6 +29,7 @@ struct RcMsg {
 
 struct RcQp {
   std::uint32_t src = 0, dst = 0;
+  std::uint32_t pos = 0;           // index in its host's QP list (and its bit in NetNode::qp_active)
   std::uint16_t sport = 0;
   std::uint64_t hash = 0;
   std::deque<RcMsg> msgs;          // posted, not yet fully acknowledged
