@@ -42,9 +42,13 @@ s["faults"] = [{"type": "link_down", "at": "0us", "a": "node0/npu0", "b": "node0
 print(json.dumps(s))
 PY
 "$HCSIM" run linkdown.json --db linkdown.db -q > run.txt 2>&1
-# With topology discovery a link down at start leaves node0 without a full SDMA mesh, so its
-# collectives are refused (docs/discovery.md#degrade-refuse): its decisions disappear.
-expect "link down at start removes 0->1 and 1->0" 1 "removed comm 1 rank 0 -> 1 qp 0 #0: hccs" -- "$HCSIM" diff "$G/a2-2node.routes" linkdown.db --junit j.xml
+# A link down at start: discovery finds the pair without HCCS or PCIe, so both directions go
+# through a relay NPU (docs/routing.md#relay), chosen by bottleneck rate, then fewest pairs
+# relayed, then lowest rank: rank 2; exactly those two decisions move.
+expect "link down at start moves 0->1 to hccs-relay" 1 "changed comm 1 rank 0 -> 1 qp 0 #0: hccs - sport 0 \[node0/hccs0-1\] \(hccs direct \(priority 1\)\)  ->  hccs-relay - sport 0 \[node0/hccs0-2 node0/hccs1-2\] \(hccs relay via rank 2" -- "$HCSIM" diff "$G/a2-2node.routes" linkdown.db --junit j.xml
+grep -q "changed comm 1 rank 1 -> 0 qp 0 #0: .* hccs-relay - sport 0 \[node0/hccs1-2 node0/hccs0-2\]" out.txt && grep -q "144 vs 144 decisions, 2 moved" out.txt &&
+  ok "only the two directions of the pair moved" || bad "relay diff" out.txt
+grep -q "PASS: all expectations held" run.txt && ok "link-down scenario's collectives pass through the relay" || bad "link-down run" run.txt
 if grep -q '<failure message=' j.xml && grep -q 'name="routes"' j.xml; then ok "junit failure written"; else bad "junit" j.xml; fi
 python3 - "$G/clos-nr-4.scenario.json" "$SRC/topologies/clos-nr-4.json" > oversub.json <<'PY'
 import json, sys

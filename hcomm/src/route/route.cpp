@@ -61,7 +61,8 @@ void report(hcomm_comm_t comm, const RankDesc& peer, const PeerRoute& r, std::ui
   info.src_rank = global_rank(comm, comm->rank);  // global ranks, as in the trace's operations
   info.dst_rank = global_rank(comm, peer.rank);
   info.dst_device = peer.device;
-  info.transport = transport_name(r.link);
+  info.transport = r.relay_device != ~0u ? "hccs-relay" : transport_name(r.link);
+  info.relay_device = r.relay_device;
   info.qp = qp;
   info.udp_sport = qp < r.sports.size() ? r.sports[qp] : 0;
   info.bandwidth_Bps = bw;
@@ -205,9 +206,29 @@ void decide(hcomm_comm_t comm, const std::vector<const RankDesc*>& peers, const 
       case PairLink::Local: continue;
       case PairLink::Hccs: report(comm, *d, r, 0, kHccsBps, kHccsLatNs, "hccs direct (priority 1)", trigger); continue;
       case PairLink::Pcie: report(comm, *d, r, 0, kPcieBps, kPcieLatNs, "pcie peer-to-peer (no hccs link; priority 2)", trigger); continue;
-      case PairLink::Roce: break;
-      default: report(comm, *d, r, 0, 0, 0, "no path", trigger); continue;
+      default: break;
     }
+    // A peer of my server without HCCS or PCIe: HCCS through a relay NPU (docs/routing.md#relay),
+    // ahead of RoCE (the collectives need every pair of a server reachable by SDMA).
+    const RankDesc* me = peer_desc(comm, comm->rank);
+    std::uint32_t relay = 0;
+    std::uint64_t kbw = 0;
+    if (me && d->server == me->server && comm->ctx->relay_bytes &&
+        relay_for(comm->ctx, global_rank(comm, comm->rank), global_rank(comm, d->rank), &relay, &kbw)) {
+      RankDesc kd;
+      if (port::rank_desc(comm->ctx, relay, &kd) == HCOMM_SUCCESS) {
+        r.link = PairLink::Hccs;
+        r.relay_rank = relay;
+        r.relay_device = kd.device;
+        r.relay_Bps = kbw;
+        char why[128];
+        std::snprintf(why, sizeof why, "hccs relay via rank %u (no hccs link or pcie; bottleneck %.1f GB/s)", relay,
+                      static_cast<double>(kbw) / 1e9);
+        report(comm, *d, r, 0, static_cast<double>(kbw), 2 * kHccsLatNs, why, trigger);
+        continue;
+      }
+    }
+    if (r.link != PairLink::Roce) { report(comm, *d, r, 0, 0, 0, "no path", trigger); continue; }
     if (!st.nic_read) {
       st.nic_read = true;
       if (port::nic_info(comm->ctx, &st.nic) != HCOMM_SUCCESS) st.nic = NicInfo{};
