@@ -16,6 +16,7 @@ namespace hcomm::detail {
 /// configuration (num_qp, bandwidth_limit, retry_count; docs/config.md).
 struct RdmaPolicy {
   std::uint32_t qp_count = 1;
+  std::uint32_t qp_base = 0;        ///< first QP index (a bandwidth reservation's own QPs, route/reserve.cpp)
   std::uint64_t rate_cap_Bps = 0;   ///< 0 = no cap
   std::uint32_t retry_count = ~0u;  ///< ~0u: the driver's default
 };
@@ -92,6 +93,11 @@ struct hcomm_context_s {
   std::uint64_t relay_addr = 0, relay_bytes = 0;
   std::map<std::pair<std::uint32_t, std::uint32_t>, hcomm::detail::RelayChan> relay_chans;  // (origin stream, peer device)
   std::map<std::uint32_t, std::uint32_t> relay_stages;  // relay device -> staging areas bound there
+  // Bandwidth reservations on this NPU's NIC (route/reserve.cpp, hcomm_reserve_bandwidth):
+  // communicator -> its guaranteed share and its own ceiling (0: line rate), in B/s.
+  struct Reservation { std::uint64_t min_Bps = 0, max_Bps = 0; std::uint32_t qp_base = 0; };
+  std::map<hcomm_comm_t, Reservation> reservations;
+  std::uint64_t nic_line_Bps = 0;  // the NIC's line rate, read at the first reservation
 };
 
 struct hcomm_stream_s {

@@ -45,7 +45,7 @@ hcomm_result_t remote_notify(hcomm_stream_t s, hcomm_comm_t comm, const RankDesc
     return r.relay_device != ~0u ? relay::notify(s, comm, r, peer, key) : notify_record(s, peer.device, key);
   }
   if (comm->cfg.protocol == HCOMM_PROTOCOL_SHM) return HCOMM_E_NOT_SUPPORT;
-  return rdma_write(s, peer.device, 0, 0, 0, true, key, 0, comm->rdma);
+  return rdma_write(s, peer.device, 0, 0, 0, true, key, 0, route::rdma_policy(comm));
 }
 
 hcomm_result_t put_notify(hcomm_stream_t s, hcomm_comm_t comm, const RankDesc& peer, std::uint64_t dst, std::uint64_t src,
@@ -55,7 +55,7 @@ hcomm_result_t put_notify(hcomm_stream_t s, hcomm_comm_t comm, const RankDesc& p
     return remote_notify(s, comm, peer, key);
   }
   if (comm->cfg.protocol == HCOMM_PROTOCOL_SHM) return HCOMM_E_NOT_SUPPORT;
-  return rdma_write(s, peer.device, dst, src, bytes, true, key, rkey, comm->rdma);
+  return rdma_write(s, peer.device, dst, src, bytes, true, key, rkey, route::rdma_policy(comm));
 }
 
 }  // namespace hcomm::detail
