@@ -4,7 +4,8 @@
 // has the same 28 GB/s bottleneck and none relays yet; the lowest rank wins).
 //   RealBytes: the collectives that use direct SDMA pairs (mesh all-reduce, all-gather,
 //     reduce-scatter; all-to-all and broadcast through the plan executor) and a send 0 -> 1 give
-//     the host reference's bytes on every rank.
+//     the host reference's bytes on every rank, also when more streams send through the relay
+//     than a rank has staging areas there (five more communicators' mesh slaves).
 //   ClosedForm: an 8 MiB send 0 -> 1 through the relay against two hops pipelined in 512 KiB
 //     slices, X/B + s/B + 2 L <= T <= that + the stated per-slice overheads; and a direct send
 //     0 -> 3 of the same size, X/B + L <= T_direct.
@@ -138,6 +139,21 @@ void real_bytes(std::uint32_t r) {
     note(r, "sendrecv", 0);
     note(r, "sendrecv_bytes", 0);
   }
+  // Five more communicators over the same ranks, alive together: their mesh slaves are five more
+  // streams sending to the relayed peer, more than the 4 staging areas a rank has on a relay, so
+  // the fifth shares a channel (transport/relay.cpp); the bytes must still be right.
+  std::vector<hcomm_comm_t> subs;
+  int bad = 0;
+  for (int c = 0; c < 5; ++c) {
+    hcomm_comm_t sub = nullptr;
+    bad |= hcomm_comm_split(comm, 0, r, &sub) != HCOMM_SUCCESS;
+    subs.push_back(sub);
+    bad |= hcomm_allreduce(in, out, n, HCOMM_DATA_TYPE_INT32, HCOMM_REDUCE_SUM, sub, s) != HCOMM_SUCCESS;
+    fetch(out, B);
+    bad |= std::vector<std::int32_t>(got.begin(), got.begin() + n) != sum;
+  }
+  note(r, "shared_channel_bytes", bad);
+  for (hcomm_comm_t sub : subs) hcomm_comm_destroy(sub);
   note(r, "sync", hcomm_stream_synchronize(s));
   note(r, "destroy", hcomm_comm_destroy(comm));
   hcomm_destroy_stream(s);
@@ -201,7 +217,7 @@ TEST(SimRelay, RealBytes) {
   EXPECT_GT(sim::run_program(*topo, real_bytes, sim_test::quiet()), 0u);
   expect_all_zero({"context", "init", "allreduce", "allreduce_bytes", "allgather", "allgather_bytes", "reduce_scatter",
                    "reduce_scatter_bytes", "alltoall", "alltoall_bytes", "broadcast", "broadcast_bytes", "sendrecv",
-                   "sendrecv_bytes", "sync", "destroy", "destroy_context"});
+                   "sendrecv_bytes", "shared_channel_bytes", "sync", "destroy", "destroy_context"});
 }
 
 TEST(SimRelay, ClosedForm) {

@@ -70,7 +70,7 @@ hcomm_result_t hcomm_destroy_context(hcomm_context_t ctx) {
   for (auto& [key, addr] : ctx->mrs) port::mr_deregister(ctx, key);
   port::mr_deregister(ctx, ctx->p2p_rkey);
   port::mr_deregister(ctx, ctx->ccl_rkey);
-  for (auto& [key, ch] : ctx->relay_chans)
+  for (auto& ch : ctx->relay_chan_list)
     for (hcomm_stream_t s : {ch.hop1, ch.hop2})
       if (s) { port::stream_destroy(s); delete s; }
   if (ctx->relay_addr) port::mem_free(ctx, ctx->relay_addr);

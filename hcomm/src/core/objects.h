@@ -91,8 +91,9 @@ struct hcomm_context_s {
   // HCCS relay (transport/relay.h): the work area other ranks stage through when this NPU relays
   // (symmetric, reserved at context creation), and the channels this rank drives on relays.
   std::uint64_t relay_addr = 0, relay_bytes = 0;
-  std::map<std::pair<std::uint32_t, std::uint32_t>, hcomm::detail::RelayChan> relay_chans;  // (origin stream, peer device)
-  std::map<std::uint32_t, std::uint32_t> relay_stages;  // relay device -> staging areas bound there
+  std::vector<hcomm::detail::RelayChan> relay_chan_list;                    // channel number -> channel
+  std::map<std::pair<std::uint32_t, std::uint32_t>, std::uint32_t> relay_chans;  // (origin stream, peer device) -> channel number
+  std::map<std::uint32_t, std::uint32_t> relay_stages;  // relay device -> data channels asked for there
   // Bandwidth reservations on this NPU's NIC (route/reserve.cpp, hcomm_reserve_bandwidth):
   // communicator -> its guaranteed share and its own ceiling (0: line rate), in B/s.
   struct Reservation { std::uint64_t min_Bps = 0, max_Bps = 0; std::uint32_t qp_base = 0; };

@@ -32,43 +32,71 @@ hcomm_stream_t relay_stream(hcomm_context_t ctx, std::uint32_t device) {
   return new hcomm_stream_s{ctx, id};
 }
 
+constexpr std::uint32_t kMaxChannels = 64;  // channel numbers fit the keys' 6 bits
+
+// A new channel (its own hop streams on the relay) numbered ctx->relay_chan_list.size().
+RelayChan* new_channel(hcomm_comm_t comm, const PeerRoute& r, const RankDesc& peer) {
+  hcomm_context_t ctx = comm->ctx;
+  RelayChan ch;
+  ch.index = static_cast<std::uint32_t>(ctx->relay_chan_list.size());
+  ch.relay_device = r.relay_device;
+  RankDesc kd;
+  if (port::rank_desc(ctx, r.relay_rank, &kd) != HCOMM_SUCCESS) return nullptr;
+  ch.relay_device_id = kd.device_id;
+  ch.hop1 = relay_stream(ctx, r.relay_device);
+  ch.hop2 = relay_stream(ctx, r.relay_device);
+  if (!ch.hop1 || !ch.hop2) {
+    for (hcomm_stream_t x : {ch.hop1, ch.hop2})
+      if (x) { port::stream_destroy(x); delete x; }
+    logf(ctx, 0, "Rank%u HCCS relay to rank %u: cannot create streams on relay rank %u", comm->rank, peer.rank, r.relay_rank);
+    return nullptr;
+  }
+  ctx->relay_chan_list.push_back(ch);
+  return &ctx->relay_chan_list.back();
+}
+
+// The channel of (origin stream, peer). A transfer needs a channel with a staging area: when the
+// rank has bound all kRelayStages of its areas on this relay, the stream shares (deterministically)
+// the data channel of area (n mod kRelayStages) — its transfers then queue behind that channel's
+// (still correct: a channel finishes one transfer before the next; a cycle of waits through a
+// shared channel would end in a synchronize timeout, not in wrong bytes). Logged once per stream.
 RelayChan* channel(hcomm_stream_t s, hcomm_comm_t comm, const PeerRoute& r, const RankDesc& peer, bool data) {
   hcomm_context_t ctx = comm->ctx;
   if (r.relay_device == ~0u) return nullptr;
   const auto k = std::make_pair(s->id, peer.device);
   auto it = ctx->relay_chans.find(k);
-  if (it == ctx->relay_chans.end()) {
-    if (ctx->relay_chans.size() >= 64) {
-      logf(ctx, 0, "Rank%u HCCS relay to rank %u: out of relay channels (64 origin streams x peers)", comm->rank, peer.rank);
-      return nullptr;
-    }
-    RelayChan ch;
-    ch.index = static_cast<std::uint32_t>(ctx->relay_chans.size());
-    ch.relay_device = r.relay_device;
-    RankDesc kd;
-    if (port::rank_desc(ctx, r.relay_rank, &kd) != HCOMM_SUCCESS) return nullptr;
-    ch.relay_device_id = kd.device_id;
-    ch.hop1 = relay_stream(ctx, r.relay_device);
-    ch.hop2 = relay_stream(ctx, r.relay_device);
-    if (!ch.hop1 || !ch.hop2) {
-      for (hcomm_stream_t x : {ch.hop1, ch.hop2})
-        if (x) { port::stream_destroy(x); delete x; }
-      logf(ctx, 0, "Rank%u HCCS relay to rank %u: cannot create streams on relay rank %u", comm->rank, peer.rank, r.relay_rank);
-      return nullptr;
-    }
-    it = ctx->relay_chans.emplace(k, ch).first;
+  if (it != ctx->relay_chans.end()) {
+    RelayChan& ch = ctx->relay_chan_list[it->second];
+    if (!data || ch.stage >= 0) return &ch;
   }
-  RelayChan& ch = it->second;
-  if (data && ch.stage < 0) {
-    std::uint32_t& used = ctx->relay_stages[ch.relay_device];
-    if (used >= kRelayStages) {
-      logf(ctx, 0, "Rank%u HCCS relay to rank %u: all %u staging areas on relay rank %u are bound (streams sending through it)",
-           comm->rank, peer.rank, kRelayStages, r.relay_rank);
+  RelayChan* ch = it != ctx->relay_chans.end() ? &ctx->relay_chan_list[it->second] : nullptr;
+  if (!data) {  // notifies only: a channel without staging
+    if (ctx->relay_chan_list.size() >= kMaxChannels) {
+      logf(ctx, 0, "Rank%u HCCS relay to rank %u: out of relay channels (%u)", comm->rank, peer.rank, kMaxChannels);
       return nullptr;
     }
-    ch.stage = static_cast<int>(used++);
+    ch = new_channel(comm, r, peer);
+    if (ch) ctx->relay_chans[k] = ch->index;
+    return ch;
   }
-  return &ch;
+  std::uint32_t& asked = ctx->relay_stages[r.relay_device];
+  const std::uint32_t n = asked++;
+  if (n < kRelayStages && (ch || ctx->relay_chan_list.size() < kMaxChannels)) {
+    if (!ch) ch = new_channel(comm, r, peer);
+    if (!ch) return nullptr;
+    ch->stage = static_cast<int>(n);
+    ctx->relay_chans[k] = ch->index;
+    return ch;
+  }
+  for (RelayChan& c : ctx->relay_chan_list)
+    if (c.relay_device == r.relay_device && c.stage == static_cast<int>(n % kRelayStages)) {
+      logf(ctx, 1, "Rank%u HCCS relay to rank %u: all %u staging areas on relay rank %u are bound; this stream shares channel %u",
+           comm->rank, peer.rank, kRelayStages, r.relay_rank, c.index);
+      ctx->relay_chans[k] = c.index;
+      return &c;
+    }
+  logf(ctx, 0, "Rank%u HCCS relay to rank %u: out of relay channels (%u)", comm->rank, peer.rank, kMaxChannels);
+  return nullptr;
 }
 
 // The staging slot `slot` (0, 1) of the channel in the relay's work area: my area, indexed by my
