@@ -54,6 +54,8 @@ hcomm_result_t mr_deregister(hcomm_context_t ctx, std::uint32_t key);
 
 // Streams and tasks. Failure: HCOMM_E_DRV.
 hcomm_result_t stream_create(hcomm_context_t ctx, std::uint32_t* id);
+/// A stream on another NPU of the caller's server (an HCCS relay's hop streams, transport/relay.h).
+hcomm_result_t stream_create_on(hcomm_context_t ctx, std::uint32_t device, std::uint32_t* id);
 hcomm_result_t stream_destroy(hcomm_stream_t s);
 hcomm_result_t submit(hcomm_stream_t s, const DrvTask& t);
 /// Block until the stream is idle: HCOMM_E_TIMEOUT after timeout_ns of device time,

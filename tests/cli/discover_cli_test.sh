@@ -36,14 +36,30 @@ grep -q "0 cross-check disagreements" out.txt && [ "$(grep -c '^difference:' out
 expect nic-port 1 "node0/npu1 NIC: expected switch leaf0 port 1, found switch leaf0 port 2" -- "$HCSIM" discover --cross-check "$D/a2-2node-nic.json"
 grep -q "node1/npu7 NIC: expected IP 192.168.101.108, found 192.168.101.250" out.txt && grep -q "0 cross-check disagreements" out.txt &&
   { echo "ok   nic-ip"; pass=$((pass + 1)); } || { echo "FAIL nic-ip"; sed 's/^/    /' out.txt; fail=$((fail + 1)); }
-# Degrade / refuse: on the down link's server collectives are refused naming the pair (rather than
-# computing wrong results); the other server's ranks time out (docs/discovery.md#degrade-refuse).
+# Degrade / relay / refuse (docs/discovery.md#degrade-refuse, docs/routing.md#relay): on the down
+# link's server the pair goes through a relay NPU, so the collectives run and their real bytes
+# match the host reference; when no NPU has HCCS links up to both ends (node0/npu0 with all seven
+# links down) collectives are refused naming the pair, and the other server's ranks time out.
+cat > relay.json <<JSON
+{ "format": "hcsim-scenario", "version": 1, "name": "relay", "topology": "$D/a2-2node-down.json", "payload": "real",
+  "hcomm_env": { "HCOMM_TIMEOUT_MS": "1000" },
+  "workload": [ { "op": "allreduce", "bytes": "1MiB", "dtype": "int32" }, { "op": "alltoall", "bytes": "1MiB", "dtype": "int32" } ] }
+JSON
+expect relay 0 "PASS: all expectations held" -- timeout 300 "$HCSIM" run relay.json --no-trace
+grep -q "allreduce .* ok (16 ranks)" out.txt && grep -q "alltoall .* ok (16 ranks)" out.txt &&
+  { echo "ok   relay-real-bytes"; pass=$((pass + 1)); } || { echo "FAIL relay-real-bytes"; sed 's/^/    /' out.txt; fail=$((fail + 1)); }
+python3 - "$D/a2-2node-down.json" > isolated.json <<'PY'
+import json, sys
+t = json.load(open(sys.argv[1])); t["name"] = "a2-2node-isolated"
+t["as_built"] = [{"kind": "hccs_down", "link": "node0/hccs0-%d" % j} for j in range(1, 8)]
+print(json.dumps(t))
+PY
 cat > degrade.json <<JSON
-{ "format": "hcsim-scenario", "version": 1, "name": "degrade", "topology": "$D/a2-2node-down.json",
+{ "format": "hcsim-scenario", "version": 1, "name": "degrade", "topology": "isolated.json",
   "hcomm_env": { "HCOMM_TIMEOUT_MS": "1000" },
   "workload": [ { "op": "allreduce", "bytes": "1MiB" } ], "expect": { "api_errors": "expected" } }
 JSON
-expect refuse 0 "Rank4 allreduce refused: rank 4 has no HCCS link or PCIe peer-to-peer path to rank 5 of its server" -- \
+expect refuse 0 "Rank0 allreduce refused: rank 0 has no HCCS link or PCIe peer-to-peer path to rank 1 of its server, and no relay NPU" -- \
   timeout 300 "$HCSIM" run degrade.json --no-trace
 # A rank that never joins: a timeout naming it (not a hang), within the simulated timeouts.
 expect missing 1 "error: rank 13 did not join within 1000 ms" -- timeout 120 "$HCSIM" discover "$D/a2-2node-missing.json"

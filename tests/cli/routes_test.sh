@@ -42,9 +42,28 @@ s["faults"] = [{"type": "link_down", "at": "0us", "a": "node0/npu0", "b": "node0
 print(json.dumps(s))
 PY
 "$HCSIM" run linkdown.json --db linkdown.db -q > run.txt 2>&1
-# With topology discovery a link down at start leaves node0 without a full SDMA mesh, so its
-# collectives are refused (docs/discovery.md#degrade-refuse): its decisions disappear.
-expect "link down at start removes 0->1 and 1->0" 1 "removed comm 1 rank 0 -> 1 qp 0 #0: hccs" -- "$HCSIM" diff "$G/a2-2node.routes" linkdown.db --junit j.xml
+# A link down at start: discovery finds the pair without HCCS or PCIe, so both directions go
+# through a relay NPU (docs/routing.md#relay), chosen by bottleneck rate, then fewest pairs
+# relayed, then lowest rank: rank 2; exactly those two decisions move.
+expect "link down at start moves 0->1 to hccs-relay" 1 "changed comm 1 rank 0 -> 1 qp 0 #0: hccs - sport 0 \[node0/hccs0-1\] \(hccs direct \(priority 1\)\)  ->  hccs-relay - sport 0 \[node0/hccs0-2 node0/hccs1-2\] \(hccs relay via rank 2" -- "$HCSIM" diff "$G/a2-2node.routes" linkdown.db --junit j.xml
+grep -q "changed comm 1 rank 1 -> 0 qp 0 #0: .* hccs-relay - sport 0 \[node0/hccs1-2 node0/hccs0-2\]" out.txt && grep -q "144 vs 144 decisions, 2 moved" out.txt &&
+  ok "only the two directions of the pair moved" || bad "relay diff" out.txt
+grep -q "PASS: all expectations held" run.txt && ok "link-down scenario's collectives pass through the relay" || bad "link-down run" run.txt
+# The relay rule: largest bottleneck rate first (0-1 down, 0-2 at 4 of 8 lanes: rank 3, not 2),
+# then fewest pairs already relayed (0-1 and 0-3 down: 0-1 takes rank 2, 0-3 then rank 4, not 2).
+relay_case() {  # name, faults JSON, expected pair, expected relay
+  python3 - "$G/a2-2node.scenario.json" "$SRC/topologies/a2-2node.json" "$2" > "$1.json" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1])); s["topology"] = sys.argv[2]; s["faults"] = json.loads(sys.argv[3])
+print(json.dumps(s))
+PY
+  "$HCSIM" routes "$1.json" -o "$1.routes" > run.txt 2>&1 || { bad "$1 run" run.txt; return; }
+  grep -qP "^1\t$3\t0\t0\thccs-relay\t.*hccs relay via rank $4 " "$1.routes" && ok "$1: $3 relayed via rank $4" || bad "$1" "$1.routes"
+}
+relay_case relay-bottleneck '[{"type": "link_down", "at": "0us", "a": "node0/npu0", "b": "node0/npu1"},
+  {"type": "lane_degrade", "at": "0us", "a": "node0/npu0", "b": "node0/npu2", "lanes": 4}]' "0\t1" 3
+relay_case relay-fewest '[{"type": "link_down", "at": "0us", "a": "node0/npu0", "b": "node0/npu1"},
+  {"type": "link_down", "at": "0us", "a": "node0/npu0", "b": "node0/npu3"}]' "0\t3" 4
 if grep -q '<failure message=' j.xml && grep -q 'name="routes"' j.xml; then ok "junit failure written"; else bad "junit" j.xml; fi
 python3 - "$G/clos-nr-4.scenario.json" "$SRC/topologies/clos-nr-4.json" > oversub.json <<'PY'
 import json, sys

@@ -42,6 +42,7 @@ struct DrvTask {
   void* host = nullptr;
   std::uint32_t rkey = 0;     ///< RdmaWrite: the target region's remote key
   std::uint32_t qp_count = 1; ///< RdmaWrite: stripe the data over this many QPs (num_qp)
+  std::uint32_t qp_base = 0;  ///< RdmaWrite: QP indices qp_base.. to the target (a communicator's own QPs; 0 = the shared ones)
   std::uint64_t rate_cap_Bps = 0;  ///< RdmaWrite: cap on the QP's rate (bandwidth_limit), 0 = none
   std::uint32_t retry_count = ~0u; ///< RdmaWrite: retransmit retries before the write fails (~0u: driver default)
 };
@@ -68,9 +69,10 @@ struct PathHop {
 /// A route the library chose for traffic from its device to a peer (reported for the trace).
 struct RouteInfo {
   std::uint32_t comm = 0, src_rank = 0, dst_rank = 0, dst_device = 0;
-  std::string transport;          ///< "hccs", "pcie", "roce"
+  std::string transport;          ///< "hccs", "pcie", "roce", "hccs-relay"
   std::uint32_t qp = 0;           ///< RoCE: stripe (QP) index
   std::uint16_t udp_sport = 0;    ///< RoCE: the UDP source port the library set (0: the NIC's hash)
+  std::uint32_t relay_device = ~0u;  ///< hccs-relay: the relay NPU's device (its two HCCS hops)
   double bandwidth_Bps = 0, latency_ns = 0, congestion = 0, cost = 0;  ///< the cost terms (docs/routing.md)
   std::string reason;             ///< why this route ("hccs direct", "uplink 3 of 8", ...)
   std::string trigger;            ///< what made the library decide now ("first use", "congestion: ...")

@@ -265,6 +265,25 @@ hcomm_result_t hcomm_waitall(uint32_t n, hcomm_request_t* reqs);
 hcomm_result_t hcomm_rdma_write(const void* local, uint64_t bytes, uint32_t dst_rank, uint64_t remote_addr, uint32_t rkey,
                                 hcomm_comm_t comm, hcomm_stream_t stream);
 
+/* ---- bandwidth reservation (docs/routing.md#reservation; the product's hcomm_reserve_bandwidth) ----
+ * Reserve min_Bps (bytes per second) of this rank's RoCE NIC for `comm`: from then on every other
+ * communicator of the same context has its RoCE writes capped at the line rate minus the shares
+ * the others reserved, so this one keeps at least min_Bps against them; max_Bps (0: the line rate)
+ * caps this communicator's own writes. Route decisions taken afterwards record the share as their
+ * bandwidth term. Per rank: every rank whose NIC should carry the share calls it. Reserving again
+ * replaces the communicator's reservation. The shares of one NIC may take at most 90 % of its line
+ * rate together. HCOMM_E_PARA: min_Bps 0, max_Bps below min_Bps, timeout_ms above 300000, or
+ * min_Bps above 90 % of the line rate; HCOMM_E_NOT_SUPPORT: the NPU has no RoCE NIC;
+ * HCOMM_E_AGAIN: it does not fit beside the other communicators' shares, after waiting timeout_ms
+ * of host time for a release. Released by hcomm_release_bandwidth (HCOMM_E_NOT_FOUND when there is
+ * none) and by hcomm_comm_destroy. Scope: the cap acts on the writes this library posts on this
+ * NIC (other processes' traffic and the switches' ports are not controlled), per write (all its
+ * QP stripes together). */
+hcomm_result_t hcomm_reserve_bandwidth(hcomm_comm_t comm, uint64_t min_Bps, uint64_t max_Bps, uint32_t timeout_ms);
+hcomm_result_t hcomm_release_bandwidth(hcomm_comm_t comm);
+/* The communicator's reserved share (0: none) and the NIC rate its writes may use now. */
+hcomm_result_t hcomm_get_reserved_bandwidth(hcomm_comm_t comm, uint64_t* min_Bps, uint64_t* share_Bps);
+
 /* Barrier over the communicator: dissemination over ceil(log2 n) rounds of notifies. With a
  * stream, stream-ordered; with NULL, blocks the caller until every rank has arrived. */
 hcomm_result_t hcomm_barrier(hcomm_comm_t comm, hcomm_stream_t stream);

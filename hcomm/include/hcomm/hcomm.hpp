@@ -148,6 +148,11 @@ class Comm : public Handle<hcomm_comm_t, hcomm_comm_destroy> {
     check(hcomm_comm_create_group(get(), n, ranks, &c), "hcomm_comm_create_group");
     return Comm(c);
   }
+  /// hcomm_reserve_bandwidth (docs/routing.md#reservation); throws on HCOMM_E_AGAIN like any failure.
+  void reserve_bandwidth(uint64_t min_Bps, uint64_t max_Bps, uint32_t timeout_ms) const {
+    check(hcomm_reserve_bandwidth(get(), min_Bps, max_Bps, timeout_ms), "hcomm_reserve_bandwidth");
+  }
+  void release_bandwidth() const { check(hcomm_release_bandwidth(get()), "hcomm_release_bandwidth"); }
   uint32_t rank() const { uint32_t r = 0; check(hcomm_comm_rank(get(), &r), "hcomm_comm_rank"); return r; }
   uint32_t size() const { uint32_t n = 0; check(hcomm_comm_size(get(), &n), "hcomm_comm_size"); return n; }
   /// Takes ownership of an existing communicator handle (may be null: an empty Comm).

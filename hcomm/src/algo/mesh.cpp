@@ -54,8 +54,8 @@ void slave_reduce(hcomm_comm_t comm, const ServerGroups& g, const MeshChunk& c, 
   const std::uint32_t q = peer_of(g, k);
   hcomm_stream_t s = comm->slaves[k];
   notify_wait(s, notify_key(comm->id, kArReady, g.first + q));
-  if (c.len[q]) reduce_copy(s, peer_ccl(comm, g, q) + c.ccl[q], c.in[q], c.len[q], dtype, op);
-  notify_record(s, g.local[q]->device, notify_key(comm->id, kArDone, comm->rank));
+  sdma_write(s, comm, *g.local[q], peer_ccl(comm, g, q) + c.ccl[q], c.in[q], c.len[q], true, dtype, op);
+  remote_notify(s, comm, *g.local[q], notify_key(comm->id, kArDone, comm->rank));
 }
 
 // Slave k's all-gather half: wait REDUCED(q); copy q.CCL[q] -> out[q]; notify PULLED on q.
@@ -63,8 +63,8 @@ void slave_gather(hcomm_comm_t comm, const ServerGroups& g, const MeshChunk& c, 
   const std::uint32_t q = peer_of(g, k);
   hcomm_stream_t s = comm->slaves[k];
   notify_wait(s, notify_key(comm->id, kArReduced, g.first + q));
-  if (c.len[q]) copy(s, c.out[q], peer_ccl(comm, g, q) + c.ccl[q], c.len[q]);
-  notify_record(s, g.local[q]->device, notify_key(comm->id, kArPulled, comm->rank));
+  sdma_read(s, comm, *g.local[q], c.out[q], peer_ccl(comm, g, q) + c.ccl[q], c.len[q]);
+  remote_notify(s, comm, *g.local[q], notify_key(comm->id, kArPulled, comm->rank));
 }
 
 void slave_join(hcomm_comm_t comm, std::uint32_t k) {
@@ -106,7 +106,7 @@ void mesh_reduce_scatter(hcomm_comm_t comm, const ServerGroups& g, const MeshChu
   const std::uint32_t L = g.size, first = g.first, r = comm->rank;
   stage(comm, g, c, main);  // A, B
   for (std::uint32_t k = 0; k < L - 1; ++k)  // C
-    notify_record(main, g.local[peer_of(g, k)]->device, notify_key(comm->id, kArReady, r));
+    remote_notify(main, comm, *g.local[peer_of(g, k)], notify_key(comm->id, kArReady, r));
   fork(comm, g, main);
   for (std::uint32_t k = 0; k < L - 1; ++k) {
     notify_wait(comm->slaves[k], notify_key(comm->id, kFork, r, k));
@@ -130,7 +130,7 @@ void mesh_all_gather(hcomm_comm_t comm, const ServerGroups& g, const MeshChunk& 
     }
   }
   for (std::uint32_t k = 0; k < L - 1; ++k)  // E
-    notify_record(main, g.local[peer_of(g, k)]->device, notify_key(comm->id, kArReduced, r));
+    remote_notify(main, comm, *g.local[peer_of(g, k)], notify_key(comm->id, kArReduced, r));
   finish(comm, g, c, main);  // F, joins
   comm->pulled_from.clear();
   for (std::uint32_t k = 0; k + 1 < L; ++k) comm->pulled_from.push_back(g.first + peer_of(g, k));

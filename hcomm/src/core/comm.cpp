@@ -100,6 +100,7 @@ hcomm_result_t hcomm_comm_destroy(hcomm_comm_t c) {
   if (c->batch_recv) hcomm_destroy_stream(c->batch_recv);
   if (live(c->ctx, kCtx)) {
     release_comm_id(c);
+    c->ctx->reservations.erase(c);  // its bandwidth reservation (route/reserve.cpp) ends with it
     auto& owed = c->ctx->mesh_owed;
     owed.erase(std::remove(owed.begin(), owed.end(), c), owed.end());
   }

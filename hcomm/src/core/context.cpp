@@ -41,6 +41,15 @@ hcomm_result_t hcomm_create_context(uint32_t device_id, hcomm_context_t* out) {
     delete c;
     return HCOMM_E_MEMORY;
   }
+  // The HCCS relay work area (transport/relay.h): other NPUs of the server stage their slices here
+  // when this NPU relays for them. Reserved at creation, so symmetric too (the address space only:
+  // HBM is touched when a relay writes it); a server of two NPUs cannot relay.
+  std::uint32_t ndev = 0;
+  for (std::uint32_t id = 0, dev = 0; id < 32 && port::device_of(c, id, &dev) == HCOMM_SUCCESS; ++id) ++ndev;
+  if (ndev >= 3) {
+    c->relay_bytes = static_cast<std::uint64_t>(ndev) * kRelayStages * 2 * kRelaySliceBytes;
+    if (port::mem_alloc(c, c->relay_bytes, &c->relay_addr) != HCOMM_SUCCESS) c->relay_addr = c->relay_bytes = 0;
+  }
   c->slot_used.assign(slots, 0);
   // Peers write into these over RoCE: register them (first registrations: same keys everywhere).
   const std::uint32_t rw = HCOMM_ACCESS_LOCAL_WRITE | HCOMM_ACCESS_REMOTE_WRITE;
@@ -61,6 +70,10 @@ hcomm_result_t hcomm_destroy_context(hcomm_context_t ctx) {
   for (auto& [key, addr] : ctx->mrs) port::mr_deregister(ctx, key);
   port::mr_deregister(ctx, ctx->p2p_rkey);
   port::mr_deregister(ctx, ctx->ccl_rkey);
+  for (auto& ch : ctx->relay_chan_list)
+    for (hcomm_stream_t s : {ch.hop1, ch.hop2})
+      if (s) { port::stream_destroy(s); delete s; }
+  if (ctx->relay_addr) port::mem_free(ctx, ctx->relay_addr);
   if (ctx->sym_addr) port::mem_free(ctx, ctx->sym_addr);
   port::mem_free(ctx, ctx->p2p_addr);
   port::mem_free(ctx, ctx->ccl_addr);

@@ -5,6 +5,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "hcomm/driver.h"
@@ -15,6 +16,7 @@ namespace hcomm::detail {
 /// configuration (num_qp, bandwidth_limit, retry_count; docs/config.md).
 struct RdmaPolicy {
   std::uint32_t qp_count = 1;
+  std::uint32_t qp_base = 0;        ///< first QP index (a bandwidth reservation's own QPs, route/reserve.cpp)
   std::uint64_t rate_cap_Bps = 0;   ///< 0 = no cap
   std::uint32_t retry_count = ~0u;  ///< ~0u: the driver's default
 };
@@ -30,6 +32,9 @@ struct PeerRoute {
   std::vector<std::uint16_t> sports;
   std::vector<std::uint32_t> uplinks;  ///< per stripe: the leaf uplink port its path takes (~0u: none chosen)
   std::uint32_t epoch = 0;  ///< how many times it was re-routed
+  /// HCCS through a relay NPU (transport/relay.h): the relay's global rank and device, ~0u when direct.
+  std::uint32_t relay_rank = ~0u, relay_device = ~0u;
+  std::uint64_t relay_Bps = 0;  ///< the relay path's bottleneck rate (min of its two HCCS hops)
 };
 /// Per-communicator routing state: sparse (only peers actually used), plus what the NIC showed.
 struct RouteState {
@@ -46,6 +51,19 @@ struct RouteState {
   std::uint64_t reroutes = 0;
 };
 struct Topo;  // discovery/topo.h
+/// HCCS relay staging (transport/relay.h, docs/routing.md#relay): slices of 512 KiB, two slots per
+/// staging area, kRelayStages areas per origin NPU on every relay NPU.
+constexpr std::uint64_t kRelaySliceBytes = 512ULL << 10;
+constexpr std::uint32_t kRelayStages = 4;
+/// One relay channel (transport/relay.h): traffic of one origin stream to one peer through a relay
+/// NPU, driven by two streams this rank created on the relay's device.
+struct RelayChan {
+  std::uint32_t index = 0;           ///< channel number of this rank (notify keys)
+  std::uint32_t relay_device = 0, relay_device_id = 0;
+  hcomm_stream_t hop1 = nullptr, hop2 = nullptr;  ///< streams on the relay device (hop1 also forwards notifies)
+  int stage = -1;                    ///< staging area index on the relay (-1: none bound yet)
+  std::uint32_t go = 0, back = 0, slice = 0;  ///< sequence numbers of its notify keys
+};
 }  // namespace hcomm::detail
 
 struct hcomm_context_s {
@@ -70,6 +88,17 @@ struct hcomm_context_s {
   std::map<std::uint32_t, std::uint64_t> mrs;     // key -> addr
   std::shared_ptr<const hcomm::detail::Topo> topo;  // discovered at the first communicator's init (discovery/)
   std::string discovery_error;                      // why discovery failed, naming the rank
+  // HCCS relay (transport/relay.h): the work area other ranks stage through when this NPU relays
+  // (symmetric, reserved at context creation), and the channels this rank drives on relays.
+  std::uint64_t relay_addr = 0, relay_bytes = 0;
+  std::vector<hcomm::detail::RelayChan> relay_chan_list;                    // channel number -> channel
+  std::map<std::pair<std::uint32_t, std::uint32_t>, std::uint32_t> relay_chans;  // (origin stream, peer device) -> channel number
+  std::map<std::uint32_t, std::uint32_t> relay_stages;  // relay device -> data channels asked for there
+  // Bandwidth reservations on this NPU's NIC (route/reserve.cpp, hcomm_reserve_bandwidth):
+  // communicator -> its guaranteed share and its own ceiling (0: line rate), in B/s.
+  struct Reservation { std::uint64_t min_Bps = 0, max_Bps = 0; std::uint32_t qp_base = 0; };
+  std::map<hcomm_comm_t, Reservation> reservations;
+  std::uint64_t nic_line_Bps = 0;  // the NIC's line rate, read at the first reservation
 };
 
 struct hcomm_stream_s {

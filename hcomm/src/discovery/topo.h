@@ -51,6 +51,10 @@ struct Topo {
   /// "" or why this rank's server is not an SDMA mesh (a pair of its ranks without HCCS or PCIe):
   /// collectives are refused on it (docs/discovery.md#degrade-refuse).
   std::string server_not_mesh;
+  /// The pairs of my server with neither HCCS nor PCIe at discovery and the relay NPU each goes
+  /// through (docs/routing.md#relay): world ranks a < b, relay k, the path's bottleneck rate.
+  struct RelayPair { std::uint32_t a = 0, b = 0, k = 0; std::uint64_t Bps = 0; };
+  std::vector<RelayPair> relays;
   /// Rank r's record; without the exchange, only the descriptor's part for another rank.
   bool record(hcomm_context_t ctx, std::uint32_t r, TopoRecord* out) const;
 };
@@ -76,6 +80,12 @@ struct LinkFacts {
 bool link_facts(hcomm_context_t ctx, std::uint32_t a, std::uint32_t b, LinkFacts* out);
 /// The link the library uses from the communicator's rank to `peer` (None when discovery has no record).
 PairLink discovered_link(hcomm_comm_t comm, const RankDesc& peer);
+/// The relay NPU for traffic between world ranks `a` (the caller's) and `b` of one server without
+/// HCCS or PCIe between them (docs/routing.md#relay): the server rank k with HCCS links up to
+/// both, largest bottleneck rate first, then fewest pairs already relayed through k, then lowest
+/// rank. Discovery's choice when it still holds (the caller's own link to k re-read), else chosen
+/// now. False: no relay exists.
+bool relay_for(hcomm_context_t ctx, std::uint32_t a, std::uint32_t b, std::uint32_t* k, std::uint64_t* Bps);
 
 // Nominal figures where nothing is probed (docs/discovery.md#costs): assumptions.
 constexpr std::uint64_t kHccsLatencyNs = 500, kPcieLatencyNs = 2500, kRoceLatencyNs = 3000;

@@ -1,8 +1,10 @@
 // The discovered view (docs/discovery.md#the-view): discovery at the first communicator's init,
 // the link between two ranks from discovered facts (HCCS partner on an up port, then PCIe
 // peer-to-peer inside the server, then RoCE), and the public queries hcomm_get_topology{,_rank}.
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <vector>
 
 #include "core/comm.h"
 #include "core/handles.h"
@@ -35,6 +37,19 @@ bool Topo::record(hcomm_context_t ctx, std::uint32_t r, TopoRecord* out) const {
   return true;
 }
 
+namespace {
+// The world ranks of the caller's server, in device-id order (from its devices' configuration space).
+std::vector<std::uint32_t> server_ranks(hcomm_context_t ctx, std::uint32_t nranks) {
+  std::vector<std::uint32_t> server;
+  for (std::uint32_t id = 0; id < 32; ++id) {
+    std::uint32_t dev = 0, r = 0;
+    if (port::device_of(ctx, id, &dev) != HCOMM_SUCCESS) break;
+    if (port::device_rank(ctx, dev, &r) == HCOMM_SUCCESS && r < nranks) server.push_back(r);
+  }
+  return server;
+}
+}  // namespace
+
 hcomm_result_t discover(hcomm_context_t ctx, std::uint32_t rank, std::uint32_t nranks, const RankDesc& me) {
   if (ctx->topo && ctx->topo->nranks == nranks && ctx->topo->rank == rank) return HCOMM_SUCCESS;
   auto topo = std::make_shared<Topo>();  // written here only, then shared read-only
@@ -56,23 +71,37 @@ hcomm_result_t discover(hcomm_context_t ctx, std::uint32_t rank, std::uint32_t n
   if (rc != HCOMM_SUCCESS) return rc;
   ctx->topo = topo;
   // My server's ranks must all reach each other by SDMA for the collectives (docs/discovery.md):
-  // every member checks every pair of its server from the shared table, so all decide alike.
+  // every member checks every pair of its server from the shared table, so all decide alike. A
+  // pair without HCCS or PCIe goes through a relay NPU (docs/routing.md#relay), chosen here by
+  // every member identically; a pair with no relay refuses the server's collectives.
   if (topo->exchanged && topo->table) {
-    std::vector<std::uint32_t> server;
-    for (std::uint32_t id = 0; id < 32; ++id) {
-      std::uint32_t dev = 0, r = 0;
-      if (port::device_of(ctx, id, &dev) != HCOMM_SUCCESS) break;
-      if (port::device_rank(ctx, dev, &r) == HCOMM_SUCCESS && r < nranks) server.push_back(r);
-    }
+    const std::vector<std::uint32_t> server = server_ranks(ctx, nranks);
+    std::vector<std::uint32_t> relayed(server.size(), 0);
     for (std::size_t i = 0; i < server.size() && topo->server_not_mesh.empty(); ++i)
-      for (std::size_t j = 0; j < server.size(); ++j) {
+      for (std::size_t j = i + 1; j < server.size(); ++j) {
         LinkFacts f;
-        if (i == j || !link_facts(ctx, server[i], server[j], &f) || f.use == PairLink::Hccs || f.use == PairLink::Pcie) continue;
-        topo->server_not_mesh = "rank " + std::to_string(server[i]) + " has no HCCS link or PCIe peer-to-peer path to rank " +
-                                std::to_string(server[j]) + " of its server";
-        logf(ctx, 1, "discovery: %s; collectives are refused on this server (point-to-point degrades to RoCE)",
-             topo->server_not_mesh.c_str());
-        break;
+        if (!link_facts(ctx, server[i], server[j], &f) || f.use == PairLink::Hccs || f.use == PairLink::Pcie) continue;
+        std::size_t best = server.size();
+        std::uint64_t best_bw = 0;
+        for (std::size_t k = 0; k < server.size(); ++k) {
+          LinkFacts x, y;
+          if (k == i || k == j || !link_facts(ctx, server[i], server[k], &x) || !link_facts(ctx, server[k], server[j], &y) ||
+              x.use != PairLink::Hccs || y.use != PairLink::Hccs)
+            continue;
+          const std::uint64_t bw = std::min(x.bandwidth_Bps, y.bandwidth_Bps);
+          if (best == server.size() || bw > best_bw || (bw == best_bw && relayed[k] < relayed[best])) { best = k; best_bw = bw; }
+        }
+        if (best == server.size()) {
+          topo->server_not_mesh = "rank " + std::to_string(server[i]) + " has no HCCS link or PCIe peer-to-peer path to rank " +
+                                  std::to_string(server[j]) + " of its server, and no relay NPU (none has HCCS links up to both)";
+          logf(ctx, 1, "discovery: %s; collectives are refused on this server (point-to-point degrades to RoCE)",
+               topo->server_not_mesh.c_str());
+          break;
+        }
+        ++relayed[best];
+        topo->relays.push_back({server[i], server[j], server[best], best_bw});
+        logf(ctx, 2, "discovery: ranks %u and %u have no HCCS link or PCIe peer-to-peer path: relayed through rank %u (%.1f GB/s)",
+             server[i], server[j], server[best], static_cast<double>(best_bw) / 1e9);
       }
   }
   return HCOMM_SUCCESS;
@@ -132,6 +161,45 @@ PairLink discovered_link(hcomm_comm_t comm, const RankDesc& peer) {
   if (!t || !t->record(comm->ctx, a, &ra) || !t->record(comm->ctx, b, &rb)) return PairLink::None;
   if (a != b) probe_hccs_ports(comm->ctx, &ra);
   return facts(ra, rb, a, b).use;
+}
+
+bool relay_for(hcomm_context_t ctx, std::uint32_t a, std::uint32_t b, std::uint32_t* k, std::uint64_t* Bps) {
+  const Topo* t = ctx->topo.get();
+  TopoRecord ra, rb;
+  if (!t || !t->exchanged || a == b || !t->record(ctx, a, &ra) || !t->record(ctx, b, &rb) || ra.server != rb.server) return false;
+  probe_hccs_ports(ctx, &ra);  // my own ports as they are now
+  auto hop = [&](const TopoRecord& x, std::uint32_t xr, const TopoRecord& y, std::uint32_t yr) {
+    const LinkFacts f = facts(x, y, xr, yr);
+    return f.use == PairLink::Hccs ? f.bandwidth_Bps : 0;
+  };
+  // Discovery's choice, while my link to its relay is still up.
+  for (const Topo::RelayPair& p : t->relays)
+    if ((p.a == a && p.b == b) || (p.a == b && p.b == a)) {
+      TopoRecord rk;
+      if (t->record(ctx, p.k, &rk) && hop(ra, a, rk, p.k) && hop(rk, p.k, rb, b)) {
+        *k = p.k;
+        *Bps = std::min(hop(ra, a, rk, p.k), hop(rk, p.k, rb, b));
+        return true;
+      }
+    }
+  // Chosen now (a link found down after discovery), by the same rule; the count of pairs relayed
+  // through each candidate is discovery's.
+  const std::vector<std::uint32_t> server = server_ranks(ctx, t->nranks);
+  std::uint32_t best = ~0u, best_count = 0;
+  std::uint64_t best_bw = 0;
+  for (std::uint32_t c : server) {
+    TopoRecord rk;
+    if (c == a || c == b || !t->record(ctx, c, &rk)) continue;
+    const std::uint64_t bw = std::min(hop(ra, a, rk, c), hop(rk, c, rb, b));
+    if (!bw) continue;
+    std::uint32_t count = 0;
+    for (const Topo::RelayPair& p : t->relays) count += p.k == c;
+    if (best == ~0u || bw > best_bw || (bw == best_bw && count < best_count)) { best = c; best_bw = bw; best_count = count; }
+  }
+  if (best == ~0u) return false;
+  *k = best;
+  *Bps = best_bw;
+  return true;
 }
 
 }  // namespace hcomm::detail

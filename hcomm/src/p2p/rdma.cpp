@@ -6,6 +6,7 @@
 #include "core/profile.h"
 #include "core/types.h"
 #include "discovery/topo.h"
+#include "route/route.h"
 #include "transport/tasks.h"
 
 using namespace hcomm;
@@ -35,7 +36,7 @@ hcomm_result_t hcomm_rdma_write(const void* local, uint64_t bytes, uint32_t dst,
   if (discovered_link(comm, *peer) == PairLink::None) return HCOMM_E_ROCE_CONNECT;
   OpInfo info{global_rank(comm, comm->rank), comm->nranks, "rdma_write", "roce", bytes, HCOMM_DATA_TYPE_INT8, 0, global_rank(comm, dst), comm->op_seq, {}, 0, {}, 0};
   std::uint64_t mk = op_begin(stream, info);
-  hcomm_result_t rc = rdma_write(stream, peer->device, remote_addr, dev(local), bytes, false, 0, rkey, comm->rdma);
+  hcomm_result_t rc = rdma_write(stream, peer->device, remote_addr, dev(local), bytes, false, 0, rkey, route::rdma_policy(comm));
   op_end(stream, mk);
   return rc;
 }

@@ -61,8 +61,9 @@ void report(hcomm_comm_t comm, const RankDesc& peer, const PeerRoute& r, std::ui
   info.src_rank = global_rank(comm, comm->rank);  // global ranks, as in the trace's operations
   info.dst_rank = global_rank(comm, peer.rank);
   info.dst_device = peer.device;
-  info.transport = transport_name(r.link);
-  info.qp = qp;
+  info.transport = r.relay_device != ~0u ? "hccs-relay" : transport_name(r.link);
+  info.relay_device = r.relay_device;
+  info.qp = rdma_policy(comm).qp_base + qp;  // a reserving communicator's own QPs (route/reserve.cpp)
   info.udp_sport = qp < r.sports.size() ? r.sports[qp] : 0;
   info.bandwidth_Bps = bw;
   info.latency_ns = lat;
@@ -74,7 +75,11 @@ void report(hcomm_comm_t comm, const RankDesc& peer, const PeerRoute& r, std::ui
 }
 
 std::uint32_t stripes(hcomm_comm_t comm) { return std::max<std::uint32_t>(1, comm->rdma.qp_count); }
-double nic_Bps(const RouteState& st) { return st.nic.speed_bps ? static_cast<double>(st.nic.speed_bps) / 8 : 0; }
+// The NIC's rate as this communicator may use it: its line rate, less what other communicators
+// of the context reserved (route/reserve.cpp), at most its own reservation's ceiling.
+double nic_Bps(hcomm_comm_t comm, const RouteState& st) {
+  return st.nic.speed_bps ? static_cast<double>(share_Bps(comm, st.nic.speed_bps / 8)) : 0;
+}
 
 // A cross-leaf peer being routed: the candidate ports probed for it so far and, per candidate,
 // the leaf uplink its path takes (kNoUplink: it stays under the leaf; kLost: no reply).
@@ -97,7 +102,7 @@ std::uint32_t& load_of(RouteState& st, std::uint32_t port) {
 void route_roce(hcomm_comm_t comm, std::vector<Pending>& ps, const std::string& trigger) {
   RouteState& st = comm->route;
   const std::uint32_t k = stripes(comm);
-  const double bw = nic_Bps(st);
+  const double bw = nic_Bps(comm, st);
   std::vector<std::uint32_t> targets, start;
   std::vector<std::uint16_t> sports;
   std::vector<PathHop> hops;
@@ -177,7 +182,7 @@ void route_roce(hcomm_comm_t comm, std::vector<Pending>& ps, const std::string& 
           if (l < best) { best = l; c = j; }
         }
       }
-      if (port::qp_connect(comm->ctx, x.peer.device, i, x.sports[c]) != HCOMM_SUCCESS) {
+      if (port::qp_connect(comm->ctx, x.peer.device, rdma_policy(comm).qp_base + i, x.sports[c]) != HCOMM_SUCCESS) {
         report(comm, x.peer, r, i, bw, lat, "NIC hash (connect failed)", trigger);
         continue;
       }
@@ -205,9 +210,29 @@ void decide(hcomm_comm_t comm, const std::vector<const RankDesc*>& peers, const 
       case PairLink::Local: continue;
       case PairLink::Hccs: report(comm, *d, r, 0, kHccsBps, kHccsLatNs, "hccs direct (priority 1)", trigger); continue;
       case PairLink::Pcie: report(comm, *d, r, 0, kPcieBps, kPcieLatNs, "pcie peer-to-peer (no hccs link; priority 2)", trigger); continue;
-      case PairLink::Roce: break;
-      default: report(comm, *d, r, 0, 0, 0, "no path", trigger); continue;
+      default: break;
     }
+    // A peer of my server without HCCS or PCIe: HCCS through a relay NPU (docs/routing.md#relay),
+    // ahead of RoCE (the collectives need every pair of a server reachable by SDMA).
+    const RankDesc* me = peer_desc(comm, comm->rank);
+    std::uint32_t relay = 0;
+    std::uint64_t kbw = 0;
+    if (me && d->server == me->server && comm->ctx->relay_bytes &&
+        relay_for(comm->ctx, global_rank(comm, comm->rank), global_rank(comm, d->rank), &relay, &kbw)) {
+      RankDesc kd;
+      if (port::rank_desc(comm->ctx, relay, &kd) == HCOMM_SUCCESS) {
+        r.link = PairLink::Hccs;
+        r.relay_rank = relay;
+        r.relay_device = kd.device;
+        r.relay_Bps = kbw;
+        char why[128];
+        std::snprintf(why, sizeof why, "hccs relay via rank %u (no hccs link or pcie; bottleneck %.1f GB/s)", relay,
+                      static_cast<double>(kbw) / 1e9);
+        report(comm, *d, r, 0, static_cast<double>(kbw), 2 * kHccsLatNs, why, trigger);
+        continue;
+      }
+    }
+    if (r.link != PairLink::Roce) { report(comm, *d, r, 0, 0, 0, "no path", trigger); continue; }
     if (!st.nic_read) {
       st.nic_read = true;
       if (port::nic_info(comm->ctx, &st.nic) != HCOMM_SUCCESS) st.nic = NicInfo{};
@@ -216,7 +241,7 @@ void decide(hcomm_comm_t comm, const std::vector<const RankDesc*>& peers, const 
     const std::uint32_t k = stripes(comm);
     r.uplinks.assign(k, kNoUplink);
     if (st.policy == kHash) {
-      for (std::uint32_t i = 0; i < k; ++i) report(comm, *d, r, i, nic_Bps(st), 0, "NIC hash (HCOMM_ROUTE_SPORT=hash)", trigger);
+      for (std::uint32_t i = 0; i < k; ++i) report(comm, *d, r, i, nic_Bps(comm, st), 0, "NIC hash (HCOMM_ROUTE_SPORT=hash)", trigger);
       continue;
     }
     // A peer under the same leaf (the two NICs' LLDP neighbours agree) has one path only.
@@ -224,7 +249,7 @@ void decide(hcomm_comm_t comm, const std::vector<const RankDesc*>& peers, const 
     if (!st.nic.neighbor.empty() && port::peer_nic_info(comm->ctx, d->device, &their) == HCOMM_SUCCESS &&
         their.neighbor == st.nic.neighbor) {
       for (std::uint32_t i = 0; i < k; ++i)
-        report(comm, *d, r, i, nic_Bps(st), 0, "single path (same leaf " + st.nic.neighbor + ")", trigger);
+        report(comm, *d, r, i, nic_Bps(comm, st), 0, "single path (same leaf " + st.nic.neighbor + ")", trigger);
       continue;
     }
     Pending x;
@@ -251,6 +276,22 @@ void prepare(hcomm_comm_t comm, const std::vector<std::uint32_t>& ranks) {
   for (std::uint32_t r : ranks)
     if (r != comm->rank && !comm->route.peers.count(r)) peers.push_back(peer_desc(comm, r));
   if (!peers.empty()) decide(comm, peers, "first use");
+}
+
+void redecide_roce(hcomm_comm_t comm, const std::string& trigger) {
+  RouteState& st = comm->route;
+  std::vector<std::uint32_t> ranks;
+  for (auto it = st.peers.begin(); it != st.peers.end();) {
+    if (it->second.link != PairLink::Roce) { ++it; continue; }
+    for (std::uint32_t u : it->second.uplinks)
+      if (u < st.load.size() && st.load[u]) --st.load[u];
+    if (st.roce_peers) --st.roce_peers;
+    ranks.push_back(it->first);
+    it = st.peers.erase(it);
+  }
+  std::vector<const RankDesc*> peers;
+  for (std::uint32_t r : ranks) peers.push_back(peer_desc(comm, r));
+  if (!peers.empty()) decide(comm, peers, trigger);
 }
 
 void check(hcomm_comm_t comm) {

@@ -5,6 +5,7 @@
 // (the trace's `routes` table). State is per communicator and sparse: only peers actually used.
 #pragma once
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "core/objects.h"
@@ -25,5 +26,15 @@ void prepare(hcomm_comm_t comm, const std::vector<std::uint32_t>& ranks);
 /// last check than HCOMM_ROUTE_CNP_THRESHOLD per operation, re-route this rank's RoCE peers onto
 /// other source ports (recorded with trigger "congestion").
 void check(hcomm_comm_t comm);
+
+/// Bandwidth reservations on the context's NIC (route/reserve.cpp, docs/routing.md#reservation):
+/// the shares other communicators of the context reserved; this communicator's share of a NIC
+/// of `line_Bps` (line minus the others' shares, at most its own ceiling; `line_Bps` when nothing
+/// is reserved); its RoCE connection policy with the rate cap that follows.
+std::uint64_t reserved_by_others_total(hcomm_comm_t comm);
+std::uint64_t share_Bps(hcomm_comm_t comm, std::uint64_t line_Bps);
+RdmaPolicy rdma_policy(hcomm_comm_t comm);
+/// Decide the communicator's RoCE routes again (its QPs or its share changed), recorded with `trigger`.
+void redecide_roce(hcomm_comm_t comm, const std::string& trigger);
 
 }  // namespace hcomm::detail::route

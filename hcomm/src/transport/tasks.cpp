@@ -51,6 +51,7 @@ hcomm_result_t rdma_write(hcomm_stream_t s, std::uint32_t device, std::uint64_t 
   t.rkey = rkey;
   // The Driver interface takes the policy per task; the library sets it once per communicator.
   t.qp_count = policy.qp_count;
+  t.qp_base = policy.qp_base;
   t.rate_cap_Bps = policy.rate_cap_Bps;
   t.retry_count = policy.retry_count;
   return port::submit(s, t);

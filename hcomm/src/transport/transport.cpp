@@ -3,6 +3,7 @@
 
 #include "driver_port.h"
 #include "route/route.h"
+#include "transport/relay.h"
 #include "transport/tasks.h"
 
 namespace hcomm::detail {
@@ -15,27 +16,46 @@ bool via_sdma(hcomm_comm_t comm, const RankDesc& peer) {
 }
 
 const char* p2p_link_name(hcomm_comm_t comm, const RankDesc& peer) {
-  switch (route::to(comm, peer).link) {
-    case PairLink::Hccs: return "p2p-hccs";
+  const PeerRoute& r = route::to(comm, peer);
+  switch (r.link) {
+    case PairLink::Hccs: return r.relay_device != ~0u ? "p2p-hccs-relay" : "p2p-hccs";
     case PairLink::Pcie: return "p2p-pcie";
     default: return "p2p-roce";
   }
 }
 
+hcomm_result_t sdma_write(hcomm_stream_t s, hcomm_comm_t comm, const RankDesc& peer, std::uint64_t dst, std::uint64_t src,
+                          std::uint64_t bytes, bool reduce, int dtype, int op) {
+  const PeerRoute& r = route::to(comm, peer);
+  if (r.relay_device != ~0u) return relay::write(s, comm, r, peer, dst, src, bytes, reduce, dtype, op);
+  if (!bytes) return HCOMM_SUCCESS;
+  return reduce ? reduce_copy(s, dst, src, bytes, dtype, op) : copy(s, dst, src, bytes);
+}
+
+hcomm_result_t sdma_read(hcomm_stream_t s, hcomm_comm_t comm, const RankDesc& peer, std::uint64_t dst, std::uint64_t src,
+                         std::uint64_t bytes) {
+  const PeerRoute& r = route::to(comm, peer);
+  if (r.relay_device != ~0u) return relay::read(s, comm, r, peer, dst, src, bytes);
+  return bytes ? copy(s, dst, src, bytes) : HCOMM_SUCCESS;
+}
+
 hcomm_result_t remote_notify(hcomm_stream_t s, hcomm_comm_t comm, const RankDesc& peer, std::uint64_t key) {
-  if (via_sdma(comm, peer)) return notify_record(s, peer.device, key);
+  if (via_sdma(comm, peer)) {
+    const PeerRoute& r = route::to(comm, peer);
+    return r.relay_device != ~0u ? relay::notify(s, comm, r, peer, key) : notify_record(s, peer.device, key);
+  }
   if (comm->cfg.protocol == HCOMM_PROTOCOL_SHM) return HCOMM_E_NOT_SUPPORT;
-  return rdma_write(s, peer.device, 0, 0, 0, true, key, 0, comm->rdma);
+  return rdma_write(s, peer.device, 0, 0, 0, true, key, 0, route::rdma_policy(comm));
 }
 
 hcomm_result_t put_notify(hcomm_stream_t s, hcomm_comm_t comm, const RankDesc& peer, std::uint64_t dst, std::uint64_t src,
                           std::uint64_t bytes, std::uint64_t key, std::uint32_t rkey) {
   if (via_sdma(comm, peer)) {
-    if (bytes) copy(s, dst, src, bytes);
-    return notify_record(s, peer.device, key);
+    if (hcomm_result_t rc = sdma_write(s, comm, peer, dst, src, bytes, false, 0, 0); rc != HCOMM_SUCCESS) return rc;
+    return remote_notify(s, comm, peer, key);
   }
   if (comm->cfg.protocol == HCOMM_PROTOCOL_SHM) return HCOMM_E_NOT_SUPPORT;
-  return rdma_write(s, peer.device, dst, src, bytes, true, key, rkey, comm->rdma);
+  return rdma_write(s, peer.device, dst, src, bytes, true, key, rkey, route::rdma_policy(comm));
 }
 
 }  // namespace hcomm::detail

@@ -109,7 +109,7 @@ void Machine::start_rdma(std::uint32_t s, const Task& t) {
   for (std::uint32_t i = 0; i < k; ++i) {
     const std::uint64_t off = std::min<std::uint64_t>(t.bytes, i * part), len = std::min<std::uint64_t>(part, t.bytes - off);
     if (len == 0 && (i > 0 || t.value)) continue;
-    std::uint32_t qp = qp_for(me, t.target, i);
+    std::uint32_t qp = qp_for(me, t.target, t.qp_base + i);
     net_->set_qp_rate_cap(qp, t.rate_cap_Bps ? std::max<std::uint64_t>(1, t.rate_cap_Bps / k) : 0);  // the cap is for all parts together
     net_->set_qp_retry_count(qp, t.retry_count);
     ++rdmas_[id].pending;
@@ -118,7 +118,7 @@ void Machine::start_rdma(std::uint32_t s, const Task& t) {
   }
   if (t.value && k == 1) {
     ++rdmas_[id].pending;
-    net_->post_write(qp_for(me, t.target, 0), 4, (static_cast<std::uint64_t>(id) << 8) | 1);
+    net_->post_write(qp_for(me, t.target, t.qp_base), 4, (static_cast<std::uint64_t>(id) << 8) | 1);
   }
   if (rdmas_[id].pending == 0) {  // nothing to send at all
     free_rdmas_.push_back(id);
@@ -150,7 +150,7 @@ void Machine::on_write_done(std::uint32_t, std::uint64_t tag, bool ok) {
   if (r.ok && r.notify_after) {  // striped data all acknowledged: now the ordered notify
     r.notify_after = false;
     r.pending = 1;
-    net_->post_write(qp_for(streams_[r.stream].npu, r.task.target, 0), 4, (static_cast<std::uint64_t>(id) << 8) | 1);
+    net_->post_write(qp_for(streams_[r.stream].npu, r.task.target, r.task.qp_base), 4, (static_cast<std::uint64_t>(id) << 8) | 1);
     return;
   }
   std::uint32_t s = r.stream;

@@ -29,7 +29,7 @@ struct SqeWire {
   std::uint64_t host;  ///< host buffer address of H2D / D2H (a pointer in the simulator's process)
   std::uint32_t rkey, qp_count;
   std::uint64_t rate_cap_Bps;
-  std::uint32_t retry_count, reserved1;
+  std::uint32_t retry_count, qp_base;
   std::uint8_t reserved2[48];
 };
 static_assert(sizeof(SqeWire) == 128, "one submission-queue entry is 128 bytes");

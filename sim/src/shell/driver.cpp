@@ -198,6 +198,7 @@ DrvStatus SimDriver::submit(std::uint32_t s, const hcomm::DrvTask& t) {
   k.qp_count = t.qp_count;
   k.rate_cap_Bps = t.rate_cap_Bps;
   k.retry_count = t.retry_count;
+  k.qp_base = t.qp_base;
   if (const std::uint32_t npu = m_.stream_npu(s); npu < open_op_.size()) {
     k.tag = open_op_[npu].first;
     if (k.kind == models::TaskKind::Marker && k.key == open_op_[npu].second) open_op_[npu] = {-1, 0};  // the op's end marker

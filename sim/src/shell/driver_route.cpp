@@ -114,7 +114,10 @@ void SimDriver::route_decided(std::uint32_t device, const hcomm::RouteInfo& r) {
   const std::uint16_t sport = roce ? m_.qp_sport(device, r.dst_device, r.qp) : 0;
   row.udp_sport = sport;
   if (roce && device < topo_.npus.size()) row.nic = topo_.npus[device].name + "/nic";
-  row.hops = route_hops(device, r.dst_device, r.transport, sport);
+  if (r.transport == "hccs-relay" && r.relay_device < m_.npu_count())  // two HCCS hops through the relay NPU
+    row.hops = route_hops(device, r.relay_device, "hccs", 0) + " " + route_hops(r.relay_device, r.dst_device, "hccs", 0);
+  else
+    row.hops = route_hops(device, r.dst_device, r.transport, sport);
   row.bandwidth_GBps = r.bandwidth_Bps / 1e9;
   row.latency_us = r.latency_ns / 1e3;
   row.congestion = r.congestion;

@@ -21,6 +21,7 @@ SqeWire encode_sqe(const models::Task& t) {
   w.qp_count = t.qp_count;
   w.rate_cap_Bps = t.rate_cap_Bps;
   w.retry_count = t.retry_count;
+  w.qp_base = t.qp_base;
   return w;
 }
 
@@ -40,6 +41,7 @@ models::Task decode_sqe(const SqeWire& w) {
   t.qp_count = w.qp_count;
   t.rate_cap_Bps = w.rate_cap_Bps;
   t.retry_count = w.retry_count;
+  t.qp_base = w.qp_base;
   return t;
 }
 

@@ -32,6 +32,7 @@ struct Task {
   void* host = nullptr;        ///< host buffer of H2D / D2H (must stay valid until the task ends)
   std::uint32_t rkey = 0;      ///< RdmaWrite: remote key of the target's memory region
   std::uint32_t qp_count = 1;  ///< RdmaWrite: stripe the data over this many QPs to that NPU (num_qp)
+  std::uint32_t qp_base = 0;   ///< RdmaWrite: the stripes use QP indices qp_base .. qp_base + qp_count - 1 to that NPU
   std::uint64_t rate_cap_Bps = 0;  ///< RdmaWrite: cap the QP's rate (bandwidth_limit); 0 = line rate
   std::uint32_t retry_count = ~0u; ///< RdmaWrite: QP retransmit retries (~0u: the network's default)
   std::int64_t tag = -1;       ///< opaque to the models: given back with the task (MachineListener::on_task_done)
