@@ -71,8 +71,12 @@ std::uint16_t Machine::qp_sport(std::uint32_t src, std::uint32_t dst, std::uint3
 // through the RoCE network; bytes land in the destination as packets arrive in order; an optional
 // notify write follows on the same QP, so it lands after the data. The task completes when every
 // write of it is acknowledged.
-void Machine::start_rdma(std::uint32_t s, const Task& t) {
+void Machine::start_rdma(std::uint32_t s, const Task& head) {
+  // A copy: a write posted on a QP already in error completes (failed) inside post_write, which
+  // fails the stream and clears its queue, the head task with it.
+  const Task t = head;
   const std::uint32_t me = streams_[s].npu;
+  const std::uint64_t epoch = streams_[s].epoch;
   std::string why;
   if (t.target >= npus_.size()) { fail(s, "RDMA write to unknown npu " + std::to_string(t.target)); return; }
   if (!has_nic(me) || !has_nic(t.target)) {
@@ -115,10 +119,12 @@ void Machine::start_rdma(std::uint32_t s, const Task& t) {
     ++rdmas_[id].pending;
     // tag: rdma id, part index, notify bit; the part's offset is recovered from the index
     net_->post_write(qp, len, (static_cast<std::uint64_t>(id) << 8) | (static_cast<std::uint64_t>(i) << 1));
+    if (streams_[s].epoch != epoch) return;  // it failed at once (a QP in error): the op is gone
   }
   if (t.value && k == 1) {
     ++rdmas_[id].pending;
     net_->post_write(qp_for(me, t.target, t.qp_base), 4, (static_cast<std::uint64_t>(id) << 8) | 1);
+    if (streams_[s].epoch != epoch) return;
   }
   if (rdmas_[id].pending == 0) {  // nothing to send at all
     free_rdmas_.push_back(id);
