@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/comm.h"
+#include "core/failover.h"
 #include "core/handles.h"
 #include "core/log.h"
 #include "core/objects.h"
@@ -89,6 +90,7 @@ hcomm_result_t make_child(hcomm_comm_t parent, std::uint32_t id, std::vector<std
   }
   hold_comm_id(c);
   track(c, kComm);
+  failover::comm_created(c);
   *out = c;
   return HCOMM_SUCCESS;
 }

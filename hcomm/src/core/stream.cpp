@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "core/failover.h"
 #include "core/handles.h"
 #include "core/log.h"
 #include "core/objects.h"
@@ -24,17 +25,29 @@ hcomm_result_t make_stream(hcomm_context_t ctx, hcomm_stream_t* out) {
 }
 
 hcomm_result_t sync_timeout(hcomm_stream_t s, std::uint64_t timeout_ms) {
-  std::string err;
-  hcomm_result_t rc = port::stream_synchronize(s, timeout_ms * 1000000ULL, &err);
-  switch (rc) {
-    case HCOMM_SUCCESS: return HCOMM_SUCCESS;
-    case HCOMM_E_TIMEOUT:
-      logf(s->ctx, 0, "Device%u stream %u synchronize timed out after %llu ms%s%s", s->ctx->device_id, s->id,
-           (unsigned long long)timeout_ms, err.empty() ? "" : ": ", err.c_str());
-      return HCOMM_E_TIMEOUT;
-    default:
-      logf(s->ctx, 0, "Device%u stream %u task failed: %s", s->ctx->device_id, s->id, err.c_str());
-      return HCOMM_E_RUNTIME;
+  const std::uint64_t deadline = port::now_ns(s->ctx) + timeout_ms * 1000000ULL;
+  for (;;) {
+    std::string err;
+    const std::uint64_t now = port::now_ns(s->ctx);
+    const std::uint64_t left = deadline > now ? deadline - now : 0;
+    hcomm_result_t rc = port::stream_synchronize(s, left, &err);
+    switch (rc) {
+      case HCOMM_SUCCESS: failover::synced(s); return HCOMM_SUCCESS;
+      case HCOMM_E_TIMEOUT:
+        logf(s->ctx, 0, "Device%u stream %u synchronize timed out after %llu ms%s%s", s->ctx->device_id, s->id,
+             (unsigned long long)timeout_ms, err.empty() ? "" : ": ", err.c_str());
+        return HCOMM_E_TIMEOUT;
+      case HCOMM_E_REMOTE:  // an urgent control message interrupted the wait (docs/failover.md)
+        rc = failover::on_sync_failure(s, rc, err);
+        if (rc == HCOMM_E_AGAIN) continue;
+        logf(s->ctx, 0, "Device%u stream %u synchronize: aborted by a peer's report", s->ctx->device_id, s->id);
+        return rc;
+      default:
+        logf(s->ctx, 0, "Device%u stream %u task failed: %s", s->ctx->device_id, s->id, err.c_str());
+        rc = failover::on_sync_failure(s, HCOMM_E_RUNTIME, err);
+        if (rc == HCOMM_E_AGAIN) continue;  // re-executed (op retry): wait for what is left on the stream
+        return rc;
+    }
   }
 }
 

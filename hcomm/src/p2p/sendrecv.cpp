@@ -7,6 +7,7 @@
 // granted to one sender at a time; the user's stream is joined to it through events.
 #include <algorithm>
 
+#include "core/failover.h"
 #include "core/comm.h"
 #include "core/handles.h"
 #include "core/objects.h"
@@ -30,7 +31,7 @@ hcomm_result_t p2p_check(const void* buf, uint64_t count, hcomm_data_type_t dtyp
   if (stream && !live(stream, kStream)) return HCOMM_E_UNAVAIL;
   if (!valid_dtype(dtype) || peer >= comm->nranks || peer == comm->rank || tag > kMaxTag) return HCOMM_E_PARA;
   if (!buf && count) return HCOMM_E_PTR;
-  return HCOMM_SUCCESS;
+  return failover::check(comm);  // a communicator in error refuses new work (docs/failover.md)
 }
 
 // Point-to-point chunk: buffer_size (AUTO), at most 256 KiB (SMALL_MSG: earlier first bytes,

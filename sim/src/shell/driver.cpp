@@ -244,7 +244,20 @@ DrvStatus SimDriver::stream_synchronize(std::uint32_t s, std::uint64_t timeout_n
         if (error) *error = "device error: " + dev_error_[npu] + " (" + stuck_report(s) + ")";
         return DrvStatus::Failed;
       }
-      sc_core::wait(sc_core::sc_time::from_value(deadline - now), *stream_ev_[s]);
+      // An urgent control message (an abort from a peer, a heartbeat) interrupts the wait.
+      const std::uint32_t npu = m_.stream_npu(s);
+      const std::uint32_t rank = npu < npu_rank_.size() ? npu_rank_[npu] : ~0u;
+      if (rank != ~0u && signal_pending(rank)) {
+        if (error) *error = "interrupted by a control message (" + stuck_report(s) + ")";
+        return DrvStatus::Aborted;
+      }
+      if (rank != ~0u) {
+        ctrl_size();
+        if (!sig_ev_[rank]) sig_ev_[rank] = std::make_unique<sc_core::sc_event>();
+        sc_core::wait(sc_core::sc_time::from_value(deadline - now), *stream_ev_[s] | *sig_ev_[rank]);
+      } else {
+        sc_core::wait(sc_core::sc_time::from_value(deadline - now), *stream_ev_[s]);
+      }
     }
   }
   if (m_.stream_failed(s)) {
@@ -468,15 +481,21 @@ DrvStatus SimDriver::device_rank(std::uint32_t device, std::uint32_t* rank) {
   return DrvStatus::Ok;
 }
 
+void SimDriver::ctrl_size() {
+  const std::uint32_t n = rank_count();
+  if (ctrl_box_.size() >= n) return;
+  ctrl_box_.resize(n);
+  ctrl_tx_free_.assign(n, 0);
+  ctrl_rx_free_.assign(n, 0);
+  ctrl_ev_.resize(n);
+  sig_box_.resize(n);
+  sig_ev_.resize(n);
+}
+
 DrvStatus SimDriver::ctrl_send(std::uint32_t from, std::uint32_t to, hcomm::CtrlMsg msg) {
   const std::uint32_t n = rank_count();
   if (from >= n || to >= n || !msg) return DrvStatus::Invalid;
-  if (ctrl_box_.size() < n) {
-    ctrl_box_.resize(n);
-    ctrl_tx_free_.assign(n, 0);
-    ctrl_rx_free_.assign(n, 0);
-    ctrl_ev_.resize(n);
-  }
+  ctrl_size();
   const models::Tick now = sc_core::sc_time_stamp().value();
   const models::Tick ser = static_cast<models::Tick>(
       static_cast<unsigned __int128>(msg->size()) * models::kPsPerSec / (ctrl_.bandwidth_Bps ? ctrl_.bandwidth_Bps : 1));
@@ -498,12 +517,7 @@ DrvStatus SimDriver::ctrl_send(std::uint32_t from, std::uint32_t to, hcomm::Ctrl
 DrvStatus SimDriver::ctrl_recv(std::uint32_t to, std::uint32_t from, std::uint64_t timeout_ns, hcomm::CtrlMsg* msg) {
   const std::uint32_t n = rank_count();
   if (to >= n || (from >= n && from != hcomm::kCtrlAnyRank) || !msg) return DrvStatus::Invalid;
-  if (ctrl_box_.size() < n) {
-    ctrl_box_.resize(n);
-    ctrl_tx_free_.assign(n, 0);
-    ctrl_rx_free_.assign(n, 0);
-    ctrl_ev_.resize(n);
-  }
+  ctrl_size();
   if (!ctrl_ev_[to]) ctrl_ev_[to] = std::make_unique<sc_core::sc_event>();
   const models::Tick deadline = sc_core::sc_time_stamp().value() + timeout_ns * models::kPsPerNs;
   for (;;) {
@@ -524,6 +538,68 @@ DrvStatus SimDriver::ctrl_recv(std::uint32_t to, std::uint32_t from, std::uint64
     if (now >= deadline) return DrvStatus::Timeout;
     sc_core::wait(sc_core::sc_time::from_value(next - now), *ctrl_ev_[to]);
   }
+}
+
+// ---- failover (docs/failover.md) ----
+
+// An urgent message shares the host links (and their serialization) with the ordinary ones.
+DrvStatus SimDriver::ctrl_signal(std::uint32_t from, std::uint32_t to, hcomm::CtrlMsg msg) {
+  const std::uint32_t n = rank_count();
+  if (from >= n || to >= n || !msg) return DrvStatus::Invalid;
+  ctrl_size();
+  const models::Tick now = sc_core::sc_time_stamp().value();
+  const models::Tick ser = static_cast<models::Tick>(
+      static_cast<unsigned __int128>(msg->size()) * models::kPsPerSec / (ctrl_.bandwidth_Bps ? ctrl_.bandwidth_Bps : 1));
+  const models::Tick tx_end = std::max(now, ctrl_tx_free_[from]) + ser;
+  ctrl_tx_free_[from] = tx_end;
+  const models::Tick arrival = std::max(tx_end + ctrl_.latency_ps, ctrl_rx_free_[to] + ser);
+  ctrl_rx_free_[to] = arrival;
+  auto& box = sig_box_[to];
+  auto at = box.end();
+  while (at != box.begin() && std::prev(at)->arrival > arrival) --at;
+  box.insert(at, CtrlEntry{from, arrival, std::move(msg)});
+  ++ctrl_sigs_;
+  if (!sig_ev_[to]) sig_ev_[to] = std::make_unique<sc_core::sc_event>();
+  sig_ev_[to]->notify(sc_core::sc_time::from_value(arrival - now));
+  return DrvStatus::Ok;
+}
+
+bool SimDriver::signal_pending(std::uint32_t rank) const {
+  return rank < sig_box_.size() && !sig_box_[rank].empty() && sig_box_[rank].front().arrival <= sc_core::sc_time_stamp().value();
+}
+
+DrvStatus SimDriver::ctrl_signal_poll(std::uint32_t to, std::uint32_t* from, hcomm::CtrlMsg* msg) {
+  if (to >= rank_count() || !from || !msg) return DrvStatus::Invalid;
+  ctrl_size();
+  if (!signal_pending(to)) return DrvStatus::Timeout;
+  auto& box = sig_box_[to];
+  *from = box.front().from;
+  *msg = std::move(box.front().msg);
+  ctrl_bytes_ += (*msg)->size();
+  box.pop_front();
+  return DrvStatus::Ok;
+}
+
+DrvStatus SimDriver::device_abort(std::uint32_t device) {
+  if (device >= m_.npu_count()) return DrvStatus::Invalid;
+  for (std::uint32_t s = 0; s < m_.stream_count(); ++s) {
+    if (!m_.stream_valid(s) || m_.stream_npu(s) != device) continue;
+    m_.abort_stream(s);
+    if (s < sq_tail_.size()) m_.mmio_read(device, models::npu_regs::stream_reg(s, models::npu_regs::kSqTail), &sq_tail_[s]);
+  }
+  if (device < dev_error_.size()) dev_error_[device].clear();
+  return DrvStatus::Ok;
+}
+
+DrvStatus SimDriver::notify_reset(std::uint32_t device) {
+  if (device >= m_.npu_count()) return DrvStatus::Invalid;
+  m_.reset_notifies(device);
+  return DrvStatus::Ok;
+}
+
+void SimDriver::failover_reported(std::uint32_t device, const hcomm::FailoverInfo& f) {
+  failovers_.push_back(f);
+  (void)device;
 }
 
 }  // namespace sim
