@@ -121,12 +121,12 @@ void probe_dead_links(hcomm_comm_t c) {
 }
 
 void report(hcomm_comm_t c, const char* action, const std::string& path_before, const std::string& path_after,
-            std::uint64_t bytes, std::uint64_t resumed_ns) {
+            std::uint64_t bytes, std::uint64_t resumed_ns, const PendingOp* op = nullptr) {
   FailoverInfo f;
   f.comm = c->id;
   f.rank = me_global(c);
   f.origin = c->error.origin >= 0 ? static_cast<std::int64_t>(global_rank(c, static_cast<std::uint32_t>(c->error.origin))) : -1;
-  f.op_seq = c->op_seq ? c->op_seq - 1 : 0;
+  f.op_seq = op ? op->seq : c->op_seq ? c->op_seq - 1 : 0;
   f.fault = c->error.text;
   f.action = action;
   f.path_before = path_before;
@@ -321,7 +321,7 @@ hcomm_result_t recover(hcomm_context_t ctx) {
     const PendingOp* p = pending_of(c);
     const bool want = c->retry_wanted && c->cfg.op_retry;
     if (!want) {
-      report(c, "abort", "", "", 0, 0);
+      report(c, "abort", "", "", 0, 0, p);
       if (out == HCOMM_E_AGAIN) out = c->error.code;
       continue;
     }
@@ -331,7 +331,7 @@ hcomm_result_t recover(hcomm_context_t ctx) {
       logf(c->ctx, 0, "Rank%u comm %u: op retry not possible (%s%s%s); the error stands", c->rank, c->id,
            can ? "" : "this rank holds no re-executable operation", c->lost.empty() ? "" : "; ranks lost",
            ring_avoids(c) ? "" : "; no ring avoids the dead links");
-      report(c, "abort", before, "", 0, 0);
+      report(c, "abort", before, "", 0, 0, p);
       if (out == HCOMM_E_AGAIN) out = c->error.code;
       continue;
     }
@@ -348,14 +348,14 @@ hcomm_result_t recover(hcomm_context_t ctx) {
     if (rc != HCOMM_SUCCESS) {
       logf(c->ctx, 0, "Rank%u comm %u: op retry of %s seq %llu failed: %s", c->rank, c->id, op.kind,
            static_cast<unsigned long long>(op.seq), hcomm_result_string(rc));
-      report(c, "retry", before, "ring avoiding " + pairs_text(c), op.in_bytes, 0);
+      report(c, "retry", before, "ring avoiding hccs " + pairs_text(c), op.in_bytes, 0, &op);
       if (out == HCOMM_E_AGAIN) out = c->error.code;
       continue;
     }
     logf(c->ctx, 1, "Rank%u comm %u: %s seq %llu re-executed from its inputs on a ring avoiding hccs %s (op retry, %llu B)",
          c->rank, c->id, op.kind, static_cast<unsigned long long>(op.seq), pairs_text(c).c_str(),
          static_cast<unsigned long long>(op.in_bytes));
-    report(c, "retry", before, "ring avoiding hccs " + pairs_text(c), op.in_bytes, resumed);
+    report(c, "retry", before, "ring avoiding hccs " + pairs_text(c), op.in_bytes, resumed, &op);
     c->error = CommError{};  // recovered: the communicator is healthy again (on the avoiding paths)
     c->retry_wanted = false;
   }

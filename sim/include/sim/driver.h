@@ -112,6 +112,9 @@ class SimDriver final : public hcomm::Driver, public models::MachineListener {
   hcomm::DrvStatus device_abort(std::uint32_t device) override;
   hcomm::DrvStatus notify_reset(std::uint32_t device) override;
   void failover_reported(std::uint32_t device, const hcomm::FailoverInfo& f) override;
+  /// A fault was injected now (the failovers table's fault_at_ns).
+  void fault_injected();
+  const std::vector<models::Tick>& fault_times() const { return fault_ps_; }
   /// Every failover the library reported, in report order.
   const std::vector<hcomm::FailoverInfo>& failovers() const { return failovers_; }
   std::uint64_t ctrl_signals() const { return ctrl_sigs_; }
@@ -171,6 +174,7 @@ class SimDriver final : public hcomm::Driver, public models::MachineListener {
   bool signal_pending(std::uint32_t rank) const;
   std::uint64_t ctrl_sigs_ = 0;
   std::vector<hcomm::FailoverInfo> failovers_;
+  std::vector<models::Tick> fault_ps_;  // when each fault was injected
   std::uint64_t log_count_[4] = {0, 0, 0, 0};
 };
 

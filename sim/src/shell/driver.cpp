@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <iterator>
+#include <limits>
 
 namespace sim {
 
@@ -597,9 +598,30 @@ DrvStatus SimDriver::notify_reset(std::uint32_t device) {
   return DrvStatus::Ok;
 }
 
+void SimDriver::fault_injected() { fault_ps_.push_back(sc_core::sc_time_stamp().value()); }
+
 void SimDriver::failover_reported(std::uint32_t device, const hcomm::FailoverInfo& f) {
-  failovers_.push_back(f);
   (void)device;
+  failovers_.push_back(f);
+  if (!trace_) return;
+  FailoverRow row;
+  row.comm = f.comm;
+  row.detected_by = f.rank;
+  row.origin = f.origin;
+  row.op_seq = f.op_seq;
+  row.bytes_resent = f.bytes_resent;
+  row.fault = f.fault;
+  row.action = f.action;
+  row.path_before = f.path_before;
+  row.path_after = f.path_after;
+  row.code = f.code;
+  row.detected_ns = static_cast<double>(f.detected_ns);
+  row.resumed_ns = f.resumed_ns ? static_cast<double>(f.resumed_ns) : std::numeric_limits<double>::quiet_NaN();
+  // The injected fault it follows: the last one at or before its detection.
+  row.fault_at_ns = std::numeric_limits<double>::quiet_NaN();
+  for (const models::Tick t : fault_ps_)
+    if (t <= f.detected_ns * models::kPsPerNs) row.fault_at_ns = static_cast<double>(t) / models::kPsPerNs;
+  trace_->failover(row);
 }
 
 }  // namespace sim
