@@ -16,6 +16,7 @@ extern "C" hcomm_result_t hcomm_barrier(hcomm_comm_t comm, hcomm_stream_t stream
   if (stream && !live(stream, kStream)) return HCOMM_E_UNAVAIL;
   if (hcomm_result_t e = failover::check(comm); e != HCOMM_SUCCESS) return e;  // docs/failover.md
   hcomm_stream_t s = stream ? stream : comm->internal;
+  failover::uses(comm, s);
   OpInfo info{global_rank(comm, comm->rank), comm->nranks, "barrier", "dissemination", 0, HCOMM_DATA_TYPE_INT8, 0, -1, comm->op_seq++, {}, 0, {}, 0};
   std::uint64_t mk = op_begin(s, info);
   if (hcomm_result_t rc = barrier_dissemination(comm, s); rc != HCOMM_SUCCESS) return rc;

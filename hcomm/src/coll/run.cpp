@@ -422,6 +422,7 @@ hcomm_result_t run_collective(hcomm_comm_t comm, hcomm_stream_t main, const Coll
   // A communicator in error (docs/failover.md) refuses new work with its error.
   if (hcomm_result_t e = failover::check(comm); e != HCOMM_SUCCESS) return e;
   const std::uint64_t seq = comm->op_seq;
+  failover::uses(comm, main);
   const hcomm_result_t rc = run_checked(comm, main, r);
   if (rc == HCOMM_SUCCESS && comm->cfg.op_retry) {
     const std::uint64_t esz = hcomm_data_type_size(static_cast<hcomm_data_type_t>(r.dtype));

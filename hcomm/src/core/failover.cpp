@@ -2,6 +2,7 @@
 #include "core/failover.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 
 #include "core/comm.h"
@@ -352,9 +353,13 @@ hcomm_result_t recover(hcomm_context_t ctx) {
       if (out == HCOMM_E_AGAIN) out = c->error.code;
       continue;
     }
-    logf(c->ctx, 1, "Rank%u comm %u: %s seq %llu re-executed from its inputs on a ring avoiding hccs %s (op retry, %llu B)",
-         c->rank, c->id, op.kind, static_cast<unsigned long long>(op.seq), pairs_text(c).c_str(),
-         static_cast<unsigned long long>(op.in_bytes));
+    {  // always logged (whatever HCOMM_DEBUG says): the run recovered from a fault
+      char line[256];
+      std::snprintf(line, sizeof line, "[HCOMM_WARN] Rank%u comm %u: %s seq %llu re-executed from its inputs on a ring avoiding hccs %s (op retry, %llu B)",
+                    c->rank, c->id, op.kind, static_cast<unsigned long long>(op.seq), pairs_text(c).c_str(),
+                    static_cast<unsigned long long>(op.in_bytes));
+      port::log(ctx, 1, line);
+    }
     report(c, "retry", before, "ring avoiding hccs " + pairs_text(c), op.in_bytes, resumed, &op);
     c->error = CommError{};  // recovered: the communicator is healthy again (on the avoiding paths)
     c->retry_wanted = false;
@@ -389,7 +394,15 @@ hcomm_result_t on_sync_failure(hcomm_stream_t s, hcomm_result_t rc, const std::s
     if (!drain(ctx)) return HCOMM_E_AGAIN;  // nothing for a communicator of this context: keep waiting
   } else {
     drain(ctx);  // a peer's report may have arrived already
-    for (hcomm_comm_t c : ctx->comms) {
+    // The communicators with work on this stream (a failure of a plain copy concerns none).
+    std::vector<hcomm_comm_t> hit;
+    for (hcomm_comm_t c : ctx->comms)
+      if (std::find(s->used_by.begin(), s->used_by.end(), c) != s->used_by.end()) hit.push_back(c);
+    s->used_by.clear();
+    bool any_error = false;
+    for (hcomm_comm_t c : ctx->comms) any_error = any_error || c->error.code != HCOMM_SUCCESS;
+    if (hit.empty() && !any_error) return rc;
+    for (hcomm_comm_t c : hit) {
       if (c->nranks < 2) continue;
       probe_dead_links(c);
       const bool fresh = c->error.code == HCOMM_SUCCESS;
@@ -411,7 +424,12 @@ void op_submitted(hcomm_comm_t comm, hcomm_stream_t s, const PendingOp& op) {
   comm->ctx->pending.push_back(p);
 }
 
+void uses(hcomm_comm_t comm, hcomm_stream_t s) {
+  if (s && std::find(s->used_by.begin(), s->used_by.end(), comm) == s->used_by.end()) s->used_by.push_back(comm);
+}
+
 void synced(hcomm_stream_t s) {
+  s->used_by.clear();
   auto& v = s->ctx->pending;
   if (v.empty() || s->ctx->recovering) return;
   v.erase(std::remove_if(v.begin(), v.end(), [&](const PendingOp& p) { return p.stream == s; }), v.end());

@@ -33,6 +33,9 @@ hcomm_result_t check(hcomm_comm_t comm);
 /// affected operation was re-executed), else the code the caller returns.
 hcomm_result_t on_sync_failure(hcomm_stream_t s, hcomm_result_t rc, const std::string& why);
 
+/// `comm` submits work on `s` (a task failure seen by synchronizing `s` is then the
+/// communicator's: it is put in error and its members are told).
+void uses(hcomm_comm_t comm, hcomm_stream_t s);
 /// The collective just submitted on `s` (HCOMM_OP_RETRY keeps it until `s` is synchronized).
 void op_submitted(hcomm_comm_t comm, hcomm_stream_t s, const PendingOp& op);
 /// `s` synchronized successfully: its operations are done.

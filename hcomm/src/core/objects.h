@@ -100,6 +100,7 @@ struct hcomm_context_s {
 struct hcomm_stream_s {
   hcomm_context_t ctx = nullptr;
   std::uint32_t id = 0;
+  std::vector<hcomm_comm_t> used_by;  // communicators with work on it since its last good synchronize (core/failover.h)
 };
 
 struct hcomm_event_s {

@@ -29,6 +29,7 @@ hcomm_result_t hcomm_rdma_write(const void* local, uint64_t bytes, uint32_t dst,
                                 hcomm_comm_t comm, hcomm_stream_t stream) {
   if (!live(comm, kComm) || !live(stream, kStream)) return HCOMM_E_UNAVAIL;
   if (hcomm_result_t e = failover::check(comm); e != HCOMM_SUCCESS) return e;  // docs/failover.md
+  failover::uses(comm, stream);
   if (!local && bytes) return HCOMM_E_PTR;
   if (dst >= comm->nranks || stream->ctx != comm->ctx) return HCOMM_E_PARA;
   const RankDesc* peer = peer_desc(comm, dst);

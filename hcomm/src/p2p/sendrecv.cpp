@@ -31,7 +31,10 @@ hcomm_result_t p2p_check(const void* buf, uint64_t count, hcomm_data_type_t dtyp
   if (stream && !live(stream, kStream)) return HCOMM_E_UNAVAIL;
   if (!valid_dtype(dtype) || peer >= comm->nranks || peer == comm->rank || tag > kMaxTag) return HCOMM_E_PARA;
   if (!buf && count) return HCOMM_E_PTR;
-  return failover::check(comm);  // a communicator in error refuses new work (docs/failover.md)
+  if (hcomm_result_t e = failover::check(comm); e != HCOMM_SUCCESS) return e;  // in error: refuses new work (docs/failover.md)
+  failover::uses(comm, stream ? stream : comm->internal);
+  failover::uses(comm, comm->recv_stream);
+  return HCOMM_SUCCESS;
 }
 
 // Point-to-point chunk: buffer_size (AUTO), at most 256 KiB (SMALL_MSG: earlier first bytes,
