@@ -230,3 +230,79 @@ TEST(SimFailover, AsyncErrorApi) {
     EXPECT_LE(seen.woken_us[r] - seen.fail_us, (kCtrlLatencyNs + 15 * (1024 / kCtrlBps * 1e9) + 1000) / 1e3) << r;
   }
 }
+
+// Shrink: rank 7 of an Atlas 800T A2 leaves (its process ends without a word); the seven others
+// shrink the communicator without it and all-reduce on the new one: results equal the host sum
+// over ranks 0..6; bad lists are HCOMM_E_PARA, never a crash.
+namespace {
+std::vector<float> input(std::uint32_t r, std::size_t n) {
+  std::vector<float> v(n);
+  for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<float>((r + 1) * 3 + i % 101);
+  return v;
+}
+}  // namespace
+
+TEST(SimFailover, ShrinkThenAllReduce) {
+  auto topo = sim_test::preset("atlas800t-a2.json");
+  ASSERT_TRUE(topo);
+  const std::size_t n = (1 << 20) + 3;  // 4 MiB + 12 B of fp32
+  static std::vector<double> data_ok(8, 0);
+  run_program(*topo, [n](std::uint32_t r) {
+    hcomm_context_t ctx = nullptr;
+    hcomm_create_context(r, &ctx);
+    hcomm_comm_t comm = nullptr;
+    note(r, "init", hcomm_comm_init(ctx, 8, r, &comm));
+    if (r == 7) {  // gone
+      hcomm_comm_destroy(comm);
+      hcomm_destroy_context(ctx);
+      return;
+    }
+    hcomm_comm_t small = nullptr;
+    const std::uint32_t self[1] = {r}, twice[2] = {7, 7}, out_of_range[1] = {8}, all7[7] = {0, 1, 2, 3, 4, 5, 6};
+    note(r, "shrink_null_out", hcomm_comm_shrink(comm, 1, self, nullptr));
+    note(r, "shrink_null_list", hcomm_comm_shrink(comm, 1, nullptr, &small));
+    note(r, "shrink_self", hcomm_comm_shrink(comm, 1, self, &small));
+    note(r, "shrink_twice", hcomm_comm_shrink(comm, 2, twice, &small));
+    note(r, "shrink_range", hcomm_comm_shrink(comm, 1, out_of_range, &small));
+    note(r, "shrink_everyone", hcomm_comm_shrink(comm, 8, all7, &small));
+    const std::uint32_t lost[1] = {7};
+    note(r, "shrink", hcomm_comm_shrink(comm, 1, lost, &small));
+    std::uint32_t size = 0, rank = 99;
+    hcomm_comm_size(small, &size);
+    hcomm_comm_rank(small, &rank);
+    note(r, "size", static_cast<hcomm_result_t>(size));
+    note(r, "rank_same", rank == r ? HCOMM_SUCCESS : HCOMM_E_INTERNAL);
+    hcomm_stream_t s = nullptr;
+    hcomm_create_stream(ctx, &s);
+    void *a = nullptr, *b = nullptr;
+    hcomm_malloc(ctx, n * 4, &a);
+    hcomm_malloc(ctx, n * 4, &b);
+    auto mine = input(r, n);
+    hcomm_memcpy_host_to_device(a, mine.data(), n * 4, s);
+    note(r, "allreduce", hcomm_allreduce(a, b, n, HCOMM_DATA_TYPE_FP32, HCOMM_REDUCE_SUM, small, s));
+    note(r, "sync", hcomm_stream_synchronize(s));
+    std::vector<float> got(n);
+    hcomm_memcpy_device_to_host(got.data(), b, n * 4, s);
+    hcomm_stream_synchronize(s);
+    std::vector<float> want(n, 0.0f);
+    for (std::uint32_t q = 0; q < 7; ++q) {
+      auto in = input(q, n);
+      for (std::size_t i = 0; i < n; ++i) want[i] += in[i];
+    }
+    note(r, "data", got == want ? HCOMM_SUCCESS : HCOMM_E_INTERNAL);
+    hcomm_free(ctx, a);
+    hcomm_free(ctx, b);
+    hcomm_destroy_stream(s);
+    hcomm_comm_destroy(small);
+    hcomm_comm_destroy(comm);
+    hcomm_destroy_context(ctx);
+  }, sim_test::quiet(), true);
+  for (std::uint32_t r = 0; r < 7; ++r) {
+    EXPECT_EQ(seen.rc["init"].at(r), HCOMM_SUCCESS);
+    EXPECT_EQ(seen.rc["shrink_null_out"].at(r), HCOMM_E_PTR);
+    EXPECT_EQ(seen.rc["shrink_null_list"].at(r), HCOMM_E_PTR);
+    for (const char* k : {"shrink_self", "shrink_twice", "shrink_range", "shrink_everyone"}) EXPECT_EQ(seen.rc[k].at(r), HCOMM_E_PARA) << k;
+    for (const char* k : {"shrink", "rank_same", "allreduce", "sync", "data"}) EXPECT_EQ(seen.rc[k].at(r), HCOMM_SUCCESS) << k << " rank " << r;
+    EXPECT_EQ(seen.rc["size"].at(r), 7);
+  }
+}

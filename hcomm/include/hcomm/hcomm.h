@@ -362,6 +362,13 @@ hcomm_result_t hcomm_comm_set_error_callback(hcomm_comm_t comm, hcomm_error_call
 /* Comm ranks the library found lost (they did not answer a recovery agreement), ascending: up to
  * `cap` go to ranks, their number to *n. */
 hcomm_result_t hcomm_comm_lost_ranks(hcomm_comm_t comm, uint32_t cap, uint32_t* ranks, uint32_t* n);
+/* Shrink (ULFM's MPI_Comm_shrink): every surviving rank of `comm` calls it with the same list of
+ * `n_lost` lost comm ranks; *new_comm is a communicator of the survivors, ranked in their order
+ * in `comm`, healthy, with the parent's configuration. The survivors agree over the host control
+ * channel only (no device traffic: the parent may be in error). A list with an out-of-range or
+ * repeated rank, the caller itself, or nobody left is HCOMM_E_PARA; a survivor that does not
+ * call makes the others' HCOMM_E_TIMEOUT (after timeout_ms). */
+hcomm_result_t hcomm_comm_shrink(hcomm_comm_t comm, uint32_t n_lost, const uint32_t* lost_ranks, hcomm_comm_t* new_comm);
 
 const char* hcomm_result_string(hcomm_result_t r);
 uint32_t hcomm_data_type_size(hcomm_data_type_t t);

@@ -21,7 +21,7 @@ namespace failover {
 
 namespace {
 
-enum Kind : std::uint8_t { kAbort = 1, kReady = 2, kReset = 3, kReady2 = 4, kGo = 5 };
+enum Kind : std::uint8_t { kAbort = 1, kReady = 2, kReset = 3, kReady2 = 4, kGo = 5, kShrink = 6, kShrinkGo = 7 };
 constexpr std::uint32_t kMagic = 0x48464f31;  // "HFO1"
 
 struct Msg {
@@ -433,6 +433,41 @@ void synced(hcomm_stream_t s) {
   auto& v = s->ctx->pending;
   if (v.empty() || s->ctx->recovering) return;
   v.erase(std::remove_if(v.begin(), v.end(), [&](const PendingOp& p) { return p.stream == s; }), v.end());
+}
+
+hcomm_result_t agree_ids(hcomm_comm_t c, const std::vector<std::uint32_t>& survivors, const std::uint32_t used[8],
+                         std::uint32_t all[8]) {
+  const std::uint64_t round = (1ULL << 40) + ++c->shrinks;  // apart from the recovery rounds
+  const std::uint64_t deadline = port::now_ns(c->ctx) + c->cfg.timeout_ms * 1000000ULL;
+  for (int i = 0; i < 8; ++i) all[i] = used[i];
+  const std::uint32_t coord = survivors.front();
+  Msg m;
+  m.comm = c->id;
+  m.origin = c->rank;
+  m.seq = round;
+  if (c->rank != coord) {
+    m.kind = kShrink;
+    m.list.assign(used, used + 8);
+    send_ctrl(c, coord, m);
+    Msg in;
+    if (!recv_ctrl(c, coord, round, deadline, &in) || in.kind != kShrinkGo || in.list.size() != 8) return HCOMM_E_TIMEOUT;
+    for (int i = 0; i < 8; ++i) all[i] = in.list[i];
+    return HCOMM_SUCCESS;
+  }
+  for (std::uint32_t r : survivors) {
+    if (r == c->rank) continue;
+    Msg in;
+    if (!recv_ctrl(c, r, round, deadline, &in) || in.kind != kShrink || in.list.size() != 8) {
+      logf(c->ctx, 0, "Rank%u comm %u shrink: survivor rank %u did not answer", c->rank, c->id, r);
+      return HCOMM_E_TIMEOUT;
+    }
+    for (int i = 0; i < 8; ++i) all[i] |= in.list[i];
+  }
+  m.kind = kShrinkGo;
+  m.list.assign(all, all + 8);
+  for (std::uint32_t r : survivors)
+    if (r != c->rank) send_ctrl(c, r, m);
+  return HCOMM_SUCCESS;
 }
 
 void comm_created(hcomm_comm_t comm) {

@@ -12,6 +12,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "core/objects.h"
 
@@ -40,6 +41,12 @@ void uses(hcomm_comm_t comm, hcomm_stream_t s);
 void op_submitted(hcomm_comm_t comm, hcomm_stream_t s, const PendingOp& op);
 /// `s` synchronized successfully: its operations are done.
 void synced(hcomm_stream_t s);
+
+/// hcomm_comm_shrink's agreement among the survivors (comm ranks of `parent`, ascending) over
+/// the control channel: the OR of every survivor's `used` bitmap of notify-key comm ids (256
+/// bits) into `all`. HCOMM_E_TIMEOUT when a survivor did not answer within the timeout.
+hcomm_result_t agree_ids(hcomm_comm_t parent, const std::vector<std::uint32_t>& survivors, const std::uint32_t used[8],
+                         std::uint32_t all[8]);
 
 void comm_created(hcomm_comm_t comm);
 void comm_destroyed(hcomm_comm_t comm);
