@@ -67,6 +67,9 @@ hcomm_result_t ctrl_signal_poll(hcomm_context_t ctx, std::uint32_t to_rank, std:
 hcomm_result_t device_abort(hcomm_context_t ctx) { return ctrl_status(ctx->drv->device_abort(ctx->device)); }
 hcomm_result_t notify_reset(hcomm_context_t ctx) { return ctrl_status(ctx->drv->notify_reset(ctx->device)); }
 void failover_reported(hcomm_context_t ctx, const FailoverInfo& f) { ctx->drv->failover_reported(ctx->device, f); }
+hcomm_result_t device_progress(hcomm_context_t ctx, std::uint64_t* completed, bool* head_not_started) {
+  return ctrl_status(ctx->drv->device_progress(ctx->device, completed, head_not_started));
+}
 
 hcomm_result_t nic_info(hcomm_context_t ctx, NicInfo* out) { return ok_or(ctx->drv->nic_info(ctx->device, out), HCOMM_E_DRV); }
 hcomm_result_t peer_nic_info(hcomm_context_t ctx, std::uint32_t device, NicInfo* out) {

@@ -39,6 +39,7 @@ hcomm_result_t ctrl_signal_poll(hcomm_context_t ctx, std::uint32_t to_rank, std:
 hcomm_result_t device_abort(hcomm_context_t ctx);
 hcomm_result_t notify_reset(hcomm_context_t ctx);
 void failover_reported(hcomm_context_t ctx, const FailoverInfo& f);
+hcomm_result_t device_progress(hcomm_context_t ctx, std::uint64_t* completed, bool* head_not_started);
 
 // RoCE routing (route/). Failure: HCOMM_E_DRV; probe_paths / qp_connect without a NIC on either
 // end: HCOMM_E_NOT_SUPPORT.

@@ -207,6 +207,12 @@ class Driver {
   virtual DrvStatus device_abort(std::uint32_t /*device*/) { return DrvStatus::NotSupported; }
   /// Zero the device's notify registers that nothing waits on (records of an aborted operation).
   virtual DrvStatus notify_reset(std::uint32_t /*device*/) { return DrvStatus::NotSupported; }
+  /// Progress of `device` for the library's STUCK check (docs/failover.md#heartbeat): tasks
+  /// completed on all its streams so far, and whether some stream has work whose head task the
+  /// engine has not started (false when every busy stream is inside a task, e.g. waiting on a peer).
+  virtual DrvStatus device_progress(std::uint32_t /*device*/, std::uint64_t* /*completed*/, bool* /*head_not_started*/) {
+    return DrvStatus::NotSupported;
+  }
   /// The library recovered from (or gave up on) a fault (trace only).
   virtual void failover_reported(std::uint32_t /*device*/, const FailoverInfo& /*f*/) {}
   // ---- end failover ----

@@ -424,6 +424,13 @@ void op_submitted(hcomm_comm_t comm, hcomm_stream_t s, const PendingOp& op) {
   comm->ctx->pending.push_back(p);
 }
 
+std::uint64_t heartbeat_ns(hcomm_stream_t s) {
+  std::uint64_t hb = 0;
+  for (hcomm_comm_t c : s->ctx->comms)  // live ones only
+    if (std::find(s->used_by.begin(), s->used_by.end(), c) != s->used_by.end() && c->cfg.heartbeat_timeout_ms && (!hb || c->cfg.heartbeat_timeout_ms * 1000000ULL < hb)) hb = c->cfg.heartbeat_timeout_ms * 1000000ULL;
+  return hb;
+}
+
 void uses(hcomm_comm_t comm, hcomm_stream_t s) {
   if (s && std::find(s->used_by.begin(), s->used_by.end(), comm) == s->used_by.end()) s->used_by.push_back(comm);
 }

@@ -34,6 +34,9 @@ hcomm_result_t check(hcomm_comm_t comm);
 /// affected operation was re-executed), else the code the caller returns.
 hcomm_result_t on_sync_failure(hcomm_stream_t s, hcomm_result_t rc, const std::string& why);
 
+/// The heartbeat period for a synchronize of `s`: the smallest heartbeat_timeout_ms of the
+/// communicators with work on it, in ns (0: no heartbeat).
+std::uint64_t heartbeat_ns(hcomm_stream_t s);
 /// `comm` submits work on `s` (a task failure seen by synchronizing `s` is then the
 /// communicator's: it is put in error and its members are told).
 void uses(hcomm_comm_t comm, hcomm_stream_t s);

@@ -112,6 +112,7 @@ class SimDriver final : public hcomm::Driver, public models::MachineListener {
   hcomm::DrvStatus device_abort(std::uint32_t device) override;
   hcomm::DrvStatus notify_reset(std::uint32_t device) override;
   void failover_reported(std::uint32_t device, const hcomm::FailoverInfo& f) override;
+  hcomm::DrvStatus device_progress(std::uint32_t device, std::uint64_t* completed, bool* head_not_started) override;
   /// A fault was injected now (the failovers table's fault_at_ns).
   void fault_injected();
   const std::vector<models::Tick>& fault_times() const { return fault_ps_; }

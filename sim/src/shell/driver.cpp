@@ -598,6 +598,23 @@ DrvStatus SimDriver::notify_reset(std::uint32_t device) {
   return DrvStatus::Ok;
 }
 
+// Read from the stream registers by MMIO (SQ head: tasks started, CQ tail: tasks completed).
+DrvStatus SimDriver::device_progress(std::uint32_t device, std::uint64_t* completed, bool* head_not_started) {
+  if (device >= m_.npu_count() || !completed || !head_not_started) return DrvStatus::Invalid;
+  *completed = 0;
+  *head_not_started = false;
+  namespace R = models::npu_regs;
+  for (std::uint32_t s = 0; s < m_.stream_count(); ++s) {
+    if (!m_.stream_valid(s) || m_.stream_npu(s) != device) continue;
+    std::uint64_t started = 0, done = 0;
+    m_.mmio_read(device, R::stream_reg(s, R::kSqHead), &started);
+    m_.mmio_read(device, R::stream_reg(s, R::kCqTail), &done);
+    *completed += done;
+    if (!m_.stream_idle(s) && started == done) *head_not_started = true;
+  }
+  return DrvStatus::Ok;
+}
+
 void SimDriver::fault_injected() { fault_ps_.push_back(sc_core::sc_time_stamp().value()); }
 
 void SimDriver::failover_reported(std::uint32_t device, const hcomm::FailoverInfo& f) {
