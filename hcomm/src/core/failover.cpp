@@ -180,11 +180,11 @@ bool send_ctrl(hcomm_comm_t c, std::uint32_t to, const Msg& m) {
 // The next agreement message of round `round` on this communicator from comm rank `from`
 // (older rounds' late messages are skipped).
 bool recv_ctrl(hcomm_comm_t c, std::uint32_t from, std::uint64_t round, std::uint64_t deadline_ns, Msg* m) {
-  for (;;) {
+  for (;;) {  // past the deadline still takes a message that has already arrived
     const std::uint64_t now = port::now_ns(c->ctx);
-    if (now >= deadline_ns) return false;
     CtrlMsg raw;
-    if (port::ctrl_recv(c->ctx, me_global(c), global_rank(c, from), deadline_ns - now, &raw) != HCOMM_SUCCESS) return false;
+    if (port::ctrl_recv(c->ctx, me_global(c), global_rank(c, from), deadline_ns > now ? deadline_ns - now : 0, &raw) != HCOMM_SUCCESS)
+      return false;
     if (decode(raw, m) && m->comm == c->id && m->seq == round) return true;
   }
 }
@@ -200,7 +200,9 @@ bool agree(hcomm_comm_t c, bool can) {
   std::uint32_t coord = 0;
   while (std::binary_search(c->lost.begin(), c->lost.end(), coord) && coord < c->nranks) ++coord;
   if (coord >= c->nranks) return false;
-  const std::uint64_t deadline = port::now_ns(c->ctx) + agree_timeout_ns(c);
+  // The coordinator gives the others one timeout to answer; they give it two (it may spend the
+  // first waiting for a lost rank) plus the RESET round.
+  const std::uint64_t deadline = port::now_ns(c->ctx) + agree_timeout_ns(c) * (c->rank == coord ? 1 : 3);
   auto pairs = [&] {
     std::vector<std::uint32_t> v;
     for (const auto& [a, b] : c->dead_pairs) { v.push_back(a); v.push_back(b); }
@@ -329,9 +331,15 @@ hcomm_result_t recover(hcomm_context_t ctx) {
     const bool can = p && p->retryable;
     const std::string before = c->dead_pairs.empty() ? "as selected" : "as selected; dead hccs " + pairs_text(c);
     if (!agree(c, can)) {
-      logf(c->ctx, 0, "Rank%u comm %u: op retry not possible (%s%s%s); the error stands", c->rank, c->id,
-           can ? "" : "this rank holds no re-executable operation", c->lost.empty() ? "" : "; ranks lost",
-           ring_avoids(c) ? "" : "; no ring avoids the dead links");
+      std::string why;
+      if (!can) why += "; this rank holds no re-executable operation";
+      if (!c->lost.empty()) {
+        why += "; lost comm rank(s)";
+        for (std::uint32_t l : c->lost) why += " " + std::to_string(l);
+      }
+      if (!ring_avoids(c)) why += "; no ring avoids the dead links " + pairs_text(c);
+      if (why.empty()) why = "; another rank could not";
+      logf(c->ctx, 0, "Rank%u comm %u: op retry not possible (%s); the error stands", c->rank, c->id, why.c_str() + 2);
       report(c, "abort", before, "", 0, 0, p);
       if (out == HCOMM_E_AGAIN) out = c->error.code;
       continue;
