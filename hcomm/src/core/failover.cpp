@@ -158,6 +158,12 @@ const PendingOp* pending_of(hcomm_comm_t c) {
   return n == 1 ? found : nullptr;  // one operation in the window: re-executing it is well defined
 }
 
+// This rank's NIC is present and its link down (the port's state, docs/routing.md).
+bool nic_down(hcomm_comm_t c) {
+  NicInfo n;
+  return port::nic_info(c->ctx, &n) == HCOMM_SUCCESS && n.present && !n.link_up;
+}
+
 // Whether a flat ring in comm-rank order avoids every dead pair.
 bool ring_avoids(hcomm_comm_t c) {
   for (const auto& [a, b] : c->dead_pairs)
@@ -172,6 +178,9 @@ std::string pairs_text(const hcomm_comm_t c) {
   std::string s;
   for (const auto& [a, b] : c->dead_pairs) s += (s.empty() ? "" : ",") + std::to_string(a) + "-" + std::to_string(b);
   return s;
+}
+std::string ring_text(const hcomm_comm_t c) {
+  return c->dead_pairs.empty() ? "ring in comm-rank order" : "ring avoiding hccs " + pairs_text(c);
 }
 
 bool send_ctrl(hcomm_comm_t c, std::uint32_t to, const Msg& m) {
@@ -210,7 +219,8 @@ bool agree(hcomm_comm_t c, bool can) {
   };
   if (c->rank != coord) {
     Msg m;
-    m.kind = kReady; m.comm = c->id; m.origin = c->rank; m.seq = round; m.flag = can; m.list = pairs();
+    m.kind = kReady; m.comm = c->id; m.origin = c->rank; m.seq = round; m.flag = static_cast<std::uint8_t>((can ? 1 : 0) | (nic_down(c) ? 2 : 0));
+    m.list = pairs();
     send_ctrl(c, coord, m);
     Msg in;
     if (!recv_ctrl(c, coord, round, deadline, &in)) {
@@ -233,6 +243,8 @@ bool agree(hcomm_comm_t c, bool can) {
   }
   // The coordinator: every other rank's READY, in rank order.
   bool go = can;
+  std::vector<std::uint32_t> dead_nics;
+  if (nic_down(c)) dead_nics.push_back(c->rank);
   for (std::uint32_t r = 0; r < c->nranks; ++r) {
     if (r == c->rank || std::binary_search(c->lost.begin(), c->lost.end(), r)) continue;
     Msg in;
@@ -241,10 +253,24 @@ bool agree(hcomm_comm_t c, bool can) {
       logf(c->ctx, 0, "Rank%u comm %u: rank %u did not answer the recovery agreement: lost", c->rank, c->id, r);
       continue;
     }
-    if (!in.flag) go = false;
+    if (!(in.flag & 1)) go = false;
+    if (in.flag & 2) dead_nics.push_back(r);
     for (std::size_t i = 0; i + 1 < in.list.size(); i += 2) add_pair(c, in.list[i], in.list[i + 1]);
   }
   if (!c->lost.empty() || !ring_avoids(c)) go = false;
+  // The ring's edges between servers go over RoCE: neither end may have its NIC down.
+  for (std::uint32_t r : dead_nics) {
+    const std::uint32_t nb[2] = {(r + 1) % c->nranks, (r + c->nranks - 1) % c->nranks};
+    const RankDesc* me_d = peer_desc(c, r);
+    for (std::uint32_t q : nb) {
+      const RankDesc* d = peer_desc(c, q);
+      if (me_d && d && d->server != me_d->server) {
+        go = false;
+        logf(c->ctx, 0, "Rank%u comm %u: the ring's RoCE edge %u-%u needs comm rank %u's NIC, which is down", c->rank, c->id,
+             std::min(r, q), std::max(r, q), r);
+      }
+    }
+  }
   auto members = [&](auto&& f) {
     for (std::uint32_t r = 0; r < c->nranks; ++r)
       if (r != c->rank && !std::binary_search(c->lost.begin(), c->lost.end(), r)) f(r);
@@ -338,7 +364,7 @@ hcomm_result_t recover(hcomm_context_t ctx) {
         for (std::uint32_t l : c->lost) why += " " + std::to_string(l);
       }
       if (!ring_avoids(c)) why += "; no ring avoids the dead links " + pairs_text(c);
-      if (why.empty()) why = "; another rank could not";
+      if (why.empty()) why = "; the coordinator found no safe re-execution (its log says why)";
       logf(c->ctx, 0, "Rank%u comm %u: op retry not possible (%s); the error stands", c->rank, c->id, why.c_str() + 2);
       report(c, "abort", before, "", 0, 0, p);
       if (out == HCOMM_E_AGAIN) out = c->error.code;
@@ -357,18 +383,18 @@ hcomm_result_t recover(hcomm_context_t ctx) {
     if (rc != HCOMM_SUCCESS) {
       logf(c->ctx, 0, "Rank%u comm %u: op retry of %s seq %llu failed: %s", c->rank, c->id, op.kind,
            static_cast<unsigned long long>(op.seq), hcomm_result_string(rc));
-      report(c, "retry", before, "ring avoiding hccs " + pairs_text(c), op.in_bytes, 0, &op);
+      report(c, "retry", before, ring_text(c), op.in_bytes, 0, &op);
       if (out == HCOMM_E_AGAIN) out = c->error.code;
       continue;
     }
     {  // always logged (whatever HCOMM_DEBUG says): the run recovered from a fault
       char line[256];
-      std::snprintf(line, sizeof line, "[HCOMM_WARN] Rank%u comm %u: %s seq %llu re-executed from its inputs on a ring avoiding hccs %s (op retry, %llu B)",
-                    c->rank, c->id, op.kind, static_cast<unsigned long long>(op.seq), pairs_text(c).c_str(),
+      std::snprintf(line, sizeof line, "[HCOMM_WARN] Rank%u comm %u: %s seq %llu re-executed from its inputs on a %s (op retry, %llu B)",
+                    c->rank, c->id, op.kind, static_cast<unsigned long long>(op.seq), ring_text(c).c_str(),
                     static_cast<unsigned long long>(op.in_bytes));
       port::log(ctx, 1, line);
     }
-    report(c, "retry", before, "ring avoiding hccs " + pairs_text(c), op.in_bytes, resumed, &op);
+    report(c, "retry", before, ring_text(c), op.in_bytes, resumed, &op);
     c->error = CommError{};  // recovered: the communicator is healthy again (on the avoiding paths)
     c->retry_wanted = false;
   }
