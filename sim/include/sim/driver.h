@@ -176,6 +176,7 @@ class SimDriver final : public hcomm::Driver, public models::MachineListener {
   std::uint64_t ctrl_sigs_ = 0;
   std::vector<hcomm::FailoverInfo> failovers_;
   std::vector<models::Tick> fault_ps_;  // when each fault was injected
+  std::vector<std::vector<std::uint32_t>> dev_streams_;  // per device: its live streams
   std::uint64_t log_count_[4] = {0, 0, 0, 0};
 };
 

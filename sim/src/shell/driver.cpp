@@ -154,11 +154,17 @@ DrvStatus SimDriver::mr_deregister(std::uint32_t device, std::uint32_t key) {
 DrvStatus SimDriver::stream_create(std::uint32_t device, std::uint32_t* stream) {
   if (device >= m_.npu_count() || !stream) return DrvStatus::Invalid;
   *stream = m_.create_stream(device);
+  if (dev_streams_.size() <= device) dev_streams_.resize(m_.npu_count());
+  dev_streams_[device].push_back(*stream);
   return DrvStatus::Ok;
 }
 
 DrvStatus SimDriver::stream_destroy(std::uint32_t s) {
   if (!m_.stream_valid(s)) return DrvStatus::Invalid;
+  if (const std::uint32_t npu = m_.stream_npu(s); npu < dev_streams_.size()) {
+    auto& v = dev_streams_[npu];
+    v.erase(std::remove(v.begin(), v.end(), s), v.end());
+  }
   m_.destroy_stream(s);
   return DrvStatus::Ok;
 }
@@ -583,7 +589,7 @@ DrvStatus SimDriver::ctrl_signal_poll(std::uint32_t to, std::uint32_t* from, hco
 
 DrvStatus SimDriver::device_abort(std::uint32_t device) {
   if (device >= m_.npu_count()) return DrvStatus::Invalid;
-  for (std::uint32_t s = 0; s < m_.stream_count(); ++s) {
+  for (const std::uint32_t s : device < dev_streams_.size() ? dev_streams_[device] : std::vector<std::uint32_t>{}) {
     if (!m_.stream_valid(s) || m_.stream_npu(s) != device) continue;
     m_.abort_stream(s);
     if (s < sq_tail_.size()) m_.mmio_read(device, models::npu_regs::stream_reg(s, models::npu_regs::kSqTail), &sq_tail_[s]);
@@ -604,7 +610,8 @@ DrvStatus SimDriver::device_progress(std::uint32_t device, std::uint64_t* comple
   *completed = 0;
   *head_not_started = false;
   namespace R = models::npu_regs;
-  for (std::uint32_t s = 0; s < m_.stream_count(); ++s) {
+  if (device >= dev_streams_.size()) return DrvStatus::Ok;
+  for (const std::uint32_t s : dev_streams_[device]) {  // the device's own streams only (O(its streams))
     if (!m_.stream_valid(s) || m_.stream_npu(s) != device) continue;
     std::uint64_t started = 0, done = 0;
     m_.mmio_read(device, R::stream_reg(s, R::kSqHead), &started);
