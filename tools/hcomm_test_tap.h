@@ -61,6 +61,13 @@ class OpTap final : public hcomm::Driver {
     d->profile_op(dev, b, e, info);
   }
   void log(std::uint32_t dev, int level, const std::string& line) override { d->log(dev, level, line); }
+  // failover (docs/failover.md)
+  hcomm::DrvStatus ctrl_signal(std::uint32_t f, std::uint32_t t, hcomm::CtrlMsg m) override { return d->ctrl_signal(f, t, std::move(m)); }
+  hcomm::DrvStatus ctrl_signal_poll(std::uint32_t t, std::uint32_t* f, hcomm::CtrlMsg* m) override { return d->ctrl_signal_poll(t, f, m); }
+  hcomm::DrvStatus device_abort(std::uint32_t dev) override { return d->device_abort(dev); }
+  hcomm::DrvStatus notify_reset(std::uint32_t dev) override { return d->notify_reset(dev); }
+  hcomm::DrvStatus device_progress(std::uint32_t dev, std::uint64_t* c, bool* h) override { return d->device_progress(dev, c, h); }
+  void failover_reported(std::uint32_t dev, const hcomm::FailoverInfo& f) override { d->failover_reported(dev, f); }
 };
 
 }  // namespace hcomm_tool

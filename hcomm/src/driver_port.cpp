@@ -58,6 +58,19 @@ hcomm_result_t ctrl_recv(hcomm_context_t ctx, std::uint32_t to_rank, std::uint32
   return ctrl_status(ctx->drv->ctrl_recv(to_rank, from_rank, timeout_ns, msg));
 }
 
+hcomm_result_t ctrl_signal(hcomm_context_t ctx, std::uint32_t from_rank, std::uint32_t to_rank, CtrlMsg msg) {
+  return ctrl_status(ctx->drv->ctrl_signal(from_rank, to_rank, std::move(msg)));
+}
+hcomm_result_t ctrl_signal_poll(hcomm_context_t ctx, std::uint32_t to_rank, std::uint32_t* from_rank, CtrlMsg* msg) {
+  return ctrl_status(ctx->drv->ctrl_signal_poll(to_rank, from_rank, msg));
+}
+hcomm_result_t device_abort(hcomm_context_t ctx) { return ctrl_status(ctx->drv->device_abort(ctx->device)); }
+hcomm_result_t notify_reset(hcomm_context_t ctx) { return ctrl_status(ctx->drv->notify_reset(ctx->device)); }
+void failover_reported(hcomm_context_t ctx, const FailoverInfo& f) { ctx->drv->failover_reported(ctx->device, f); }
+hcomm_result_t device_progress(hcomm_context_t ctx, std::uint64_t* completed, bool* head_not_started) {
+  return ctrl_status(ctx->drv->device_progress(ctx->device, completed, head_not_started));
+}
+
 hcomm_result_t nic_info(hcomm_context_t ctx, NicInfo* out) { return ok_or(ctx->drv->nic_info(ctx->device, out), HCOMM_E_DRV); }
 hcomm_result_t peer_nic_info(hcomm_context_t ctx, std::uint32_t device, NicInfo* out) {
   return ok_or(ctx->drv->nic_info(device, out), HCOMM_E_DRV);
@@ -103,6 +116,7 @@ hcomm_result_t stream_synchronize(hcomm_stream_t s, std::uint64_t timeout_ns, st
   switch (s->ctx->drv->stream_synchronize(s->id, timeout_ns, error)) {
     case DrvStatus::Ok: return HCOMM_SUCCESS;
     case DrvStatus::Timeout: return HCOMM_E_TIMEOUT;
+    case DrvStatus::Aborted: return HCOMM_E_REMOTE;
     default: return HCOMM_E_RUNTIME;
   }
 }

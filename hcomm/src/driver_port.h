@@ -32,6 +32,15 @@ hcomm_result_t ctrl_send(hcomm_context_t ctx, std::uint32_t from_rank, std::uint
 hcomm_result_t ctrl_recv(hcomm_context_t ctx, std::uint32_t to_rank, std::uint32_t from_rank, std::uint64_t timeout_ns,
                          CtrlMsg* msg);
 
+// Failover (docs/failover.md): HCOMM_E_NOT_SUPPORT when the driver has none; ctrl_signal_poll
+// HCOMM_E_TIMEOUT when nothing has arrived.
+hcomm_result_t ctrl_signal(hcomm_context_t ctx, std::uint32_t from_rank, std::uint32_t to_rank, CtrlMsg msg);
+hcomm_result_t ctrl_signal_poll(hcomm_context_t ctx, std::uint32_t to_rank, std::uint32_t* from_rank, CtrlMsg* msg);
+hcomm_result_t device_abort(hcomm_context_t ctx);
+hcomm_result_t notify_reset(hcomm_context_t ctx);
+void failover_reported(hcomm_context_t ctx, const FailoverInfo& f);
+hcomm_result_t device_progress(hcomm_context_t ctx, std::uint64_t* completed, bool* head_not_started);
+
 // RoCE routing (route/). Failure: HCOMM_E_DRV; probe_paths / qp_connect without a NIC on either
 // end: HCOMM_E_NOT_SUPPORT.
 hcomm_result_t nic_info(hcomm_context_t ctx, NicInfo* out);
@@ -59,7 +68,8 @@ hcomm_result_t stream_create_on(hcomm_context_t ctx, std::uint32_t device, std::
 hcomm_result_t stream_destroy(hcomm_stream_t s);
 hcomm_result_t submit(hcomm_stream_t s, const DrvTask& t);
 /// Block until the stream is idle: HCOMM_E_TIMEOUT after timeout_ns of device time,
-/// HCOMM_E_RUNTIME when a task failed (`error` says why).
+/// HCOMM_E_RUNTIME when a task failed (`error` says why), HCOMM_E_REMOTE when an urgent control
+/// message interrupted the wait (ctrl_signal_poll reads it).
 hcomm_result_t stream_synchronize(hcomm_stream_t s, std::uint64_t timeout_ns, std::string* error);
 bool stream_idle(hcomm_stream_t s);
 std::uint64_t event_completed(hcomm_event_t ev);

@@ -155,6 +155,7 @@ RunResult run_scenario(const Scenario& sc, const RunOptions& opt) {
   res.counters = read_counters(cluster->machine(), cluster->network());
   trace_counters(trace, res.counters);
   expect_counters(sc.expect, res.counters, failures);
+  expect_failovers(sc.expect, cluster->driver().failovers(), cluster->driver().fault_times(), failures);
   expect_outcome(sc.expect, failures);
   for (auto& f : failures) res.failures.push_back(f.message);
   trace_link_counters(trace, cluster->machine(), res.sim_end_ps);

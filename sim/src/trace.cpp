@@ -37,6 +37,9 @@ CREATE TABLE tasks(rank INTEGER, stream INTEGER, op_seq INTEGER, kind TEXT, star
 CREATE TABLE routes(sim_time_ns REAL, comm INTEGER, src INTEGER, dst INTEGER, qp INTEGER, transport TEXT, nic TEXT,
                     udp_sport INTEGER, hops TEXT, bandwidth_GBps REAL, latency_us REAL, congestion REAL, cost REAL,
                     reason TEXT, trigger TEXT);
+CREATE TABLE failovers(id INTEGER PRIMARY KEY, comm INTEGER, fault TEXT, fault_at_ns REAL, detected_at_ns REAL,
+                       detected_by INTEGER, origin INTEGER, op_seq INTEGER, action TEXT, path_before TEXT, path_after TEXT,
+                       bytes_resent INTEGER, resumed_at_ns REAL, code INTEGER);
 CREATE TABLE counters(name TEXT PRIMARY KEY, value REAL);
 CREATE TABLE logs(id INTEGER PRIMARY KEY, sim_time_ns REAL, rank INTEGER, level INTEGER, message TEXT);
 CREATE TABLE checks(rank INTEGER, step INTEGER, rep INTEGER, ok INTEGER, mismatches INTEGER, detail TEXT);
@@ -189,6 +192,7 @@ bool Trace::open(const std::string& path, std::string* why, bool force) {
   st_task_ = prep("INSERT INTO tasks VALUES(?,?,?,?,?,?,?,?)");
   st_route_ = prep("INSERT INTO routes VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
   st_counter_ = prep("INSERT INTO counters VALUES(?,?)");
+  st_failover_ = prep("INSERT INTO failovers(comm,fault,fault_at_ns,detected_at_ns,detected_by,origin,op_seq,action,path_before,path_after,bytes_resent,resumed_at_ns,code) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)");
   st_log_ = prep("INSERT INTO logs(sim_time_ns,rank,level,message) VALUES(?,?,?,?)");
   st_check_ = prep("INSERT INTO checks VALUES(?,?,?,?,?,?)");
   st_sum_ = prep("INSERT INTO summary VALUES(?,?,?,?,?,?,?)");
@@ -205,7 +209,7 @@ void Trace::close() noexcept {
   if (db_) {
     if (!failed_ && !sqlite3_get_autocommit(db_) && exec("COMMIT")) committed_ += pending_;
     pending_ = 0;
-    for (sqlite3_stmt** s : {&st_npu_, &st_link_, &st_op_, &st_ctr_, &st_log_, &st_check_, &st_sum_, &st_port_, &st_counter_, &st_sample_, &st_task_, &st_route_}) {
+    for (sqlite3_stmt** s : {&st_npu_, &st_link_, &st_op_, &st_ctr_, &st_log_, &st_check_, &st_sum_, &st_port_, &st_counter_, &st_sample_, &st_task_, &st_route_, &st_failover_}) {
       sqlite3_finalize(*s);
       *s = nullptr;
     }
@@ -368,6 +372,16 @@ void Trace::route(const RouteRow& r) {
   if (!writable()) return;
   if (!put(Binder{st_route_}(r.t_ns)(static_cast<I>(r.comm))(static_cast<I>(r.src))(static_cast<I>(r.dst))(static_cast<I>(r.qp))(r.transport)(r.nic)(
                static_cast<I>(r.udp_sport))(r.hops)(r.bandwidth_GBps)(r.latency_us)(r.congestion)(r.cost)(r.reason)(r.trigger)
+               .done()))
+    return;
+  row_done();
+}
+
+void Trace::failover(const FailoverRow& f) {
+  if (!writable()) return;
+  if (!put(Binder{st_failover_}(static_cast<I>(f.comm))(f.fault).maybe(f.fault_at_ns)(f.detected_ns)(static_cast<I>(f.detected_by))(f.origin)(
+               static_cast<I>(f.op_seq))(f.action).text_or_null(f.path_before).text_or_null(f.path_after)(static_cast<I>(f.bytes_resent))
+               .maybe(f.resumed_ns)(static_cast<I>(f.code))
                .done()))
     return;
   row_done();

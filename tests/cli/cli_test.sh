@@ -86,8 +86,9 @@ expect default-db 0 "trace database small.hcsim.db" -- "$HCSIM" run "$FX/small.j
 expect corrupt 1 "rank 3 step 0 rep 1: result check failed: 1 wrong elements, first element 1024" -- "$HCSIM" run "$FX/corrupt.json" --no-trace
 expect corrupt-expected 0 "PASS" -- "$HCSIM" run "$FX/corrupt-expected.json" --no-trace
 
-# A timed-out wait names what the stream is blocked on, read from the NPU's registers by MMIO.
-expect timeout-diagnostic 0 "synchronize timed out after 2000 ms: stream [0-9]+ of node[0-9]+/npu[0-9]+: SQ tail [0-9]+, SQ head [0-9]+, CQ tail [0-9]+; blocked in notify_wait on notify register [0-9]+ \(MMIO 0x1[0-9a-f]{7}\) = 0" -- "$HCSIM" run "$SRC/scenarios/rank-crash.json" --no-trace
+# A timed-out wait (a stalled NPU: nothing fails, nobody reports) names what the stream is blocked
+# on, read from the NPU's registers by MMIO.
+expect timeout-diagnostic 0 "synchronize timed out after 2000 ms: stream [0-9]+ of node[0-9]+/npu[0-9]+: SQ tail [0-9]+, SQ head [0-9]+, CQ tail [0-9]+; blocked in notify_wait on notify register [0-9]+ \(MMIO 0x1[0-9a-f]{7}\) = 0" -- "$HCSIM" run "$FX/stall-timeout.json" --no-trace
 
 expect topo-summary 0 "bisection +102400.0 GB/s" -- "$HCSIM" topo "$SRC/topologies/clos-1024.json"
 expect topo-dot 0 "node0 .. node63 \(64 servers\)" -- "$HCSIM" topo "$SRC/topologies/clos-1024.json" --dot

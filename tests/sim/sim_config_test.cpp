@@ -78,7 +78,13 @@ TEST(SimConfig, PrecedenceRangesAndEffects) {
     const std::uint64_t bytes = 4 << 20;
     hcomm_malloc(ctx, bytes, &buf);
 
-    // One-sided RDMA into registered symmetric memory, and the target NIC's access checks.
+    const double t_plain = timed_send(plain, ctx, r, buf, bytes);
+    const double t_limited = timed_send(limited, ctx, r, buf, bytes);
+    const double t_small = timed_send(small, ctx, r, buf, bytes);
+    if (r == 8) { v["t_plain"] = t_plain; v["t_limited"] = t_limited; v["t_small"] = t_small; }
+
+    // One-sided RDMA into registered symmetric memory, and the target NIC's access checks. Last: a failed
+    // write puts the communicators in error (docs/failover.md).
     void* sym = nullptr;
     rc["buffer_alloc"] = hcomm_buffer_alloc(ctx, 1 << 20, &sym);
     hcomm_mr_t mr{}, ro{};
@@ -100,10 +106,13 @@ TEST(SimConfig, PrecedenceRangesAndEffects) {
       rc["rdma_outside"] = hcomm_rdma_write(buf, pat.size(), 0, remote + (1 << 20), mr.rkey, plain, s);
       rc["rdma_outside_sync"] = hcomm_stream_synchronize(s);
       hcomm_remote_addr(plain, 0, static_cast<char*>(sym) + (1 << 19), &remote);
-      hcomm_rdma_write(buf, 1024, 0, remote, ro.rkey, plain, s);  // region without REMOTE_WRITE
-      rc["rdma_noflag_sync"] = hcomm_stream_synchronize(s);
-      hcomm_rdma_write(buf, 1024, 0, remote, 0xdead, plain, s);   // unknown key
-      rc["rdma_badkey_sync"] = hcomm_stream_synchronize(s);
+      // The failed write put the context's communicators in error (docs/failover.md): later
+      // writes are refused with that sticky error instead of being posted.
+      rc["rdma_noflag_sync"] = hcomm_rdma_write(buf, 1024, 0, remote, ro.rkey, plain, s);  // region without REMOTE_WRITE
+      rc["rdma_badkey_sync"] = hcomm_rdma_write(buf, 1024, 0, remote, 0xdead, plain, s);   // unknown key
+      hcomm_result_t async = HCOMM_SUCCESS;
+      hcomm_get_async_error(plain, &async);
+      rc["async_error"] = async;
       hcomm_destroy_stream(s);
     }
     hcomm_barrier(plain, nullptr);
@@ -120,10 +129,6 @@ TEST(SimConfig, PrecedenceRangesAndEffects) {
     }
     rc["dereg"] = r == 0 ? hcomm_dereg_mr(ctx, &ro) : HCOMM_SUCCESS;
     rc["dereg_twice"] = r == 0 ? hcomm_dereg_mr(ctx, &ro) : HCOMM_E_NOT_FOUND;
-    double t_plain = timed_send(plain, ctx, r, buf, bytes);
-    double t_limited = timed_send(limited, ctx, r, buf, bytes);
-    double t_small = timed_send(small, ctx, r, buf, bytes);
-    if (r == 8) { v["t_plain"] = t_plain; v["t_limited"] = t_limited; v["t_small"] = t_small; }
     hcomm_comm_destroy(plain);
     hcomm_comm_destroy(limited);
     hcomm_comm_destroy(small);
@@ -137,7 +142,7 @@ TEST(SimConfig, PrecedenceRangesAndEffects) {
   EXPECT_EQ(rc["tcp"], HCOMM_E_NOT_SUPPORT);
   for (const char* k : {"buffer_alloc", "reg_mr", "reg_mr_ro", "rdma_ok", "rdma_ok_sync", "rdma_outside", "rdma_data", "dereg"}) EXPECT_EQ(rc[k], HCOMM_SUCCESS) << k;
   EXPECT_EQ(rc["reg_mr_bad_flags"], HCOMM_E_PARA);
-  for (const char* k : {"rdma_outside_sync", "rdma_noflag_sync", "rdma_badkey_sync"}) EXPECT_EQ(rc[k], HCOMM_E_RUNTIME) << k;
+  for (const char* k : {"rdma_outside_sync", "rdma_noflag_sync", "rdma_badkey_sync", "async_error"}) EXPECT_EQ(rc[k], HCOMM_E_RUNTIME) << k;
   EXPECT_EQ(rc["dereg_twice"], HCOMM_E_NOT_FOUND);
   EXPECT_EQ(v["env_num_qp"], 4);
   EXPECT_EQ(v["env_timeout"], 20000);

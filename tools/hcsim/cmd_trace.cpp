@@ -294,12 +294,12 @@ int trace_main(const std::vector<std::string>& argv) {
                   &why);
   }
   if (ok && db.has_table("failovers")) {
-    // Not written by hcsim yet: every column goes into args; the time is the first of t_ns,
-    // sim_time_ns, at_ns, time_ns, start_ns that exists.
+    // Schema 7 (docs/trace-schema.md#failovers): every column goes into args; the time is the
+    // first of detected_at_ns, t_ns, sim_time_ns, at_ns, time_ns, start_ns that exists.
     std::vector<std::string> cols;
     db.query("SELECT name FROM pragma_table_info('failovers') ORDER BY cid", [&](const Row& r) { cols.push_back(r.s(0)); }, &why);
     int tcol = -1;
-    for (const char* c : {"t_ns", "sim_time_ns", "at_ns", "time_ns", "start_ns"})
+    for (const char* c : {"detected_at_ns", "t_ns", "sim_time_ns", "at_ns", "time_ns", "start_ns"})
       for (std::size_t k = 0; k < cols.size() && tcol < 0; ++k)
         if (cols[k] == c) tcol = static_cast<int>(k);
     if (tcol >= 0) {

@@ -11,7 +11,8 @@
 
 namespace hcomm {
 
-enum class DrvStatus : int { Ok = 0, Invalid, NoMemory, Timeout, Failed, NotSupported };
+/// Aborted: a blocking call was interrupted by an urgent control message (ctrl_signal).
+enum class DrvStatus : int { Ok = 0, Invalid, NoMemory, Timeout, Failed, NotSupported, Aborted };
 
 /// Rank descriptor as the driver registers it in the NPU configuration space.
 struct RankDesc {
@@ -109,6 +110,22 @@ using CtrlMsg = std::shared_ptr<const std::vector<std::uint8_t>>;
 constexpr std::uint32_t kCtrlAnyRank = ~0u;  ///< ctrl_recv: a message from any rank (the earliest to arrive)
 // ---- end discovery ----
 
+// ---- failover (docs/failover.md) ----
+/// What the library did about a fault (reported for the trace's `failovers` table).
+struct FailoverInfo {
+  std::uint32_t comm = 0;          ///< communicator id
+  std::uint32_t rank = 0;          ///< detected by (global rank)
+  std::int64_t origin = -1;        ///< the rank whose report it acted on (global; -1: its own detection)
+  std::uint64_t op_seq = 0;        ///< the operation it happened in
+  std::string fault;               ///< what failed, as the library learned it
+  std::string action;              ///< "abort", "retry", "shrink", "heartbeat"
+  std::string path_before, path_after;
+  int code = 0;                    ///< hcomm_result_t the rank's call returned (0: recovered)
+  std::uint64_t bytes_resent = 0;  ///< bytes the recovery moved again
+  std::uint64_t detected_ns = 0, resumed_ns = 0;  ///< resumed 0: traffic did not resume
+};
+// ---- end failover ----
+
 class Driver {
  public:
   virtual ~Driver() = default;
@@ -173,6 +190,34 @@ class Driver {
   /// Timeout after timeout_ns of simulated time.
   virtual DrvStatus ctrl_recv(std::uint32_t to_rank, std::uint32_t from_rank, std::uint64_t timeout_ns, CtrlMsg* msg) = 0;
   // ---- end discovery ----
+
+  // ---- failover (docs/failover.md) ----
+  // Defaults: a driver without them has no failover (the library then waits for its timeouts).
+  /// Urgent message on the control channel (an abort, a heartbeat): timed like ctrl_send, kept in
+  /// a queue of its own, and its arrival interrupts the receiving rank's blocking
+  /// stream_synchronize / submit, which return Aborted while one is unread (as the real library's
+  /// background thread stops the host's waits when its socket delivers an abort).
+  virtual DrvStatus ctrl_signal(std::uint32_t /*from_rank*/, std::uint32_t /*to_rank*/, CtrlMsg /*msg*/) {
+    return DrvStatus::NotSupported;
+  }
+  /// Take the earliest arrived urgent message of `to_rank` without blocking (Timeout: none).
+  virtual DrvStatus ctrl_signal_poll(std::uint32_t /*to_rank*/, std::uint32_t* /*from_rank*/, CtrlMsg* /*msg*/) {
+    return DrvStatus::NotSupported;
+  }
+  /// Stop every stream of `device` (aclrtStreamAbort on each): queued tasks are discarded, the
+  /// ones in flight orphaned, the device's error state cleared.
+  virtual DrvStatus device_abort(std::uint32_t /*device*/) { return DrvStatus::NotSupported; }
+  /// Zero the device's notify registers that nothing waits on (records of an aborted operation).
+  virtual DrvStatus notify_reset(std::uint32_t /*device*/) { return DrvStatus::NotSupported; }
+  /// Progress of `device` for the library's STUCK check (docs/failover.md#heartbeat): tasks
+  /// completed on all its streams so far, and whether some stream has work whose head task the
+  /// engine has not started (false when every busy stream is inside a task, e.g. waiting on a peer).
+  virtual DrvStatus device_progress(std::uint32_t /*device*/, std::uint64_t* /*completed*/, bool* /*head_not_started*/) {
+    return DrvStatus::NotSupported;
+  }
+  /// The library recovered from (or gave up on) a fault (trace only).
+  virtual void failover_reported(std::uint32_t /*device*/, const FailoverInfo& /*f*/) {}
+  // ---- end failover ----
 };
 
 /// The process-wide driver (as the real runtime is process-wide). Set before any context is made.

@@ -161,6 +161,10 @@ typedef struct {
   const char* algo;          /* HCOMM_ALGO syntax ("level0:NA;level1:NHR", or per operation
                                 "allreduce=level0:NA;level1:ring/allgather=level0:NA;level1:NB");
                                 NULL = the environment (HCOMM_ALGO, HCCL_ALGO, HCOMM_ALLREDUCE_ALGO) */
+  uint64_t op_retry;         /* 1: a collective that fails mid-operation is re-executed from its
+                                inputs on paths avoiding the fault (HCCL's op retry; docs/failover.md) */
+  uint64_t heartbeat_timeout_ms; /* 0 = no heartbeat; else silence / no progress for this long
+                                    makes a rank LOST / STUCK (docs/failover.md) */
 } hcomm_config_t;
 void hcomm_config_init(hcomm_config_t* cfg); /* every number HCOMM_CONFIG_UNSET, algo NULL */
 /* Check one HCOMM_* environment value as the library would read it: HCOMM_SUCCESS, HCOMM_E_PARA
@@ -353,6 +357,37 @@ hcomm_result_t hcomm_batch_send_recv(const hcomm_send_recv_item_t* items, uint32
  * streams, contexts) without waiting for device work: for process teardown, e.g. after a rank
  * died holding resources. */
 hcomm_result_t hcomm_finalize(void);
+
+/* ---- failover (docs/failover.md) ----
+ * A device task that fails (a link down under a transfer, a crashed peer) makes the rank that saw
+ * it return HCOMM_E_RUNTIME and tell every other rank of each of its communicators over the host
+ * control channel; a rank blocked in a synchronize or wait is woken by that message and gets
+ * HCOMM_E_REMOTE, a rank not blocked gets it from its next call on the communicator. The error is
+ * sticky: every later operation on the communicator returns it, until it is destroyed (or shrunk).
+ * With op_retry (HCOMM_OP_RETRY=1) the ranks first agree, through a coordinator, to re-execute
+ * the failed collective from its inputs on a path that avoids the dead link; when that works no
+ * error is returned at all. */
+/* The communicator's asynchronous error (HCCL's HcclGetCommAsyncError): HCOMM_SUCCESS into *error
+ * while healthy, else the first error it learned (HCOMM_E_RUNTIME on the rank that saw the fault,
+ * HCOMM_E_REMOTE on the others). Reads the abort messages that have arrived without blocking. */
+hcomm_result_t hcomm_get_async_error(hcomm_comm_t comm, hcomm_result_t* error);
+/* The same as text ("rank 2 (comm rank 2): link ... went down during a transfer"); "" while
+ * healthy. The string lives until the next failover call on the communicator or its destruction. */
+hcomm_result_t hcomm_get_async_error_string(hcomm_comm_t comm, const char** msg);
+/* Called once, on the rank's own thread, when the communicator first learns an error (from inside
+ * the call that learned it); NULL unregisters. */
+typedef void (*hcomm_error_callback_t)(hcomm_comm_t comm, hcomm_result_t error, const char* msg, void* user_data);
+hcomm_result_t hcomm_comm_set_error_callback(hcomm_comm_t comm, hcomm_error_callback_t cb, void* user_data);
+/* Comm ranks the library found lost (they did not answer a recovery agreement), ascending: up to
+ * `cap` go to ranks, their number to *n. */
+hcomm_result_t hcomm_comm_lost_ranks(hcomm_comm_t comm, uint32_t cap, uint32_t* ranks, uint32_t* n);
+/* Shrink (ULFM's MPI_Comm_shrink): every surviving rank of `comm` calls it with the same list of
+ * `n_lost` lost comm ranks; *new_comm is a communicator of the survivors, ranked in their order
+ * in `comm`, healthy, with the parent's configuration. The survivors agree over the host control
+ * channel only (no device traffic: the parent may be in error). A list with an out-of-range or
+ * repeated rank, the caller itself, or nobody left is HCOMM_E_PARA; a survivor that does not
+ * call makes the others' HCOMM_E_TIMEOUT (after timeout_ms). */
+hcomm_result_t hcomm_comm_shrink(hcomm_comm_t comm, uint32_t n_lost, const uint32_t* lost_ranks, hcomm_comm_t* new_comm);
 
 const char* hcomm_result_string(hcomm_result_t r);
 uint32_t hcomm_data_type_size(hcomm_data_type_t t);

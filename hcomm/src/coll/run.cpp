@@ -11,6 +11,7 @@
 #include "algo/partition.h"
 #include "algo/select.h"
 #include "core/comm.h"
+#include "core/failover.h"
 #include "core/log.h"
 #include "core/profile.h"
 #include "discovery/topo.h"
@@ -390,7 +391,66 @@ hcomm_result_t hier_rooted(hcomm_comm_t comm, const ServerGroups& g, const Famil
 
 }  // namespace
 
+namespace {
+hcomm_result_t run_checked(hcomm_comm_t comm, hcomm_stream_t main, const CollReq& r);
+
+// HCOMM_OP_RETRY's re-execution (core/failover.h): the pending operation again, from its inputs.
+hcomm_result_t rerun(hcomm_comm_t comm, const PendingOp& p) {
+  CollReq r;
+  r.op = static_cast<CollOp>(p.op);
+  r.kind = p.kind;
+  r.dtype = p.dtype;
+  r.redop = p.redop;
+  r.root = p.root;
+  r.in = p.in;
+  r.out = p.out;
+  r.count = p.count;
+  return run_checked(comm, p.stream, r);
+}
+struct RegisterRerun { RegisterRerun() { g_rerun_op = rerun; } } g_register_rerun;
+
+// Re-executing is exactly once when the inputs are intact: out of place (or a broadcast, whose
+// root only reads), no -v arrays (their storage is the caller's), not all-to-all (no ring).
+bool retryable(const CollReq& r, std::uint64_t in_bytes, std::uint64_t out_bytes) {
+  if (r.counts || r.scounts || r.op == CollOp::AllToAll) return false;
+  if (r.op == CollOp::Broadcast) return true;
+  return r.in + in_bytes <= r.out || r.out + out_bytes <= r.in;
+}
+}  // namespace
+
 hcomm_result_t run_collective(hcomm_comm_t comm, hcomm_stream_t main, const CollReq& r) {
+  // A communicator in error (docs/failover.md) refuses new work with its error.
+  if (hcomm_result_t e = failover::check(comm); e != HCOMM_SUCCESS) return e;
+  const std::uint64_t seq = comm->op_seq;
+  failover::uses(comm, main);
+  const hcomm_result_t rc = run_checked(comm, main, r);
+  if (rc == HCOMM_SUCCESS && comm->cfg.op_retry) {
+    const std::uint64_t esz = hcomm_data_type_size(static_cast<hcomm_data_type_t>(r.dtype));
+    const std::uint64_t n = comm->nranks;
+    std::uint64_t in_b = r.count * esz, out_b = r.count * esz;
+    if (r.op == CollOp::AllGather) out_b *= n;
+    if (r.op == CollOp::ReduceScatter || r.op == CollOp::Scatter) in_b *= n;
+    if (r.op == CollOp::Gather) out_b *= n;
+    PendingOp p;
+    p.seq = seq;
+    p.op = static_cast<int>(r.op);
+    p.kind = r.kind;
+    p.dtype = r.dtype;
+    p.redop = r.redop;
+    p.root = r.root;
+    p.in = r.in;
+    p.out = r.out;
+    p.count = r.count;
+    p.in_bytes = in_b;
+    p.out_bytes = out_b;
+    p.retryable = retryable(r, in_b, out_b);
+    failover::op_submitted(comm, main, p);
+  }
+  return rc;
+}
+
+namespace {
+hcomm_result_t run_checked(hcomm_comm_t comm, hcomm_stream_t main, const CollReq& r) {
   const std::uint32_t n = comm->nranks;
   const std::uint64_t esz = hcomm_data_type_size(static_cast<hcomm_data_type_t>(r.dtype));
   // The trace speaks global ranks (the same on a world communicator; a child maps, coll/split.cpp).
@@ -425,7 +485,16 @@ hcomm_result_t run_collective(hcomm_comm_t comm, hcomm_stream_t main, const Coll
     shape.servers = n;  // unequal servers: treat every rank as its own server (RoCE costs, flat only)
   }
   route::check(comm);  // congestion since the last operation may move this rank's RoCE routes
-  const Choice c = select_algo(comm, r.op, info.bytes, shape);
+  Choice c = select_algo(comm, r.op, info.bytes, shape);
+  if (comm->avoid && r.op != CollOp::AllToAll) {
+    // After an op retry (docs/failover.md): a flat ring in rank order, whose neighbours the
+    // agreement checked do not use a dead HCCS link.
+    c = Choice{};
+    c.kind = Choice::Flat;
+    c.family = &kRing;
+    c.name = "ring";
+    c.by = "op retry";
+  }
   info.algorithm = c.name;
   info.chosen_by = c.by;
   info.est_ns = c.est_ns;
@@ -459,5 +528,7 @@ hcomm_result_t run_collective(hcomm_comm_t comm, hcomm_stream_t main, const Coll
   op_end(main, mk);
   return HCOMM_SUCCESS;
 }
+
+}  // namespace
 
 }  // namespace hcomm::detail

@@ -15,10 +15,12 @@
 #include <vector>
 
 #include "core/comm.h"
+#include "core/failover.h"
 #include "core/handles.h"
 #include "core/log.h"
 #include "core/objects.h"
 #include "core/stream.h"
+#include "driver_port.h"
 
 using namespace hcomm;
 using namespace hcomm::detail;
@@ -89,6 +91,7 @@ hcomm_result_t make_child(hcomm_comm_t parent, std::uint32_t id, std::vector<std
   }
   hold_comm_id(c);
   track(c, kComm);
+  failover::comm_created(c);
   *out = c;
   return HCOMM_SUCCESS;
 }
@@ -233,6 +236,81 @@ hcomm_result_t hcomm_comm_create_group(hcomm_comm_t parent, uint32_t n, const ui
     }
   }
   return split(parent, req, out);
+}
+
+// hcomm_comm_shrink (docs/failover.md#shrink): the survivors only, agreed over the control
+// channel (the parent's devices may be in error, so nothing goes through them).
+hcomm_result_t hcomm_comm_shrink(hcomm_comm_t parent, uint32_t n_lost, const uint32_t* lost, hcomm_comm_t* out) {
+  if (!live(parent, kComm)) return HCOMM_E_UNAVAIL;
+  if (!out || (n_lost && !lost)) return HCOMM_E_PTR;
+  *out = nullptr;
+  hcomm_context_t ctx = parent->ctx;
+  const std::uint32_t p = parent->nranks, me = parent->rank;
+  if (n_lost >= p) {
+    logf(ctx, 0, "Rank%u comm shrink: %u ranks lost of %u: nobody would be left", me, n_lost, p);
+    return HCOMM_E_PARA;
+  }
+  std::vector<bool> gone(p, false);
+  for (std::uint32_t i = 0; i < n_lost; ++i) {
+    const std::uint32_t q = lost[i];
+    if (q >= p || gone[q] || q == me) {
+      logf(ctx, 0, "Rank%u comm shrink: lost_ranks[%u] = %u is %s", me, i, q,
+           q >= p ? "not a rank of the communicator" : q == me ? "the caller itself" : "listed twice");
+      return HCOMM_E_PARA;
+    }
+    gone[q] = true;
+  }
+  std::vector<std::uint32_t> survivors;
+  for (std::uint32_t r = 0; r < p; ++r)
+    if (!gone[r]) survivors.push_back(r);
+  std::uint32_t used[8] = {}, all[8] = {};
+  for (std::uint32_t id = 1; id < 256; ++id)
+    if (ctx->comm_id_use[id]) used[id / 32] |= 1u << (id % 32);
+  if (hcomm_result_t rc = failover::agree_ids(parent, survivors, used, all); rc != HCOMM_SUCCESS) return rc;
+  std::uint32_t id = 0;
+  for (std::uint32_t k = 255; k >= 1 && !id; --k)
+    if (!(all[k / 32] & (1u << (k % 32)))) id = k;
+  if (!id) return HCOMM_E_UNAVAIL;
+  // Shape: servers contiguous and of equal size in the survivors' order, else 0.
+  const std::uint32_t m = static_cast<std::uint32_t>(survivors.size());
+  std::vector<std::uint32_t> server(m), members(m);
+  std::uint32_t my_rank = 0;
+  for (std::uint32_t i = 0; i < m; ++i) {
+    const RankDesc* d = peer_desc(parent, survivors[i]);
+    if (!d) return HCOMM_E_NOT_FOUND;
+    server[i] = d->server;
+    members[i] = global_rank(parent, survivors[i]);
+    if (survivors[i] == me) my_rank = i;
+  }
+  std::uint32_t L = 0;
+  bool uniform = true;
+  std::vector<std::uint32_t> seen;
+  for (std::uint32_t i = 0; i < m && uniform;) {
+    std::uint32_t j = i;
+    while (j < m && server[j] == server[i]) ++j;
+    if (L == 0) L = j - i;
+    auto at = std::lower_bound(seen.begin(), seen.end(), server[i]);
+    uniform = j - i == L && (at == seen.end() || *at != server[i]);
+    seen.insert(at, server[i]);
+    i = j;
+  }
+  if (hcomm_result_t rc = make_child(parent, id, std::move(members), my_rank, uniform ? L : 0, out); rc != HCOMM_SUCCESS) return rc;
+  logf(ctx, 1, "Rank%u comm %u shrunk: %u lost, rank %u of %u in comm %u", me, parent->id, n_lost, my_rank, m, id);
+  if (!parent->error.text.empty() || n_lost) {
+    FailoverInfo f;
+    f.comm = parent->id;
+    f.rank = global_rank(parent, me);
+    f.origin = parent->error.origin >= 0 ? static_cast<std::int64_t>(global_rank(parent, static_cast<std::uint32_t>(parent->error.origin))) : -1;
+    f.op_seq = parent->op_seq;
+    f.fault = parent->error.text.empty() ? "shrink requested" : parent->error.text;
+    f.action = "shrink";
+    f.path_before = std::to_string(p) + " ranks (comm " + std::to_string(parent->id) + ")";
+    f.path_after = std::to_string(m) + " ranks (comm " + std::to_string(id) + ")";
+    f.detected_ns = parent->error.at_ns ? parent->error.at_ns : port::now_ns(ctx);
+    f.resumed_ns = port::now_ns(ctx);
+    port::failover_reported(ctx, f);
+  }
+  return HCOMM_SUCCESS;
 }
 
 }  // extern "C"

@@ -5,6 +5,7 @@
 
 #include "core/algo_knob.h"
 #include "core/config.h"
+#include "core/failover.h"
 #include "core/handles.h"
 #include "core/log.h"
 #include "core/stream.h"
@@ -84,6 +85,7 @@ hcomm_result_t hcomm_comm_init_config(hcomm_context_t ctx, uint32_t nranks, uint
   if (r != HCOMM_SUCCESS) { delete c; return r; }
   hold_comm_id(c);
   track(c, kComm);
+  failover::comm_created(c);
   *out = c;
   return HCOMM_SUCCESS;
 }
@@ -98,6 +100,7 @@ hcomm_result_t hcomm_comm_destroy(hcomm_comm_t c) {
   if (c->grant_stream) hcomm_destroy_stream(c->grant_stream);
   if (c->batch_send) hcomm_destroy_stream(c->batch_send);
   if (c->batch_recv) hcomm_destroy_stream(c->batch_recv);
+  failover::comm_destroyed(c);
   if (live(c->ctx, kCtx)) {
     release_comm_id(c);
     c->ctx->reservations.erase(c);  // its bandwidth reservation (route/reserve.cpp) ends with it

@@ -69,6 +69,9 @@ const Knob kKnobs[] = {
     {&hcomm_config_t::bandwidth_limit, "bandwidth_limit", "HCOMM_BANDWIDTH_LIMIT", 0, 0, 1000, {}},
     {&hcomm_config_t::num_qp, "num_qp", "HCOMM_NUM_QP", 8, 1, 32, {}},
     {&hcomm_config_t::buffer_size, "buffer_size", "HCOMM_BUFFER_SIZE", 8 * MB, MB, 64 * MB, {}},
+    // Failover (docs/failover.md).
+    {&hcomm_config_t::op_retry, "op_retry", "HCOMM_OP_RETRY", 0, 0, 1, {}},
+    {&hcomm_config_t::heartbeat_timeout_ms, "heartbeat_timeout_ms", "HCOMM_HEARTBEAT_TIMEOUT_MS", 0, 0, 300000, {}},
 };
 
 // Resolve one knob: communicator value, else HCOMM_<env> (number, or one of `names`), else default.
@@ -202,6 +205,6 @@ extern "C" hcomm_result_t hcomm_config_check(const char* name, const char* value
 extern "C" void hcomm_config_init(hcomm_config_t* c) {
   if (!c) return;
   c->mode = c->send_buffer_size = c->recv_buffer_size = c->buffer_pool_size = c->timeout_ms = c->retry_count = c->protocol =
-      c->bandwidth_limit = c->num_qp = c->buffer_size = HCOMM_CONFIG_UNSET;
+      c->bandwidth_limit = c->num_qp = c->buffer_size = c->op_retry = c->heartbeat_timeout_ms = HCOMM_CONFIG_UNSET;
   c->algo = nullptr;
 }

@@ -64,6 +64,26 @@ struct RelayChan {
   int stage = -1;                    ///< staging area index on the relay (-1: none bound yet)
   std::uint32_t go = 0, back = 0, slice = 0;  ///< sequence numbers of its notify keys
 };
+/// A collective submitted since its stream's last successful synchronize, kept so that
+/// HCOMM_OP_RETRY can re-execute it from its inputs (core/failover.h, docs/failover.md).
+struct PendingOp {
+  hcomm_comm_t comm = nullptr;
+  hcomm_stream_t stream = nullptr;
+  std::uint64_t seq = 0;
+  int op = 0;                 ///< CollOp
+  const char* kind = "";
+  int dtype = 0, redop = 0;
+  std::uint32_t root = 0;
+  std::uint64_t in = 0, out = 0, count = 0, in_bytes = 0, out_bytes = 0;
+  bool retryable = false;     ///< re-reading its inputs gives the same result (not in place, no -v arrays)
+};
+/// A communicator's failure state (core/failover.h): the first error it learned, sticky.
+struct CommError {
+  hcomm_result_t code = HCOMM_SUCCESS;
+  std::string text;           ///< what failed and on which rank
+  std::int64_t origin = -1;   ///< comm rank that detected it (-1: none)
+  std::uint64_t at_ns = 0;
+};
 }  // namespace hcomm::detail
 
 struct hcomm_context_s {
@@ -100,10 +120,17 @@ struct hcomm_context_s {
   std::map<hcomm_comm_t, Reservation> reservations;
   std::uint64_t nic_line_Bps = 0;  // the NIC's line rate, read at the first reservation
 };
+  // Failover (core/failover.h, docs/failover.md).
+  std::int64_t grank = -1;                          // this process's global rank (first communicator's init)
+  std::vector<hcomm_comm_t> comms;                  // live communicators of this context, creation order
+  std::vector<hcomm::detail::PendingOp> pending;    // collectives not yet synchronized (HCOMM_OP_RETRY)
+  bool recovering = false;                          // inside a recovery: no nested abort broadcasts
+};
 
 struct hcomm_stream_s {
   hcomm_context_t ctx = nullptr;
   std::uint32_t id = 0;
+  std::vector<hcomm_comm_t> used_by;  // communicators with work on it since its last good synchronize (core/failover.h)
 };
 
 struct hcomm_event_s {
@@ -135,6 +162,18 @@ struct hcomm_comm_s {
   hcomm_stream_t batch_send = nullptr, batch_recv = nullptr;  // hcomm_batch_send_recv's helper streams
   std::map<std::uint32_t, hcomm::RankDesc> peers;  // descriptors of peers actually used
   hcomm::detail::RouteState route;                 // transport and path to peers actually used (route/)
+  // Failover (core/failover.h, docs/failover.md).
+  hcomm::detail::CommError error;                  // sticky: every later call returns error.code
+  void (*error_cb)(hcomm_comm_t, hcomm_result_t, const char*, void*) = nullptr;
+  void* error_cb_data = nullptr;
+  std::vector<std::uint32_t> lost;                 // comm ranks found lost (agreement / heartbeat), sorted
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> dead_pairs;  // comm-rank pairs whose HCCS link is down (a < b)
+  bool avoid = false;                              // re-executing: run on paths that avoid dead_pairs
+  bool retry_wanted = false;                       // the error came with a request to re-execute (op_retry)
+  std::uint64_t recovered_round = 0;
+  std::uint64_t stale_below = 0;                   // abort reports of operations up to this seq are stale (recovered)               // the error (at_ns + 1) a recovery already ran for
+  std::uint64_t retries = 0;                       // agreement rounds so far (all members count alike)
+  std::uint64_t shrinks = 0;                       // hcomm_comm_shrink calls (all survivors count alike)
 };
 
 struct hcomm_buffer_pool_s {

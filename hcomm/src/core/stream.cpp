@@ -2,8 +2,10 @@
 // an id plus a host-side record count, recorded and waited on by stream tasks.
 #include "core/stream.h"
 
+#include <cstdio>
 #include <string>
 
+#include "core/failover.h"
 #include "core/handles.h"
 #include "core/log.h"
 #include "core/objects.h"
@@ -24,17 +26,51 @@ hcomm_result_t make_stream(hcomm_context_t ctx, hcomm_stream_t* out) {
 }
 
 hcomm_result_t sync_timeout(hcomm_stream_t s, std::uint64_t timeout_ms) {
-  std::string err;
-  hcomm_result_t rc = port::stream_synchronize(s, timeout_ms * 1000000ULL, &err);
-  switch (rc) {
-    case HCOMM_SUCCESS: return HCOMM_SUCCESS;
-    case HCOMM_E_TIMEOUT:
-      logf(s->ctx, 0, "Device%u stream %u synchronize timed out after %llu ms%s%s", s->ctx->device_id, s->id,
-           (unsigned long long)timeout_ms, err.empty() ? "" : ": ", err.c_str());
-      return HCOMM_E_TIMEOUT;
-    default:
-      logf(s->ctx, 0, "Device%u stream %u task failed: %s", s->ctx->device_id, s->id, err.c_str());
-      return HCOMM_E_RUNTIME;
+  const std::uint64_t deadline = port::now_ns(s->ctx) + timeout_ms * 1000000ULL;
+  // HCOMM_HEARTBEAT_TIMEOUT_MS (docs/failover.md#heartbeat): wait in periods of it and check
+  // that the device made progress in each; 0 (the default) waits in one piece.
+  const std::uint64_t hb_ns = failover::heartbeat_ns(s);
+  std::uint64_t last_done = 0;
+  bool have_last = false;
+  for (;;) {
+    std::string err;
+    const std::uint64_t now = port::now_ns(s->ctx);
+    const std::uint64_t left = deadline > now ? deadline - now : 0;
+    hcomm_result_t rc = port::stream_synchronize(s, hb_ns && hb_ns < left ? hb_ns : left, &err);
+    if (rc == HCOMM_E_TIMEOUT && hb_ns && hb_ns < left) {
+      std::uint64_t done = 0;
+      bool head_not_started = false;
+      if (port::device_progress(s->ctx, &done, &head_not_started) != HCOMM_SUCCESS) continue;
+      if (!have_last || done != last_done || !head_not_started) {  // progress, or waiting on a peer
+        last_done = done;
+        have_last = true;
+        continue;
+      }
+      char why[160];
+      std::snprintf(why, sizeof why, "heartbeat: device %u STUCK (no task completed for %llu ms and its engine starts none)",
+                    s->ctx->device_id, static_cast<unsigned long long>(hb_ns / 1000000));
+      logf(s->ctx, 0, "Device%u stream %u %s", s->ctx->device_id, s->id, why);
+      rc = failover::on_sync_failure(s, HCOMM_E_RUNTIME, why);
+      if (rc == HCOMM_E_AGAIN) { have_last = false; continue; }
+      return rc;
+    }
+    switch (rc) {
+      case HCOMM_SUCCESS: failover::synced(s); return HCOMM_SUCCESS;
+      case HCOMM_E_TIMEOUT:
+        logf(s->ctx, 0, "Device%u stream %u synchronize timed out after %llu ms%s%s", s->ctx->device_id, s->id,
+             (unsigned long long)timeout_ms, err.empty() ? "" : ": ", err.c_str());
+        return HCOMM_E_TIMEOUT;
+      case HCOMM_E_REMOTE:  // an urgent control message interrupted the wait (docs/failover.md)
+        rc = failover::on_sync_failure(s, rc, err);
+        if (rc == HCOMM_E_AGAIN) continue;
+        logf(s->ctx, 0, "Device%u stream %u synchronize: aborted by a peer's report", s->ctx->device_id, s->id);
+        return rc;
+      default:
+        logf(s->ctx, 0, "Device%u stream %u task failed: %s", s->ctx->device_id, s->id, err.c_str());
+        rc = failover::on_sync_failure(s, HCOMM_E_RUNTIME, err);
+        if (rc == HCOMM_E_AGAIN) continue;  // re-executed (op retry): wait for what is left on the stream
+        return rc;
+    }
   }
 }
 

@@ -108,6 +108,7 @@ class Machine final : public EventHandler, public NetworkListener {
   // ---- streams and tasks (npu/stream_engine.cpp) ----
   std::uint32_t create_stream(std::uint32_t npu);
   bool stream_valid(std::uint32_t s) const { return s < streams_.size() && streams_[s].alive; }
+  std::uint32_t stream_count() const { return static_cast<std::uint32_t>(streams_.size()); }
   void destroy_stream(std::uint32_t s) { streams_[s].alive = false; }
   std::uint32_t stream_npu(std::uint32_t s) const { return streams_[s].npu; }
   bool stream_idle(std::uint32_t s) const { return streams_[s].q.empty(); }
@@ -120,6 +121,12 @@ class Machine final : public EventHandler, public NetworkListener {
   bool stream_failed(std::uint32_t s) const { return streams_[s].failed; }
   const std::string& stream_error(std::uint32_t s) const { return streams_[s].error; }
   void clear_stream_error(std::uint32_t s) { streams_[s].failed = false; streams_[s].error.clear(); }
+  /// Stop a stream (docs/failover.md): its queued tasks are discarded and the one in flight is
+  /// orphaned (no more bytes, no completion), without an error; the stream can take new tasks.
+  void abort_stream(std::uint32_t s);
+  /// Zero the count of every notify register of `npu` that no stream waits on (records left over
+  /// from an aborted operation).
+  void reset_notifies(std::uint32_t npu);
   /// Append a task; it starts when all earlier tasks of the stream have completed.
   /// (enqueue + ring the stream's doorbell; the driver does the two steps itself.)
   void submit(std::uint32_t stream, const Task& t);
@@ -196,6 +203,7 @@ class Machine final : public EventHandler, public NetworkListener {
   void dispatch(std::uint32_t s);
   void complete(std::uint32_t s);
   void fail(std::uint32_t s, const std::string& why);
+  void orphan(std::uint32_t s);  ///< fail / abort_stream: empty the queue, orphan the task in flight
   // npu/notify.cpp
   void notify_record_task(std::uint32_t s, const Task& t);
   void notify_wait_task(std::uint32_t s, const Task& t);

@@ -96,6 +96,35 @@ void Machine::fail(std::uint32_t s, const std::string& why) {
   raise(st.npu, 1);
   st.failed = true;
   st.error = why;
+  orphan(s);
+  if (listener_) {
+    listener_->on_task_error(s, why);
+    listener_->on_stream_idle(s);
+  }
+}
+
+// Stream abort (the driver's stream_abort, docs/failover.md): the queue is discarded and the
+// task in flight orphaned as on a failure, but nothing is raised and the stream is usable again.
+void Machine::abort_stream(std::uint32_t s) {
+  auto& st = streams_[s];
+  st.pending.clear();
+  st.failed = false;
+  st.error.clear();
+  orphan(s);
+  if (listener_) listener_->on_stream_idle(s);
+}
+
+void Machine::reset_notifies(std::uint32_t npu) {
+  NpuState& me = npus_.at(npu);
+  for (std::uint32_t r = 0; r < me.nregs.size(); ++r)
+    if (me.nregs[r].bound && me.nregs[r].waiters.empty() && me.nregs[r].count) {
+      me.nregs[r].count = 0;
+      notify_release(npu, r);
+    }
+}
+
+void Machine::orphan(std::uint32_t s) {
+  auto& st = streams_[s];
   st.q.clear();
   st.busy = false;
   // Orphan what the failed task had in flight: its transfer stops moving bytes, its pending
@@ -109,11 +138,7 @@ void Machine::fail(std::uint32_t s, const std::string& why) {
     if (w.size() != before) notify_release(st.npu, r);
   }
   for (auto& e : me.events) e.second.waiters.erase(std::remove(e.second.waiters.begin(), e.second.waiters.end(), s), e.second.waiters.end());
-  st.space_at = ~0ULL;  // its queue is empty now (on_stream_idle below wakes a blocked submitter)
-  if (listener_) {
-    listener_->on_task_error(s, why);
-    listener_->on_stream_idle(s);
-  }
+  st.space_at = ~0ULL;  // its queue is empty now (the caller's on_stream_idle wakes a blocked submitter)
 }
 
 }  // namespace models

@@ -106,6 +106,19 @@ class SimDriver final : public hcomm::Driver, public models::MachineListener {
   std::uint64_t ctrl_messages() const { return ctrl_msgs_; }
   std::uint64_t ctrl_bytes() const { return ctrl_bytes_; }
   // ---- end discovery ----
+  // ---- failover (docs/failover.md) ----
+  hcomm::DrvStatus ctrl_signal(std::uint32_t from_rank, std::uint32_t to_rank, hcomm::CtrlMsg msg) override;
+  hcomm::DrvStatus ctrl_signal_poll(std::uint32_t to_rank, std::uint32_t* from_rank, hcomm::CtrlMsg* msg) override;
+  hcomm::DrvStatus device_abort(std::uint32_t device) override;
+  hcomm::DrvStatus notify_reset(std::uint32_t device) override;
+  void failover_reported(std::uint32_t device, const hcomm::FailoverInfo& f) override;
+  hcomm::DrvStatus device_progress(std::uint32_t device, std::uint64_t* completed, bool* head_not_started) override;
+  /// A fault was injected now (the failovers table's fault_at_ns).
+  void fault_injected();
+  const std::vector<models::Tick>& fault_times() const { return fault_ps_; }
+  /// Every failover the library reported, in report order.
+  const std::vector<hcomm::FailoverInfo>& failovers() const { return failovers_; }
+  std::uint64_t ctrl_signals() const { return ctrl_sigs_; }
 
   // models::MachineListener
   void on_stream_idle(std::uint32_t stream) override;
@@ -154,6 +167,16 @@ class SimDriver final : public hcomm::Driver, public models::MachineListener {
   std::vector<models::Tick> ctrl_tx_free_, ctrl_rx_free_;
   std::vector<std::unique_ptr<sc_core::sc_event>> ctrl_ev_;
   std::uint64_t ctrl_msgs_ = 0, ctrl_bytes_ = 0;
+  void ctrl_size();  // the per-rank control-channel state covers every rank
+  /// Urgent messages (ctrl_signal) per receiving rank, in arrival order, and the event their
+  /// arrival notifies (stream_synchronize waits on it too).
+  std::vector<std::deque<CtrlEntry>> sig_box_;
+  std::vector<std::unique_ptr<sc_core::sc_event>> sig_ev_;
+  bool signal_pending(std::uint32_t rank) const;
+  std::uint64_t ctrl_sigs_ = 0;
+  std::vector<hcomm::FailoverInfo> failovers_;
+  std::vector<models::Tick> fault_ps_;  // when each fault was injected
+  std::vector<std::vector<std::uint32_t>> dev_streams_;  // per device: its live streams
   std::uint64_t log_count_[4] = {0, 0, 0, 0};
 };
 

@@ -23,9 +23,18 @@ namespace sim {
 // 4: counter_samples, tasks, port_counters.busy_ns.
 // 5: routes; port_counters.peer, peer_port.
 // 6: operations.status, error (failed, timed-out and unfinished operations have rows).
-constexpr int kTraceSchemaVersion = 6;
+constexpr int kTraceSchemaVersion = 7;  // 7: the failovers table (docs/failover.md)
 
 /// One `routes` row: a route the library chose, with the path the hardware forwards it on.
+/// One row of `failovers` (docs/trace-schema.md): what one rank's library did about a fault.
+struct FailoverRow {
+  std::uint32_t comm = 0, detected_by = 0;
+  std::int64_t origin = -1;
+  std::uint64_t op_seq = 0, bytes_resent = 0;
+  std::string fault, action, path_before, path_after;
+  double fault_at_ns = 0, detected_ns = 0, resumed_ns = 0;  ///< NaN: none (fault_at: no injected fault before it)
+  int code = 0;
+};
 struct RouteRow {
   double t_ns = 0;
   std::uint32_t comm = 0, src = 0, dst = 0, qp = 0, udp_sport = 0;
@@ -88,6 +97,7 @@ class Trace {
   void task(std::uint32_t rank, std::uint32_t stream, std::int64_t op_seq, const char* kind, double start_ns, double end_ns,
             std::uint64_t bytes, std::int64_t peer);
   void route(const RouteRow& r);
+  void failover(const FailoverRow& f);
   void counter(const std::string& name, double value);
   /// Rows per committed batch (default 2000); the end-of-run bulk (counter_samples) uses larger
   /// batches: a commit costs a sync, and nothing else is written meanwhile.
@@ -114,7 +124,8 @@ class Trace {
   std::uint64_t committed_ = 0;
   sqlite3_stmt *st_npu_ = nullptr, *st_link_ = nullptr, *st_op_ = nullptr, *st_ctr_ = nullptr, *st_log_ = nullptr,
                *st_check_ = nullptr, *st_sum_ = nullptr,
-               *st_port_ = nullptr, *st_counter_ = nullptr, *st_sample_ = nullptr, *st_task_ = nullptr, *st_route_ = nullptr;
+               *st_port_ = nullptr, *st_counter_ = nullptr, *st_sample_ = nullptr, *st_task_ = nullptr, *st_route_ = nullptr,
+               *st_failover_ = nullptr;
   std::uint64_t pending_ = 0, batch_ = 2000;
 };
 

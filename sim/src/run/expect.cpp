@@ -1,3 +1,4 @@
+#include <algorithm>
 #include "run/expect.h"
 
 namespace sim {
@@ -46,6 +47,27 @@ void expect_counters(const Expectations& e, const std::map<std::string, double>&
   for (const auto& [name, hi] : e.counters_max)
     if (ctr.at(name) > hi)
       out.push_back({FailureKind::CounterMax, "counter " + name + " = " + std::to_string(ctr.at(name)) + " exceeds counters_max " + std::to_string(hi)});
+}
+
+void expect_failovers(const Expectations& e, const std::vector<hcomm::FailoverInfo>& fo, const std::vector<std::uint64_t>& faults,
+                      std::vector<Failure>& out) {
+  if (!e.failovers_min && !e.max_failover_us) return;
+  std::size_t resumed = 0;
+  double worst = 0;
+  for (const auto& f : fo) {
+    if (!f.resumed_ns) continue;
+    ++resumed;
+    double at = -1;  // the injected fault it follows
+    for (const std::uint64_t t : faults)
+      if (t <= f.detected_ns * 1000) at = static_cast<double>(t) / models::kPsPerNs;
+    if (at >= 0) worst = std::max(worst, (static_cast<double>(f.resumed_ns) - at) / 1e3);
+  }
+  if (e.failovers_min && static_cast<double>(resumed) < *e.failovers_min)
+    out.push_back({FailureKind::Failover, std::to_string(resumed) + " recoveries (failovers rows that resumed) is below failovers_min " +
+                                              std::to_string(*e.failovers_min)});
+  if (e.max_failover_us && worst > *e.max_failover_us)
+    out.push_back({FailureKind::Failover, "a recovery resumed " + std::to_string(worst) + " us after its fault, over max_failover_us " +
+                                              std::to_string(*e.max_failover_us)});
 }
 
 void expect_outcome(const Expectations& e, std::vector<Failure>& failures) {

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "hcomm/driver.h"
 #include "run/failure.h"
 #include "sim/runner.h"
 #include "sim/config/scenario.h"
@@ -17,6 +18,9 @@ void expect_limits(const Expectations& e, const std::vector<StepSummary>& steps,
 void expect_steps(const Scenario& sc, const std::vector<StepSummary>& steps, std::vector<Failure>& out);
 /// The counters' bounds.
 void expect_counters(const Expectations& e, const std::map<std::string, double>& counters, std::vector<Failure>& out);
+/// failovers_min and max_failover_us against the library's reports and the faults' times.
+void expect_failovers(const Expectations& e, const std::vector<hcomm::FailoverInfo>& failovers,
+                      const std::vector<std::uint64_t>& fault_ps, std::vector<Failure>& out);
 /// Applies api_errors and checks_pass: failures the scenario asked for are removed, their absence
 /// becomes a failure.
 void expect_outcome(const Expectations& e, std::vector<Failure>& failures);

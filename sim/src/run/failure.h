@@ -18,6 +18,7 @@ enum class FailureKind {
   CounterMax,       ///< a counter above expect/counters_max
   NoApiError,       ///< api_errors: expected, but every call succeeded
   NoCheckFailure,   ///< checks_pass: false, but every check passed
+  Failover,         ///< expect/failovers_min or max_failover_us not met (docs/failover.md)
 };
 
 struct Failure {

@@ -93,6 +93,7 @@ void Cluster::apply_fault(std::size_t idx, std::uint32_t phase) {
       *port = l.a.port;
     }
   };
+  if (phase == 0 || (f.kind != FaultKind::NpuStall)) driver_->fault_injected();
   // An HCCS link down from the start (/as_built) has no machine link: its faults change nothing.
   if ((f.kind == FaultKind::LinkDown || f.kind == FaultKind::LinkUp || f.kind == FaultKind::CrcRate ||
        f.kind == FaultKind::LaneDegrade) && f.link >= 0 && t.links[static_cast<std::size_t>(f.link)].type == LinkType::Hccs &&

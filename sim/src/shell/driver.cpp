@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <iterator>
+#include <limits>
 
 namespace sim {
 
@@ -153,11 +154,17 @@ DrvStatus SimDriver::mr_deregister(std::uint32_t device, std::uint32_t key) {
 DrvStatus SimDriver::stream_create(std::uint32_t device, std::uint32_t* stream) {
   if (device >= m_.npu_count() || !stream) return DrvStatus::Invalid;
   *stream = m_.create_stream(device);
+  if (dev_streams_.size() <= device) dev_streams_.resize(m_.npu_count());
+  dev_streams_[device].push_back(*stream);
   return DrvStatus::Ok;
 }
 
 DrvStatus SimDriver::stream_destroy(std::uint32_t s) {
   if (!m_.stream_valid(s)) return DrvStatus::Invalid;
+  if (const std::uint32_t npu = m_.stream_npu(s); npu < dev_streams_.size()) {
+    auto& v = dev_streams_[npu];
+    v.erase(std::remove(v.begin(), v.end(), s), v.end());
+  }
   m_.destroy_stream(s);
   return DrvStatus::Ok;
 }
@@ -245,7 +252,20 @@ DrvStatus SimDriver::stream_synchronize(std::uint32_t s, std::uint64_t timeout_n
         if (error) *error = "device error: " + dev_error_[npu] + " (" + stuck_report(s) + ")";
         return DrvStatus::Failed;
       }
-      sc_core::wait(sc_core::sc_time::from_value(deadline - now), *stream_ev_[s]);
+      // An urgent control message (an abort from a peer, a heartbeat) interrupts the wait.
+      const std::uint32_t npu = m_.stream_npu(s);
+      const std::uint32_t rank = npu < npu_rank_.size() ? npu_rank_[npu] : ~0u;
+      if (rank != ~0u && signal_pending(rank)) {
+        if (error) *error = "interrupted by a control message (" + stuck_report(s) + ")";
+        return DrvStatus::Aborted;
+      }
+      if (rank != ~0u) {
+        ctrl_size();
+        if (!sig_ev_[rank]) sig_ev_[rank] = std::make_unique<sc_core::sc_event>();
+        sc_core::wait(sc_core::sc_time::from_value(deadline - now), *stream_ev_[s] | *sig_ev_[rank]);
+      } else {
+        sc_core::wait(sc_core::sc_time::from_value(deadline - now), *stream_ev_[s]);
+      }
     }
   }
   if (m_.stream_failed(s)) {
@@ -469,15 +489,21 @@ DrvStatus SimDriver::device_rank(std::uint32_t device, std::uint32_t* rank) {
   return DrvStatus::Ok;
 }
 
+void SimDriver::ctrl_size() {
+  const std::uint32_t n = rank_count();
+  if (ctrl_box_.size() >= n) return;
+  ctrl_box_.resize(n);
+  ctrl_tx_free_.assign(n, 0);
+  ctrl_rx_free_.assign(n, 0);
+  ctrl_ev_.resize(n);
+  sig_box_.resize(n);
+  sig_ev_.resize(n);
+}
+
 DrvStatus SimDriver::ctrl_send(std::uint32_t from, std::uint32_t to, hcomm::CtrlMsg msg) {
   const std::uint32_t n = rank_count();
   if (from >= n || to >= n || !msg) return DrvStatus::Invalid;
-  if (ctrl_box_.size() < n) {
-    ctrl_box_.resize(n);
-    ctrl_tx_free_.assign(n, 0);
-    ctrl_rx_free_.assign(n, 0);
-    ctrl_ev_.resize(n);
-  }
+  ctrl_size();
   const models::Tick now = sc_core::sc_time_stamp().value();
   const models::Tick ser = static_cast<models::Tick>(
       static_cast<unsigned __int128>(msg->size()) * models::kPsPerSec / (ctrl_.bandwidth_Bps ? ctrl_.bandwidth_Bps : 1));
@@ -499,12 +525,7 @@ DrvStatus SimDriver::ctrl_send(std::uint32_t from, std::uint32_t to, hcomm::Ctrl
 DrvStatus SimDriver::ctrl_recv(std::uint32_t to, std::uint32_t from, std::uint64_t timeout_ns, hcomm::CtrlMsg* msg) {
   const std::uint32_t n = rank_count();
   if (to >= n || (from >= n && from != hcomm::kCtrlAnyRank) || !msg) return DrvStatus::Invalid;
-  if (ctrl_box_.size() < n) {
-    ctrl_box_.resize(n);
-    ctrl_tx_free_.assign(n, 0);
-    ctrl_rx_free_.assign(n, 0);
-    ctrl_ev_.resize(n);
-  }
+  ctrl_size();
   if (!ctrl_ev_[to]) ctrl_ev_[to] = std::make_unique<sc_core::sc_event>();
   const models::Tick deadline = sc_core::sc_time_stamp().value() + timeout_ns * models::kPsPerNs;
   for (;;) {
@@ -525,6 +546,107 @@ DrvStatus SimDriver::ctrl_recv(std::uint32_t to, std::uint32_t from, std::uint64
     if (now >= deadline) return DrvStatus::Timeout;
     sc_core::wait(sc_core::sc_time::from_value(next - now), *ctrl_ev_[to]);
   }
+}
+
+// ---- failover (docs/failover.md) ----
+
+// An urgent message shares the host links (and their serialization) with the ordinary ones.
+DrvStatus SimDriver::ctrl_signal(std::uint32_t from, std::uint32_t to, hcomm::CtrlMsg msg) {
+  const std::uint32_t n = rank_count();
+  if (from >= n || to >= n || !msg) return DrvStatus::Invalid;
+  ctrl_size();
+  const models::Tick now = sc_core::sc_time_stamp().value();
+  const models::Tick ser = static_cast<models::Tick>(
+      static_cast<unsigned __int128>(msg->size()) * models::kPsPerSec / (ctrl_.bandwidth_Bps ? ctrl_.bandwidth_Bps : 1));
+  const models::Tick tx_end = std::max(now, ctrl_tx_free_[from]) + ser;
+  ctrl_tx_free_[from] = tx_end;
+  const models::Tick arrival = std::max(tx_end + ctrl_.latency_ps, ctrl_rx_free_[to] + ser);
+  ctrl_rx_free_[to] = arrival;
+  auto& box = sig_box_[to];
+  auto at = box.end();
+  while (at != box.begin() && std::prev(at)->arrival > arrival) --at;
+  box.insert(at, CtrlEntry{from, arrival, std::move(msg)});
+  ++ctrl_sigs_;
+  if (!sig_ev_[to]) sig_ev_[to] = std::make_unique<sc_core::sc_event>();
+  sig_ev_[to]->notify(sc_core::sc_time::from_value(arrival - now));
+  return DrvStatus::Ok;
+}
+
+bool SimDriver::signal_pending(std::uint32_t rank) const {
+  return rank < sig_box_.size() && !sig_box_[rank].empty() && sig_box_[rank].front().arrival <= sc_core::sc_time_stamp().value();
+}
+
+DrvStatus SimDriver::ctrl_signal_poll(std::uint32_t to, std::uint32_t* from, hcomm::CtrlMsg* msg) {
+  if (to >= rank_count() || !from || !msg) return DrvStatus::Invalid;
+  ctrl_size();
+  if (!signal_pending(to)) return DrvStatus::Timeout;
+  auto& box = sig_box_[to];
+  *from = box.front().from;
+  *msg = std::move(box.front().msg);
+  ctrl_bytes_ += (*msg)->size();
+  box.pop_front();
+  return DrvStatus::Ok;
+}
+
+DrvStatus SimDriver::device_abort(std::uint32_t device) {
+  if (device >= m_.npu_count()) return DrvStatus::Invalid;
+  for (const std::uint32_t s : device < dev_streams_.size() ? dev_streams_[device] : std::vector<std::uint32_t>{}) {
+    if (!m_.stream_valid(s) || m_.stream_npu(s) != device) continue;
+    m_.abort_stream(s);
+    if (s < sq_tail_.size()) m_.mmio_read(device, models::npu_regs::stream_reg(s, models::npu_regs::kSqTail), &sq_tail_[s]);
+  }
+  if (device < dev_error_.size()) dev_error_[device].clear();
+  return DrvStatus::Ok;
+}
+
+DrvStatus SimDriver::notify_reset(std::uint32_t device) {
+  if (device >= m_.npu_count()) return DrvStatus::Invalid;
+  m_.reset_notifies(device);
+  return DrvStatus::Ok;
+}
+
+// Read from the stream registers by MMIO (SQ head: tasks started, CQ tail: tasks completed).
+DrvStatus SimDriver::device_progress(std::uint32_t device, std::uint64_t* completed, bool* head_not_started) {
+  if (device >= m_.npu_count() || !completed || !head_not_started) return DrvStatus::Invalid;
+  *completed = 0;
+  *head_not_started = false;
+  namespace R = models::npu_regs;
+  if (device >= dev_streams_.size()) return DrvStatus::Ok;
+  for (const std::uint32_t s : dev_streams_[device]) {  // the device's own streams only (O(its streams))
+    if (!m_.stream_valid(s) || m_.stream_npu(s) != device) continue;
+    std::uint64_t started = 0, done = 0;
+    m_.mmio_read(device, R::stream_reg(s, R::kSqHead), &started);
+    m_.mmio_read(device, R::stream_reg(s, R::kCqTail), &done);
+    *completed += done;
+    if (!m_.stream_idle(s) && started == done) *head_not_started = true;
+  }
+  return DrvStatus::Ok;
+}
+
+void SimDriver::fault_injected() { fault_ps_.push_back(sc_core::sc_time_stamp().value()); }
+
+void SimDriver::failover_reported(std::uint32_t device, const hcomm::FailoverInfo& f) {
+  (void)device;
+  failovers_.push_back(f);
+  if (!trace_) return;
+  FailoverRow row;
+  row.comm = f.comm;
+  row.detected_by = f.rank;
+  row.origin = f.origin;
+  row.op_seq = f.op_seq;
+  row.bytes_resent = f.bytes_resent;
+  row.fault = f.fault;
+  row.action = f.action;
+  row.path_before = f.path_before;
+  row.path_after = f.path_after;
+  row.code = f.code;
+  row.detected_ns = static_cast<double>(f.detected_ns);
+  row.resumed_ns = f.resumed_ns ? static_cast<double>(f.resumed_ns) : std::numeric_limits<double>::quiet_NaN();
+  // The injected fault it follows: the last one at or before its detection.
+  row.fault_at_ns = std::numeric_limits<double>::quiet_NaN();
+  for (const models::Tick t : fault_ps_)
+    if (t <= f.detected_ns * models::kPsPerNs) row.fault_at_ns = static_cast<double>(t) / models::kPsPerNs;
+  trace_->failover(row);
 }
 
 }  // namespace sim

@@ -79,6 +79,9 @@ struct Expectations {
   std::optional<double> max_op_time_us;
   std::optional<double> min_busbw_GBps;
   std::map<std::string, double> counters_min, counters_max;  ///< hardware counters at the end of the run
+  /// Failover (docs/failover.md): at least this many recoveries (failovers rows whose traffic
+  /// resumed), and each of them resumed within this time of the fault it follows.
+  std::optional<double> failovers_min, max_failover_us;
 };
 
 

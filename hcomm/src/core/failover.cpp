@@ -1,0 +1,566 @@
+// Failover (docs/failover.md): see core/failover.h for the protocol.
+#include "core/failover.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+
+#include "core/comm.h"
+#include "core/handles.h"
+#include "core/log.h"
+#include "core/stream.h"
+#include "driver_port.h"
+
+namespace hcomm::detail {
+
+// Set by the collective runner (coll/run.cpp): re-submit a pending collective. The core cannot
+// include the collectives (tests/layering_test.sh), so they register themselves.
+hcomm_result_t (*g_rerun_op)(hcomm_comm_t, const PendingOp&) = nullptr;
+
+namespace failover {
+
+namespace {
+
+enum Kind : std::uint8_t { kAbort = 1, kReady = 2, kReset = 3, kReady2 = 4, kGo = 5, kShrink = 6, kShrinkGo = 7 };
+constexpr std::uint32_t kMagic = 0x48464f31;  // "HFO1"
+
+struct Msg {
+  std::uint8_t kind = 0;
+  std::uint32_t comm = 0, origin = 0;  // comm id, sender's comm rank
+  std::int32_t code = 0;
+  std::uint64_t seq = 0;               // operation (abort) / agreement round (others)
+  std::uint8_t flag = 0;               // abort: retry requested; READY: can re-execute; GO: go
+  std::vector<std::uint32_t> list;     // dead pairs (a, b flattened) / GO: lost ranks then pairs (count first)
+  std::string text;
+};
+
+void put32(std::vector<std::uint8_t>& b, std::uint32_t v) { for (int i = 0; i < 4; ++i) b.push_back(static_cast<std::uint8_t>(v >> (8 * i))); }
+void put64(std::vector<std::uint8_t>& b, std::uint64_t v) { for (int i = 0; i < 8; ++i) b.push_back(static_cast<std::uint8_t>(v >> (8 * i))); }
+bool get32(const std::vector<std::uint8_t>& b, std::size_t& at, std::uint32_t* v) {
+  if (at + 4 > b.size()) return false;
+  *v = 0;
+  for (int i = 0; i < 4; ++i) *v |= static_cast<std::uint32_t>(b[at + i]) << (8 * i);
+  at += 4;
+  return true;
+}
+bool get64(const std::vector<std::uint8_t>& b, std::size_t& at, std::uint64_t* v) {
+  std::uint32_t lo = 0, hi = 0;
+  if (!get32(b, at, &lo) || !get32(b, at, &hi)) return false;
+  *v = lo | (static_cast<std::uint64_t>(hi) << 32);
+  return true;
+}
+
+CtrlMsg encode(const Msg& m) {
+  auto b = std::make_shared<std::vector<std::uint8_t>>();
+  put32(*b, kMagic);
+  b->push_back(m.kind);
+  put32(*b, m.comm);
+  put32(*b, m.origin);
+  put32(*b, static_cast<std::uint32_t>(m.code));
+  put64(*b, m.seq);
+  b->push_back(m.flag);
+  put32(*b, static_cast<std::uint32_t>(m.list.size()));
+  for (std::uint32_t v : m.list) put32(*b, v);
+  b->insert(b->end(), m.text.begin(), m.text.end());
+  return b;
+}
+
+bool decode(const CtrlMsg& c, Msg* m) {
+  if (!c) return false;
+  const auto& b = *c;
+  std::size_t at = 0;
+  std::uint32_t magic = 0, code = 0, n = 0;
+  if (!get32(b, at, &magic) || magic != kMagic || at >= b.size()) return false;
+  m->kind = b[at++];
+  if (!get32(b, at, &m->comm) || !get32(b, at, &m->origin) || !get32(b, at, &code) || !get64(b, at, &m->seq) || at >= b.size())
+    return false;
+  m->code = static_cast<std::int32_t>(code);
+  m->flag = b[at++];
+  if (!get32(b, at, &n) || n > (b.size() - at) / 4) return false;
+  m->list.resize(n);
+  for (auto& v : m->list) get32(b, at, &v);
+  m->text.assign(b.begin() + static_cast<std::ptrdiff_t>(at), b.end());
+  return true;
+}
+
+std::uint32_t me_global(hcomm_comm_t c) { return global_rank(c, c->rank); }
+
+hcomm_comm_t find_comm(hcomm_context_t ctx, std::uint32_t id) {
+  for (hcomm_comm_t c : ctx->comms)
+    if (c->id == id) return c;
+  return nullptr;
+}
+
+void add_pair(hcomm_comm_t c, std::uint32_t a, std::uint32_t b) {
+  if (a == b || a >= c->nranks || b >= c->nranks) return;
+  const auto p = std::minmax(a, b);
+  const std::pair<std::uint32_t, std::uint32_t> q{p.first, p.second};
+  auto it = std::lower_bound(c->dead_pairs.begin(), c->dead_pairs.end(), q);
+  if (it == c->dead_pairs.end() || *it != q) c->dead_pairs.insert(it, q);
+}
+
+void add_lost(hcomm_comm_t c, std::uint32_t r) {
+  auto it = std::lower_bound(c->lost.begin(), c->lost.end(), r);
+  if (it == c->lost.end() || *it != r) c->lost.insert(it, r);
+}
+
+// The HCCS links of this rank that are down, as comm-rank pairs (its port registers; a port's
+// number is the device id it is cabled to, docs/discovery.md).
+void probe_dead_links(hcomm_comm_t c) {
+  const RankDesc* me = peer_desc(c, c->rank);
+  if (!me) return;
+  std::uint32_t down = 0;
+  for (std::uint32_t p = 0; p < kHccsPortCount; ++p) {
+    HccsPortInfo info;
+    if (port::hccs_port(c->ctx, p, &info) == HCOMM_SUCCESS && info.cabled && !info.up) down |= 1u << p;
+  }
+  if (!down) return;
+  for (std::uint32_t r = 0; r < c->nranks; ++r) {  // only on a failure: a scan of the descriptors
+    const RankDesc* d = r == c->rank ? nullptr : peer_desc(c, r);
+    if (d && d->server == me->server && d->device_id < kHccsPortCount && (down >> d->device_id & 1u)) add_pair(c, c->rank, r);
+  }
+}
+
+void report(hcomm_comm_t c, const char* action, const std::string& path_before, const std::string& path_after,
+            std::uint64_t bytes, std::uint64_t resumed_ns, const PendingOp* op = nullptr) {
+  FailoverInfo f;
+  f.comm = c->id;
+  f.rank = me_global(c);
+  f.origin = c->error.origin >= 0 ? static_cast<std::int64_t>(global_rank(c, static_cast<std::uint32_t>(c->error.origin))) : -1;
+  f.op_seq = op ? op->seq : c->op_seq ? c->op_seq - 1 : 0;
+  f.fault = c->error.text;
+  f.action = action;
+  f.path_before = path_before;
+  f.path_after = path_after;
+  f.code = resumed_ns ? 0 : c->error.code;
+  f.bytes_resent = bytes;
+  f.detected_ns = c->error.at_ns;
+  f.resumed_ns = resumed_ns;
+  port::failover_reported(c->ctx, f);
+}
+
+// The first error the communicator learns: sticky, logged, and the callback told.
+void set_error(hcomm_comm_t c, hcomm_result_t code, std::int64_t origin, const std::string& text) {
+  if (c->error.code != HCOMM_SUCCESS) return;
+  c->error.code = code;
+  c->error.origin = origin;
+  c->error.text = text;
+  c->error.at_ns = port::now_ns(c->ctx);
+  logf(c->ctx, 0, "Rank%u comm %u: %s (%s)", c->rank, c->id, hcomm_result_string(code), text.c_str());
+  if (c->error_cb) c->error_cb(c, code, c->error.text.c_str(), c->error_cb_data);
+}
+
+const PendingOp* pending_of(hcomm_comm_t c) {
+  const PendingOp* found = nullptr;
+  std::uint32_t n = 0;
+  for (const PendingOp& p : c->ctx->pending)
+    if (p.comm == c) { found = &p; ++n; }
+  return n == 1 ? found : nullptr;  // one operation in the window: re-executing it is well defined
+}
+
+// This rank's NIC is present and its link down (the port's state, docs/routing.md).
+bool nic_down(hcomm_comm_t c) {
+  NicInfo n;
+  return port::nic_info(c->ctx, &n) == HCOMM_SUCCESS && n.present && !n.link_up;
+}
+
+// Whether a flat ring in comm-rank order avoids every dead pair.
+bool ring_avoids(hcomm_comm_t c) {
+  for (const auto& [a, b] : c->dead_pairs)
+    if (b == a + 1 || (a == 0 && b == c->nranks - 1)) return false;
+  return true;
+}
+
+// Per communicator: whether it asked for a recovery not yet run, per agreement round.
+struct RetryState { std::uint32_t comm; std::uint64_t round; };
+
+std::string pairs_text(const hcomm_comm_t c) {
+  std::string s;
+  for (const auto& [a, b] : c->dead_pairs) s += (s.empty() ? "" : ",") + std::to_string(a) + "-" + std::to_string(b);
+  return s;
+}
+std::string ring_text(const hcomm_comm_t c) {
+  return c->dead_pairs.empty() ? "ring in comm-rank order" : "ring avoiding hccs " + pairs_text(c);
+}
+
+bool send_ctrl(hcomm_comm_t c, std::uint32_t to, const Msg& m) {
+  return port::ctrl_send(c->ctx, me_global(c), global_rank(c, to), encode(m)) == HCOMM_SUCCESS;
+}
+// The next agreement message of round `round` on this communicator from comm rank `from`
+// (older rounds' late messages are skipped).
+bool recv_ctrl(hcomm_comm_t c, std::uint32_t from, std::uint64_t round, std::uint64_t deadline_ns, Msg* m) {
+  for (;;) {  // past the deadline still takes a message that has already arrived
+    const std::uint64_t now = port::now_ns(c->ctx);
+    CtrlMsg raw;
+    if (port::ctrl_recv(c->ctx, me_global(c), global_rank(c, from), deadline_ns > now ? deadline_ns - now : 0, &raw) != HCOMM_SUCCESS)
+      return false;
+    if (decode(raw, m) && m->comm == c->id && m->seq == round) return true;
+  }
+}
+
+std::uint64_t agree_timeout_ns(hcomm_comm_t c) {
+  const std::uint64_t hb = c->cfg.heartbeat_timeout_ms;
+  return (hb ? hb : std::min<std::uint64_t>(c->cfg.timeout_ms, 1000)) * 1000000ULL;
+}
+
+// The agreement (core/failover.h). True: every rank re-executes with the merged dead pairs.
+bool agree(hcomm_comm_t c, bool can) {
+  const std::uint64_t round = ++c->retries;
+  std::uint32_t coord = 0;
+  while (std::binary_search(c->lost.begin(), c->lost.end(), coord) && coord < c->nranks) ++coord;
+  if (coord >= c->nranks) return false;
+  // The coordinator gives the others one timeout to answer; they give it two (it may spend the
+  // first waiting for a lost rank) plus the RESET round.
+  const std::uint64_t deadline = port::now_ns(c->ctx) + agree_timeout_ns(c) * (c->rank == coord ? 1 : 3);
+  auto pairs = [&] {
+    std::vector<std::uint32_t> v;
+    for (const auto& [a, b] : c->dead_pairs) { v.push_back(a); v.push_back(b); }
+    return v;
+  };
+  if (c->rank != coord) {
+    Msg m;
+    m.kind = kReady; m.comm = c->id; m.origin = c->rank; m.seq = round; m.flag = static_cast<std::uint8_t>((can ? 1 : 0) | (nic_down(c) ? 2 : 0));
+    m.list = pairs();
+    send_ctrl(c, coord, m);
+    Msg in;
+    if (!recv_ctrl(c, coord, round, deadline, &in)) {
+      add_lost(c, coord);
+      logf(c->ctx, 0, "Rank%u comm %u: recovery coordinator rank %u did not answer: lost", c->rank, c->id, coord);
+      return false;
+    }
+    if (in.kind == kReset) {
+      port::notify_reset(c->ctx);
+      Msg r2;
+      r2.kind = kReady2; r2.comm = c->id; r2.origin = c->rank; r2.seq = round;
+      send_ctrl(c, coord, r2);
+      if (!recv_ctrl(c, coord, round, deadline, &in)) { add_lost(c, coord); return false; }
+    }
+    if (in.kind != kGo || in.list.empty()) return false;
+    const std::uint32_t nlost = in.list[0];
+    for (std::uint32_t i = 0; i < nlost && 1 + i < in.list.size(); ++i) add_lost(c, in.list[1 + i]);
+    for (std::size_t i = 1 + nlost; i + 1 < in.list.size(); i += 2) add_pair(c, in.list[i], in.list[i + 1]);
+    return in.flag != 0;
+  }
+  // The coordinator: every other rank's READY, in rank order.
+  bool go = can;
+  std::vector<std::uint32_t> dead_nics;
+  if (nic_down(c)) dead_nics.push_back(c->rank);
+  for (std::uint32_t r = 0; r < c->nranks; ++r) {
+    if (r == c->rank || std::binary_search(c->lost.begin(), c->lost.end(), r)) continue;
+    Msg in;
+    if (!recv_ctrl(c, r, round, deadline, &in) || in.kind != kReady) {
+      add_lost(c, r);
+      logf(c->ctx, 0, "Rank%u comm %u: rank %u did not answer the recovery agreement: lost", c->rank, c->id, r);
+      continue;
+    }
+    if (!(in.flag & 1)) go = false;
+    if (in.flag & 2) dead_nics.push_back(r);
+    for (std::size_t i = 0; i + 1 < in.list.size(); i += 2) add_pair(c, in.list[i], in.list[i + 1]);
+  }
+  if (!c->lost.empty() || !ring_avoids(c)) go = false;
+  // The ring's edges between servers go over RoCE: neither end may have its NIC down.
+  for (std::uint32_t r : dead_nics) {
+    const std::uint32_t nb[2] = {(r + 1) % c->nranks, (r + c->nranks - 1) % c->nranks};
+    const RankDesc* me_d = peer_desc(c, r);
+    for (std::uint32_t q : nb) {
+      const RankDesc* d = peer_desc(c, q);
+      if (me_d && d && d->server != me_d->server) {
+        go = false;
+        logf(c->ctx, 0, "Rank%u comm %u: the ring's RoCE edge %u-%u needs comm rank %u's NIC, which is down", c->rank, c->id,
+             std::min(r, q), std::max(r, q), r);
+      }
+    }
+  }
+  auto members = [&](auto&& f) {
+    for (std::uint32_t r = 0; r < c->nranks; ++r)
+      if (r != c->rank && !std::binary_search(c->lost.begin(), c->lost.end(), r)) f(r);
+  };
+  if (go) {  // every rank has aborted: nothing of the failed attempt is in flight any more
+    Msg rs;
+    rs.kind = kReset; rs.comm = c->id; rs.origin = c->rank; rs.seq = round;
+    members([&](std::uint32_t r) { send_ctrl(c, r, rs); });
+    port::notify_reset(c->ctx);
+    members([&](std::uint32_t r) {
+      Msg in;
+      if (!recv_ctrl(c, r, round, deadline, &in) || in.kind != kReady2) { add_lost(c, r); go = false; }
+    });
+  }
+  Msg g;
+  g.kind = kGo; g.comm = c->id; g.origin = c->rank; g.seq = round; g.flag = go;
+  g.list.push_back(static_cast<std::uint32_t>(c->lost.size()));
+  g.list.insert(g.list.end(), c->lost.begin(), c->lost.end());
+  for (std::uint32_t v : pairs()) g.list.push_back(v);
+  members([&](std::uint32_t r) { send_ctrl(c, r, g); });
+  return go;
+}
+
+// Tell every other member of `c` (urgent messages).
+void broadcast_abort(hcomm_comm_t c, bool retry) {
+  Msg m;
+  m.kind = kAbort;
+  m.comm = c->id;
+  m.origin = c->rank;
+  m.code = c->error.code;
+  m.seq = c->op_seq;
+  m.flag = retry;
+  for (const auto& [a, b] : c->dead_pairs) { m.list.push_back(a); m.list.push_back(b); }
+  m.text = c->error.text;
+  const CtrlMsg raw = encode(m);
+  for (std::uint32_t r = 0; r < c->nranks; ++r)
+    if (r != c->rank) port::ctrl_signal(c->ctx, me_global(c), global_rank(c, r), raw);
+}
+
+// Read every urgent message that has arrived; returns whether one concerned a communicator here.
+bool drain(hcomm_context_t ctx) {
+  if (ctx->grank < 0) return false;
+  bool any = false;
+  for (;;) {
+    std::uint32_t from = 0;
+    CtrlMsg raw;
+    if (port::ctrl_signal_poll(ctx, static_cast<std::uint32_t>(ctx->grank), &from, &raw) != HCOMM_SUCCESS) break;
+    Msg m;
+    if (!decode(raw, &m) || m.kind != kAbort) continue;
+    hcomm_comm_t c = find_comm(ctx, m.comm);
+    if (!c || m.origin >= c->nranks) continue;  // a communicator already destroyed here
+    if (m.seq <= c->stale_below) continue;  // another rank's report of the fault already recovered from
+    any = true;
+    for (std::size_t i = 0; i + 1 < m.list.size(); i += 2) add_pair(c, m.list[i], m.list[i + 1]);
+    if (c->error.code == HCOMM_SUCCESS) {
+      set_error(c, HCOMM_E_REMOTE, m.origin,
+                "comm rank " + std::to_string(m.origin) + " (rank " + std::to_string(global_rank(c, m.origin)) + ") reported " +
+                    hcomm_result_string(static_cast<hcomm_result_t>(m.code)) + ": " + m.text);
+      c->retry_wanted = m.flag != 0 && c->cfg.op_retry;
+    }
+  }
+  return any;
+}
+
+// Run the recoveries the communicators of `ctx` need. Returns HCOMM_E_AGAIN when every one that
+// had the failure re-executed its operation successfully, else the first error code.
+hcomm_result_t recover(hcomm_context_t ctx) {
+  ctx->recovering = true;
+  port::device_abort(ctx);  // stop what is left of the failed attempt on this device (all its streams)
+  ctx->mesh_owed.clear();
+  hcomm_result_t out = HCOMM_E_AGAIN;
+  const std::vector<hcomm_comm_t> comms = ctx->comms;
+  for (hcomm_comm_t c : comms) {
+    if (c->error.code == HCOMM_SUCCESS || c->recovered_round == c->error.at_ns + 1) continue;
+    c->recovered_round = c->error.at_ns + 1;  // one recovery per error
+    c->pulled_from.clear();
+    const PendingOp* p = pending_of(c);
+    const bool want = c->retry_wanted && c->cfg.op_retry;
+    if (!want) {
+      report(c, "abort", "", "", 0, 0, p);
+      if (out == HCOMM_E_AGAIN) out = c->error.code;
+      continue;
+    }
+    const bool can = p && p->retryable;
+    const std::string before = c->dead_pairs.empty() ? "as selected" : "as selected; dead hccs " + pairs_text(c);
+    if (!agree(c, can)) {
+      std::string why;
+      if (!can) why += "; this rank holds no re-executable operation";
+      if (!c->lost.empty()) {
+        why += "; lost comm rank(s)";
+        for (std::uint32_t l : c->lost) why += " " + std::to_string(l);
+      }
+      if (!ring_avoids(c)) why += "; no ring avoids the dead links " + pairs_text(c);
+      if (why.empty()) why = "; the coordinator found no safe re-execution (its log says why)";
+      logf(c->ctx, 0, "Rank%u comm %u: op retry not possible (%s); the error stands", c->rank, c->id, why.c_str() + 2);
+      report(c, "abort", before, "", 0, 0, p);
+      if (out == HCOMM_E_AGAIN) out = c->error.code;
+      continue;
+    }
+    // Re-execute from the inputs on a flat ring that avoids the dead links (coll/run.cpp).
+    c->avoid = true;
+    const PendingOp op = *p;
+    const std::uint64_t resumed = port::now_ns(ctx);
+    const CommError err = c->error;
+    c->error = CommError{};
+    c->stale_below = c->op_seq;  // the other reports of this fault are stale from now on
+    hcomm_result_t rc = g_rerun_op ? g_rerun_op(c, op) : HCOMM_E_NOT_SUPPORT;
+    if (rc == HCOMM_SUCCESS) rc = sync_timeout(op.stream, c->cfg.timeout_ms);
+    c->error = err;
+    if (rc != HCOMM_SUCCESS) {
+      logf(c->ctx, 0, "Rank%u comm %u: op retry of %s seq %llu failed: %s", c->rank, c->id, op.kind,
+           static_cast<unsigned long long>(op.seq), hcomm_result_string(rc));
+      report(c, "retry", before, ring_text(c), op.in_bytes, 0, &op);
+      if (out == HCOMM_E_AGAIN) out = c->error.code;
+      continue;
+    }
+    {  // always logged (whatever HCOMM_DEBUG says): the run recovered from a fault
+      char line[256];
+      std::snprintf(line, sizeof line, "[HCOMM_WARN] Rank%u comm %u: %s seq %llu re-executed from its inputs on a %s (op retry, %llu B)",
+                    c->rank, c->id, op.kind, static_cast<unsigned long long>(op.seq), ring_text(c).c_str(),
+                    static_cast<unsigned long long>(op.in_bytes));
+      port::log(ctx, 1, line);
+    }
+    report(c, "retry", before, ring_text(c), op.in_bytes, resumed, &op);
+    c->error = CommError{};  // recovered: the communicator is healthy again (on the avoiding paths)
+    c->retry_wanted = false;
+  }
+  ctx->pending.clear();
+  ctx->recovering = false;
+  return out;
+}
+
+}  // namespace
+
+hcomm_result_t check(hcomm_comm_t comm) {
+  if (!comm->ctx->recovering && drain(comm->ctx) && comm->error.code != HCOMM_SUCCESS) {
+    const hcomm_result_t rc = recover(comm->ctx);
+    if (rc == HCOMM_E_AGAIN) return HCOMM_SUCCESS;
+  }
+  return comm->error.code;
+}
+
+hcomm_result_t on_sync_failure(hcomm_stream_t s, hcomm_result_t rc, const std::string& why) {
+  hcomm_context_t ctx = s->ctx;
+  if (ctx->recovering) {  // the re-execution's own synchronize: a new fault fails it, stale reports do not
+    if (rc != HCOMM_E_REMOTE) return rc;
+    bool fresh = false;
+    for (hcomm_comm_t c : ctx->comms) fresh = fresh || c->error.code != HCOMM_SUCCESS;
+    if (fresh) return rc;
+    drain(ctx);
+    for (hcomm_comm_t c : ctx->comms) fresh = fresh || c->error.code != HCOMM_SUCCESS;
+    return fresh ? rc : HCOMM_E_AGAIN;
+  }
+  if (rc == HCOMM_E_REMOTE) {
+    if (!drain(ctx)) return HCOMM_E_AGAIN;  // nothing for a communicator of this context: keep waiting
+  } else {
+    drain(ctx);  // a peer's report may have arrived already
+    // The communicators with work on this stream (a failure of a plain copy concerns none).
+    std::vector<hcomm_comm_t> hit;
+    for (hcomm_comm_t c : ctx->comms)
+      if (std::find(s->used_by.begin(), s->used_by.end(), c) != s->used_by.end()) hit.push_back(c);
+    s->used_by.clear();
+    bool any_error = false;
+    for (hcomm_comm_t c : ctx->comms) any_error = any_error || c->error.code != HCOMM_SUCCESS;
+    if (hit.empty() && !any_error) return rc;
+    for (hcomm_comm_t c : hit) {
+      if (c->nranks < 2) continue;
+      probe_dead_links(c);
+      const bool fresh = c->error.code == HCOMM_SUCCESS;
+      set_error(c, HCOMM_E_RUNTIME, c->rank, "rank " + std::to_string(me_global(c)) + " (comm rank " + std::to_string(c->rank) + "): " + why);
+      if (!fresh) continue;
+      const PendingOp* p = pending_of(c);
+      c->retry_wanted = c->cfg.op_retry && p && p->retryable;
+      broadcast_abort(c, c->retry_wanted);
+    }
+  }
+  return recover(ctx);
+}
+
+void op_submitted(hcomm_comm_t comm, hcomm_stream_t s, const PendingOp& op) {
+  if (!comm->cfg.op_retry || comm->ctx->recovering) return;
+  PendingOp p = op;
+  p.comm = comm;
+  p.stream = s;
+  comm->ctx->pending.push_back(p);
+}
+
+std::uint64_t heartbeat_ns(hcomm_stream_t s) {
+  std::uint64_t hb = 0;
+  for (hcomm_comm_t c : s->ctx->comms)  // live ones only
+    if (std::find(s->used_by.begin(), s->used_by.end(), c) != s->used_by.end() && c->cfg.heartbeat_timeout_ms && (!hb || c->cfg.heartbeat_timeout_ms * 1000000ULL < hb)) hb = c->cfg.heartbeat_timeout_ms * 1000000ULL;
+  return hb;
+}
+
+void uses(hcomm_comm_t comm, hcomm_stream_t s) {
+  if (s && std::find(s->used_by.begin(), s->used_by.end(), comm) == s->used_by.end()) s->used_by.push_back(comm);
+}
+
+void synced(hcomm_stream_t s) {
+  s->used_by.clear();
+  auto& v = s->ctx->pending;
+  if (v.empty() || s->ctx->recovering) return;
+  v.erase(std::remove_if(v.begin(), v.end(), [&](const PendingOp& p) { return p.stream == s; }), v.end());
+}
+
+hcomm_result_t agree_ids(hcomm_comm_t c, const std::vector<std::uint32_t>& survivors, const std::uint32_t used[8],
+                         std::uint32_t all[8]) {
+  const std::uint64_t round = (1ULL << 40) + ++c->shrinks;  // apart from the recovery rounds
+  const std::uint64_t deadline = port::now_ns(c->ctx) + c->cfg.timeout_ms * 1000000ULL;
+  for (int i = 0; i < 8; ++i) all[i] = used[i];
+  const std::uint32_t coord = survivors.front();
+  Msg m;
+  m.comm = c->id;
+  m.origin = c->rank;
+  m.seq = round;
+  if (c->rank != coord) {
+    m.kind = kShrink;
+    m.list.assign(used, used + 8);
+    send_ctrl(c, coord, m);
+    Msg in;
+    if (!recv_ctrl(c, coord, round, deadline, &in) || in.kind != kShrinkGo || in.list.size() != 8) return HCOMM_E_TIMEOUT;
+    for (int i = 0; i < 8; ++i) all[i] = in.list[i];
+    return HCOMM_SUCCESS;
+  }
+  for (std::uint32_t r : survivors) {
+    if (r == c->rank) continue;
+    Msg in;
+    if (!recv_ctrl(c, r, round, deadline, &in) || in.kind != kShrink || in.list.size() != 8) {
+      logf(c->ctx, 0, "Rank%u comm %u shrink: survivor rank %u did not answer", c->rank, c->id, r);
+      return HCOMM_E_TIMEOUT;
+    }
+    for (int i = 0; i < 8; ++i) all[i] |= in.list[i];
+  }
+  m.kind = kShrinkGo;
+  m.list.assign(all, all + 8);
+  for (std::uint32_t r : survivors)
+    if (r != c->rank) send_ctrl(c, r, m);
+  return HCOMM_SUCCESS;
+}
+
+void comm_created(hcomm_comm_t comm) {
+  hcomm_context_t ctx = comm->ctx;
+  if (ctx->grank < 0) ctx->grank = global_rank(comm, comm->rank);
+  ctx->comms.push_back(comm);
+}
+
+void comm_destroyed(hcomm_comm_t comm) {
+  hcomm_context_t ctx = comm->ctx;
+  if (!live(ctx, kCtx)) return;
+  ctx->comms.erase(std::remove(ctx->comms.begin(), ctx->comms.end(), comm), ctx->comms.end());
+  auto& v = ctx->pending;
+  v.erase(std::remove_if(v.begin(), v.end(), [&](const PendingOp& p) { return p.comm == comm; }), v.end());
+}
+
+}  // namespace failover
+}  // namespace hcomm::detail
+
+using namespace hcomm::detail;
+
+extern "C" {
+
+hcomm_result_t hcomm_get_async_error(hcomm_comm_t comm, hcomm_result_t* error) {
+  if (!live(comm, kComm)) return HCOMM_E_UNAVAIL;
+  if (!error) return HCOMM_E_PTR;
+  *error = failover::check(comm);
+  return HCOMM_SUCCESS;
+}
+
+hcomm_result_t hcomm_get_async_error_string(hcomm_comm_t comm, const char** msg) {
+  if (!live(comm, kComm)) return HCOMM_E_UNAVAIL;
+  if (!msg) return HCOMM_E_PTR;
+  failover::check(comm);
+  *msg = comm->error.text.c_str();
+  return HCOMM_SUCCESS;
+}
+
+hcomm_result_t hcomm_comm_set_error_callback(hcomm_comm_t comm, hcomm_error_callback_t cb, void* user_data) {
+  if (!live(comm, kComm)) return HCOMM_E_UNAVAIL;
+  comm->error_cb = cb;
+  comm->error_cb_data = cb ? user_data : nullptr;
+  return HCOMM_SUCCESS;
+}
+
+hcomm_result_t hcomm_comm_lost_ranks(hcomm_comm_t comm, uint32_t cap, uint32_t* ranks, uint32_t* n) {
+  if (!live(comm, kComm)) return HCOMM_E_UNAVAIL;
+  if (!n || (cap && !ranks)) return HCOMM_E_PTR;
+  failover::check(comm);
+  *n = static_cast<uint32_t>(comm->lost.size());
+  for (std::uint32_t i = 0; i < cap && i < comm->lost.size(); ++i) ranks[i] = comm->lost[i];
+  return HCOMM_SUCCESS;
+}
+
+}  // extern "C"

@@ -1,0 +1,308 @@
+// Failover (docs/failover.md): one executable, one ctest entry (one simulation) per test.
+//   NotifyBound:  the HCCS link 2-5 of an Atlas 800T A2 goes down under a 64 MiB all-reduce: the
+//                 two ends get HCOMM_E_RUNTIME, the six others HCOMM_E_REMOTE, every one within
+//                 the bound docs/failover.md derives (first detection + one control-channel
+//                 latency + n - 1 message serializations on the reporter's host link).
+//   RetryResults: the same with HCOMM_OP_RETRY=1: both all-reduces' results equal the host
+//                 reference, every rank re-executed exactly once (one retry row each, 64 MiB
+//                 re-sent), traffic resumed well under 1 ms after the fault.
+//   AsyncErrorApi: a bad RDMA write of rank 8 on a2-2node: rank 8 gets HCOMM_E_RUNTIME, the 15
+//                 ranks blocked in a barrier are woken with HCOMM_E_REMOTE; hcomm_get_async_error,
+//                 its string and the callback agree; bad arguments are HCOMM_E_PTR / E_UNAVAIL.
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <systemc>
+
+#include "hcomm/hcomm.h"
+#include "sim/runner.h"
+#include "sim/scenario.h"
+#include "sim/trace.h"
+#include "sim_test_util.h"
+
+using namespace sim;
+
+namespace {
+
+std::vector<std::vector<std::string>> query(const std::string& db, const std::string& sql) {
+  std::vector<std::vector<std::string>> rows;
+  sqlite3* h = nullptr;
+  if (sqlite3_open_v2(db.c_str(), &h, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) {
+    ADD_FAILURE() << "cannot open " << db;
+    sqlite3_close(h);
+    return rows;
+  }
+  sqlite3_stmt* s = nullptr;
+  if (sqlite3_prepare_v2(h, sql.c_str(), -1, &s, nullptr) != SQLITE_OK) {
+    ADD_FAILURE() << sql << ": " << sqlite3_errmsg(h);
+  } else {
+    while (sqlite3_step(s) == SQLITE_ROW) {
+      std::vector<std::string> r;
+      for (int i = 0; i < sqlite3_column_count(s); ++i) {
+        const unsigned char* t = sqlite3_column_text(s, i);
+        r.emplace_back(t ? reinterpret_cast<const char*>(t) : "");
+      }
+      rows.push_back(std::move(r));
+    }
+  }
+  sqlite3_finalize(s);
+  sqlite3_close(h);
+  return rows;
+}
+double num(const std::string& db, const std::string& sql) {
+  auto r = query(db, sql);
+  return r.empty() || r[0].empty() || r[0][0].empty() ? -1 : std::stod(r[0][0]);
+}
+
+RunResult run_file(const std::string& file, const std::string& db) {
+  std::vector<std::string> errors;
+  auto sc = load_scenario(std::string(HCSIM_SOURCE_DIR) + "/scenarios/" + file, &errors);
+  for (auto& e : errors) ADD_FAILURE() << e;
+  if (!sc) return {};
+  static Scenario keep;  // the run refers to it until the simulation ends
+  keep = *sc;
+  RunOptions opt = sim_test::quiet();
+  opt.db_path = db;
+  opt.force_db = true;
+  return run_scenario(keep, opt);
+}
+
+// docs/failover.md#detection-times: control channel 10 us one way, 1.25 GB/s per host link.
+constexpr double kCtrlLatencyNs = 10000, kCtrlBps = 1.25e9;
+
+}  // namespace
+
+TEST(SimFailover, NotifyBound) {
+  const std::string db = ::testing::TempDir() + "failover_notify.db";
+  RunResult r = run_file("hccs-link-down.json", db);
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_LT(r.sim_end_ps, 2000ULL * 1000 * 1000);  // not the 30 s timeout: the run ends about 17 us after the fault
+  auto rows = query(db, "SELECT detected_by, code, action, origin FROM failovers ORDER BY detected_by");
+  ASSERT_EQ(rows.size(), 8u);
+  for (auto& row : rows) {
+    const int rank = std::stoi(row[0]), code = std::stoi(row[1]);
+    EXPECT_EQ(code, rank == 2 || rank == 5 ? HCOMM_E_RUNTIME : HCOMM_E_REMOTE) << "rank " << rank;
+    EXPECT_EQ(row[2], "abort");
+  }
+  // The bound: the first rank to see the fault reports it to its 7 peers; each report is one
+  // message of at most 1 KiB serialized on its host link, then one latency.
+  const double first = num(db, "SELECT MIN(detected_at_ns) FROM failovers");
+  const double last = num(db, "SELECT MAX(detected_at_ns) FROM failovers");
+  const double fault = num(db, "SELECT MIN(fault_at_ns) FROM failovers");
+  EXPECT_DOUBLE_EQ(fault, 1.3e6);
+  const double bound = kCtrlLatencyNs + 7 * (1024 / kCtrlBps * 1e9) + 1000;  // + 1 us of host-side slack
+  EXPECT_LE(last - first, bound);
+  EXPECT_LT(first - fault, 10000);  // the transfer on the link fails within 10 us
+  std::printf("fault %.3f us, first detection %.3f us, all notified by %.3f us (bound %.3f us after the first)\n", fault / 1e3,
+              first / 1e3, last / 1e3, bound / 1e3);
+  // Every rank's failed operation has its row and error (docs/trace-schema.md).
+  EXPECT_EQ(num(db, "SELECT COUNT(*) FROM operations WHERE status = 'failed' AND error LIKE '%remote error%'"), 6);
+  EXPECT_EQ(num(db, "SELECT COUNT(*) FROM operations WHERE status = 'failed' AND error LIKE '%device task failed%'"), 2);
+}
+
+TEST(SimFailover, RetryResults) {
+  const std::string db = ::testing::TempDir() + "failover_retry.db";
+  RunResult r = run_file("hccs-link-down-retry.json", db);
+  for (auto& f : r.failures) ADD_FAILURE() << f;
+  EXPECT_EQ(r.exit_code, 0);
+  ASSERT_EQ(r.steps.size(), 2u);
+  for (auto& s : r.steps) {
+    EXPECT_EQ(s.checked, 8u);  // real bytes against the host reference, every rank
+    EXPECT_EQ(s.failed, 0u);
+  }
+  // Exactly once: one retry per rank, the operation's 64 MiB re-sent once, no abort.
+  EXPECT_EQ(num(db, "SELECT COUNT(*) FROM failovers WHERE action = 'retry' AND resumed_at_ns IS NOT NULL AND code = 0"), 8);
+  EXPECT_EQ(num(db, "SELECT COUNT(DISTINCT detected_by) FROM failovers"), 8);
+  EXPECT_EQ(num(db, "SELECT COUNT(*) FROM failovers WHERE bytes_resent != 67108864"), 0);
+  EXPECT_EQ(num(db, "SELECT COUNT(*) FROM failovers WHERE path_after NOT LIKE '%2-5%'"), 0);
+  const double worst = num(db, "SELECT MAX(resumed_at_ns - fault_at_ns) FROM failovers");
+  EXPECT_GT(worst, 0);
+  EXPECT_LT(worst, 1e6);  // the target: <= 1 ms simulated
+  std::printf("fault to traffic resumed: at most %.3f us\n", worst / 1e3);
+  // The re-executed all-reduce runs on the ring (the trace says which algorithm and why).
+  EXPECT_EQ(num(db, "SELECT COUNT(*) FROM operations WHERE chosen_by = 'op retry' AND algorithm = 'ring' AND status = 'ok'"), 16);
+  EXPECT_EQ(num(db, "SELECT COUNT(*) FROM logs WHERE message LIKE '%re-executed from its inputs%'"), 8);
+}
+
+namespace {
+struct Seen {
+  std::map<std::string, std::vector<int>> rc;
+  std::vector<int> cb_calls = std::vector<int>(16, 0), cb_code = std::vector<int>(16, 0);
+  std::vector<double> woken_us = std::vector<double>(16, 0);
+  std::vector<std::string> text = std::vector<std::string>(16);
+  double fail_us = 0;
+} seen;
+void note(std::uint32_t r, const std::string& k, hcomm_result_t v) {
+  auto& x = seen.rc[k];
+  if (x.size() < 16) x.resize(16, -1);
+  x[r] = v;
+}
+void on_error(hcomm_comm_t, hcomm_result_t code, const char*, void* user) {
+  const auto r = static_cast<std::uint32_t>(reinterpret_cast<std::uintptr_t>(user));
+  ++seen.cb_calls[r];
+  seen.cb_code[r] = code;
+}
+}  // namespace
+
+TEST(SimFailover, AsyncErrorApi) {
+  setenv("HCOMM_TIMEOUT_MS", "20000", 1);
+  auto topo = sim_test::preset("a2-2node.json");
+  ASSERT_TRUE(topo);
+  run_program(*topo, [](std::uint32_t r) {
+    hcomm_context_t ctx = nullptr;
+    hcomm_create_context(r % 8, &ctx);
+    hcomm_comm_t comm = nullptr;
+    note(r, "init", hcomm_comm_init(ctx, 16, r, &comm));
+    note(r, "cb", hcomm_comm_set_error_callback(comm, on_error, reinterpret_cast<void*>(static_cast<std::uintptr_t>(r))));
+    hcomm_result_t e = HCOMM_E_INTERNAL;
+    note(r, "async_ok", hcomm_get_async_error(comm, &e));
+    note(r, "async_before", e);
+    note(r, "async_null", hcomm_get_async_error(comm, nullptr));
+    note(r, "string_null", hcomm_get_async_error_string(comm, nullptr));
+    note(r, "lost_null", hcomm_comm_lost_ranks(comm, 4, nullptr, nullptr));
+    void* sym = nullptr;
+    hcomm_buffer_alloc(ctx, 1 << 20, &sym);
+    hcomm_mr_t mr{};
+    hcomm_reg_mr(ctx, sym, 1 << 20, HCOMM_ACCESS_LOCAL_WRITE | HCOMM_ACCESS_REMOTE_WRITE, &mr);
+    note(r, "barrier0", hcomm_barrier(comm, nullptr));
+    if (r == 8) {  // a write with an unknown key: the target NIC refuses it
+      hcomm_stream_t s = nullptr;
+      hcomm_create_stream(ctx, &s);
+      std::uint64_t remote = 0;
+      hcomm_remote_addr(comm, 0, sym, &remote);
+      hcomm_rdma_write(sym, 4096, 0, remote, 0xdead, comm, s);
+      note(r, "sync", hcomm_stream_synchronize(s));
+      seen.fail_us = static_cast<double>(sc_core::sc_time_stamp().value()) / 1e6;
+      hcomm_destroy_stream(s);
+    } else {  // blocked until rank 8 arrives, which it never does
+      note(r, "sync", hcomm_barrier(comm, nullptr));
+    }
+    seen.woken_us[r] = static_cast<double>(sc_core::sc_time_stamp().value()) / 1e6;
+    e = HCOMM_SUCCESS;
+    hcomm_get_async_error(comm, &e);
+    note(r, "async_after", e);
+    const char* msg = nullptr;
+    note(r, "string", hcomm_get_async_error_string(comm, &msg));
+    seen.text[r] = msg ? msg : "";
+    note(r, "sticky", hcomm_barrier(comm, nullptr));  // refused at once with the error
+    std::uint32_t n = 99, lost[4];
+    note(r, "lost", hcomm_comm_lost_ranks(comm, 4, lost, &n));
+    note(r, "lost_n", static_cast<hcomm_result_t>(n));  // no agreement ran (no op retry): nobody found lost
+    hcomm_dereg_mr(ctx, &mr);
+    hcomm_buffer_free(ctx, sym);
+    hcomm_comm_destroy(comm);
+    note(r, "after_destroy", hcomm_get_async_error(comm, &e));
+    hcomm_destroy_context(ctx);
+  }, sim_test::quiet(), true);
+  auto all = [&](const char* k, int v) {
+    for (std::uint32_t r = 0; r < 16; ++r) EXPECT_EQ(seen.rc[k].at(r), v) << k << " rank " << r;
+  };
+  all("init", HCOMM_SUCCESS);
+  all("cb", HCOMM_SUCCESS);
+  all("async_ok", HCOMM_SUCCESS);
+  all("async_before", HCOMM_SUCCESS);
+  all("async_null", HCOMM_E_PTR);
+  all("string_null", HCOMM_E_PTR);
+  all("lost_null", HCOMM_E_PTR);
+  all("barrier0", HCOMM_SUCCESS);
+  all("string", HCOMM_SUCCESS);
+  all("lost", HCOMM_SUCCESS);
+  all("lost_n", 0);
+  all("after_destroy", HCOMM_E_UNAVAIL);
+  double last = 0;
+  for (double w : seen.woken_us) last = std::max(last, w);
+  std::printf("rank 8's write failed at %.3f us; every rank woken by %.3f us\n", seen.fail_us, last);
+  for (std::uint32_t r = 0; r < 16; ++r) {
+    const int want = r == 8 ? HCOMM_E_RUNTIME : HCOMM_E_REMOTE;
+    EXPECT_EQ(seen.rc["sync"].at(r), want) << r;
+    EXPECT_EQ(seen.rc["async_after"].at(r), want) << r;
+    EXPECT_EQ(seen.rc["sticky"].at(r), want) << r;
+    EXPECT_EQ(seen.cb_calls[r], 1) << r;  // once, on the first error
+    EXPECT_EQ(seen.cb_code[r], want) << r;
+    EXPECT_NE(seen.text[r].find("rank 8"), std::string::npos) << seen.text[r];
+    // Woken within one control-channel latency plus 15 message serializations of the failure.
+    EXPECT_LE(seen.woken_us[r] - seen.fail_us, (kCtrlLatencyNs + 15 * (1024 / kCtrlBps * 1e9) + 1000) / 1e3) << r;
+  }
+}
+
+// Shrink: rank 7 of an Atlas 800T A2 leaves (its process ends without a word); the seven others
+// shrink the communicator without it and all-reduce on the new one: results equal the host sum
+// over ranks 0..6; bad lists are HCOMM_E_PARA, never a crash.
+namespace {
+std::vector<float> input(std::uint32_t r, std::size_t n) {
+  std::vector<float> v(n);
+  for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<float>((r + 1) * 3 + i % 101);
+  return v;
+}
+}  // namespace
+
+TEST(SimFailover, ShrinkThenAllReduce) {
+  auto topo = sim_test::preset("atlas800t-a2.json");
+  ASSERT_TRUE(topo);
+  const std::size_t n = (1 << 20) + 3;  // 4 MiB + 12 B of fp32
+  static std::vector<double> data_ok(8, 0);
+  run_program(*topo, [n](std::uint32_t r) {
+    hcomm_context_t ctx = nullptr;
+    hcomm_create_context(r, &ctx);
+    hcomm_comm_t comm = nullptr;
+    note(r, "init", hcomm_comm_init(ctx, 8, r, &comm));
+    if (r == 7) {  // gone
+      hcomm_comm_destroy(comm);
+      hcomm_destroy_context(ctx);
+      return;
+    }
+    hcomm_comm_t small = nullptr;
+    const std::uint32_t self[1] = {r}, twice[2] = {7, 7}, out_of_range[1] = {8}, all7[7] = {0, 1, 2, 3, 4, 5, 6};
+    note(r, "shrink_null_out", hcomm_comm_shrink(comm, 1, self, nullptr));
+    note(r, "shrink_null_list", hcomm_comm_shrink(comm, 1, nullptr, &small));
+    note(r, "shrink_self", hcomm_comm_shrink(comm, 1, self, &small));
+    note(r, "shrink_twice", hcomm_comm_shrink(comm, 2, twice, &small));
+    note(r, "shrink_range", hcomm_comm_shrink(comm, 1, out_of_range, &small));
+    note(r, "shrink_everyone", hcomm_comm_shrink(comm, 8, all7, &small));
+    const std::uint32_t lost[1] = {7};
+    note(r, "shrink", hcomm_comm_shrink(comm, 1, lost, &small));
+    std::uint32_t size = 0, rank = 99;
+    hcomm_comm_size(small, &size);
+    hcomm_comm_rank(small, &rank);
+    note(r, "size", static_cast<hcomm_result_t>(size));
+    note(r, "rank_same", rank == r ? HCOMM_SUCCESS : HCOMM_E_INTERNAL);
+    hcomm_stream_t s = nullptr;
+    hcomm_create_stream(ctx, &s);
+    void *a = nullptr, *b = nullptr;
+    hcomm_malloc(ctx, n * 4, &a);
+    hcomm_malloc(ctx, n * 4, &b);
+    auto mine = input(r, n);
+    hcomm_memcpy_host_to_device(a, mine.data(), n * 4, s);
+    note(r, "allreduce", hcomm_allreduce(a, b, n, HCOMM_DATA_TYPE_FP32, HCOMM_REDUCE_SUM, small, s));
+    note(r, "sync", hcomm_stream_synchronize(s));
+    std::vector<float> got(n);
+    hcomm_memcpy_device_to_host(got.data(), b, n * 4, s);
+    hcomm_stream_synchronize(s);
+    std::vector<float> want(n, 0.0f);
+    for (std::uint32_t q = 0; q < 7; ++q) {
+      auto in = input(q, n);
+      for (std::size_t i = 0; i < n; ++i) want[i] += in[i];
+    }
+    note(r, "data", got == want ? HCOMM_SUCCESS : HCOMM_E_INTERNAL);
+    hcomm_free(ctx, a);
+    hcomm_free(ctx, b);
+    hcomm_destroy_stream(s);
+    hcomm_comm_destroy(small);
+    hcomm_comm_destroy(comm);
+    hcomm_destroy_context(ctx);
+  }, sim_test::quiet(), true);
+  for (std::uint32_t r = 0; r < 7; ++r) {
+    EXPECT_EQ(seen.rc["init"].at(r), HCOMM_SUCCESS);
+    EXPECT_EQ(seen.rc["shrink_null_out"].at(r), HCOMM_E_PTR);
+    EXPECT_EQ(seen.rc["shrink_null_list"].at(r), HCOMM_E_PTR);
+    for (const char* k : {"shrink_self", "shrink_twice", "shrink_range", "shrink_everyone"}) EXPECT_EQ(seen.rc[k].at(r), HCOMM_E_PARA) << k;
+    for (const char* k : {"shrink", "rank_same", "allreduce", "sync", "data"}) EXPECT_EQ(seen.rc[k].at(r), HCOMM_SUCCESS) << k << " rank " << r;
+    EXPECT_EQ(seen.rc["size"].at(r), 7);
+  }
+}
