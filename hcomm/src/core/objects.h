@@ -119,7 +119,6 @@ struct hcomm_context_s {
   struct Reservation { std::uint64_t min_Bps = 0, max_Bps = 0; std::uint32_t qp_base = 0; };
   std::map<hcomm_comm_t, Reservation> reservations;
   std::uint64_t nic_line_Bps = 0;  // the NIC's line rate, read at the first reservation
-};
   // Failover (core/failover.h, docs/failover.md).
   std::int64_t grank = -1;                          // this process's global rank (first communicator's init)
   std::vector<hcomm_comm_t> comms;                  // live communicators of this context, creation order
