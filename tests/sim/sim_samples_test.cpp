@@ -21,38 +21,15 @@
 #include "sim/trace.h"
 #include "sim/runner.h"
 #include "sim/scenario.h"
+#include "sim_test_db.h"
 #include "sim_test_util.h"
 
 using namespace sim;
 
 namespace {
 
-// Rows of a query as strings (NULL as "").
-std::vector<std::vector<std::string>> query(const std::string& db, const std::string& sql) {
-  std::vector<std::vector<std::string>> rows;
-  sqlite3* h = nullptr;
-  if (sqlite3_open_v2(db.c_str(), &h, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) {
-    ADD_FAILURE() << "cannot open " << db;
-    sqlite3_close(h);
-    return rows;
-  }
-  sqlite3_stmt* s = nullptr;
-  if (sqlite3_prepare_v2(h, sql.c_str(), -1, &s, nullptr) != SQLITE_OK) {
-    ADD_FAILURE() << sql << ": " << sqlite3_errmsg(h);
-  } else {
-    while (sqlite3_step(s) == SQLITE_ROW) {
-      std::vector<std::string> r;
-      for (int i = 0; i < sqlite3_column_count(s); ++i) {
-        const unsigned char* t = sqlite3_column_text(s, i);
-        r.emplace_back(t ? reinterpret_cast<const char*>(t) : "");
-      }
-      rows.push_back(std::move(r));
-    }
-  }
-  sqlite3_finalize(s);
-  sqlite3_close(h);
-  return rows;
-}
+using sim_test::query;
+
 double num(const std::string& db, const std::string& sql) {
   auto r = query(db, sql);
   return r.empty() || r[0].empty() || r[0][0].empty() ? 0 : std::stod(r[0][0]);

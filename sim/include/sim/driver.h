@@ -168,6 +168,7 @@ class SimDriver final : public hcomm::Driver, public models::MachineListener {
   std::vector<std::unique_ptr<sc_core::sc_event>> ctrl_ev_;
   std::uint64_t ctrl_msgs_ = 0, ctrl_bytes_ = 0;
   void ctrl_size();  // the per-rank control-channel state covers every rank
+  models::Tick ctrl_arrival(std::uint32_t from, std::uint32_t to, std::uint64_t bytes, models::Tick now);  // a message's arrival; moves both host links on
   /// Urgent messages (ctrl_signal) per receiving rank, in arrival order, and the event their
   /// arrival notifies (stream_synchronize waits on it too).
   std::vector<std::deque<CtrlEntry>> sig_box_;

@@ -500,18 +500,24 @@ void SimDriver::ctrl_size() {
   sig_ev_.resize(n);
 }
 
+// A control message's arrival: serialized on the sender's host link, then one latency, then on
+// the receiver's host link (both links' busy times move on).
+models::Tick SimDriver::ctrl_arrival(std::uint32_t from, std::uint32_t to, std::uint64_t bytes, models::Tick now) {
+  const models::Tick ser = static_cast<models::Tick>(
+      static_cast<unsigned __int128>(bytes) * models::kPsPerSec / (ctrl_.bandwidth_Bps ? ctrl_.bandwidth_Bps : 1));
+  const models::Tick tx_end = std::max(now, ctrl_tx_free_[from]) + ser;
+  ctrl_tx_free_[from] = tx_end;
+  const models::Tick arrival = std::max(tx_end + ctrl_.latency_ps, ctrl_rx_free_[to] + ser);
+  ctrl_rx_free_[to] = arrival;
+  return arrival;
+}
+
 DrvStatus SimDriver::ctrl_send(std::uint32_t from, std::uint32_t to, hcomm::CtrlMsg msg) {
   const std::uint32_t n = rank_count();
   if (from >= n || to >= n || !msg) return DrvStatus::Invalid;
   ctrl_size();
   const models::Tick now = sc_core::sc_time_stamp().value();
-  const models::Tick ser = static_cast<models::Tick>(
-      static_cast<unsigned __int128>(msg->size()) * models::kPsPerSec / (ctrl_.bandwidth_Bps ? ctrl_.bandwidth_Bps : 1));
-  // Serialized on the sender's host link, then one latency, then on the receiver's host link.
-  const models::Tick tx_end = std::max(now, ctrl_tx_free_[from]) + ser;
-  ctrl_tx_free_[from] = tx_end;
-  const models::Tick arrival = std::max(tx_end + ctrl_.latency_ps, ctrl_rx_free_[to] + ser);
-  ctrl_rx_free_[to] = arrival;
+  const models::Tick arrival = ctrl_arrival(from, to, msg->size(), now);
   auto& box = ctrl_box_[to];
   auto at = box.end();
   while (at != box.begin() && std::prev(at)->arrival > arrival) --at;  // arrival order, ties in send order
@@ -556,12 +562,7 @@ DrvStatus SimDriver::ctrl_signal(std::uint32_t from, std::uint32_t to, hcomm::Ct
   if (from >= n || to >= n || !msg) return DrvStatus::Invalid;
   ctrl_size();
   const models::Tick now = sc_core::sc_time_stamp().value();
-  const models::Tick ser = static_cast<models::Tick>(
-      static_cast<unsigned __int128>(msg->size()) * models::kPsPerSec / (ctrl_.bandwidth_Bps ? ctrl_.bandwidth_Bps : 1));
-  const models::Tick tx_end = std::max(now, ctrl_tx_free_[from]) + ser;
-  ctrl_tx_free_[from] = tx_end;
-  const models::Tick arrival = std::max(tx_end + ctrl_.latency_ps, ctrl_rx_free_[to] + ser);
-  ctrl_rx_free_[to] = arrival;
+  const models::Tick arrival = ctrl_arrival(from, to, msg->size(), now);
   auto& box = sig_box_[to];
   auto at = box.end();
   while (at != box.begin() && std::prev(at)->arrival > arrival) --at;
