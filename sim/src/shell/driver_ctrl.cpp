@@ -1,0 +1,174 @@
+// The simulated driver's host control channel (the bootstrap's TCP between the ranks' host
+// processes: docs/discovery.md#costs) and its failover calls (docs/failover.md): urgent messages,
+// device abort and notify reset, device progress read by MMIO, and the `failovers` rows.
+#include <algorithm>
+#include <iterator>
+
+#include "sim/driver.h"
+
+namespace sim {
+
+using hcomm::DrvStatus;
+
+void SimDriver::ctrl_size() {
+  const std::uint32_t n = rank_count();
+  if (ctrl_box_.size() >= n) return;
+  ctrl_box_.resize(n);
+  ctrl_tx_free_.assign(n, 0);
+  ctrl_rx_free_.assign(n, 0);
+  ctrl_ev_.resize(n);
+  sig_box_.resize(n);
+  sig_ev_.resize(n);
+}
+
+// A control message's arrival: serialized on the sender's host link, then one latency, then on
+// the receiver's host link (both links' busy times move on).
+models::Tick SimDriver::ctrl_arrival(std::uint32_t from, std::uint32_t to, std::uint64_t bytes, models::Tick now) {
+  const models::Tick ser = static_cast<models::Tick>(
+      static_cast<unsigned __int128>(bytes) * models::kPsPerSec / (ctrl_.bandwidth_Bps ? ctrl_.bandwidth_Bps : 1));
+  const models::Tick tx_end = std::max(now, ctrl_tx_free_[from]) + ser;
+  ctrl_tx_free_[from] = tx_end;
+  const models::Tick arrival = std::max(tx_end + ctrl_.latency_ps, ctrl_rx_free_[to] + ser);
+  ctrl_rx_free_[to] = arrival;
+  return arrival;
+}
+
+DrvStatus SimDriver::ctrl_send(std::uint32_t from, std::uint32_t to, hcomm::CtrlMsg msg) {
+  const std::uint32_t n = rank_count();
+  if (from >= n || to >= n || !msg) return DrvStatus::Invalid;
+  ctrl_size();
+  const models::Tick now = sc_core::sc_time_stamp().value();
+  const models::Tick arrival = ctrl_arrival(from, to, msg->size(), now);
+  auto& box = ctrl_box_[to];
+  auto at = box.end();
+  while (at != box.begin() && std::prev(at)->arrival > arrival) --at;  // arrival order, ties in send order
+  box.insert(at, CtrlEntry{from, arrival, std::move(msg)});
+  ++ctrl_msgs_;
+  if (!ctrl_ev_[to]) ctrl_ev_[to] = std::make_unique<sc_core::sc_event>();
+  ctrl_ev_[to]->notify(sc_core::sc_time::from_value(arrival - now));
+  return DrvStatus::Ok;
+}
+
+DrvStatus SimDriver::ctrl_recv(std::uint32_t to, std::uint32_t from, std::uint64_t timeout_ns, hcomm::CtrlMsg* msg) {
+  const std::uint32_t n = rank_count();
+  if (to >= n || (from >= n && from != hcomm::kCtrlAnyRank) || !msg) return DrvStatus::Invalid;
+  ctrl_size();
+  if (!ctrl_ev_[to]) ctrl_ev_[to] = std::make_unique<sc_core::sc_event>();
+  const models::Tick deadline = sc_core::sc_time_stamp().value() + timeout_ns * models::kPsPerNs;
+  for (;;) {
+    const models::Tick now = sc_core::sc_time_stamp().value();
+    auto& box = ctrl_box_[to];
+    models::Tick next = deadline;
+    for (auto it = box.begin(); it != box.end(); ++it) {
+      if (from != hcomm::kCtrlAnyRank && it->from != from) continue;
+      if (it->arrival <= now) {
+        *msg = std::move(it->msg);
+        ctrl_bytes_ += (*msg)->size();
+        box.erase(it);
+        return DrvStatus::Ok;
+      }
+      next = std::min(next, it->arrival);
+      break;  // per receiver in arrival order: the first match is the earliest
+    }
+    if (now >= deadline) return DrvStatus::Timeout;
+    sc_core::wait(sc_core::sc_time::from_value(next - now), *ctrl_ev_[to]);
+  }
+}
+
+// ---- failover (docs/failover.md) ----
+
+// An urgent message shares the host links (and their serialization) with the ordinary ones.
+DrvStatus SimDriver::ctrl_signal(std::uint32_t from, std::uint32_t to, hcomm::CtrlMsg msg) {
+  const std::uint32_t n = rank_count();
+  if (from >= n || to >= n || !msg) return DrvStatus::Invalid;
+  ctrl_size();
+  const models::Tick now = sc_core::sc_time_stamp().value();
+  const models::Tick arrival = ctrl_arrival(from, to, msg->size(), now);
+  auto& box = sig_box_[to];
+  auto at = box.end();
+  while (at != box.begin() && std::prev(at)->arrival > arrival) --at;
+  box.insert(at, CtrlEntry{from, arrival, std::move(msg)});
+  ++ctrl_sigs_;
+  if (!sig_ev_[to]) sig_ev_[to] = std::make_unique<sc_core::sc_event>();
+  sig_ev_[to]->notify(sc_core::sc_time::from_value(arrival - now));
+  return DrvStatus::Ok;
+}
+
+bool SimDriver::signal_pending(std::uint32_t rank) const {
+  return rank < sig_box_.size() && !sig_box_[rank].empty() && sig_box_[rank].front().arrival <= sc_core::sc_time_stamp().value();
+}
+
+DrvStatus SimDriver::ctrl_signal_poll(std::uint32_t to, std::uint32_t* from, hcomm::CtrlMsg* msg) {
+  if (to >= rank_count() || !from || !msg) return DrvStatus::Invalid;
+  ctrl_size();
+  if (!signal_pending(to)) return DrvStatus::Timeout;
+  auto& box = sig_box_[to];
+  *from = box.front().from;
+  *msg = std::move(box.front().msg);
+  ctrl_bytes_ += (*msg)->size();
+  box.pop_front();
+  return DrvStatus::Ok;
+}
+
+DrvStatus SimDriver::device_abort(std::uint32_t device) {
+  if (device >= m_.npu_count()) return DrvStatus::Invalid;
+  for (const std::uint32_t s : device < dev_streams_.size() ? dev_streams_[device] : std::vector<std::uint32_t>{}) {
+    if (!m_.stream_valid(s) || m_.stream_npu(s) != device) continue;
+    m_.abort_stream(s);
+    if (s < sq_tail_.size()) m_.mmio_read(device, models::npu_regs::stream_reg(s, models::npu_regs::kSqTail), &sq_tail_[s]);
+  }
+  if (device < dev_error_.size()) dev_error_[device].clear();
+  return DrvStatus::Ok;
+}
+
+DrvStatus SimDriver::notify_reset(std::uint32_t device) {
+  if (device >= m_.npu_count()) return DrvStatus::Invalid;
+  m_.reset_notifies(device);
+  return DrvStatus::Ok;
+}
+
+// Read from the stream registers by MMIO (SQ head: tasks started, CQ tail: tasks completed).
+DrvStatus SimDriver::device_progress(std::uint32_t device, std::uint64_t* completed, bool* head_not_started) {
+  if (device >= m_.npu_count() || !completed || !head_not_started) return DrvStatus::Invalid;
+  *completed = 0;
+  *head_not_started = false;
+  namespace R = models::npu_regs;
+  if (device >= dev_streams_.size()) return DrvStatus::Ok;
+  for (const std::uint32_t s : dev_streams_[device]) {  // the device's own streams only (O(its streams))
+    if (!m_.stream_valid(s) || m_.stream_npu(s) != device) continue;
+    std::uint64_t started = 0, done = 0;
+    m_.mmio_read(device, R::stream_reg(s, R::kSqHead), &started);
+    m_.mmio_read(device, R::stream_reg(s, R::kCqTail), &done);
+    *completed += done;
+    if (!m_.stream_idle(s) && started == done) *head_not_started = true;
+  }
+  return DrvStatus::Ok;
+}
+
+void SimDriver::fault_injected() { fault_ps_.push_back(sc_core::sc_time_stamp().value()); }
+
+void SimDriver::failover_reported(std::uint32_t device, const hcomm::FailoverInfo& f) {
+  (void)device;
+  failovers_.push_back(f);
+  if (!trace_) return;
+  FailoverRow row;
+  row.comm = f.comm;
+  row.detected_by = f.rank;
+  row.origin = f.origin;
+  row.op_seq = f.op_seq;
+  row.bytes_resent = f.bytes_resent;
+  row.fault = f.fault;
+  row.action = f.action;
+  row.path_before = f.path_before;
+  row.path_after = f.path_after;
+  row.code = f.code;
+  row.detected_ns = static_cast<double>(f.detected_ns);
+  row.resumed_ns = f.resumed_ns ? static_cast<double>(f.resumed_ns) : std::numeric_limits<double>::quiet_NaN();
+  // The injected fault it follows: the last one at or before its detection.
+  row.fault_at_ns = std::numeric_limits<double>::quiet_NaN();
+  for (const models::Tick t : fault_ps_)
+    if (t <= f.detected_ns * models::kPsPerNs) row.fault_at_ns = static_cast<double>(t) / models::kPsPerNs;
+  trace_->failover(row);
+}
+
+}  // namespace sim
