@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "sim/topology.h"
@@ -86,7 +87,9 @@ bool write_file(const std::string& path, const std::string& text, std::string* w
 
 /// The table on stdout, DIR/plan.csv, DIR/plan.db, the SVG plots and the target's verdict (not
 /// judged for a dry run). Returns `rc` raised to 1 when the target is not met, 2 on a write error.
+/// `meta` adds rows to plan.db's meta table (under MPI: the ranks and the points each ran).
 int report(const Plan& p, const std::vector<Layout>& layouts, const std::vector<Point>& points,
-           const std::vector<std::vector<Result>>& results, const std::string& out, bool dry, int rc);
+           const std::vector<std::vector<Result>>& results, const std::string& out, bool dry, int rc,
+           const std::vector<std::pair<std::string, std::string>>& meta = {});
 
 }  // namespace hcsim::plan

@@ -34,7 +34,8 @@ std::string csv_escape(const std::string& s) {
 }  // namespace
 
 int report(const Plan& p, const std::vector<Layout>& layouts, const std::vector<Point>& points,
-           const std::vector<std::vector<Result>>& results, const std::string& out, bool dry, int rc) {
+           const std::vector<std::vector<Result>>& results, const std::string& out, bool dry, int rc,
+           const std::vector<std::pair<std::string, std::string>>& meta) {
   std::string why;
   // The table (stdout), CSV and SQLite, in layout, workload, size order.
   std::string csv = "layout";
@@ -99,6 +100,7 @@ int report(const Plan& p, const std::vector<Layout>& layouts, const std::vector<
       return r;
     };
     ok = ok && exec_bind("INSERT INTO meta VALUES('generator','hcsim plan'),('plan',?),('name',?)", {absolute(p.file), p.name});
+    for (auto& [k, v] : meta) ok = ok && exec_bind("INSERT INTO meta VALUES(?,?)", {k, v});
     for (std::size_t li = 0; ok && li < layouts.size(); ++li) {
       const Layout& L = layouts[li];
       json params = json::object();
