@@ -9,7 +9,7 @@ ROOT=$(pwd)
 JOBS=${JOBS:-$(nproc)}
 
 PACKAGES=(build-essential cmake pkg-config ccache libsystemc-dev nlohmann-json3-dev libboost-graph-dev
-          libsqlite3-dev sqlite3 libgtest-dev libbenchmark-dev time)
+          libsqlite3-dev sqlite3 libgtest-dev libbenchmark-dev time openmpi-bin libopenmpi-dev)
 
 FUZZ_PACKAGES=(clang libclang-rt-14-dev)   # test only: the loaders' libFuzzer target
 

@@ -477,6 +477,11 @@ int plan_ranks(const std::vector<std::string>& argv, int rank, int size) {
       const auto t0 = std::chrono::steady_clock::now();
       std::size_t next = 0, done = 0;
       int finished_ranks = 1;  // rank 0 itself
+      // Rank 0 starts its own children only once every rank has asked for its first point, so that
+      // with at least as many points as ranks every rank simulates some (and a slow rank start-up
+      // does not leave it idle).
+      std::vector<bool> asked(static_cast<std::size_t>(size), false);
+      int asking = 1;
       auto record = [&](const Finished& f, int from) {
         results[f.index] = f.rows;
         if (f.code != kOk) rc = std::max(rc, f.code);
@@ -493,7 +498,7 @@ int plan_ranks(const std::vector<std::string>& argv, int rank, int size) {
       };
       while (done < points.size() || finished_ranks < size) {
         bool busy = false;
-        while (kids.running() < jobs && next < points.size()) {
+        while (asking == size && kids.running() < jobs && next < points.size()) {
           if (!kids.spawn(next++, &why)) return fail(why);
           busy = true;
         }
@@ -508,6 +513,10 @@ int plan_ranks(const std::vector<std::string>& argv, int rank, int size) {
             if (st.MPI_TAG == kTagDone) {
               ++finished_ranks;
             } else {
+              if (!asked[static_cast<std::size_t>(st.MPI_SOURCE)]) {
+                asked[static_cast<std::size_t>(st.MPI_SOURCE)] = true;
+                ++asking;
+              }
               if (!msg.empty()) {
                 Finished f;
                 if (!from_json(msg, results, f)) return fail("a malformed result from rank " + std::to_string(st.MPI_SOURCE));
