@@ -395,9 +395,13 @@ int plan_ranks(const std::vector<std::string>& argv, int rank, int size) {
       std::snprintf(token, sizeof token, "%ld.%ld", static_cast<long>(getpid()),
                     static_cast<long>(std::chrono::steady_clock::now().time_since_epoch().count()));
       std::string why;
-      if (!write_file(probe, std::string(token) + "\n", &why)) std::fprintf(stderr, "hcsim: %s\n", why.c_str());
+      if (!write_file(probe, std::string(token) + "\n", &why)) {
+        std::fprintf(stderr, "hcsim: %s\n", why.c_str());
+        token[0] = 0;  // every rank stops: without the token no rank can tell whether it shares DIR
+      }
     }
     MPI_Bcast(token, sizeof token, MPI_CHAR, 0, MPI_COMM_WORLD);
+    if (!token[0]) return kBadInput;
     int mine = 1;
     if (rank != 0) {
       std::string o = out;
