@@ -126,9 +126,8 @@ class Network final : public EventHandler, private CcHost {
   /// rate when the new flow takes the same path: the set of paths, hence every max-min rate, is
   /// unchanged and no recomputation is needed.
   void flow_post(std::uint32_t qp, std::int64_t after = -1);
-  void flow_project(std::uint32_t id, bool push = true);               // (re)project a flow's completion at its rate
+  void flow_project(std::uint32_t id);                  // (re)project a flow's completion at its rate: a kFlowDone event with its stamp
   void flow_rates();                                    // max-min fair rates (progressive filling)
-  void flow_next();                                     // schedule the next completion
   void flow_done(std::uint32_t id);
   void flow_event(std::uint64_t type, std::uint64_t id, std::uint64_t b);
   void index_ports();                                   // global port ids
@@ -217,12 +216,9 @@ class Network final : public EventHandler, private CcHost {
   // flow tier
   std::vector<Flow> flows_;
   std::vector<std::uint32_t> free_flows_;
-  // Projected completions (time, flow, stamp); entries whose stamp is no longer the flow's are stale.
-  // A binary min-heap (std::push_heap / pop_heap with std::greater); rebuilt in one pass when a
-  // recomputation re-projects most flows.
-  std::vector<std::tuple<Tick, std::uint32_t, std::uint64_t>> flow_heap_;
+  // A flow's projected completion is a kFlowDone event carrying its stamp; a re-projection bumps the
+  // stamp, so the earlier event is stale and dropped when it comes due.
   std::uint64_t flow_stamp_ = 0;
-  std::uint64_t flow_gen_ = 0;
   bool flow_rates_pending_ = false;                     // a recomputation is scheduled for now
   std::vector<std::uint32_t> port_base_;                // node -> first global port id
   std::vector<std::uint32_t> port_node_;                // global port id -> node

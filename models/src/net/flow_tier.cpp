@@ -88,15 +88,12 @@ void Network::flow_rates_soon() {
   schedule(sch_.now(), kFlowRates, 0);
 }
 
-void Network::flow_project(std::uint32_t id, bool push) {
+void Network::flow_project(std::uint32_t id) {
   Flow& f = flows_[id];
   f.stamp = ++flow_stamp_;
   if (f.rate <= 0) return;
   f.t_end = f.t_set + static_cast<Tick>(std::ceil(f.left / f.rate * 1e12));
-  if (push) {
-    flow_heap_.emplace_back(f.t_end, id, f.stamp);
-    std::push_heap(flow_heap_.begin(), flow_heap_.end(), std::greater<>());
-  }
+  schedule(f.t_end, kFlowDone, id, f.stamp);
 }
 
 void Network::flow_rates() {
@@ -206,49 +203,12 @@ void Network::flow_rates() {
     for (std::uint32_t h : flows_[id].gports) port_alloc_[h] += flows_[id].rate;
   }
   // Re-project the refilled flows whose rate changed: a flow refilled at its old rate keeps its
-  // projected completion and heap entry (most refills on a balanced fabric change few rates).
-  // One heap push each, or — when they are most of the live flows, as in one big component — a
-  // rebuild from every live flow's projection in one pass.
-  std::size_t k = 0;
+  // projected completion (most refills on a balanced fabric change few rates). A projection is a
+  // kFlowDone event carrying the flow's stamp; one whose stamp is no longer the flow's is stale and
+  // dropped when it comes due (no separate completion heap).
   for (std::size_t i = 0; i < fill_flows_.size(); ++i) {
     const std::uint32_t id = fill_flows_[i];
-    if (flows_[id].rate != fill_old_rate_[i] || fill_old_rate_[i] <= 0) fill_flows_[k++] = id;
-  }
-  fill_flows_.resize(k);
-  const std::size_t live = flows_.size() - free_flows_.size();
-  if (fill_flows_.size() * 2 < live) {
-    for (std::uint32_t id : fill_flows_) flow_project(id, true);
-    return;
-  }
-  for (std::uint32_t id : fill_flows_) flow_project(id, false);
-  flow_heap_.clear();
-  for (std::uint32_t id = 0; id < flows_.size(); ++id) {
-    const Flow& f = flows_[id];
-    if (f.active && f.rate > 0) flow_heap_.emplace_back(f.t_end, id, f.stamp);
-  }
-  std::make_heap(flow_heap_.begin(), flow_heap_.end(), std::greater<>());
-}
-
-void Network::flow_next() {
-  ++flow_gen_;
-  if (flow_heap_.size() > 4 * (flows_.size() - free_flows_.size()) + 4096) {
-    flow_heap_.erase(std::remove_if(flow_heap_.begin(), flow_heap_.end(),
-                                    [&](const auto& e) {
-                                      const Flow& f = flows_[std::get<1>(e)];
-                                      return !f.active || f.stamp != std::get<2>(e);
-                                    }),
-                     flow_heap_.end());
-    std::make_heap(flow_heap_.begin(), flow_heap_.end(), std::greater<>());
-  }
-  while (!flow_heap_.empty()) {
-    const auto [t, id, stamp] = flow_heap_.front();
-    if (!flows_[id].active || flows_[id].stamp != stamp) {
-      std::pop_heap(flow_heap_.begin(), flow_heap_.end(), std::greater<>());
-      flow_heap_.pop_back();
-      continue;
-    }
-    schedule(t, kFlowDone, id, flow_gen_);
-    return;
+    if (flows_[id].rate != fill_old_rate_[i] || fill_old_rate_[i] <= 0) flow_project(id);
   }
 }
 
@@ -316,7 +276,7 @@ void Network::flow_event(std::uint64_t type, std::uint64_t id, std::uint64_t b) 
       if (!qps_[id].msgs.empty()) flow_post(static_cast<std::uint32_t>(id));
       break;
     case kFlowDone:
-      if (b == flow_gen_) flow_done(static_cast<std::uint32_t>(id));
+      if (flows_[id].active && flows_[id].stamp == b) flow_done(static_cast<std::uint32_t>(id));
       break;
     case kFlowTinyDone:
       flow_done(static_cast<std::uint32_t>(id));
@@ -324,7 +284,6 @@ void Network::flow_event(std::uint64_t type, std::uint64_t id, std::uint64_t b) 
     case kFlowRates:
       flow_rates_pending_ = false;
       if (!flow_seeds_.empty()) flow_rates();
-      flow_next();
       break;
     case kFlowDeliver: {
       Flow& f = flows_[id];
