@@ -78,6 +78,7 @@ hcomm_result_t run_plan(hcomm_comm_t comm, hcomm_stream_t main, const Members& m
   //     queue, mark ECN and throttle both); the receives of one step are admitted together;
   //   * grants to one sender on one key go out in its order (the point never decreases).
   std::vector<const Recv*> recvs;
+  std::vector<std::uint32_t> recv_step;  // the step of each receive
   std::vector<std::pair<std::int64_t, std::size_t>> grants;  // (point, receive), sorted
   {
     std::vector<std::int64_t> last_on_slot(a.slots, -1);
@@ -89,9 +90,12 @@ hcomm_result_t run_plan(hcomm_comm_t comm, hcomm_stream_t main, const Members& m
       for (const Recv& r : st.recvs) {
         const std::size_t i = recvs.size();
         recvs.push_back(&r);
+        recv_step.push_back(static_cast<std::uint32_t>(&st - plan.steps.data()));
+        // A sender that wrote in that step keeps its turn (its writes and the others' already
+        // overlapped there); only a sender new to this receiver since then waits for admission.
         std::int64_t point = -1;
-        for (std::uint32_t f : prev_from)
-          if (f != r.from) { point = 2 * prev_last; break; }
+        if (!prev_from.empty() && std::find(prev_from.begin(), prev_from.end(), r.from) == prev_from.end())
+          point = 2 * prev_last;
         if (r.mode != Mode::Direct) {
           if (r.slot >= a.slots) return HCOMM_E_INTERNAL;
           if (last_on_slot[r.slot] >= 0) point = std::max(point, 2 * last_on_slot[r.slot] + 1);
@@ -122,6 +126,23 @@ hcomm_result_t run_plan(hcomm_comm_t comm, hcomm_stream_t main, const Members& m
   // and main's first steps need not wait behind many of them.
   std::size_t start_grants = 0;
   while (start_grants < grants.size() && grants[start_grants].first == -1) ++start_grants;
+  // Of those, in each step the grants to senders reached by SDMA go first: a RoCE grant holds
+  // the grant stream for its round trip, and an SDMA grant issued after the sender's own copy to
+  // this rank has begun queues behind that copy on the link (the pipeline: a server peer's first
+  // block waited ~20 us for it). Grants to one sender keep their order (stable).
+  if (start_grants > 1) {
+    std::vector<char> sdma(mem.n, 2);  // per member: 2 unknown, else via_sdma
+    auto key = [&](const std::pair<std::int64_t, std::size_t>& g) {
+      const std::uint32_t f = recvs[g.second]->from;
+      if (sdma[f] == 2) {
+        const RankDesc* d = ex.desc(f);
+        sdma[f] = d && via_sdma(comm, *d) ? 1 : 0;
+      }
+      return 2 * static_cast<std::uint64_t>(recv_step[g.second]) + (sdma[f] == 1 ? 0 : 1);
+    };
+    std::stable_sort(grants.begin(), grants.begin() + static_cast<std::ptrdiff_t>(start_grants),
+                     [&](const auto& x, const auto& y) { return key(x) < key(y); });
+  }
   hcomm_stream_t gs = main;
   if (start_grants > 1) {
     if (!comm->grant_stream && make_stream(comm->ctx, &comm->grant_stream) != HCOMM_SUCCESS) return HCOMM_E_DRV;
