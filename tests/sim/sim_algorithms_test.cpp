@@ -187,19 +187,18 @@ TEST(SimAlgorithms, DoubleTree) {
         "default tier, DCQCN-limited (documented bound 7x)");
 }
 
-// The pipeline (docs/algorithms/pipeline.md), flow tier, 64 MiB: S = 16 steps per phase, each
-// moving one block b = 64 MiB / (S L) = 512 KiB over the rail's RoCE link and to each of the L - 1
-// server peers over HCCS at once. Lower bound: the NIC's S - 1 blocks (wire bytes) plus the last
-// step's HCCS block; all-reduce: twice that plus the reduce-scatter's L reductions of a block per
-// step at the local copy rate. Upper bound: the measured time with ~15 % margin (measured: all-gather
-// 742.6 us, all-reduce 1634.3 us; the all-gather alone is checked by tests/cli/hcomm_test_test.sh) — the steps run ~25 us longer each than the busiest link needs
-// (grants, the join of 8 send lanes, the notifies), documented in pipeline.md.
+// The pipeline (docs/algorithms/pipeline.md#where-the-time-goes): 2 S = 32 steps of one block b =
+// n / (S L) = 512 KiB. Closed form: per phase 15 RoCE blocks in wire bytes + one HCCS block, and S
+// steps of L blocks reduced at 400 GB/s; plus the vector copied into the collective buffer and out
+// again (2 n at 400 GB/s), which no overlap hides. Upper: + 32 steps of the per-step allowance.
 double pipe_block() { return kN / (kS * kL); }
 double pipe_ag() { return (kS - 1) * us(pipe_block() * kWire, kNic) + us(pipe_block(), kHccs); }
 
 TEST(SimAlgorithms, PipelineAllReduce) {
   const double f = 2 * pipe_ag() + kS * us(kL * pipe_block(), kLocal);
-  check("pipeline", "flow", f, f, 1880, "2 S = 32 steps of one block, flow tier", "allreduce");
+  const double copies = 2 * us(kN, kLocal);
+  check("pipeline", "flow", f + copies, f, f + copies + 2 * kS * kStepExtra, "2 S = 32 steps of one block, flow tier",
+        "allreduce");
 }
 
 // The two-level all-to-all (docs/algorithms/pairwise.md#hierarchical-all-to-all-meshpairwise),

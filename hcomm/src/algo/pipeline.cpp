@@ -78,14 +78,18 @@ void rs_steps(const PlanIn& in, const Pos& p, const B& blk, Plan* out) {
         staged(in, &st.sends, p.member(p.s, q), in.w + blk.off(b), nullptr, 0, 0, blk.len(b), Mode::StagedReduce, t,
                p.my_base_at(q));
       }
+    // The peers' blocks first, the ring's partial last: the peers' arrive over HCCS while the
+    // ring's is still on the wire (it was reduced at the previous rank in the step before), so
+    // they are reduced in the meantime and only the ring's own reduction stands between its
+    // arrival and the next step's send of this block.
     const std::uint32_t mine = p.member(c, p.l);
-    if (t >= 1)
-      staged(in, nullptr, 0, 0, &st.recvs, prev, in.w + blk.off(mine), blk.len(mine), Mode::StagedReduce, t,
-             p.slot_base(p.L));
     for (std::uint32_t q = 0; q < p.L; ++q)
       if (q != p.l)
         staged(in, nullptr, 0, 0, &st.recvs, p.member(p.s, q), in.w + blk.off(mine), blk.len(mine), Mode::StagedReduce, t,
                p.slot_base(q));
+    if (t >= 1)
+      staged(in, nullptr, 0, 0, &st.recvs, prev, in.w + blk.off(mine), blk.len(mine), Mode::StagedReduce, t,
+             p.slot_base(p.L));
     out->steps.push_back(std::move(st));
   }
 }
