@@ -110,6 +110,14 @@ void fill_input(void* buf, std::uint64_t count, models::DType t, models::ReduceO
 
 void allreduce_reference(std::uint64_t count, models::DType t, models::ReduceOp op, const PayloadKey& k,
                          std::uint32_t nranks, std::vector<std::uint8_t>* out) {
+  std::vector<std::uint32_t> ranks(nranks);
+  for (std::uint32_t r = 0; r < nranks; ++r) ranks[r] = r;
+  allreduce_reference(count, t, op, k, ranks, out);
+}
+
+void allreduce_reference(std::uint64_t count, models::DType t, models::ReduceOp op, const PayloadKey& k,
+                         const std::vector<std::uint32_t>& ranks, std::vector<std::uint8_t>* out) {
+  const auto nranks = static_cast<std::uint32_t>(ranks.size());
   // Per block of elements, ranks outer and elements inner: each element accumulates rank 0, 1, ...
   // in that order, in double (floats) and in wrapping uint64 (integers), in a block that stays in
   // L1 — no count-sized accumulator, and the output is written once.
@@ -118,7 +126,7 @@ void allreduce_reference(std::uint64_t count, models::DType t, models::ReduceOp 
   double acc[kBlock];
   std::uint64_t iacc[kBlock];
   std::vector<std::uint64_t> base(nranks);
-  for (std::uint32_t r = 0; r < nranks; ++r) base[r] = stream_base(k, r);
+  for (std::uint32_t r = 0; r < nranks; ++r) base[r] = stream_base(k, ranks[r]);
   out->resize(count * models::dtype_size(t));
   for (std::uint64_t i0 = 0; i0 < count; i0 += kBlock) {
     const std::uint64_t n = std::min(kBlock, count - i0);

@@ -85,7 +85,8 @@ void record_outcomes(const Scenario& sc, Cluster& c, Trace& trace, RunResult& re
     if (!c.step_errors_[r].empty()) {
       const auto& [k, e] = *c.step_errors_[r].begin();
       res.rank_outcomes.push_back("rank " + std::to_string(r) + " (" + npu + "): " + status_of(&e) + where(k) + ": " + e.error +
-                                  (c.step_errors_[r].size() > 1 ? " (and in " + std::to_string(c.step_errors_[r].size() - 1) + " later steps)" : ""));
+                                  (c.step_errors_[r].size() > 1 ? " (and in " + std::to_string(c.step_errors_[r].size() - 1) + " later steps)" : "") +
+                                  (c.rank_recovery_[r].empty() ? "" : "; then " + c.rank_recovery_[r] + (c.done_[r] && c.ops_done_[r] >= c.ops_total_ ? ", finished its workload" : "")));
     } else {
       res.rank_outcomes.push_back("rank " + std::to_string(r) + " (" + npu + "): did not finish" + where(c.rank_at_[r]));
     }

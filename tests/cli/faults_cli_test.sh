@@ -171,5 +171,25 @@ expect "bad --set syntax" 2 "--set noslash: expected /json/pointer=value" -- "$H
 expect "bad --chaos" 2 "--chaos 7: expected SEED:N" -- "$HCSIM" run "$F" --no-trace --chaos 7
 expect "bad --chaos count" 2 "--chaos 7:0: expected SEED:N" -- "$HCSIM" run "$F" --no-trace --chaos 7:0
 
+expect "bad on_rank_loss" 2 "/on_rank_loss: expected \"stop\" or \"shrink\", got \"retry\"" -- "$HCSIM" run "$F" --no-trace --set /on_rank_loss=retry
+
+# 14. Shrink and continue (/on_rank_loss shrink, docs/failover.md#shrink): rank 9 crashes mid
+# all-reduce; the 15 survivors shrink and re-run; every repetition checked on 15 ranks against the
+# host sum of exactly their inputs (a reference over 16 ranks, or over the wrong 15, would fail).
+expect "rank crash, shrink and continue" 0 "PASS" -- "$HCSIM" run "$SRC/scenarios/rank-crash-shrink.json" --db shrink.db -q
+check "shrink: 4 repetitions x 15 ranks checked ok, none failed, rank 9 none" \
+  "$(q shrink.db "SELECT SUM(ok), SUM(ok = 0), SUM(rank = 9) FROM checks")" "60|0|0"
+check "shrink: one shrink row per survivor, resumed" \
+  "$(q shrink.db "SELECT COUNT(*), SUM(resumed_at_ns > fault_at_ns) FROM failovers WHERE action = 'shrink'")" "15|15"
+check "shrink: rep 0 re-run ok on 15 ranks after the failed attempt on 16" \
+  "$(q shrink.db "SELECT (SELECT COUNT(*) FROM operations WHERE rep = 0 AND status = 'ok'), (SELECT COUNT(*) FROM operations WHERE rep = 0 AND status != 'ok')")" "15|16"
+"$HCSIM" run "$SRC/scenarios/rank-crash-shrink.json" --no-trace 2> /dev/null > shrink.txt
+if grep -q 'rank 0 (node0/npu0): failed in step 0 rep 0 (allreduce): .*; then shrunk to 15 ranks (lost 9) at .* us, finished its workload' shrink.txt
+then ok "shrink: summary says who shrank and finished"; else bad "shrink: summary says who shrank and finished" shrink.txt; fi
+expect "shrink without op retry: no lost ranks known, the error stands" 0 "PASS" -- \
+  "$HCSIM" run "$SRC/scenarios/rank-crash-shrink.json" --db noshrink.db -q --set '/hcomm_env/HCOMM_OP_RETRY="0"' --set /expect/failovers_min=0
+check "shrink without op retry: nothing re-run, said so" \
+  "$(q noshrink.db "SELECT (SELECT COUNT(*) FROM checks), (SELECT COUNT(*) FROM failovers WHERE action = 'shrink'), (SELECT COUNT(*) > 0 FROM logs WHERE message LIKE '%on_rank_loss shrink: no lost ranks known%')")" "0|0|1"
+
 echo "faults_cli_test: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

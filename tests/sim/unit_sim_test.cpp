@@ -140,15 +140,19 @@ TEST(JsonReader, RejectsJunkWithoutCrashing) {
 
 // The blocked reference against a per-element fold of the inputs (ranks in order, double for
 // floats, wrapping 64-bit integers truncated to the dtype), every op, over several blocks and a
-// partial one, for 3 and 8 ranks.
+// partial one, for 3 and 8 ranks, and for a subset of ranks (a shrunk communicator's survivors:
+// ranks 1, 4 and 6, in that order).
 TEST(Payload, ReferenceEqualsPerElementFold) {
   const std::uint64_t n = 5000;
-  for (std::uint32_t nr : {3u, 8u})
+  const std::vector<std::vector<std::uint32_t>> lists = {{0, 1, 2}, {0, 1, 2, 3, 4, 5, 6, 7}, {1, 4, 6}};
+  for (const auto& list : lists)
     for (models::DType t : {models::DType::Fp32, models::DType::Fp64, models::DType::Int8, models::DType::Int32, models::DType::Int64})
       for (models::ReduceOp op : {models::ReduceOp::Sum, models::ReduceOp::Prod, models::ReduceOp::Max, models::ReduceOp::Min}) {
         PayloadKey k{11, 2, 1};
         std::vector<std::uint8_t> ref;
-        allreduce_reference(n, t, op, k, nr, &ref);
+        const auto nr = static_cast<std::uint32_t>(list.size());
+        if (list.back() + 1 == nr) allreduce_reference(n, t, op, k, nr, &ref);  // 0..nr-1: the count form
+        else allreduce_reference(n, t, op, k, list, &ref);
         const std::size_t esz = models::dtype_size(t);
         ASSERT_EQ(ref.size(), n * esz);
         const bool ints = t != models::DType::Fp32 && t != models::DType::Fp64;
@@ -156,7 +160,7 @@ TEST(Payload, ReferenceEqualsPerElementFold) {
           double a = 0;
           std::uint64_t ia = 0;
           for (std::uint32_t r = 0; r < nr; ++r) {
-            const double v = input_value(k, r, i, t, op);
+            const double v = input_value(k, list[r], i, t, op);
             const auto iv = static_cast<std::uint64_t>(static_cast<std::int64_t>(v));
             if (r == 0) { a = v; ia = iv; continue; }
             if (op == models::ReduceOp::Sum) { a += v; ia += iv; }

@@ -26,6 +26,9 @@ std::vector<std::uint8_t> allreduce_reference(std::uint64_t count, models::DType
 /// The same into *out, reusing its storage (a run computes one reference per repetition).
 void allreduce_reference(std::uint64_t count, models::DType t, models::ReduceOp op, const PayloadKey& k,
                          std::uint32_t nranks, std::vector<std::uint8_t>* out);
+/// The same over the inputs of the given ranks, in that order (a shrunk communicator's survivors).
+void allreduce_reference(std::uint64_t count, models::DType t, models::ReduceOp op, const PayloadKey& k,
+                         const std::vector<std::uint32_t>& ranks, std::vector<std::uint8_t>* out);
 
 struct CheckResult {
   std::uint64_t mismatches = 0;

@@ -194,7 +194,7 @@ std::optional<Scenario> load_scenario(const std::string& path, const ScenarioOve
     if (warnings) warnings->clear();
     return std::nullopt;
   }
-  ObjectReader top(*j, "", d, {"format", "version", "name", "description", "topology", "seed", "payload", "fidelity", "network", "hcomm_env", "workload", "faults", "expect", "trace"});
+  ObjectReader top(*j, "", d, {"format", "version", "name", "description", "topology", "seed", "payload", "fidelity", "network", "hcomm_env", "on_rank_loss", "workload", "faults", "expect", "trace"});
   if (!top.valid()) return finish();
   Scenario sc;
   sc.file = path;
@@ -208,6 +208,11 @@ std::optional<Scenario> load_scenario(const std::string& path, const ScenarioOve
     if (*p == "real") sc.store_bytes = true;
     else if (*p == "timing") sc.store_bytes = false;
     else d.error(top.child("payload"), "expected \"real\" or \"timing\", got \"" + *p + "\"");
+  }
+  if (auto o = top.str("on_rank_loss", false)) {
+    if (*o == "stop") sc.shrink_on_rank_loss = false;
+    else if (*o == "shrink") sc.shrink_on_rank_loss = true;
+    else d.error(top.child("on_rank_loss"), "expected \"stop\" or \"shrink\", got \"" + *o + "\"");
   }
   if (auto t = top.str("topology", true)) sc.topology_path = (!t->empty() && (*t)[0] == '/') ? *t : dir_of(path) + *t;
 

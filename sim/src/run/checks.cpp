@@ -4,21 +4,22 @@
 
 namespace sim {
 
-// Reference results are computed once per (step, rep) and shared by the ranks that check them.
-const std::vector<std::uint8_t>& Cluster::reference(std::uint32_t step, std::uint32_t rep) {
-  auto key = std::make_pair(step, rep);
+// Reference results are computed once per (step, rep, communicator size) and shared by the ranks
+// that check them: `members` are the communicator's ranks (all of them, or a shrink's survivors).
+const std::vector<std::uint8_t>& Cluster::reference(std::uint32_t step, std::uint32_t rep, const std::vector<std::uint32_t>& members) {
+  const RefKey key{step, rep, static_cast<std::uint32_t>(members.size())};
   auto it = refs_.find(key);
   if (it != refs_.end()) return it->second.first;
   const WorkloadStep& w = sc_.workload[step];
   std::vector<std::uint8_t> ref;
   ref.swap(spare_ref_);  // the storage of the last released reference: no new pages per repetition
-  allreduce_reference(w.bytes / models::dtype_size(w.dtype), w.dtype, w.reduce, PayloadKey{sc_.seed, step, rep}, nranks_, &ref);
+  allreduce_reference(w.bytes / models::dtype_size(w.dtype), w.dtype, w.reduce, PayloadKey{sc_.seed, step, rep}, members, &ref);
   return refs_.emplace(key, std::make_pair(std::move(ref), 0u)).first->second.first;
 }
 
-void Cluster::release_reference(std::uint32_t step, std::uint32_t rep) {
-  auto it = refs_.find({step, rep});
-  if (it != refs_.end() && ++it->second.second == nranks_) {
+void Cluster::release_reference(std::uint32_t step, std::uint32_t rep, std::uint32_t n) {
+  auto it = refs_.find(RefKey{step, rep, n});
+  if (it != refs_.end() && ++it->second.second == n) {
     if (it->second.first.capacity() > spare_ref_.capacity()) spare_ref_.swap(it->second.first);
     refs_.erase(it);
   }

@@ -22,6 +22,7 @@ Cluster::Cluster(sc_core::sc_module_name n, const Scenario& sc, const RunOptions
   rank_err_ps_.assign(nranks_, 0);
   rank_err_at_.assign(nranks_, {0u, 0u});
   step_errors_.assign(nranks_, {});
+  rank_recovery_.assign(nranks_, "");
   echo_ = opt.echo_logs;
   rv_expected_ = nranks_;
 }

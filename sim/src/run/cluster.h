@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <systemc>
@@ -45,6 +46,8 @@ class Cluster : public sc_core::sc_module {
   struct StepError { hcomm_result_t rc = HCOMM_SUCCESS; std::string error; models::Tick t = 0; };
   std::vector<std::map<std::pair<std::uint32_t, std::uint32_t>, StepError>> step_errors_;
   std::vector<std::string> faults_log_;  ///< every injection, as logged
+  /// Per rank: "shrunk to 15 ranks (lost 9) at 1585.751 us" for each /on_rank_loss shrink it did.
+  std::vector<std::string> rank_recovery_;
 
   // cluster.cpp
   void start_ranks();
@@ -76,12 +79,15 @@ class Cluster : public sc_core::sc_module {
   void rank_main(std::uint32_t r);
   bool incast(std::uint32_t r, const WorkloadStep& w, std::uint32_t s, std::uint32_t rep, hcomm_context_t ctx, hcomm_comm_t comm,
               hcomm_stream_t st, void* in, unsigned char* host);
+  /// /on_rank_loss "shrink": replace *comm by the survivors of its recovery agreement's lost ranks
+  /// (*members: the original ranks of the communicator in its order, *me: this rank's index).
+  bool shrink_comm(std::uint32_t r, hcomm_comm_t* comm, std::vector<std::uint32_t>* members, std::uint32_t* me);
   bool host_copy(std::uint32_t r, const WorkloadStep& w, std::uint32_t s, std::uint32_t rep, hcomm_stream_t st, void* dev,
                  std::uint8_t* host, bool real);
 
   // checks.cpp
-  const std::vector<std::uint8_t>& reference(std::uint32_t step, std::uint32_t rep);
-  void release_reference(std::uint32_t step, std::uint32_t rep);
+  const std::vector<std::uint8_t>& reference(std::uint32_t step, std::uint32_t rep, const std::vector<std::uint32_t>& members);
+  void release_reference(std::uint32_t step, std::uint32_t rep, std::uint32_t n);
   void record_check(std::uint32_t r, std::uint32_t s, std::uint32_t rep, const WorkloadStep& w, const CheckResult& cr, std::uint64_t count);
   bool check_incast(std::uint32_t r, const WorkloadStep& w, std::uint32_t s, std::uint32_t rep, hcomm_stream_t st, void* sym,
                     unsigned char* host);
@@ -111,8 +117,9 @@ class Cluster : public sc_core::sc_module {
   std::uint64_t rv_gen_ = 0;
   sc_core::sc_event rv_ev_;
   std::vector<bool> departed_;
-  // Reference results per (step, rep), with how many ranks used them (checks.cpp).
-  std::map<std::pair<std::uint32_t, std::uint32_t>, std::pair<std::vector<std::uint8_t>, std::uint32_t>> refs_;
+  // Reference results per (step, rep, communicator size), with how many ranks used them (checks.cpp).
+  using RefKey = std::tuple<std::uint32_t, std::uint32_t, std::uint32_t>;
+  std::map<RefKey, std::pair<std::vector<std::uint8_t>, std::uint32_t>> refs_;
   std::vector<std::uint8_t> spare_ref_;  // a released reference's storage, reused by the next
 };
 

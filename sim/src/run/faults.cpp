@@ -105,7 +105,10 @@ void Cluster::apply_fault(std::size_t idx, std::uint32_t phase) {
       announce(f.rank, 0, "[HCSIM_ERR] fault injected: " + f.what);
       m.crash_npu(npu);
       if (net && npu < nic.size() && nic[npu] != ~0u) net->set_link_up(nic[npu], 0, false);
-      if (f.rank < procs_.size() && !procs_[f.rank].terminated()) procs_[f.rank].kill();
+      // A killed rank counts as ended: the run stops when the survivors are done, not when the
+      // dead NIC's last retransmission gives up.
+      bool killed = false;
+      if (f.rank < procs_.size() && !procs_[f.rank].terminated()) { procs_[f.rank].kill(); killed = true; }
       if (f.rank < rank_error_.size() && rank_error_[f.rank].empty()) {
         rank_error_[f.rank] = "rank crashed (rank_crash fault)";
         rank_err_ps_[f.rank] = sc_core::sc_time_stamp().value();
@@ -113,6 +116,7 @@ void Cluster::apply_fault(std::size_t idx, std::uint32_t phase) {
         step_errors_[f.rank].try_emplace(rank_at_[f.rank], StepError{HCOMM_E_RUNTIME, rank_error_[f.rank], rank_err_ps_[f.rank]});
       }
       depart(f.rank);
+      if (killed && ++finished_ == nranks_) sc_core::sc_stop();
       return;
     }
     case FaultKind::LinkDown: m.set_link_up(hccs[f.link], false); break;

@@ -1,6 +1,7 @@
 // The workload interpreter (docs/scenario-format.md#workload): the program every rank runs in its
 // SC_THREAD through the public hcomm API — allocate, fill, run each step's operation, check.
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 
 #include "models/huge_alloc.h"
@@ -44,105 +45,125 @@ void Cluster::rank_main(std::uint32_t r) {
     return;
   }
   std::uint64_t started = 0;  // operations begun: the ones before the current are done (live.h)
+  // The communicator's ranks in its rank order (original rank numbers) and this rank's index: all
+  // of them, until /on_rank_loss "shrink" replaces the communicator by a lost rank's survivors.
+  std::vector<std::uint32_t> members(nranks_);
+  for (std::uint32_t i = 0; i < nranks_; ++i) members[i] = i;
+  std::uint32_t me = r;
   for (std::uint32_t s = 0; s < sc_.workload.size(); ++s) {
     const WorkloadStep& w = sc_.workload[s];
     const std::size_t esz = models::dtype_size(w.dtype);
     const std::uint64_t count = w.bytes / esz;
     const bool real = sc_.store_bytes && w.check && w.op != "barrier";
     void *in = nullptr, *out = nullptr;
-    // Output bytes: the gathered buffer (all-gather), one block (reduce-scatter), else the input's.
-    const std::uint64_t out_bytes = w.op == "allgather" ? w.bytes * nranks_ : w.op == "reducescatter" ? w.bytes / nranks_ : w.bytes;
+    // Output bytes: the gathered buffer (all-gather), one block (reduce-scatter), else the input's
+    // (sized for the whole communicator: a shrunk one needs no more).
+    const std::uint64_t max_out = w.op == "allgather" ? w.bytes * nranks_ : w.bytes;
     if (!ok(r, "hcomm_malloc", hcomm_malloc(ctx, std::max<std::uint64_t>(w.bytes, 1), &in)) ||
-        !ok(r, "hcomm_malloc", hcomm_malloc(ctx, std::max<std::uint64_t>(out_bytes, 1), &out)))
+        !ok(r, "hcomm_malloc", hcomm_malloc(ctx, std::max<std::uint64_t>(max_out, 1), &out)))
       break;
-    models::HugeBuffer host(real ? std::max(w.bytes, out_bytes) : 1);
+    models::HugeBuffer host(real ? std::max(w.bytes, max_out) : 1);
     if (!host) { failures.push_back({FailureKind::HostMemory, "rank " + std::to_string(r) + ": out of host memory"}); break; }
+    bool redo = false;  // re-running a repetition on a shrunk communicator
     for (std::uint32_t rep = 0; rep < w.repeat; ++rep) {
-      driver_->set_phase(r, s, rep);
-      rank_at_[r] = {s, rep};
-      ops_done_[r] = started++;
-      PayloadKey key{sc_.seed, s, rep};
-      if (w.op == "h2d" || w.op == "d2h") {
-        if (!host_copy(r, w, s, rep, st, in, host.get(), real)) goto out;
-        continue;
-      }
-      if (real) {
-        fill_input(host.get(), count, w.dtype, w.reduce, key, r);
-        if (!ok(r, "hcomm_memcpy_host_to_device", hcomm_memcpy_host_to_device(in, host.get(), w.bytes, st)) ||
-            !ok(r, "hcomm_stream_synchronize", hcomm_stream_synchronize(st)))
-          goto out;
-        rendezvous();
-      }
-      if (w.op == "barrier") {
-        if (!ok(r, "hcomm_barrier", hcomm_barrier(comm, st)) || !ok(r, "hcomm_stream_synchronize", hcomm_stream_synchronize(st))) goto out;
-        continue;
-      }
-      if (w.op == "allreduce" || w.op == "allgather" || w.op == "reducescatter" || w.op == "broadcast" || w.op == "alltoall") {
-        const auto dt = to_hcomm(w.dtype);
-        const auto ro = static_cast<hcomm_reduce_op_t>(w.reduce);
-        hcomm_result_t rc;
-        if (w.op == "allreduce") rc = hcomm_allreduce(in, out, count, dt, ro, comm, st);
-        else if (w.op == "allgather") rc = hcomm_allgather(in, out, count, dt, comm, st);
-        else if (w.op == "reducescatter") rc = hcomm_reduce_scatter(in, out, count / nranks_, dt, ro, comm, st);
-        else if (w.op == "alltoall") rc = hcomm_alltoall(in, out, count / nranks_, dt, comm, st);
-        else rc = hcomm_broadcast(r == w.root ? in : out, count, dt, w.root, comm, st);
-        if (!ok(r, ("hcomm_" + (w.op == "reducescatter" ? std::string("reduce_scatter") : w.op)).c_str(), rc) ||
-            !ok(r, "hcomm_stream_synchronize", hcomm_stream_synchronize(st)))
-          goto out;
-      } else if (w.op == "incast") {
-        if (!incast(r, w, s, rep, ctx, comm, st, in, real ? host.get() : nullptr)) goto out;
-        continue;  // incast checks its own results at the root
-      } else {  // sendrecv: partners exchange buffers, send and receive on separate streams
-        const std::uint32_t peer = partner(w, r);
-        hcomm_request_t reqs[2];
-        if (!ok(r, "hcomm_isend", hcomm_isend(in, count, to_hcomm(w.dtype), peer, rep, comm, st, &reqs[0])) ||
-            !ok(r, "hcomm_irecv", hcomm_irecv(out, count, to_hcomm(w.dtype), peer, rep, comm, st2, &reqs[1])) ||
-            !ok(r, "hcomm_waitall", hcomm_waitall(2, reqs)))
-          goto out;
-      }
-      inject_bitflips(r, s, rep, out);
-      if (real) {
-        // The broadcast root's result is its input, left in place.
-        void* result = w.op == "broadcast" && r == w.root ? in : out;
-        if (!ok(r, "hcomm_memcpy_device_to_host", hcomm_memcpy_device_to_host(host.get(), result, out_bytes, st)) ||
-            !ok(r, "hcomm_stream_synchronize", hcomm_stream_synchronize(st)))
-          goto out;
-        CheckResult cr;
-        if (w.op == "allreduce") {
-          cr = compare(host.get(), reference(s, rep).data(), count, w.dtype, w.reduce, nranks_);
-          release_reference(s, rep);
-        } else if (w.op == "reducescatter") {  // block r of the all-reduce of the inputs
-          cr = compare(host.get(), reference(s, rep).data() + r * out_bytes, count / nranks_, w.dtype, w.reduce, nranks_);
-          release_reference(s, rep);
-        } else if (w.op == "allgather" || w.op == "alltoall") {
-          // Block j of the output is rank j's input (all-gather) or block r of it (all-to-all).
-          const bool a2a = w.op == "alltoall";
-          const std::uint64_t blk = a2a ? w.bytes / nranks_ : w.bytes, bcount = a2a ? count / nranks_ : count;
-          const std::uint64_t from = a2a ? r * blk : 0;
-          std::vector<std::uint8_t> expect(w.bytes);
-          for (std::uint32_t j = 0; j < nranks_; ++j) {
-            fill_input(expect.data(), count, w.dtype, w.reduce, key, j);
-            const CheckResult b =
-                compare(host.get() + j * blk, expect.data() + from, bcount, w.dtype, models::ReduceOp::Max, 1);
-            if (b.mismatches && !cr.mismatches) {
-              cr = b;
-              cr.first_bad += j * bcount;
-              cr.detail = "block " + std::to_string(j) + ": " + b.detail;
-            } else {
-              cr.mismatches += b.mismatches;
-            }
-          }
-        } else if (w.op == "broadcast") {  // the root's input
-          std::vector<std::uint8_t> expect(w.bytes);
-          fill_input(expect.data(), count, w.dtype, w.reduce, key, w.root);
-          cr = compare(host.get(), expect.data(), count, w.dtype, models::ReduceOp::Max, 1);
-        } else {
-          std::vector<std::uint8_t> expect(w.bytes);
-          fill_input(expect.data(), count, w.dtype, w.reduce, key, partner(w, r));
-          cr = compare(host.get(), expect.data(), count, w.dtype, models::ReduceOp::Max, 1);
+      {
+        const auto n = static_cast<std::uint32_t>(members.size());
+        const std::uint64_t out_bytes = w.op == "allgather" ? w.bytes * n : w.op == "reducescatter" ? w.bytes / n : w.bytes;
+        driver_->set_phase(r, s, rep);
+        rank_at_[r] = {s, rep};
+        if (!redo) ops_done_[r] = started++;
+        redo = false;
+        PayloadKey key{sc_.seed, s, rep};
+        if (w.op == "h2d" || w.op == "d2h") {
+          if (!host_copy(r, w, s, rep, st, in, host.get(), real)) goto failed;
+          continue;
         }
-        record_check(r, s, rep, w, cr, count);
+        if (real) {
+          fill_input(host.get(), count, w.dtype, w.reduce, key, r);
+          if (!ok(r, "hcomm_memcpy_host_to_device", hcomm_memcpy_host_to_device(in, host.get(), w.bytes, st)) ||
+              !ok(r, "hcomm_stream_synchronize", hcomm_stream_synchronize(st)))
+            goto failed;
+          rendezvous();
+        }
+        if (w.op == "barrier") {
+          if (!ok(r, "hcomm_barrier", hcomm_barrier(comm, st)) || !ok(r, "hcomm_stream_synchronize", hcomm_stream_synchronize(st))) goto failed;
+          continue;
+        }
+        if (w.op == "allreduce" || w.op == "allgather" || w.op == "reducescatter" || w.op == "broadcast" || w.op == "alltoall") {
+          const auto dt = to_hcomm(w.dtype);
+          const auto ro = static_cast<hcomm_reduce_op_t>(w.reduce);
+          const auto root = static_cast<std::uint32_t>(std::find(members.begin(), members.end(), w.root) - members.begin());
+          hcomm_result_t rc;
+          if (w.op == "allreduce") rc = hcomm_allreduce(in, out, count, dt, ro, comm, st);
+          else if (w.op == "allgather") rc = hcomm_allgather(in, out, count, dt, comm, st);
+          else if (w.op == "reducescatter") rc = hcomm_reduce_scatter(in, out, count / n, dt, ro, comm, st);
+          else if (w.op == "alltoall") rc = hcomm_alltoall(in, out, count / n, dt, comm, st);
+          else rc = hcomm_broadcast(r == w.root ? in : out, count, dt, root, comm, st);
+          if (!ok(r, ("hcomm_" + (w.op == "reducescatter" ? std::string("reduce_scatter") : w.op)).c_str(), rc) ||
+              !ok(r, "hcomm_stream_synchronize", hcomm_stream_synchronize(st)))
+            goto failed;
+        } else if (w.op == "incast") {
+          if (!incast(r, w, s, rep, ctx, comm, st, in, real ? host.get() : nullptr)) goto failed;
+          continue;  // incast checks its own results at the root
+        } else {  // sendrecv: partners exchange buffers, send and receive on separate streams
+          const std::uint32_t peer = partner(w, r);
+          hcomm_request_t reqs[2];
+          if (!ok(r, "hcomm_isend", hcomm_isend(in, count, to_hcomm(w.dtype), peer, rep, comm, st, &reqs[0])) ||
+              !ok(r, "hcomm_irecv", hcomm_irecv(out, count, to_hcomm(w.dtype), peer, rep, comm, st2, &reqs[1])) ||
+              !ok(r, "hcomm_waitall", hcomm_waitall(2, reqs)))
+            goto failed;
+        }
+        inject_bitflips(r, s, rep, out);
+        if (real) {
+          // The broadcast root's result is its input, left in place.
+          void* result = w.op == "broadcast" && r == w.root ? in : out;
+          if (!ok(r, "hcomm_memcpy_device_to_host", hcomm_memcpy_device_to_host(host.get(), result, out_bytes, st)) ||
+              !ok(r, "hcomm_stream_synchronize", hcomm_stream_synchronize(st)))
+            goto failed;
+          CheckResult cr;
+          if (w.op == "allreduce") {
+            cr = compare(host.get(), reference(s, rep, members).data(), count, w.dtype, w.reduce, n);
+            release_reference(s, rep, n);
+          } else if (w.op == "reducescatter") {  // block `me` of the all-reduce of the inputs
+            cr = compare(host.get(), reference(s, rep, members).data() + me * out_bytes, count / n, w.dtype, w.reduce, n);
+            release_reference(s, rep, n);
+          } else if (w.op == "allgather" || w.op == "alltoall") {
+            // Block j of the output is member j's input (all-gather) or block `me` of it (all-to-all).
+            const bool a2a = w.op == "alltoall";
+            const std::uint64_t blk = a2a ? w.bytes / n : w.bytes, bcount = a2a ? count / n : count;
+            const std::uint64_t from = a2a ? me * blk : 0;
+            std::vector<std::uint8_t> expect(w.bytes);
+            for (std::uint32_t j = 0; j < n; ++j) {
+              fill_input(expect.data(), count, w.dtype, w.reduce, key, members[j]);
+              const CheckResult b =
+                  compare(host.get() + j * blk, expect.data() + from, bcount, w.dtype, models::ReduceOp::Max, 1);
+              if (b.mismatches && !cr.mismatches) {
+                cr = b;
+                cr.first_bad += j * bcount;
+                cr.detail = "block " + std::to_string(j) + ": " + b.detail;
+              } else {
+                cr.mismatches += b.mismatches;
+              }
+            }
+          } else if (w.op == "broadcast") {  // the root's input
+            std::vector<std::uint8_t> expect(w.bytes);
+            fill_input(expect.data(), count, w.dtype, w.reduce, key, w.root);
+            cr = compare(host.get(), expect.data(), count, w.dtype, models::ReduceOp::Max, 1);
+          } else {
+            std::vector<std::uint8_t> expect(w.bytes);
+            fill_input(expect.data(), count, w.dtype, w.reduce, key, partner(w, r));
+            cr = compare(host.get(), expect.data(), count, w.dtype, models::ReduceOp::Max, 1);
+          }
+          record_check(r, s, rep, w, cr, count);
+        }
+        continue;
       }
+    failed:
+      // /on_rank_loss "shrink": the survivors of the lost ranks go on, on a shrunk communicator,
+      // from this repetition (re-run from its inputs); otherwise this rank's program ends here.
+      if (!shrink_comm(r, &comm, &members, &me)) goto out;
+      redo = true;
+      --rep;
     }
   out:
     hcomm_free(ctx, in);
@@ -153,6 +174,53 @@ void Cluster::rank_main(std::uint32_t r) {
   hcomm_comm_destroy(comm);
   hcomm_destroy_context(ctx);
   rank_finished(r);
+}
+
+// After a failed call: with /on_rank_loss "shrink", ask the library which ranks its recovery
+// agreement found lost (HCOMM_OP_RETRY=1 runs one), shrink the communicator to the survivors and
+// go on with it. The operations a shrunk communicator cannot re-run (sendrecv and incast pair
+// original ranks; a broadcast whose root was lost; blocks that do not divide among the survivors)
+// end the program, with the reason.
+bool Cluster::shrink_comm(std::uint32_t r, hcomm_comm_t* comm, std::vector<std::uint32_t>* members, std::uint32_t* me) {
+  if (!sc_.shrink_on_rank_loss) return false;
+  std::vector<std::uint32_t> lost(members->size());
+  std::uint32_t nl = 0;
+  if (hcomm_comm_lost_ranks(*comm, static_cast<std::uint32_t>(lost.size()), lost.data(), &nl) != HCOMM_SUCCESS || nl == 0) {
+    driver_->note(r, 0, "[HCSIM_ERR] rank " + std::to_string(r) + ": on_rank_loss shrink: no lost ranks known (the recovery agreement runs with HCOMM_OP_RETRY=1)");
+    return false;
+  }
+  lost.resize(nl);
+  hcomm_comm_t next = nullptr;
+  if (!ok(r, "hcomm_comm_shrink", hcomm_comm_shrink(*comm, nl, lost.data(), &next))) return false;
+  std::vector<std::uint32_t> survivors;
+  for (std::uint32_t i = 0; i < members->size(); ++i)
+    if (!std::binary_search(lost.begin(), lost.end(), i)) survivors.push_back((*members)[i]);
+  std::string names;
+  for (std::uint32_t l : lost) names += (names.empty() ? "" : ",") + std::to_string((*members)[l]);
+  hcomm_comm_destroy(*comm);
+  *comm = next;
+  *members = std::move(survivors);
+  *me = static_cast<std::uint32_t>(std::find(members->begin(), members->end(), r) - members->begin());
+  const auto [s, rep] = rank_at_[r];
+  const WorkloadStep& w = sc_.workload[s];
+  const auto n = static_cast<std::uint32_t>(members->size());
+  std::string why;
+  if (w.op == "sendrecv" || w.op == "incast") why = w.op + " pairs the original ranks";
+  else if (w.op == "broadcast" && std::find(members->begin(), members->end(), w.root) == members->end()) why = "its root was lost";
+  else if ((w.op == "reducescatter" || w.op == "alltoall") && w.bytes % (models::dtype_size(w.dtype) * n) != 0)
+    why = std::to_string(w.bytes) + " B do not divide into " + std::to_string(n) + " blocks";
+  driver_->note(r, why.empty() ? 1 : 0,
+                std::string(why.empty() ? "[HCSIM_WARN]" : "[HCSIM_ERR]") + " rank " + std::to_string(r) + ": rank(s) " + names +
+                    " lost; communicator shrunk to " + std::to_string(n) + " ranks" +
+                    (why.empty() ? ", step " + std::to_string(s) + " rep " + std::to_string(rep) + " re-run"
+                                 : "; step " + std::to_string(s) + " (" + w.op + ") cannot go on: " + why));
+  if (why.empty()) {
+    char at[48];
+    std::snprintf(at, sizeof at, "%.3f us", static_cast<double>(sc_core::sc_time_stamp().value()) / 1e6);
+    rank_recovery_[r] += (rank_recovery_[r].empty() ? "" : ", ") + std::string("shrunk to ") + std::to_string(n) + " ranks (lost " + names +
+                         ") at " + at;
+  }
+  return why.empty();
 }
 
 // Incast: every sender RDMA-writes `bytes` into the root's symmetric buffer at offset

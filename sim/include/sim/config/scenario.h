@@ -108,6 +108,9 @@ struct Scenario {
   bool store_bytes = true;    ///< payload "real" (bytes checked) or "timing" (no bytes stored)
   models::NetParams net = default_net();  ///< RoCE network parameters (scenario "fidelity", "network")
   std::map<std::string, std::string> hcomm_env;  ///< HCOMM_* variables set for the run
+  /// /on_rank_loss "shrink": after a failed operation whose recovery agreement named lost ranks,
+  /// the survivors shrink the communicator and re-run the operation on it (docs/failover.md#shrink).
+  bool shrink_on_rank_loss = false;
   std::vector<WorkloadStep> workload;
   std::vector<Fault> faults;
   Expectations expect;
