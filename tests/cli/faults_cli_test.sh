@@ -191,5 +191,16 @@ expect "shrink without op retry: no lost ranks known, the error stands" 0 "PASS"
 check "shrink without op retry: nothing re-run, said so" \
   "$(q noshrink.db "SELECT (SELECT COUNT(*) FROM checks), (SELECT COUNT(*) FROM failovers WHERE action = 'shrink'), (SELECT COUNT(*) > 0 FROM logs WHERE message LIKE '%on_rank_loss shrink: no lost ranks known%')")" "0|0|1"
 
+# 15. A campaign in the scenario (/chaos): the shipped chaos-20 survives its 20 faults with every
+# result correct, draws exactly what --chaos SEED:N draws, and bad /chaos values are exit 2.
+expect "chaos-20: every result correct" 0 "PASS" -- "$HCSIM" run "$SRC/scenarios/chaos-20.json" --db chaos.db
+check "chaos-20: 96 checks, all ok; 20 faults drawn" \
+  "$(q chaos.db "SELECT (SELECT COUNT(*) FROM checks), (SELECT SUM(ok) FROM checks)")|$(grep -c 'chaos 1:20 fault' out.txt)" "96|96|20"
+"$HCSIM" run "$SRC/scenarios/chaos-20.json" --chaos 1:20 --db chaos2.db -q > /dev/null 2>&1
+check "chaos-20: /chaos draws what --chaos 1:20 draws (same logs)" \
+  "$(q chaos.db "SELECT group_concat(sim_time_ns || message, '|') FROM logs" | md5sum)" "$(q chaos2.db "SELECT group_concat(sim_time_ns || message, '|') FROM logs" | md5sum)"
+expect "bad /chaos count" 2 "/chaos/faults" -- "$HCSIM" run "$SRC/scenarios/chaos-20.json" --no-trace --set /chaos/faults=0
+expect "bad /chaos key" 2 "/chaos/rate: unknown key" -- "$HCSIM" run "$SRC/scenarios/chaos-20.json" --no-trace --set /chaos/rate=1
+
 echo "faults_cli_test: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

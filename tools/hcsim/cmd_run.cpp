@@ -147,6 +147,11 @@ int run_main(const std::vector<std::string>& argv) {
   if (scenario.empty()) scenario = default_scenario();
   std::vector<std::string> errs, warns;
   auto sc = sim::load_scenario(scenario, ov, &errs, &warns);
+  if (sc && chaos.empty() && sc->chaos.faults > 0) {  // the scenario's /chaos, unless --chaos replaces it
+    chaos_seed = sc->chaos.seed;
+    chaos_n = sc->chaos.faults;
+    chaos = std::to_string(chaos_seed) + ":" + std::to_string(chaos_n);
+  }
   if (sc && !chaos.empty()) {
     // The campaign is drawn against the loaded scenario (its layout and workload), then added
     // as --fault strings and the scenario read again, so that each is checked like the others.

@@ -36,6 +36,17 @@ void read_trace(const ObjectReader& top, Scenario& sc, Diagnostics& d) {
   sc.trace_tasks = t.boolean("tasks", false).value_or(false);
 }
 
+// /chaos: a campaign drawn like --chaos SEED:N (hcsim run draws it; --chaos replaces it).
+void read_chaos(const ObjectReader& top, Scenario& sc, Diagnostics& d) {
+  const json* cj = top.get("chaos", false);
+  if (!cj) return;
+  ObjectReader c(*cj, top.child("chaos"), d, {"seed", "faults"});
+  if (!c.valid()) return;
+  const auto seed = c.uint("seed", true, 0, ~0ULL);
+  const auto n = c.uint("faults", true, 1, 1000);
+  if (seed && n) sc.chaos = {*seed, static_cast<std::uint32_t>(*n)};
+}
+
 std::string dir_of(const std::string& p) {
   auto k = p.find_last_of('/');
   return k == std::string::npos ? "" : p.substr(0, k + 1);
@@ -194,7 +205,7 @@ std::optional<Scenario> load_scenario(const std::string& path, const ScenarioOve
     if (warnings) warnings->clear();
     return std::nullopt;
   }
-  ObjectReader top(*j, "", d, {"format", "version", "name", "description", "topology", "seed", "payload", "fidelity", "network", "hcomm_env", "on_rank_loss", "workload", "faults", "expect", "trace"});
+  ObjectReader top(*j, "", d, {"format", "version", "name", "description", "topology", "seed", "payload", "fidelity", "network", "hcomm_env", "on_rank_loss", "workload", "faults", "chaos", "expect", "trace"});
   if (!top.valid()) return finish();
   Scenario sc;
   sc.file = path;
@@ -223,6 +234,7 @@ std::optional<Scenario> load_scenario(const std::string& path, const ScenarioOve
   read_faults(top, wl, sc, d, refs);
   read_expect(top, sc, d);
   read_trace(top, sc, d);
+  read_chaos(top, sc, d);
   // The references — the topology file, the devices and ranks faults name, what each op needs of
   // the layout — are checked even when fields are wrong, so that one pass reports every problem it
   // can. A check that needs the JSON index of a step or fault runs only when none was skipped.

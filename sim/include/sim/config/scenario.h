@@ -111,6 +111,8 @@ struct Scenario {
   /// /on_rank_loss "shrink": after a failed operation whose recovery agreement named lost ranks,
   /// the survivors shrink the communicator and re-run the operation on it (docs/failover.md#shrink).
   bool shrink_on_rank_loss = false;
+  /// /chaos {"seed", "faults"}: a fault campaign `hcsim run` draws as for --chaos SEED:N (faults 0: none).
+  struct Chaos { std::uint64_t seed = 0; std::uint32_t faults = 0; } chaos;
   std::vector<WorkloadStep> workload;
   std::vector<Fault> faults;
   Expectations expect;
