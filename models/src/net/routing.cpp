@@ -96,16 +96,32 @@ bool Network::trace_path(std::uint32_t src, std::uint32_t dst, std::uint16_t spo
   const Port* p = &nodes_.at(src).ports.at(0);
   if (!p->cabled || !p->up) return false;
   one_way += p->latency;
+  // The destination's attachment switch, looked up once for the whole path (route_choices per
+  // hop does the same lookups): a path probe is traced per candidate source port, and the
+  // library probes hundreds per peer (docs/routing.md#probes).
+  const std::uint32_t h = host_index_[dst];
+  const std::uint32_t at = h == kNone ? kNone : attach_[h];
+  const std::uint32_t a = at == kNone ? kNone : att_index_[at];
   std::uint32_t node = p->peer, in = p->peer_port;
   for (std::size_t guard = 0; guard <= nodes_.size(); ++guard) {
     if (node == dst) { if (rtt_ps) *rtt_ps = 2 * one_way; return true; }
-    if (!nodes_[node].is_switch) return false;  // hosts do not forward
-    const std::uint32_t out = ecmp_port_for(node, dst, hash);
-    if (out == kNone) return false;
+    const Node& nd = nodes_[node];
+    if (!nd.is_switch) return false;  // hosts do not forward
+    if (at == kNone) return false;
+    std::uint32_t out;
+    if (node == at) {
+      out = attach_port_[h];
+    } else {  // ecmp_port_for, with the attachment ordinal known
+      const std::uint32_t* hs = hop_start_[node].data();
+      const std::uint32_t lo = hs[a], n = hs[a + 1] - lo;
+      if (n == 0) return false;
+      const std::uint32_t* first = hops_[node].data() + lo;
+      out = n == 1 ? first[0] : first[policy::mix64(hash ^ (static_cast<std::uint64_t>(node) * 0x9e3779b97f4a7c15ULL)) % n];
+    }
     hops->push_back(Hop{node, in, out});
-    const Port& o = nodes_[node].ports[out];
+    const Port& o = nd.ports[out];
     if (!o.up) return false;
-    one_way += nodes_[node].latency + o.latency;
+    one_way += nd.latency + o.latency;
     in = o.peer_port;
     node = o.peer;
   }
