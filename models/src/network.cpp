@@ -53,6 +53,8 @@ void Network::connect(std::uint32_t a, std::uint32_t pa, std::uint32_t b, std::u
 void Network::set_link_up(std::uint32_t node, std::uint32_t port, bool up) {
   Port& a = nodes_.at(node).ports.at(port);
   Port& b = nodes_[a.peer].ports[a.peer_port];
+  if (a.up && !up) ++links_down_;
+  if (!a.up && up && links_down_) --links_down_;
   a.up = b.up = up;
   if (up) {
     if (nodes_[node].is_switch) try_tx(node, port); else host_kick(node);

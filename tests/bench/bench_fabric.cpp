@@ -102,4 +102,33 @@ static void BM_TierWall(benchmark::State& state) {
 }
 BENCHMARK(BM_TierWall)->Args({1024, 0})->Args({1024, 1})->Args({1024, 2})->Unit(benchmark::kMillisecond)->Iterations(1);
 
+// Path probes (SimDriver::probe_paths, docs/routing.md#probes): the 8192-host two-tier Clos of
+// BM_FabricEventRate; per source a batch of 640 probes (the library's first batch: 128 + 512 to
+// learn the leaf's uplinks) to one host across the spines, sources taken in rank order as the
+// ranks of clos-1024-barrier.json take their turns. Reports time per probe.
+static void BM_TracePath(benchmark::State& state) {
+  StandaloneScheduler sch;
+  Network net(sch, NetParams{});
+  std::vector<std::uint32_t> hosts;
+  const std::uint32_t n = 8192;
+  build(net, n, hosts);
+  net.build_routes();
+  std::vector<Network::Hop> hops;
+  std::uint64_t probes = 0, sum = 0;
+  std::uint32_t src = 0;
+  for (auto _ : state) {
+    const std::uint32_t s = hosts[src], d = hosts[(src + 512) % n];
+    for (std::uint32_t c = 0; c < 640; ++c) {
+      Tick rtt = 0;
+      if (net.trace_path(s, d, static_cast<std::uint16_t>(49152 + (c * 7919 + src) % 16384), &hops, &rtt)) sum += hops[0].out_port + rtt;
+    }
+    probes += 640;
+    src = (src + 1) % n;
+  }
+  benchmark::DoNotOptimize(sum);
+  state.counters["ns_per_probe"] =
+      benchmark::Counter(static_cast<double>(probes), benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+}
+BENCHMARK(BM_TracePath)->Unit(benchmark::kMicrosecond);
+
 BENCHMARK_MAIN();

@@ -108,6 +108,14 @@ void route_roce(hcomm_comm_t comm, std::vector<Pending>& ps, const std::string& 
   std::vector<PathHop> hops;
   const std::uint64_t t0 = port::now_ns(comm->ctx);
   bool probed = false, failed = false;
+  // Which ports are in st.uplinks, as a bitmap: one test per probe reply instead of a binary
+  // search (hundreds of replies per peer, docs/routing.md#probes).
+  std::vector<std::uint64_t> known;
+  auto mark = [&known](std::uint32_t u) {
+    if ((u >> 6) >= known.size()) known.resize((u >> 6) + 1, 0);
+    known[u >> 6] |= 1ULL << (u & 63);
+  };
+  for (std::uint32_t u : st.uplinks) mark(u);
   for (std::uint32_t round = 0; round < kRounds; ++round) {
     targets.clear();
     sports.clear();
@@ -139,8 +147,10 @@ void route_roce(hcomm_comm_t comm, std::vector<Pending>& ps, const std::string& 
         std::uint32_t up = len == 0 ? kLost : len == 1 ? kNoUplink : hops[start[at]].out_port;
         // Crossing a spine: the first switch's egress is one of the leaf's uplinks (shared by all
         // peers: in a Clos every uplink leads to every other leaf).
-        if (len >= 2 && !std::binary_search(st.uplinks.begin(), st.uplinks.end(), up))
+        if (len >= 2 && !((up >> 6) < known.size() && (known[up >> 6] >> (up & 63) & 1))) {
           st.uplinks.insert(std::lower_bound(st.uplinks.begin(), st.uplinks.end(), up), up);
+          mark(up);
+        }
         x.sports.push_back(sports[at]);
         x.up.push_back(up);
       }

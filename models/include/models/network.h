@@ -210,6 +210,14 @@ class Network final : public EventHandler, private CcHost {
   std::vector<std::uint32_t> att_index_, att_nodes_;   // switch node <-> attachment ordinal
   std::vector<std::uint32_t> host_index_;              // node -> host ordinal (or ~0)
   std::vector<std::uint32_t> hosts_;                   // host ordinal -> node
+  // Path probes (trace_path): per switch ordinal x attachment ordinal where the switch has exactly
+  // one next hop, that hop in 16 bytes (egress, where it leads, the latency it adds; out ~0: none),
+  // so a probe crossing a spine reads one cache line there instead of the switch's node, port and
+  // route-table lines. Used while no link is down (links_down_), as then `up` needs no check.
+  struct OneHop { std::uint32_t out, peer, peer_port, lat_ps; };
+  std::vector<std::uint32_t> sw_ord_;  // node -> switch ordinal (or ~0: a host)
+  std::vector<OneHop> one_hop_;        // empty when the table would be too large
+  std::uint32_t links_down_ = 0;       // links set down by set_link_up and not up again
   std::uint64_t rng_;
   std::uint64_t events_ = 0;
   Sampler port_samples_;

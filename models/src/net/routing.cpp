@@ -58,6 +58,25 @@ void Network::build_routes() {
   }
   for (std::uint32_t s = 0; s < nodes_.size(); ++s)
     if (nodes_[s].is_switch) hop_start_[s][A] = static_cast<std::uint32_t>(hops_[s].size());
+  sw_ord_.assign(nodes_.size(), kNone);
+  std::uint32_t S = 0;
+  for (std::uint32_t s = 0; s < nodes_.size(); ++s)
+    if (nodes_[s].is_switch) sw_ord_[s] = S++;
+  one_hop_.clear();
+  if (static_cast<std::uint64_t>(S) * A <= (1u << 22)) {  // at most 64 MiB
+    one_hop_.assign(static_cast<std::size_t>(S) * A, OneHop{kNone, 0, 0, 0});
+    for (std::uint32_t s = 0; s < nodes_.size(); ++s) {
+      if (!nodes_[s].is_switch) continue;
+      for (std::uint32_t a = 0; a < A; ++a) {
+        const std::uint32_t lo = hop_start_[s][a];
+        if (hop_start_[s][a + 1] - lo != 1) continue;
+        const Port& o = nodes_[s].ports[hops_[s][lo]];
+        const Tick lat = nodes_[s].latency + o.latency;
+        if (lat > 0xffffffffu) continue;
+        one_hop_[static_cast<std::size_t>(sw_ord_[s]) * A + a] = OneHop{hops_[s][lo], o.peer, o.peer_port, static_cast<std::uint32_t>(lat)};
+      }
+    }
+  }
   index_ports();         // global port ids (flow tier)
   set_pfc_thresholds();  // switch MMU
 }
@@ -96,16 +115,45 @@ bool Network::trace_path(std::uint32_t src, std::uint32_t dst, std::uint16_t spo
   const Port* p = &nodes_.at(src).ports.at(0);
   if (!p->cabled || !p->up) return false;
   one_way += p->latency;
+  // The destination's attachment switch, looked up once for the whole path (route_choices per
+  // hop does the same lookups): a path probe is traced per candidate source port, and the
+  // library probes hundreds per peer (docs/routing.md#probes).
+  const std::uint32_t h = host_index_[dst];
+  const std::uint32_t at = h == kNone ? kNone : attach_[h];
+  const std::uint32_t a = at == kNone ? kNone : att_index_[at];
   std::uint32_t node = p->peer, in = p->peer_port;
+  const std::size_t A = att_nodes_.size();
+  const bool fast = links_down_ == 0 && !one_hop_.empty();
   for (std::size_t guard = 0; guard <= nodes_.size(); ++guard) {
     if (node == dst) { if (rtt_ps) *rtt_ps = 2 * one_way; return true; }
-    if (!nodes_[node].is_switch) return false;  // hosts do not forward
-    const std::uint32_t out = ecmp_port_for(node, dst, hash);
-    if (out == kNone) return false;
+    const std::uint32_t so = sw_ord_[node];
+    if (so == kNone) return false;  // hosts do not forward
+    if (at == kNone) return false;
+    if (fast && node != at) {
+      const OneHop& f = one_hop_[so * A + a];
+      if (f.out != kNone) {  // the one next hop, known up
+        hops->push_back(Hop{node, in, f.out});
+        one_way += f.lat_ps;
+        in = f.peer_port;
+        node = f.peer;
+        continue;
+      }
+    }
+    const Node& nd = nodes_[node];
+    std::uint32_t out;
+    if (node == at) {
+      out = attach_port_[h];
+    } else {  // ecmp_port_for, with the attachment ordinal known
+      const std::uint32_t* hs = hop_start_[node].data();
+      const std::uint32_t lo = hs[a], n = hs[a + 1] - lo;
+      if (n == 0) return false;
+      const std::uint32_t* first = hops_[node].data() + lo;
+      out = n == 1 ? first[0] : first[policy::mix64(hash ^ (static_cast<std::uint64_t>(node) * 0x9e3779b97f4a7c15ULL)) % n];
+    }
     hops->push_back(Hop{node, in, out});
-    const Port& o = nodes_[node].ports[out];
+    const Port& o = nd.ports[out];
     if (!o.up) return false;
-    one_way += nodes_[node].latency + o.latency;
+    one_way += nd.latency + o.latency;
     in = o.peer_port;
     node = o.peer;
   }

@@ -53,6 +53,7 @@ DrvStatus SimDriver::probe_paths(std::uint32_t device, const std::uint32_t* targ
   out->clear();
   start->assign(1, 0);
   start->reserve(n + 1);
+  out->reserve(static_cast<std::size_t>(n) * 3);  // a two-tier Clos path: leaf, spine, leaf
   std::vector<models::Network::Hop>& hops = probe_hops_;
   models::Tick rtt_max = 0;
   for (std::uint32_t i = 0; i < n; ++i) {
