@@ -6,14 +6,17 @@ namespace sim {
 
 // Reference results are computed once per (step, rep, communicator size) and shared by the ranks
 // that check them: `members` are the communicator's ranks (all of them, or a shrink's survivors).
-const std::vector<std::uint8_t>& Cluster::reference(std::uint32_t step, std::uint32_t rep, const std::vector<std::uint32_t>& members) {
-  const RefKey key{step, rep, static_cast<std::uint32_t>(members.size())};
+const std::vector<std::uint8_t>& Cluster::reference(std::uint32_t step, std::uint32_t rep, const Members& members) {
+  const RefKey key{step, rep, members.size()};
   auto it = refs_.find(key);
   if (it != refs_.end()) return it->second.first;
   const WorkloadStep& w = sc_.workload[step];
   std::vector<std::uint8_t> ref;
   ref.swap(spare_ref_);  // the storage of the last released reference: no new pages per repetition
-  allreduce_reference(w.bytes / models::dtype_size(w.dtype), w.dtype, w.reduce, PayloadKey{sc_.seed, step, rep}, members, &ref);
+  const std::uint64_t count = w.bytes / models::dtype_size(w.dtype);
+  const PayloadKey k{sc_.seed, step, rep};
+  if (!members.list) allreduce_reference(count, w.dtype, w.reduce, k, members.all, &ref);
+  else allreduce_reference(count, w.dtype, w.reduce, k, *members.list, &ref);
   return refs_.emplace(key, std::make_pair(std::move(ref), 0u)).first->second.first;
 }
 

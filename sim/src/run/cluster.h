@@ -3,6 +3,7 @@
 // lifecycle, rendezvous), workload.cpp (the per-rank program), checks.cpp (payload result checks),
 // faults.cpp (injected faults).
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -22,6 +23,22 @@
 #include "sim/trace.h"
 
 namespace sim {
+
+/// A communicator's ranks in its rank order, as original rank numbers: all ranks until a shrink
+/// (kept implicit: no list of N entries per rank), then the survivors.
+struct Members {
+  std::uint32_t all = 0;
+  /// null: 0 .. all - 1; else the survivors, one list shared by every rank that shrank alike.
+  std::shared_ptr<const std::vector<std::uint32_t>> list;
+  std::uint32_t size() const { return list ? static_cast<std::uint32_t>(list->size()) : all; }
+  std::uint32_t operator[](std::uint32_t j) const { return list ? (*list)[j] : j; }
+  /// The index of original rank r, size() when it is not a member.
+  std::uint32_t index_of(std::uint32_t r) const {
+    if (!list) return r < all ? r : all;
+    auto it = std::lower_bound(list->begin(), list->end(), r);  // survivors keep their order: sorted
+    return it != list->end() && *it == r ? static_cast<std::uint32_t>(it - list->begin()) : size();
+  }
+};
 
 class Cluster : public sc_core::sc_module {
  public:
@@ -81,12 +98,12 @@ class Cluster : public sc_core::sc_module {
               hcomm_stream_t st, void* in, unsigned char* host);
   /// /on_rank_loss "shrink": replace *comm by the survivors of its recovery agreement's lost ranks
   /// (*members: the original ranks of the communicator in its order, *me: this rank's index).
-  bool shrink_comm(std::uint32_t r, hcomm_comm_t* comm, std::vector<std::uint32_t>* members, std::uint32_t* me);
+  bool shrink_comm(std::uint32_t r, hcomm_comm_t* comm, Members* members, std::uint32_t* me);
   bool host_copy(std::uint32_t r, const WorkloadStep& w, std::uint32_t s, std::uint32_t rep, hcomm_stream_t st, void* dev,
                  std::uint8_t* host, bool real);
 
   // checks.cpp
-  const std::vector<std::uint8_t>& reference(std::uint32_t step, std::uint32_t rep, const std::vector<std::uint32_t>& members);
+  const std::vector<std::uint8_t>& reference(std::uint32_t step, std::uint32_t rep, const Members& members);
   void release_reference(std::uint32_t step, std::uint32_t rep, std::uint32_t n);
   void record_check(std::uint32_t r, std::uint32_t s, std::uint32_t rep, const WorkloadStep& w, const CheckResult& cr, std::uint64_t count);
   bool check_incast(std::uint32_t r, const WorkloadStep& w, std::uint32_t s, std::uint32_t rep, hcomm_stream_t st, void* sym,
@@ -120,6 +137,7 @@ class Cluster : public sc_core::sc_module {
   // Reference results per (step, rep, communicator size), with how many ranks used them (checks.cpp).
   using RefKey = std::tuple<std::uint32_t, std::uint32_t, std::uint32_t>;
   std::map<RefKey, std::pair<std::vector<std::uint8_t>, std::uint32_t>> refs_;
+  std::vector<std::shared_ptr<const std::vector<std::uint32_t>>> member_lists_;  // shrinks' survivor lists, shared
   std::vector<std::uint8_t> spare_ref_;  // a released reference's storage, reused by the next
 };
 

@@ -47,8 +47,7 @@ void Cluster::rank_main(std::uint32_t r) {
   std::uint64_t started = 0;  // operations begun: the ones before the current are done (live.h)
   // The communicator's ranks in its rank order (original rank numbers) and this rank's index: all
   // of them, until /on_rank_loss "shrink" replaces the communicator by a lost rank's survivors.
-  std::vector<std::uint32_t> members(nranks_);
-  for (std::uint32_t i = 0; i < nranks_; ++i) members[i] = i;
+  Members members{nranks_, {}};
   std::uint32_t me = r;
   for (std::uint32_t s = 0; s < sc_.workload.size(); ++s) {
     const WorkloadStep& w = sc_.workload[s];
@@ -92,7 +91,7 @@ void Cluster::rank_main(std::uint32_t r) {
         if (w.op == "allreduce" || w.op == "allgather" || w.op == "reducescatter" || w.op == "broadcast" || w.op == "alltoall") {
           const auto dt = to_hcomm(w.dtype);
           const auto ro = static_cast<hcomm_reduce_op_t>(w.reduce);
-          const auto root = static_cast<std::uint32_t>(std::find(members.begin(), members.end(), w.root) - members.begin());
+          const std::uint32_t root = members.index_of(w.root);
           hcomm_result_t rc;
           if (w.op == "allreduce") rc = hcomm_allreduce(in, out, count, dt, ro, comm, st);
           else if (w.op == "allgather") rc = hcomm_allgather(in, out, count, dt, comm, st);
@@ -181,7 +180,7 @@ void Cluster::rank_main(std::uint32_t r) {
 // go on with it. The operations a shrunk communicator cannot re-run (sendrecv and incast pair
 // original ranks; a broadcast whose root was lost; blocks that do not divide among the survivors)
 // end the program, with the reason.
-bool Cluster::shrink_comm(std::uint32_t r, hcomm_comm_t* comm, std::vector<std::uint32_t>* members, std::uint32_t* me) {
+bool Cluster::shrink_comm(std::uint32_t r, hcomm_comm_t* comm, Members* members, std::uint32_t* me) {
   if (!sc_.shrink_on_rank_loss) return false;
   std::vector<std::uint32_t> lost(members->size());
   std::uint32_t nl = 0;
@@ -199,14 +198,16 @@ bool Cluster::shrink_comm(std::uint32_t r, hcomm_comm_t* comm, std::vector<std::
   for (std::uint32_t l : lost) names += (names.empty() ? "" : ",") + std::to_string((*members)[l]);
   hcomm_comm_destroy(*comm);
   *comm = next;
-  *members = std::move(survivors);
-  *me = static_cast<std::uint32_t>(std::find(members->begin(), members->end(), r) - members->begin());
+  auto same = std::find_if(member_lists_.begin(), member_lists_.end(), [&](const auto& l) { return *l == survivors; });
+  if (same == member_lists_.end()) same = member_lists_.insert(member_lists_.end(), std::make_shared<const std::vector<std::uint32_t>>(std::move(survivors)));
+  members->list = *same;
+  *me = members->index_of(r);
   const auto [s, rep] = rank_at_[r];
   const WorkloadStep& w = sc_.workload[s];
   const auto n = static_cast<std::uint32_t>(members->size());
   std::string why;
   if (w.op == "sendrecv" || w.op == "incast") why = w.op + " pairs the original ranks";
-  else if (w.op == "broadcast" && std::find(members->begin(), members->end(), w.root) == members->end()) why = "its root was lost";
+  else if (w.op == "broadcast" && members->index_of(w.root) == n) why = "its root was lost";
   else if ((w.op == "reducescatter" || w.op == "alltoall") && w.bytes % (models::dtype_size(w.dtype) * n) != 0)
     why = std::to_string(w.bytes) + " B do not divide into " + std::to_string(n) + " blocks";
   driver_->note(r, why.empty() ? 1 : 0,
