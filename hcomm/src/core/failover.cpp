@@ -410,7 +410,7 @@ bool drain(hcomm_context_t ctx) {
     if (!decode(raw, &m) || m.kind != kAbort) continue;
     hcomm_comm_t c = find_comm(ctx, m.comm);
     if (!c || m.origin >= c->nranks) continue;  // a communicator already destroyed here
-    if (m.seq <= c->stale_below) continue;  // another rank's report of the fault already recovered from
+    if (c->stale_below && m.seq <= c->stale_below) continue;  // another rank's report of the fault already recovered from (0: none yet; a report of seq 0, a p2p fault before any collective, is news)
     any = true;
     for (std::size_t i = 0; i + 1 < m.list.size(); i += 2) add_pair(c, m.list[i], m.list[i + 1]);
     if (c->error.code == HCOMM_SUCCESS) {
