@@ -10,6 +10,8 @@
 //                 the two NIC owners (ranks 3 and 12), blocked in the all-reduce's synchronize,
 //                 detect the fault exactly at fault + 37 us
 //                 (their NIC's port-error event), the 14 others are told by them; all re-execute.
+//   PortEventOwed: nic-down-edge-retry.json with the fault at 1 ms, before the all-reduce: the
+//                 event is owed to, and taken by, rank 7's all-reduce synchronize; ring re-ordered.
 //   PortFlapDebounced: tests/fixtures/nic-flap-debounce.json: node0/npu3's NIC cable flaps twice,
 //                 down 30 us each, under the 50 us debounce: no port event, no failover, results
 //                 correct (go-back-N rides it out).
@@ -142,6 +144,32 @@ TEST(SimFailover, PortEventTime) {
   EXPECT_LT(num(db, "SELECT MAX(resumed_at_ns - fault_at_ns) FROM failovers"), 1e6);
   EXPECT_EQ(num(db, "SELECT COUNT(*) FROM logs WHERE message LIKE '%IBV_EVENT_PORT_ERR%' AND message LIKE '%Device%stream%'"), 2);
   std::printf("port event taken at %.3f us (fault %.3f us + 37 us); all told by %.3f us\n", std::stod(rows[0][1]) / 1e3, fault / 1e3, last / 1e3);
+}
+
+// A port event that arrives between operations (no communicator work crosses the NIC: the ranks
+// are copying their inputs in) is owed to the next synchronize of such work: rank 7's all-reduce
+// synchronize takes it at once, the ranks re-execute on the ring order 0..5 7 6 | 8..15.
+TEST(SimFailover, PortEventOwed) {
+  const std::string db = ::testing::TempDir() + "failover_port_owed.db";
+  RunResult r = run_file("nic-down-edge-retry.json", db, [](Scenario& sc) {
+    sc.faults[0].at_step = -1;  // absolute: 1 ms, before the all-reduce starts
+    sc.faults[0].at_ps = 1000 * models::kPsPerUs;
+  });
+  for (auto& f : r.failures) ADD_FAILURE() << f;
+  EXPECT_EQ(r.exit_code, 0);
+  for (auto& s : r.steps) EXPECT_EQ(s.failed, 0u);
+  const double start = num(db, "SELECT MIN(start_ns) FROM operations WHERE step = 0 AND rep = 0");
+  EXPECT_GT(start, 1.1e6);  // the event (fault + 100 us) came before the all-reduce
+  auto rows = query(db, "SELECT detected_at_ns, fault FROM failovers WHERE detected_by = 7 AND origin = 7");
+  ASSERT_EQ(rows.size(), 1u);
+  // Taken when rank 7 synchronizes its all-reduce, right after submitting it (the device runs
+  // the begin marker a doorbell later): not at the event's arrival, 1100 us.
+  EXPECT_GT(std::stod(rows[0][0]), 1.1e6);
+  EXPECT_NEAR(std::stod(rows[0][0]), start, 2000);
+  EXPECT_NE(rows[0][1].find("taken at the next synchronize of work across servers"), std::string::npos) << rows[0][1];
+  EXPECT_EQ(num(db, "SELECT COUNT(*) FROM failovers WHERE action = 'retry' AND code = 0 AND path_after LIKE 'ring order 0..5 7 6 | 8..15%'"), 16);
+  EXPECT_LT(num(db, "SELECT MAX(resumed_at_ns - fault_at_ns) FROM failovers"), 1e6);
+  std::printf("fault 1000 us, all-reduce from %.3f us, rank 7 took the owed event at %.3f us\n", start / 1e3, std::stod(rows[0][0]) / 1e3);
 }
 
 // A flap shorter than the debounce raises no event: nothing fails, nothing is re-executed.
