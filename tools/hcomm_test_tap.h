@@ -67,6 +67,7 @@ class OpTap final : public hcomm::Driver {
   hcomm::DrvStatus device_abort(std::uint32_t dev) override { return d->device_abort(dev); }
   hcomm::DrvStatus notify_reset(std::uint32_t dev) override { return d->notify_reset(dev); }
   hcomm::DrvStatus device_progress(std::uint32_t dev, std::uint64_t* c, bool* h) override { return d->device_progress(dev, c, h); }
+  hcomm::DrvStatus device_event_poll(std::uint32_t dev, hcomm::DeviceEvent* e) override { return d->device_event_poll(dev, e); }
   void failover_reported(std::uint32_t dev, const hcomm::FailoverInfo& f) override { d->failover_reported(dev, f); }
 };
 

@@ -70,6 +70,9 @@ void failover_reported(hcomm_context_t ctx, const FailoverInfo& f) { ctx->drv->f
 hcomm_result_t device_progress(hcomm_context_t ctx, std::uint64_t* completed, bool* head_not_started) {
   return ctrl_status(ctx->drv->device_progress(ctx->device, completed, head_not_started));
 }
+hcomm_result_t device_event_poll(hcomm_context_t ctx, DeviceEvent* out) {
+  return ctrl_status(ctx->drv->device_event_poll(ctx->device, out));
+}
 
 hcomm_result_t nic_info(hcomm_context_t ctx, NicInfo* out) { return ok_or(ctx->drv->nic_info(ctx->device, out), HCOMM_E_DRV); }
 hcomm_result_t peer_nic_info(hcomm_context_t ctx, std::uint32_t device, NicInfo* out) {

@@ -40,6 +40,8 @@ hcomm_result_t device_abort(hcomm_context_t ctx);
 hcomm_result_t notify_reset(hcomm_context_t ctx);
 void failover_reported(hcomm_context_t ctx, const FailoverInfo& f);
 hcomm_result_t device_progress(hcomm_context_t ctx, std::uint64_t* completed, bool* head_not_started);
+/// The context's device's earliest delivered async event (HCOMM_E_TIMEOUT: none).
+hcomm_result_t device_event_poll(hcomm_context_t ctx, DeviceEvent* out);
 
 // RoCE routing (route/). Failure: HCOMM_E_DRV; probe_paths / qp_connect without a NIC on either
 // end: HCOMM_E_NOT_SUPPORT.
@@ -69,7 +71,7 @@ hcomm_result_t stream_destroy(hcomm_stream_t s);
 hcomm_result_t submit(hcomm_stream_t s, const DrvTask& t);
 /// Block until the stream is idle: HCOMM_E_TIMEOUT after timeout_ns of device time,
 /// HCOMM_E_RUNTIME when a task failed (`error` says why), HCOMM_E_REMOTE when an urgent control
-/// message interrupted the wait (ctrl_signal_poll reads it).
+/// message or a device event interrupted the wait (ctrl_signal_poll / device_event_poll read them).
 hcomm_result_t stream_synchronize(hcomm_stream_t s, std::uint64_t timeout_ns, std::string* error);
 bool stream_idle(hcomm_stream_t s);
 std::uint64_t event_completed(hcomm_event_t ev);

@@ -59,11 +59,16 @@ check "link_flap of a switch cable: drops on both ends, retransmits" \
   "$(q swf.db "SELECT (SELECT COUNT(*) FROM port_counters WHERE drops > 0 AND ((node = 'leaf0' AND port = 2) OR (node = 'spine0' AND port = 0))), (SELECT value > 0 FROM counters WHERE name = 'rdma_retransmits')")" "2|1"
 check "link_flap of a switch cable: four transitions" "$(q swf.db "SELECT COUNT(*) FROM logs WHERE message LIKE '%fault injected: cable leaf0/2<->spine0/0 % (flap %'")" 4
 
-# 3. nic_down: the NIC's QPs exhaust their retries; every failed rank says what it got.
+# 3. nic_down: the NIC's port-error event reaches rank 0 100 us later (network/port_event), before
+# its QPs exhaust their retries; rank 0 reports, every failed rank says what it got.
 expect "nic_down: the summary names failed ranks" 1 "rank 8 \(node1/npu0\): failed in step 0 rep 0 \(sendrecv\): hcomm_waitall: " -- \
   "$HCSIM" run "$F" --db nic.db -q "${FAST[@]}" --fault 'nic_down npu=node0/npu0 at.step=0 at.after=20us'
-check "nic_down: rank 8's send is failed with its error" \
-  "$(q nic.db "SELECT status, error FROM operations WHERE rank = 8 AND kind = 'send' AND step = 0")" "failed|hcomm_waitall: device task failed"
+check "nic_down: rank 0's send is failed with its own error" \
+  "$(q nic.db "SELECT status, error FROM operations WHERE rank = 0 AND kind = 'send' AND step = 0")" "failed|hcomm_waitall: device task failed"
+check "nic_down: rank 8's send is failed with rank 0's report" \
+  "$(q nic.db "SELECT status, error FROM operations WHERE rank = 8 AND kind = 'send' AND step = 0")" "failed|hcomm_waitall: remote error"
+check "nic_down: rank 0 took its port event 100 us after the fault" \
+  "$(q nic.db "SELECT CAST(ROUND((SELECT MIN(sim_time_ns) FROM logs WHERE rank = 0 AND message LIKE '%IBV_EVENT_PORT_ERR%') - (SELECT sim_time_ns FROM logs WHERE message LIKE '%fault injected: NIC of node0/npu0%')) AS INTEGER)")" 100000
 check "nic_down: every rank has an operation that is not ok" "$(q nic.db "SELECT COUNT(DISTINCT rank) FROM operations WHERE status != 'ok'")" 16
 check "nic_down: run.status failed" "$(q nic.db "SELECT status FROM run")" failed
 expect "nic_down with api_errors expected passes" 0 "PASS" -- \

@@ -6,6 +6,15 @@
 //   RetryResults: the same with HCOMM_OP_RETRY=1: both all-reduces' results equal the host
 //                 reference, every rank re-executed exactly once (one retry row each, 64 MiB
 //                 re-sent), traffic resumed well under 1 ms after the fault.
+//   PortEventTime: nic-down-retry.json with network/port_event 37 us and port_debounce 10 us:
+//                 the two NIC owners (ranks 3 and 12), blocked in the all-reduce's synchronize,
+//                 detect the fault exactly at fault + 37 us
+//                 (their NIC's port-error event), the 14 others are told by them; all re-execute.
+//   PortEventOwed: nic-down-edge-retry.json with the fault at 1 ms, before the all-reduce: the
+//                 event is owed to, and taken by, rank 7's all-reduce synchronize; ring re-ordered.
+//   PortFlapDebounced: tests/fixtures/nic-flap-debounce.json: node0/npu3's NIC cable flaps twice,
+//                 down 30 us each, under the 50 us debounce: no port event, no failover, results
+//                 correct (go-back-N rides it out).
 //   AsyncErrorApi: a bad RDMA write of rank 8 on a2-2node: rank 8 gets HCOMM_E_RUNTIME, the 15
 //                 ranks blocked in a barrier are woken with HCOMM_E_REMOTE; hcomm_get_async_error,
 //                 its string and the callback agree; bad arguments are HCOMM_E_PTR / E_UNAVAIL.
@@ -38,13 +47,14 @@ double num(const std::string& db, const std::string& sql) {
   return r.empty() || r[0].empty() || r[0][0].empty() ? -1 : std::stod(r[0][0]);
 }
 
-RunResult run_file(const std::string& file, const std::string& db) {
+RunResult run_file(const std::string& file, const std::string& db, void (*edit)(Scenario&) = nullptr) {
   std::vector<std::string> errors;
-  auto sc = load_scenario(std::string(HCSIM_SOURCE_DIR) + "/scenarios/" + file, &errors);
+  auto sc = load_scenario(std::string(HCSIM_SOURCE_DIR) + (file.find('/') == std::string::npos ? "/scenarios/" : "/") + file, &errors);
   for (auto& e : errors) ADD_FAILURE() << e;
   if (!sc) return {};
   static Scenario keep;  // the run refers to it until the simulation ends
   keep = *sc;
+  if (edit) edit(keep);
   RunOptions opt = sim_test::quiet();
   opt.db_path = db;
   opt.force_db = true;
@@ -106,6 +116,73 @@ TEST(SimFailover, RetryResults) {
   // The re-executed all-reduce runs on the ring (the trace says which algorithm and why).
   EXPECT_EQ(num(db, "SELECT COUNT(*) FROM operations WHERE chosen_by = 'op retry' AND algorithm = 'ring' AND status = 'ok'"), 16);
   EXPECT_EQ(num(db, "SELECT COUNT(*) FROM logs WHERE message LIKE '%re-executed from its inputs%'"), 8);
+}
+
+// The NIC port-error event (docs/failover.md#nic-port-event): closed form. The NIC owners are
+// blocked in the all-reduce's synchronize when the event arrives, so they detect it at once.
+TEST(SimFailover, PortEventTime) {
+  const std::string db = ::testing::TempDir() + "failover_port_event.db";
+  RunResult r = run_file("nic-down-retry.json", db, [](Scenario& sc) {
+    sc.net.port_event_ps = 37 * models::kPsPerUs;
+    sc.net.port_debounce_ps = 10 * models::kPsPerUs;
+  });
+  for (auto& f : r.failures) ADD_FAILURE() << f;
+  EXPECT_EQ(r.exit_code, 0);
+  // The fault is timed 300 us after the all-reduce starts (in the middle of it).
+  const double fault = num(db, "SELECT MIN(fault_at_ns) FROM failovers");
+  EXPECT_DOUBLE_EQ(fault, num(db, "SELECT MIN(start_ns) FROM operations WHERE step = 0 AND rep = 0") + 300000);
+  auto rows = query(db, "SELECT detected_by, detected_at_ns, origin FROM failovers WHERE fault LIKE '%IBV_EVENT_PORT_ERR%' AND origin = detected_by ORDER BY detected_by");
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0][0], "3");
+  EXPECT_EQ(rows[1][0], "12");
+  // Closed form: the event arrives port_event after the fault (detected_at_ns is in whole ns).
+  for (auto& row : rows) EXPECT_NEAR(std::stod(row[1]), fault + 37000, 1.0) << "rank " << row[0];
+  // Everyone else acted on their report, within one control-channel latency and 15 serializations.
+  const double last = num(db, "SELECT MAX(detected_at_ns) FROM failovers");
+  EXPECT_LE(last - (fault + 37000), kCtrlLatencyNs + 15 * (1024 / kCtrlBps * 1e9) + 1000);
+  EXPECT_EQ(num(db, "SELECT COUNT(*) FROM failovers WHERE action = 'retry' AND code = 0 AND resumed_at_ns IS NOT NULL"), 16);
+  EXPECT_LT(num(db, "SELECT MAX(resumed_at_ns - fault_at_ns) FROM failovers"), 1e6);
+  EXPECT_EQ(num(db, "SELECT COUNT(*) FROM logs WHERE message LIKE '%IBV_EVENT_PORT_ERR%' AND message LIKE '%Device%stream%'"), 2);
+  std::printf("port event taken at %.3f us (fault %.3f us + 37 us); all told by %.3f us\n", std::stod(rows[0][1]) / 1e3, fault / 1e3, last / 1e3);
+}
+
+// A port event that arrives between operations (no communicator work crosses the NIC: the ranks
+// are copying their inputs in) is owed to the next synchronize of such work: rank 7's all-reduce
+// synchronize takes it at once, the ranks re-execute on the ring order 0..5 7 6 | 8..15.
+TEST(SimFailover, PortEventOwed) {
+  const std::string db = ::testing::TempDir() + "failover_port_owed.db";
+  RunResult r = run_file("nic-down-edge-retry.json", db, [](Scenario& sc) {
+    sc.faults[0].at_step = -1;  // absolute: 1 ms, before the all-reduce starts
+    sc.faults[0].at_ps = 1000 * models::kPsPerUs;
+  });
+  for (auto& f : r.failures) ADD_FAILURE() << f;
+  EXPECT_EQ(r.exit_code, 0);
+  for (auto& s : r.steps) EXPECT_EQ(s.failed, 0u);
+  const double start = num(db, "SELECT MIN(start_ns) FROM operations WHERE step = 0 AND rep = 0");
+  EXPECT_GT(start, 1.1e6);  // the event (fault + 100 us) came before the all-reduce
+  auto rows = query(db, "SELECT detected_at_ns, fault FROM failovers WHERE detected_by = 7 AND origin = 7");
+  ASSERT_EQ(rows.size(), 1u);
+  // Taken when rank 7 synchronizes its all-reduce, right after submitting it (the device runs
+  // the begin marker a doorbell later): not at the event's arrival, 1100 us.
+  EXPECT_GT(std::stod(rows[0][0]), 1.1e6);
+  EXPECT_NEAR(std::stod(rows[0][0]), start, 2000);
+  EXPECT_NE(rows[0][1].find("taken at the next synchronize of work across servers"), std::string::npos) << rows[0][1];
+  EXPECT_EQ(num(db, "SELECT COUNT(*) FROM failovers WHERE action = 'retry' AND code = 0 AND path_after LIKE 'ring order 0..5 7 6 | 8..15%'"), 16);
+  EXPECT_LT(num(db, "SELECT MAX(resumed_at_ns - fault_at_ns) FROM failovers"), 1e6);
+  std::printf("fault 1000 us, all-reduce from %.3f us, rank 7 took the owed event at %.3f us\n", start / 1e3, std::stod(rows[0][0]) / 1e3);
+}
+
+// A flap shorter than the debounce raises no event: nothing fails, nothing is re-executed.
+TEST(SimFailover, PortFlapDebounced) {
+  const std::string db = ::testing::TempDir() + "failover_flap.db";
+  RunResult r = run_file("tests/fixtures/nic-flap-debounce.json", db);
+  for (auto& f : r.failures) ADD_FAILURE() << f;
+  EXPECT_EQ(r.exit_code, 0);
+  for (auto& s : r.steps) EXPECT_EQ(s.failed, 0u);
+  EXPECT_EQ(num(db, "SELECT COUNT(*) FROM failovers"), 0);
+  EXPECT_EQ(num(db, "SELECT COUNT(*) FROM logs WHERE message LIKE '%NIC of node0/npu3: port down for 30.000 us, shorter than the debounce (50.000 us): no port event%'"), 2);
+  EXPECT_EQ(num(db, "SELECT COUNT(*) FROM logs WHERE message LIKE '%IBV_EVENT_PORT_ERR%'"), 0);
+  EXPECT_EQ(num(db, "SELECT COUNT(*) FROM operations WHERE status != 'ok'"), 0);
 }
 
 namespace {

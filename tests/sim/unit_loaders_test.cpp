@@ -462,6 +462,50 @@ TEST(Workloads, DcqcnTimersAndNicLatencyAreBounded) {
   EXPECT_TRUE(load_scenario(ok, &errs)) << join(errs);
 }
 
+// The NIC port event's keys (docs/failover.md#nic-port-event): bounded, "off", the debounce not
+// above the delay; defaults 100 us / 50 us, a faster event lowers the default debounce to it.
+TEST(Workloads, PortEventKeysAreBounded) {
+  const std::string a2 = kSrc + "/topologies/a2-2node.json";
+  auto load = [&](const std::string& name, const std::string& net, std::vector<std::string>* errs) {
+    std::string p = write_tmp(name, R"({"format":"hcsim-scenario","version":1,"name":"n","topology":")" + a2 + R"(","network":)" + net +
+                                        R"(,"workload":[{"op":"barrier"}]})");
+    return std::make_pair(p, load_scenario(p, errs));
+  };
+  const std::pair<const char*, const char*> cases[] = {
+      {R"({"port_event":"0us"})", "/network/port_event: port_event must be 1 us .. 1 s, or \"off\""},
+      {R"({"port_event":"2s"})", "/network/port_event: port_event must be 1 us .. 1 s, or \"off\""},
+      {R"({"port_event":"soon"})", "/network/port_event: "},
+      {R"({"port_event":5})", "/network/port_event: "},
+      {R"({"port_debounce":"101us"})", "/network/port_debounce: port_debounce must not exceed port_event"},
+      {R"({"port_event":"20us","port_debounce":"30us"})", "/network/port_debounce: port_debounce must not exceed port_event"},
+      {R"({"port_debounce":"-1us"})", "/network/port_debounce: "},
+  };
+  int k = 0;
+  for (auto& [net, expect] : cases) {
+    std::vector<std::string> errs;
+    auto [p, sc] = load("pe" + std::to_string(k++) + ".json", net, &errs);
+    EXPECT_FALSE(sc) << net;
+    EXPECT_TRUE(any_contains(errs, p + ": " + expect)) << net << "\n" << join(errs);
+  }
+  std::vector<std::string> errs;
+  auto d = load("pe-default.json", "{}", &errs).second;
+  ASSERT_TRUE(d) << join(errs);
+  EXPECT_TRUE(d->net.port_events);
+  EXPECT_EQ(d->net.port_event_ps, 100 * models::kPsPerUs);
+  EXPECT_EQ(d->net.port_debounce_ps, 50 * models::kPsPerUs);
+  auto off = load("pe-off.json", R"({"port_event":"off"})", &errs).second;
+  ASSERT_TRUE(off) << join(errs);
+  EXPECT_FALSE(off->net.port_events);
+  auto fast = load("pe-fast.json", R"({"port_event":"20us"})", &errs).second;
+  ASSERT_TRUE(fast) << join(errs);
+  EXPECT_EQ(fast->net.port_event_ps, 20 * models::kPsPerUs);
+  EXPECT_EQ(fast->net.port_debounce_ps, 20 * models::kPsPerUs);
+  auto set = load("pe-set.json", R"({"port_event":"1ms","port_debounce":"0us"})", &errs).second;
+  ASSERT_TRUE(set) << join(errs);
+  EXPECT_EQ(set->net.port_event_ps, 1000 * models::kPsPerUs);
+  EXPECT_EQ(set->net.port_debounce_ps, 0u);
+}
+
 // 16,384 NPUs: 8192 per half. The max flow's source arcs were 2^50 each, whose sum (the source's
 // excess) overflowed 64 bits (UBSan: signed overflow in push_relabel); now each is the NPU's own
 // link capacity. Bisection = 8192 NICs x 25 GB/s.

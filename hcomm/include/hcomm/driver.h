@@ -124,6 +124,17 @@ struct FailoverInfo {
   std::uint64_t bytes_resent = 0;  ///< bytes the recovery moved again
   std::uint64_t detected_ns = 0, resumed_ns = 0;  ///< resumed 0: traffic did not resume
 };
+/// An asynchronous event of a device, as the real driver raises them without a task failing
+/// (verbs' ibv_get_async_event). Only the NIC's port-error event is modelled.
+enum class DeviceEventKind : std::uint8_t {
+  NicPortDown = 1  ///< IBV_EVENT_PORT_ERR: the RoCE NIC's port (or its cable) lost its link
+};
+struct DeviceEvent {
+  DeviceEventKind kind = DeviceEventKind::NicPortDown;
+  std::uint64_t since_ns = 0;  ///< when the port's state changed (the NIC's timestamp)
+  std::uint64_t at_ns = 0;     ///< when the driver delivered it to the host
+  std::string text;            ///< what happened, for logs ("NIC of node0/npu3: port down since ...")
+};
 // ---- end failover ----
 
 class Driver {
@@ -195,7 +206,7 @@ class Driver {
   // Defaults: a driver without them has no failover (the library then waits for its timeouts).
   /// Urgent message on the control channel (an abort, a heartbeat): timed like ctrl_send, kept in
   /// a queue of its own, and its arrival interrupts the receiving rank's blocking
-  /// stream_synchronize / submit, which return Aborted while one is unread (as the real library's
+  /// stream_synchronize, which returns Aborted while one (or a device event) is unread (as the real library's
   /// background thread stops the host's waits when its socket delivers an abort).
   virtual DrvStatus ctrl_signal(std::uint32_t /*from_rank*/, std::uint32_t /*to_rank*/, CtrlMsg /*msg*/) {
     return DrvStatus::NotSupported;
@@ -215,6 +226,10 @@ class Driver {
   virtual DrvStatus device_progress(std::uint32_t /*device*/, std::uint64_t* /*completed*/, bool* /*head_not_started*/) {
     return DrvStatus::NotSupported;
   }
+  /// Take the earliest delivered asynchronous event of `device` without blocking (Timeout: none).
+  /// A delivered event not yet taken interrupts a blocking stream_synchronize of a stream of
+  /// `device` (Aborted), as an urgent message does.
+  virtual DrvStatus device_event_poll(std::uint32_t /*device*/, DeviceEvent* /*out*/) { return DrvStatus::NotSupported; }
   /// The library recovered from (or gave up on) a fault (trace only).
   virtual void failover_reported(std::uint32_t /*device*/, const FailoverInfo& /*f*/) {}
   // ---- end failover ----

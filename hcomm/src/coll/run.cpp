@@ -100,35 +100,43 @@ void log_decision(hcomm_comm_t comm, const CollReq& r, const OpInfo& info, const
        static_cast<unsigned long long>(area >> 20), c.kind == Choice::Mesh ? 0u : c.family->slots);
 }
 
+// A flat family over all ranks. With `order` (op retry's ring, core/ring_order.h) member m is
+// comm rank order[m]: blocks sit in W in member order, a root is named by its member index.
 struct Flat {
   hcomm_comm_t comm;
   hcomm_stream_t main;
   const CollReq& r;
   const Family& f;
-  std::uint32_t n, me;
+  std::uint32_t n, me;  // me: my member index
   std::uint64_t esz;
   std::uint64_t w;     // W: the collective buffer's start
   std::uint64_t wcap;  // W capacity, bytes; the staging slots follow it
   std::uint32_t local = 1;  // ranks per server (the pipeline's PlanIn::local)
+  const std::vector<std::uint32_t>* order = nullptr;  // member -> comm rank (null: identity)
+  std::vector<std::uint32_t> pos;                     // comm rank -> member (with order)
+
+  std::uint32_t member(std::uint32_t j) const { return order ? pos[j] : j; }
+  std::uint32_t rank_of(std::uint32_t m) const { return order ? (*order)[m] : m; }
+  bool is_root() const { return comm->rank == r.root; }
 
   PlanIn base() const {
     PlanIn pi;
     pi.op = r.op;
     pi.n = n;
     pi.me = me;
-    pi.root = r.root;
+    pi.root = r.root < n ? member(r.root) : r.root;
     pi.esz = esz;
     pi.w = w;
     pi.local = local;
     return pi;
   }
   hcomm_result_t plan(const PlanIn& pi) {
-    return run_family(comm, main, f, Members{0, 1, n}, pi, wcap, r.dtype, r.redop);
+    return run_family(comm, main, f, Members{0, 1, n, order ? order->data() : nullptr}, pi, wcap, r.dtype, r.redop);
   }
 
   hcomm_result_t vector_op() {  // AllReduce, Broadcast, Reduce
     const std::uint64_t chunk = std::max<std::uint64_t>(1, wcap / esz);
-    const bool root = me == r.root;
+    const bool root = is_root();
     for (std::uint64_t c0 = 0; c0 < r.count; c0 += chunk) {
       const std::uint64_t m = std::min(chunk, r.count - c0), off = c0 * esz;
       settle_mesh(comm, main);
@@ -149,27 +157,28 @@ struct Flat {
     const std::uint64_t per = wcap / esz / n;  // elements per block per chunk
     if (per == 0) return too_small(comm, r, n);
     std::vector<std::uint64_t> cc, pre;
-    const bool root = me == r.root;
+    const bool root = is_root();
     const bool in_all = r.op == CollOp::ReduceScatter || (r.op == CollOp::Scatter && root);
     const bool out_all = r.op == CollOp::AllGather || (r.op == CollOp::Gather && root);
     for (std::uint64_t c0 = 0; c0 < maxc; c0 += per) {
       Blocks b{n, esz, std::min(per, maxc - c0), nullptr, nullptr};
-      if (is_v(r)) {
+      if (is_v(r)) {  // block m of W is member m's (comm rank rank_of(m))
         cc.resize(n);
         pre.assign(n + 1, 0);
-        for (std::uint32_t j = 0; j < n; ++j) {
-          const std::uint64_t c = cnt(r, j);
-          cc[j] = c > c0 ? std::min(per, c - c0) : 0;
-          pre[j + 1] = pre[j] + cc[j];
+        for (std::uint32_t m = 0; m < n; ++m) {
+          const std::uint64_t c = cnt(r, rank_of(m));
+          cc[m] = c > c0 ? std::min(per, c - c0) : 0;
+          pre[m + 1] = pre[m] + cc[m];
         }
         b.counts = &cc;
         b.prefix = &pre;
       }
-      const bool whole = !is_v(r) && c0 == 0 && per >= maxc;  // one chunk of uniform blocks: contiguous
+      // One chunk of uniform blocks in comm-rank order: contiguous.
+      const bool whole = !is_v(r) && !order && c0 == 0 && per >= maxc;
       settle_mesh(comm, main);
       if (in_all) {
         if (whole) copy_if(main, w, r.in, b.total());
-        else for (std::uint32_t j = 0; j < n; ++j) copy_if(main, w + b.off(j), r.in + (dsp(r, j) + c0) * esz, b.len(j));
+        else for (std::uint32_t j = 0; j < n; ++j) copy_if(main, w + b.off(member(j)), r.in + (dsp(r, j) + c0) * esz, b.len(member(j)));
       } else if (r.op == CollOp::AllGather || r.op == CollOp::Gather) {
         copy_if(main, w + b.off(me), r.in + c0 * esz, b.len(me));
       }
@@ -178,7 +187,7 @@ struct Flat {
       if (hcomm_result_t rc = plan(pi); rc != HCOMM_SUCCESS) return rc;
       if (out_all) {
         if (whole) copy_if(main, r.out, w, b.total());
-        else for (std::uint32_t j = 0; j < n; ++j) copy_if(main, r.out + (dsp(r, j) + c0) * esz, w + b.off(j), b.len(j));
+        else for (std::uint32_t j = 0; j < n; ++j) copy_if(main, r.out + (dsp(r, j) + c0) * esz, w + b.off(member(j)), b.len(member(j)));
       } else if (r.op == CollOp::ReduceScatter || r.op == CollOp::Scatter) {
         copy_if(main, r.out + c0 * esz, w + b.off(me), b.len(me));
       }
@@ -212,10 +221,16 @@ struct Flat {
 };
 
 hcomm_result_t run_flat(hcomm_comm_t comm, hcomm_stream_t main, const CollReq& r, const Family& f, std::uint64_t esz,
-                        std::uint32_t local) {
+                        std::uint32_t local, const std::vector<std::uint32_t>* order = nullptr) {
   hcomm_context_t ctx = comm->ctx;
+  if (order && (order->size() != comm->nranks || r.op == CollOp::AllToAll)) order = nullptr;
   Flat x{comm, main, r, f, comm->nranks, comm->rank, esz, ctx->ccl_addr,
-         r.op == CollOp::AllToAll && &f != &kHierAllToAll ? 0 : ctx->ccl_bytes / 2 / esz * esz, local};
+         r.op == CollOp::AllToAll && &f != &kHierAllToAll ? 0 : ctx->ccl_bytes / 2 / esz * esz, local, order, {}};
+  if (order) {
+    x.pos.assign(comm->nranks, 0);
+    for (std::uint32_t m = 0; m < comm->nranks; ++m) x.pos[(*order)[m]] = m;
+    x.me = x.pos[comm->rank];
+  }
   if (r.op == CollOp::AllToAll) return x.alltoall();
   return block_op(r.op) ? x.blocks_op() : x.vector_op();
 }
@@ -487,8 +502,9 @@ hcomm_result_t run_checked(hcomm_comm_t comm, hcomm_stream_t main, const CollReq
   route::check(comm);  // congestion since the last operation may move this rank's RoCE routes
   Choice c = select_algo(comm, r.op, info.bytes, shape);
   if (comm->avoid && r.op != CollOp::AllToAll) {
-    // After an op retry (docs/failover.md): a flat ring in rank order, whose neighbours the
-    // agreement checked do not use a dead HCCS link.
+    // After an op retry (docs/failover.md): a flat ring in the order the recovery agreement
+    // chose (core/ring_order.h), whose neighbours use no dead HCCS link and whose RoCE edges no
+    // dead NIC.
     c = Choice{};
     c.kind = Choice::Flat;
     c.family = &kRing;
@@ -521,7 +537,8 @@ hcomm_result_t run_checked(hcomm_comm_t comm, hcomm_stream_t main, const CollReq
       else if (r.op == CollOp::Broadcast || r.op == CollOp::Reduce) rc = hier_rooted(comm, g, *c.family, r, esz, main);
       else rc = allreduce_hierarchical(comm, g, *c.family, r.in, r.out, r.count, r.dtype, r.redop, main);
       break;
-    case Choice::Flat: rc = run_flat(comm, main, r, *c.family, esz, c.family == &kPipeline || c.family == &kHierAllToAll ? shape.local : 1);
+    case Choice::Flat: rc = run_flat(comm, main, r, *c.family, esz, c.family == &kPipeline || c.family == &kHierAllToAll ? shape.local : 1,
+                                     c.by == "op retry" && !comm->ring_order.empty() ? &comm->ring_order : nullptr);
       break;
   }
   if (rc != HCOMM_SUCCESS) return rc;

@@ -8,6 +8,7 @@
 #include "core/comm.h"
 #include "core/handles.h"
 #include "core/log.h"
+#include "core/ring_order.h"
 #include "core/stream.h"
 #include "driver_port.h"
 
@@ -164,11 +165,23 @@ bool nic_down(hcomm_comm_t c) {
   return port::nic_info(c->ctx, &n) == HCOMM_SUCCESS && n.present && !n.link_up;
 }
 
-// Whether a flat ring in comm-rank order avoids every dead pair.
-bool ring_avoids(hcomm_comm_t c) {
-  for (const auto& [a, b] : c->dead_pairs)
-    if (b == a + 1 || (a == 0 && b == c->nranks - 1)) return false;
-  return true;
+// The op retry's ring (core/ring_order.h) over the merged dead pairs and dead NICs. The servers
+// are read from the descriptors without caching them (the coordinator reads every rank's once).
+RingOrderIn ring_input(hcomm_comm_t c, const std::vector<std::uint32_t>& dead_nics) {
+  RingOrderIn in;
+  in.server.resize(c->nranks);
+  for (std::uint32_t r = 0; r < c->nranks; ++r) {
+    auto it = c->peers.find(r);
+    RankDesc d;
+    if (it != c->peers.end()) in.server[r] = it->second.server;
+    else if (port::rank_desc(c->ctx, global_rank(c, r), &d) == HCOMM_SUCCESS) in.server[r] = d.server;
+    else in.server[r] = ~0u - r;  // no descriptor: a server of its own
+  }
+  in.dead_pairs = c->dead_pairs;
+  in.nic_dead.assign(c->nranks, false);
+  for (std::uint32_t r : dead_nics)
+    if (r < c->nranks) in.nic_dead[r] = true;
+  return in;
 }
 
 // Per communicator: whether it asked for a recovery not yet run, per agreement round.
@@ -179,8 +192,40 @@ std::string pairs_text(const hcomm_comm_t c) {
   for (const auto& [a, b] : c->dead_pairs) s += (s.empty() ? "" : ",") + std::to_string(a) + "-" + std::to_string(b);
   return s;
 }
+// The ring the re-execution runs on, for the log and the failovers row's path_after: its order
+// (as the coordinator described it, ring_order_text), then what it avoids.
 std::string ring_text(const hcomm_comm_t c) {
-  return c->dead_pairs.empty() ? "ring in comm-rank order" : "ring avoiding hccs " + pairs_text(c);
+  std::string s = c->ring_desc.empty() ? "ring in comm-rank order" : c->ring_desc;
+  if (!c->dead_pairs.empty()) s += ", avoiding hccs " + pairs_text(c);
+  if (!c->dead_nics.empty()) {
+    s += ", NIC down at comm rank";
+    for (std::uint32_t r : c->dead_nics) s += " " + std::to_string(r);
+    s += " (its data reaches other servers over HCCS through its server peers' NICs)";
+  }
+  return s;
+}
+
+// The coordinator's description of the ring order: runs of consecutive ranks as a..b, servers
+// apart by |; past 400 characters (many servers) only the servers not in comm-rank order.
+std::string describe_order(const RingOrderIn& in, const std::vector<std::uint32_t>& order) {
+  bool identity = true;
+  for (std::size_t i = 0; i < order.size(); ++i) identity = identity && order[i] == i;
+  if (identity) return "ring in comm-rank order";
+  std::string all = "ring order " + ring_order_text(in, order);
+  if (all.size() <= 400) return all;
+  std::string diff;
+  for (std::size_t a = 0; a < order.size();) {
+    std::size_t b = a;
+    while (b < order.size() && in.server[order[b]] == in.server[order[a]]) ++b;
+    bool same = true;
+    for (std::size_t i = a + 1; i < b; ++i) same = same && order[i] == order[i - 1] + 1;
+    if (!same) {
+      const std::vector<std::uint32_t> seg(order.begin() + static_cast<std::ptrdiff_t>(a), order.begin() + static_cast<std::ptrdiff_t>(b));
+      diff += (diff.empty() ? "" : "; ") + ring_order_text(in, seg);
+    }
+    a = b;
+  }
+  return "ring of servers in comm-rank order, reordered inside: " + (diff.empty() ? std::string("none") : diff);
 }
 
 bool send_ctrl(hcomm_comm_t c, std::uint32_t to, const Msg& m) {
@@ -203,7 +248,12 @@ std::uint64_t agree_timeout_ns(hcomm_comm_t c) {
   return (hb ? hb : std::min<std::uint64_t>(c->cfg.timeout_ms, 1000)) * 1000000ULL;
 }
 
-// The agreement (core/failover.h). True: every rank re-executes with the merged dead pairs.
+// The agreement (core/failover.h). True: every rank re-executes on the ring the coordinator
+// chose (c->ring_order) avoiding the merged dead pairs and dead NICs.
+//
+// GO's list: the lost ranks, the dead NICs, the ring order as the positions where it differs from
+// comm-rank order (position, rank), then the dead pairs, each list with its count first but the
+// pairs (to the end); its text: the order's description (GO) or why not (NO-GO).
 bool agree(hcomm_comm_t c, bool can) {
   const std::uint64_t round = ++c->retries;
   std::uint32_t coord = 0;
@@ -217,9 +267,11 @@ bool agree(hcomm_comm_t c, bool can) {
     for (const auto& [a, b] : c->dead_pairs) { v.push_back(a); v.push_back(b); }
     return v;
   };
+  const bool my_nic_down = nic_down(c);
+  if (my_nic_down) c->ctx->nic_down_known_ns = port::now_ns(c->ctx);  // port events of this NIC until now are known
   if (c->rank != coord) {
     Msg m;
-    m.kind = kReady; m.comm = c->id; m.origin = c->rank; m.seq = round; m.flag = static_cast<std::uint8_t>((can ? 1 : 0) | (nic_down(c) ? 2 : 0));
+    m.kind = kReady; m.comm = c->id; m.origin = c->rank; m.seq = round; m.flag = static_cast<std::uint8_t>((can ? 1 : 0) | (my_nic_down ? 2 : 0));
     m.list = pairs();
     send_ctrl(c, coord, m);
     Msg in;
@@ -236,15 +288,33 @@ bool agree(hcomm_comm_t c, bool can) {
       if (!recv_ctrl(c, coord, round, deadline, &in)) { add_lost(c, coord); return false; }
     }
     if (in.kind != kGo || in.list.empty()) return false;
-    const std::uint32_t nlost = in.list[0];
-    for (std::uint32_t i = 0; i < nlost && 1 + i < in.list.size(); ++i) add_lost(c, in.list[1 + i]);
-    for (std::size_t i = 1 + nlost; i + 1 < in.list.size(); i += 2) add_pair(c, in.list[i], in.list[i + 1]);
+    std::size_t at = 0;
+    auto next = [&]() -> std::uint32_t { return at < in.list.size() ? in.list[at++] : 0; };
+    const std::uint32_t nlost = next();
+    for (std::uint32_t i = 0; i < nlost; ++i) add_lost(c, next());
+    const std::uint32_t nnic = next();
+    c->dead_nics.clear();
+    for (std::uint32_t i = 0; i < nnic; ++i) c->dead_nics.push_back(next());
+    const std::uint32_t ndiff = next();
+    c->ring_order.clear();
+    if (ndiff) {
+      c->ring_order.resize(c->nranks);
+      for (std::uint32_t r = 0; r < c->nranks; ++r) c->ring_order[r] = r;
+      for (std::uint32_t i = 0; i < ndiff; ++i) {
+        const std::uint32_t pos = next(), r = next();
+        if (pos < c->nranks && r < c->nranks) c->ring_order[pos] = r;
+      }
+    }
+    for (; at + 1 < in.list.size(); at += 2) add_pair(c, in.list[at], in.list[at + 1]);
+    if (in.flag) c->ring_desc = in.text;
+    else logf(c->ctx, 0, "Rank%u comm %u: the recovery coordinator says no re-execution: %s", c->rank, c->id, in.text.c_str());
     return in.flag != 0;
   }
   // The coordinator: every other rank's READY, in rank order.
   bool go = can;
+  std::string why = can ? "" : "the coordinator holds no re-executable operation";
   std::vector<std::uint32_t> dead_nics;
-  if (nic_down(c)) dead_nics.push_back(c->rank);
+  if (my_nic_down) dead_nics.push_back(c->rank);
   for (std::uint32_t r = 0; r < c->nranks; ++r) {
     if (r == c->rank || std::binary_search(c->lost.begin(), c->lost.end(), r)) continue;
     Msg in;
@@ -253,24 +323,29 @@ bool agree(hcomm_comm_t c, bool can) {
       logf(c->ctx, 0, "Rank%u comm %u: rank %u did not answer the recovery agreement: lost", c->rank, c->id, r);
       continue;
     }
-    if (!(in.flag & 1)) go = false;
+    if (!(in.flag & 1) && go) { go = false; why = "comm rank " + std::to_string(r) + " holds no re-executable operation"; }
     if (in.flag & 2) dead_nics.push_back(r);
     for (std::size_t i = 0; i + 1 < in.list.size(); i += 2) add_pair(c, in.list[i], in.list[i + 1]);
   }
-  if (!c->lost.empty() || !ring_avoids(c)) go = false;
-  // The ring's edges between servers go over RoCE: neither end may have its NIC down.
-  for (std::uint32_t r : dead_nics) {
-    const std::uint32_t nb[2] = {(r + 1) % c->nranks, (r + c->nranks - 1) % c->nranks};
-    const RankDesc* me_d = peer_desc(c, r);
-    for (std::uint32_t q : nb) {
-      const RankDesc* d = peer_desc(c, q);
-      if (me_d && d && d->server != me_d->server) {
-        go = false;
-        logf(c->ctx, 0, "Rank%u comm %u: the ring's RoCE edge %u-%u needs comm rank %u's NIC, which is down", c->rank, c->id,
-             std::min(r, q), std::max(r, q), r);
-      }
+  std::sort(dead_nics.begin(), dead_nics.end());
+  c->dead_nics = dead_nics;
+  if (!c->lost.empty() && go) { go = false; why = "comm rank " + std::to_string(c->lost.front()) + " is lost"; }
+  // The ring order (core/ring_order.h): servers contiguous, inside each a path over its live
+  // links whose two ends (the RoCE edges) have live NICs.
+  c->ring_order.clear();
+  c->ring_desc.clear();
+  if (go) {
+    const RingOrderIn in = ring_input(c, dead_nics);
+    std::string no;
+    if (!ring_order(in, &c->ring_order, &no)) {
+      go = false;
+      why = "no ring order avoids the dead links and NICs: " + no;
+      c->ring_order.clear();
+    } else {
+      c->ring_desc = describe_order(in, c->ring_order);
     }
   }
+  if (!go) logf(c->ctx, 0, "Rank%u comm %u: no re-execution: %s", c->rank, c->id, why.c_str());
   auto members = [&](auto&& f) {
     for (std::uint32_t r = 0; r < c->nranks; ++r)
       if (r != c->rank && !std::binary_search(c->lost.begin(), c->lost.end(), r)) f(r);
@@ -282,15 +357,28 @@ bool agree(hcomm_comm_t c, bool can) {
     port::notify_reset(c->ctx);
     members([&](std::uint32_t r) {
       Msg in;
-      if (!recv_ctrl(c, r, round, deadline, &in) || in.kind != kReady2) { add_lost(c, r); go = false; }
+      if (!recv_ctrl(c, r, round, deadline, &in) || in.kind != kReady2) {
+        add_lost(c, r);
+        if (go) why = "comm rank " + std::to_string(r) + " did not answer RESET";
+        go = false;
+      }
     });
   }
   Msg g;
   g.kind = kGo; g.comm = c->id; g.origin = c->rank; g.seq = round; g.flag = go;
   g.list.push_back(static_cast<std::uint32_t>(c->lost.size()));
   g.list.insert(g.list.end(), c->lost.begin(), c->lost.end());
+  g.list.push_back(static_cast<std::uint32_t>(dead_nics.size()));
+  g.list.insert(g.list.end(), dead_nics.begin(), dead_nics.end());
+  std::vector<std::uint32_t> diff;
+  for (std::uint32_t i = 0; go && i < c->ring_order.size(); ++i)
+    if (c->ring_order[i] != i) { diff.push_back(i); diff.push_back(c->ring_order[i]); }
+  g.list.push_back(static_cast<std::uint32_t>(diff.size() / 2));
+  g.list.insert(g.list.end(), diff.begin(), diff.end());
   for (std::uint32_t v : pairs()) g.list.push_back(v);
+  g.text = go ? c->ring_desc : why;
   members([&](std::uint32_t r) { send_ctrl(c, r, g); });
+  if (diff.empty()) c->ring_order.clear();  // comm-rank order
   return go;
 }
 
@@ -322,7 +410,7 @@ bool drain(hcomm_context_t ctx) {
     if (!decode(raw, &m) || m.kind != kAbort) continue;
     hcomm_comm_t c = find_comm(ctx, m.comm);
     if (!c || m.origin >= c->nranks) continue;  // a communicator already destroyed here
-    if (m.seq <= c->stale_below) continue;  // another rank's report of the fault already recovered from
+    if (c->stale_below && m.seq <= c->stale_below) continue;  // another rank's report of the fault already recovered from (0: none yet; a report of seq 0, a p2p fault before any collective, is news)
     any = true;
     for (std::size_t i = 0; i + 1 < m.list.size(); i += 2) add_pair(c, m.list[i], m.list[i + 1]);
     if (c->error.code == HCOMM_SUCCESS) {
@@ -363,8 +451,7 @@ hcomm_result_t recover(hcomm_context_t ctx) {
         why += "; lost comm rank(s)";
         for (std::uint32_t l : c->lost) why += " " + std::to_string(l);
       }
-      if (!ring_avoids(c)) why += "; no ring avoids the dead links " + pairs_text(c);
-      if (why.empty()) why = "; the coordinator found no safe re-execution (its log says why)";
+      if (why.empty()) why = "; the coordinator found no safe re-execution (logged above)";
       logf(c->ctx, 0, "Rank%u comm %u: op retry not possible (%s); the error stands", c->rank, c->id, why.c_str() + 2);
       report(c, "abort", before, "", 0, 0, p);
       if (out == HCOMM_E_AGAIN) out = c->error.code;
@@ -413,7 +500,50 @@ hcomm_result_t check(hcomm_comm_t comm) {
   return comm->error.code;
 }
 
-hcomm_result_t on_sync_failure(hcomm_stream_t s, hcomm_result_t rc, const std::string& why) {
+namespace {
+// `s` has no communicator work left: each live communicator on it has one busy stream fewer.
+void clear_used(hcomm_stream_t s) {
+  for (hcomm_comm_t c : s->used_by)
+    if (std::find(s->ctx->comms.begin(), s->ctx->comms.end(), c) != s->ctx->comms.end() && c->busy_streams) --c->busy_streams;
+  s->used_by.clear();
+}
+
+// This context's NIC raised a port-error event (IBV_EVENT_PORT_ERR) that is news: its port went
+// down after the last recovery agreement read it as down. Takes every delivered event.
+bool fresh_port_event(hcomm_context_t ctx, std::string* text, std::uint64_t* since_ns) {
+  bool fresh = false;
+  DeviceEvent ev;
+  while (port::device_event_poll(ctx, &ev) == HCOMM_SUCCESS) {
+    if (ev.kind != DeviceEventKind::NicPortDown) continue;
+    if (ctx->nic_down_known_ns && ev.since_ns <= ctx->nic_down_known_ns) {
+      logf(ctx, 1, "Device%u: %s (already known to the recovery: ignored)", ctx->device_id, ev.text.c_str());
+      continue;
+    }
+    fresh = true;
+    *text = ev.text;
+    *since_ns = ev.since_ns;
+  }
+  return fresh;
+}
+
+// Whether `c` has members on another server (its traffic may cross this rank's NIC).
+bool spans_servers(hcomm_comm_t c) {
+  const RankDesc* me = peer_desc(c, c->rank);
+  if (!me) return false;
+  for (std::uint32_t r = 0; r < c->nranks; ++r) {
+    RankDesc d;
+    auto it = c->peers.find(r);
+    if (it != c->peers.end()) { if (it->second.server != me->server) return true; continue; }
+    if (port::rank_desc(c->ctx, global_rank(c, r), &d) == HCOMM_SUCCESS && d.server != me->server) return true;
+  }
+  return false;
+}
+}  // namespace
+
+namespace {
+// A failure of `s`'s synchronize (rc: HCOMM_E_RUNTIME, a task of this device failed or its NIC's
+// port went down; HCOMM_E_REMOTE, a report arrived). See on_sync_failure.
+hcomm_result_t handle(hcomm_stream_t s, hcomm_result_t rc, const std::string& why, bool port_event, std::uint64_t port_since) {
   hcomm_context_t ctx = s->ctx;
   if (ctx->recovering) {  // the re-execution's own synchronize: a new fault fails it, stale reports do not
     if (rc != HCOMM_E_REMOTE) return rc;
@@ -428,13 +558,25 @@ hcomm_result_t on_sync_failure(hcomm_stream_t s, hcomm_result_t rc, const std::s
     if (!drain(ctx)) return HCOMM_E_AGAIN;  // nothing for a communicator of this context: keep waiting
   } else {
     drain(ctx);  // a peer's report may have arrived already
-    // The communicators with work on this stream (a failure of a plain copy concerns none).
+    // The communicators with work on this stream (a failure of a plain copy concerns none). A
+    // port event concerns those with members on another server and work on this stream or on
+    // another one not yet synchronized (the host may wait on a helper stream).
     std::vector<hcomm_comm_t> hit;
-    for (hcomm_comm_t c : ctx->comms)
-      if (std::find(s->used_by.begin(), s->used_by.end(), c) != s->used_by.end()) hit.push_back(c);
-    s->used_by.clear();
+    for (hcomm_comm_t c : ctx->comms) {
+      const bool here = std::find(s->used_by.begin(), s->used_by.end(), c) != s->used_by.end();
+      if (port_event ? (here || c->busy_streams > 0) && spans_servers(c) : here) hit.push_back(c);
+    }
     bool any_error = false;
     for (hcomm_comm_t c : ctx->comms) any_error = any_error || c->error.code != HCOMM_SUCCESS;
+    if (port_event && hit.empty() && !any_error) {
+      // No work crosses the NIC now: the event is owed to the next synchronize of such work.
+      ctx->port_owed = why;
+      ctx->port_owed_since_ns = port_since;
+      logf(ctx, 1, "Device%u: no communicator work crosses the NIC now; the port event is taken at the next synchronize of such work",
+           ctx->device_id);
+      return HCOMM_E_AGAIN;
+    }
+    clear_used(s);
     if (hit.empty() && !any_error) return rc;
     for (hcomm_comm_t c : hit) {
       if (c->nranks < 2) continue;
@@ -448,6 +590,42 @@ hcomm_result_t on_sync_failure(hcomm_stream_t s, hcomm_result_t rc, const std::s
     }
   }
   return recover(ctx);
+}
+}  // namespace
+
+hcomm_result_t on_sync_failure(hcomm_stream_t s, hcomm_result_t rc, const std::string& why_in) {
+  hcomm_context_t ctx = s->ctx;
+  // An interruption may be this device's own NIC port-error event (docs/failover.md#nic-port-event):
+  // taken like a failed task of the device.
+  if (rc == HCOMM_E_REMOTE) {
+    std::string text;
+    std::uint64_t since = 0;
+    if (fresh_port_event(ctx, &text, &since)) {
+      const std::string why = "NIC port event (IBV_EVENT_PORT_ERR): " + text;
+      logf(ctx, 0, "Device%u stream %u: %s", ctx->device_id, s->id, why.c_str());
+      return handle(s, HCOMM_E_RUNTIME, why, true, since);
+    }
+  }
+  return handle(s, rc, why_in, false, 0);
+}
+
+hcomm_result_t owed_port_event(hcomm_stream_t s) {
+  hcomm_context_t ctx = s->ctx;
+  if (ctx->port_owed.empty() || ctx->recovering) return HCOMM_E_AGAIN;
+  NicInfo n;
+  if ((port::nic_info(ctx, &n) == HCOMM_SUCCESS && n.present && n.link_up) ||
+      (ctx->nic_down_known_ns && ctx->port_owed_since_ns <= ctx->nic_down_known_ns)) {
+    ctx->port_owed.clear();  // up again, or a recovery since knew the NIC down: nothing owed
+    return HCOMM_E_AGAIN;
+  }
+  bool crosses = false;
+  for (hcomm_comm_t c : ctx->comms)
+    crosses = crosses || (std::find(s->used_by.begin(), s->used_by.end(), c) != s->used_by.end() && spans_servers(c));
+  if (!crosses) return HCOMM_E_AGAIN;
+  const std::string why = ctx->port_owed + " (taken at the next synchronize of work across servers)";
+  ctx->port_owed.clear();
+  logf(ctx, 0, "Device%u stream %u: %s", ctx->device_id, s->id, why.c_str());
+  return handle(s, HCOMM_E_RUNTIME, why, true, ctx->port_owed_since_ns);
 }
 
 void op_submitted(hcomm_comm_t comm, hcomm_stream_t s, const PendingOp& op) {
@@ -466,11 +644,14 @@ std::uint64_t heartbeat_ns(hcomm_stream_t s) {
 }
 
 void uses(hcomm_comm_t comm, hcomm_stream_t s) {
-  if (s && std::find(s->used_by.begin(), s->used_by.end(), comm) == s->used_by.end()) s->used_by.push_back(comm);
+  if (s && std::find(s->used_by.begin(), s->used_by.end(), comm) == s->used_by.end()) {
+    s->used_by.push_back(comm);
+    ++comm->busy_streams;
+  }
 }
 
 void synced(hcomm_stream_t s) {
-  s->used_by.clear();
+  clear_used(s);
   auto& v = s->ctx->pending;
   if (v.empty() || s->ctx->recovering) return;
   v.erase(std::remove_if(v.begin(), v.end(), [&](const PendingOp& p) { return p.stream == s; }), v.end());

@@ -34,6 +34,11 @@ hcomm_result_t check(hcomm_comm_t comm);
 /// affected operation was re-executed), else the code the caller returns.
 hcomm_result_t on_sync_failure(hcomm_stream_t s, hcomm_result_t rc, const std::string& why);
 
+/// A NIC port event that arrived while no communicator work crossed the NIC is owed to the next
+/// synchronize of `s` with such work: taken now (as on_sync_failure would; HCOMM_E_AGAIN when
+/// nothing was owed, or the recovery re-executed everything).
+hcomm_result_t owed_port_event(hcomm_stream_t s);
+
 /// The heartbeat period for a synchronize of `s`: the smallest heartbeat_timeout_ms of the
 /// communicators with work on it, in ns (0: no heartbeat).
 std::uint64_t heartbeat_ns(hcomm_stream_t s);

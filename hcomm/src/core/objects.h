@@ -124,6 +124,10 @@ struct hcomm_context_s {
   std::vector<hcomm_comm_t> comms;                  // live communicators of this context, creation order
   std::vector<hcomm::detail::PendingOp> pending;    // collectives not yet synchronized (HCOMM_OP_RETRY)
   bool recovering = false;                          // inside a recovery: no nested abort broadcasts
+  std::uint64_t nic_down_known_ns = 0;              // when a recovery agreement last read this NIC's port as down (0: never):
+                                                    // a port-down event of a port that went down before is stale
+  std::string port_owed;                            // a port event no communicator work was crossing the NIC for (core/failover.h)
+  std::uint64_t port_owed_since_ns = 0;
 };
 
 struct hcomm_stream_s {
@@ -168,6 +172,10 @@ struct hcomm_comm_s {
   std::vector<std::uint32_t> lost;                 // comm ranks found lost (agreement / heartbeat), sorted
   std::vector<std::pair<std::uint32_t, std::uint32_t>> dead_pairs;  // comm-rank pairs whose HCCS link is down (a < b)
   bool avoid = false;                              // re-executing: run on paths that avoid dead_pairs
+  std::vector<std::uint32_t> ring_order;           // op retry's ring: comm ranks in ring order (core/ring_order.h; empty: comm-rank order)
+  std::vector<std::uint32_t> dead_nics;            // comm ranks whose NIC the last recovery agreement found down
+  std::string ring_desc;                           // the coordinator's description of ring_order (path_after)
+  std::uint32_t busy_streams = 0;                  // streams whose used_by holds it (work not yet synchronized)
   bool retry_wanted = false;                       // the error came with a request to re-execute (op_retry)
   std::uint64_t recovered_round = 0;
   std::uint64_t stale_below = 0;                   // abort reports of operations up to this seq are stale (recovered)               // the error (at_ns + 1) a recovery already ran for

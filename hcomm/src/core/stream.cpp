@@ -30,6 +30,8 @@ hcomm_result_t sync_timeout(hcomm_stream_t s, std::uint64_t timeout_ms) {
   // HCOMM_HEARTBEAT_TIMEOUT_MS (docs/failover.md#heartbeat): wait in periods of it and check
   // that the device made progress in each; 0 (the default) waits in one piece.
   const std::uint64_t hb_ns = failover::heartbeat_ns(s);
+  // A NIC port event owed to work across servers (docs/failover.md#nic-port-event).
+  if (hcomm_result_t o = failover::owed_port_event(s); o != HCOMM_E_AGAIN) return o;
   std::uint64_t last_done = 0;
   bool have_last = false;
   for (;;) {
@@ -60,10 +62,10 @@ hcomm_result_t sync_timeout(hcomm_stream_t s, std::uint64_t timeout_ms) {
         logf(s->ctx, 0, "Device%u stream %u synchronize timed out after %llu ms%s%s", s->ctx->device_id, s->id,
              (unsigned long long)timeout_ms, err.empty() ? "" : ": ", err.c_str());
         return HCOMM_E_TIMEOUT;
-      case HCOMM_E_REMOTE:  // an urgent control message interrupted the wait (docs/failover.md)
+      case HCOMM_E_REMOTE:  // an urgent control message or a device event interrupted the wait (docs/failover.md)
         rc = failover::on_sync_failure(s, rc, err);
         if (rc == HCOMM_E_AGAIN) continue;
-        logf(s->ctx, 0, "Device%u stream %u synchronize: aborted by a peer's report", s->ctx->device_id, s->id);
+        if (rc == HCOMM_E_REMOTE) logf(s->ctx, 0, "Device%u stream %u synchronize: aborted by a peer's report", s->ctx->device_id, s->id);
         return rc;
       default:
         logf(s->ctx, 0, "Device%u stream %u task failed: %s", s->ctx->device_id, s->id, err.c_str());

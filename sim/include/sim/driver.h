@@ -119,6 +119,20 @@ class SimDriver final : public hcomm::Driver, public models::MachineListener {
   /// Every failover the library reported, in report order.
   const std::vector<hcomm::FailoverInfo>& failovers() const { return failovers_; }
   std::uint64_t ctrl_signals() const { return ctrl_sigs_; }
+  /// The NIC's port-error event (IBV_EVENT_PORT_ERR, docs/failover.md#nic-port-event): delivered
+  /// to the NPU's rank delay_ps after its port's link went down, unless the link came back within
+  /// debounce_ps (a flap: no event). Off: no events.
+  struct PortEventParams {
+    bool on = true;
+    models::Tick delay_ps = 100 * models::kPsPerUs;
+    models::Tick debounce_ps = 50 * models::kPsPerUs;
+  };
+  void set_port_event_params(const PortEventParams& p) { port_evp_ = p; }
+  /// NPU `npu`'s NIC port (or its cable to the switch) went down / came up now.
+  void nic_port_changed(std::uint32_t npu, bool up);
+  hcomm::DrvStatus device_event_poll(std::uint32_t device, hcomm::DeviceEvent* out) override;
+  std::uint64_t port_events_taken() const { return port_raised_; }       ///< events the library took (device_event_poll)
+  std::uint64_t port_events_debounced() const { return port_debounced_; }  ///< downs shorter than the debounce
 
   // models::MachineListener
   void on_stream_idle(std::uint32_t stream) override;
@@ -175,6 +189,20 @@ class SimDriver final : public hcomm::Driver, public models::MachineListener {
   std::vector<std::unique_ptr<sc_core::sc_event>> sig_ev_;
   bool signal_pending(std::uint32_t rank) const;
   std::uint64_t ctrl_sigs_ = 0;
+  // NIC port events per NPU: queued (arrival order; cancelled while inside their debounce when
+  // the link comes back), the time the port went down (~0: up), and the event their arrival
+  // notifies (stream_synchronize waits on it too).
+  struct PortEvt { models::Tick since = 0, arrival = 0, debounce_end = 0; };
+  PortEventParams port_evp_;
+  std::vector<std::deque<PortEvt>> port_box_;
+  std::vector<models::Tick> port_down_since_;
+  std::vector<std::unique_ptr<sc_core::sc_event>> port_ev_;
+  std::uint64_t port_raised_ = 0, port_debounced_ = 0;
+  bool port_event_pending(std::uint32_t npu) const;
+  void port_size();  // the per-NPU port-event state covers every NPU
+  /// The earliest arrival after now of an urgent message to `rank` or a port event of `npu`
+  /// (~0: none): a wait is cut there, as an sc_event keeps only its earliest notification.
+  models::Tick next_interrupt(std::uint32_t rank, std::uint32_t npu) const;
   std::vector<hcomm::FailoverInfo> failovers_;
   std::vector<models::Tick> fault_ps_;  // when each fault was injected
   std::vector<std::vector<std::uint32_t>> dev_streams_;  // per device: its live streams

@@ -20,7 +20,7 @@ void read_network(const ObjectReader& top, Scenario& sc, Diagnostics& d) {
   const std::string tier = top.str("fidelity", false).value_or("chunk");
   if (!set_fidelity(sc.net, tier)) d.error(top.child("fidelity"), "expected \"packet\", \"chunk\" or \"flow\", got \"" + tier + "\"");
   if (const json* nj = top.get("network", false)) {
-    ObjectReader n(*nj, top.child("network"), d, {"mtu", "chunk", "ecmp_hash", "ack_every", "nic_latency", "timeout_exp", "retry_count", "drop_rate", "dcqcn", "ecn", "pfc"});
+    ObjectReader n(*nj, top.child("network"), d, {"mtu", "chunk", "ecmp_hash", "ack_every", "nic_latency", "timeout_exp", "retry_count", "drop_rate", "dcqcn", "ecn", "pfc", "port_event", "port_debounce"});
     models::NetParams& p = sc.net;
     if (auto v = n.size("mtu", false)) { if (*v < 256 || *v > 9216) d.error(n.child("mtu"), "MTU must be 256 B .. 9216 B (jumbo frames)"); else p.mtu = static_cast<std::uint32_t>(*v); }
     if (auto v = n.size("chunk", false)) {
@@ -41,6 +41,22 @@ void read_network(const ObjectReader& top, Scenario& sc, Diagnostics& d) {
     if (auto v = n.uint("timeout_exp", false, 0, 31)) p.timeout_exp = static_cast<std::uint32_t>(*v);
     if (auto v = n.uint("retry_count", false, 0, 7)) p.retry_count = static_cast<std::uint32_t>(*v);
     if (auto v = n.number("drop_rate", false, 0, 1)) p.drop_rate = *v;
+    // The NIC's port-error event (docs/failover.md#nic-port-event): a delay of 1 us .. 1 s, or
+    // "off"; the debounce 0 .. the delay (the event is raised once the debounce has passed).
+    if (const json* pe = n.get("port_event", false)) {
+      if (pe->is_string() && pe->get<std::string>() == "off") {
+        p.port_events = false;
+      } else if (auto v = n.duration("port_event", false)) {
+        if (*v < models::kPsPerUs || *v > models::kPsPerSec) d.error(n.child("port_event"), "port_event must be 1 us .. 1 s, or \"off\"");
+        else p.port_event_ps = *v;
+      }
+    }
+    if (auto v = n.duration("port_debounce", false)) {
+      if (*v > p.port_event_ps) d.error(n.child("port_debounce"), "port_debounce must not exceed port_event (the event is raised after the debounce)");
+      else p.port_debounce_ps = *v;
+    } else if (p.port_debounce_ps > p.port_event_ps) {
+      p.port_debounce_ps = p.port_event_ps;  // a detection faster than the default debounce: debounce as long as it
+    }
     if (const json* dj = n.get("dcqcn", false)) {
       ObjectReader q(*dj, n.child("dcqcn"), d, {"enabled", "g", "alpha_timer", "rate_increase_timer", "byte_counter", "fast_recovery_stages", "rai", "rhai", "min_rate", "cnp_interval"});
       models::DcqcnParams& c = p.dcqcn;

@@ -139,8 +139,15 @@ void Cluster::apply_fault(std::size_t idx, std::uint32_t phase) {
         std::uint32_t node = ~0u, port = 0;
         cable(f.roce_link, &node, &port);
         if (node != ~0u) {
-          if (f.kind == FaultKind::PacketCorruption) net->set_link_corruption(node, port, f.rate);
-          else net->set_link_up(node, port, up);
+          if (f.kind == FaultKind::PacketCorruption) {
+            net->set_link_corruption(node, port, f.rate);
+          } else {
+            net->set_link_up(node, port, up);
+            // An NPU's NIC cable: its port state changed (the driver's port event, docs/failover.md#nic-port-event).
+            if (!net->is_switch(node))
+              for (std::uint32_t npu = 0; npu < nic.size(); ++npu)
+                if (nic[npu] == node) driver_->nic_port_changed(npu, up);
+          }
         }
       }
       if (f.kind == FaultKind::NicFlap || f.kind == FaultKind::LinkFlap) {

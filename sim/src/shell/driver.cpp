@@ -259,12 +259,25 @@ DrvStatus SimDriver::stream_synchronize(std::uint32_t s, std::uint64_t timeout_n
         if (error) *error = "interrupted by a control message (" + stuck_report(s) + ")";
         return DrvStatus::Aborted;
       }
+      // So does an async event of the device (its NIC's port error, docs/failover.md#nic-port-event).
+      if (port_event_pending(npu)) {
+        if (error) *error = "interrupted by a device event (" + stuck_report(s) + ")";
+        return DrvStatus::Aborted;
+      }
+      // Cut at the next interrupt due (an sc_event keeps only its earliest notification).
+      const models::Tick until = std::min(deadline, next_interrupt(rank, npu));
+      if (port_evp_.on) {
+        port_size();
+        if (!port_ev_[npu]) port_ev_[npu] = std::make_unique<sc_core::sc_event>();
+      }
+      const bool port_ev = port_evp_.on;
       if (rank != ~0u) {
         ctrl_size();
         if (!sig_ev_[rank]) sig_ev_[rank] = std::make_unique<sc_core::sc_event>();
-        sc_core::wait(sc_core::sc_time::from_value(deadline - now), *stream_ev_[s] | *sig_ev_[rank]);
+        if (port_ev) sc_core::wait(sc_core::sc_time::from_value(until - now), *stream_ev_[s] | *sig_ev_[rank] | *port_ev_[npu]);
+        else sc_core::wait(sc_core::sc_time::from_value(until - now), *stream_ev_[s] | *sig_ev_[rank]);
       } else {
-        sc_core::wait(sc_core::sc_time::from_value(deadline - now), *stream_ev_[s]);
+        sc_core::wait(sc_core::sc_time::from_value(until - now), *stream_ev_[s]);
       }
     }
   }

@@ -2,6 +2,7 @@
 // processes: docs/discovery.md#costs) and its failover calls (docs/failover.md): urgent messages,
 // device abort and notify reset, device progress read by MMIO, and the `failovers` rows.
 #include <algorithm>
+#include <cstdio>
 #include <iterator>
 
 #include "sim/driver.h"
@@ -142,6 +143,82 @@ DrvStatus SimDriver::device_progress(std::uint32_t device, std::uint64_t* comple
     *completed += done;
     if (!m_.stream_idle(s) && started == done) *head_not_started = true;
   }
+  return DrvStatus::Ok;
+}
+
+// ---- NIC port events (docs/failover.md#nic-port-event) ----
+
+void SimDriver::port_size() {
+  if (port_box_.size() >= m_.npu_count()) return;
+  port_box_.resize(m_.npu_count());
+  port_down_since_.resize(m_.npu_count(), ~models::Tick{0});
+  port_ev_.resize(m_.npu_count());
+}
+
+void SimDriver::nic_port_changed(std::uint32_t npu, bool up) {
+  if (!port_evp_.on || npu >= m_.npu_count()) return;
+  port_size();
+  const models::Tick now = sc_core::sc_time_stamp().value();
+  const std::uint32_t rank = npu < npu_rank_.size() ? npu_rank_[npu] : ~0u;
+  models::Tick& since = port_down_since_[npu];
+  if (!up) {
+    if (since != ~models::Tick{0}) return;  // already down
+    since = now;
+    if (rank == ~0u) return;  // no rank owns the device: nobody to tell
+    auto& box = port_box_[npu];
+    box.push_back(PortEvt{now, now + port_evp_.delay_ps, now + port_evp_.debounce_ps});  // arrivals grow with time
+    if (!port_ev_[npu]) port_ev_[npu] = std::make_unique<sc_core::sc_event>();
+    port_ev_[npu]->notify(sc_core::sc_time::from_value(port_evp_.delay_ps));
+    return;
+  }
+  if (since == ~models::Tick{0}) return;  // already up
+  const models::Tick down_at = since;
+  since = ~models::Tick{0};
+  // Back within the debounce: the NIC never declared the port down, no event.
+  auto& box = port_box_[npu];
+  for (auto it = box.begin(); it != box.end(); ++it)
+    if (it->since == down_at && now < it->debounce_end) {
+      box.erase(it);
+      ++port_debounced_;
+      char b[200];
+      std::snprintf(b, sizeof b, "NIC of %s: port down for %.3f us, shorter than the debounce (%.3f us): no port event",
+                    m_.npu_name(npu).c_str(), static_cast<double>(now - down_at) / 1e6,
+                    static_cast<double>(port_evp_.debounce_ps) / 1e6);
+      if (rank != ~0u) note(rank, 1, b);
+      break;
+    }
+}
+
+bool SimDriver::port_event_pending(std::uint32_t npu) const {
+  return npu < port_box_.size() && !port_box_[npu].empty() && port_box_[npu].front().arrival <= sc_core::sc_time_stamp().value();
+}
+
+models::Tick SimDriver::next_interrupt(std::uint32_t rank, std::uint32_t npu) const {
+  const models::Tick now = sc_core::sc_time_stamp().value();
+  models::Tick next = ~models::Tick{0};
+  if (rank < sig_box_.size())
+    for (const CtrlEntry& e : sig_box_[rank])
+      if (e.arrival > now) { next = std::min(next, e.arrival); break; }
+  if (npu < port_box_.size())
+    for (const PortEvt& e : port_box_[npu])
+      if (e.arrival > now) { next = std::min(next, e.arrival); break; }
+  return next;
+}
+
+DrvStatus SimDriver::device_event_poll(std::uint32_t device, hcomm::DeviceEvent* out) {
+  if (device >= m_.npu_count() || !out) return DrvStatus::Invalid;
+  if (!port_event_pending(device)) return DrvStatus::Timeout;
+  const PortEvt e = port_box_[device].front();
+  port_box_[device].pop_front();
+  ++port_raised_;
+  out->kind = hcomm::DeviceEventKind::NicPortDown;
+  out->since_ns = e.since / models::kPsPerNs;
+  out->at_ns = e.arrival / models::kPsPerNs;
+  char b[200];
+  std::snprintf(b, sizeof b, "NIC of %s: port down since %.3f us (link state %s now)", m_.npu_name(device).c_str(),
+                static_cast<double>(e.since) / 1e6,
+                device < port_down_since_.size() && port_down_since_[device] != ~models::Tick{0} ? "down" : "up again");
+  out->text = b;
   return DrvStatus::Ok;
 }
 

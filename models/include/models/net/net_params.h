@@ -50,6 +50,13 @@ struct NetParams {
   Tick nic_latency_ps = 500 * kPsPerNs;  ///< WQE processing before a message's first packet
   std::uint32_t timeout_exp = 20;        ///< retransmit timeout = 4.096 us x 2^timeout_exp (HCCL_RDMA_TIMEOUT)
   std::uint32_t retry_count = 7;         ///< timeouts before the QP errors out (HCCL_RDMA_RETRY_CNT)
+  /// The NIC's port-error async event (IBV_EVENT_PORT_ERR, docs/failover.md#nic-port-event): the
+  /// driver delivers it to the owning rank port_event_ps after the port's link went down, when
+  /// the link stayed down for at least port_debounce_ps (a shorter flap raises none). Assumptions
+  /// (docs/failover.md): 100 us, 50 us. port_events false: no events (network/port_event "off").
+  bool port_events = true;
+  Tick port_event_ps = 100 * kPsPerUs;
+  Tick port_debounce_ps = 50 * kPsPerUs;
   std::uint64_t seed = 1;                ///< ECN marking and drop PRNG
   double drop_rate = 0;                  ///< random loss per data packet on every link (fault injection)
   DcqcnParams dcqcn;
