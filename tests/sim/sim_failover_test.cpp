@@ -19,6 +19,7 @@
 //                 ranks blocked in a barrier are woken with HCOMM_E_REMOTE; hcomm_get_async_error,
 //                 its string and the callback agree; bad arguments are HCOMM_E_PTR / E_UNAVAIL.
 #include <gtest/gtest.h>
+#include <unistd.h>
 #include <sqlite3.h>
 
 #include <algorithm>
@@ -67,7 +68,7 @@ constexpr double kCtrlLatencyNs = 10000, kCtrlBps = 1.25e9;
 }  // namespace
 
 TEST(SimFailover, NotifyBound) {
-  const std::string db = ::testing::TempDir() + "failover_notify.db";
+  const std::string db = ::testing::TempDir() + "failover_notify_" + std::to_string(::getpid()) + ".db";
   RunResult r = run_file("hccs-link-down.json", db);
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_LT(r.sim_end_ps, 2000ULL * 1000 * 1000);  // not the 30 s timeout: the run ends about 17 us after the fault
@@ -95,7 +96,7 @@ TEST(SimFailover, NotifyBound) {
 }
 
 TEST(SimFailover, RetryResults) {
-  const std::string db = ::testing::TempDir() + "failover_retry.db";
+  const std::string db = ::testing::TempDir() + "failover_retry_" + std::to_string(::getpid()) + ".db";
   RunResult r = run_file("hccs-link-down-retry.json", db);
   for (auto& f : r.failures) ADD_FAILURE() << f;
   EXPECT_EQ(r.exit_code, 0);
@@ -113,15 +114,19 @@ TEST(SimFailover, RetryResults) {
   EXPECT_GT(worst, 0);
   EXPECT_LT(worst, 1e6);  // the target: <= 1 ms simulated
   std::printf("fault to traffic resumed: at most %.3f us\n", worst / 1e3);
-  // The re-executed all-reduce runs on the ring (the trace says which algorithm and why).
-  EXPECT_EQ(num(db, "SELECT COUNT(*) FROM operations WHERE chosen_by = 'op retry' AND algorithm = 'ring' AND status = 'ok'"), 16);
+  // Only an HCCS link failed, and the server has relay NPUs: the pair 2-5 goes through one (two
+  // HCCS hops) and the re-executed all-reduce, like the next one, keeps the selected mesh.
+  EXPECT_EQ(num(db, "SELECT COUNT(*) FROM failovers WHERE path_after = 'as selected, hccs 2-5 through a relay npu'"), 8);
+  EXPECT_EQ(num(db, "SELECT COUNT(*) FROM operations WHERE algorithm = 'mesh' AND status = 'ok'"), 16);
+  EXPECT_EQ(num(db, "SELECT COUNT(*) FROM routes WHERE transport = 'hccs-relay' AND trigger = 'op retry: hccs 2-5 down' AND "
+                    "((src = 2 AND dst = 5) OR (src = 5 AND dst = 2))"), 2);
   EXPECT_EQ(num(db, "SELECT COUNT(*) FROM logs WHERE message LIKE '%re-executed from its inputs%'"), 8);
 }
 
 // The NIC port-error event (docs/failover.md#nic-port-event): closed form. The NIC owners are
 // blocked in the all-reduce's synchronize when the event arrives, so they detect it at once.
 TEST(SimFailover, PortEventTime) {
-  const std::string db = ::testing::TempDir() + "failover_port_event.db";
+  const std::string db = ::testing::TempDir() + "failover_port_event_" + std::to_string(::getpid()) + ".db";
   RunResult r = run_file("nic-down-retry.json", db, [](Scenario& sc) {
     sc.net.port_event_ps = 37 * models::kPsPerUs;
     sc.net.port_debounce_ps = 10 * models::kPsPerUs;
@@ -150,7 +155,7 @@ TEST(SimFailover, PortEventTime) {
 // are copying their inputs in) is owed to the next synchronize of such work: rank 7's all-reduce
 // synchronize takes it at once, the ranks re-execute on the ring order 0..5 7 6 | 8..15.
 TEST(SimFailover, PortEventOwed) {
-  const std::string db = ::testing::TempDir() + "failover_port_owed.db";
+  const std::string db = ::testing::TempDir() + "failover_port_owed_" + std::to_string(::getpid()) + ".db";
   RunResult r = run_file("nic-down-edge-retry.json", db, [](Scenario& sc) {
     sc.faults[0].at_step = -1;  // absolute: 1 ms, before the all-reduce starts
     sc.faults[0].at_ps = 1000 * models::kPsPerUs;
@@ -174,7 +179,7 @@ TEST(SimFailover, PortEventOwed) {
 
 // A flap shorter than the debounce raises no event: nothing fails, nothing is re-executed.
 TEST(SimFailover, PortFlapDebounced) {
-  const std::string db = ::testing::TempDir() + "failover_flap.db";
+  const std::string db = ::testing::TempDir() + "failover_flap_" + std::to_string(::getpid()) + ".db";
   RunResult r = run_file("tests/fixtures/nic-flap-debounce.json", db);
   for (auto& f : r.failures) ADD_FAILURE() << f;
   EXPECT_EQ(r.exit_code, 0);

@@ -10,7 +10,9 @@
 #include "core/log.h"
 #include "core/ring_order.h"
 #include "core/stream.h"
+#include "discovery/topo.h"
 #include "driver_port.h"
+#include "route/route.h"
 
 namespace hcomm::detail {
 
@@ -203,6 +205,52 @@ std::string ring_text(const hcomm_comm_t c) {
     s += " (its data reaches other servers over HCCS through its server peers' NICs)";
   }
   return s;
+}
+
+// HCCS faults only (no dead NIC, nobody lost): every dead pair's traffic moves to another path
+// inside its server — PCIe peer-to-peer where the pair has it, else a relay NPU k over two HCCS
+// hops (route/, docs/routing.md#relay) — and the operation re-runs with the algorithm the
+// selection makes, as do the later ones (the mesh stays usable). Decided identically on every
+// rank from the merged dead pairs and discovery's records (a k of the pair's server with live
+// HCCS links to both); the two ends then decide their routes to each other again from their
+// ports as they are now. False: no such path for some pair (the ring order is used instead).
+bool reroute_hccs(hcomm_comm_t c, std::string* text) {
+  if (!c->ctx->relay_bytes || c->dead_pairs.empty() || !c->dead_nics.empty() || !c->lost.empty()) return false;
+  const Topo* t = c->ctx->topo.get();
+  if (!t || !t->exchanged) return false;
+  auto dead = [&](std::uint32_t x, std::uint32_t y) {
+    return std::binary_search(c->dead_pairs.begin(), c->dead_pairs.end(), std::make_pair(std::min(x, y), std::max(x, y)));
+  };
+  auto facts = [&](std::uint32_t x, std::uint32_t y, LinkFacts* f) {
+    return link_facts(c->ctx, global_rank(c, x), global_rank(c, y), f);
+  };
+  auto server = [&](std::uint32_t x) {
+    TopoRecord r;
+    return t->record(c->ctx, global_rank(c, x), &r) ? r.server : ~0u;
+  };
+  std::string how;
+  std::vector<std::uint32_t> mine;  // my dead partners
+  for (const auto& [a, b] : c->dead_pairs) {
+    LinkFacts f;
+    if (!facts(a, b, &f) || server(a) != server(b) || server(a) == ~0u) return false;
+    std::string via;
+    if (f.types & HCOMM_LINK_PCIE) {
+      via = "pcie";
+    } else {
+      for (std::uint32_t k = 0; k < c->nranks && via.empty(); ++k) {
+        LinkFacts fa, fb;
+        if (k == a || k == b || server(k) != server(a) || dead(a, k) || dead(k, b)) continue;
+        if (facts(a, k, &fa) && facts(k, b, &fb) && (fa.types & HCOMM_LINK_HCCS) && (fb.types & HCOMM_LINK_HCCS)) via = "relay";
+      }
+    }
+    if (via.empty()) return false;
+    how += (how.empty() ? "" : ", ") + std::to_string(a) + "-" + std::to_string(b) + (via == "pcie" ? " over pcie" : " through a relay npu");
+    if (a == c->rank) mine.push_back(b);
+    if (b == c->rank) mine.push_back(a);
+  }
+  route::redecide(c, mine, "op retry: hccs " + pairs_text(c) + " down");
+  *text = "as selected, hccs " + how;
+  return true;
 }
 
 // The coordinator's description of the ring order: runs of consecutive ranks as a..b, servers
@@ -457,8 +505,11 @@ hcomm_result_t recover(hcomm_context_t ctx) {
       if (out == HCOMM_E_AGAIN) out = c->error.code;
       continue;
     }
-    // Re-execute from the inputs on a flat ring that avoids the dead links (coll/run.cpp).
-    c->avoid = true;
+    // Re-execute from the inputs: with the dead HCCS pairs moved to a relay NPU or PCIe where
+    // that is all that failed, else on a flat ring that avoids the dead links (coll/run.cpp).
+    std::string rerouted;
+    c->avoid = !reroute_hccs(c, &rerouted);
+    const std::string after = c->avoid ? ring_text(c) : rerouted;
     const PendingOp op = *p;
     const std::uint64_t resumed = port::now_ns(ctx);
     const CommError err = c->error;
@@ -470,18 +521,17 @@ hcomm_result_t recover(hcomm_context_t ctx) {
     if (rc != HCOMM_SUCCESS) {
       logf(c->ctx, 0, "Rank%u comm %u: op retry of %s seq %llu failed: %s", c->rank, c->id, op.kind,
            static_cast<unsigned long long>(op.seq), hcomm_result_string(rc));
-      report(c, "retry", before, ring_text(c), op.in_bytes, 0, &op);
+      report(c, "retry", before, after, op.in_bytes, 0, &op);
       if (out == HCOMM_E_AGAIN) out = c->error.code;
       continue;
     }
     {  // always logged (whatever HCOMM_DEBUG says): the run recovered from a fault
-      char line[256];
-      std::snprintf(line, sizeof line, "[HCOMM_WARN] Rank%u comm %u: %s seq %llu re-executed from its inputs on a %s (op retry, %llu B)",
-                    c->rank, c->id, op.kind, static_cast<unsigned long long>(op.seq), ring_text(c).c_str(),
-                    static_cast<unsigned long long>(op.in_bytes));
-      port::log(ctx, 1, line);
+      const std::string line = "[HCOMM_WARN] Rank" + std::to_string(c->rank) + " comm " + std::to_string(c->id) + ": " + op.kind + " seq " +
+                               std::to_string(op.seq) + " re-executed from its inputs " + (c->avoid ? "on a " : "") + after +
+                               " (op retry, " + std::to_string(op.in_bytes) + " B)";
+      port::log(ctx, 1, line.c_str());
     }
-    report(c, "retry", before, ring_text(c), op.in_bytes, resumed, &op);
+    report(c, "retry", before, after, op.in_bytes, resumed, &op);
     c->error = CommError{};  // recovered: the communicator is healthy again (on the avoiding paths)
     c->retry_wanted = false;
   }

@@ -288,6 +288,24 @@ void prepare(hcomm_comm_t comm, const std::vector<std::uint32_t>& ranks) {
   if (!peers.empty()) decide(comm, peers, "first use");
 }
 
+void redecide(hcomm_comm_t comm, const std::vector<std::uint32_t>& ranks, const std::string& trigger) {
+  RouteState& st = comm->route;
+  std::vector<const RankDesc*> peers;
+  for (std::uint32_t rank : ranks) {
+    auto it = st.peers.find(rank);
+    if (it != st.peers.end()) {
+      if (it->second.link == PairLink::Roce) {
+        for (std::uint32_t u : it->second.uplinks)
+          if (u < st.load.size() && st.load[u]) --st.load[u];
+        if (st.roce_peers) --st.roce_peers;
+      }
+      st.peers.erase(it);
+    }
+    if (rank != comm->rank) peers.push_back(peer_desc(comm, rank));
+  }
+  if (!peers.empty()) decide(comm, peers, trigger);
+}
+
 void redecide_roce(hcomm_comm_t comm, const std::string& trigger) {
   RouteState& st = comm->route;
   std::vector<std::uint32_t> ranks;

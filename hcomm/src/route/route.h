@@ -36,5 +36,8 @@ std::uint64_t share_Bps(hcomm_comm_t comm, std::uint64_t line_Bps);
 RdmaPolicy rdma_policy(hcomm_comm_t comm);
 /// Decide the communicator's RoCE routes again (its QPs or its share changed), recorded with `trigger`.
 void redecide_roce(hcomm_comm_t comm, const std::string& trigger);
+/// Decide the routes to these communicator ranks again (a link to them went down since: the
+/// decision reads the ports as they are now), recorded with `trigger`.
+void redecide(hcomm_comm_t comm, const std::vector<std::uint32_t>& ranks, const std::string& trigger);
 
 }  // namespace hcomm::detail::route
