@@ -422,7 +422,12 @@ hcomm_result_t rerun(hcomm_comm_t comm, const PendingOp& p) {
   r.count = p.count;
   return run_checked(comm, p.stream, r);
 }
-struct RegisterRerun { RegisterRerun() { g_rerun_op = rerun; } } g_register_rerun;
+struct RegisterRerun {
+  RegisterRerun() {
+    g_rerun_op = rerun;
+    g_redecide_routes = route::redecide;
+  }
+} g_register_rerun;
 
 // Re-executing is exactly once when the inputs are intact: out of place (or a broadcast, whose
 // root only reads), no -v arrays (their storage is the caller's), not all-to-all (no ring).

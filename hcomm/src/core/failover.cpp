@@ -12,13 +12,13 @@
 #include "core/stream.h"
 #include "discovery/topo.h"
 #include "driver_port.h"
-#include "route/route.h"
 
 namespace hcomm::detail {
 
 // Set by the collective runner (coll/run.cpp): re-submit a pending collective. The core cannot
 // include the collectives (tests/layering_test.sh), so they register themselves.
 hcomm_result_t (*g_rerun_op)(hcomm_comm_t, const PendingOp&) = nullptr;
+void (*g_redecide_routes)(hcomm_comm_t, const std::vector<std::uint32_t>&, const std::string&) = nullptr;
 
 namespace failover {
 
@@ -215,7 +215,7 @@ std::string ring_text(const hcomm_comm_t c) {
 // HCCS links to both); the two ends then decide their routes to each other again from their
 // ports as they are now. False: no such path for some pair (the ring order is used instead).
 bool reroute_hccs(hcomm_comm_t c, std::string* text) {
-  if (!c->ctx->relay_bytes || c->dead_pairs.empty() || !c->dead_nics.empty() || !c->lost.empty()) return false;
+  if (!g_redecide_routes || !c->ctx->relay_bytes || c->dead_pairs.empty() || !c->dead_nics.empty() || !c->lost.empty()) return false;
   const Topo* t = c->ctx->topo.get();
   if (!t || !t->exchanged) return false;
   auto dead = [&](std::uint32_t x, std::uint32_t y) {
@@ -248,7 +248,7 @@ bool reroute_hccs(hcomm_comm_t c, std::string* text) {
     if (a == c->rank) mine.push_back(b);
     if (b == c->rank) mine.push_back(a);
   }
-  route::redecide(c, mine, "op retry: hccs " + pairs_text(c) + " down");
+  g_redecide_routes(c, mine, "op retry: hccs " + pairs_text(c) + " down");
   *text = "as selected, hccs " + how;
   return true;
 }

@@ -19,6 +19,8 @@
 namespace hcomm::detail {
 /// Re-submits a pending collective (set by coll/run.cpp, which the core may not include).
 extern hcomm_result_t (*g_rerun_op)(hcomm_comm_t, const PendingOp&);
+/// Decides the routes to these comm ranks again, with a trigger (route::redecide, set by coll/run.cpp).
+extern void (*g_redecide_routes)(hcomm_comm_t, const std::vector<std::uint32_t>&, const std::string&);
 }  // namespace hcomm::detail
 
 namespace hcomm::detail::failover {
