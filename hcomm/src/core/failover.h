@@ -19,6 +19,10 @@
 namespace hcomm::detail {
 /// Re-submits a pending collective (set by coll/run.cpp, which the core may not include).
 extern hcomm_result_t (*g_rerun_op)(hcomm_comm_t, const PendingOp&);
+/// Before an op retry's re-execution after an RDMA write failure: re-probe the paths of the
+/// communicator's RoCE QPs and move the ones whose probe is lost onto new source ports (set by
+/// route/route.cpp, which the core may not include). Returns how many QPs moved.
+extern std::uint32_t (*g_reroute_broken)(hcomm_comm_t, const std::string& trigger);
 }  // namespace hcomm::detail
 
 namespace hcomm::detail::failover {
