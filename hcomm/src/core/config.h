@@ -13,6 +13,7 @@ struct ContextEnv {
   std::uint64_t timeout_ns = 0, ccl_bytes = 0, p2p_bytes = 0, slot_bytes = 0, slots = 0;
   int route_policy = 0;                  ///< HCOMM_ROUTE_SPORT: 0 probe, 1 hash (docs/routing.md)
   std::uint64_t route_cnp_threshold = 0; ///< HCOMM_ROUTE_CNP_THRESHOLD: 0 = no re-routing
+  bool retry_reroute = true;             ///< HCOMM_RETRY_REROUTE: op retry re-probes RoCE paths after an RDMA failure
 };
 /// Read every context variable; false when any is out of range (each one is reported on stderr).
 bool read_context_env(ContextEnv* env);

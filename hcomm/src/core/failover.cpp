@@ -19,6 +19,7 @@ namespace hcomm::detail {
 // include the collectives (tests/layering_test.sh), so they register themselves.
 hcomm_result_t (*g_rerun_op)(hcomm_comm_t, const PendingOp&) = nullptr;
 void (*g_redecide_routes)(hcomm_comm_t, const std::vector<std::uint32_t>&, const std::string&) = nullptr;
+std::uint32_t (*g_reroute_broken)(hcomm_comm_t, const std::string&) = nullptr;
 
 namespace failover {
 
@@ -166,6 +167,10 @@ bool nic_down(hcomm_comm_t c) {
   NicInfo n;
   return port::nic_info(c->ctx, &n) == HCOMM_SUCCESS && n.present && !n.link_up;
 }
+
+// The rank's error is an RDMA write's failure (its own, or the one a peer reported): some QP's
+// path may cross a dead cable between switches, which no port event shows (docs/failover.md).
+bool roce_failure(hcomm_comm_t c) { return c->error.text.find("RDMA write failed") != std::string::npos; }
 
 // The op retry's ring (core/ring_order.h) over the merged dead pairs and dead NICs. The servers
 // are read from the descriptors without caching them (the coordinator reads every rank's once).
@@ -317,9 +322,12 @@ bool agree(hcomm_comm_t c, bool can) {
   };
   const bool my_nic_down = nic_down(c);
   if (my_nic_down) c->ctx->nic_down_known_ns = port::now_ns(c->ctx);  // port events of this NIC until now are known
+  const bool my_roce = roce_failure(c);
+  c->roce_failed = false;
   if (c->rank != coord) {
     Msg m;
-    m.kind = kReady; m.comm = c->id; m.origin = c->rank; m.seq = round; m.flag = static_cast<std::uint8_t>((can ? 1 : 0) | (my_nic_down ? 2 : 0));
+    m.kind = kReady; m.comm = c->id; m.origin = c->rank; m.seq = round;
+    m.flag = static_cast<std::uint8_t>((can ? 1 : 0) | (my_nic_down ? 2 : 0) | (my_roce ? 4 : 0));
     m.list = pairs();
     send_ctrl(c, coord, m);
     Msg in;
@@ -356,13 +364,15 @@ bool agree(hcomm_comm_t c, bool can) {
     for (; at + 1 < in.list.size(); at += 2) add_pair(c, in.list[at], in.list[at + 1]);
     if (in.flag) c->ring_desc = in.text;
     else logf(c->ctx, 0, "Rank%u comm %u: the recovery coordinator says no re-execution: %s", c->rank, c->id, in.text.c_str());
-    return in.flag != 0;
+    c->roce_failed = (in.flag & 2) != 0;
+    return (in.flag & 1) != 0;
   }
   // The coordinator: every other rank's READY, in rank order.
   bool go = can;
   std::string why = can ? "" : "the coordinator holds no re-executable operation";
   std::vector<std::uint32_t> dead_nics;
   if (my_nic_down) dead_nics.push_back(c->rank);
+  bool roce = my_roce;
   for (std::uint32_t r = 0; r < c->nranks; ++r) {
     if (r == c->rank || std::binary_search(c->lost.begin(), c->lost.end(), r)) continue;
     Msg in;
@@ -373,6 +383,7 @@ bool agree(hcomm_comm_t c, bool can) {
     }
     if (!(in.flag & 1) && go) { go = false; why = "comm rank " + std::to_string(r) + " holds no re-executable operation"; }
     if (in.flag & 2) dead_nics.push_back(r);
+    if (in.flag & 4) roce = true;
     for (std::size_t i = 0; i + 1 < in.list.size(); i += 2) add_pair(c, in.list[i], in.list[i + 1]);
   }
   std::sort(dead_nics.begin(), dead_nics.end());
@@ -413,7 +424,9 @@ bool agree(hcomm_comm_t c, bool can) {
     });
   }
   Msg g;
-  g.kind = kGo; g.comm = c->id; g.origin = c->rank; g.seq = round; g.flag = go;
+  c->roce_failed = go && roce;
+  g.kind = kGo; g.comm = c->id; g.origin = c->rank; g.seq = round;
+  g.flag = static_cast<std::uint8_t>((go ? 1 : 0) | (c->roce_failed ? 2 : 0));  // 2: re-probe the RoCE paths
   g.list.push_back(static_cast<std::uint32_t>(c->lost.size()));
   g.list.insert(g.list.end(), c->lost.begin(), c->lost.end());
   g.list.push_back(static_cast<std::uint32_t>(dead_nics.size()));
@@ -505,11 +518,25 @@ hcomm_result_t recover(hcomm_context_t ctx) {
       if (out == HCOMM_E_AGAIN) out = c->error.code;
       continue;
     }
+    // An RDMA write failed somewhere: before re-executing, every rank re-probes its RoCE QPs'
+    // paths and moves those whose probe is lost (a dead cable between switches) to new source
+    // ports (route/route.cpp), so the re-execution does not fail on the same cable.
+    std::string after_extra;
+    if (c->roce_failed && c->ctx->retry_reroute && g_reroute_broken) {
+      // The trigger names the fault as the error's text does: "RDMA write failed: ... (...)".
+      const std::size_t at = c->error.text.find("RDMA write failed");
+      std::string what = at == std::string::npos ? c->error.text : c->error.text.substr(at);
+      if (const std::size_t close = what.find(')'); close != std::string::npos) what.resize(close + 1);
+      char trig[192];
+      std::snprintf(trig, sizeof trig, "op retry of %s seq %llu: %s", p->kind, static_cast<unsigned long long>(p->seq), what.c_str());
+      const std::uint32_t moved = g_reroute_broken(c, trig);
+      after_extra = "; RoCE re-routed: " + std::to_string(moved) + " QPs on new source ports";
+    }
     // Re-execute from the inputs: with the dead HCCS pairs moved to a relay NPU or PCIe where
     // that is all that failed, else on a flat ring that avoids the dead links (coll/run.cpp).
     std::string rerouted;
     c->avoid = !reroute_hccs(c, &rerouted);
-    const std::string after = c->avoid ? ring_text(c) : rerouted;
+    const std::string after = (c->avoid ? ring_text(c) : rerouted) + after_extra;
     const PendingOp op = *p;
     const std::uint64_t resumed = port::now_ns(ctx);
     const CommError err = c->error;

@@ -21,6 +21,10 @@ namespace hcomm::detail {
 extern hcomm_result_t (*g_rerun_op)(hcomm_comm_t, const PendingOp&);
 /// Decides the routes to these comm ranks again, with a trigger (route::redecide, set by coll/run.cpp).
 extern void (*g_redecide_routes)(hcomm_comm_t, const std::vector<std::uint32_t>&, const std::string&);
+/// Before an op retry's re-execution after an RDMA write failure: re-probe the paths of the
+/// communicator's RoCE QPs and move the ones whose probe is lost onto new source ports (set by
+/// route/route.cpp, which the core may not include). Returns how many QPs moved.
+extern std::uint32_t (*g_reroute_broken)(hcomm_comm_t, const std::string& trigger);
 }  // namespace hcomm::detail
 
 namespace hcomm::detail::failover {

@@ -97,6 +97,7 @@ struct hcomm_context_s {
   int debug = 0;
   int route_policy = 0;                   // HCOMM_ROUTE_SPORT (route/route.h Policy)
   std::uint64_t route_cnp_threshold = 0;  // HCOMM_ROUTE_CNP_THRESHOLD, 0 = off
+  bool retry_reroute = true;              // HCOMM_RETRY_REROUTE: op retry re-probes RoCE paths after an RDMA failure
   std::uint64_t next_event = 1, next_marker = 1;
   std::uint32_t next_comm_id = 1;
   std::uint16_t comm_id_use[256] = {};            // live communicators per notify-key comm id (id & 0xff)
@@ -177,6 +178,7 @@ struct hcomm_comm_s {
   std::string ring_desc;                           // the coordinator's description of ring_order (path_after)
   std::uint32_t busy_streams = 0;                  // streams whose used_by holds it (work not yet synchronized)
   bool retry_wanted = false;                       // the error came with a request to re-execute (op_retry)
+  bool roce_failed = false;                        // the last agreement: some rank's error was an RDMA write failure (re-probe RoCE paths)
   std::uint64_t recovered_round = 0;
   std::uint64_t stale_below = 0;                   // abort reports of operations up to this seq are stale (recovered)               // the error (at_ns + 1) a recovery already ran for
   std::uint64_t retries = 0;                       // agreement rounds so far (all members count alike)

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "core/comm.h"
+#include "core/failover.h"
 #include "core/log.h"
 #include "discovery/topo.h"
 #include "driver_port.h"
@@ -321,6 +322,69 @@ void redecide_roce(hcomm_comm_t comm, const std::string& trigger) {
   for (std::uint32_t r : ranks) peers.push_back(peer_desc(comm, r));
   if (!peers.empty()) decide(comm, peers, trigger);
 }
+
+namespace {
+// Op retry after an RDMA write failure (docs/failover.md, docs/routing.md#re-routing): probe every
+// RoCE QP's current source port again, one probe call for all; a QP whose probe does not come back
+// crosses a dead cable (a switch-to-switch one: no port event shows it), so its peer is routed
+// again (all its stripes, next epoch, the leaf's uplinks learned anew without the dead one) and
+// connected on the new ports: a new QP, out of the error state its retries left it in.
+std::uint32_t reroute_broken(hcomm_comm_t comm, const std::string& trigger) {
+  RouteState& st = comm->route;
+  if (st.policy != kProbe || st.roce_peers == 0) return 0;
+  NicInfo nic;
+  if (port::nic_info(comm->ctx, &nic) != HCOMM_SUCCESS || !nic.present || !nic.link_up) return 0;  // own NIC down: the ring avoids it
+  std::vector<std::uint32_t> targets, owner;
+  std::vector<std::uint16_t> sports;
+  for (const auto& [rank, r] : st.peers) {
+    if (r.link != PairLink::Roce || r.sports.empty()) continue;  // NIC hash / single path: nothing to choose
+    if (std::binary_search(comm->dead_nics.begin(), comm->dead_nics.end(), rank)) continue;  // its NIC is down
+    const RankDesc* d = peer_desc(comm, rank);
+    if (!d) continue;
+    for (std::uint16_t sp : r.sports) {
+      targets.push_back(d->device);
+      sports.push_back(sp);
+      owner.push_back(rank);
+    }
+  }
+  if (targets.empty()) return 0;
+  std::vector<PathHop> hops;
+  std::vector<std::uint32_t> start;
+  if (port::probe_paths(comm->ctx, targets.data(), sports.data(), static_cast<std::uint32_t>(targets.size()), &hops, &start) !=
+      HCOMM_SUCCESS)
+    return 0;
+  std::vector<std::uint32_t> broken;
+  for (std::size_t i = 0; i < targets.size(); ++i)
+    if (start[i + 1] == start[i] && (broken.empty() || broken.back() != owner[i])) broken.push_back(owner[i]);
+  if (broken.empty()) return 0;
+  std::vector<Pending> ps;
+  std::vector<std::vector<std::uint16_t>> old;
+  for (std::uint32_t rank : broken) {
+    PeerRoute& r = st.peers.at(rank);
+    for (std::uint32_t u : r.uplinks)
+      if (u < st.load.size() && st.load[u]) --st.load[u];
+    old.push_back(r.sports);
+    ++r.epoch;
+    r.sports.clear();
+    r.uplinks.assign(stripes(comm), kNoUplink);
+    Pending x;
+    x.peer = *peer_desc(comm, rank);
+    x.r = &r;
+    ps.push_back(std::move(x));
+  }
+  st.uplinks.clear();  // learned again: an uplink whose cable died is no longer seen
+  ++st.reroutes;
+  route_roce(comm, ps, trigger);
+  std::uint32_t moved = 0;  // QPs now connected on another source port than before
+  for (std::size_t p = 0; p < ps.size(); ++p)
+    for (std::size_t i = 0; i < ps[p].r->sports.size(); ++i)
+      if (ps[p].r->sports[i] && (i >= old[p].size() || old[p][i] != ps[p].r->sports[i])) ++moved;
+  logf(comm->ctx, 1, "rank %u: %s: path probes lost for %zu RoCE peer(s); %u QP(s) moved to new source ports", comm->rank,
+       trigger.c_str(), ps.size(), moved);
+  return moved;
+}
+struct RegisterReroute { RegisterReroute() { g_reroute_broken = reroute_broken; } } g_register_reroute;
+}  // namespace
 
 void check(hcomm_comm_t comm) {
   RouteState& st = comm->route;

@@ -1,7 +1,8 @@
 // Routing (docs/routing.md): for each peer a communicator talks to, the transport (link-type
 // priority HCCS > PCIe peer-to-peer > RoCE) and, over RoCE, the UDP source port of every QP
 // stripe — the ECMP entropy that decides which spine a flow crosses. Decided at first use,
-// re-decided when the NIC reports congestion, and every decision is reported to the driver
+// re-decided when the NIC reports congestion or an op retry follows an RDMA write failure (the
+// QPs whose re-probe is lost, route.cpp reroute_broken), and every decision is reported to the driver
 // (the trace's `routes` table). State is per communicator and sparse: only peers actually used.
 #pragma once
 #include <cstdint>
