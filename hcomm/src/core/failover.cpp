@@ -8,9 +8,10 @@
 #include "core/comm.h"
 #include "core/handles.h"
 #include "core/log.h"
+#include "core/failover_msg.h"
+#include "core/retry_path.h"
 #include "core/ring_order.h"
 #include "core/stream.h"
-#include "discovery/topo.h"
 #include "driver_port.h"
 
 namespace hcomm::detail {
@@ -24,70 +25,6 @@ std::uint32_t (*g_reroute_broken)(hcomm_comm_t, const std::string&) = nullptr;
 namespace failover {
 
 namespace {
-
-enum Kind : std::uint8_t { kAbort = 1, kReady = 2, kReset = 3, kReady2 = 4, kGo = 5, kShrink = 6, kShrinkGo = 7 };
-constexpr std::uint32_t kMagic = 0x48464f31;  // "HFO1"
-
-struct Msg {
-  std::uint8_t kind = 0;
-  std::uint32_t comm = 0, origin = 0;  // comm id, sender's comm rank
-  std::int32_t code = 0;
-  std::uint64_t seq = 0;               // operation (abort) / agreement round (others)
-  std::uint8_t flag = 0;               // abort: retry requested; READY: can re-execute; GO: go
-  std::vector<std::uint32_t> list;     // dead pairs (a, b flattened) / GO: lost ranks then pairs (count first)
-  std::string text;
-};
-
-void put32(std::vector<std::uint8_t>& b, std::uint32_t v) { for (int i = 0; i < 4; ++i) b.push_back(static_cast<std::uint8_t>(v >> (8 * i))); }
-void put64(std::vector<std::uint8_t>& b, std::uint64_t v) { for (int i = 0; i < 8; ++i) b.push_back(static_cast<std::uint8_t>(v >> (8 * i))); }
-bool get32(const std::vector<std::uint8_t>& b, std::size_t& at, std::uint32_t* v) {
-  if (at + 4 > b.size()) return false;
-  *v = 0;
-  for (int i = 0; i < 4; ++i) *v |= static_cast<std::uint32_t>(b[at + i]) << (8 * i);
-  at += 4;
-  return true;
-}
-bool get64(const std::vector<std::uint8_t>& b, std::size_t& at, std::uint64_t* v) {
-  std::uint32_t lo = 0, hi = 0;
-  if (!get32(b, at, &lo) || !get32(b, at, &hi)) return false;
-  *v = lo | (static_cast<std::uint64_t>(hi) << 32);
-  return true;
-}
-
-CtrlMsg encode(const Msg& m) {
-  auto b = std::make_shared<std::vector<std::uint8_t>>();
-  put32(*b, kMagic);
-  b->push_back(m.kind);
-  put32(*b, m.comm);
-  put32(*b, m.origin);
-  put32(*b, static_cast<std::uint32_t>(m.code));
-  put64(*b, m.seq);
-  b->push_back(m.flag);
-  put32(*b, static_cast<std::uint32_t>(m.list.size()));
-  for (std::uint32_t v : m.list) put32(*b, v);
-  b->insert(b->end(), m.text.begin(), m.text.end());
-  return b;
-}
-
-bool decode(const CtrlMsg& c, Msg* m) {
-  if (!c) return false;
-  const auto& b = *c;
-  std::size_t at = 0;
-  std::uint32_t magic = 0, code = 0, n = 0;
-  if (!get32(b, at, &magic) || magic != kMagic || at >= b.size()) return false;
-  m->kind = b[at++];
-  if (!get32(b, at, &m->comm) || !get32(b, at, &m->origin) || !get32(b, at, &code) || !get64(b, at, &m->seq) || at >= b.size())
-    return false;
-  m->code = static_cast<std::int32_t>(code);
-  m->flag = b[at++];
-  if (!get32(b, at, &n) || n > (b.size() - at) / 4) return false;
-  m->list.resize(n);
-  for (auto& v : m->list) get32(b, at, &v);
-  m->text.assign(b.begin() + static_cast<std::ptrdiff_t>(at), b.end());
-  return true;
-}
-
-std::uint32_t me_global(hcomm_comm_t c) { return global_rank(c, c->rank); }
 
 hcomm_comm_t find_comm(hcomm_context_t ctx, std::uint32_t id) {
   for (hcomm_comm_t c : ctx->comms)
@@ -171,130 +108,6 @@ bool nic_down(hcomm_comm_t c) {
 // The rank's error is an RDMA write's failure (its own, or the one a peer reported): some QP's
 // path may cross a dead cable between switches, which no port event shows (docs/failover.md).
 bool roce_failure(hcomm_comm_t c) { return c->error.text.find("RDMA write failed") != std::string::npos; }
-
-// The op retry's ring (core/ring_order.h) over the merged dead pairs and dead NICs. The servers
-// are read from the descriptors without caching them (the coordinator reads every rank's once).
-RingOrderIn ring_input(hcomm_comm_t c, const std::vector<std::uint32_t>& dead_nics) {
-  RingOrderIn in;
-  in.server.resize(c->nranks);
-  for (std::uint32_t r = 0; r < c->nranks; ++r) {
-    auto it = c->peers.find(r);
-    RankDesc d;
-    if (it != c->peers.end()) in.server[r] = it->second.server;
-    else if (port::rank_desc(c->ctx, global_rank(c, r), &d) == HCOMM_SUCCESS) in.server[r] = d.server;
-    else in.server[r] = ~0u - r;  // no descriptor: a server of its own
-  }
-  in.dead_pairs = c->dead_pairs;
-  in.nic_dead.assign(c->nranks, false);
-  for (std::uint32_t r : dead_nics)
-    if (r < c->nranks) in.nic_dead[r] = true;
-  return in;
-}
-
-// Per communicator: whether it asked for a recovery not yet run, per agreement round.
-struct RetryState { std::uint32_t comm; std::uint64_t round; };
-
-std::string pairs_text(const hcomm_comm_t c) {
-  std::string s;
-  for (const auto& [a, b] : c->dead_pairs) s += (s.empty() ? "" : ",") + std::to_string(a) + "-" + std::to_string(b);
-  return s;
-}
-// The ring the re-execution runs on, for the log and the failovers row's path_after: its order
-// (as the coordinator described it, ring_order_text), then what it avoids.
-std::string ring_text(const hcomm_comm_t c) {
-  std::string s = c->ring_desc.empty() ? "ring in comm-rank order" : c->ring_desc;
-  if (!c->dead_pairs.empty()) s += ", avoiding hccs " + pairs_text(c);
-  if (!c->dead_nics.empty()) {
-    s += ", NIC down at comm rank";
-    for (std::uint32_t r : c->dead_nics) s += " " + std::to_string(r);
-    s += " (its data reaches other servers over HCCS through its server peers' NICs)";
-  }
-  return s;
-}
-
-// HCCS faults only (no dead NIC, nobody lost): every dead pair's traffic moves to another path
-// inside its server — PCIe peer-to-peer where the pair has it, else a relay NPU k over two HCCS
-// hops (route/, docs/routing.md#relay) — and the operation re-runs with the algorithm the
-// selection makes, as do the later ones (the mesh stays usable). Decided identically on every
-// rank from the merged dead pairs and discovery's records (a k of the pair's server with live
-// HCCS links to both); the two ends then decide their routes to each other again from their
-// ports as they are now. False: no such path for some pair (the ring order is used instead).
-bool reroute_hccs(hcomm_comm_t c, std::string* text) {
-  if (!g_redecide_routes || !c->ctx->relay_bytes || c->dead_pairs.empty() || !c->dead_nics.empty() || !c->lost.empty()) return false;
-  const Topo* t = c->ctx->topo.get();
-  if (!t || !t->exchanged) return false;
-  auto dead = [&](std::uint32_t x, std::uint32_t y) {
-    return std::binary_search(c->dead_pairs.begin(), c->dead_pairs.end(), std::make_pair(std::min(x, y), std::max(x, y)));
-  };
-  auto facts = [&](std::uint32_t x, std::uint32_t y, LinkFacts* f) {
-    return link_facts(c->ctx, global_rank(c, x), global_rank(c, y), f);
-  };
-  auto server = [&](std::uint32_t x) {
-    TopoRecord r;
-    return t->record(c->ctx, global_rank(c, x), &r) ? r.server : ~0u;
-  };
-  std::string how;
-  std::vector<std::uint32_t> mine;  // my dead partners
-  for (const auto& [a, b] : c->dead_pairs) {
-    LinkFacts f;
-    if (!facts(a, b, &f) || server(a) != server(b) || server(a) == ~0u) return false;
-    std::string via;
-    if (f.types & HCOMM_LINK_PCIE) {
-      via = "pcie";
-    } else {
-      for (std::uint32_t k = 0; k < c->nranks && via.empty(); ++k) {
-        LinkFacts fa, fb;
-        if (k == a || k == b || server(k) != server(a) || dead(a, k) || dead(k, b)) continue;
-        if (facts(a, k, &fa) && facts(k, b, &fb) && (fa.types & HCOMM_LINK_HCCS) && (fb.types & HCOMM_LINK_HCCS)) via = "relay";
-      }
-    }
-    if (via.empty()) return false;
-    how += (how.empty() ? "" : ", ") + std::to_string(a) + "-" + std::to_string(b) + (via == "pcie" ? " over pcie" : " through a relay npu");
-    if (a == c->rank) mine.push_back(b);
-    if (b == c->rank) mine.push_back(a);
-  }
-  g_redecide_routes(c, mine, "op retry: hccs " + pairs_text(c) + " down");
-  *text = "as selected, hccs " + how;
-  return true;
-}
-
-// The coordinator's description of the ring order: runs of consecutive ranks as a..b, servers
-// apart by |; past 400 characters (many servers) only the servers not in comm-rank order.
-std::string describe_order(const RingOrderIn& in, const std::vector<std::uint32_t>& order) {
-  bool identity = true;
-  for (std::size_t i = 0; i < order.size(); ++i) identity = identity && order[i] == i;
-  if (identity) return "ring in comm-rank order";
-  std::string all = "ring order " + ring_order_text(in, order);
-  if (all.size() <= 400) return all;
-  std::string diff;
-  for (std::size_t a = 0; a < order.size();) {
-    std::size_t b = a;
-    while (b < order.size() && in.server[order[b]] == in.server[order[a]]) ++b;
-    bool same = true;
-    for (std::size_t i = a + 1; i < b; ++i) same = same && order[i] == order[i - 1] + 1;
-    if (!same) {
-      const std::vector<std::uint32_t> seg(order.begin() + static_cast<std::ptrdiff_t>(a), order.begin() + static_cast<std::ptrdiff_t>(b));
-      diff += (diff.empty() ? "" : "; ") + ring_order_text(in, seg);
-    }
-    a = b;
-  }
-  return "ring of servers in comm-rank order, reordered inside: " + (diff.empty() ? std::string("none") : diff);
-}
-
-bool send_ctrl(hcomm_comm_t c, std::uint32_t to, const Msg& m) {
-  return port::ctrl_send(c->ctx, me_global(c), global_rank(c, to), encode(m)) == HCOMM_SUCCESS;
-}
-// The next agreement message of round `round` on this communicator from comm rank `from`
-// (older rounds' late messages are skipped).
-bool recv_ctrl(hcomm_comm_t c, std::uint32_t from, std::uint64_t round, std::uint64_t deadline_ns, Msg* m) {
-  for (;;) {  // past the deadline still takes a message that has already arrived
-    const std::uint64_t now = port::now_ns(c->ctx);
-    CtrlMsg raw;
-    if (port::ctrl_recv(c->ctx, me_global(c), global_rank(c, from), deadline_ns > now ? deadline_ns - now : 0, &raw) != HCOMM_SUCCESS)
-      return false;
-    if (decode(raw, m) && m->comm == c->id && m->seq == round) return true;
-  }
-}
 
 std::uint64_t agree_timeout_ns(hcomm_comm_t c) {
   const std::uint64_t hb = c->cfg.heartbeat_timeout_ms;
@@ -785,40 +598,3 @@ void comm_destroyed(hcomm_comm_t comm) {
 
 }  // namespace failover
 }  // namespace hcomm::detail
-
-using namespace hcomm::detail;
-
-extern "C" {
-
-hcomm_result_t hcomm_get_async_error(hcomm_comm_t comm, hcomm_result_t* error) {
-  if (!live(comm, kComm)) return HCOMM_E_UNAVAIL;
-  if (!error) return HCOMM_E_PTR;
-  *error = failover::check(comm);
-  return HCOMM_SUCCESS;
-}
-
-hcomm_result_t hcomm_get_async_error_string(hcomm_comm_t comm, const char** msg) {
-  if (!live(comm, kComm)) return HCOMM_E_UNAVAIL;
-  if (!msg) return HCOMM_E_PTR;
-  failover::check(comm);
-  *msg = comm->error.text.c_str();
-  return HCOMM_SUCCESS;
-}
-
-hcomm_result_t hcomm_comm_set_error_callback(hcomm_comm_t comm, hcomm_error_callback_t cb, void* user_data) {
-  if (!live(comm, kComm)) return HCOMM_E_UNAVAIL;
-  comm->error_cb = cb;
-  comm->error_cb_data = cb ? user_data : nullptr;
-  return HCOMM_SUCCESS;
-}
-
-hcomm_result_t hcomm_comm_lost_ranks(hcomm_comm_t comm, uint32_t cap, uint32_t* ranks, uint32_t* n) {
-  if (!live(comm, kComm)) return HCOMM_E_UNAVAIL;
-  if (!n || (cap && !ranks)) return HCOMM_E_PTR;
-  failover::check(comm);
-  *n = static_cast<uint32_t>(comm->lost.size());
-  for (std::uint32_t i = 0; i < cap && i < comm->lost.size(); ++i) ranks[i] = comm->lost[i];
-  return HCOMM_SUCCESS;
-}
-
-}  // extern "C"

@@ -1,0 +1,120 @@
+// The op retry's path (docs/failover.md#op-retry-hcomm_op_retry1): the ring order's input and
+// its description, and the HCCS faults moved to a relay NPU or PCIe instead of a ring.
+#include "core/retry_path.h"
+
+#include <algorithm>
+
+#include "core/comm.h"
+#include "core/failover.h"
+#include "discovery/topo.h"
+#include "driver_port.h"
+
+namespace hcomm::detail::failover {
+
+// The op retry's ring (core/ring_order.h) over the merged dead pairs and dead NICs. The servers
+// are read from the descriptors without caching them (the coordinator reads every rank's once).
+RingOrderIn ring_input(hcomm_comm_t c, const std::vector<std::uint32_t>& dead_nics) {
+  RingOrderIn in;
+  in.server.resize(c->nranks);
+  for (std::uint32_t r = 0; r < c->nranks; ++r) {
+    auto it = c->peers.find(r);
+    RankDesc d;
+    if (it != c->peers.end()) in.server[r] = it->second.server;
+    else if (port::rank_desc(c->ctx, global_rank(c, r), &d) == HCOMM_SUCCESS) in.server[r] = d.server;
+    else in.server[r] = ~0u - r;  // no descriptor: a server of its own
+  }
+  in.dead_pairs = c->dead_pairs;
+  in.nic_dead.assign(c->nranks, false);
+  for (std::uint32_t r : dead_nics)
+    if (r < c->nranks) in.nic_dead[r] = true;
+  return in;
+}
+
+std::string pairs_text(const hcomm_comm_t c) {
+  std::string s;
+  for (const auto& [a, b] : c->dead_pairs) s += (s.empty() ? "" : ",") + std::to_string(a) + "-" + std::to_string(b);
+  return s;
+}
+// The ring the re-execution runs on, for the log and the failovers row's path_after: its order
+// (as the coordinator described it, ring_order_text), then what it avoids.
+std::string ring_text(const hcomm_comm_t c) {
+  std::string s = c->ring_desc.empty() ? "ring in comm-rank order" : c->ring_desc;
+  if (!c->dead_pairs.empty()) s += ", avoiding hccs " + pairs_text(c);
+  if (!c->dead_nics.empty()) {
+    s += ", NIC down at comm rank";
+    for (std::uint32_t r : c->dead_nics) s += " " + std::to_string(r);
+    s += " (its data reaches other servers over HCCS through its server peers' NICs)";
+  }
+  return s;
+}
+
+// HCCS faults only (no dead NIC, nobody lost): every dead pair's traffic moves to another path
+// inside its server — PCIe peer-to-peer where the pair has it, else a relay NPU k over two HCCS
+// hops (route/, docs/routing.md#relay) — and the operation re-runs with the algorithm the
+// selection makes, as do the later ones (the mesh stays usable). Decided identically on every
+// rank from the merged dead pairs and discovery's records (a k of the pair's server with live
+// HCCS links to both); the two ends then decide their routes to each other again from their
+// ports as they are now. False: no such path for some pair (the ring order is used instead).
+bool reroute_hccs(hcomm_comm_t c, std::string* text) {
+  if (!g_redecide_routes || !c->ctx->relay_bytes || c->dead_pairs.empty() || !c->dead_nics.empty() || !c->lost.empty()) return false;
+  const Topo* t = c->ctx->topo.get();
+  if (!t || !t->exchanged) return false;
+  auto dead = [&](std::uint32_t x, std::uint32_t y) {
+    return std::binary_search(c->dead_pairs.begin(), c->dead_pairs.end(), std::make_pair(std::min(x, y), std::max(x, y)));
+  };
+  auto facts = [&](std::uint32_t x, std::uint32_t y, LinkFacts* f) {
+    return link_facts(c->ctx, global_rank(c, x), global_rank(c, y), f);
+  };
+  auto server = [&](std::uint32_t x) {
+    TopoRecord r;
+    return t->record(c->ctx, global_rank(c, x), &r) ? r.server : ~0u;
+  };
+  std::string how;
+  std::vector<std::uint32_t> mine;  // my dead partners
+  for (const auto& [a, b] : c->dead_pairs) {
+    LinkFacts f;
+    if (!facts(a, b, &f) || server(a) != server(b) || server(a) == ~0u) return false;
+    std::string via;
+    if (f.types & HCOMM_LINK_PCIE) {
+      via = "pcie";
+    } else {
+      for (std::uint32_t k = 0; k < c->nranks && via.empty(); ++k) {
+        LinkFacts fa, fb;
+        if (k == a || k == b || server(k) != server(a) || dead(a, k) || dead(k, b)) continue;
+        if (facts(a, k, &fa) && facts(k, b, &fb) && (fa.types & HCOMM_LINK_HCCS) && (fb.types & HCOMM_LINK_HCCS)) via = "relay";
+      }
+    }
+    if (via.empty()) return false;
+    how += (how.empty() ? "" : ", ") + std::to_string(a) + "-" + std::to_string(b) + (via == "pcie" ? " over pcie" : " through a relay npu");
+    if (a == c->rank) mine.push_back(b);
+    if (b == c->rank) mine.push_back(a);
+  }
+  g_redecide_routes(c, mine, "op retry: hccs " + pairs_text(c) + " down");
+  *text = "as selected, hccs " + how;
+  return true;
+}
+
+// The coordinator's description of the ring order: runs of consecutive ranks as a..b, servers
+// apart by |; past 400 characters (many servers) only the servers not in comm-rank order.
+std::string describe_order(const RingOrderIn& in, const std::vector<std::uint32_t>& order) {
+  bool identity = true;
+  for (std::size_t i = 0; i < order.size(); ++i) identity = identity && order[i] == i;
+  if (identity) return "ring in comm-rank order";
+  std::string all = "ring order " + ring_order_text(in, order);
+  if (all.size() <= 400) return all;
+  std::string diff;
+  for (std::size_t a = 0; a < order.size();) {
+    std::size_t b = a;
+    while (b < order.size() && in.server[order[b]] == in.server[order[a]]) ++b;
+    bool same = true;
+    for (std::size_t i = a + 1; i < b; ++i) same = same && order[i] == order[i - 1] + 1;
+    if (!same) {
+      const std::vector<std::uint32_t> seg(order.begin() + static_cast<std::ptrdiff_t>(a), order.begin() + static_cast<std::ptrdiff_t>(b));
+      diff += (diff.empty() ? "" : "; ") + ring_order_text(in, seg);
+    }
+    a = b;
+  }
+  return "ring of servers in comm-rank order, reordered inside: " + (diff.empty() ? std::string("none") : diff);
+}
+
+}  // namespace hcomm::detail::failover

@@ -1,0 +1,24 @@
+// The op retry's path (core/retry_path.cpp, docs/failover.md#op-retry-hcomm_op_retry1).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/objects.h"
+#include "core/ring_order.h"
+
+namespace hcomm::detail::failover {
+
+/// The op retry's ring (core/ring_order.h) over the merged dead pairs and these dead NICs.
+RingOrderIn ring_input(hcomm_comm_t c, const std::vector<std::uint32_t>& dead_nics);
+/// The dead HCCS pairs as "a-b,c-d".
+std::string pairs_text(const hcomm_comm_t c);
+/// The ring the re-execution runs on, with what it avoids (log line, failovers.path_after).
+std::string ring_text(const hcomm_comm_t c);
+/// The coordinator's description of a ring order.
+std::string describe_order(const RingOrderIn& in, const std::vector<std::uint32_t>& order);
+/// HCCS faults only: move every dead pair to PCIe or a relay NPU and re-decide the two ends'
+/// routes; *text is the path_after. False: no such path for some pair (use the ring order).
+bool reroute_hccs(hcomm_comm_t c, std::string* text);
+
+}  // namespace hcomm::detail::failover
