@@ -46,6 +46,9 @@ struct DrvTask {
   std::uint32_t qp_base = 0;  ///< RdmaWrite: QP indices qp_base.. to the target (a communicator's own QPs; 0 = the shared ones)
   std::uint64_t rate_cap_Bps = 0;  ///< RdmaWrite: cap on the QP's rate (bandwidth_limit), 0 = none
   std::uint32_t retry_count = ~0u; ///< RdmaWrite: retransmit retries before the write fails (~0u: driver default)
+  /// Copy / ReduceCopy: a strided (2-D) copy when width != 0 — bytes / width rows of `width` bytes,
+  /// row i read at src + i * spitch and written at dst + i * dpitch (aclrtMemcpy2dAsync's shape).
+  std::uint64_t width = 0, spitch = 0, dpitch = 0;
 };
 
 // ---- RoCE routing (docs/routing.md) ----

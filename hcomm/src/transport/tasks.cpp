@@ -35,6 +35,19 @@ hcomm_result_t notify_wait(hcomm_stream_t s, std::uint64_t key) {
 hcomm_result_t copy(hcomm_stream_t s, std::uint64_t dst, std::uint64_t src, std::uint64_t bytes) {
   return sdma(s, DrvTaskKind::Copy, dst, src, bytes, 0, 0);
 }
+hcomm_result_t copy_2d(hcomm_stream_t s, std::uint64_t dst, std::uint64_t dpitch, std::uint64_t src, std::uint64_t spitch,
+                       std::uint64_t width, std::uint64_t rows) {
+  if (rows <= 1 || (width == spitch && width == dpitch)) return copy(s, dst, src, width * rows);  // contiguous
+  DrvTask t;
+  t.kind = DrvTaskKind::Copy;
+  t.dst = dst;
+  t.src = src;
+  t.bytes = width * rows;
+  t.width = width;
+  t.spitch = spitch;
+  t.dpitch = dpitch;
+  return port::submit(s, t);
+}
 hcomm_result_t reduce_copy(hcomm_stream_t s, std::uint64_t dst, std::uint64_t src, std::uint64_t bytes, int dtype, int op) {
   return sdma(s, DrvTaskKind::ReduceCopy, dst, src, bytes, dtype, op);
 }

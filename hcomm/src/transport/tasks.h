@@ -9,6 +9,9 @@ namespace hcomm::detail {
 hcomm_result_t notify_record(hcomm_stream_t s, std::uint32_t target_device, std::uint64_t key);
 hcomm_result_t notify_wait(hcomm_stream_t s, std::uint64_t key);
 hcomm_result_t copy(hcomm_stream_t s, std::uint64_t dst, std::uint64_t src, std::uint64_t bytes);
+/// `rows` rows of `width` bytes: row i from src + i * spitch to dst + i * dpitch, one SDMA task.
+hcomm_result_t copy_2d(hcomm_stream_t s, std::uint64_t dst, std::uint64_t dpitch, std::uint64_t src, std::uint64_t spitch,
+                       std::uint64_t width, std::uint64_t rows);
 hcomm_result_t reduce_copy(hcomm_stream_t s, std::uint64_t dst, std::uint64_t src, std::uint64_t bytes, int dtype, int op);
 /// RoCE write src -> dst on `device` under the communicator's connection policy, then (notify)
 /// notify `key` there. bytes may be 0.
