@@ -8,13 +8,12 @@
 namespace models {
 
 std::uint32_t Network::create_qp(std::uint32_t src, std::uint32_t dst, std::uint16_t sport) {
-  Qp q;
+  const double line = static_cast<double>(nodes_.at(src).ports[0].Bps);
+  Qp& q = qps_.emplace_back();
   q.src = src;
   q.dst = dst;
   q.sport = sport;
   q.hash = ecmp_flow_key(p_.ecmp_hash, src, dst, sport);  // the ECMP policy (models/net/policies.h)
-  const double line = static_cast<double>(nodes_.at(src).ports[0].Bps);
-  qps_.push_back(q);
   auto id = static_cast<std::uint32_t>(qps_.size() - 1);
   cc_->add_qp(id, line);
   Node& n = nodes_[src];
