@@ -114,6 +114,14 @@ void Network::prefetch(std::uint64_t a, std::uint64_t b) {
     else if (p->qhead != kNoPkt) __builtin_prefetch(&pkts_[p->qhead]);  // the packet it sends next
   } else if (type == kHostKick) {
     __builtin_prefetch(&nodes_[id]);
+  } else if (type == kFlowDone || type == kFlowDeliver || type == kFlowAck || type == kFlowTinyDone) {
+    if (id < flows_.size()) {  // flow tier: the flow's record (a completion checks its stamp first)
+      const char* f = reinterpret_cast<const char*>(&flows_[id]);
+      __builtin_prefetch(f);
+      __builtin_prefetch(f + 64);
+    }
+  } else if (type == kFlowStart) {
+    if (id < qps_.size()) __builtin_prefetch(&qps_[id]);
   }
 }
 
