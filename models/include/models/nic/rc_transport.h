@@ -64,6 +64,8 @@ struct RcQp {
   Tick next_tx = 0;                // rate limiter: earliest next packet start
   Tick ready_at = 0;               // WQE processing of the head message
   bool failed = false;
+  bool cap_set = false;            // set_qp_rate_cap was called; cap_Bps is what it was given last
+  std::uint64_t cap_Bps = 0;
   // Retransmission
   Tick rto_at = kTickMax;    // retransmit deadline (kTickMax: not armed); moves on with every ACK
   bool rto_queued = false;   // one timer event of this QP is in the event queue (at or before rto_at)
