@@ -278,6 +278,10 @@ void Network::index_ports() {
   for (std::uint32_t n = 0; n < nodes_.size(); ++n) port_base_[n + 1] = port_base_[n] + static_cast<std::uint32_t>(nodes_[n].ports.size());
   port_node_.resize(port_base_.back());
   for (std::uint32_t n = 0; n < nodes_.size(); ++n) std::fill(port_node_.begin() + port_base_[n], port_node_.begin() + port_base_[n + 1], n);
+  port_ptr_.resize(nodes_.size());
+  for (std::uint32_t n = 0; n < nodes_.size(); ++n) port_ptr_[n] = nodes_[n].ports.data();
+  gport_.resize(port_base_.back());
+  for (std::uint32_t g = 0; g < port_base_.back(); ++g) gport_[g] = &nodes_[port_node_[g]].ports[g - port_base_[port_node_[g]]];
 }
 
 void Network::flow_event(std::uint64_t type, std::uint64_t id, std::uint64_t b) {
