@@ -348,7 +348,7 @@ hcomm_result_t recover(hcomm_context_t ctx) {
     // Re-execute from the inputs: with the dead HCCS pairs moved to a relay NPU or PCIe where
     // that is all that failed, else on a flat ring that avoids the dead links (coll/run.cpp).
     std::string rerouted;
-    c->avoid = !reroute_hccs(c, &rerouted);
+    c->avoid = !reroute_hccs(c, &rerouted) && !borrow_nics(c, &rerouted);
     const std::string after = (c->avoid ? ring_text(c) : rerouted) + after_extra;
     const PendingOp op = *p;
     const std::uint64_t resumed = port::now_ns(ctx);

@@ -45,7 +45,9 @@ hcomm_result_t remote_notify(hcomm_stream_t s, hcomm_comm_t comm, const RankDesc
     return r.relay_device != ~0u ? relay::notify(s, comm, r, peer, key) : notify_record(s, peer.device, key);
   }
   if (comm->cfg.protocol == HCOMM_PROTOCOL_SHM) return HCOMM_E_NOT_SUPPORT;
-  return rdma_write(s, peer.device, 0, 0, 0, true, key, 0, route::rdma_policy(comm));
+  const PeerRoute& r = route::to(comm, peer);  // a dead NIC at either end: borrowed (docs/failover.md#nic-borrowing)
+  if (r.borrow) return relay::notify(s, comm, r, peer, key);
+  return rdma_write(s, peer.device, 0, 0, 0, true, key, 0, route::rdma_policy(comm), r.via_device);
 }
 
 hcomm_result_t put_notify(hcomm_stream_t s, hcomm_comm_t comm, const RankDesc& peer, std::uint64_t dst, std::uint64_t src,
@@ -55,7 +57,12 @@ hcomm_result_t put_notify(hcomm_stream_t s, hcomm_comm_t comm, const RankDesc& p
     return remote_notify(s, comm, peer, key);
   }
   if (comm->cfg.protocol == HCOMM_PROTOCOL_SHM) return HCOMM_E_NOT_SUPPORT;
-  return rdma_write(s, peer.device, dst, src, bytes, true, key, rkey, route::rdma_policy(comm));
+  const PeerRoute& r = route::to(comm, peer);
+  if (r.borrow) {  // my NIC is down: HCCS into the lender's staging, RDMA from its NIC, then the notify
+    if (hcomm_result_t rc = relay::write(s, comm, r, peer, dst, src, bytes, false, 0, 0, rkey); rc != HCOMM_SUCCESS) return rc;
+    return relay::notify(s, comm, r, peer, key);
+  }
+  return rdma_write(s, peer.device, dst, src, bytes, true, key, rkey, route::rdma_policy(comm), r.via_device);
 }
 
 }  // namespace hcomm::detail
