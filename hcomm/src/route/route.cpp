@@ -241,7 +241,7 @@ bool borrow(hcomm_comm_t comm, const RankDesc& d, PeerRoute& r, const std::strin
     if (port::nic_info(comm->ctx, &st.nic) != HCOMM_SUCCESS) st.nic = NicInfo{};
   }
   ++st.roce_peers;
-  const std::uint32_t k = stripes(comm);
+  const std::uint32_t k = tl ? 1 : stripes(comm);  // into a lender's NIC: one QP (transport.cpp policy_to)
   r.uplinks.assign(k, kNoUplink);
   // The NIC's rate (mine may be down: the lender's is the same model, its line rate assumed) and
   // the HCCS latency per borrowed end.
