@@ -7,8 +7,8 @@
 
 #include "core/comm.h"
 #include "core/failover.h"
-#include "discovery/topo.h"
 #include "core/log.h"
+#include "discovery/topo.h"
 #include "driver_port.h"
 
 namespace hcomm::detail::failover {
