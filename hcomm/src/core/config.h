@@ -14,6 +14,7 @@ struct ContextEnv {
   int route_policy = 0;                  ///< HCOMM_ROUTE_SPORT: 0 probe, 1 hash (docs/routing.md)
   std::uint64_t route_cnp_threshold = 0; ///< HCOMM_ROUTE_CNP_THRESHOLD: 0 = no re-routing
   bool retry_reroute = true;             ///< HCOMM_RETRY_REROUTE: op retry re-probes RoCE paths after an RDMA failure
+  bool nic_borrow = true;                ///< HCOMM_NIC_BORROW: op retry borrows a server peer's NIC for a dead one
 };
 /// Read every context variable; false when any is out of range (each one is reported on stderr).
 bool read_context_env(ContextEnv* env);

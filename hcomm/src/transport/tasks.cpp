@@ -52,7 +52,7 @@ hcomm_result_t reduce_copy(hcomm_stream_t s, std::uint64_t dst, std::uint64_t sr
   return sdma(s, DrvTaskKind::ReduceCopy, dst, src, bytes, dtype, op);
 }
 hcomm_result_t rdma_write(hcomm_stream_t s, std::uint32_t device, std::uint64_t dst, std::uint64_t src, std::uint64_t bytes,
-                          bool notify, std::uint64_t key, std::uint32_t rkey, const RdmaPolicy& policy) {
+                          bool notify, std::uint64_t key, std::uint32_t rkey, const RdmaPolicy& policy, std::uint32_t via) {
   DrvTask t;
   t.kind = DrvTaskKind::RdmaWrite;
   t.target = device;
@@ -67,6 +67,7 @@ hcomm_result_t rdma_write(hcomm_stream_t s, std::uint32_t device, std::uint64_t 
   t.qp_base = policy.qp_base;
   t.rate_cap_Bps = policy.rate_cap_Bps;
   t.retry_count = policy.retry_count;
+  t.via = via;
   return port::submit(s, t);
 }
 

@@ -35,6 +35,7 @@ struct Task {
   std::uint32_t qp_base = 0;   ///< RdmaWrite: the stripes use QP indices qp_base .. qp_base + qp_count - 1 to that NPU
   std::uint64_t rate_cap_Bps = 0;  ///< RdmaWrite: cap the QP's rate (bandwidth_limit); 0 = line rate
   std::uint32_t retry_count = ~0u; ///< RdmaWrite: QP retransmit retries (~0u: the network's default)
+  std::uint32_t via = ~0u;     ///< RdmaWrite: the NPU whose NIC receives (it writes on into the target over HCCS); ~0u: the target's
   std::int64_t tag = -1;       ///< opaque to the models: given back with the task (MachineListener::on_task_done)
   /// Copy / ReduceCopy: strided (2-D) when width != 0 — bytes / width rows of `width` bytes, row i
   /// read at src + i * spitch and written at dst + i * dpitch (aclrtMemcpy2dAsync's shape).
