@@ -19,7 +19,7 @@ namespace hcomm::detail {
 hcomm_result_t make_stream(hcomm_context_t ctx, hcomm_stream_t* out) {
   std::uint32_t id = 0;
   if (port::stream_create(ctx, &id) != HCOMM_SUCCESS) return HCOMM_E_DRV;
-  auto* s = new hcomm_stream_s{ctx, id};
+  auto* s = new hcomm_stream_s{ctx, id, {}};
   track(s, kStream);
   *out = s;
   return HCOMM_SUCCESS;

@@ -30,7 +30,7 @@ std::uint64_t key(Purpose p, hcomm_context_t ctx, const RelayChan& ch, std::uint
 hcomm_stream_t relay_stream(hcomm_context_t ctx, std::uint32_t device) {
   std::uint32_t id = 0;
   if (port::stream_create_on(ctx, device, &id) != HCOMM_SUCCESS) return nullptr;
-  return new hcomm_stream_s{ctx, id};
+  return new hcomm_stream_s{ctx, id, {}};
 }
 
 constexpr std::uint32_t kMaxChannels = 64;  // channel numbers fit the keys' 6 bits
