@@ -6,6 +6,7 @@
 #include <chrono>
 #include <vector>
 
+#include "clos_rig.h"
 #include "models/network.h"
 
 using namespace models;
@@ -21,22 +22,6 @@ struct Sink : NetworkListener {
   }
 };
 
-void build(Network& net, std::uint32_t n, std::vector<std::uint32_t>& hosts) {
-  const std::uint64_t bw = 25000000000ULL;
-  const Tick lat = 500 * kPsPerNs, swl = 600 * kPsPerNs;
-  if (n <= 64) {
-    std::uint32_t sw = net.add_switch("sw", n, 32 << 20, swl);
-    for (std::uint32_t i = 0; i < n; ++i) { hosts.push_back(net.add_host("h")); net.connect(hosts[i], 0, sw, i, bw, lat); }
-    return;
-  }
-  const std::uint32_t radix = n <= 2048 ? 64 : 128, down = radix / 2, leaves = n / down, spines = radix / 2;
-  std::vector<std::uint32_t> leaf(leaves), spine(spines);
-  for (auto& l : leaf) l = net.add_switch("leaf", radix, 32 << 20, swl);
-  for (auto& s : spine) s = net.add_switch("spine", radix, 32 << 20, swl);
-  for (std::uint32_t i = 0; i < n; ++i) { hosts.push_back(net.add_host("h")); net.connect(hosts[i], 0, leaf[i / down], i % down, bw, lat); }
-  for (std::uint32_t l = 0; l < leaves; ++l)
-    for (std::uint32_t s = 0; s < spines; ++s) net.connect(leaf[l], down + s, spine[s], l, bw, lat);
-}
 }  // namespace
 
 static void BM_FabricEventRate(benchmark::State& state) {
@@ -50,7 +35,7 @@ static void BM_FabricEventRate(benchmark::State& state) {
     Sink sink;
     net.set_listener(&sink);
     std::vector<std::uint32_t> hosts;
-    build(net, n, hosts);
+    bench_rig::build_clos(net, n, hosts);
     net.build_routes();
     for (std::uint32_t i = 0; i < n; ++i) net.post_write(net.create_qp(hosts[i], hosts[(i + n / 2) % n], static_cast<std::uint16_t>(i)), 256 << 10, i);
     state.ResumeTiming();
@@ -85,7 +70,7 @@ static void BM_TierWall(benchmark::State& state) {
     sink.s = &sch;
     net.set_listener(&sink);
     std::vector<std::uint32_t> hosts;
-    build(net, n, hosts);
+    bench_rig::build_clos(net, n, hosts);
     net.build_routes();
     for (std::uint32_t i = 0; i < n; ++i) {
       const std::uint32_t qp = net.create_qp(hosts[i], hosts[(i + n / 2) % n], static_cast<std::uint16_t>(i));
@@ -111,7 +96,7 @@ static void BM_TracePath(benchmark::State& state) {
   Network net(sch, NetParams{});
   std::vector<std::uint32_t> hosts;
   const std::uint32_t n = 8192;
-  build(net, n, hosts);
+  bench_rig::build_clos(net, n, hosts);
   net.build_routes();
   std::vector<Network::Hop> hops;
   std::uint64_t probes = 0, sum = 0;

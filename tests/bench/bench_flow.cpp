@@ -8,6 +8,7 @@
 #include <ctime>
 #include <vector>
 
+#include "clos_rig.h"
 #include "models/network.h"
 
 using namespace models;
@@ -18,17 +19,6 @@ struct Sink : NetworkListener {
   void on_write_done(std::uint32_t, std::uint64_t, bool) override { ++done; }
 };
 
-void build(Network& net, std::uint32_t n, std::vector<std::uint32_t>& hosts) {
-  const std::uint64_t bw = 25000000000ULL;
-  const Tick lat = 500 * kPsPerNs, swl = 600 * kPsPerNs;
-  const std::uint32_t radix = n <= 2048 ? 64 : 128, down = radix / 2, leaves = n / down, spines = radix / 2;
-  std::vector<std::uint32_t> leaf(leaves), spine(spines);
-  for (auto& l : leaf) l = net.add_switch("leaf", radix, 32 << 20, swl);
-  for (auto& s : spine) s = net.add_switch("spine", radix, 32 << 20, swl);
-  for (std::uint32_t i = 0; i < n; ++i) { hosts.push_back(net.add_host("h")); net.connect(hosts[i], 0, leaf[i / down], i % down, bw, lat); }
-  for (std::uint32_t l = 0; l < leaves; ++l)
-    for (std::uint32_t s = 0; s < spines; ++s) net.connect(leaf[l], down + s, spine[s], l, bw, lat);
-}
 }  // namespace
 
 // Flow tier: every host writes `msgs` messages of 1 MiB to each of 4 peers (2^k hosts away, as
@@ -49,7 +39,7 @@ static void BM_FlowTierEventRate(benchmark::State& state) {
     Sink sink;
     net.set_listener(&sink);
     std::vector<std::uint32_t> hosts;
-    build(net, n, hosts);
+    bench_rig::build_clos(net, n, hosts);
     net.build_routes();
     std::vector<std::uint32_t> qps;
     for (std::uint32_t i = 0; i < n; ++i)
@@ -80,7 +70,7 @@ static void BM_QpMemory(benchmark::State& state) {
     StandaloneScheduler sch;
     Network net(sch, NetParams{});
     std::vector<std::uint32_t> hosts;
-    build(net, n, hosts);
+    bench_rig::build_clos(net, n, hosts);
     net.build_routes();
     const auto heap = [] { const struct mallinfo2 m = mallinfo2(); return m.uordblks + m.hblkhd; };  // small + mmapped blocks
     const auto before = heap();
