@@ -95,8 +95,14 @@ class Network final : public EventHandler, private CcHost {
   struct Hop { std::uint32_t node = 0, in_port = 0, out_port = 0; };
   /// The switches a data packet of the flow (src host, dst host, UDP source port) crosses, as the
   /// forwarding would pick them. False when the path is broken (a port down, no route): `hops`
-  /// then ends where the probe was lost. `rtt_ps`: links and switch latencies both ways.
+  /// then ends where the probe was lost; also when the reply's way back (the flow's ACK path,
+  /// ctrl_path_up) crosses a port that is down. `rtt_ps`: links and switch latencies both ways.
   bool trace_path(std::uint32_t src, std::uint32_t dst, std::uint16_t udp_sport, std::vector<Hop>* hops, Tick* rtt_ps) const;
+  /// The port a control frame (ACK, NAK, CNP) of a flow with ECMP key `hash` leaves switch `sw` by
+  /// towards host `dst` (hashed apart from the flow's data), kNone when there is no route.
+  std::uint32_t ctrl_port_for(std::uint32_t sw, std::uint32_t dst, std::uint64_t hash) const;
+  /// Whether control frames from host `from` reach host `to` along ctrl_port_for's choices (every port up).
+  bool ctrl_path_up(std::uint32_t from, std::uint32_t to, std::uint64_t hash) const;
 
   // Policies, apart from the forwarding mechanism (models/net/policies.h; kept here for callers).
   static double ecn_mark_probability(const EcnParams& e, double queue_bytes);

@@ -108,6 +108,26 @@ std::uint32_t Network::ecmp_port_for(std::uint32_t sw, std::uint32_t dst, std::u
   return first[policy::mix64(hash ^ (static_cast<std::uint64_t>(sw) * 0x9e3779b97f4a7c15ULL)) % n];
 }
 
+std::uint32_t Network::ctrl_port_for(std::uint32_t sw, std::uint32_t dst, std::uint64_t hash) const {
+  const std::uint32_t* first = nullptr;
+  const std::uint32_t cnt = route_choices(sw, dst, &first);
+  return cnt ? first[cnt == 1 ? 0 : policy::mix64(hash ^ 0x5bd1e995ULL ^ sw) % cnt] : kNone;
+}
+
+bool Network::ctrl_path_up(std::uint32_t from, std::uint32_t to, std::uint64_t hash) const {
+  const Port& p = nodes_.at(from).ports.at(0);
+  if (!p.cabled || !p.up) return false;
+  std::uint32_t node = p.peer;
+  for (std::size_t guard = 0; guard <= nodes_.size(); ++guard) {
+    if (node == to) return true;
+    if (sw_ord_[node] == kNone) return false;  // hosts do not forward
+    const std::uint32_t out = ctrl_port_for(node, to, hash);
+    if (out == kNone || !nodes_[node].ports[out].up) return false;
+    node = nodes_[node].ports[out].peer;
+  }
+  return false;
+}
+
 bool Network::trace_path(std::uint32_t src, std::uint32_t dst, std::uint16_t sport, std::vector<Hop>* hops, Tick* rtt_ps) const {
   hops->clear();
   Tick one_way = 0;
@@ -125,7 +145,13 @@ bool Network::trace_path(std::uint32_t src, std::uint32_t dst, std::uint16_t spo
   const std::size_t A = att_nodes_.size();
   const bool fast = links_down_ == 0 && !one_hop_.empty();
   for (std::size_t guard = 0; guard <= nodes_.size(); ++guard) {
-    if (node == dst) { if (rtt_ps) *rtt_ps = 2 * one_way; return true; }
+    if (node == dst) {
+      // The reply comes back the way the QP's ACKs would (hashed apart from the data, see
+      // arrive()): a dead link on that way loses it. Only a link down can break it.
+      if (links_down_ != 0 && !ctrl_path_up(dst, src, hash)) return false;
+      if (rtt_ps) *rtt_ps = 2 * one_way;
+      return true;
+    }
     const std::uint32_t so = sw_ord_[node];
     if (so == kNone) return false;  // hosts do not forward
     if (at == kNone) return false;

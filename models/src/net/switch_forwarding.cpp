@@ -91,9 +91,7 @@ void Network::arrive(std::uint32_t node, std::uint32_t port, std::uint32_t id) {
   if (k.kind == kData) {
     out = ecmp_port_for(node, k.dst, k.hash);
   } else {  // control packets travel back to the sender: routed to the QP's source, hashed apart
-    const std::uint32_t* first = nullptr;
-    const std::uint32_t cnt = route_choices(node, k.dst, &first);
-    out = cnt ? first[cnt == 1 ? 0 : policy::mix64(k.hash ^ 0x5bd1e995ULL ^ node) % cnt] : kNone;
+    out = ctrl_port_for(node, k.dst, k.hash);
   }
   if (out == kNone) { free_pkt(id); return; }
   Port& op = n.ports[out];
