@@ -32,7 +32,8 @@ typedef enum {
   HCOMM_E_NETWORK = 19,
   HCOMM_E_AGAIN = 20,
   HCOMM_E_REMOTE = 21,       /* the peer reported an error */
-  E_HCOMM_ADDR_MISMATCH = 64 /* rank descriptor disagrees with the device (host_ip / base address) */
+  E_HCOMM_ADDR_MISMATCH = 64, /* rank descriptor disagrees with the device (host_ip / base address) */
+  HCOMM_E_RANK_LOST = 65     /* a member was found LOST by the heartbeat (hcomm's own code, outside HCCL's numbering) */
 } hcomm_result_t;
 
 typedef enum {
