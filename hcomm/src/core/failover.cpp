@@ -295,7 +295,9 @@ void peer_lost(hcomm_context_t ctx, const DeviceEvent& ev) {
 // the port being down; each communicator drops this rank from its dead NICs (routes to peers may
 // probe through it again; the op retry's ring order, if one was adopted, stays: not re-planned).
 void port_up(hcomm_context_t ctx, const DeviceEvent& ev) {
-  logf(ctx, 1, "Device%u: NIC port event (IBV_EVENT_PORT_ACTIVE): %s; NIC-down state cleared", ctx->device_id, ev.text.c_str());
+  // Always logged (whatever HCOMM_DEBUG says), as the recovery lines are.
+  port::log(ctx, 1, ("[HCOMM_WARN] Device" + std::to_string(ctx->device_id) + ": NIC port event (IBV_EVENT_PORT_ACTIVE): " + ev.text +
+                     "; NIC-down state cleared").c_str());
   ctx->port_owed.clear();
   ctx->port_owed_since_ns = 0;
   ctx->nic_down_known_ns = 0;
