@@ -230,6 +230,7 @@ class SimDriver final : public hcomm::Driver, public models::MachineListener {
     bool on = false;
     std::uint64_t gen = 0;
     models::Tick period_ps = 0, base = 0;
+    models::Tick first_reg = ~models::Tick{0};  // its first registration (the connections to its neighbours exist from then)
     std::uint32_t miss = 3;
     std::vector<std::uint32_t> nb;
     std::vector<std::pair<std::uint32_t, std::uint32_t>> notify;

@@ -47,6 +47,7 @@ DrvStatus SimDriver::heartbeat_register(std::uint32_t rank, const hcomm::Heartbe
   a.miss = spec.miss_limit;
   const models::Tick period = spec.period_ns * models::kPsPerNs;
   if (!a.on) { ++a.gen; return DrvStatus::Ok; }
+  if (a.first_reg == ~models::Tick{0}) a.first_reg = now;
   if (was_on && period == a.period_ps) return DrvStatus::Ok;  // same period: keeps its phase (new neighbours counted from now)
   ++a.gen;
   a.period_ps = period;
@@ -101,9 +102,12 @@ void SimDriver::hb_tick(std::uint32_t m, models::Tick now) {
   for (std::size_t i = 0; i < a.nb.size(); ++i) {  // check (a LOST declaration may grow lost_known: index loop)
     const std::uint32_t r = a.nb[i];
     if (known(r) || hb_state_[r] == 2 || hb_closed_.count(pair_key(r, m))) continue;
+    // Watched once both ends registered (the connection exists): a neighbour still creating its
+    // communicator is not silent, it is not connected yet.
+    if (r >= hb_.size() || hb_[r].first_reg == ~models::Tick{0}) continue;
     HbPair& p = hb_pair_[pair_key(r, m)];
     while (!p.flight.empty() && p.flight.front() <= now) { p.last = p.flight.front(); p.flight.pop_front(); }
-    const models::Tick ref = std::max(p.last, a.base);
+    const models::Tick ref = std::max({p.last, a.base, hb_[r].first_reg});
     if (now - ref > timeout) hb_declare(m, r, ref, now);
   }
 }
