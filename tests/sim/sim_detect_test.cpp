@@ -13,6 +13,10 @@
 //                        all-reduce: its PORT_ERR event is owed, its PORT_ACTIVE event arrives
 //                        port_event after the link came back and clears the NIC-down state; the
 //                        all-reduces run as selected (not op retry's ring), rank 7 over its NIC.
+//   PortUpRestores:      nic-down-edge-retry.json with the NIC back up 2 ms into the re-executed
+//                        all-reduce: its port-active event clears rank 7's NIC-down state, and at
+//                        the next all-reduce the members agree that the fault is gone and return to
+//                        the selected algorithm (not the op retry's ring), rank 7 on its NIC again.
 //   CrcStorm:            hccs-crc-retries.json (CRC rate 1e-3 on HCCS 0-1 from 0 ns): both ends'
 //                        hosts get a CRC storm event one window (1 ms) later: a "warn" failovers
 //                        row each, code 0, nothing aborted, results correct.
@@ -152,6 +156,32 @@ TEST(SimDetect, PortUpClears) {
   EXPECT_EQ(num(db, "SELECT COUNT(*) FROM failovers"), 0);
   EXPECT_EQ(num(db, "SELECT COUNT(*) FROM operations WHERE chosen_by = 'op retry'"), 0);
   EXPECT_GT(num(db, "SELECT COUNT(*) FROM routes WHERE src = 7 AND transport = 'roce'"), 0);
+}
+
+TEST(SimDetect, PortUpRestores) {
+  const std::string db = tmp_db("detect_port_restore");
+  RunResult r = run_file("nic-down-edge-retry.json", db, [](Scenario& sc) {
+    Fault up = sc.faults[0];
+    up.kind = FaultKind::NicUp;
+    up.at_ps = 2000 * models::kPsPerUs;  // 2 ms after rep 0 started: during the re-execution on the ring
+    sc.faults.push_back(up);
+  });
+  for (auto& f : r.failures) ADD_FAILURE() << f;
+  EXPECT_EQ(r.exit_code, 0);
+  ASSERT_EQ(r.steps.size(), 2u);  // one per repetition
+  for (auto& st : r.steps) {
+    EXPECT_EQ(st.failed, 0u);
+    EXPECT_EQ(st.checked, 16u);
+  }
+  EXPECT_EQ(num(db, "SELECT COUNT(*) FROM failovers WHERE action = 'retry' AND code = 0 AND path_after LIKE 'ring order 0..5 7 6 | 8..15%'"), 16);
+  EXPECT_EQ(num(db, "SELECT COUNT(*) FROM logs WHERE message LIKE '%IBV_EVENT_PORT_ACTIVE%NIC-down state cleared%' AND rank = 7"), 1);
+  EXPECT_EQ(num(db, "SELECT COUNT(*) FROM logs WHERE message LIKE '%back to the selected algorithms from seq %'"), 16);
+  // Rep 1 runs as selected (the hierarchical all-reduce), not on the op retry's ring.
+  EXPECT_EQ(num(db, "SELECT COUNT(*) FROM operations WHERE rep = 1 AND status = 'ok' AND chosen_by != 'op retry' AND algorithm != 'ring'"), 16);
+  const double rep1 = num(db, "SELECT MIN(start_ns) FROM operations WHERE rep = 1");
+  const double rep1_end = num(db, "SELECT MAX(end_ns) FROM operations WHERE rep = 1");
+  std::printf("rep 1: %.3f us (as selected, NIC back)\n", (rep1_end - rep1) / 1e3);
+  EXPECT_LT(rep1_end - rep1, 3000e3);  // the ring took ~5.8 ms; the hierarchical all-reduce ~1 ms
 }
 
 TEST(SimDetect, CrcStorm) {

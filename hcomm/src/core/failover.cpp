@@ -740,6 +740,57 @@ void hb_update(hcomm_context_t ctx) {
 }
 }  // namespace
 
+void maybe_restore(hcomm_comm_t c) {
+  hcomm_context_t ctx = c->ctx;
+  if (!c->avoid || ctx->recovering || c->nranks < 2 || !c->lost.empty() || c->error.code != HCOMM_SUCCESS) return;
+  // This rank's part: its NIC is up if it was dead, its HCCS links of the dead pairs are up.
+  bool up = true;
+  if (std::binary_search(c->dead_nics.begin(), c->dead_nics.end(), c->rank)) {
+    NicInfo n;
+    up = port::nic_info(ctx, &n) == HCOMM_SUCCESS && n.present && n.link_up;
+  }
+  if (up) {
+    for (const auto& [a, b] : c->dead_pairs) {
+      if (a != c->rank && b != c->rank) continue;
+      const RankDesc* d = peer_desc(c, a == c->rank ? b : a);
+      HccsPortInfo info;
+      if (!d || d->device_id >= kHccsPortCount || port::hccs_port(ctx, d->device_id, &info) != HCOMM_SUCCESS || !info.up) up = false;
+    }
+  }
+  const std::uint64_t round = (2ULL << 40) + ++c->restores;  // apart from the recovery and shrink rounds
+  const std::uint64_t deadline = port::now_ns(ctx) + agree_timeout_ns(c);
+  Msg m;
+  m.comm = c->id;
+  m.origin = c->rank;
+  m.seq = round;
+  bool go = up;
+  if (c->rank != 0) {
+    m.kind = kRestore;
+    m.flag = up ? 1 : 0;
+    send_ctrl(c, 0, m);
+    Msg in;
+    go = recv_ctrl(c, 0, round, deadline, &in) && in.kind == kRestoreGo && in.flag == 1;  // no answer: stay on the ring
+  } else {
+    for (std::uint32_t r = 1; r < c->nranks; ++r) {
+      Msg in;
+      if (!recv_ctrl(c, r, round, deadline, &in) || in.kind != kRestore || in.flag != 1) go = false;
+    }
+    m.kind = kRestoreGo;
+    m.flag = go ? 1 : 0;
+    for (std::uint32_t r = 1; r < c->nranks; ++r) send_ctrl(c, r, m);
+  }
+  if (!go) return;
+  const std::string was = c->ring_desc.empty() ? "the op retry's ring" : c->ring_desc;
+  c->avoid = false;
+  c->ring_order.clear();
+  c->ring_desc.clear();
+  c->dead_nics.clear();
+  c->dead_pairs.clear();
+  port::log(ctx, 1, ("[HCOMM_WARN] Rank" + std::to_string(c->rank) + " comm " + std::to_string(c->id) +
+                     ": every dead NIC and HCCS link is up again: back to the selected algorithms from seq " + std::to_string(c->op_seq) +
+                     " (was " + was + ")").c_str());
+}
+
 void comm_created(hcomm_comm_t comm) {
   hcomm_context_t ctx = comm->ctx;
   if (ctx->grank < 0) ctx->grank = global_rank(comm, comm->rank);

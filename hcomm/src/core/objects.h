@@ -191,6 +191,7 @@ struct hcomm_comm_s {
   std::uint64_t stale_below = 0;                   // abort reports of operations up to this seq are stale (recovered)               // the error (at_ns + 1) a recovery already ran for
   std::uint64_t retries = 0;                       // agreement rounds so far (all members count alike)
   std::uint64_t shrinks = 0;                       // hcomm_comm_shrink calls (all survivors count alike)
+  std::uint64_t restores = 0;                      // maybe_restore rounds (all members count alike)
 };
 
 struct hcomm_buffer_pool_s {
