@@ -108,12 +108,22 @@ void Network::prefetch(std::uint64_t a, std::uint64_t b) {
     const Node& n = nodes_[id];
     __builtin_prefetch(&n);
     const std::uint32_t port = static_cast<std::uint32_t>(type == kArrive ? b >> 32 : b);
-    const Port* p = n.ports.data() + port;
+    // The node's ports from a dense side table (index_ports): reading n.ports here would wait for
+    // the node's line, the miss this prefetch is meant to hide.
+    const Port* p = (id < port_ptr_.size() ? port_ptr_[id] : n.ports.data()) + port;
     __builtin_prefetch(p);
     if (type == kArrive) __builtin_prefetch(&pkts_[static_cast<std::uint32_t>(b)]);
     else if (p->qhead != kNoPkt) __builtin_prefetch(&pkts_[p->qhead]);  // the packet it sends next
   } else if (type == kHostKick) {
     __builtin_prefetch(&nodes_[id]);
+  } else if (type == kFlowDone || type == kFlowDeliver || type == kFlowAck || type == kFlowTinyDone) {
+    if (id < flows_.size()) {  // flow tier: the flow's record (a completion checks its stamp first)
+      const char* f = reinterpret_cast<const char*>(&flows_[id]);
+      __builtin_prefetch(f);
+      __builtin_prefetch(f + 64);
+    }
+  } else if (type == kFlowStart) {
+    if (id < qps_.size()) __builtin_prefetch(&qps_[id]);
   }
 }
 

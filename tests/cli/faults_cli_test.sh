@@ -241,6 +241,24 @@ expect "spine ring without re-route: the re-execution fails on the same cable" 1
 check "spine ring without re-route: rank 31's retry fails on its device, no row of seq 2 resumed" \
   "$(q springno.db "SELECT (SELECT COUNT(*) FROM logs WHERE message LIKE '%Rank31 comm 1: op retry of allreduce seq 2 failed: device task failed%'), (SELECT COUNT(*) FROM failovers WHERE op_seq = 2 AND resumed_at_ns IS NOT NULL), (SELECT COUNT(*) FROM routes WHERE trigger LIKE 'op retry%')")" "1|0|0"
 
+# NIC borrowing (docs/failover.md#nic-borrowing): two NICs of node0 die (npu3 from the scenario,
+# npu5 added); the lender rule gives each its own lender (fewest borrowers first, then the lowest
+# rank): 3 via rank 0, 5 via rank 1, decided alike on all 16 ranks; the hierarchical all-reduce
+# stays. With HCOMM_NIC_BORROW=0 the same run re-executes on the ring.
+NB=$SRC/scenarios/nic-down-borrow.json
+expect "nic borrow, two dead NICs on one server: recovered" 0 "PASS" -- \
+  "$HCSIM" run "$NB" --db nb2.db -q --set '/payload="timing"' --fault 'nic_down npu=node0/npu5 at.step=0 at.after=300us'
+check "nic borrow: one lender each, the same on every rank" \
+  "$(q nb2.db "SELECT COUNT(*), COUNT(DISTINCT path_after), MIN(path_after) FROM failovers WHERE action = 'retry' AND code = 0")" \
+  "16|1|as selected, nic 3 via rank 0, 5 via rank 1 (borrowed over hccs)"
+check "nic borrow: the four borrowed routes name their lender's NIC and HCCS link" \
+  "$(q nb2.db "SELECT group_concat(src || '>' || dst || ' ' || nic || ' ' || hops, '; ') FROM (SELECT DISTINCT src, dst, nic, hops FROM routes WHERE transport = 'roce-borrow' AND trigger = 'op retry: nic 3,5 down' ORDER BY src, dst)")" \
+  "3>11 node0/npu0/nic node0/hccs0-3 leaf0:0>11; 5>13 node0/npu1/nic node0/hccs1-5 leaf0:1>13; 11>3 node1/npu3/nic leaf0:11>0 node0/hccs0-3; 13>5 node1/npu5/nic leaf0:13>1 node0/hccs1-5"
+check "nic borrow: no ring after the fault" "$(q nb2.db "SELECT COUNT(*) FROM operations WHERE algorithm = 'ring' OR chosen_by = 'op retry'")" 0
+expect "nic borrow off: the ring fallback" 0 "PASS" -- \
+  "$HCSIM" run "$NB" --db nb0.db -q --set '/payload="timing"' --set '/hcomm_env/HCOMM_NIC_BORROW="0"'
+check "nic borrow off: ring by op retry, no borrowed route" \
+  "$(q nb0.db "SELECT (SELECT COUNT(*) FROM operations WHERE algorithm = 'ring' AND chosen_by = 'op retry' AND status = 'ok'), (SELECT COUNT(*) FROM routes WHERE transport = 'roce-borrow')")" "32|0"
 # 17. Heartbeat with neighbours (docs/failover.md#heartbeat-with-neighbours): rank 9 crashes
 # during a host-to-device copy; its neighbours' host agents find it LOST and notice the others;
 # every survivor's next all-reduce returns HCOMM_E_RANK_LOST (65) at once. Deterministic (two runs:

@@ -326,7 +326,10 @@ class FakeDriver : public hcomm::Driver {
   bool step(Stream& st) {
     const DrvTask& t = st.q.front();
     switch (t.kind) {
-      case DrvTaskKind::Copy: move(t.dst, t.src, t.bytes); return true;
+      case DrvTaskKind::Copy:
+        if (t.width == 0) move(t.dst, t.src, t.bytes);
+        else for (std::uint64_t r = 0; r < t.bytes / t.width; ++r) move(t.dst + r * t.dpitch, t.src + r * t.spitch, t.width);
+        return true;
       case DrvTaskKind::ReduceCopy:
         if (!reduce(t.dst, t.src, t.bytes, t.dtype, t.op)) { st.error = "reduce: dtype not modelled"; return false; }
         return true;

@@ -80,7 +80,13 @@ struct Interp {
             if (msg.bytes != r.bytes || msg.mode != r.mode)
               return fail("member " + std::to_string(m) + " step " + std::to_string(pc[m]) + " expects " +
                           std::to_string(r.bytes) + " B from " + std::to_string(r.from) + ", got " + std::to_string(msg.bytes));
-            if (r.mode != Mode::Direct) {
+            if (r.mode != Mode::Direct && r.width) {  // 2-D: rows of width bytes at dst + i * dpitch
+              if (r.mode != Mode::StagedCopy || r.bytes % r.width || r.width > r.dpitch) return fail("bad 2-D receive");
+              const std::uint64_t rows = r.bytes / r.width;
+              if (r.dst + (rows - 1) * r.dpitch + r.width > mem[m].size()) return fail("receive out of range");
+              for (std::uint64_t i = 0; i < rows; ++i)
+                std::memcpy(mem[m].data() + r.dst + i * r.dpitch, msg.data.data() + i * r.width, r.width);
+            } else if (r.mode != Mode::Direct) {
               if (r.dst + r.bytes > mem[m].size()) return fail("receive out of range");
               if (r.mode == Mode::StagedCopy) std::memcpy(mem[m].data() + r.dst, msg.data.data(), r.bytes);
               else reduce(m, r.dst, reinterpret_cast<const std::int64_t*>(msg.data.data()), r.bytes);
@@ -90,6 +96,15 @@ struct Interp {
           }
           if (blocked) break;
           for (const auto& l : st.locals) {
+            if (l.width) {  // 2-D copy: rows of width bytes from src + i * spitch to dst + i * dpitch
+              const std::uint64_t rows = l.bytes / l.width;
+              if (l.reduce || l.bytes % l.width || l.width > l.spitch || l.width > l.dpitch) return fail("bad 2-D local");
+              if (l.dst + (rows - 1) * l.dpitch + l.width > mem[m].size() || l.src + (rows - 1) * l.spitch + l.width > mem[m].size())
+                return fail("local out of range");
+              for (std::uint64_t i = 0; i < rows; ++i)
+                std::memmove(mem[m].data() + l.dst + i * l.dpitch, mem[m].data() + l.src + i * l.spitch, l.width);
+              continue;
+            }
             if (l.dst + l.bytes > mem[m].size() || l.src + l.bytes > mem[m].size()) return fail("local out of range");
             std::vector<std::int64_t> tmp(l.bytes / 8);
             std::memcpy(tmp.data(), mem[m].data() + l.src, l.bytes);

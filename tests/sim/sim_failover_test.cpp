@@ -15,6 +15,9 @@
 //   PortFlapDebounced: tests/fixtures/nic-flap-debounce.json: node0/npu3's NIC cable flaps twice,
 //                 down 30 us each, under the 50 us debounce: no port event, no failover, results
 //                 correct (go-back-N rides it out).
+//   NicBorrow:    nic-down-borrow.json + an exchange r <-> r + 8: the dead NIC's traffic goes
+//                 through a lender's NIC (routes roce-borrow), the hierarchical all-reduce stays,
+//                 results equal the host reduction, the exchange within its closed-form bounds.
 //   AsyncErrorApi: a bad RDMA write of rank 8 on a2-2node: rank 8 gets HCOMM_E_RUNTIME, the 15
 //                 ranks blocked in a barrier are woken with HCOMM_E_REMOTE; hcomm_get_async_error,
 //                 its string and the callback agree; bad arguments are HCOMM_E_PTR / E_UNAVAIL.
@@ -188,6 +191,57 @@ TEST(SimFailover, PortFlapDebounced) {
   EXPECT_EQ(num(db, "SELECT COUNT(*) FROM logs WHERE message LIKE '%NIC of node0/npu3: port down for 30.000 us, shorter than the debounce (50.000 us): no port event%'"), 2);
   EXPECT_EQ(num(db, "SELECT COUNT(*) FROM logs WHERE message LIKE '%IBV_EVENT_PORT_ERR%'"), 0);
   EXPECT_EQ(num(db, "SELECT COUNT(*) FROM operations WHERE status != 'ok'"), 0);
+}
+
+// Rail borrowing (docs/failover.md#nic-borrowing): nic-down-borrow.json plus an 8 MiB exchange
+// r <-> r + 8 after it. Rank 3's NIC dies 300 us into the first all-reduce; the op retry gives it
+// the lender rank 0 (lowest rank of node0 with a live NIC and an HCCS link to it) on every rank, the
+// routes 3 -> 11 and 11 -> 3 become roce-borrow through rank 0's NIC, the all-reduces keep the
+// hierarchical algorithm (no flat ring), and every result equals the host reduction.
+TEST(SimFailover, NicBorrow) {
+  const std::string db = ::testing::TempDir() + "failover_borrow_" + std::to_string(::getpid()) + ".db";
+  RunResult r = run_file("nic-down-borrow.json", db, [](Scenario& sc) {
+    WorkloadStep x;
+    x.op = "sendrecv";
+    x.bytes = 8ULL << 20;
+    x.pattern = "halves";
+    sc.workload.push_back(x);
+  });
+  for (auto& f : r.failures) ADD_FAILURE() << f;
+  EXPECT_EQ(r.exit_code, 0);
+  ASSERT_EQ(r.steps.size(), 3u);
+  for (auto& s : r.steps) {
+    EXPECT_EQ(s.checked, 16u);  // real bytes against the host reference, every rank
+    EXPECT_EQ(s.failed, 0u);
+  }
+  // One retry per rank, on the borrowed NIC, not the ring.
+  EXPECT_EQ(num(db, "SELECT COUNT(*) FROM failovers WHERE action = 'retry' AND code = 0 AND resumed_at_ns IS NOT NULL AND "
+                    "path_after = 'as selected, nic 3 via rank 0 (borrowed over hccs)'"), 16);
+  const double worst = num(db, "SELECT MAX(resumed_at_ns - fault_at_ns) FROM failovers");
+  EXPECT_GT(worst, 0);
+  EXPECT_LT(worst, 1e6);
+  // The routes name the lender: 3 -> 11 over HCCS to rank 0 and out of its NIC; 11 -> 3 into rank
+  // 0's NIC and on over HCCS (one QP: writes into a lender's NIC are not striped).
+  EXPECT_GE(num(db, "SELECT COUNT(*) FROM routes WHERE src = 3 AND dst = 11 AND transport = 'roce-borrow' AND trigger = 'op retry: nic 3 down' "
+                    "AND nic = 'node0/npu0/nic' AND hops LIKE 'node0/hccs0-3 leaf0:%' AND reason LIKE '%rank 0%'"), 1);
+  EXPECT_EQ(num(db, "SELECT COUNT(*) FROM routes WHERE src = 11 AND dst = 3 AND transport = 'roce-borrow' AND trigger = 'op retry: nic 3 down' "
+                    "AND hops LIKE 'leaf0:% node0/hccs0-3' AND reason LIKE '%rank 0%'"), 1);
+  EXPECT_EQ(num(db, "SELECT COUNT(*) FROM routes WHERE transport = 'roce-borrow' AND src NOT IN (3, 11)"), 0);
+  // The re-executed all-reduce and the next one keep the selected hierarchical algorithm.
+  EXPECT_EQ(num(db, "SELECT COUNT(*) FROM operations WHERE step = 0 AND status = 'ok' AND algorithm = 'mesh+ring' AND chosen_by = 'auto'"), 32);
+  EXPECT_EQ(num(db, "SELECT COUNT(*) FROM operations WHERE algorithm = 'ring' OR chosen_by = 'op retry'"), 0);
+  // Closed form for the exchange: rank 0's NIC carries rank 3's 8 MiB and its own each way, so the
+  // pair 3 <-> 11 takes at least 2X/R (R = 200 Gb/s) and at most twice an unaffected pair's time
+  // (1 <-> 9, same run) plus hop 1's first slice over HCCS (512 KiB at 28 GB/s nominal) and 2 us
+  // per slice of staging overhead (16 slices; docs/routing.md#relay measured 1.4 us).
+  const double X = 8.0 * 1048576, R = 25e9;
+  const double pair = num(db, "SELECT MAX(end_ns - start_ns) FROM operations WHERE step = 1 AND rank IN (1, 9)");
+  const double t3 = num(db, "SELECT MAX(end_ns - start_ns) FROM operations WHERE step = 1 AND rank IN (3, 11)");
+  const double lo = 2 * X / R * 1e9, hi = 2 * pair + 524288 / 28e9 * 1e9 + 16 * 2000;
+  EXPECT_GE(t3, lo);
+  EXPECT_LE(t3, hi);
+  std::printf("fault to resumed %.3f us; exchange 3<->11 %.3f us (bounds %.3f .. %.3f us; 1<->9 %.3f us)\n", worst / 1e3, t3 / 1e3,
+              lo / 1e3, hi / 1e3, pair / 1e3);
 }
 
 namespace {

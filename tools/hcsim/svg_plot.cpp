@@ -115,7 +115,7 @@ std::string svg_line_plot(const PlotSpec& spec, const std::vector<PlotSeries>& s
     }
   } else {
     const double step = nice_step(hi - lo, 6);
-    for (double v = std::ceil(lo / step) * step; v <= hi + step / 2; v += step) {
+    for (double v = std::ceil(lo / step) * step; v <= hi + step * 1e-9; v += step) {  // ticks inside the axis only
       const double x = left + (v - lo) / (hi - lo) * pw;
       o += "<text x=\"" + num(x) + "\" y=\"" + num(top + ph + 18) + "\" text-anchor=\"middle\">" + y_label_text(v, step) + "</text>\n";
     }

@@ -47,6 +47,13 @@ struct DrvTask {
   std::uint32_t qp_base = 0;  ///< RdmaWrite: QP indices qp_base.. to the target (a communicator's own QPs; 0 = the shared ones)
   std::uint64_t rate_cap_Bps = 0;  ///< RdmaWrite: cap on the QP's rate (bandwidth_limit), 0 = none
   std::uint32_t retry_count = ~0u; ///< RdmaWrite: retransmit retries before the write fails (~0u: driver default)
+  /// Copy / ReduceCopy: a strided (2-D) copy when width != 0 — bytes / width rows of `width` bytes,
+  /// row i read at src + i * spitch and written at dst + i * dpitch (aclrtMemcpy2dAsync's shape).
+  std::uint64_t width = 0, spitch = 0, dpitch = 0;
+  /// RdmaWrite: the NPU of the target's server whose NIC receives the write and writes it on into
+  /// the target's HBM over HCCS (rail borrowing at the receiver, docs/failover.md#nic-borrowing);
+  /// ~0u: the target's own NIC.
+  std::uint32_t via = ~0u;
 };
 
 // ---- RoCE routing (docs/routing.md) ----
@@ -74,7 +81,8 @@ struct RouteInfo {
   std::string transport;          ///< "hccs", "pcie", "roce", "hccs-relay"
   std::uint32_t qp = 0;           ///< RoCE: stripe (QP) index
   std::uint16_t udp_sport = 0;    ///< RoCE: the UDP source port the library set (0: the NIC's hash)
-  std::uint32_t relay_device = ~0u;  ///< hccs-relay: the relay NPU's device (its two HCCS hops)
+  std::uint32_t relay_device = ~0u;  ///< hccs-relay: the relay NPU's device (its two HCCS hops); roce-borrow: my lender's (~0u: my own NIC)
+  std::uint32_t via_device = ~0u;    ///< roce-borrow: the device whose NIC receives for the peer (~0u: the peer's own NIC)
   double bandwidth_Bps = 0, latency_ns = 0, congestion = 0, cost = 0;  ///< the cost terms (docs/routing.md)
   std::string reason;             ///< why this route ("hccs direct", "uplink 3 of 8", ...)
   std::string trigger;            ///< what made the library decide now ("first use", "congestion: ...")

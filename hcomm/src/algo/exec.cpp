@@ -194,6 +194,7 @@ hcomm_result_t run_plan(hcomm_comm_t comm, hcomm_stream_t main, const Members& m
       if (r.mode != Mode::Direct && r.bytes) {
         const std::uint64_t slot = a.stage + r.slot * a.slot_bytes;
         if (r.mode == Mode::StagedReduce) reduce_copy(main, r.dst, slot, r.bytes, dtype, op);
+        else if (r.width) copy_2d(main, r.dst, r.dpitch, slot, r.width, r.width, r.bytes / r.width);
         else copy(main, r.dst, slot, r.bytes);
       }
       if (hcomm_result_t rc = grant_after(main, 2 * static_cast<std::int64_t>(ri) + 1); rc != HCOMM_SUCCESS) return rc;
@@ -205,6 +206,7 @@ hcomm_result_t run_plan(hcomm_comm_t comm, hcomm_stream_t main, const Members& m
     for (const Local& l : st.locals) {
       if (!l.bytes) continue;
       if (l.reduce) reduce_copy(main, l.dst, l.src, l.bytes, dtype, op);
+      else if (l.width) copy_2d(main, l.dst, l.dpitch, l.src, l.spitch, l.width, l.bytes / l.width);
       else copy(main, l.dst, l.src, l.bytes);
     }
   }

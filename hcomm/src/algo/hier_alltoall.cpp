@@ -5,9 +5,11 @@
 // in ONE message to (s + k, l), and receives server s - k's into its work area W at
 // W[(s - k) * L .. + L) — L x fewer, L x larger RoCE messages than the flat pairwise. Phase B,
 // inside the server: L - 1 pairwise steps over the HCCS mesh; at step k member l sends to local
-// peer l + k the S blocks W[t * L + l + k] (from every server t, destined to that peer), which
-// land straight in the peer's output at out[t * L + l]. My own blocks go in -> W (own server) and
-// W -> out as local copies. W holds n blocks: the selection offers it only when they fit in the
+// peer l + k the S blocks from every server t destined to that peer, which land in the peer's
+// output at out[t * L + l]: when a block fits a staging piece, W is kept by destination (phase A
+// places each received block with a 2-D copy) and those S blocks go as one message placed with one
+// 2-D copy; otherwise one transfer per block. My own blocks go in -> W (own server) and W -> out as
+// local copies. W holds n blocks: the selection offers it only when they fit in the
 // work area (the first half of the collective buffer); uniform blocks only (not all-to-all-v).
 #include <algorithm>
 
@@ -28,29 +30,59 @@ bool build(const PlanIn& in, Plan* p) {
   if (in.send_blocks.len(0) != b) return false;
   const std::uint64_t W = in.w;
   p->steps.resize(S - 1 + L - 1);
+  // Rows: when a block fits a staging piece, W is laid out by destination (region q = the S
+  // blocks for local rank q, in server order): phase A's receives land rail-major with one 2-D
+  // copy each, and phase B sends region q to peer q as ONE staged message whose receiver places
+  // its S rows with one 2-D copy — L - 1 transfers per rank instead of S (L - 1). Otherwise (a
+  // block larger than a piece) W is server-major and phase B moves one block per transfer.
+  const bool rows = rows_fit_slot(in, b, std::max(std::uint64_t(S) * b, std::uint64_t(L) * b));
   // Phase A: across servers, on my rail.
   for (std::uint32_t k = 1; k < S; ++k) {
     Step& st = p->steps[k - 1];
     const std::uint32_t ts = (s + k) % S, fs = (s + S - k) % S;
-    staged(in, &st.sends, ts * L + l, in.in + std::uint64_t(ts) * L * b, nullptr, 0, 0, L * b, Mode::StagedCopy, 0, 0, kSpan);
-    staged(in, nullptr, 0, 0, &st.recvs, fs * L + l, W + std::uint64_t(fs) * L * b, L * b, Mode::StagedCopy, 0, 0, kSpan);
+    const std::uint64_t src = in.in + std::uint64_t(ts) * L * b;
+    if (rows) {  // from (fs, l): its blocks for my server's ranks, block q to W[q][fs]
+      staged_rows(in, &st.sends, ts * L + l, src, nullptr, 0, 0, L * b, b, 0, 0, 0, kSpan);
+      staged_rows(in, nullptr, 0, 0, &st.recvs, fs * L + l, W + std::uint64_t(fs) * b, L * b, b, std::uint64_t(S) * b, 0, 0,
+                  kSpan);
+    } else {
+      staged(in, &st.sends, ts * L + l, src, nullptr, 0, 0, L * b, Mode::StagedCopy, 0, 0, kSpan);
+      staged(in, nullptr, 0, 0, &st.recvs, fs * L + l, W + std::uint64_t(fs) * L * b, L * b, Mode::StagedCopy, 0, 0, kSpan);
+    }
   }
   // My server's blocks: input -> W (before phase B reads them).
-  p->steps[0].locals.push_back(Local{W + std::uint64_t(s) * L * b, in.in + std::uint64_t(s) * L * b, L * b, false});
-  // Phase B: inside the server; transfer t (from server t's blocks) on slots from t mod 7.
+  if (rows)
+    p->steps[0].locals.push_back(Local{W + std::uint64_t(s) * b, in.in + std::uint64_t(s) * L * b, L * b, false,
+                                       static_cast<std::uint32_t>(b), static_cast<std::uint32_t>(b),
+                                       static_cast<std::uint32_t>(std::uint64_t(S) * b)});
+  else
+    p->steps[0].locals.push_back(Local{W + std::uint64_t(s) * L * b, in.in + std::uint64_t(s) * L * b, L * b, false});
+  // Phase B: inside the server.
   for (std::uint32_t k = 1; k < L; ++k) {
     Step& st = p->steps[S - 1 + k - 1];
     const std::uint32_t tl = (l + k) % L, fl = (l + L - k) % L;
-    for (std::uint32_t t = 0; t < S; ++t) {
+    if (rows) {  // region tl to (s, tl); from (s, fl): block t of its region l goes to out[t * L + fl]
+      staged_rows(in, &st.sends, s * L + tl, W + std::uint64_t(tl) * S * b, nullptr, 0, 0, std::uint64_t(S) * b, b, 0, k % kSpan,
+                  0, kSpan);
+      staged_rows(in, nullptr, 0, 0, &st.recvs, s * L + fl, in.out + std::uint64_t(fl) * b, std::uint64_t(S) * b, b,
+                  std::uint64_t(L) * b, k % kSpan, 0, kSpan);
+      continue;
+    }
+    for (std::uint32_t t = 0; t < S; ++t) {  // transfer t (from server t's blocks) on slots from t mod 7
       staged(in, &st.sends, s * L + tl, W + (std::uint64_t(t) * L + tl) * b, nullptr, 0, 0, b, Mode::StagedCopy, t % kSpan, 0,
              kSpan);
       staged(in, nullptr, 0, 0, &st.recvs, s * L + fl, in.out + (std::uint64_t(t) * L + fl) * b, b, Mode::StagedCopy, t % kSpan,
              0, kSpan);
     }
   }
-  // The blocks that stay with me: W[t * L + l] (from (t, l)) -> out[t * L + l].
-  for (std::uint32_t t = 0; t < S; ++t)
-    p->steps[S - 1].locals.push_back(Local{in.out + (std::uint64_t(t) * L + l) * b, W + (std::uint64_t(t) * L + l) * b, b, false});
+  // The blocks that stay with me (from (t, l), in W's region l or at W[t * L + l]) -> out[t * L + l].
+  if (rows)
+    p->steps[S - 1].locals.push_back(Local{in.out + std::uint64_t(l) * b, W + std::uint64_t(l) * S * b, std::uint64_t(S) * b,
+                                           false, static_cast<std::uint32_t>(b), static_cast<std::uint32_t>(b),
+                                           static_cast<std::uint32_t>(std::uint64_t(L) * b)});
+  else
+    for (std::uint32_t t = 0; t < S; ++t)
+      p->steps[S - 1].locals.push_back(Local{in.out + (std::uint64_t(t) * L + l) * b, W + (std::uint64_t(t) * L + l) * b, b, false});
   return true;
 }
 

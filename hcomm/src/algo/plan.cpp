@@ -2,6 +2,7 @@
 #include "algo/plan.h"
 
 #include <algorithm>
+#include <cstdint>
 
 namespace hcomm::detail {
 
@@ -30,6 +31,24 @@ void staged(const PlanIn& in, std::vector<Send>* snd, std::uint32_t to, std::uin
     if (snd) snd->push_back(Send{to, src + o, b, mode, 0, slot});
     if (rcv) rcv->push_back(Recv{from, dst + o, b, mode, slot});
     if (bytes == 0) break;
+  }
+}
+
+bool rows_fit_slot(const PlanIn& in, std::uint64_t width, std::uint64_t pitch) {
+  return width > 0 && pitch <= UINT32_MAX && width <= std::max<std::uint64_t>(in.esz, in.slot_bytes / in.esz * in.esz);
+}
+
+void staged_rows(const PlanIn& in, std::vector<Send>* snd, std::uint32_t to, std::uint64_t src, std::vector<Recv>* rcv,
+                 std::uint32_t from, std::uint64_t dst, std::uint64_t bytes, std::uint64_t width, std::uint64_t dpitch,
+                 std::uint32_t first, std::uint32_t base, std::uint32_t span) {
+  const std::uint64_t slot = std::max<std::uint64_t>(in.esz, in.slot_bytes / in.esz * in.esz);
+  const std::uint64_t rows_per_piece = std::max<std::uint64_t>(1, slot / width), piece = rows_per_piece * width;
+  std::uint32_t k = first;
+  for (std::uint64_t o = 0; o < bytes; o += piece, ++k) {
+    const std::uint64_t b = std::min(piece, bytes - o);
+    const std::uint32_t sl = base + k % span;
+    if (snd) snd->push_back(Send{to, src + o, b, Mode::StagedCopy, 0, sl});
+    if (rcv) rcv->push_back(Recv{from, dst + o / width * dpitch, b, Mode::StagedCopy, sl, static_cast<std::uint32_t>(width), static_cast<std::uint32_t>(dpitch)});
   }
 }
 

@@ -44,12 +44,18 @@ struct Recv {
   std::uint64_t bytes = 0;
   Mode mode = Mode::Direct;
   std::uint32_t slot = 0;
+  /// StagedCopy: when width != 0 the slot holds rows of `width` bytes, row i copied to
+  /// dst + i * dpitch (one 2-D copy; 32 bits keep a one-element receive vector in one 48-byte
+  /// heap chunk: rows_fit_slot checks the sizes).
+  std::uint32_t width = 0, dpitch = 0;
 };
 
-/// A local copy (or reduction, dst = dst op src) on the member's main stream.
+/// A local copy (or reduction, dst = dst op src) on the member's main stream; a copy with
+/// width != 0 is 2-D: bytes / width rows, row i from src + i * spitch to dst + i * dpitch.
 struct Local {
   std::uint64_t dst = 0, src = 0, bytes = 0;
   bool reduce = false;
+  std::uint32_t width = 0, spitch = 0, dpitch = 0;
 };
 
 /// One step: sends are issued first (several sends run on parallel helper streams), then the
@@ -108,5 +114,13 @@ struct PlanIn {
 void staged(const PlanIn& in, std::vector<Send>* snd, std::uint32_t to, std::uint64_t src, std::vector<Recv>* rcv,
             std::uint32_t from, std::uint64_t dst, std::uint64_t bytes, Mode mode, std::uint32_t first,
             std::uint32_t base = 0, std::uint32_t span = 2);
+/// As staged(), for data that the receiver places as rows of `width` bytes at dst + i * dpitch
+/// (StagedCopy): pieces hold whole rows, so `width` must be at most the slot (rows_fit_slot).
+/// The sender side passes the same width (its source is contiguous; dpitch is not used there).
+void staged_rows(const PlanIn& in, std::vector<Send>* snd, std::uint32_t to, std::uint64_t src, std::vector<Recv>* rcv,
+                 std::uint32_t from, std::uint64_t dst, std::uint64_t bytes, std::uint64_t width, std::uint64_t dpitch,
+                 std::uint32_t first, std::uint32_t base, std::uint32_t span);
+/// Whether rows of `width` bytes fit one staging piece of `in` and `pitch` fits a Recv's 32 bits.
+bool rows_fit_slot(const PlanIn& in, std::uint64_t width, std::uint64_t pitch);
 
 }  // namespace hcomm::detail

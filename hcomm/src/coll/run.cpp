@@ -178,6 +178,7 @@ struct Flat {
       settle_mesh(comm, main);
       if (in_all) {
         if (whole) copy_if(main, w, r.in, b.total());
+        else if (!is_v(r) && !order) copy_2d(main, w, b.len(0), r.in + c0 * esz, r.count * esz, b.len(0), n);  // n blocks, one task
         else for (std::uint32_t j = 0; j < n; ++j) copy_if(main, w + b.off(member(j)), r.in + (dsp(r, j) + c0) * esz, b.len(member(j)));
       } else if (r.op == CollOp::AllGather || r.op == CollOp::Gather) {
         copy_if(main, w + b.off(me), r.in + c0 * esz, b.len(me));
@@ -187,6 +188,7 @@ struct Flat {
       if (hcomm_result_t rc = plan(pi); rc != HCOMM_SUCCESS) return rc;
       if (out_all) {
         if (whole) copy_if(main, r.out, w, b.total());
+        else if (!is_v(r) && !order) copy_2d(main, r.out + c0 * esz, r.count * esz, w, b.len(0), b.len(0), n);
         else for (std::uint32_t j = 0; j < n; ++j) copy_if(main, r.out + (dsp(r, j) + c0) * esz, w + b.off(member(j)), b.len(member(j)));
       } else if (r.op == CollOp::ReduceScatter || r.op == CollOp::Scatter) {
         copy_if(main, r.out + c0 * esz, w + b.off(me), b.len(me));
@@ -278,7 +280,8 @@ hcomm_result_t group_plan(hcomm_comm_t comm, const Family& f, CollOp op, const M
 // Hierarchical all-gather (docs/algorithms/README.md#compositions): level 1 first — the ranks of
 // my rail (local index l on every server) all-gather their blocks with the family's plan into
 // region l of a gathered area G (L regions of S blocks, rail-major) — then the mesh all-gather
-// of the regions inside the server, then G is copied out in server-major order (n copies).
+// of the regions inside the server, then G is copied out in server-major order (L 2-D copies of
+// S rows each).
 hcomm_result_t hier_allgather(hcomm_comm_t comm, const ServerGroups& g, const Family& f, const CollReq& r, std::uint64_t esz,
                               hcomm_stream_t main) {
   hcomm_context_t ctx = comm->ctx;
@@ -300,15 +303,15 @@ hcomm_result_t hier_allgather(hcomm_comm_t comm, const ServerGroups& g, const Fa
       c.out[q] = G + q * rb;
     }
     mesh_all_gather(comm, g, c, main, false);
-    for (std::uint32_t q = 0; q < L; ++q)
-      for (std::uint32_t s = 0; s < S; ++s)
-        copy_if(main, r.out + ((static_cast<std::uint64_t>(s) * L + q) * r.count + c0) * esz, G + q * rb + s * m * esz, m * esz);
+    for (std::uint32_t q = 0; q < L; ++q)  // region q's S blocks to their server-major places: one 2-D copy
+      copy_2d(main, r.out + (static_cast<std::uint64_t>(q) * r.count + c0) * esz, static_cast<std::uint64_t>(L) * r.count * esz,
+              G + q * rb, m * esz, m * esz, S);
   }
   return HCOMM_SUCCESS;
 }
 
 // Hierarchical reduce-scatter: level 0 first — my input is rearranged rail-major (region q =
-// the blocks of rail q, n copies), the mesh reduce-scatter leaves my server's reduction of region
+// the blocks of rail q, one 2-D copy of S rows per rail), the mesh reduce-scatter leaves my server's reduction of region
 // l in area X — then the ranks of my rail reduce-scatter X with the family's plan; my block
 // goes out.
 hcomm_result_t hier_reduce_scatter(hcomm_comm_t comm, const ServerGroups& g, const Family& f, const CollReq& r,
@@ -322,9 +325,9 @@ hcomm_result_t hier_reduce_scatter(hcomm_comm_t comm, const ServerGroups& g, con
     const std::uint64_t m = std::min(m_max, r.count - c0), rb = S * m * esz;
     const std::uint64_t T = ctx->ccl_addr, X_off = static_cast<std::uint64_t>(L) * rb, X = T + X_off;
     settle_mesh(comm, main);
-    for (std::uint32_t q = 0; q < L; ++q)
-      for (std::uint32_t s = 0; s < S; ++s)
-        copy_if(main, T + q * rb + s * m * esz, r.in + ((static_cast<std::uint64_t>(s) * L + q) * r.count + c0) * esz, m * esz);
+    for (std::uint32_t q = 0; q < L; ++q)  // the S blocks of rail q, server-major in the input: one 2-D copy
+      copy_2d(main, T + q * rb, m * esz, r.in + (static_cast<std::uint64_t>(q) * r.count + c0) * esz,
+              static_cast<std::uint64_t>(L) * r.count * esz, m * esz, S);
     for (std::uint32_t q = 0; q < L; ++q) {
       c.len[q] = rb;
       c.ccl[q] = X_off;

@@ -454,8 +454,13 @@ hcomm_result_t recover(hcomm_context_t ctx) {
     }
     // Re-execute from the inputs: with the dead HCCS pairs moved to a relay NPU or PCIe where
     // that is all that failed, else on a flat ring that avoids the dead links (coll/run.cpp).
-    std::string rerouted;
-    c->avoid = !reroute_hccs(c, &rerouted);
+    // Dead NICs only: each borrowed from a server peer's NIC (borrow_nics; it also ends an earlier
+    // borrowing when there is nothing to borrow for now). The two are exclusive when they succeed.
+    std::string relayed, borrowed;
+    const bool by_relay = reroute_hccs(c, &relayed);
+    const bool by_lender = borrow_nics(c, &borrowed);
+    c->avoid = !by_relay && !by_lender;
+    const std::string rerouted = by_relay ? relayed : borrowed;
     const std::string after = (c->avoid ? ring_text(c) : rerouted) + after_extra;
     const PendingOp op = *p;
     const std::uint64_t resumed = port::now_ns(ctx);

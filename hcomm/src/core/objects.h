@@ -35,6 +35,12 @@ struct PeerRoute {
   /// HCCS through a relay NPU (transport/relay.h): the relay's global rank and device, ~0u when direct.
   std::uint32_t relay_rank = ~0u, relay_device = ~0u;
   std::uint64_t relay_Bps = 0;  ///< the relay path's bottleneck rate (min of its two HCCS hops)
+  /// RoCE through a borrowed NIC (docs/failover.md#nic-borrowing): my NIC is down, so my writes go
+  /// over HCCS into the lender's staging area (relay_rank / relay_device) and leave by its NIC.
+  bool borrow = false;
+  /// The peer's NIC is down: my writes go to the NIC of its lender (global rank, device), which
+  /// writes them on into the peer's HBM. ~0u: the peer's own NIC.
+  std::uint32_t via_rank = ~0u, via_device = ~0u;
 };
 /// Per-communicator routing state: sparse (only peers actually used), plus what the NIC showed.
 struct RouteState {
@@ -98,6 +104,7 @@ struct hcomm_context_s {
   int route_policy = 0;                   // HCOMM_ROUTE_SPORT (route/route.h Policy)
   std::uint64_t route_cnp_threshold = 0;  // HCOMM_ROUTE_CNP_THRESHOLD, 0 = off
   bool retry_reroute = true;              // HCOMM_RETRY_REROUTE: op retry re-probes RoCE paths after an RDMA failure
+  bool nic_borrow = true;                 // HCOMM_NIC_BORROW: op retry borrows a server peer's NIC for a dead one
   std::uint64_t next_event = 1, next_marker = 1;
   std::uint32_t next_comm_id = 1;
   std::uint16_t comm_id_use[256] = {};            // live communicators per notify-key comm id (id & 0xff)
@@ -183,6 +190,7 @@ struct hcomm_comm_s {
   bool avoid = false;                              // re-executing: run on paths that avoid dead_pairs
   std::vector<std::uint32_t> ring_order;           // op retry's ring: comm ranks in ring order (core/ring_order.h; empty: comm-rank order)
   std::vector<std::uint32_t> dead_nics;            // comm ranks whose NIC the last recovery agreement found down
+  std::map<std::uint32_t, std::uint32_t> nic_lender;  // op retry's NIC borrowing: dead-NIC comm rank -> lender comm rank
   std::string ring_desc;                           // the coordinator's description of ring_order (path_after)
   std::uint32_t busy_streams = 0;                  // streams whose used_by holds it (work not yet synchronized)
   bool retry_wanted = false;                       // the error came with a request to re-execute (op_retry)

@@ -3,9 +3,11 @@
 #include "core/retry_path.h"
 
 #include <algorithm>
+#include <map>
 
 #include "core/comm.h"
 #include "core/failover.h"
+#include "core/log.h"
 #include "discovery/topo.h"
 #include "driver_port.h"
 
@@ -91,6 +93,62 @@ bool reroute_hccs(hcomm_comm_t c, std::string* text) {
   }
   g_redecide_routes(c, mine, "op retry: hccs " + pairs_text(c) + " down");
   *text = "as selected, hccs " + how;
+  return true;
+}
+
+bool borrow_nics(hcomm_comm_t c, std::string* text) {
+  std::vector<std::uint32_t> before;  // peers whose routes borrowed under the previous lenders
+  for (const auto& [rank, r] : c->route.peers)
+    if (r.borrow || r.via_device != ~0u) before.push_back(rank);
+  const bool had = !c->nic_lender.empty();
+  c->nic_lender.clear();
+  auto undo = [&]() {  // no borrowing: the routes that borrowed go back to the NICs' own paths
+    if (had && g_redecide_routes && !before.empty()) g_redecide_routes(c, before, "op retry: nic borrowing ended");
+    return false;
+  };
+  if (!g_redecide_routes || !c->ctx->nic_borrow || !c->ctx->relay_bytes || c->dead_nics.empty() || !c->dead_pairs.empty() ||
+      !c->lost.empty())
+    return undo();
+  const Topo* t = c->ctx->topo.get();
+  if (!t || !t->exchanged) return undo();
+  auto server = [&](std::uint32_t x) {
+    TopoRecord r;
+    return t->record(c->ctx, global_rank(c, x), &r) ? r.server : ~0u;
+  };
+  auto dead = [&](std::uint32_t x) { return std::binary_search(c->dead_nics.begin(), c->dead_nics.end(), x); };
+  std::vector<std::uint32_t> borrowers(c->nranks, 0);
+  std::map<std::uint32_t, std::uint32_t> lender;
+  std::string how;
+  for (std::uint32_t x : c->dead_nics) {
+    if (x >= c->nranks || server(x) == ~0u) return undo();
+    std::uint32_t best = ~0u;
+    for (std::uint32_t k = 0; k < c->nranks; ++k) {
+      LinkFacts f;
+      if (k == x || dead(k) || server(k) != server(x)) continue;
+      if (!link_facts(c->ctx, global_rank(c, x), global_rank(c, k), &f) || !(f.types & HCOMM_LINK_HCCS)) continue;
+      if (best == ~0u || borrowers[k] < borrowers[best]) best = k;  // ascending k: ties keep the lowest rank
+    }
+    if (best == ~0u) {
+      logf(c->ctx, 1, "Rank%u comm %u: no lender for the NIC of comm rank %u (no server peer with a live NIC and an HCCS link)", c->rank,
+           c->id, x);
+      return undo();
+    }
+    ++borrowers[best];
+    lender[x] = best;
+    how += (how.empty() ? "" : ", ") + std::to_string(x) + " via rank " + std::to_string(best);
+  }
+  c->nic_lender = lender;
+  // This rank's RoCE routes that touch a dead NIC (all of them when mine is dead), and those that
+  // borrowed before; the peers not routed yet borrow at their first use (route/route.cpp).
+  std::vector<std::uint32_t> mine = before;
+  for (const auto& [rank, r] : c->route.peers)
+    if (r.link == PairLink::Roce && (dead(c->rank) || dead(rank))) mine.push_back(rank);
+  std::sort(mine.begin(), mine.end());
+  mine.erase(std::unique(mine.begin(), mine.end()), mine.end());
+  std::string nics;
+  for (std::uint32_t x : c->dead_nics) nics += (nics.empty() ? "" : ",") + std::to_string(x);
+  g_redecide_routes(c, mine, "op retry: nic " + nics + " down");
+  *text = "as selected, nic " + how + " (borrowed over hccs)";
   return true;
 }
 

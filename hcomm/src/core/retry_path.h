@@ -20,5 +20,11 @@ std::string describe_order(const RingOrderIn& in, const std::vector<std::uint32_
 /// HCCS faults only: move every dead pair to PCIe or a relay NPU and re-decide the two ends'
 /// routes; *text is the path_after. False: no such path for some pair (use the ring order).
 bool reroute_hccs(hcomm_comm_t c, std::string* text);
+/// Dead NICs only (no dead HCCS pair, nobody lost; HCOMM_NIC_BORROW=1): give every dead NIC a
+/// lender — a server peer with a live NIC and a direct HCCS link to it, fewest borrowers first,
+/// then lowest comm rank, decided alike on every rank — store it in c->nic_lender and re-decide
+/// this rank's RoCE routes that touch a dead NIC (docs/failover.md#nic-borrowing); *text is the
+/// path_after. False: some dead NIC has no lender (the ring order is used instead).
+bool borrow_nics(hcomm_comm_t c, std::string* text);
 
 }  // namespace hcomm::detail::failover

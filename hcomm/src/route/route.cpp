@@ -62,8 +62,10 @@ void report(hcomm_comm_t comm, const RankDesc& peer, const PeerRoute& r, std::ui
   info.src_rank = global_rank(comm, comm->rank);  // global ranks, as in the trace's operations
   info.dst_rank = global_rank(comm, peer.rank);
   info.dst_device = peer.device;
-  info.transport = r.relay_device != ~0u ? "hccs-relay" : transport_name(r.link);
+  const bool borrowed = r.borrow || r.via_device != ~0u;
+  info.transport = borrowed ? "roce-borrow" : r.relay_device != ~0u ? "hccs-relay" : transport_name(r.link);
   info.relay_device = r.relay_device;
+  info.via_device = r.via_device;
   info.qp = rdma_policy(comm).qp_base + qp;  // a reserving communicator's own QPs (route/reserve.cpp)
   info.udp_sport = qp < r.sports.size() ? r.sports[qp] : 0;
   info.bandwidth_Bps = bw;
@@ -208,6 +210,47 @@ void route_roce(hcomm_comm_t comm, std::vector<Pending>& ps, const std::string& 
   }
 }
 
+// Rail borrowing after an op retry found NICs down (docs/failover.md#nic-borrowing): a RoCE peer
+// whose NIC is down, or any RoCE peer when mine is, is reached through the lender(s) the recovery
+// chose alike on every rank (comm->nic_lender): my writes go over HCCS into my lender's staging
+// area and leave by its NIC (transport/relay.cpp, hop 2 an RDMA write); a write to a peer whose NIC
+// is down goes to its lender's NIC, which writes it on into the peer's HBM. The QPs keep the NIC's
+// hash ports (no probes). False: neither NIC is down, or a lender has no descriptor.
+bool borrow(hcomm_comm_t comm, const RankDesc& d, PeerRoute& r, const std::string& trigger) {
+  if (comm->nic_lender.empty()) return false;
+  const auto mine = comm->nic_lender.find(comm->rank), theirs = comm->nic_lender.find(d.rank);
+  if (mine == comm->nic_lender.end() && theirs == comm->nic_lender.end()) return false;
+  const RankDesc* ml = mine != comm->nic_lender.end() ? peer_desc(comm, mine->second) : nullptr;
+  const RankDesc* tl = theirs != comm->nic_lender.end() ? peer_desc(comm, theirs->second) : nullptr;
+  if ((mine != comm->nic_lender.end() && !ml) || (theirs != comm->nic_lender.end() && !tl)) return false;
+  std::string why;
+  if (ml) {
+    r.borrow = true;
+    r.relay_rank = global_rank(comm, ml->rank);
+    r.relay_device = ml->device;
+    why = "my nic down: hccs to rank " + std::to_string(r.relay_rank) + ", its nic";
+  }
+  if (tl) {
+    r.via_rank = global_rank(comm, tl->rank);
+    r.via_device = tl->device;
+    why += (why.empty() ? "" : "; ") + std::string("peer's nic down: into rank ") + std::to_string(r.via_rank) + "'s nic, hccs on";
+  }
+  RouteState& st = comm->route;
+  if (!st.nic_read) {
+    st.nic_read = true;
+    if (port::nic_info(comm->ctx, &st.nic) != HCOMM_SUCCESS) st.nic = NicInfo{};
+  }
+  ++st.roce_peers;
+  const std::uint32_t k = tl ? 1 : stripes(comm);  // into a lender's NIC: one QP (transport.cpp policy_to)
+  r.uplinks.assign(k, kNoUplink);
+  // The NIC's rate (mine may be down: the lender's is the same model, its line rate assumed) and
+  // the HCCS latency per borrowed end.
+  const double bw = nic_Bps(comm, st);
+  const double lat = (ml ? kHccsLatNs : 0) + (tl ? kHccsLatNs : 0);
+  for (std::uint32_t i = 0; i < k; ++i) report(comm, d, r, i, bw, lat, why, trigger);
+  return true;
+}
+
 // Decide every peer of `peers` not decided yet; the cross-leaf RoCE ones in one probe batch.
 void decide(hcomm_comm_t comm, const std::vector<const RankDesc*>& peers, const std::string& trigger) {
   RouteState& st = comm->route;
@@ -244,6 +287,7 @@ void decide(hcomm_comm_t comm, const std::vector<const RankDesc*>& peers, const 
       }
     }
     if (r.link != PairLink::Roce) { report(comm, *d, r, 0, 0, 0, "no path", trigger); continue; }
+    if (borrow(comm, *d, r, trigger)) continue;
     if (!st.nic_read) {
       st.nic_read = true;
       if (port::nic_info(comm->ctx, &st.nic) != HCOMM_SUCCESS) st.nic = NicInfo{};

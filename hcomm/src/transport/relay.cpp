@@ -14,6 +14,7 @@
 #include "core/comm.h"
 #include "core/log.h"
 #include "driver_port.h"
+#include "route/route.h"
 #include "transport/notify_keys.h"
 #include "transport/tasks.h"
 
@@ -110,9 +111,10 @@ std::uint64_t stage_addr(hcomm_comm_t comm, const RelayChan& ch, std::uint32_t r
 }
 
 hcomm_result_t transfer(hcomm_stream_t s, hcomm_comm_t comm, const PeerRoute& r, const RankDesc& peer, std::uint64_t dst,
-                        std::uint64_t src, std::uint64_t bytes, bool reduce, int dtype, int op) {
+                        std::uint64_t src, std::uint64_t bytes, bool reduce, int dtype, int op, std::uint32_t rkey) {
   hcomm_context_t ctx = comm->ctx;
   if (bytes == 0) return HCOMM_SUCCESS;
+  if (r.borrow && reduce) return HCOMM_E_NOT_SUPPORT;  // an RDMA write does not reduce
   if (ctx->relay_bytes == 0 || (comm->ctx->device_id + 1) * kRelayStages * 2 * kRelaySliceBytes > ctx->relay_bytes)
     return HCOMM_E_NOT_SUPPORT;
   RelayChan* ch = channel(s, comm, r, peer, true);
@@ -132,7 +134,8 @@ hcomm_result_t transfer(hcomm_stream_t s, hcomm_comm_t comm, const PeerRoute& r,
     copy(ch->hop1, st[i % 2], src + off, len);
     notify_record(ch->hop1, ch->relay_device, key(kRelayReady, ctx, *ch, sl));
     notify_wait(ch->hop2, key(kRelayReady, ctx, *ch, sl));
-    if (reduce) reduce_copy(ch->hop2, dst + off, st[i % 2], len, dtype, op);
+    if (r.borrow) rdma_write(ch->hop2, peer.device, dst + off, st[i % 2], len, false, 0, rkey, route::rdma_policy(comm), r.via_device);
+    else if (reduce) reduce_copy(ch->hop2, dst + off, st[i % 2], len, dtype, op);
     else copy(ch->hop2, dst + off, st[i % 2], len);
     notify_record(ch->hop2, ch->relay_device, key(kRelayCredit, ctx, *ch, sl));
   }
@@ -143,13 +146,14 @@ hcomm_result_t transfer(hcomm_stream_t s, hcomm_comm_t comm, const PeerRoute& r,
 }  // namespace
 
 hcomm_result_t write(hcomm_stream_t s, hcomm_comm_t comm, const PeerRoute& r, const RankDesc& peer, std::uint64_t dst,
-                     std::uint64_t src, std::uint64_t bytes, bool reduce, int dtype, int op) {
-  return transfer(s, comm, r, peer, dst, src, bytes, reduce, dtype, op);
+                     std::uint64_t src, std::uint64_t bytes, bool reduce, int dtype, int op, std::uint32_t rkey) {
+  return transfer(s, comm, r, peer, dst, src, bytes, reduce, dtype, op, rkey);
 }
 
 hcomm_result_t read(hcomm_stream_t s, hcomm_comm_t comm, const PeerRoute& r, const RankDesc& peer, std::uint64_t dst,
                     std::uint64_t src, std::uint64_t bytes) {
-  return transfer(s, comm, r, peer, dst, src, bytes, false, 0, 0);
+  if (r.borrow) return HCOMM_E_NOT_SUPPORT;  // no RDMA read
+  return transfer(s, comm, r, peer, dst, src, bytes, false, 0, 0, 0);
 }
 
 hcomm_result_t notify(hcomm_stream_t s, hcomm_comm_t comm, const PeerRoute& r, const RankDesc& peer, std::uint64_t k) {
@@ -158,6 +162,8 @@ hcomm_result_t notify(hcomm_stream_t s, hcomm_comm_t comm, const PeerRoute& r, c
   const std::uint32_t g = ch->go++;
   notify_record(s, ch->relay_device, key(kRelayGo, comm->ctx, *ch, g));
   notify_wait(ch->hop1, key(kRelayGo, comm->ctx, *ch, g));
+  if (r.borrow)  // after the channel's earlier writes, acknowledged before their CREDITs: lands after the data
+    return rdma_write(ch->hop1, peer.device, 0, 0, 0, true, k, 0, route::rdma_policy(comm), r.via_device);
   return notify_record(ch->hop1, peer.device, k);
 }
 

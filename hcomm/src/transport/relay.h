@@ -14,8 +14,10 @@
 namespace hcomm::detail::relay {
 
 /// Copy (reduce: dst = dst op src) `bytes` from my `src` into `dst` in the peer's HBM through the relay of `r`.
+/// A borrowed NIC (r.borrow, docs/failover.md#nic-borrowing) is the same channel whose hop 2 is an
+/// RDMA write from the lender's NIC (region `rkey`; no reduce).
 hcomm_result_t write(hcomm_stream_t s, hcomm_comm_t comm, const PeerRoute& r, const RankDesc& peer, std::uint64_t dst,
-                     std::uint64_t src, std::uint64_t bytes, bool reduce, int dtype, int op);
+                     std::uint64_t src, std::uint64_t bytes, bool reduce, int dtype, int op, std::uint32_t rkey = 0);
 /// Copy `bytes` from `src` in the peer's HBM into my `dst` through the relay of `r`.
 hcomm_result_t read(hcomm_stream_t s, hcomm_comm_t comm, const PeerRoute& r, const RankDesc& peer, std::uint64_t dst,
                     std::uint64_t src, std::uint64_t bytes);

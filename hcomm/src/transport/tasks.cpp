@@ -35,11 +35,24 @@ hcomm_result_t notify_wait(hcomm_stream_t s, std::uint64_t key) {
 hcomm_result_t copy(hcomm_stream_t s, std::uint64_t dst, std::uint64_t src, std::uint64_t bytes) {
   return sdma(s, DrvTaskKind::Copy, dst, src, bytes, 0, 0);
 }
+hcomm_result_t copy_2d(hcomm_stream_t s, std::uint64_t dst, std::uint64_t dpitch, std::uint64_t src, std::uint64_t spitch,
+                       std::uint64_t width, std::uint64_t rows) {
+  if (rows <= 1 || (width == spitch && width == dpitch)) return copy(s, dst, src, width * rows);  // contiguous
+  DrvTask t;
+  t.kind = DrvTaskKind::Copy;
+  t.dst = dst;
+  t.src = src;
+  t.bytes = width * rows;
+  t.width = width;
+  t.spitch = spitch;
+  t.dpitch = dpitch;
+  return port::submit(s, t);
+}
 hcomm_result_t reduce_copy(hcomm_stream_t s, std::uint64_t dst, std::uint64_t src, std::uint64_t bytes, int dtype, int op) {
   return sdma(s, DrvTaskKind::ReduceCopy, dst, src, bytes, dtype, op);
 }
 hcomm_result_t rdma_write(hcomm_stream_t s, std::uint32_t device, std::uint64_t dst, std::uint64_t src, std::uint64_t bytes,
-                          bool notify, std::uint64_t key, std::uint32_t rkey, const RdmaPolicy& policy) {
+                          bool notify, std::uint64_t key, std::uint32_t rkey, const RdmaPolicy& policy, std::uint32_t via) {
   DrvTask t;
   t.kind = DrvTaskKind::RdmaWrite;
   t.target = device;
@@ -54,6 +67,7 @@ hcomm_result_t rdma_write(hcomm_stream_t s, std::uint32_t device, std::uint64_t 
   t.qp_base = policy.qp_base;
   t.rate_cap_Bps = policy.rate_cap_Bps;
   t.retry_count = policy.retry_count;
+  t.via = via;
   return port::submit(s, t);
 }
 

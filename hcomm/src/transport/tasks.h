@@ -9,9 +9,13 @@ namespace hcomm::detail {
 hcomm_result_t notify_record(hcomm_stream_t s, std::uint32_t target_device, std::uint64_t key);
 hcomm_result_t notify_wait(hcomm_stream_t s, std::uint64_t key);
 hcomm_result_t copy(hcomm_stream_t s, std::uint64_t dst, std::uint64_t src, std::uint64_t bytes);
+/// `rows` rows of `width` bytes: row i from src + i * spitch to dst + i * dpitch, one SDMA task.
+hcomm_result_t copy_2d(hcomm_stream_t s, std::uint64_t dst, std::uint64_t dpitch, std::uint64_t src, std::uint64_t spitch,
+                       std::uint64_t width, std::uint64_t rows);
 hcomm_result_t reduce_copy(hcomm_stream_t s, std::uint64_t dst, std::uint64_t src, std::uint64_t bytes, int dtype, int op);
 /// RoCE write src -> dst on `device` under the communicator's connection policy, then (notify)
-/// notify `key` there. bytes may be 0.
+/// notify `key` there. bytes may be 0. `via`: the device whose NIC receives for the target (its
+/// NIC being down, docs/failover.md#nic-borrowing); ~0u: the target's own.
 hcomm_result_t rdma_write(hcomm_stream_t s, std::uint32_t device, std::uint64_t dst, std::uint64_t src, std::uint64_t bytes,
-                          bool notify, std::uint64_t key, std::uint32_t rkey, const RdmaPolicy& policy);
+                          bool notify, std::uint64_t key, std::uint32_t rkey, const RdmaPolicy& policy, std::uint32_t via = ~0u);
 }  // namespace hcomm::detail

@@ -8,6 +8,20 @@
 
 namespace hcomm::detail {
 
+namespace {
+// Writes into a lender's NIC (docs/failover.md#nic-borrowing): its port then takes its own rail
+// peer's writes and the borrowed ones; unstriped (one QP each) so that DCQCN has two flows to
+// settle rather than 2 x num_qp (the chunk tier's 2:1 incast with 8 QPs each ran 5x slower).
+RdmaPolicy policy_to(hcomm_comm_t comm, const RankDesc& peer, const PeerRoute& r) {
+  RdmaPolicy p = route::rdma_policy(comm);
+  if (comm->nic_lender.empty()) return p;
+  bool lender = r.via_device != ~0u;
+  for (const auto& [dead, l] : comm->nic_lender) lender = lender || l == peer.rank;
+  if (lender) p.qp_count = 1;
+  return p;
+}
+}  // namespace
+
 // The link to a peer: route/ decides it at first use from discovery's facts (discovery/view.cpp:
 // HCCS partner on an up port, PCIe peer-to-peer in the server, RoCE).
 bool via_sdma(hcomm_comm_t comm, const RankDesc& peer) {
@@ -45,7 +59,9 @@ hcomm_result_t remote_notify(hcomm_stream_t s, hcomm_comm_t comm, const RankDesc
     return r.relay_device != ~0u ? relay::notify(s, comm, r, peer, key) : notify_record(s, peer.device, key);
   }
   if (comm->cfg.protocol == HCOMM_PROTOCOL_SHM) return HCOMM_E_NOT_SUPPORT;
-  return rdma_write(s, peer.device, 0, 0, 0, true, key, 0, route::rdma_policy(comm));
+  const PeerRoute& r = route::to(comm, peer);  // a dead NIC at either end: borrowed (docs/failover.md#nic-borrowing)
+  if (r.borrow) return relay::notify(s, comm, r, peer, key);
+  return rdma_write(s, peer.device, 0, 0, 0, true, key, 0, policy_to(comm, peer, r), r.via_device);
 }
 
 hcomm_result_t put_notify(hcomm_stream_t s, hcomm_comm_t comm, const RankDesc& peer, std::uint64_t dst, std::uint64_t src,
@@ -55,7 +71,12 @@ hcomm_result_t put_notify(hcomm_stream_t s, hcomm_comm_t comm, const RankDesc& p
     return remote_notify(s, comm, peer, key);
   }
   if (comm->cfg.protocol == HCOMM_PROTOCOL_SHM) return HCOMM_E_NOT_SUPPORT;
-  return rdma_write(s, peer.device, dst, src, bytes, true, key, rkey, route::rdma_policy(comm));
+  const PeerRoute& r = route::to(comm, peer);
+  if (r.borrow) {  // my NIC is down: HCCS into the lender's staging, RDMA from its NIC, then the notify
+    if (hcomm_result_t rc = relay::write(s, comm, r, peer, dst, src, bytes, false, 0, 0, rkey); rc != HCOMM_SUCCESS) return rc;
+    return relay::notify(s, comm, r, peer, key);
+  }
+  return rdma_write(s, peer.device, dst, src, bytes, true, key, rkey, policy_to(comm, peer, r), r.via_device);
 }
 
 }  // namespace hcomm::detail

@@ -62,6 +62,7 @@ class Machine final : public EventHandler, public NetworkListener {
   void backdoor_write(std::uint64_t addr, const void* src, std::uint64_t len);
   void backdoor_read(std::uint64_t addr, void* dst, std::uint64_t len) const;
   void on_event(std::uint64_t a, std::uint64_t b) override;
+  void prefetch(std::uint64_t a, std::uint64_t b) override;
   /// Counters over time of every port (link direction), indexed like ports() (models/sampler.h);
   /// call once the links are added, before the run. 0: off.
   void enable_sampling(Tick interval_ps) { link_samples_.enable(interval_ps, ports_.size()); }

@@ -131,7 +131,7 @@ class Network final : public EventHandler, private CcHost {
   void flow_done(std::uint32_t id);
   void flow_event(std::uint64_t type, std::uint64_t id, std::uint64_t b);
   void index_ports();                                   // global port ids
-  Port& gport(std::uint32_t g) { return nodes_[port_node_[g]].ports[g - port_base_[port_node_[g]]]; }
+  Port& gport(std::uint32_t g) { return *gport_[g]; }  // one load, not node -> its ports -> the port
 
   // ---- switch forwarding (net/switch_forwarding.cpp) ----
   std::uint32_t alloc_pkt(const Pkt& p);
@@ -230,6 +230,8 @@ class Network final : public EventHandler, private CcHost {
   bool flow_rates_pending_ = false;                     // a recomputation is scheduled for now
   std::vector<std::uint32_t> port_base_;                // node -> first global port id
   std::vector<std::uint32_t> port_node_;                // global port id -> node
+  std::vector<NetPort*> port_ptr_;                      // node -> its ports (prefetch: no wait for the node's line)
+  std::vector<NetPort*> gport_;                         // global port id -> the port (flow tier)
   // Max-min rates decompose over connected components of the flow-port graph: a change only
   // refills the component of the ports it touched (flow_seeds_).
   std::vector<std::vector<std::uint32_t>> port_flows_;  // global port -> active flows on it, in start order

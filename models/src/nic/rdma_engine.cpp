@@ -79,8 +79,12 @@ void Machine::start_rdma(std::uint32_t s, const Task& head) {
   const std::uint64_t epoch = streams_[s].epoch;
   std::string why;
   if (t.target >= npus_.size()) { fail(s, "RDMA write to unknown npu " + std::to_string(t.target)); return; }
-  if (!has_nic(me) || !has_nic(t.target)) {
-    fail(s, "no RoCE path from " + npus_[me].name + " to " + npus_[t.target].name + " (no NIC or no network)");
+  // Rail borrowing at the receiver (docs/failover.md#nic-borrowing): the write goes to the NIC of
+  // `via`, which writes the bytes on into the target's HBM (not timed on the HCCS link).
+  if (t.via != ~0u && t.via >= npus_.size()) { fail(s, "RDMA write through unknown npu " + std::to_string(t.via)); return; }
+  const std::uint32_t rx = t.via != ~0u ? t.via : t.target;
+  if (!has_nic(me) || !has_nic(rx)) {
+    fail(s, "no RoCE path from " + npus_[me].name + " to " + npus_[rx].name + " (no NIC or no network)");
     return;
   }
   if (t.bytes) {
@@ -113,7 +117,7 @@ void Machine::start_rdma(std::uint32_t s, const Task& head) {
   for (std::uint32_t i = 0; i < k; ++i) {
     const std::uint64_t off = std::min<std::uint64_t>(t.bytes, i * part), len = std::min<std::uint64_t>(part, t.bytes - off);
     if (len == 0 && (i > 0 || t.value)) continue;
-    std::uint32_t qp = qp_for(me, t.target, t.qp_base + i);
+    std::uint32_t qp = qp_for(me, rx, t.qp_base + i);
     net_->set_qp_rate_cap(qp, t.rate_cap_Bps ? std::max<std::uint64_t>(1, t.rate_cap_Bps / k) : 0);  // the cap is for all parts together
     net_->set_qp_retry_count(qp, t.retry_count);
     ++rdmas_[id].pending;
@@ -123,7 +127,7 @@ void Machine::start_rdma(std::uint32_t s, const Task& head) {
   }
   if (t.value && k == 1) {
     ++rdmas_[id].pending;
-    net_->post_write(qp_for(me, t.target, t.qp_base), 4, (static_cast<std::uint64_t>(id) << 8) | 1);
+    net_->post_write(qp_for(me, rx, t.qp_base), 4, (static_cast<std::uint64_t>(id) << 8) | 1);
     if (streams_[s].epoch != epoch) return;
   }
   if (rdmas_[id].pending == 0) {  // nothing to send at all
@@ -135,6 +139,10 @@ void Machine::start_rdma(std::uint32_t s, const Task& head) {
 void Machine::on_data(std::uint32_t, std::uint64_t tag, std::uint64_t off, std::uint64_t len) {
   const RdmaOp& r = rdmas_[tag >> 8];
   const Task& t = r.task;
+  // A write of a stream that failed or was aborted since (the op retry's device_abort, which
+  // resets the QPs as HCCL's retry does): what is still on the wire is flushed, no bytes and no
+  // notify land — else a late notify of the failed attempt would count for the re-execution.
+  if (streams_[r.stream].epoch != r.epoch) return;
   if (tag & 1) {  // the notify write: one packet
     notify_record(t.target, t.key);
     return;
@@ -153,10 +161,11 @@ void Machine::on_write_done(std::uint32_t, std::uint64_t tag, bool ok) {
   RdmaOp& r = rdmas_[id];
   r.ok = r.ok && ok;
   if (--r.pending) return;
-  if (r.ok && r.notify_after) {  // striped data all acknowledged: now the ordered notify
+  if (r.ok && r.notify_after && streams_[r.stream].epoch == r.epoch) {  // an orphaned write posts no notify  // striped data all acknowledged: now the ordered notify
     r.notify_after = false;
     r.pending = 1;
-    net_->post_write(qp_for(streams_[r.stream].npu, r.task.target, r.task.qp_base), 4, (static_cast<std::uint64_t>(id) << 8) | 1);
+    net_->post_write(qp_for(streams_[r.stream].npu, r.task.via != ~0u ? r.task.via : r.task.target, r.task.qp_base), 4,
+                     (static_cast<std::uint64_t>(id) << 8) | 1);
     return;
   }
   std::uint32_t s = r.stream;

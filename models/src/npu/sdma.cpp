@@ -32,9 +32,17 @@ void Machine::start_transfer(std::uint32_t s, const Task& t) {
   if (t.kind == TaskKind::HostToDevice || t.kind == TaskKind::DeviceToHost) {
     if (!host_dma_path(s, t, x, lat)) return;
   } else {
-    if (!check_range(t.src, t.bytes, why) || !check_range(t.dst, t.bytes, why)) { fail(s, why); return; }
-    if (t.kind == TaskKind::ReduceCopy && (t.bytes % dtype_size(t.dtype) != 0 ||
-                                          addr_offset(t.dst) % dtype_size(t.dtype) != 0)) {
+    if (t.width != 0 && (t.bytes % t.width != 0 || t.width > t.spitch || t.width > t.dpitch)) {
+      fail(s, "2-D copy: bytes must be whole rows of width bytes, and width at most either pitch");
+      return;
+    }
+    if (!check_range(t.src, task_extent(t, t.spitch), why) || !check_range(t.dst, task_extent(t, t.dpitch), why)) {
+      fail(s, why);
+      return;
+    }
+    const std::uint64_t esz = dtype_size(t.dtype);
+    if (t.kind == TaskKind::ReduceCopy && (t.bytes % esz != 0 || addr_offset(t.dst) % esz != 0 ||
+                                          (t.width != 0 && (t.width % esz != 0 || t.dpitch % esz != 0)))) {
       fail(s, "reduce copy not aligned to the element size");
       return;
     }
@@ -170,10 +178,17 @@ void Machine::arrive_piece(std::uint32_t id, std::uint64_t off, std::uint64_t) {
         SparseMemory& src = npus_[addr_npu(t.src)].hbm;
         SparseMemory& dst = npus_[addr_npu(t.dst)].hbm;
         if (!dst.stores_bytes()) break;
-        scratch_.resize(len);
-        src.read(addr_offset(t.src) + off, scratch_.data(), len);
-        if (t.kind == TaskKind::Copy) dst.write(addr_offset(t.dst) + off, scratch_.data(), len);
-        else dst.reduce(addr_offset(t.dst) + off, scratch_.data(), len, static_cast<int>(t.dtype), static_cast<int>(t.op));
+        // The piece's bytes [off, off + len) of the task, row by row when the copy is 2-D.
+        for (std::uint64_t p = off; p < off + len;) {
+          const std::uint64_t row = t.width ? p / t.width : 0, col = t.width ? p % t.width : p;
+          const std::uint64_t seg = t.width ? std::min(off + len - p, t.width - col) : len;
+          const std::uint64_t so = addr_offset(t.src) + row * t.spitch + col, d = addr_offset(t.dst) + row * t.dpitch + col;
+          scratch_.resize(seg);
+          src.read(so, scratch_.data(), seg);
+          if (t.kind == TaskKind::Copy) dst.write(d, scratch_.data(), seg);
+          else dst.reduce(d, scratch_.data(), seg, static_cast<int>(t.dtype), static_cast<int>(t.op));
+          p += seg;
+        }
         break;
       }
       default: break;

@@ -30,7 +30,8 @@ struct SqeWire {
   std::uint32_t rkey, qp_count;
   std::uint64_t rate_cap_Bps;
   std::uint32_t retry_count, qp_base;
-  std::uint8_t reserved2[48];
+  std::uint32_t via;
+  std::uint8_t reserved2[44];
 };
 static_assert(sizeof(SqeWire) == 128, "one submission-queue entry is 128 bytes");
 

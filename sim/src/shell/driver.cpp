@@ -206,6 +206,15 @@ DrvStatus SimDriver::submit(std::uint32_t s, const hcomm::DrvTask& t) {
   k.rate_cap_Bps = t.rate_cap_Bps;
   k.retry_count = t.retry_count;
   k.qp_base = t.qp_base;
+  if (t.width != 0) {  // 2-D: copies only, whole rows, rows that do not overlap their pitch
+    if ((k.kind != models::TaskKind::Copy && k.kind != models::TaskKind::ReduceCopy) || t.bytes % t.width != 0 ||
+        t.width > t.spitch || t.width > t.dpitch)
+      return DrvStatus::Invalid;
+    k.width = t.width;
+    k.spitch = t.spitch;
+    k.dpitch = t.dpitch;
+  }
+  k.via = t.via;
   if (const std::uint32_t npu = m_.stream_npu(s); npu < open_op_.size()) {
     k.tag = open_op_[npu].first;
     if (k.kind == models::TaskKind::Marker && k.key == open_op_[npu].second) open_op_[npu] = {-1, 0};  // the op's end marker

@@ -115,10 +115,20 @@ void SimDriver::route_decided(std::uint32_t device, const hcomm::RouteInfo& r) {
   const std::uint16_t sport = roce ? m_.qp_sport(device, r.dst_device, r.qp) : 0;
   row.udp_sport = sport;
   if (roce && device < topo_.npus.size()) row.nic = topo_.npus[device].name + "/nic";
-  if (r.transport == "hccs-relay" && r.relay_device < m_.npu_count())  // two HCCS hops through the relay NPU
+  if (r.transport == "hccs-relay" && r.relay_device < m_.npu_count()) {  // two HCCS hops through the relay NPU
     row.hops = route_hops(device, r.relay_device, "hccs", 0) + " " + route_hops(r.relay_device, r.dst_device, "hccs", 0);
-  else
+  } else if (r.transport == "roce-borrow") {  // HCCS to my lender, RoCE between the two NICs, HCCS from the peer's lender
+    const std::uint32_t tx = r.relay_device < m_.npu_count() ? r.relay_device : device;
+    const std::uint32_t rx = r.via_device < m_.npu_count() ? r.via_device : r.dst_device;
+    const std::uint16_t sp = m_.qp_sport(tx, rx, r.qp);
+    row.udp_sport = sp;
+    if (tx < topo_.npus.size()) row.nic = topo_.npus[tx].name + "/nic";
+    if (tx != device) row.hops = route_hops(device, tx, "hccs", 0) + " ";
+    row.hops += route_hops(tx, rx, "roce", sp);
+    if (rx != r.dst_device) row.hops += " " + route_hops(rx, r.dst_device, "hccs", 0);
+  } else {
     row.hops = route_hops(device, r.dst_device, r.transport, sport);
+  }
   row.bandwidth_GBps = r.bandwidth_Bps / 1e9;
   row.latency_us = r.latency_ns / 1e3;
   row.congestion = r.congestion;

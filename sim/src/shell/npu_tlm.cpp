@@ -22,6 +22,7 @@ SqeWire encode_sqe(const models::Task& t) {
   w.rate_cap_Bps = t.rate_cap_Bps;
   w.retry_count = t.retry_count;
   w.qp_base = t.qp_base;
+  w.via = t.via;
   return w;
 }
 
@@ -42,6 +43,7 @@ models::Task decode_sqe(const SqeWire& w) {
   t.rate_cap_Bps = w.rate_cap_Bps;
   t.retry_count = w.retry_count;
   t.qp_base = w.qp_base;
+  t.via = w.via;
   return t;
 }
 

@@ -1,6 +1,7 @@
 // The flow tier (docs/models/roce-nic.md): each QP's head message is a fluid flow along its ECMP
 // path at a max-min fair rate.
 #pragma once
+#include <cstddef>
 #include <cstdint>
 
 #include "models/time.h"
@@ -23,18 +24,23 @@ struct PortPath {
   }
 };
 
-struct Flow {
+/// Cache-line aligned: the first line holds what a flow's events read (a stale completion reads
+/// nothing else), the second its path, which the refill's component search walks for every flow
+/// it visits (one miss per flow instead of two).
+struct alignas(64) Flow {
   std::uint32_t qp = 0;
+  bool active = false;
+  bool tiny = false;                                  // at most one packet: not a fluid flow (flow_post)
+  std::uint64_t stamp = 0;                            // identifies its current completion event
   std::uint64_t tag = 0, bytes = 0;
   double left = 0, rate = 0;                         // wire bytes still to send at t_set, rate since (bytes/s)
   Tick t_set = 0;
-  std::uint64_t stamp = 0;                            // identifies its current entry in the completion heap
-  Tick t_end = 0;                                     // projected completion (valid when rate > 0)
-  PortPath gports;                                    // egress ports along the path
   Tick latency = 0;                                   // one-way path latency
-  bool active = false;
-  bool tiny = false;                                  // at most one packet: not a fluid flow (flow_post)
+  PortPath gports;                                    // egress ports along the path (offset 64)
+  Tick t_end = 0;                                     // projected completion (valid when rate > 0)
   std::uint64_t sampled = 0;                          // payload bytes given to the port samples so far
 };
+
+static_assert(offsetof(Flow, gports) == 64, "a flow's path starts its second cache line");
 
 }  // namespace models

@@ -37,40 +37,43 @@ struct NetPortStats {
   Tick busy_ps = 0;  ///< time spent transmitting (bytes at the line rate)
 };
 
+// Field order: what every packet reads (cabling, state, the egress queue, its byte counts) first,
+// in one cache line; the counters next; fault and chunk-tier state last.
 struct NetPort {
   std::uint32_t peer = 0, peer_port = 0;
   std::uint64_t Bps = 0;
   Tick latency = 0;
-  bool cabled = false, up = true, busy = false, paused = false;
-  bool peer_switch = false;  ///< the node at the other end is a switch (copied at connect: read per packet)
   Tick peer_latency = 0;     ///< that switch's forwarding latency (0 for a host)
-  double corrupt_rate = 0;  ///< probability a data packet sent on this cable arrives corrupted (fault injection)
-  Tick paused_since = 0;
   // The egress queue: packet slots linked through Pkt::next (an intrusive FIFO: a port costs no
   // allocation, and the head is read with the packet it names, one cache miss instead of two).
   std::uint32_t qhead = kNoPkt, qtail = kNoPkt;
+  std::uint64_t qbytes = 0;
+  // PFC ingress accounting (switch ports): bytes buffered that arrived on this port.
+  std::uint64_t in_bytes = 0;
+  bool cabled = false, up = true, busy = false, paused = false;
+  bool peer_switch = false;  ///< the node at the other end is a switch (copied at connect: read per packet)
+  bool upstream_paused = false;
+  double corrupt_rate = 0;  ///< probability a data packet sent on this cable arrives corrupted (fault injection)
+  NetPortStats st;
+  Tick paused_since = 0;
   // Chunk tier, ECN: the queue a packet-tier port would hold. Units reach it as fluid at their
   // senders' paced rates (ending at the Tick), and it drains at the line rate.
   double vq = 0;
   Tick vq_t = 0;
   std::vector<std::pair<Tick, double>> vin;
-  std::uint64_t qbytes = 0;
-  // PFC ingress accounting (switch ports): bytes buffered that arrived on this port.
-  std::uint64_t in_bytes = 0;
-  bool upstream_paused = false;
-  NetPortStats st;
 };
 
+// Field order: what forwarding reads (the ports, the MMU's state) first; the name last.
 struct NetNode {
-  std::string name;
-  bool is_switch = false;
-  std::uint64_t buffer = 0, used = 0;   // switch MMU: shared buffer and its occupancy
-  Tick latency = 0;
   std::vector<NetPort> ports;
+  bool is_switch = false;
+  Tick latency = 0;
+  std::uint64_t buffer = 0, used = 0;   // switch MMU: shared buffer and its occupancy
+  std::uint64_t xoff = 0, xon = 0;  // switch MMU: PFC thresholds per ingress port
   std::vector<std::uint32_t> qps;   // hosts: QPs sending from here, for egress arbitration
   std::uint32_t rr = 0;             // round-robin pointer over qps
   std::vector<std::uint64_t> qp_active;  // hosts: bit i set when qps[i] may have packets to send
-  std::uint64_t xoff = 0, xon = 0;  // switch MMU: PFC thresholds per ingress port
+  std::string name;
 };
 
 }  // namespace models

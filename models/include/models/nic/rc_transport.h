@@ -3,7 +3,7 @@
 // CNP generation). The pacing rate comes from the congestion control (models/nic/congestion_control.h).
 #pragma once
 #include <cstdint>
-#include <deque>
+#include <vector>
 
 #include "models/time.h"
 
@@ -27,18 +27,45 @@ struct RcMsg {
   std::uint64_t tag, bytes, first_psn, npkts;
 };
 
+/// A QP's posted messages, oldest first: a vector and the index of its head. Allocates nothing
+/// until the first post (a std::deque allocates ~600 bytes per QP up front, and clos-1024's
+/// all-reduce makes hundreds of thousands of QPs); emptied in place, compacted when the popped
+/// head is most of it. References are invalidated by push_back (the network holds none across one).
+class RcMsgQueue {
+ public:
+  bool empty() const { return head_ == v_.size(); }
+  std::size_t size() const { return v_.size() - head_; }
+  RcMsg& front() { return v_[head_]; }
+  const RcMsg& front() const { return v_[head_]; }
+  void push_back(const RcMsg& m) {
+    if (head_ >= 16 && 2 * head_ >= v_.size()) { v_.erase(v_.begin(), v_.begin() + static_cast<std::ptrdiff_t>(head_)); head_ = 0; }
+    v_.push_back(m);
+  }
+  void pop_front() { if (++head_ == v_.size()) clear(); }
+  void pop_back() { v_.pop_back(); if (head_ == v_.size()) clear(); }
+  void clear() { v_.clear(); head_ = 0; }
+  const RcMsg* begin() const { return v_.data() + head_; }
+  const RcMsg* end() const { return v_.data() + v_.size(); }
+
+ private:
+  std::vector<RcMsg> v_;
+  std::size_t head_ = 0;
+};
+
 struct RcQp {
   std::uint32_t src = 0, dst = 0;
   std::uint32_t pos = 0;           // index in its host's QP list (and its bit in NetNode::qp_active)
   std::uint16_t sport = 0;
   std::uint64_t hash = 0;
-  std::deque<RcMsg> msgs;          // posted, not yet fully acknowledged
+  RcMsgQueue msgs;                 // posted, not yet fully acknowledged
   std::uint64_t next_psn = 0;      // next PSN to transmit
   std::uint64_t end_psn = 0;       // PSN after the last posted packet
   std::uint64_t acked = 0;         // all PSNs below are acknowledged
   Tick next_tx = 0;                // rate limiter: earliest next packet start
   Tick ready_at = 0;               // WQE processing of the head message
   bool failed = false;
+  bool cap_set = false;            // set_qp_rate_cap was called; cap_Bps is what it was given last
+  std::uint64_t cap_Bps = 0;
   // Retransmission
   Tick rto_at = kTickMax;    // retransmit deadline (kTickMax: not armed); moves on with every ACK
   bool rto_queued = false;   // one timer event of this QP is in the event queue (at or before rto_at)

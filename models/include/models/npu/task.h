@@ -35,7 +35,16 @@ struct Task {
   std::uint32_t qp_base = 0;   ///< RdmaWrite: the stripes use QP indices qp_base .. qp_base + qp_count - 1 to that NPU
   std::uint64_t rate_cap_Bps = 0;  ///< RdmaWrite: cap the QP's rate (bandwidth_limit); 0 = line rate
   std::uint32_t retry_count = ~0u; ///< RdmaWrite: QP retransmit retries (~0u: the network's default)
+  std::uint32_t via = ~0u;     ///< RdmaWrite: the NPU whose NIC receives (it writes on into the target over HCCS); ~0u: the target's
   std::int64_t tag = -1;       ///< opaque to the models: given back with the task (MachineListener::on_task_done)
+  /// Copy / ReduceCopy: strided (2-D) when width != 0 — bytes / width rows of `width` bytes, row i
+  /// read at src + i * spitch and written at dst + i * dpitch (aclrtMemcpy2dAsync's shape).
+  std::uint64_t width = 0, spitch = 0, dpitch = 0;
 };
+/// The bytes a 2-D task's rows span from their first address with pitch `pitch` (bytes itself when not 2-D).
+inline std::uint64_t task_extent(const Task& t, std::uint64_t pitch) {
+  if (t.width == 0 || t.bytes == 0) return t.bytes;
+  return (t.bytes / t.width - 1) * pitch + t.width;
+}
 
 }  // namespace models
