@@ -42,6 +42,8 @@ void failover_reported(hcomm_context_t ctx, const FailoverInfo& f);
 hcomm_result_t device_progress(hcomm_context_t ctx, std::uint64_t* completed, bool* head_not_started);
 /// The context's device's earliest delivered async event (HCOMM_E_TIMEOUT: none).
 hcomm_result_t device_event_poll(hcomm_context_t ctx, DeviceEvent* out);
+/// Start / change / stop (no neighbours) the host's heartbeat agent of this context's rank.
+hcomm_result_t heartbeat_register(hcomm_context_t ctx, std::uint32_t rank, const HeartbeatSpec& spec);
 
 // RoCE routing (route/). Failure: HCOMM_E_DRV; probe_paths / qp_connect without a NIC on either
 // end: HCOMM_E_NOT_SUPPORT.

@@ -262,6 +262,23 @@ expect "nic borrow off: the ring fallback" 0 "PASS" -- \
   "$HCSIM" run "$NB" --db nb0.db -q --set '/payload="timing"' --set '/hcomm_env/HCOMM_NIC_BORROW="0"'
 check "nic borrow off: ring by op retry, no borrowed route" \
   "$(q nb0.db "SELECT (SELECT COUNT(*) FROM operations WHERE algorithm = 'ring' AND chosen_by = 'op retry' AND status = 'ok'), (SELECT COUNT(*) FROM routes WHERE transport = 'roce-borrow')")" "32|0"
+# 17. Heartbeat with neighbours (docs/failover.md#heartbeat-with-neighbours): rank 9 crashes
+# during a host-to-device copy; its neighbours' host agents find it LOST and notice the others;
+# every survivor's next all-reduce returns HCOMM_E_RANK_LOST (65) at once. Deterministic (two runs:
+# the same failovers and logs rows); a bad knob is exit 2.
+HB=$SRC/scenarios/rank-crash-heartbeat.json
+expect "rank crash between operations, heartbeat LOST" 0 "PASS" -- "$HCSIM" run "$HB" --db hb.db -q
+check "heartbeat: 15 survivors, code 65, first by a ring neighbour of rank 9, all within 2010 us of the crash" \
+  "$(q hb.db "SELECT COUNT(*), SUM(code = 65), (SELECT detected_by FROM failovers ORDER BY detected_at_ns LIMIT 1), MAX(detected_at_ns - fault_at_ns) <= 2010000 FROM failovers")" "15|15|8|1"
+"$HCSIM" run "$HB" --db hb2.db -q > /dev/null 2>&1
+check "heartbeat: two runs, the same rows" \
+  "$(q hb.db "SELECT * FROM failovers; SELECT sim_time_ns, rank, message FROM logs" | md5sum)" "$(q hb2.db "SELECT * FROM failovers; SELECT sim_time_ns, rank, message FROM logs" | md5sum)"
+expect "heartbeat LOST, then shrink (no op retry)" 0 "PASS" -- "$HCSIM" run "$HB" --db hbs.db -q --set /on_rank_loss=shrink
+check "heartbeat + shrink: 15 shrink rows, step 2 re-run ok on the 15 survivors" \
+  "$(q hbs.db "SELECT (SELECT COUNT(*) FROM failovers WHERE action = 'shrink'), (SELECT COUNT(*) FROM operations WHERE step = 2 AND status = 'ok')")" "15|15"
+expect "bad HCOMM_HEARTBEAT_MISSES" 2 "HCOMM_HEARTBEAT_MISSES" -- "$HCSIM" run "$HB" --no-trace --set '/hcomm_env/HCOMM_HEARTBEAT_MISSES="0"'
+expect "bad max_detection_us" 2 "/expect/max_detection_us" -- "$HCSIM" run "$HB" --no-trace --set /expect/max_detection_us=-1
+expect "heartbeat too slow for max_detection_us: exit 1" 1 "max_detection_us" -- "$HCSIM" run "$HB" --no-trace -q --set /expect/max_detection_us=1000
 
 echo "faults_cli_test: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace hcomm {
@@ -132,16 +133,34 @@ struct FailoverInfo {
   std::uint64_t bytes_resent = 0;  ///< bytes the recovery moved again
   std::uint64_t detected_ns = 0, resumed_ns = 0;  ///< resumed 0: traffic did not resume
 };
-/// An asynchronous event of a device, as the real driver raises them without a task failing
-/// (verbs' ibv_get_async_event). Only the NIC's port-error event is modelled.
+/// An asynchronous event of a device or of the host's heartbeat agent, as the real driver raises
+/// them without a task failing (verbs' ibv_get_async_event; HCCL's heartbeat thread).
 enum class DeviceEventKind : std::uint8_t {
-  NicPortDown = 1  ///< IBV_EVENT_PORT_ERR: the RoCE NIC's port (or its cable) lost its link
+  NicPortDown = 1,   ///< IBV_EVENT_PORT_ERR: the RoCE NIC's port (or its cable) lost its link
+  NicPortUp = 2,     ///< IBV_EVENT_PORT_ACTIVE: the port (or its cable) has its link again
+  PeerLost = 3,      ///< the heartbeat agent: rank `peer` sent no heartbeat for the timeout (its own
+                     ///< detection, or a notice from the agent that detected it: `reporter`)
+  LinkErrorStorm = 4 ///< a link of the device counts CRC errors above the firmware's threshold (non-fatal)
 };
 struct DeviceEvent {
   DeviceEventKind kind = DeviceEventKind::NicPortDown;
-  std::uint64_t since_ns = 0;  ///< when the port's state changed (the NIC's timestamp)
+  std::uint64_t since_ns = 0;  ///< when the state changed (port: the NIC's timestamp; PeerLost: the last heartbeat's arrival)
   std::uint64_t at_ns = 0;     ///< when the driver delivered it to the host
+  std::uint32_t peer = ~0u;    ///< PeerLost: the lost rank (global)
+  std::uint32_t reporter = ~0u;  ///< PeerLost: the rank whose agent detected it (global; this rank for its own)
   std::string text;            ///< what happened, for logs ("NIC of node0/npu3: port down since ...")
+};
+/// What the library asks of the host's heartbeat agent (docs/failover.md#heartbeat-with-neighbours).
+/// The agent runs beside the application (it needs no library call): every period_ns it sends a
+/// heartbeat to each neighbour over the control channel; a neighbour from which nothing arrived
+/// for miss_limit periods is LOST: the agent raises PeerLost on its own device and sends a notice
+/// to every rank in `notify` (global ranks, ranges [first, last)), whose agents raise PeerLost
+/// there. No neighbours: the agent stops.
+struct HeartbeatSpec {
+  std::uint64_t period_ns = 0;
+  std::uint32_t miss_limit = 3;
+  std::vector<std::uint32_t> neighbours;  ///< global ranks, sorted, without the caller
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> notify;  ///< told on LOST, sorted disjoint ranges
 };
 // ---- end failover ----
 
@@ -238,6 +257,8 @@ class Driver {
   /// A delivered event not yet taken interrupts a blocking stream_synchronize of a stream of
   /// `device` (Aborted), as an urgent message does.
   virtual DrvStatus device_event_poll(std::uint32_t /*device*/, DeviceEvent* /*out*/) { return DrvStatus::NotSupported; }
+  /// Start (or change, or with no neighbours stop) the host's heartbeat agent of `rank`.
+  virtual DrvStatus heartbeat_register(std::uint32_t /*rank*/, const HeartbeatSpec& /*spec*/) { return DrvStatus::NotSupported; }
   /// The library recovered from (or gave up on) a fault (trace only).
   virtual void failover_reported(std::uint32_t /*device*/, const FailoverInfo& /*f*/) {}
   // ---- end failover ----

@@ -32,7 +32,8 @@ typedef enum {
   HCOMM_E_NETWORK = 19,
   HCOMM_E_AGAIN = 20,
   HCOMM_E_REMOTE = 21,       /* the peer reported an error */
-  E_HCOMM_ADDR_MISMATCH = 64 /* rank descriptor disagrees with the device (host_ip / base address) */
+  E_HCOMM_ADDR_MISMATCH = 64, /* rank descriptor disagrees with the device (host_ip / base address) */
+  HCOMM_E_RANK_LOST = 65     /* a member was found LOST by the heartbeat (hcomm's own code, outside HCCL's numbering) */
 } hcomm_result_t;
 
 typedef enum {
@@ -366,10 +367,13 @@ hcomm_result_t hcomm_finalize(void);
  * sticky: every later operation on the communicator returns it, until it is destroyed (or shrunk).
  * With op_retry (HCOMM_OP_RETRY=1) the ranks first agree, through a coordinator, to re-execute
  * the failed collective from its inputs on a path that avoids the dead link; when that works no
- * error is returned at all. */
+ * error is returned at all. With HCOMM_HEARTBEAT_PERIOD_US set, the host's heartbeat agent finds a
+ * silent ring neighbour LOST and tells every member, even while no call is in progress: every
+ * communicator holding the lost rank gets HCOMM_E_RANK_LOST (docs/failover.md#heartbeat-with-neighbours). */
 /* The communicator's asynchronous error (HCCL's HcclGetCommAsyncError): HCOMM_SUCCESS into *error
  * while healthy, else the first error it learned (HCOMM_E_RUNTIME on the rank that saw the fault,
- * HCOMM_E_REMOTE on the others). Reads the abort messages that have arrived without blocking. */
+ * HCOMM_E_REMOTE on the others, HCOMM_E_RANK_LOST for a member the heartbeat found LOST). Reads the
+ * abort messages and device events that have arrived without blocking. */
 hcomm_result_t hcomm_get_async_error(hcomm_comm_t comm, hcomm_result_t* error);
 /* The same as text ("rank 2 (comm rank 2): link ... went down during a transfer"); "" while
  * healthy. The string lives until the next failover call on the communicator or its destruction. */

@@ -444,6 +444,7 @@ bool retryable(const CollReq& r, std::uint64_t in_bytes, std::uint64_t out_bytes
 hcomm_result_t run_collective(hcomm_comm_t comm, hcomm_stream_t main, const CollReq& r) {
   // A communicator in error (docs/failover.md) refuses new work with its error.
   if (hcomm_result_t e = failover::check(comm); e != HCOMM_SUCCESS) return e;
+  if (comm->avoid) failover::maybe_restore(comm);  // back to the selected algorithms once the faults are gone
   const std::uint64_t seq = comm->op_seq;
   failover::uses(comm, main);
   const hcomm_result_t rc = run_checked(comm, main, r);

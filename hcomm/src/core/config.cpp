@@ -34,12 +34,13 @@ struct EnvKnob {
   const char* env;
   std::uint64_t def, lo, hi;
 };
-enum { kDebug, kTimeoutMs, kBuffsizeMb, kP2pMb, kSlotMb, kSlots, kCnpThreshold, kRetryReroute, kNicBorrow };
+enum { kDebug, kTimeoutMs, kBuffsizeMb, kP2pMb, kSlotMb, kSlots, kCnpThreshold, kRetryReroute, kNicBorrow, kHbPeriodUs, kHbMisses };
 const EnvKnob kContextKnobs[] = {
     {"HCOMM_DEBUG", 0, 0, 3},          {"HCOMM_TIMEOUT_MS", 30000, 1000, 300000}, {"HCOMM_BUFFSIZE_MB", 256, 1, 4096},
     {"HCOMM_BUFFER_SIZE_MB", 8, 1, 64}, {"HCOMM_SLOT_SIZE_MB", 256, 1, 4096},      {"HCOMM_SYM_SLOTS", 4, 0, 64},
     {"HCOMM_ROUTE_CNP_THRESHOLD", 0, 0, 1000000000}, {"HCOMM_RETRY_REROUTE", 1, 0, 1},
     {"HCOMM_NIC_BORROW", 1, 0, 1},
+    {"HCOMM_HEARTBEAT_PERIOD_US", 0, 0, 60000000},    {"HCOMM_HEARTBEAT_MISSES", 3, 1, 1000},
 };
 // HCOMM_ROUTE_SPORT (docs/routing.md): how RoCE source ports are chosen.
 const char* const kRouteSportNames[3] = {"probe", "hash", nullptr};
@@ -119,6 +120,8 @@ bool read_context_env(ContextEnv* e) {
   e->route_cnp_threshold = env_knob(kCnpThreshold, &bad);
   e->retry_reroute = env_knob(kRetryReroute, &bad) != 0;
   e->nic_borrow = env_knob(kNicBorrow, &bad) != 0;
+  e->hb_period_ns = env_knob(kHbPeriodUs, &bad) * 1000ULL;
+  e->hb_misses = static_cast<std::uint32_t>(env_knob(kHbMisses, &bad));
   e->route_policy = 0;
   if (const char* v = std::getenv("HCOMM_ROUTE_SPORT"); v && *v) {
     if (std::strcmp(v, kRouteSportNames[0]) == 0) e->route_policy = 0;

@@ -15,6 +15,8 @@ struct ContextEnv {
   std::uint64_t route_cnp_threshold = 0; ///< HCOMM_ROUTE_CNP_THRESHOLD: 0 = no re-routing
   bool retry_reroute = true;             ///< HCOMM_RETRY_REROUTE: op retry re-probes RoCE paths after an RDMA failure
   bool nic_borrow = true;                ///< HCOMM_NIC_BORROW: op retry borrows a server peer's NIC for a dead one
+  std::uint64_t hb_period_ns = 0;        ///< HCOMM_HEARTBEAT_PERIOD_US: the neighbour heartbeat's period (0: off)
+  std::uint32_t hb_misses = 3;           ///< HCOMM_HEARTBEAT_MISSES: LOST after this many periods of silence
 };
 /// Read every context variable; false when any is out of range (each one is reported on stderr).
 bool read_context_env(ContextEnv* env);

@@ -256,6 +256,95 @@ bool agree(hcomm_comm_t c, bool can) {
   return go;
 }
 
+// ---- the host's device events: heartbeat LOST, port up, CRC storm (docs/failover.md) ----
+
+// Comm rank of global rank g in c (~0u: not a member).
+std::uint32_t comm_rank_of(hcomm_comm_t c, std::uint32_t g) {
+  if (c->members.empty()) return g < c->nranks ? g : ~0u;
+  for (std::uint32_t r = 0; r < c->members.size(); ++r)
+    if (c->members[r] == g) return r;
+  return ~0u;
+}
+
+// The heartbeat agent (its own detection, or a notice from the agent that detected it) says rank
+// ev.peer is LOST: every communicator of this context holding it is put in error with
+// HCOMM_E_RANK_LOST, detected when the host learned it (ev.at_ns), and lists it as lost.
+void peer_lost(hcomm_context_t ctx, const DeviceEvent& ev) {
+  const std::uint32_t g = ev.peer;
+  if (ctx->grank >= 0 && g == static_cast<std::uint32_t>(ctx->grank)) return;
+  auto it = std::lower_bound(ctx->lost_global.begin(), ctx->lost_global.end(), g);
+  if (it != ctx->lost_global.end() && *it == g) return;  // a second notice
+  ctx->lost_global.insert(it, g);
+  for (hcomm_comm_t c : ctx->comms) {
+    const std::uint32_t cr = c->nranks >= 2 ? comm_rank_of(c, g) : ~0u;
+    if (cr == ~0u) continue;
+    add_lost(c, cr);
+    if (c->error.code != HCOMM_SUCCESS) continue;
+    const std::uint32_t by = ev.reporter == static_cast<std::uint32_t>(ctx->grank) ? ~0u : comm_rank_of(c, ev.reporter);
+    const std::string who = ev.reporter == static_cast<std::uint32_t>(ctx->grank) ? "this rank's heartbeat agent"
+                                                                                   : "rank " + std::to_string(ev.reporter) + "'s heartbeat agent";
+    set_error(c, HCOMM_E_RANK_LOST, by == ~0u ? -1 : static_cast<std::int64_t>(by),
+              "comm rank " + std::to_string(cr) + " (rank " + std::to_string(g) + ") LOST, reported by " + who + ": " + ev.text);
+    c->error.at_ns = ev.at_ns;  // when the host learned it (the application may have been away)
+    c->retry_wanted = false;
+    ctx->lost_news = true;
+  }
+}
+
+// IBV_EVENT_PORT_ACTIVE: this NIC has its link again. The context forgets what it owed or knew of
+// the port being down; each communicator drops this rank from its dead NICs (routes to peers may
+// probe through it again; the op retry's ring order, if one was adopted, stays: not re-planned).
+void port_up(hcomm_context_t ctx, const DeviceEvent& ev) {
+  // Always logged (whatever HCOMM_DEBUG says), as the recovery lines are.
+  port::log(ctx, 1, ("[HCOMM_WARN] Device" + std::to_string(ctx->device_id) + ": NIC port event (IBV_EVENT_PORT_ACTIVE): " + ev.text +
+                     "; NIC-down state cleared").c_str());
+  ctx->port_owed.clear();
+  ctx->port_owed_since_ns = 0;
+  ctx->nic_down_known_ns = 0;
+  // A port-down event taken but not yet handled that the port-up follows is stale.
+  ctx->port_stash.erase(std::remove_if(ctx->port_stash.begin(), ctx->port_stash.end(),
+                                       [&](const DeviceEvent& d) { return d.since_ns <= ev.since_ns; }),
+                        ctx->port_stash.end());
+  for (hcomm_comm_t c : ctx->comms) {
+    auto it = std::lower_bound(c->dead_nics.begin(), c->dead_nics.end(), c->rank);
+    if (it != c->dead_nics.end() && *it == c->rank) c->dead_nics.erase(it);
+  }
+  ++ctx->nic_ups;
+}
+
+// A CRC storm on a link of this device: non-fatal (the link's replay keeps the data correct, only
+// slower). Logged as a warning and recorded as a `failovers` row with action "warn", code 0, for
+// each communicator of the context; no communicator is put in error.
+void link_storm(hcomm_context_t ctx, const DeviceEvent& ev) {
+  ++ctx->link_storms;
+  port::log(ctx, 1, ("[HCOMM_WARN] Device" + std::to_string(ctx->device_id) + ": " + ev.text + " (non-fatal: no abort)").c_str());
+  for (hcomm_comm_t c : ctx->comms) {
+    FailoverInfo f;
+    f.comm = c->id;
+    f.rank = me_global(c);
+    f.op_seq = c->op_seq ? c->op_seq - 1 : 0;
+    f.fault = ev.text;
+    f.action = "warn";
+    f.detected_ns = ev.at_ns;
+    port::failover_reported(ctx, f);
+    break;  // one row per rank (the first communicator)
+  }
+}
+
+// Take every delivered device event: port-down events are kept for fresh_port_event (they concern
+// the synchronize that reads them), the others are handled here.
+void take_events(hcomm_context_t ctx) {
+  DeviceEvent ev;
+  while (port::device_event_poll(ctx, &ev) == HCOMM_SUCCESS) {
+    switch (ev.kind) {
+      case DeviceEventKind::NicPortDown: ctx->port_stash.push_back(ev); break;
+      case DeviceEventKind::NicPortUp: port_up(ctx, ev); break;
+      case DeviceEventKind::PeerLost: peer_lost(ctx, ev); break;
+      case DeviceEventKind::LinkErrorStorm: link_storm(ctx, ev); break;
+    }
+  }
+}
+
 // Tell every other member of `c` (urgent messages).
 void broadcast_abort(hcomm_comm_t c, bool retry) {
   Msg m;
@@ -273,8 +362,9 @@ void broadcast_abort(hcomm_comm_t c, bool retry) {
 }
 
 // Read every urgent message that has arrived; returns whether one concerned a communicator here.
-bool drain(hcomm_context_t ctx) {
+bool drain(hcomm_context_t ctx, bool* aborts = nullptr) {
   if (ctx->grank < 0) return false;
+  take_events(ctx);
   bool any = false;
   for (;;) {
     std::uint32_t from = 0;
@@ -294,7 +384,24 @@ bool drain(hcomm_context_t ctx) {
       c->retry_wanted = m.flag != 0 && c->cfg.op_retry;
     }
   }
-  return any;
+  if (aborts) *aborts = any;
+  const bool lost = ctx->lost_news;
+  ctx->lost_news = false;
+  return any || lost;
+}
+
+// Only heartbeat LOST news and no communicator work in flight on this device (the ranks are
+// between operations, or the host waits on a plain copy): nothing to stop, nothing to re-execute;
+// each communicator in error records its failover (detected when the host's agent learned it).
+bool settle_without_work(hcomm_context_t ctx) {
+  for (hcomm_comm_t c : ctx->comms)
+    if (c->busy_streams > 0) return false;
+  for (hcomm_comm_t c : ctx->comms) {
+    if (c->error.code == HCOMM_SUCCESS || c->recovered_round == c->error.at_ns + 1) continue;
+    c->recovered_round = c->error.at_ns + 1;
+    report(c, "abort", "", "", 0, 0, pending_of(c));
+  }
+  return true;
 }
 
 // Run the recoveries the communicators of `ctx` need. Returns HCOMM_E_AGAIN when every one that
@@ -388,7 +495,9 @@ hcomm_result_t recover(hcomm_context_t ctx) {
 }  // namespace
 
 hcomm_result_t check(hcomm_comm_t comm) {
-  if (!comm->ctx->recovering && drain(comm->ctx) && comm->error.code != HCOMM_SUCCESS) {
+  bool aborts = false;
+  if (!comm->ctx->recovering && drain(comm->ctx, &aborts) && comm->error.code != HCOMM_SUCCESS) {
+    if (!aborts && settle_without_work(comm->ctx)) return comm->error.code;
     const hcomm_result_t rc = recover(comm->ctx);
     if (rc == HCOMM_E_AGAIN) return HCOMM_SUCCESS;
   }
@@ -407,9 +516,10 @@ void clear_used(hcomm_stream_t s) {
 // down after the last recovery agreement read it as down. Takes every delivered event.
 bool fresh_port_event(hcomm_context_t ctx, std::string* text, std::uint64_t* since_ns) {
   bool fresh = false;
-  DeviceEvent ev;
-  while (port::device_event_poll(ctx, &ev) == HCOMM_SUCCESS) {
-    if (ev.kind != DeviceEventKind::NicPortDown) continue;
+  take_events(ctx);
+  const std::vector<DeviceEvent> stash = std::move(ctx->port_stash);
+  ctx->port_stash.clear();
+  for (const DeviceEvent& ev : stash) {
     if (ctx->nic_down_known_ns && ev.since_ns <= ctx->nic_down_known_ns) {
       logf(ctx, 1, "Device%u: %s (already known to the recovery: ignored)", ctx->device_id, ev.text.c_str());
       continue;
@@ -450,7 +560,11 @@ hcomm_result_t handle(hcomm_stream_t s, hcomm_result_t rc, const std::string& wh
     return fresh ? rc : HCOMM_E_AGAIN;
   }
   if (rc == HCOMM_E_REMOTE) {
-    if (!drain(ctx)) return HCOMM_E_AGAIN;  // nothing for a communicator of this context: keep waiting
+    bool aborts = false;
+    if (!drain(ctx, &aborts)) return HCOMM_E_AGAIN;  // nothing for a communicator of this context: keep waiting
+    // Heartbeat LOST news only, while no communicator work is in flight (e.g. the host waits on a
+    // plain copy): recorded, nothing stopped; the next call on the communicator returns the error.
+    if (!aborts && s->used_by.empty() && settle_without_work(ctx)) return HCOMM_E_AGAIN;
   } else {
     drain(ctx);  // a peer's report may have arrived already
     // The communicators with work on this stream (a failure of a plain copy concerns none). A
@@ -587,16 +701,113 @@ hcomm_result_t agree_ids(hcomm_comm_t c, const std::vector<std::uint32_t>& survi
   return HCOMM_SUCCESS;
 }
 
+namespace {
+// Register this rank's neighbours with the host's heartbeat agent (docs/failover.md#heartbeat-with-neighbours):
+// the ring predecessor and successor in every communicator, deduplicated; on LOST the agent
+// tells every member of the communicators (their global ranks as ranges).
+void hb_update(hcomm_context_t ctx) {
+  if (!ctx->hb_period_ns || ctx->grank < 0) return;
+  HeartbeatSpec spec;
+  spec.period_ns = ctx->hb_period_ns;
+  spec.miss_limit = ctx->hb_misses;
+  const std::uint32_t me = static_cast<std::uint32_t>(ctx->grank);
+  std::vector<std::uint32_t> all;
+  for (hcomm_comm_t c : ctx->comms) {
+    if (c->nranks < 2) continue;
+    spec.neighbours.push_back(global_rank(c, (c->rank + c->nranks - 1) % c->nranks));
+    spec.neighbours.push_back(global_rank(c, (c->rank + 1) % c->nranks));
+    if (c->members.empty()) spec.notify.emplace_back(0, c->nranks);
+    else all.insert(all.end(), c->members.begin(), c->members.end());
+  }
+  std::sort(all.begin(), all.end());
+  for (std::size_t i = 0; i < all.size();) {  // members as runs of consecutive ranks
+    std::size_t j = i + 1;
+    while (j < all.size() && all[j] <= all[j - 1] + 1) ++j;
+    spec.notify.emplace_back(all[i], all[j - 1] + 1);
+    i = j;
+  }
+  std::sort(spec.notify.begin(), spec.notify.end());
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> merged;
+  for (const auto& r : spec.notify)
+    if (!merged.empty() && r.first <= merged.back().second) merged.back().second = std::max(merged.back().second, r.second);
+    else merged.push_back(r);
+  spec.notify = merged;
+  std::sort(spec.neighbours.begin(), spec.neighbours.end());
+  spec.neighbours.erase(std::unique(spec.neighbours.begin(), spec.neighbours.end()), spec.neighbours.end());
+  spec.neighbours.erase(std::remove(spec.neighbours.begin(), spec.neighbours.end(), me), spec.neighbours.end());
+  if (spec.neighbours == ctx->hb_neighbours && spec.neighbours.empty()) return;
+  if (port::heartbeat_register(ctx, me, spec) != HCOMM_SUCCESS) {
+    logf(ctx, 0, "Device%u: the driver has no heartbeat agent: HCOMM_HEARTBEAT_PERIOD_US ignored", ctx->device_id);
+    ctx->hb_period_ns = 0;
+    return;
+  }
+  ctx->hb_neighbours = spec.neighbours;
+}
+}  // namespace
+
+void maybe_restore(hcomm_comm_t c) {
+  hcomm_context_t ctx = c->ctx;
+  if (!c->avoid || ctx->recovering || c->nranks < 2 || !c->lost.empty() || c->error.code != HCOMM_SUCCESS) return;
+  // This rank's part: its NIC is up if it was dead, its HCCS links of the dead pairs are up.
+  bool up = true;
+  if (std::binary_search(c->dead_nics.begin(), c->dead_nics.end(), c->rank)) {
+    NicInfo n;
+    up = port::nic_info(ctx, &n) == HCOMM_SUCCESS && n.present && n.link_up;
+  }
+  if (up) {
+    for (const auto& [a, b] : c->dead_pairs) {
+      if (a != c->rank && b != c->rank) continue;
+      const RankDesc* d = peer_desc(c, a == c->rank ? b : a);
+      HccsPortInfo info;
+      if (!d || d->device_id >= kHccsPortCount || port::hccs_port(ctx, d->device_id, &info) != HCOMM_SUCCESS || !info.up) up = false;
+    }
+  }
+  const std::uint64_t round = (2ULL << 40) + ++c->restores;  // apart from the recovery and shrink rounds
+  const std::uint64_t deadline = port::now_ns(ctx) + agree_timeout_ns(c);
+  Msg m;
+  m.comm = c->id;
+  m.origin = c->rank;
+  m.seq = round;
+  bool go = up;
+  if (c->rank != 0) {
+    m.kind = kRestore;
+    m.flag = up ? 1 : 0;
+    send_ctrl(c, 0, m);
+    Msg in;
+    go = recv_ctrl(c, 0, round, deadline, &in) && in.kind == kRestoreGo && in.flag == 1;  // no answer: stay on the ring
+  } else {
+    for (std::uint32_t r = 1; r < c->nranks; ++r) {
+      Msg in;
+      if (!recv_ctrl(c, r, round, deadline, &in) || in.kind != kRestore || in.flag != 1) go = false;
+    }
+    m.kind = kRestoreGo;
+    m.flag = go ? 1 : 0;
+    for (std::uint32_t r = 1; r < c->nranks; ++r) send_ctrl(c, r, m);
+  }
+  if (!go) return;
+  const std::string was = c->ring_desc.empty() ? "the op retry's ring" : c->ring_desc;
+  c->avoid = false;
+  c->ring_order.clear();
+  c->ring_desc.clear();
+  c->dead_nics.clear();
+  c->dead_pairs.clear();
+  port::log(ctx, 1, ("[HCOMM_WARN] Rank" + std::to_string(c->rank) + " comm " + std::to_string(c->id) +
+                     ": every dead NIC and HCCS link is up again: back to the selected algorithms from seq " + std::to_string(c->op_seq) +
+                     " (was " + was + ")").c_str());
+}
+
 void comm_created(hcomm_comm_t comm) {
   hcomm_context_t ctx = comm->ctx;
   if (ctx->grank < 0) ctx->grank = global_rank(comm, comm->rank);
   ctx->comms.push_back(comm);
+  hb_update(ctx);
 }
 
 void comm_destroyed(hcomm_comm_t comm) {
   hcomm_context_t ctx = comm->ctx;
   if (!live(ctx, kCtx)) return;
   ctx->comms.erase(std::remove(ctx->comms.begin(), ctx->comms.end(), comm), ctx->comms.end());
+  hb_update(ctx);
   auto& v = ctx->pending;
   v.erase(std::remove_if(v.begin(), v.end(), [&](const PendingOp& p) { return p.comm == comm; }), v.end());
 }

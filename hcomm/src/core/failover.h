@@ -62,6 +62,12 @@ void synced(hcomm_stream_t s);
 hcomm_result_t agree_ids(hcomm_comm_t parent, const std::vector<std::uint32_t>& survivors, const std::uint32_t used[8],
                          std::uint32_t all[8]);
 
+/// A communicator running on the op retry's ring (comm->avoid) at a collective's start: the
+/// members agree (one round through the lowest comm rank) whether every dead NIC and dead HCCS
+/// link the ring avoids is up again; if so every member returns to the selected algorithms from
+/// this collective on. Every member calls it at the same collective (all have `avoid` alike).
+void maybe_restore(hcomm_comm_t comm);
+
 void comm_created(hcomm_comm_t comm);
 void comm_destroyed(hcomm_comm_t comm);
 

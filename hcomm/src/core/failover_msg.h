@@ -9,7 +9,7 @@
 
 namespace hcomm::detail::failover {
 
-enum Kind : std::uint8_t { kAbort = 1, kReady = 2, kReset = 3, kReady2 = 4, kGo = 5, kShrink = 6, kShrinkGo = 7 };
+enum Kind : std::uint8_t { kAbort = 1, kReady = 2, kReset = 3, kReady2 = 4, kGo = 5, kShrink = 6, kShrinkGo = 7, kRestore = 8, kRestoreGo = 9 };
 constexpr std::uint32_t kMagic = 0x48464f31;  // "HFO1"
 
 struct Msg {

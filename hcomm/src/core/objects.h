@@ -136,6 +136,14 @@ struct hcomm_context_s {
                                                     // a port-down event of a port that went down before is stale
   std::string port_owed;                            // a port event no communicator work was crossing the NIC for (core/failover.h)
   std::uint64_t port_owed_since_ns = 0;
+  std::vector<hcomm::DeviceEvent> port_stash;       // port-down events taken while reading the others (core/failover.cpp take_events)
+  std::uint64_t hb_period_ns = 0;                   // HCOMM_HEARTBEAT_PERIOD_US (docs/failover.md#heartbeat-with-neighbours), 0: off
+  std::uint32_t hb_misses = 3;                      // HCOMM_HEARTBEAT_MISSES
+  std::vector<std::uint32_t> hb_neighbours;         // registered with the host's agent (global ranks)
+  std::vector<std::uint32_t> lost_global;           // ranks the heartbeat reported LOST (global, sorted)
+  std::uint64_t link_storms = 0;                    // CRC storm events taken (non-fatal)
+  bool lost_news = false;
+  std::uint64_t nic_ups = 0;                        // port-active events taken                           // a PeerLost event put a communicator in error since the last drain
 };
 
 struct hcomm_stream_s {
@@ -191,6 +199,7 @@ struct hcomm_comm_s {
   std::uint64_t stale_below = 0;                   // abort reports of operations up to this seq are stale (recovered)               // the error (at_ns + 1) a recovery already ran for
   std::uint64_t retries = 0;                       // agreement rounds so far (all members count alike)
   std::uint64_t shrinks = 0;                       // hcomm_comm_shrink calls (all survivors count alike)
+  std::uint64_t restores = 0;                      // maybe_restore rounds (all members count alike)
 };
 
 struct hcomm_buffer_pool_s {

@@ -32,6 +32,11 @@ hcomm_result_t sync_timeout(hcomm_stream_t s, std::uint64_t timeout_ms) {
   const std::uint64_t hb_ns = failover::heartbeat_ns(s);
   // A NIC port event owed to work across servers (docs/failover.md#nic-port-event).
   if (hcomm_result_t o = failover::owed_port_event(s); o != HCOMM_E_AGAIN) return o;
+  // A port-down event taken while reading the host's other events (failover::check) interrupts
+  // this synchronize at once, as the undelivered event would have.
+  if (!s->ctx->port_stash.empty()) {
+    if (hcomm_result_t o = failover::on_sync_failure(s, HCOMM_E_REMOTE, ""); o != HCOMM_E_AGAIN) return o;
+  }
   std::uint64_t last_done = 0;
   bool have_last = false;
   for (;;) {

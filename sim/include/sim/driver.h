@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include <systemc>
@@ -131,6 +132,28 @@ class SimDriver final : public hcomm::Driver, public models::MachineListener {
   /// NPU `npu`'s NIC port (or its cable to the switch) went down / came up now.
   void nic_port_changed(std::uint32_t npu, bool up);
   hcomm::DrvStatus device_event_poll(std::uint32_t device, hcomm::DeviceEvent* out) override;
+  /// The host's heartbeat agent (docs/failover.md#heartbeat-with-neighbours), in driver_heartbeat.cpp.
+  hcomm::DrvStatus heartbeat_register(std::uint32_t rank, const hcomm::HeartbeatSpec& spec) override;
+  /// The rank's process died (rank_crash): its agent stops sending.
+  void rank_crashed(std::uint32_t rank);
+  /// The rank's program ended: its agent stops and its neighbours stop watching it (the process
+  /// closed its connections: not a loss).
+  void rank_exited(std::uint32_t rank);
+  static constexpr std::uint64_t kHeartbeatBytes = 64;  ///< one heartbeat or LOST notice on the control channel
+  std::uint64_t heartbeats_sent() const { return hb_sent_; }
+  std::uint64_t peers_lost() const { return hb_lost_; }  ///< LOST declarations (agents' own detections)
+  /// CRC storm (docs/failover.md#crc-storm): a link whose CRC error rate (errors per frame) is at
+  /// least `threshold` raises LinkErrorStorm on its end devices' hosts `window_ps` after the rate
+  /// was set, if it still holds (the firmware counts errors over one window). Off: no events.
+  struct CrcStormParams {
+    bool on = true;
+    double threshold = 1e-5;
+    models::Tick window_ps = 1000 * models::kPsPerUs;
+  };
+  void set_crc_storm_params(const CrcStormParams& p) { crc_p_ = p; }
+  /// A link's CRC (or RoCE corruption) rate was set now: `npus` are the devices at its ends.
+  void link_error_rate(const std::string& link, const std::vector<std::uint32_t>& npus, double rate);
+  std::uint64_t crc_storms() const { return crc_storms_; }  ///< LinkErrorStorm events the hosts took
   std::uint64_t port_events_taken() const { return port_raised_; }       ///< events the library took (device_event_poll)
   std::uint64_t port_events_debounced() const { return port_debounced_; }  ///< downs shorter than the debounce
 
@@ -192,7 +215,45 @@ class SimDriver final : public hcomm::Driver, public models::MachineListener {
   // NIC port events per NPU: queued (arrival order; cancelled while inside their debounce when
   // the link comes back), the time the port went down (~0: up), and the event their arrival
   // notifies (stream_synchronize waits on it too).
-  struct PortEvt { models::Tick since = 0, arrival = 0, debounce_end = 0; };
+  // Other device events (port up, heartbeat LOST, CRC storm) share the queue: kind, and what they say.
+  struct PortEvt {
+    models::Tick since = 0, arrival = 0, debounce_end = 0;
+    hcomm::DeviceEventKind kind = hcomm::DeviceEventKind::NicPortDown;
+    std::uint32_t peer = ~0u, reporter = ~0u;
+    std::string text;
+  };
+  void queue_event(std::uint32_t npu, PortEvt e);  // in arrival order; notifies the device's event
+  bool dev_events_ = false;  // some event other than port-down may be queued (synchronize waits on port_ev_)
+  // The heartbeat agents (driver_heartbeat.cpp): per rank its registration, per ordered pair the
+  // heartbeats in flight and the last arrived, and one method process ticking the agents.
+  struct HbAgent {
+    bool on = false;
+    std::uint64_t gen = 0;
+    models::Tick period_ps = 0, base = 0;
+    models::Tick first_reg = ~models::Tick{0};  // its first registration (the connections to its neighbours exist from then)
+    std::uint32_t miss = 3;
+    std::vector<std::uint32_t> nb;
+    std::vector<std::pair<std::uint32_t, std::uint32_t>> notify;
+    std::vector<std::uint32_t> lost_known;  // sorted
+  };
+  struct HbPair { std::deque<models::Tick> flight; models::Tick last = 0; };
+  std::vector<HbAgent> hb_;
+  std::vector<std::uint8_t> hb_state_;  // 0 alive, 1 crashed, 2 exited
+  std::unordered_map<std::uint64_t, HbPair> hb_pair_;
+  std::unordered_set<std::uint64_t> hb_closed_;  // (from, to): `from` no longer heartbeats `to` (deregistered)
+  struct HbTick { models::Tick at; std::uint32_t rank; std::uint64_t gen; bool operator>(const HbTick& o) const { return at != o.at ? at > o.at : rank > o.rank; } };
+  std::vector<HbTick> hb_heap_;
+  std::unique_ptr<sc_core::sc_event> hb_wake_;
+  bool hb_spawned_ = false;
+  std::uint64_t hb_sent_ = 0, hb_lost_ = 0;
+  void hb_run();
+  void hb_tick(std::uint32_t rank, models::Tick now);
+  void hb_declare(std::uint32_t m, std::uint32_t r, models::Tick last, models::Tick now);
+  void hb_arm();
+  CrcStormParams crc_p_;
+  std::uint64_t crc_storms_ = 0;
+  struct CrcWatch { std::string link; std::vector<std::uint32_t> npus; double rate = 0; std::uint64_t gen = 0; };
+  std::vector<CrcWatch> crc_watch_;
   PortEventParams port_evp_;
   std::vector<std::deque<PortEvt>> port_box_;
   std::vector<models::Tick> port_down_since_;

@@ -9,7 +9,7 @@ namespace sim::scenario_detail {
 void read_expect(const ObjectReader& top, Scenario& sc, Diagnostics& d) {
   if (const json* ej = top.get("expect", false)) {
     ObjectReader e(*ej, top.child("expect"), d, {"checks_pass", "api_errors", "max_op_time_us", "min_busbw_GBps", "counters_min", "counters_max",
-                                            "failovers_min", "max_failover_us"});
+                                            "failovers_min", "max_failover_us", "detections_min", "max_detection_us"});
     sc.expect.checks_pass = e.boolean("checks_pass", false).value_or(true);
     if (auto v = e.str("api_errors", false)) {
       if (*v == "none") sc.expect.api_errors = false;
@@ -20,6 +20,8 @@ void read_expect(const ObjectReader& top, Scenario& sc, Diagnostics& d) {
     sc.expect.min_busbw_GBps = e.number("min_busbw_GBps", false, 0, 1e9);
     sc.expect.failovers_min = e.number("failovers_min", false, 0, 1e9);
     sc.expect.max_failover_us = e.number("max_failover_us", false, 0, 1e15);
+    sc.expect.detections_min = e.number("detections_min", false, 0, 1e9);
+    sc.expect.max_detection_us = e.number("max_detection_us", false, 0, 1e15);
     for (const char* key : {"counters_min", "counters_max"}) {
       const json* cj = e.get(key, false);
       if (!cj) continue;

@@ -42,6 +42,7 @@ void Cluster::start_ranks() {
 // The run ends when the last rank is done: stale timers (e.g. disarmed RDMA retransmit
 // timeouts) left in the event queue must not advance simulated time.
 void Cluster::rank_finished(std::uint32_t r) {
+  driver_->rank_exited(r);  // its heartbeat agent stops; not a loss
   depart(r);
   done_[r] = true;
   if (!program) ops_done_[r] = ops_total_;

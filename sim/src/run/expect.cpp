@@ -51,6 +51,23 @@ void expect_counters(const Expectations& e, const std::map<std::string, double>&
 
 void expect_failovers(const Expectations& e, const std::vector<hcomm::FailoverInfo>& fo, const std::vector<std::uint64_t>& faults,
                       std::vector<Failure>& out) {
+  if (e.detections_min || e.max_detection_us) {
+    std::size_t rows = 0;
+    double late = 0;
+    for (const auto& f : fo) {
+      if (f.action == "warn") continue;
+      ++rows;
+      double at = -1;
+      for (const std::uint64_t t : faults)
+        if (t <= f.detected_ns * 1000) at = static_cast<double>(t) / models::kPsPerNs;
+      if (at >= 0) late = std::max(late, (static_cast<double>(f.detected_ns) - at) / 1e3);
+    }
+    if (e.detections_min && static_cast<double>(rows) < *e.detections_min)
+      out.push_back({FailureKind::Failover, std::to_string(rows) + " detections (failovers rows) is below detections_min " + std::to_string(*e.detections_min)});
+    if (e.max_detection_us && late > *e.max_detection_us)
+      out.push_back({FailureKind::Failover, "a rank learned of a fault " + std::to_string(late) + " us after it, over max_detection_us " +
+                                                std::to_string(*e.max_detection_us)});
+  }
   if (!e.failovers_min && !e.max_failover_us) return;
   std::size_t resumed = 0;
   double worst = 0;

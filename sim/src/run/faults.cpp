@@ -104,6 +104,7 @@ void Cluster::apply_fault(std::size_t idx, std::uint32_t phase) {
       const std::uint32_t npu = t.rank_to_npu[f.rank];
       announce(f.rank, 0, "[HCSIM_ERR] fault injected: " + f.what);
       m.crash_npu(npu);
+      driver_->rank_crashed(f.rank);  // its host's heartbeat agent falls silent
       if (net && npu < nic.size() && nic[npu] != ~0u) net->set_link_up(nic[npu], 0, false);
       // A killed rank counts as ended: the run stops when the survivors are done, not when the
       // dead NIC's last retransmission gives up.
@@ -121,7 +122,10 @@ void Cluster::apply_fault(std::size_t idx, std::uint32_t phase) {
     }
     case FaultKind::LinkDown: m.set_link_up(hccs[f.link], false); break;
     case FaultKind::LinkUp: m.set_link_up(hccs[f.link], true); break;
-    case FaultKind::CrcRate: m.set_link_crc_rate(hccs[f.link], f.rate); break;
+    case FaultKind::CrcRate:
+      m.set_link_crc_rate(hccs[f.link], f.rate);
+      driver_->link_error_rate(t.links[f.link].name, {t.links[f.link].a.index, t.links[f.link].b.index}, f.rate);
+      break;
     case FaultKind::LaneDegrade: m.set_link_lanes(hccs[f.link], f.lanes); break;
     case FaultKind::DropRate: if (net) net->set_drop_rate(f.rate); break;
     case FaultKind::NicDown:
@@ -141,6 +145,12 @@ void Cluster::apply_fault(std::size_t idx, std::uint32_t phase) {
         if (node != ~0u) {
           if (f.kind == FaultKind::PacketCorruption) {
             net->set_link_corruption(node, port, f.rate);
+            // A NIC's cable: its FCS error rate (the NIC counts the errors, as HCCS ports count CRC errors).
+            const auto& l = t.links[static_cast<std::size_t>(f.roce_link)];
+            std::vector<std::uint32_t> ends;
+            if (!l.a.is_switch) ends.push_back(l.a.index);
+            if (!l.b.is_switch) ends.push_back(l.b.index);
+            if (!ends.empty()) driver_->link_error_rate(l.name, ends, f.rate);
           } else {
             net->set_link_up(node, port, up);
             // An NPU's NIC cable: its port state changed (the driver's port event, docs/failover.md#nic-port-event).

@@ -275,11 +275,11 @@ DrvStatus SimDriver::stream_synchronize(std::uint32_t s, std::uint64_t timeout_n
       }
       // Cut at the next interrupt due (an sc_event keeps only its earliest notification).
       const models::Tick until = std::min(deadline, next_interrupt(rank, npu));
-      if (port_evp_.on) {
+      const bool port_ev = port_evp_.on || dev_events_;
+      if (port_ev) {
         port_size();
         if (!port_ev_[npu]) port_ev_[npu] = std::make_unique<sc_core::sc_event>();
       }
-      const bool port_ev = port_evp_.on;
       if (rank != ~0u) {
         ctrl_size();
         if (!sig_ev_[rank]) sig_ev_[rank] = std::make_unique<sc_core::sc_event>();

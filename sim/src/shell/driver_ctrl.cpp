@@ -165,10 +165,11 @@ void SimDriver::nic_port_changed(std::uint32_t npu, bool up) {
     if (since != ~models::Tick{0}) return;  // already down
     since = now;
     if (rank == ~0u) return;  // no rank owns the device: nobody to tell
-    auto& box = port_box_[npu];
-    box.push_back(PortEvt{now, now + port_evp_.delay_ps, now + port_evp_.debounce_ps});  // arrivals grow with time
-    if (!port_ev_[npu]) port_ev_[npu] = std::make_unique<sc_core::sc_event>();
-    port_ev_[npu]->notify(sc_core::sc_time::from_value(port_evp_.delay_ps));
+    PortEvt e;
+    e.since = now;
+    e.arrival = now + port_evp_.delay_ps;
+    e.debounce_end = now + port_evp_.debounce_ps;
+    queue_event(npu, std::move(e));
     return;
   }
   if (since == ~models::Tick{0}) return;  // already up
@@ -176,8 +177,10 @@ void SimDriver::nic_port_changed(std::uint32_t npu, bool up) {
   since = ~models::Tick{0};
   // Back within the debounce: the NIC never declared the port down, no event.
   auto& box = port_box_[npu];
+  bool debounced = false;
   for (auto it = box.begin(); it != box.end(); ++it)
-    if (it->since == down_at && now < it->debounce_end) {
+    if (it->kind == hcomm::DeviceEventKind::NicPortDown && it->since == down_at && now < it->debounce_end) {
+      debounced = true;
       box.erase(it);
       ++port_debounced_;
       char b[200];
@@ -187,6 +190,29 @@ void SimDriver::nic_port_changed(std::uint32_t npu, bool up) {
       if (rank != ~0u) note(rank, 1, b);
       break;
     }
+  // Declared down: the NIC raises the port-active event (IBV_EVENT_PORT_ACTIVE) once the link is
+  // back, timed like the port-error event.
+  if (!debounced && rank != ~0u) {
+    PortEvt e;
+    e.since = now;
+    e.arrival = now + port_evp_.delay_ps;
+    e.kind = hcomm::DeviceEventKind::NicPortUp;
+    queue_event(npu, std::move(e));
+  }
+}
+
+void SimDriver::queue_event(std::uint32_t npu, PortEvt e) {
+  port_size();
+  if (e.kind != hcomm::DeviceEventKind::NicPortDown) dev_events_ = true;
+  const models::Tick now = sc_core::sc_time_stamp().value();
+  const models::Tick arrival = std::max(e.arrival, now);
+  e.arrival = arrival;
+  auto& box = port_box_[npu];
+  auto at = box.end();
+  while (at != box.begin() && std::prev(at)->arrival > arrival) --at;  // arrival order, ties in queueing order
+  box.insert(at, std::move(e));
+  if (!port_ev_[npu]) port_ev_[npu] = std::make_unique<sc_core::sc_event>();
+  port_ev_[npu]->notify(sc_core::sc_time::from_value(arrival - now));
 }
 
 bool SimDriver::port_event_pending(std::uint32_t npu) const {
@@ -207,13 +233,37 @@ models::Tick SimDriver::next_interrupt(std::uint32_t rank, std::uint32_t npu) co
 
 DrvStatus SimDriver::device_event_poll(std::uint32_t device, hcomm::DeviceEvent* out) {
   if (device >= m_.npu_count() || !out) return DrvStatus::Invalid;
-  if (!port_event_pending(device)) return DrvStatus::Timeout;
-  const PortEvt e = port_box_[device].front();
-  port_box_[device].pop_front();
-  ++port_raised_;
-  out->kind = hcomm::DeviceEventKind::NicPortDown;
+  PortEvt e;
+  for (;;) {
+    if (!port_event_pending(device)) return DrvStatus::Timeout;
+    e = port_box_[device].front();
+    port_box_[device].pop_front();
+    if (e.kind != hcomm::DeviceEventKind::LinkErrorStorm) break;
+    // A CRC storm whose link's rate changed within the window was not seen by the firmware.
+    if (e.peer < crc_watch_.size() && crc_watch_[e.peer].gen == e.reporter) {
+      e.peer = e.reporter = ~0u;
+      ++crc_storms_;
+      break;
+    }
+  }
+  out->kind = e.kind;
   out->since_ns = e.since / models::kPsPerNs;
   out->at_ns = e.arrival / models::kPsPerNs;
+  out->peer = e.peer;
+  out->reporter = e.reporter;
+  if (e.kind == hcomm::DeviceEventKind::NicPortUp) {
+    char b[200];
+    std::snprintf(b, sizeof b, "NIC of %s: port up since %.3f us (link state %s now)", m_.npu_name(device).c_str(),
+                  static_cast<double>(e.since) / 1e6,
+                  device < port_down_since_.size() && port_down_since_[device] != ~models::Tick{0} ? "down again" : "up");
+    out->text = b;
+    return DrvStatus::Ok;
+  }
+  if (e.kind != hcomm::DeviceEventKind::NicPortDown) {
+    out->text = e.text;
+    return DrvStatus::Ok;
+  }
+  ++port_raised_;
   char b[200];
   std::snprintf(b, sizeof b, "NIC of %s: port down since %.3f us (link state %s now)", m_.npu_name(device).c_str(),
                 static_cast<double>(e.since) / 1e6,

@@ -82,6 +82,7 @@ struct Expectations {
   /// Failover (docs/failover.md): at least this many recoveries (failovers rows whose traffic
   /// resumed), and each of them resumed within this time of the fault it follows.
   std::optional<double> failovers_min, max_failover_us;
+  std::optional<double> detections_min, max_detection_us;  ///< failovers rows (not "warn") and their detection after the fault
 };
 
 

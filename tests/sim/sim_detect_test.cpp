@@ -1,0 +1,204 @@
+// Detection and notification (docs/failover.md): one executable, one ctest entry (one simulation)
+// per test.
+//   HeartbeatLost:       rank-crash-heartbeat.json: rank 9 crashes during a host-to-device copy
+//                        (no collective in flight, nobody transfers to it); its ring neighbours'
+//                        host agents find it LOST, every other rank gets a notice. Closed form:
+//                        the first LOST within (misses - 1) x period .. misses x period + period +
+//                        one heartbeat's control-channel time after the crash; everyone else one
+//                        notice later; all 15 survivors HCOMM_E_RANK_LOST; shrink can use it.
+//   HeartbeatLostPeriod: the same with period 200 us x 5 misses: the bound moves with the knobs.
+//   HeartbeatOff:        the same without the heartbeat: no LOST, the survivors learn only when
+//                        their next all-reduce's transfers to the dead rank fail.
+//   PortUpClears:        node0/npu7's NIC down 60 us (longer than the debounce) before the
+//                        all-reduce: its PORT_ERR event is owed, its PORT_ACTIVE event arrives
+//                        port_event after the link came back and clears the NIC-down state; the
+//                        all-reduces run as selected (not op retry's ring), rank 7 over its NIC.
+//   PortUpRestores:      nic-down-edge-retry.json with the NIC back up 2 ms into the re-executed
+//                        all-reduce: its port-active event clears rank 7's NIC-down state, and at
+//                        the next all-reduce the members agree that the fault is gone and return to
+//                        the selected algorithm (not the op retry's ring), rank 7 on its NIC again.
+//   CrcStorm:            hccs-crc-retries.json (CRC rate 1e-3 on HCCS 0-1 from 0 ns): both ends'
+//                        hosts get a CRC storm event one window (1 ms) later: a "warn" failovers
+//                        row each, code 0, nothing aborted, results correct.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <string>
+#include <vector>
+
+#include <systemc>
+
+#include "hcomm/hcomm.h"
+#include "sim/runner.h"
+#include "sim/scenario.h"
+#include "sim/trace.h"
+#include "sim_test_db.h"
+#include "sim_test_util.h"
+
+using namespace sim;
+
+namespace {
+
+using sim_test::query;
+
+double num(const std::string& db, const std::string& sql) {
+  auto r = query(db, sql);
+  return r.empty() || r[0].empty() || r[0][0].empty() ? -1 : std::stod(r[0][0]);
+}
+
+RunResult run_file(const std::string& file, const std::string& db, void (*edit)(Scenario&) = nullptr) {
+  std::vector<std::string> errors;
+  auto sc = load_scenario(std::string(HCSIM_SOURCE_DIR) + (file.find('/') == std::string::npos ? "/scenarios/" : "/") + file, &errors);
+  for (auto& e : errors) ADD_FAILURE() << e;
+  if (!sc) return {};
+  static Scenario keep;  // the run refers to it until the simulation ends
+  keep = *sc;
+  if (edit) edit(keep);
+  RunOptions opt = sim_test::quiet();
+  opt.db_path = db;
+  opt.force_db = true;
+  return run_scenario(keep, opt);
+}
+
+std::string tmp_db(const char* name) { return ::testing::TempDir() + name + std::string("_") + std::to_string(::getpid()) + ".db"; }
+
+// docs/failover.md#heartbeat-with-neighbours: a heartbeat or notice is 64 B on the control channel
+// (10 us one way, 1.25 GB/s per host link, serialized at both ends).
+constexpr double kLatNs = 10000, kMsgNs = 64 / 1.25e9 * 1e9;
+
+void check_lost(const std::string& db, double period_ns, double misses) {
+  const double crash = num(db, "SELECT MIN(fault_at_ns) FROM failovers");
+  ASSERT_GT(crash, 0);
+  EXPECT_EQ(num(db, "SELECT COUNT(*) FROM failovers"), 15);
+  EXPECT_EQ(num(db, "SELECT COUNT(*) FROM failovers WHERE code = 65 AND action = 'abort' AND fault LIKE '%rank 9 LOST%'"), 15);
+  EXPECT_EQ(num(db, "SELECT COUNT(*) FROM failovers WHERE detected_by = 9"), 0);
+  // The first detection: a neighbour's own (origin NULL/-1), ranks 8 or 10.
+  auto first = query(db, "SELECT detected_by, detected_at_ns FROM failovers WHERE origin IS NULL OR origin < 0 ORDER BY detected_at_ns");
+  ASSERT_GE(first.size(), 1u);
+  EXPECT_TRUE(first[0][0] == "8" || first[0][0] == "10") << first[0][0];
+  const double t1 = std::stod(first[0][1]);
+  // Closed form: the last heartbeat was sent at most one period before the crash and arrived one
+  // message later; LOST at the first check more than misses x period after that arrival; checks
+  // come every period. So (misses - 1) x period < t1 - crash <= (misses + 1) x period + message.
+  EXPECT_GT(t1 - crash, (misses - 1) * period_ns);
+  EXPECT_LE(t1 - crash, (misses + 1) * period_ns + kLatNs + 2 * kMsgNs + 1000);
+  // The others: one notice each from the detecting host (serialized on its link: 14 at most).
+  const double last = num(db, "SELECT MAX(detected_at_ns) FROM failovers");
+  EXPECT_LE(last - t1, kLatNs + 15 * kMsgNs + 1000);
+  std::printf("crash %.3f us, first LOST %.3f us (rank %s), all told by %.3f us; bound %.3f us after the crash\n", crash / 1e3, t1 / 1e3,
+              first[0][0].c_str(), last / 1e3, ((misses + 1) * period_ns + kLatNs + 2 * kMsgNs) / 1e3);
+}
+
+}  // namespace
+
+TEST(SimDetect, HeartbeatLost) {
+  const std::string db = tmp_db("detect_hb");
+  RunResult r = run_file("rank-crash-heartbeat.json", db);
+  for (auto& f : r.failures) ADD_FAILURE() << f;
+  EXPECT_EQ(r.exit_code, 0);
+  check_lost(db, 500e3, 3);
+  // Nobody waited for a timeout (2 s): the survivors' next all-reduce was refused at once.
+  EXPECT_LT(r.sim_end_ps, 10ULL * 1000 * 1000 * 1000);
+  EXPECT_EQ(num(db, "SELECT COUNT(*) FROM logs WHERE message LIKE '%rank lost (heartbeat)%'"), 15);
+}
+
+TEST(SimDetect, HeartbeatLostPeriod) {
+  const std::string db = tmp_db("detect_hb_period");
+  RunResult r = run_file("rank-crash-heartbeat.json", db, [](Scenario& sc) {
+    sc.hcomm_env["HCOMM_HEARTBEAT_PERIOD_US"] = "200";
+    sc.hcomm_env["HCOMM_HEARTBEAT_MISSES"] = "5";
+    sc.expect.max_detection_us.reset();
+  });
+  for (auto& f : r.failures) ADD_FAILURE() << f;
+  EXPECT_EQ(r.exit_code, 0);
+  check_lost(db, 200e3, 5);
+}
+
+TEST(SimDetect, HeartbeatOff) {
+  const std::string db = tmp_db("detect_hb_off");
+  RunResult r = run_file("rank-crash-heartbeat.json", db, [](Scenario& sc) {
+    sc.hcomm_env["HCOMM_HEARTBEAT_PERIOD_US"] = "0";
+    sc.expect = Expectations{};
+    sc.expect.api_errors = true;
+  });
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(num(db, "SELECT COUNT(*) FROM failovers WHERE code = 65"), 0);
+  // Learned only inside the next all-reduce, after the copy: well after the heartbeat's bound.
+  const double crash = num(db, "SELECT MIN(fault_at_ns) FROM failovers");
+  const double step2 = num(db, "SELECT MIN(start_ns) FROM operations WHERE step = 2");
+  EXPECT_GT(step2, 0);
+  EXPECT_GE(num(db, "SELECT MIN(detected_at_ns) FROM failovers"), step2);
+  std::printf("without the heartbeat: crash %.3f us, first detection %.3f us (inside step 2, from %.3f us)\n", crash / 1e3,
+              num(db, "SELECT MIN(detected_at_ns) FROM failovers") / 1e3, step2 / 1e3);
+}
+
+TEST(SimDetect, PortUpClears) {
+  const std::string db = tmp_db("detect_port_up");
+  RunResult r = run_file("nic-down-edge-retry.json", db, [](Scenario& sc) {
+    Fault up = sc.faults[0];
+    sc.faults[0].at_step = -1;  // absolute: 1 ms, before the all-reduce starts
+    sc.faults[0].at_ps = 1000 * models::kPsPerUs;
+    up.kind = FaultKind::NicUp;
+    up.at_step = -1;
+    up.at_ps = 1060 * models::kPsPerUs;  // down 60 us: longer than the 50 us debounce
+    sc.faults.push_back(up);
+    sc.expect.failovers_min.reset();
+  });
+  for (auto& f : r.failures) ADD_FAILURE() << f;
+  EXPECT_EQ(r.exit_code, 0);
+  for (auto& s : r.steps) EXPECT_EQ(s.failed, 0u);
+  // The port-active event: port_event (100 us) after the link came back, taken by rank 7.
+  auto up = query(db, "SELECT sim_time_ns, message FROM logs WHERE message LIKE '%IBV_EVENT_PORT_ACTIVE%NIC-down state cleared%'");
+  ASSERT_EQ(up.size(), 1u);
+  EXPECT_NE(up[0][1].find("NIC of node0/npu7: port up since 1060.000 us"), std::string::npos) << up[0][1];
+  EXPECT_GE(std::stod(up[0][0]), 1160e3);
+  // Nothing failed over; the all-reduces ran as selected, rank 7 over its NIC (RoCE routes from it).
+  EXPECT_EQ(num(db, "SELECT COUNT(*) FROM failovers"), 0);
+  EXPECT_EQ(num(db, "SELECT COUNT(*) FROM operations WHERE chosen_by = 'op retry'"), 0);
+  EXPECT_GT(num(db, "SELECT COUNT(*) FROM routes WHERE src = 7 AND transport = 'roce'"), 0);
+}
+
+TEST(SimDetect, PortUpRestores) {
+  const std::string db = tmp_db("detect_port_restore");
+  RunResult r = run_file("nic-down-edge-retry.json", db, [](Scenario& sc) {
+    Fault up = sc.faults[0];
+    up.kind = FaultKind::NicUp;
+    up.at_ps = 2000 * models::kPsPerUs;  // 2 ms after rep 0 started: during the re-execution on the ring
+    sc.faults.push_back(up);
+  });
+  for (auto& f : r.failures) ADD_FAILURE() << f;
+  EXPECT_EQ(r.exit_code, 0);
+  ASSERT_EQ(r.steps.size(), 2u);  // one per repetition
+  for (auto& st : r.steps) {
+    EXPECT_EQ(st.failed, 0u);
+    EXPECT_EQ(st.checked, 16u);
+  }
+  EXPECT_EQ(num(db, "SELECT COUNT(*) FROM failovers WHERE action = 'retry' AND code = 0 AND path_after LIKE 'ring order 0..5 7 6 | 8..15%'"), 16);
+  EXPECT_EQ(num(db, "SELECT COUNT(*) FROM logs WHERE message LIKE '%IBV_EVENT_PORT_ACTIVE%NIC-down state cleared%' AND rank = 7"), 1);
+  EXPECT_EQ(num(db, "SELECT COUNT(*) FROM logs WHERE message LIKE '%back to the selected algorithms from seq %'"), 16);
+  // Rep 1 runs as selected (the hierarchical all-reduce), not on the op retry's ring.
+  EXPECT_EQ(num(db, "SELECT COUNT(*) FROM operations WHERE rep = 1 AND status = 'ok' AND chosen_by != 'op retry' AND algorithm != 'ring'"), 16);
+  const double rep1 = num(db, "SELECT MIN(start_ns) FROM operations WHERE rep = 1");
+  const double rep1_end = num(db, "SELECT MAX(end_ns) FROM operations WHERE rep = 1");
+  std::printf("rep 1: %.3f us (as selected, NIC back)\n", (rep1_end - rep1) / 1e3);
+  EXPECT_LT(rep1_end - rep1, 3000e3);  // the ring took ~5.8 ms; the hierarchical all-reduce ~1 ms
+}
+
+TEST(SimDetect, CrcStorm) {
+  const std::string db = tmp_db("detect_crc");
+  RunResult r = run_file("hccs-crc-retries.json", db);
+  for (auto& f : r.failures) ADD_FAILURE() << f;
+  EXPECT_EQ(r.exit_code, 0);
+  for (auto& s : r.steps) EXPECT_EQ(s.failed, 0u);
+  auto rows = query(db, "SELECT detected_by, detected_at_ns, code, fault FROM failovers WHERE action = 'warn' ORDER BY detected_by");
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0][0], "0");
+  EXPECT_EQ(rows[1][0], "1");
+  for (auto& row : rows) {
+    EXPECT_DOUBLE_EQ(std::stod(row[1]), 1e6);  // the rate set at 0 ns, one 1 ms window
+    EXPECT_EQ(row[2], "0");
+    EXPECT_NE(row[3].find("CRC storm"), std::string::npos) << row[3];
+  }
+  EXPECT_EQ(num(db, "SELECT COUNT(*) FROM failovers WHERE action != 'warn'"), 0);
+  EXPECT_EQ(num(db, "SELECT COUNT(*) FROM logs WHERE message LIKE '%[HCOMM_WARN]%CRC storm%non-fatal%'"), 2);
+}
