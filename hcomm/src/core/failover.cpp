@@ -353,7 +353,10 @@ void broadcast_abort(hcomm_comm_t c, bool retry) {
   m.origin = c->rank;
   m.code = c->error.code;
   m.seq = c->op_seq;
-  m.flag = retry;
+  // Bit 0: retry requested; bits 1-7: how many re-executions of this operation the sender had
+  // started (a failure during a re-execution is news to ranks that recovered from the first one).
+  const std::uint32_t attempt = c->stale_below == c->op_seq ? std::min<std::uint32_t>(c->stale_attempt, 127) : 0;
+  m.flag = static_cast<std::uint8_t>((retry ? 1 : 0) | (attempt << 1));
   for (const auto& [a, b] : c->dead_pairs) { m.list.push_back(a); m.list.push_back(b); }
   m.text = c->error.text;
   const CtrlMsg raw = encode(m);
@@ -374,14 +377,19 @@ bool drain(hcomm_context_t ctx, bool* aborts = nullptr) {
     if (!decode(raw, &m) || m.kind != kAbort) continue;
     hcomm_comm_t c = find_comm(ctx, m.comm);
     if (!c || m.origin >= c->nranks) continue;  // a communicator already destroyed here
-    if (c->stale_below && m.seq <= c->stale_below) continue;  // another rank's report of the fault already recovered from (0: none yet; a report of seq 0, a p2p fault before any collective, is news)
+    // Another rank's report of a fault already recovered from (stale_below 0: none yet; a report
+    // of seq 0, a p2p fault before any collective, is news); a report of the re-executed
+    // operation sent during its latest re-execution is news too.
+    const std::uint32_t attempt = m.flag >> 1;
+    if (c->stale_below && (m.seq < c->stale_below || (m.seq == c->stale_below && attempt < std::min<std::uint32_t>(c->stale_attempt, 127))))
+      continue;
     any = true;
     for (std::size_t i = 0; i + 1 < m.list.size(); i += 2) add_pair(c, m.list[i], m.list[i + 1]);
     if (c->error.code == HCOMM_SUCCESS) {
       set_error(c, HCOMM_E_REMOTE, m.origin,
                 "comm rank " + std::to_string(m.origin) + " (rank " + std::to_string(global_rank(c, m.origin)) + ") reported " +
                     hcomm_result_string(static_cast<hcomm_result_t>(m.code)) + ": " + m.text);
-      c->retry_wanted = m.flag != 0 && c->cfg.op_retry;
+      c->retry_wanted = (m.flag & 1) != 0 && c->cfg.op_retry;
     }
   }
   if (aborts) *aborts = any;
@@ -466,6 +474,7 @@ hcomm_result_t recover(hcomm_context_t ctx) {
     const std::uint64_t resumed = port::now_ns(ctx);
     const CommError err = c->error;
     c->error = CommError{};
+    c->stale_attempt = c->stale_below == c->op_seq ? c->stale_attempt + 1 : 1;
     c->stale_below = c->op_seq;  // the other reports of this fault are stale from now on
     hcomm_result_t rc = g_rerun_op ? g_rerun_op(c, op) : HCOMM_E_NOT_SUPPORT;
     if (rc == HCOMM_SUCCESS) rc = sync_timeout(op.stream, c->cfg.timeout_ms);
@@ -551,7 +560,18 @@ namespace {
 hcomm_result_t handle(hcomm_stream_t s, hcomm_result_t rc, const std::string& why, bool port_event, std::uint64_t port_since) {
   hcomm_context_t ctx = s->ctx;
   if (ctx->recovering) {  // the re-execution's own synchronize: a new fault fails it, stale reports do not
-    if (rc != HCOMM_E_REMOTE) return rc;
+    if (rc != HCOMM_E_REMOTE) {
+      // A task of the re-execution failed: the other members wait in their own re-execution, so
+      // they are told now (a report marked with this re-execution, news to them), not left to
+      // their timeout. The recovery restores the communicator's error afterwards.
+      for (const PendingOp& p : ctx->pending) {  // the operations being re-executed on this stream
+        hcomm_comm_t c = p.comm;
+        if (p.stream != s || c->nranks < 2) continue;
+        set_error(c, HCOMM_E_RUNTIME, c->rank, "rank " + std::to_string(me_global(c)) + " (comm rank " + std::to_string(c->rank) + "): " + why);
+        broadcast_abort(c, false);
+      }
+      return rc;
+    }
     bool fresh = false;
     for (hcomm_comm_t c : ctx->comms) fresh = fresh || c->error.code != HCOMM_SUCCESS;
     if (fresh) return rc;

@@ -195,8 +195,9 @@ struct hcomm_comm_s {
   std::uint32_t busy_streams = 0;                  // streams whose used_by holds it (work not yet synchronized)
   bool retry_wanted = false;                       // the error came with a request to re-execute (op_retry)
   bool roce_failed = false;                        // the last agreement: some rank's error was an RDMA write failure (re-probe RoCE paths)
-  std::uint64_t recovered_round = 0;
-  std::uint64_t stale_below = 0;                   // abort reports of operations up to this seq are stale (recovered)               // the error (at_ns + 1) a recovery already ran for
+  std::uint64_t recovered_round = 0;              // the error (at_ns + 1) a recovery already ran for
+  std::uint64_t stale_below = 0;                   // abort reports of operations up to this seq are stale (recovered) ...
+  std::uint32_t stale_attempt = 0;                 // ... those of seq stale_below only if sent before its stale_attempt-th re-execution
   std::uint64_t retries = 0;                       // agreement rounds so far (all members count alike)
   std::uint64_t shrinks = 0;                       // hcomm_comm_shrink calls (all survivors count alike)
   std::uint64_t restores = 0;                      // maybe_restore rounds (all members count alike)
