@@ -136,7 +136,7 @@ struct hcomm_context_s {
                                                     // a port-down event of a port that went down before is stale
   std::string port_owed;                            // a port event no communicator work was crossing the NIC for (core/failover.h)
   std::uint64_t port_owed_since_ns = 0;
-  std::vector<hcomm::DeviceEvent> port_stash;       // port-down events taken while reading the others (core/failover.cpp take_events)
+  std::vector<hcomm::DeviceEvent> port_stash;       // port-down events taken while reading the others (core/failover_events.cpp take_events)
   std::uint64_t hb_period_ns = 0;                   // HCOMM_HEARTBEAT_PERIOD_US (docs/failover.md#heartbeat-with-neighbours), 0: off
   std::uint32_t hb_misses = 3;                      // HCOMM_HEARTBEAT_MISSES
   std::vector<std::uint32_t> hb_neighbours;         // registered with the host's agent (global ranks)

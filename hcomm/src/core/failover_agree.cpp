@@ -1,0 +1,268 @@
+// Failover's agreements over the control channel (docs/failover.md): the op retry's recovery
+// (READY, RESET, GO through the coordinator), the shrink's survivors, and the return from the op
+// retry's ring to the selected algorithms.
+#include "core/failover.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+
+#include "core/comm.h"
+#include "core/failover_msg.h"
+#include "core/failover_state.h"
+#include "core/handles.h"
+#include "core/log.h"
+#include "core/retry_path.h"
+#include "core/ring_order.h"
+#include "core/stream.h"
+#include "driver_port.h"
+
+namespace hcomm::detail::failover {
+
+// The HCCS links of this rank that are down, as comm-rank pairs (its port registers; a port's
+// number is the device id it is cabled to, docs/discovery.md).
+void probe_dead_links(hcomm_comm_t c) {
+  const RankDesc* me = peer_desc(c, c->rank);
+  if (!me) return;
+  std::uint32_t down = 0;
+  for (std::uint32_t p = 0; p < kHccsPortCount; ++p) {
+    HccsPortInfo info;
+    if (port::hccs_port(c->ctx, p, &info) == HCOMM_SUCCESS && info.cabled && !info.up) down |= 1u << p;
+  }
+  if (!down) return;
+  for (std::uint32_t r = 0; r < c->nranks; ++r) {  // only on a failure: a scan of the descriptors
+    const RankDesc* d = r == c->rank ? nullptr : peer_desc(c, r);
+    if (d && d->server == me->server && d->device_id < kHccsPortCount && (down >> d->device_id & 1u)) add_pair(c, c->rank, r);
+  }
+}
+
+// The agreement (core/failover.h). True: every rank re-executes on the ring the coordinator
+// chose (c->ring_order) avoiding the merged dead pairs and dead NICs.
+//
+// GO's list: the lost ranks, the dead NICs, the ring order as the positions where it differs from
+// comm-rank order (position, rank), then the dead pairs, each list with its count first but the
+// pairs (to the end); its text: the order's description (GO) or why not (NO-GO).
+bool agree(hcomm_comm_t c, bool can) {
+  const std::uint64_t round = ++c->retries;
+  std::uint32_t coord = 0;
+  while (std::binary_search(c->lost.begin(), c->lost.end(), coord) && coord < c->nranks) ++coord;
+  if (coord >= c->nranks) return false;
+  // The coordinator gives the others one timeout to answer; they give it two (it may spend the
+  // first waiting for a lost rank) plus the RESET round.
+  const std::uint64_t deadline = port::now_ns(c->ctx) + agree_timeout_ns(c) * (c->rank == coord ? 1 : 3);
+  auto pairs = [&] {
+    std::vector<std::uint32_t> v;
+    for (const auto& [a, b] : c->dead_pairs) { v.push_back(a); v.push_back(b); }
+    return v;
+  };
+  const bool my_nic_down = nic_down(c);
+  if (my_nic_down) c->ctx->nic_down_known_ns = port::now_ns(c->ctx);  // port events of this NIC until now are known
+  const bool my_roce = roce_failure(c);
+  c->roce_failed = false;
+  if (c->rank != coord) {
+    Msg m;
+    m.kind = kReady; m.comm = c->id; m.origin = c->rank; m.seq = round;
+    m.flag = static_cast<std::uint8_t>((can ? 1 : 0) | (my_nic_down ? 2 : 0) | (my_roce ? 4 : 0));
+    m.list = pairs();
+    send_ctrl(c, coord, m);
+    Msg in;
+    if (!recv_ctrl(c, coord, round, deadline, &in)) {
+      add_lost(c, coord);
+      logf(c->ctx, 0, "Rank%u comm %u: recovery coordinator rank %u did not answer: lost", c->rank, c->id, coord);
+      return false;
+    }
+    if (in.kind == kReset) {
+      port::notify_reset(c->ctx);
+      Msg r2;
+      r2.kind = kReady2; r2.comm = c->id; r2.origin = c->rank; r2.seq = round;
+      send_ctrl(c, coord, r2);
+      if (!recv_ctrl(c, coord, round, deadline, &in)) { add_lost(c, coord); return false; }
+    }
+    if (in.kind != kGo || in.list.empty()) return false;
+    std::size_t at = 0;
+    auto next = [&]() -> std::uint32_t { return at < in.list.size() ? in.list[at++] : 0; };
+    const std::uint32_t nlost = next();
+    for (std::uint32_t i = 0; i < nlost; ++i) add_lost(c, next());
+    const std::uint32_t nnic = next();
+    c->dead_nics.clear();
+    for (std::uint32_t i = 0; i < nnic; ++i) c->dead_nics.push_back(next());
+    const std::uint32_t ndiff = next();
+    c->ring_order.clear();
+    if (ndiff) {
+      c->ring_order.resize(c->nranks);
+      for (std::uint32_t r = 0; r < c->nranks; ++r) c->ring_order[r] = r;
+      for (std::uint32_t i = 0; i < ndiff; ++i) {
+        const std::uint32_t pos = next(), r = next();
+        if (pos < c->nranks && r < c->nranks) c->ring_order[pos] = r;
+      }
+    }
+    for (; at + 1 < in.list.size(); at += 2) add_pair(c, in.list[at], in.list[at + 1]);
+    if (in.flag) c->ring_desc = in.text;
+    else logf(c->ctx, 0, "Rank%u comm %u: the recovery coordinator says no re-execution: %s", c->rank, c->id, in.text.c_str());
+    c->roce_failed = (in.flag & 2) != 0;
+    return (in.flag & 1) != 0;
+  }
+  // The coordinator: every other rank's READY, in rank order.
+  bool go = can;
+  std::string why = can ? "" : "the coordinator holds no re-executable operation";
+  std::vector<std::uint32_t> dead_nics;
+  if (my_nic_down) dead_nics.push_back(c->rank);
+  bool roce = my_roce;
+  for (std::uint32_t r = 0; r < c->nranks; ++r) {
+    if (r == c->rank || std::binary_search(c->lost.begin(), c->lost.end(), r)) continue;
+    Msg in;
+    if (!recv_ctrl(c, r, round, deadline, &in) || in.kind != kReady) {
+      add_lost(c, r);
+      logf(c->ctx, 0, "Rank%u comm %u: rank %u did not answer the recovery agreement: lost", c->rank, c->id, r);
+      continue;
+    }
+    if (!(in.flag & 1) && go) { go = false; why = "comm rank " + std::to_string(r) + " holds no re-executable operation"; }
+    if (in.flag & 2) dead_nics.push_back(r);
+    if (in.flag & 4) roce = true;
+    for (std::size_t i = 0; i + 1 < in.list.size(); i += 2) add_pair(c, in.list[i], in.list[i + 1]);
+  }
+  std::sort(dead_nics.begin(), dead_nics.end());
+  c->dead_nics = dead_nics;
+  if (!c->lost.empty() && go) { go = false; why = "comm rank " + std::to_string(c->lost.front()) + " is lost"; }
+  // The ring order (core/ring_order.h): servers contiguous, inside each a path over its live
+  // links whose two ends (the RoCE edges) have live NICs.
+  c->ring_order.clear();
+  c->ring_desc.clear();
+  if (go) {
+    const RingOrderIn in = ring_input(c, dead_nics);
+    std::string no;
+    if (!ring_order(in, &c->ring_order, &no)) {
+      go = false;
+      why = "no ring order avoids the dead links and NICs: " + no;
+      c->ring_order.clear();
+    } else {
+      c->ring_desc = describe_order(in, c->ring_order);
+    }
+  }
+  if (!go) logf(c->ctx, 0, "Rank%u comm %u: no re-execution: %s", c->rank, c->id, why.c_str());
+  auto members = [&](auto&& f) {
+    for (std::uint32_t r = 0; r < c->nranks; ++r)
+      if (r != c->rank && !std::binary_search(c->lost.begin(), c->lost.end(), r)) f(r);
+  };
+  if (go) {  // every rank has aborted: nothing of the failed attempt is in flight any more
+    Msg rs;
+    rs.kind = kReset; rs.comm = c->id; rs.origin = c->rank; rs.seq = round;
+    members([&](std::uint32_t r) { send_ctrl(c, r, rs); });
+    port::notify_reset(c->ctx);
+    members([&](std::uint32_t r) {
+      Msg in;
+      if (!recv_ctrl(c, r, round, deadline, &in) || in.kind != kReady2) {
+        add_lost(c, r);
+        if (go) why = "comm rank " + std::to_string(r) + " did not answer RESET";
+        go = false;
+      }
+    });
+  }
+  Msg g;
+  c->roce_failed = go && roce;
+  g.kind = kGo; g.comm = c->id; g.origin = c->rank; g.seq = round;
+  g.flag = static_cast<std::uint8_t>((go ? 1 : 0) | (c->roce_failed ? 2 : 0));  // 2: re-probe the RoCE paths
+  g.list.push_back(static_cast<std::uint32_t>(c->lost.size()));
+  g.list.insert(g.list.end(), c->lost.begin(), c->lost.end());
+  g.list.push_back(static_cast<std::uint32_t>(dead_nics.size()));
+  g.list.insert(g.list.end(), dead_nics.begin(), dead_nics.end());
+  std::vector<std::uint32_t> diff;
+  for (std::uint32_t i = 0; go && i < c->ring_order.size(); ++i)
+    if (c->ring_order[i] != i) { diff.push_back(i); diff.push_back(c->ring_order[i]); }
+  g.list.push_back(static_cast<std::uint32_t>(diff.size() / 2));
+  g.list.insert(g.list.end(), diff.begin(), diff.end());
+  for (std::uint32_t v : pairs()) g.list.push_back(v);
+  g.text = go ? c->ring_desc : why;
+  members([&](std::uint32_t r) { send_ctrl(c, r, g); });
+  if (diff.empty()) c->ring_order.clear();  // comm-rank order
+  return go;
+}
+
+hcomm_result_t agree_ids(hcomm_comm_t c, const std::vector<std::uint32_t>& survivors, const std::uint32_t used[8],
+                         std::uint32_t all[8]) {
+  const std::uint64_t round = (1ULL << 40) + ++c->shrinks;  // apart from the recovery rounds
+  const std::uint64_t deadline = port::now_ns(c->ctx) + c->cfg.timeout_ms * 1000000ULL;
+  for (int i = 0; i < 8; ++i) all[i] = used[i];
+  const std::uint32_t coord = survivors.front();
+  Msg m;
+  m.comm = c->id;
+  m.origin = c->rank;
+  m.seq = round;
+  if (c->rank != coord) {
+    m.kind = kShrink;
+    m.list.assign(used, used + 8);
+    send_ctrl(c, coord, m);
+    Msg in;
+    if (!recv_ctrl(c, coord, round, deadline, &in) || in.kind != kShrinkGo || in.list.size() != 8) return HCOMM_E_TIMEOUT;
+    for (int i = 0; i < 8; ++i) all[i] = in.list[i];
+    return HCOMM_SUCCESS;
+  }
+  for (std::uint32_t r : survivors) {
+    if (r == c->rank) continue;
+    Msg in;
+    if (!recv_ctrl(c, r, round, deadline, &in) || in.kind != kShrink || in.list.size() != 8) {
+      logf(c->ctx, 0, "Rank%u comm %u shrink: survivor rank %u did not answer", c->rank, c->id, r);
+      return HCOMM_E_TIMEOUT;
+    }
+    for (int i = 0; i < 8; ++i) all[i] |= in.list[i];
+  }
+  m.kind = kShrinkGo;
+  m.list.assign(all, all + 8);
+  for (std::uint32_t r : survivors)
+    if (r != c->rank) send_ctrl(c, r, m);
+  return HCOMM_SUCCESS;
+}
+
+
+void maybe_restore(hcomm_comm_t c) {
+  hcomm_context_t ctx = c->ctx;
+  if (!c->avoid || ctx->recovering || c->nranks < 2 || !c->lost.empty() || c->error.code != HCOMM_SUCCESS) return;
+  // This rank's part: its NIC is up if it was dead, its HCCS links of the dead pairs are up.
+  bool up = true;
+  if (std::binary_search(c->dead_nics.begin(), c->dead_nics.end(), c->rank)) {
+    NicInfo n;
+    up = port::nic_info(ctx, &n) == HCOMM_SUCCESS && n.present && n.link_up;
+  }
+  if (up) {
+    for (const auto& [a, b] : c->dead_pairs) {
+      if (a != c->rank && b != c->rank) continue;
+      const RankDesc* d = peer_desc(c, a == c->rank ? b : a);
+      HccsPortInfo info;
+      if (!d || d->device_id >= kHccsPortCount || port::hccs_port(ctx, d->device_id, &info) != HCOMM_SUCCESS || !info.up) up = false;
+    }
+  }
+  const std::uint64_t round = (2ULL << 40) + ++c->restores;  // apart from the recovery and shrink rounds
+  const std::uint64_t deadline = port::now_ns(ctx) + agree_timeout_ns(c);
+  Msg m;
+  m.comm = c->id;
+  m.origin = c->rank;
+  m.seq = round;
+  bool go = up;
+  if (c->rank != 0) {
+    m.kind = kRestore;
+    m.flag = up ? 1 : 0;
+    send_ctrl(c, 0, m);
+    Msg in;
+    go = recv_ctrl(c, 0, round, deadline, &in) && in.kind == kRestoreGo && in.flag == 1;  // no answer: stay on the ring
+  } else {
+    for (std::uint32_t r = 1; r < c->nranks; ++r) {
+      Msg in;
+      if (!recv_ctrl(c, r, round, deadline, &in) || in.kind != kRestore || in.flag != 1) go = false;
+    }
+    m.kind = kRestoreGo;
+    m.flag = go ? 1 : 0;
+    for (std::uint32_t r = 1; r < c->nranks; ++r) send_ctrl(c, r, m);
+  }
+  if (!go) return;
+  const std::string was = c->ring_desc.empty() ? "the op retry's ring" : c->ring_desc;
+  c->avoid = false;
+  c->ring_order.clear();
+  c->ring_desc.clear();
+  c->dead_nics.clear();
+  c->dead_pairs.clear();
+  port::log(ctx, 1, ("[HCOMM_WARN] Rank" + std::to_string(c->rank) + " comm " + std::to_string(c->id) +
+                     ": every dead NIC and HCCS link is up again: back to the selected algorithms from seq " + std::to_string(c->op_seq) +
+                     " (was " + was + ")").c_str());
+}
+
+}  // namespace hcomm::detail::failover
