@@ -128,6 +128,7 @@ hcomm_result_t stream_synchronize(hcomm_stream_t s, std::uint64_t timeout_ns, st
 }
 bool stream_idle(hcomm_stream_t s) { return s->ctx->drv->stream_idle(s->id); }
 std::uint64_t event_completed(hcomm_event_t ev) { return ev->ctx->drv->event_completed(ev->ctx->device, ev->id); }
+std::uint64_t event_value(hcomm_context_t ctx, std::uint64_t id) { return ctx->drv->event_completed(ctx->device, id); }
 std::uint64_t event_time_ns(hcomm_event_t ev) { return ev->ctx->drv->event_time_ns(ev->ctx->device, ev->id); }
 
 void host_delay(hcomm_context_t ctx, std::uint64_t ns) { ctx->drv->host_delay(ns); }

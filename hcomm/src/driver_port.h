@@ -77,6 +77,8 @@ hcomm_result_t submit(hcomm_stream_t s, const DrvTask& t);
 hcomm_result_t stream_synchronize(hcomm_stream_t s, std::uint64_t timeout_ns, std::string* error);
 bool stream_idle(hcomm_stream_t s);
 std::uint64_t event_completed(hcomm_event_t ev);
+/// The largest value recorded so far on event `id` of the context's device (0: none).
+std::uint64_t event_value(hcomm_context_t ctx, std::uint64_t id);
 std::uint64_t event_time_ns(hcomm_event_t ev);
 
 // Host time, profiling, logs.

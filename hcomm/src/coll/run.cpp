@@ -146,6 +146,7 @@ struct Flat {
       if (hcomm_result_t rc = plan(pi); rc != HCOMM_SUCCESS) return rc;
       if (r.op == CollOp::AllReduce || (r.op == CollOp::Broadcast && !root) || (r.op == CollOp::Reduce && root))
         copy_if(main, r.out + off, w, m * esz);
+      failover::slice_done(comm, main, c0 + m, r.count);
     }
     return HCOMM_SUCCESS;
   }
@@ -160,7 +161,7 @@ struct Flat {
     const bool root = is_root();
     const bool in_all = r.op == CollOp::ReduceScatter || (r.op == CollOp::Scatter && root);
     const bool out_all = r.op == CollOp::AllGather || (r.op == CollOp::Gather && root);
-    for (std::uint64_t c0 = 0; c0 < maxc; c0 += per) {
+    for (std::uint64_t c0 = r.from; c0 < maxc; c0 += per) {
       Blocks b{n, esz, std::min(per, maxc - c0), nullptr, nullptr};
       if (is_v(r)) {  // block m of W is member m's (comm rank rank_of(m))
         cc.resize(n);
@@ -193,6 +194,7 @@ struct Flat {
       } else if (r.op == CollOp::ReduceScatter || r.op == CollOp::Scatter) {
         copy_if(main, r.out + c0 * esz, w + b.off(me), b.len(me));
       }
+      failover::slice_done(comm, main, c0 + std::min(per, maxc - c0), maxc);
     }
     return HCOMM_SUCCESS;
   }
@@ -242,7 +244,7 @@ void mesh_block_op(hcomm_comm_t comm, const ServerGroups& g, const CollReq& r, s
   const std::uint32_t L = g.size;
   const std::uint64_t chunk_elems = std::max<std::uint64_t>(1, comm->ctx->ccl_bytes / esz);
   MeshChunk c(L);
-  for (std::uint64_t c0 = 0; c0 < r.count; c0 += chunk_elems) {
+  for (std::uint64_t c0 = r.from; c0 < r.count; c0 += chunk_elems) {
     const std::uint64_t m = std::min(chunk_elems, r.count - c0);
     for (std::uint32_t q = 0; q < L; ++q) {
       c.len[q] = m * esz;
@@ -257,6 +259,7 @@ void mesh_block_op(hcomm_comm_t comm, const ServerGroups& g, const CollReq& r, s
     }
     if (r.op == CollOp::ReduceScatter) mesh_reduce_scatter(comm, g, c, r.dtype, r.redop, main, false);
     else mesh_all_gather(comm, g, c, main, false);
+    failover::slice_done(comm, main, c0 + m, r.count);
   }
 }
 
@@ -289,7 +292,7 @@ hcomm_result_t hier_allgather(hcomm_comm_t comm, const ServerGroups& g, const Fa
   const std::uint64_t m_max = ctx->ccl_bytes / 2 / (static_cast<std::uint64_t>(n) * esz);
   if (m_max == 0) return too_small(comm, r, n);
   MeshChunk c(L);
-  for (std::uint64_t c0 = 0; c0 < r.count; c0 += m_max) {
+  for (std::uint64_t c0 = r.from; c0 < r.count; c0 += m_max) {
     const std::uint64_t m = std::min(m_max, r.count - c0), rb = S * m * esz;  // region bytes
     const std::uint64_t G = ctx->ccl_addr;
     settle_mesh(comm, main);
@@ -306,6 +309,7 @@ hcomm_result_t hier_allgather(hcomm_comm_t comm, const ServerGroups& g, const Fa
     for (std::uint32_t q = 0; q < L; ++q)  // region q's S blocks to their server-major places: one 2-D copy
       copy_2d(main, r.out + (static_cast<std::uint64_t>(q) * r.count + c0) * esz, static_cast<std::uint64_t>(L) * r.count * esz,
               G + q * rb, m * esz, m * esz, S);
+    failover::slice_done(comm, main, c0 + m, r.count);
   }
   return HCOMM_SUCCESS;
 }
@@ -321,7 +325,7 @@ hcomm_result_t hier_reduce_scatter(hcomm_comm_t comm, const ServerGroups& g, con
   const std::uint64_t m_max = ctx->ccl_bytes / 2 / ((static_cast<std::uint64_t>(n) + S) * esz);
   if (m_max == 0) return too_small(comm, r, n);
   MeshChunk c(L);
-  for (std::uint64_t c0 = 0; c0 < r.count; c0 += m_max) {
+  for (std::uint64_t c0 = r.from; c0 < r.count; c0 += m_max) {
     const std::uint64_t m = std::min(m_max, r.count - c0), rb = S * m * esz;
     const std::uint64_t T = ctx->ccl_addr, X_off = static_cast<std::uint64_t>(L) * rb, X = T + X_off;
     settle_mesh(comm, main);
@@ -338,6 +342,7 @@ hcomm_result_t hier_reduce_scatter(hcomm_comm_t comm, const ServerGroups& g, con
     if (hcomm_result_t rc = group_plan(comm, f, CollOp::ReduceScatter, Members{g.index, L, S}, me, 0, X, Blocks{S, esz, m, nullptr, nullptr}, 0, esz, r, main); rc != HCOMM_SUCCESS)
       return rc;
     copy_if(main, r.out + c0 * esz, X + me * m * esz, m * esz);
+    failover::slice_done(comm, main, c0 + m, r.count);
   }
   return HCOMM_SUCCESS;
 }
@@ -403,6 +408,7 @@ hcomm_result_t hier_rooted(hcomm_comm_t comm, const ServerGroups& g, const Famil
           return rc;
       if (root) copy_if(main, r.out + c0 * esz, W, m * esz);
     }
+    failover::slice_done(comm, main, c0 + m, r.count);
   }
   return HCOMM_SUCCESS;
 }
@@ -410,7 +416,7 @@ hcomm_result_t hier_rooted(hcomm_comm_t comm, const ServerGroups& g, const Famil
 }  // namespace
 
 namespace {
-hcomm_result_t run_checked(hcomm_comm_t comm, hcomm_stream_t main, const CollReq& r);
+hcomm_result_t run_checked(hcomm_comm_t comm, hcomm_stream_t main, CollReq r);
 
 // HCOMM_OP_RETRY's re-execution (core/failover.h): the pending operation again, from its inputs.
 hcomm_result_t rerun(hcomm_comm_t comm, const PendingOp& p) {
@@ -423,6 +429,9 @@ hcomm_result_t rerun(hcomm_comm_t comm, const PendingOp& p) {
   r.in = p.in;
   r.out = p.out;
   r.count = p.count;
+  r.from = p.from;  // a resumption: the slices before it were delivered to every rank
+  comm->mark_base = 0;  // one recovery per operation: the re-execution is not marked
+  comm->mark_shift = 0;
   return run_checked(comm, p.stream, r);
 }
 struct RegisterRerun {
@@ -447,14 +456,25 @@ hcomm_result_t run_collective(hcomm_comm_t comm, hcomm_stream_t main, const Coll
   if (comm->avoid) failover::maybe_restore(comm);  // back to the selected algorithms once the faults are gone
   const std::uint64_t seq = comm->op_seq;
   failover::uses(comm, main);
-  const hcomm_result_t rc = run_checked(comm, main, r);
+  const std::uint64_t esz = hcomm_data_type_size(static_cast<hcomm_data_type_t>(r.dtype));
+  const std::uint64_t n = comm->nranks;
+  std::uint64_t in_b = r.count * esz, out_b = r.count * esz;
+  if (r.op == CollOp::AllGather) out_b *= n;
+  if (r.op == CollOp::ReduceScatter || r.op == CollOp::Scatter) in_b *= n;
+  if (r.op == CollOp::Gather) out_b *= n;
+  const bool can_retry = comm->cfg.op_retry && retryable(r, in_b, out_b);
+  // Slice markers (docs/failover.md#resumption): values mark_base + elements done, above every
+  // value an earlier collective of this communicator recorded.
+  comm->mark_shift = 0;
+  comm->mark_base = 0;
+  if (can_retry && comm->ctx->retry_resume && r.count) {
+    comm->mark_base = comm->mark_top + 1;
+    comm->mark_top = comm->mark_base + r.count;
+  }
+  const std::uint64_t mark_base = comm->mark_base;
+  const hcomm_result_t rc = run_checked(comm, main, CollReq(r));
+  comm->mark_base = 0;
   if (rc == HCOMM_SUCCESS && comm->cfg.op_retry) {
-    const std::uint64_t esz = hcomm_data_type_size(static_cast<hcomm_data_type_t>(r.dtype));
-    const std::uint64_t n = comm->nranks;
-    std::uint64_t in_b = r.count * esz, out_b = r.count * esz;
-    if (r.op == CollOp::AllGather) out_b *= n;
-    if (r.op == CollOp::ReduceScatter || r.op == CollOp::Scatter) in_b *= n;
-    if (r.op == CollOp::Gather) out_b *= n;
     PendingOp p;
     p.seq = seq;
     p.op = static_cast<int>(r.op);
@@ -467,16 +487,26 @@ hcomm_result_t run_collective(hcomm_comm_t comm, hcomm_stream_t main, const Coll
     p.count = r.count;
     p.in_bytes = in_b;
     p.out_bytes = out_b;
-    p.retryable = retryable(r, in_b, out_b);
+    p.retryable = can_retry;
+    p.mark_base = mark_base;
     failover::op_submitted(comm, main, p);
   }
   return rc;
 }
 
 namespace {
-hcomm_result_t run_checked(hcomm_comm_t comm, hcomm_stream_t main, const CollReq& r) {
+hcomm_result_t run_checked(hcomm_comm_t comm, hcomm_stream_t main, CollReq r) {
   const std::uint32_t n = comm->nranks;
   const std::uint64_t esz = hcomm_data_type_size(static_cast<hcomm_data_type_t>(r.dtype));
+  if (r.from && r.from < r.count && !block_op(r.op) && r.op != CollOp::AllToAll) {
+    // A resumed vector operation is the same operation on the elements not yet delivered; its
+    // slice markers count from the whole vector's start (core/failover.h).
+    r.in += r.from * esz;
+    r.out += r.from * esz;
+    r.count -= r.from;
+    comm->mark_shift = r.from;
+    r.from = 0;
+  }
   // The trace speaks global ranks (the same on a world communicator; a child maps, coll/split.cpp).
   OpInfo info{global_rank(comm, comm->rank), n, r.kind, "local", op_bytes(r, n, comm->rank, esz), r.dtype, r.redop,
               (r.op == CollOp::Broadcast || r.op == CollOp::Reduce || r.op == CollOp::Scatter)

@@ -23,6 +23,9 @@ struct CollReq {
   const std::uint64_t* displs = nullptr;   ///< their displacements
   const std::uint64_t* scounts = nullptr;  ///< A2A-v: send counts
   const std::uint64_t* sdispls = nullptr;  ///< A2A-v: send displacements
+  /// Op retry's resumption (docs/failover.md#resumption): elements (per block) already delivered
+  /// to every rank; the run starts there.
+  std::uint64_t from = 0;
 };
 
 /// Submit the operation on `main`. HCOMM_E_NOT_SUPPORT (logged) when no algorithm can run on

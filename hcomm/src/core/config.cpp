@@ -34,13 +34,14 @@ struct EnvKnob {
   const char* env;
   std::uint64_t def, lo, hi;
 };
-enum { kDebug, kTimeoutMs, kBuffsizeMb, kP2pMb, kSlotMb, kSlots, kCnpThreshold, kRetryReroute, kNicBorrow, kHbPeriodUs, kHbMisses };
+enum { kDebug, kTimeoutMs, kBuffsizeMb, kP2pMb, kSlotMb, kSlots, kCnpThreshold, kRetryReroute, kNicBorrow, kHbPeriodUs, kHbMisses, kRetryResume };
 const EnvKnob kContextKnobs[] = {
     {"HCOMM_DEBUG", 0, 0, 3},          {"HCOMM_TIMEOUT_MS", 30000, 1000, 300000}, {"HCOMM_BUFFSIZE_MB", 256, 1, 4096},
     {"HCOMM_BUFFER_SIZE_MB", 8, 1, 64}, {"HCOMM_SLOT_SIZE_MB", 256, 1, 4096},      {"HCOMM_SYM_SLOTS", 4, 0, 64},
     {"HCOMM_ROUTE_CNP_THRESHOLD", 0, 0, 1000000000}, {"HCOMM_RETRY_REROUTE", 1, 0, 1},
     {"HCOMM_NIC_BORROW", 1, 0, 1},
     {"HCOMM_HEARTBEAT_PERIOD_US", 0, 0, 60000000},    {"HCOMM_HEARTBEAT_MISSES", 3, 1, 1000},
+    {"HCOMM_RETRY_RESUME", 1, 0, 1},
 };
 // HCOMM_ROUTE_SPORT (docs/routing.md): how RoCE source ports are chosen.
 const char* const kRouteSportNames[3] = {"probe", "hash", nullptr};
@@ -120,6 +121,7 @@ bool read_context_env(ContextEnv* e) {
   e->route_cnp_threshold = env_knob(kCnpThreshold, &bad);
   e->retry_reroute = env_knob(kRetryReroute, &bad) != 0;
   e->nic_borrow = env_knob(kNicBorrow, &bad) != 0;
+  e->retry_resume = env_knob(kRetryResume, &bad) != 0;
   e->hb_period_ns = env_knob(kHbPeriodUs, &bad) * 1000ULL;
   e->hb_misses = static_cast<std::uint32_t>(env_knob(kHbMisses, &bad));
   e->route_policy = 0;

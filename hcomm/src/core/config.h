@@ -15,6 +15,7 @@ struct ContextEnv {
   std::uint64_t route_cnp_threshold = 0; ///< HCOMM_ROUTE_CNP_THRESHOLD: 0 = no re-routing
   bool retry_reroute = true;             ///< HCOMM_RETRY_REROUTE: op retry re-probes RoCE paths after an RDMA failure
   bool nic_borrow = true;                ///< HCOMM_NIC_BORROW: op retry borrows a server peer's NIC for a dead one
+  bool retry_resume = true;              ///< HCOMM_RETRY_RESUME: op retry re-sends only the slices not delivered everywhere
   std::uint64_t hb_period_ns = 0;        ///< HCOMM_HEARTBEAT_PERIOD_US: the neighbour heartbeat's period (0: off)
   std::uint32_t hb_misses = 3;           ///< HCOMM_HEARTBEAT_MISSES: LOST after this many periods of silence
 };

@@ -32,6 +32,7 @@ hcomm_result_t hcomm_create_context(uint32_t device_id, hcomm_context_t* out) {
   c->route_cnp_threshold = env.route_cnp_threshold;
   c->retry_reroute = env.retry_reroute;
   c->nic_borrow = env.nic_borrow;
+  c->retry_resume = env.retry_resume;
   c->hb_period_ns = env.hb_period_ns;
   c->hb_misses = env.hb_misses;
   const std::uint64_t slots = env.slots;

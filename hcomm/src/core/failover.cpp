@@ -108,9 +108,9 @@ void broadcast_abort(hcomm_comm_t c, bool retry) {
   m.origin = c->rank;
   m.code = c->error.code;
   m.seq = c->op_seq;
-  // Bit 0: retry requested; bits 1-7: how many re-executions of this operation the sender had
+  // Bit 0: retry requested; bits 1-6: how many re-executions of this operation the sender had
   // started (a failure during a re-execution is news to ranks that recovered from the first one).
-  const std::uint32_t attempt = c->stale_below == c->op_seq ? std::min<std::uint32_t>(c->stale_attempt, 127) : 0;
+  const std::uint32_t attempt = c->stale_below == c->op_seq ? std::min<std::uint32_t>(c->stale_attempt, 63) : 0;
   m.flag = static_cast<std::uint8_t>((retry ? 1 : 0) | (attempt << 1));
   for (const auto& [a, b] : c->dead_pairs) { m.list.push_back(a); m.list.push_back(b); }
   m.text = c->error.text;
@@ -136,7 +136,7 @@ bool drain(hcomm_context_t ctx, bool* aborts = nullptr) {
     // of seq 0, a p2p fault before any collective, is news); a report of the re-executed
     // operation sent during its latest re-execution is news too.
     const std::uint32_t attempt = m.flag >> 1;
-    if (c->stale_below && (m.seq < c->stale_below || (m.seq == c->stale_below && attempt < std::min<std::uint32_t>(c->stale_attempt, 127))))
+    if (c->stale_below && (m.seq < c->stale_below || (m.seq == c->stale_below && attempt < std::min<std::uint32_t>(c->stale_attempt, 63))))
       continue;
     any = true;
     for (std::size_t i = 0; i + 1 < m.list.size(); i += 2) add_pair(c, m.list[i], m.list[i + 1]);
@@ -167,6 +167,14 @@ bool settle_without_work(hcomm_context_t ctx) {
   return true;
 }
 
+// Elements (per block) of `p` this rank has completed: its last slice marker that completed in
+// this attempt (after device_abort nothing more completes), or where the attempt started.
+std::uint64_t delivered(hcomm_comm_t c, const PendingOp& p) {
+  if (!p.mark_base || !c->prog_event || !c->ctx->retry_resume) return p.from;
+  const std::uint64_t v = port::event_value(c->ctx, c->prog_event);
+  return v > p.mark_base ? std::max(p.from, v - p.mark_base) : p.from;
+}
+
 // Run the recoveries the communicators of `ctx` need. Returns HCOMM_E_AGAIN when every one that
 // had the failure re-executed its operation successfully, else the first error code.
 hcomm_result_t recover(hcomm_context_t ctx) {
@@ -188,7 +196,7 @@ hcomm_result_t recover(hcomm_context_t ctx) {
     }
     const bool can = p && p->retryable;
     const std::string before = c->dead_pairs.empty() ? "as selected" : "as selected; dead hccs " + pairs_text(c);
-    if (!agree(c, can)) {
+    if (!agree(c, can, can ? delivered(c, *p) : 0)) {
       std::string why;
       if (!can) why += "; this rank holds no re-executable operation";
       if (!c->lost.empty()) {
@@ -224,8 +232,22 @@ hcomm_result_t recover(hcomm_context_t ctx) {
     const bool by_lender = borrow_nics(c, &borrowed);
     c->avoid = !by_relay && !by_lender;
     const std::string rerouted = by_relay ? relayed : borrowed;
-    const std::string after = (c->avoid ? ring_text(c) : rerouted) + after_extra;
-    const PendingOp op = *p;
+    PendingOp op = *p;
+    // Resumption (docs/failover.md#resumption): the slices every rank completed are final
+    // everywhere (out of place, the inputs intact): the re-execution starts after them, and
+    // re-sends only the rest.
+    op.from = c->resume_from < op.count ? c->resume_from : 0;
+    op.mark_base = 0;
+    const std::uint64_t resent = op.count ? op.in_bytes / op.count * (op.count - op.from) : op.in_bytes;
+    const char* action = op.from ? "resume" : "retry";
+    std::string resume_text;
+    if (op.from) {
+      char b[160];
+      std::snprintf(b, sizeof b, "; from element %llu of %llu (%.1f %% delivered to every rank before the fault)",
+                    static_cast<unsigned long long>(op.from), static_cast<unsigned long long>(op.count), 100.0 * op.from / op.count);
+      resume_text = b;
+    }
+    const std::string after = (c->avoid ? ring_text(c) : rerouted) + after_extra + resume_text;
     const std::uint64_t resumed = port::now_ns(ctx);
     const CommError err = c->error;
     c->error = CommError{};
@@ -237,17 +259,17 @@ hcomm_result_t recover(hcomm_context_t ctx) {
     if (rc != HCOMM_SUCCESS) {
       logf(c->ctx, 0, "Rank%u comm %u: op retry of %s seq %llu failed: %s", c->rank, c->id, op.kind,
            static_cast<unsigned long long>(op.seq), hcomm_result_string(rc));
-      report(c, "retry", before, after, op.in_bytes, 0, &op);
+      report(c, action, before, after, resent, 0, &op);
       if (out == HCOMM_E_AGAIN) out = c->error.code;
       continue;
     }
     {  // always logged (whatever HCOMM_DEBUG says): the run recovered from a fault
       const std::string line = "[HCOMM_WARN] Rank" + std::to_string(c->rank) + " comm " + std::to_string(c->id) + ": " + op.kind + " seq " +
-                               std::to_string(op.seq) + " re-executed from its inputs " + (c->avoid ? "on a " : "") + after +
-                               " (op retry, " + std::to_string(op.in_bytes) + " B)";
+                               std::to_string(op.seq) + (op.from ? " resumed from its inputs " : " re-executed from its inputs ") +
+                               (c->avoid ? "on a " : "") + after + " (op retry, " + std::to_string(resent) + " B)";
       port::log(ctx, 1, line.c_str());
     }
-    report(c, "retry", before, after, op.in_bytes, resumed, &op);
+    report(c, action, before, after, resent, resumed, &op);
     c->error = CommError{};  // recovered: the communicator is healthy again (on the avoiding paths)
     c->retry_wanted = false;
   }
@@ -410,6 +432,16 @@ hcomm_result_t owed_port_event(hcomm_stream_t s) {
   ctx->port_owed.clear();
   logf(ctx, 0, "Device%u stream %u: %s", ctx->device_id, s->id, why.c_str());
   return handle(s, HCOMM_E_RUNTIME, why, true, ctx->port_owed_since_ns);
+}
+
+void slice_done(hcomm_comm_t comm, hcomm_stream_t s, std::uint64_t done, std::uint64_t total) {
+  if (!comm->mark_base || done >= total) return;
+  if (!comm->prog_event) comm->prog_event = comm->ctx->next_event++;
+  DrvTask t;
+  t.kind = DrvTaskKind::EventRecord;
+  t.key = comm->prog_event;
+  t.value = comm->mark_base + comm->mark_shift + done;
+  port::submit(s, t);
 }
 
 void op_submitted(hcomm_comm_t comm, hcomm_stream_t s, const PendingOp& op) {

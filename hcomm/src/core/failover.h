@@ -56,6 +56,11 @@ void op_submitted(hcomm_comm_t comm, hcomm_stream_t s, const PendingOp& op);
 /// `s` synchronized successfully: its operations are done.
 void synced(hcomm_stream_t s);
 
+/// HCOMM_OP_RETRY's slice marker (docs/failover.md#resumption): the running collective's slice
+/// that ends at element `done` (per block) of `total` is complete on this rank once `s` passes
+/// here (an event record; none after the last slice, nor when the collective is not marked).
+void slice_done(hcomm_comm_t comm, hcomm_stream_t s, std::uint64_t done, std::uint64_t total);
+
 /// hcomm_comm_shrink's agreement among the survivors (comm ranks of `parent`, ascending) over
 /// the control channel: the OR of every survivor's `used` bitmap of notify-key comm ids (256
 /// bits) into `all`. HCOMM_E_TIMEOUT when a survivor did not answer within the timeout.

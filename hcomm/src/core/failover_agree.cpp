@@ -42,7 +42,7 @@ void probe_dead_links(hcomm_comm_t c) {
 // GO's list: the lost ranks, the dead NICs, the ring order as the positions where it differs from
 // comm-rank order (position, rank), then the dead pairs, each list with its count first but the
 // pairs (to the end); its text: the order's description (GO) or why not (NO-GO).
-bool agree(hcomm_comm_t c, bool can) {
+bool agree(hcomm_comm_t c, bool can, std::uint64_t done) {
   const std::uint64_t round = ++c->retries;
   std::uint32_t coord = 0;
   while (std::binary_search(c->lost.begin(), c->lost.end(), coord) && coord < c->nranks) ++coord;
@@ -63,6 +63,7 @@ bool agree(hcomm_comm_t c, bool can) {
     Msg m;
     m.kind = kReady; m.comm = c->id; m.origin = c->rank; m.seq = round;
     m.flag = static_cast<std::uint8_t>((can ? 1 : 0) | (my_nic_down ? 2 : 0) | (my_roce ? 4 : 0));
+    m.value = can ? done : 0;
     m.list = pairs();
     send_ctrl(c, coord, m);
     Msg in;
@@ -100,6 +101,7 @@ bool agree(hcomm_comm_t c, bool can) {
     if (in.flag) c->ring_desc = in.text;
     else logf(c->ctx, 0, "Rank%u comm %u: the recovery coordinator says no re-execution: %s", c->rank, c->id, in.text.c_str());
     c->roce_failed = (in.flag & 2) != 0;
+    c->resume_from = (in.flag & 1) ? in.value : 0;
     return (in.flag & 1) != 0;
   }
   // The coordinator: every other rank's READY, in rank order.
@@ -108,6 +110,7 @@ bool agree(hcomm_comm_t c, bool can) {
   std::vector<std::uint32_t> dead_nics;
   if (my_nic_down) dead_nics.push_back(c->rank);
   bool roce = my_roce;
+  std::uint64_t from = can ? done : 0;  // the slices delivered to every rank: the least any rank has done
   for (std::uint32_t r = 0; r < c->nranks; ++r) {
     if (r == c->rank || std::binary_search(c->lost.begin(), c->lost.end(), r)) continue;
     Msg in;
@@ -119,6 +122,7 @@ bool agree(hcomm_comm_t c, bool can) {
     if (!(in.flag & 1) && go) { go = false; why = "comm rank " + std::to_string(r) + " holds no re-executable operation"; }
     if (in.flag & 2) dead_nics.push_back(r);
     if (in.flag & 4) roce = true;
+    from = std::min(from, in.value);
     for (std::size_t i = 0; i + 1 < in.list.size(); i += 2) add_pair(c, in.list[i], in.list[i + 1]);
   }
   std::sort(dead_nics.begin(), dead_nics.end());
@@ -162,6 +166,8 @@ bool agree(hcomm_comm_t c, bool can) {
   c->roce_failed = go && roce;
   g.kind = kGo; g.comm = c->id; g.origin = c->rank; g.seq = round;
   g.flag = static_cast<std::uint8_t>((go ? 1 : 0) | (c->roce_failed ? 2 : 0));  // 2: re-probe the RoCE paths
+  c->resume_from = go ? from : 0;
+  g.value = c->resume_from;
   g.list.push_back(static_cast<std::uint32_t>(c->lost.size()));
   g.list.insert(g.list.end(), c->lost.begin(), c->lost.end());
   g.list.push_back(static_cast<std::uint32_t>(dead_nics.size()));

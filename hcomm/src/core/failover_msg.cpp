@@ -34,7 +34,9 @@ CtrlMsg encode(const Msg& m) {
   put32(*b, m.origin);
   put32(*b, static_cast<std::uint32_t>(m.code));
   put64(*b, m.seq);
-  b->push_back(m.flag);
+  // Flag bit 7 says a value follows (a message without one keeps its old length and timing).
+  b->push_back(static_cast<std::uint8_t>(m.value ? (m.flag | kHasValue) : (m.flag & ~kHasValue)));
+  if (m.value) put64(*b, m.value);
   put32(*b, static_cast<std::uint32_t>(m.list.size()));
   for (std::uint32_t v : m.list) put32(*b, v);
   b->insert(b->end(), m.text.begin(), m.text.end());
@@ -52,6 +54,11 @@ bool decode(const CtrlMsg& c, Msg* m) {
     return false;
   m->code = static_cast<std::int32_t>(code);
   m->flag = b[at++];
+  m->value = 0;
+  if (m->flag & kHasValue) {
+    m->flag = static_cast<std::uint8_t>(m->flag & ~kHasValue);
+    if (!get64(b, at, &m->value)) return false;
+  }
   if (!get32(b, at, &n) || n > (b.size() - at) / 4) return false;
   m->list.resize(n);
   for (auto& v : m->list) get32(b, at, &v);

@@ -11,6 +11,7 @@ namespace hcomm::detail::failover {
 
 enum Kind : std::uint8_t { kAbort = 1, kReady = 2, kReset = 3, kReady2 = 4, kGo = 5, kShrink = 6, kShrinkGo = 7, kRestore = 8, kRestoreGo = 9 };
 constexpr std::uint32_t kMagic = 0x48464f31;  // "HFO1"
+constexpr std::uint8_t kHasValue = 0x80;       // flag bit: a 64-bit value follows the flag
 
 struct Msg {
   std::uint8_t kind = 0;
@@ -18,6 +19,7 @@ struct Msg {
   std::int32_t code = 0;
   std::uint64_t seq = 0;               // operation (abort) / agreement round (others)
   std::uint8_t flag = 0;               // abort: retry requested; READY: can re-execute; GO: go
+  std::uint64_t value = 0;             // READY: elements (per block) delivered here; GO: resume from (sent when nonzero)
   std::vector<std::uint32_t> list;     // dead pairs (a, b flattened) / GO: lost ranks then pairs (count first)
   std::string text;
 };

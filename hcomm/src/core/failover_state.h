@@ -31,8 +31,10 @@ std::uint64_t agree_timeout_ns(hcomm_comm_t c);
 
 /// Add this rank's dead HCCS links (its port registers) to c's dead pairs (failover_agree.cpp).
 void probe_dead_links(hcomm_comm_t c);
-/// The op retry's recovery agreement (failover_agree.cpp). True: every rank re-executes.
-bool agree(hcomm_comm_t c, bool can);
+/// The op retry's recovery agreement (failover_agree.cpp). True: every rank re-executes, from
+/// c->resume_from: the least of every rank's `done` (elements per block of the pending operation
+/// this rank completed, docs/failover.md#resumption).
+bool agree(hcomm_comm_t c, bool can, std::uint64_t done);
 
 /// Take every delivered device event (failover_events.cpp): port-down events to ctx->port_stash,
 /// the others handled.

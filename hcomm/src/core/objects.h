@@ -82,6 +82,8 @@ struct PendingOp {
   std::uint32_t root = 0;
   std::uint64_t in = 0, out = 0, count = 0, in_bytes = 0, out_bytes = 0;
   bool retryable = false;     ///< re-reading its inputs gives the same result (not in place, no -v arrays)
+  std::uint64_t from = 0;     ///< this attempt starts at element (per block) `from` (a resumption; 0: the whole operation)
+  std::uint64_t mark_base = 0;  ///< this attempt's slice markers record mark_base + elements done (0: none)
 };
 /// A communicator's failure state (core/failover.h): the first error it learned, sticky.
 struct CommError {
@@ -105,6 +107,7 @@ struct hcomm_context_s {
   std::uint64_t route_cnp_threshold = 0;  // HCOMM_ROUTE_CNP_THRESHOLD, 0 = off
   bool retry_reroute = true;              // HCOMM_RETRY_REROUTE: op retry re-probes RoCE paths after an RDMA failure
   bool nic_borrow = true;                 // HCOMM_NIC_BORROW: op retry borrows a server peer's NIC for a dead one
+  bool retry_resume = true;               // HCOMM_RETRY_RESUME: op retry re-sends only the slices not delivered everywhere
   std::uint64_t next_event = 1, next_marker = 1;
   std::uint32_t next_comm_id = 1;
   std::uint16_t comm_id_use[256] = {};            // live communicators per notify-key comm id (id & 0xff)
@@ -201,6 +204,13 @@ struct hcomm_comm_s {
   std::uint64_t retries = 0;                       // agreement rounds so far (all members count alike)
   std::uint64_t shrinks = 0;                       // hcomm_comm_shrink calls (all survivors count alike)
   std::uint64_t restores = 0;                      // maybe_restore rounds (all members count alike)
+  // Slice markers of HCOMM_OP_RETRY's resumption (docs/failover.md#resumption): an event this rank's
+  // streams record after each slice of a collective, valued mark_base + elements (per block) done.
+  std::uint64_t prog_event = 0;                    // its event id (0: none yet)
+  std::uint64_t mark_base = 0;                     // the running collective's base (0: no markers)
+  std::uint64_t mark_shift = 0;                    // a resumed vector operation runs from element mark_shift
+  std::uint64_t mark_top = 0;                      // the largest value handed out so far
+  std::uint64_t resume_from = 0;                   // the last GO's: elements (per block) delivered to every rank
 };
 
 struct hcomm_buffer_pool_s {
