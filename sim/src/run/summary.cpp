@@ -10,7 +10,9 @@ namespace sim {
 
 std::vector<StepSummary> summarize(const Scenario& sc, const std::map<SimDriver::SpanKey, SimDriver::OpSpan>& spans, std::uint32_t n,
                                    const std::function<std::uint64_t(std::uint32_t step)>& senders) {
-  // Per (step, rep): the collective's time is from the first rank's start to the last rank's end.
+  // Per (step, rep): the collective's time is from the first rank's start to the last rank's end
+  // (an attempt aborted by a fault and re-executed counts from its start: the time the
+  // application waited).
   std::map<std::pair<std::uint32_t, std::uint32_t>, StepSummary> agg;
   std::map<std::pair<std::uint32_t, std::uint32_t>, std::pair<models::Tick, models::Tick>> span;
   auto counts = [&](const WorkloadStep& w, const std::string& kind) {
@@ -23,6 +25,7 @@ std::vector<StepSummary> summarize(const Scenario& sc, const std::map<SimDriver:
   };
   for (const auto& [key, o] : spans) {
     const auto& [step, rep, kind] = key;
+    if (o.end == 0) continue;  // begun, never finished on any rank
     if (step >= sc.workload.size() || !counts(sc.workload[step], kind)) continue;
     auto k = std::make_pair(step, rep);
     auto& s = agg[k];

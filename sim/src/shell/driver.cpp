@@ -369,6 +369,10 @@ void SimDriver::on_marker(std::uint32_t npu, std::uint32_t, std::uint64_t key, m
     OpRecord& r = pending_[idx];
     r.start = t;
     r.started = true;
+    // The step's span starts with its first attempt: an operation aborted by a fault and
+    // re-executed (op retry) counts from the aborted attempt's start (run/summary.cpp).
+    auto [sp, fresh] = spans_.try_emplace(SpanKey{r.step, r.rep, r.info.kind}, OpSpan{t, 0});
+    if (!fresh) sp->second.start = std::min(sp->second.start, t);
     if (on_op_start) on_op_start(r.step, r.rep, r.info, t);
     return;
   }
