@@ -63,6 +63,7 @@ void Machine::on_event(std::uint64_t a, std::uint64_t b) {
       break;
     }
     case kComplete: complete(static_cast<std::uint32_t>(id)); break;
+    case kForwardLand: forward_land(static_cast<std::uint32_t>(id)); break;
     default: break;
   }
 }

@@ -60,6 +60,7 @@ const Counter kCounters[] = {
     {"ecn_marked", [](const models::Machine&, const models::Network* n) {
        return over_net_ports(n, [](const auto& s) { return d(s.ecn_marked); }); }},
     {"rdma_access_errors", [](const models::Machine& m, const models::Network*) { return d(m.rdma_access_errors()); }},
+    {"borrow_forward_drops", [](const models::Machine& m, const models::Network*) { return d(m.forward_drops()); }},
     {"pcie_flow_ctrl_ns", [](const models::Machine& m, const models::Network*) {  // time stalled on PCIe credits
        return over_ports(m, models::LinkKind::Pcie, [](const auto& p) { return d(p.credit_stall_ps) / 1e3; }); }},
     {"npu_interrupts", [](const models::Machine& m, const models::Network*) { return d(m.interrupts()); }},

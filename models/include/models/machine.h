@@ -170,6 +170,8 @@ class Machine final : public EventHandler, public NetworkListener {
   std::uint32_t register_mr(std::uint32_t npu, std::uint64_t addr, std::uint64_t bytes, std::uint32_t access);
   bool deregister_mr(std::uint32_t npu, std::uint32_t key);
   std::uint64_t rdma_access_errors() const { return rdma_access_errors_; }
+  /// Writes a lender's NIC received for another NPU and could not pass on (their HCCS path down).
+  std::uint64_t forward_drops() const { return forward_drops_; }
   /// Attach the RoCE network: NPU i's NIC is network node nic_node[i] (~0u: no NIC).
   void attach_network(Network* net, std::vector<std::uint32_t> nic_node);
   Network* network() const { return net_; }
@@ -190,7 +192,7 @@ class Machine final : public EventHandler, public NetworkListener {
   void on_data(std::uint32_t qp, std::uint64_t tag, std::uint64_t offset, std::uint64_t len) override;
 
  private:
-  enum Ev : std::uint64_t { kDispatch = 1, kPieceSent, kPieceArrive, kNotifyArrive, kNotifyLocal, kComplete, kInterrupt };
+  enum Ev : std::uint64_t { kDispatch = 1, kPieceSent, kPieceArrive, kNotifyArrive, kNotifyLocal, kComplete, kInterrupt, kForwardLand };
   static constexpr std::uint64_t ev(std::uint64_t type, std::uint64_t id) { return type | (id << 8); }
   /// Stream-scoped events carry the low 24 bits of the stream's epoch: stale ones (the stream
   /// failed since they were scheduled) are dropped by on_event.
@@ -264,6 +266,25 @@ class Machine final : public EventHandler, public NetworkListener {
   std::vector<RdmaOp> rdmas_;
   std::vector<std::uint32_t> free_rdmas_;
   std::uint64_t rdma_access_errors_ = 0;
+  // Rail borrowing's inbound leg (nic/rdma_engine.cpp forward_inbound): bytes a lender's NIC
+  // received for another NPU, on their way over the HCCS link into its HBM.
+  struct Forward {
+    std::uint32_t stream = 0;        ///< the writer's stream and epoch: an aborted writer lands nothing
+    std::uint64_t epoch = 0;
+    std::uint64_t dst = 0;           ///< destination address
+    std::vector<std::uint8_t> bytes; ///< captured at the lender's NIC (empty: timing payload)
+    bool notify = false;             ///< the notify write: record notify `key` on `target`
+    std::uint32_t target = 0;
+    std::uint64_t key = 0;
+  };
+  std::vector<Forward> forwards_;
+  std::vector<std::uint32_t> free_forwards_;
+  std::uint64_t forward_drops_ = 0;  ///< inbound legs whose HCCS path was down (the bytes are lost)
+  /// Time the leg lender -> target of `len` bytes on the ports of their HCCS (or PCIe) path;
+  /// returns when they land in the target's HBM, or 0 when the path is down.
+  Tick forward_leg(std::uint32_t lender, std::uint32_t target, std::uint64_t len);
+  void forward_inbound(const RdmaOp& r, std::uint64_t tag, std::uint64_t off, std::uint64_t len);
+  void forward_land(std::uint32_t id);
 };
 
 }  // namespace models

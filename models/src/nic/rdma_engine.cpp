@@ -80,7 +80,7 @@ void Machine::start_rdma(std::uint32_t s, const Task& head) {
   std::string why;
   if (t.target >= npus_.size()) { fail(s, "RDMA write to unknown npu " + std::to_string(t.target)); return; }
   // Rail borrowing at the receiver (docs/failover.md#nic-borrowing): the write goes to the NIC of
-  // `via`, which writes the bytes on into the target's HBM (not timed on the HCCS link).
+  // `via`, which writes the bytes on into the target's HBM over their HCCS link (forward_inbound).
   if (t.via != ~0u && t.via >= npus_.size()) { fail(s, "RDMA write through unknown npu " + std::to_string(t.via)); return; }
   const std::uint32_t rx = t.via != ~0u ? t.via : t.target;
   if (!has_nic(me) || !has_nic(rx)) {
@@ -143,6 +143,10 @@ void Machine::on_data(std::uint32_t, std::uint64_t tag, std::uint64_t off, std::
   // resets the QPs as HCCL's retry does): what is still on the wire is flushed, no bytes and no
   // notify land — else a late notify of the failed attempt would count for the re-execution.
   if (streams_[r.stream].epoch != r.epoch) return;
+  if (t.via != ~0u && t.via != t.target) {  // received by a lender's NIC for another NPU
+    forward_inbound(r, tag, off, len);
+    return;
+  }
   if (tag & 1) {  // the notify write: one packet
     notify_record(t.target, t.key);
     return;
@@ -154,6 +158,74 @@ void Machine::on_data(std::uint32_t, std::uint64_t tag, std::uint64_t off, std::
   scratch_.resize(len);
   npus_[addr_npu(t.src)].hbm.read(addr_offset(t.src) + off, scratch_.data(), len);
   dst.write(addr_offset(t.dst) + off, scratch_.data(), len);
+}
+
+// The lender's NIC writes what it received for `target` on into target's HBM: a DMA over the
+// lender-target HCCS link (or PCIe), whose ports serve it in order with the SDMA traffic at their
+// own rates (as send_piece reserves them), landing one path latency plus the HBM's access
+// latency after its last byte left. The notify write takes the same path, after the data.
+Tick Machine::forward_leg(std::uint32_t lender, std::uint32_t target, std::uint64_t len) {
+  const Route rt = route(lender, target);
+  if (!rt.ok()) return 0;
+  const Tick now = sch_.now();
+  Tick end = now, lat = rt.extra_ps + npus_[target].params.hbm.access_latency_ps;
+  for (int pi : {rt.p1, rt.p2, static_cast<int>(npus_[target].hbm_port)}) {
+    if (pi < 0) continue;
+    Port& p = ports_[pi];
+    if (!p.up) return 0;
+    const Tick own = serialization_ps(len, p.rate());
+    const Tick from = std::max(p.busy_until, now);
+    p.busy_until = from + own;
+    if (link_samples_.on()) link_samples_.busy(static_cast<std::uint32_t>(pi), from, p.busy_until, own, len);
+    end = std::max(end, p.busy_until);
+    p.busy_ps += own;
+    p.bytes += len;
+    ++p.pieces;
+    if (pi != static_cast<int>(npus_[target].hbm_port)) lat += p.p.latency_ps;
+  }
+  return end + lat;
+}
+
+void Machine::forward_inbound(const RdmaOp& r, std::uint64_t tag, std::uint64_t off, std::uint64_t len) {
+  const Task& t = r.task;
+  const Tick land = forward_leg(t.via, t.target, (tag & 1) ? 4 : len);
+  if (land == 0) {  // the lender cannot reach the target: the bytes (or the notify) are lost
+    ++forward_drops_;
+    return;
+  }
+  std::uint32_t id;
+  if (!free_forwards_.empty()) { id = free_forwards_.back(); free_forwards_.pop_back(); }
+  else { id = static_cast<std::uint32_t>(forwards_.size()); forwards_.emplace_back(); }
+  Forward& f = forwards_[id];
+  f.stream = r.stream;
+  f.epoch = r.epoch;
+  f.notify = (tag & 1) != 0;
+  f.target = t.target;
+  f.key = t.key;
+  f.bytes.clear();
+  if (f.notify) {
+    sch_.schedule(land, this, ev(kForwardLand, id), 0);
+    return;
+  }
+  const std::uint32_t k = rdma_stripes(t.qp_count, t.bytes);
+  off += ((tag >> 1) & 0x7f) * ((t.bytes + k - 1) / k);
+  f.dst = t.dst + off;
+  if (npus_[addr_npu(t.dst)].hbm.stores_bytes() && len) {  // the bytes as the NIC received them
+    f.bytes.resize(len);
+    npus_[addr_npu(t.src)].hbm.read(addr_offset(t.src) + off, f.bytes.data(), len);
+  }
+  sch_.schedule(land, this, ev(kForwardLand, id), 0);
+}
+
+void Machine::forward_land(std::uint32_t id) {
+  Forward& f = forwards_[id];
+  // Like on_data: a write of a stream aborted since (op retry's device_abort) lands nothing.
+  if (streams_[f.stream].epoch == f.epoch) {
+    if (f.notify) notify_record(f.target, f.key);
+    else if (!f.bytes.empty()) npus_[addr_npu(f.dst)].hbm.write(addr_offset(f.dst), f.bytes.data(), f.bytes.size());
+  }
+  std::vector<std::uint8_t>().swap(f.bytes);
+  free_forwards_.push_back(id);
 }
 
 void Machine::on_write_done(std::uint32_t, std::uint64_t tag, bool ok) {
