@@ -32,35 +32,16 @@
 #include "sim/runner.h"
 #include "sim/scenario.h"
 #include "sim/trace.h"
-#include "sim_test_db.h"
-#include "sim_test_util.h"
+#include "scenario_rig.h"
 
 using namespace sim;
 
 namespace {
 
+using sim_test::num;
 using sim_test::query;
-
-double num(const std::string& db, const std::string& sql) {
-  auto r = query(db, sql);
-  return r.empty() || r[0].empty() || r[0][0].empty() ? -1 : std::stod(r[0][0]);
-}
-
-RunResult run_file(const std::string& file, const std::string& db, void (*edit)(Scenario&) = nullptr) {
-  std::vector<std::string> errors;
-  auto sc = load_scenario(std::string(HCSIM_SOURCE_DIR) + (file.find('/') == std::string::npos ? "/scenarios/" : "/") + file, &errors);
-  for (auto& e : errors) ADD_FAILURE() << e;
-  if (!sc) return {};
-  static Scenario keep;  // the run refers to it until the simulation ends
-  keep = *sc;
-  if (edit) edit(keep);
-  RunOptions opt = sim_test::quiet();
-  opt.db_path = db;
-  opt.force_db = true;
-  return run_scenario(keep, opt);
-}
-
-std::string tmp_db(const char* name) { return ::testing::TempDir() + name + std::string("_") + std::to_string(::getpid()) + ".db"; }
+using sim_test::run_file;
+using sim_test::tmp_db;
 
 // docs/failover.md#heartbeat-with-neighbours: a heartbeat or notice is 64 B on the control channel
 // (10 us one way, 1.25 GB/s per host link, serialized at both ends).
