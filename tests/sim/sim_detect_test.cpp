@@ -35,13 +35,9 @@
 #include "scenario_rig.h"
 
 using namespace sim;
+using namespace sim_test;  // scenario_rig.h: run_file, num, query, tmp_db
 
 namespace {
-
-using sim_test::num;
-using sim_test::query;
-using sim_test::run_file;
-using sim_test::tmp_db;
 
 // docs/failover.md#heartbeat-with-neighbours: a heartbeat or notice is 64 B on the control channel
 // (10 us one way, 1.25 GB/s per host link, serialized at both ends).

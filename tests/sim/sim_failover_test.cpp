@@ -40,13 +40,9 @@
 #include "scenario_rig.h"
 
 using namespace sim;
+using namespace sim_test;  // scenario_rig.h: run_file, num, query, tmp_db
 
 namespace {
-
-using sim_test::num;
-using sim_test::query;
-using sim_test::run_file;
-using sim_test::tmp_db;
 
 // docs/failover.md#detection-times: control channel 10 us one way, 1.25 GB/s per host link.
 constexpr double kCtrlLatencyNs = 10000, kCtrlBps = 1.25e9;
