@@ -407,7 +407,7 @@ TEST(SimFailover, ShrinkThenAllReduce) {
 // reduction (a slice skipped that was not final everywhere, or one reduced twice, would differ),
 // and the slice arithmetic: the re-execution starts at 2 x 2097152 and re-sends 6 x 8 MiB.
 TEST(SimFailover, Resume) {
-  const std::string db = ::testing::TempDir() + "failover_resume_" + std::to_string(::getpid()) + ".db";
+  const std::string db = tmp_db("failover_resume");
   RunResult r = run_file("hccs-link-down-resume.json", db);
   for (auto& f : r.failures) ADD_FAILURE() << f;
   EXPECT_EQ(r.exit_code, 0);
