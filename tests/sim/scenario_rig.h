@@ -1,5 +1,5 @@
-// Running a shipped scenario file with a trace and reading numbers back from the trace, for the
-// failover and detection tests (one simulation per process: one scenario per test).
+// Running a shipped scenario file with a trace, checking its results and reading numbers back from
+// the trace, for the failover and detection tests (one simulation per process: one scenario per test).
 #pragma once
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -35,6 +35,19 @@ inline sim::RunResult run_file(const std::string& file, const std::string& db, v
   opt.db_path = db;
   opt.force_db = true;
   return sim::run_scenario(keep, opt);
+}
+
+/// The run ended well: no failures, exit code 0, and `steps` steps whose results were each checked
+/// against the host reference on `ranks` ranks, none wrong. A wrong step count is fatal (wrap the
+/// call in ASSERT_NO_FATAL_FAILURE to end the test there).
+inline void expect_checked(const sim::RunResult& r, std::size_t steps, std::size_t ranks) {
+  for (auto& f : r.failures) ADD_FAILURE() << f;
+  EXPECT_EQ(r.exit_code, 0);
+  ASSERT_EQ(r.steps.size(), steps);
+  for (auto& s : r.steps) {
+    EXPECT_EQ(s.checked, ranks);
+    EXPECT_EQ(s.failed, 0u);
+  }
 }
 
 /// A trace path in the test's temporary directory: NAME_PID.db.

@@ -35,7 +35,7 @@
 #include "scenario_rig.h"
 
 using namespace sim;
-using namespace sim_test;  // scenario_rig.h: run_file, num, query, tmp_db
+using namespace sim_test;  // scenario_rig.h: run_file, expect_checked, num, query, tmp_db
 
 namespace {
 
@@ -143,13 +143,7 @@ TEST(SimDetect, PortUpRestores) {
     up.at_ps = 2000 * models::kPsPerUs;  // 2 ms after rep 0 started: during the re-execution on the ring
     sc.faults.push_back(up);
   });
-  for (auto& f : r.failures) ADD_FAILURE() << f;
-  EXPECT_EQ(r.exit_code, 0);
-  ASSERT_EQ(r.steps.size(), 2u);  // one per repetition
-  for (auto& st : r.steps) {
-    EXPECT_EQ(st.failed, 0u);
-    EXPECT_EQ(st.checked, 16u);
-  }
+  ASSERT_NO_FATAL_FAILURE(expect_checked(r, 2, 16));  // a step per repetition
   EXPECT_EQ(num(db, "SELECT COUNT(*) FROM failovers WHERE action = 'retry' AND code = 0 AND path_after LIKE 'ring order 0..5 7 6 | 8..15%'"), 16);
   EXPECT_EQ(num(db, "SELECT COUNT(*) FROM logs WHERE message LIKE '%IBV_EVENT_PORT_ACTIVE%NIC-down state cleared%' AND rank = 7"), 1);
   EXPECT_EQ(num(db, "SELECT COUNT(*) FROM logs WHERE message LIKE '%back to the selected algorithms from seq %'"), 16);

@@ -40,7 +40,7 @@
 #include "scenario_rig.h"
 
 using namespace sim;
-using namespace sim_test;  // scenario_rig.h: run_file, num, query, tmp_db
+using namespace sim_test;  // scenario_rig.h: run_file, expect_checked, num, query, tmp_db
 
 namespace {
 
@@ -80,13 +80,7 @@ TEST(SimFailover, NotifyBound) {
 TEST(SimFailover, RetryResults) {
   const std::string db = tmp_db("failover_retry");
   RunResult r = run_file("hccs-link-down-retry.json", db);
-  for (auto& f : r.failures) ADD_FAILURE() << f;
-  EXPECT_EQ(r.exit_code, 0);
-  ASSERT_EQ(r.steps.size(), 2u);
-  for (auto& s : r.steps) {
-    EXPECT_EQ(s.checked, 8u);  // real bytes against the host reference, every rank
-    EXPECT_EQ(s.failed, 0u);
-  }
+  ASSERT_NO_FATAL_FAILURE(expect_checked(r, 2, 8));  // real bytes against the host reference, every rank
   // Exactly once: one retry per rank, the operation's 64 MiB re-sent once, no abort.
   EXPECT_EQ(num(db, "SELECT COUNT(*) FROM failovers WHERE action = 'retry' AND resumed_at_ns IS NOT NULL AND code = 0"), 8);
   EXPECT_EQ(num(db, "SELECT COUNT(DISTINCT detected_by) FROM failovers"), 8);
@@ -186,13 +180,7 @@ TEST(SimFailover, NicBorrow) {
     x.pattern = "halves";
     sc.workload.push_back(x);
   });
-  for (auto& f : r.failures) ADD_FAILURE() << f;
-  EXPECT_EQ(r.exit_code, 0);
-  ASSERT_EQ(r.steps.size(), 3u);
-  for (auto& s : r.steps) {
-    EXPECT_EQ(s.checked, 16u);  // real bytes against the host reference, every rank
-    EXPECT_EQ(s.failed, 0u);
-  }
+  ASSERT_NO_FATAL_FAILURE(expect_checked(r, 3, 16));  // real bytes against the host reference, every rank
   // One retry per rank, on the borrowed NIC, not the ring.
   EXPECT_EQ(num(db, "SELECT COUNT(*) FROM failovers WHERE action = 'retry' AND code = 0 AND resumed_at_ns IS NOT NULL AND "
                     "path_after = 'as selected, nic 3 via rank 0 (borrowed over hccs)'"), 16);
@@ -409,13 +397,7 @@ TEST(SimFailover, ShrinkThenAllReduce) {
 TEST(SimFailover, Resume) {
   const std::string db = tmp_db("failover_resume");
   RunResult r = run_file("hccs-link-down-resume.json", db);
-  for (auto& f : r.failures) ADD_FAILURE() << f;
-  EXPECT_EQ(r.exit_code, 0);
-  ASSERT_EQ(r.steps.size(), 2u);
-  for (auto& s : r.steps) {
-    EXPECT_EQ(s.checked, 8u);
-    EXPECT_EQ(s.failed, 0u);
-  }
+  ASSERT_NO_FATAL_FAILURE(expect_checked(r, 2, 8));
   constexpr double kCount = 16777216, kSlice = 2097152;
   EXPECT_EQ(num(db, "SELECT COUNT(*) FROM failovers WHERE action = 'resume' AND code = 0 AND resumed_at_ns IS NOT NULL"), 8);
   EXPECT_EQ(num(db, "SELECT COUNT(DISTINCT detected_by) FROM failovers"), 8);
