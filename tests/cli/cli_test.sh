@@ -8,21 +8,7 @@ FX=$SRC/tests/fixtures
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 cd "$TMP"
-pass=0 fail=0
-
-expect() {  # expect NAME CODE PATTERN -- command...
-  local name=$1 code=$2 pattern=$3
-  shift 4
-  "$@" > out.txt 2>&1
-  local rc=$?
-  if [ "$rc" -ne "$code" ]; then
-    echo "FAIL $name: exit $rc, expected $code"; sed 's/^/    /' out.txt | tail -20; fail=$((fail + 1)); return
-  fi
-  if [ -n "$pattern" ] && ! grep -qE -- "$pattern" out.txt; then
-    echo "FAIL $name: output lacks /$pattern/"; sed 's/^/    /' out.txt | tail -20; fail=$((fail + 1)); return
-  fi
-  echo "ok   $name"; pass=$((pass + 1))
-}
+. "$SRC/tests/cli/check_lib.sh"
 
 expect help 0 "usage: hcsim" -- "$HCSIM" --help
 expect no-command 2 "no command given" -- "$HCSIM"

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "fake_cluster.h"
 #include "fake_driver.h"
 #include "hcomm/hcomm.h"
 
@@ -24,35 +25,9 @@ const char* name(Op o) {
   return n[static_cast<int>(o)];
 }
 
-struct Env {
-  FakeDriver drv;
-  std::uint32_t n;
-  std::vector<hcomm_context_t> ctx;
-  std::vector<hcomm_comm_t> comm;
-  std::vector<hcomm_stream_t> stream;
+struct Env : hcomm_fake::Cluster<> {
   Env(std::uint32_t servers, std::uint32_t per, const char* algo, std::uint64_t buff_mb = 1)
-      : drv(servers * per, per), n(servers * per) {
-    setenv("HCOMM_BUFFSIZE_MB", std::to_string(buff_mb).c_str(), 1);
-    setenv("HCOMM_BUFFER_SIZE_MB", "1", 1);
-    setenv("HCOMM_SYM_SLOTS", "0", 1);
-    hcomm::set_driver(&drv);
-    ctx.resize(n);
-    comm.resize(n);
-    stream.resize(n);
-    for (std::uint32_t r = 0; r < n; ++r) {
-      drv.set_rank(r);
-      EXPECT_EQ(hcomm_create_context(r % per, &ctx[r]), HCOMM_SUCCESS);
-      hcomm_config_t cfg;
-      hcomm_config_init(&cfg);
-      cfg.algo = algo;
-      EXPECT_EQ(hcomm_comm_init_config(ctx[r], n, r, &cfg, &comm[r]), HCOMM_SUCCESS);
-      EXPECT_EQ(hcomm_create_stream(ctx[r], &stream[r]), HCOMM_SUCCESS);
-    }
-  }
-  ~Env() {
-    hcomm_finalize();
-    hcomm::set_driver(nullptr);
-  }
+      : Cluster(servers * per, per, {algo, buff_mb, {}}) {}
 };
 
 template <class T>

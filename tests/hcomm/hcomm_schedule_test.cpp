@@ -7,6 +7,7 @@
 #include <set>
 #include <vector>
 
+#include "fake_cluster.h"
 #include "fake_driver.h"
 #include "hcomm/hcomm.h"
 
@@ -20,32 +21,8 @@ namespace {
 constexpr std::uint64_t kArPulled = 4, kPlanData = 13, kPlanCredit = 14;
 std::uint64_t purpose(std::uint64_t key) { return (key >> 50) & 0x3f; }
 
-struct Cluster {
-  FakeDriver drv;
-  std::uint32_t n;
-  std::vector<hcomm_context_t> ctx;
-  std::vector<hcomm_comm_t> comm;
-  std::vector<hcomm_stream_t> stream;
-
-  Cluster(std::uint32_t ranks, std::uint32_t per_server) : drv(ranks, per_server), n(ranks) {
-    setenv("HCOMM_BUFFSIZE_MB", "1", 1);  // small collective buffer: chunking is reachable
-    setenv("HCOMM_BUFFER_SIZE_MB", "1", 1);
-    setenv("HCOMM_SYM_SLOTS", "0", 1);
-    hcomm::set_driver(&drv);
-    ctx.resize(n);
-    comm.resize(n);
-    stream.resize(n);
-    for (std::uint32_t r = 0; r < n; ++r) {
-      drv.set_rank(r);
-      EXPECT_EQ(hcomm_create_context(r % per_server, &ctx[r]), HCOMM_SUCCESS);
-      EXPECT_EQ(hcomm_comm_init(ctx[r], n, r, &comm[r]), HCOMM_SUCCESS);
-      EXPECT_EQ(hcomm_create_stream(ctx[r], &stream[r]), HCOMM_SUCCESS);
-    }
-  }
-  ~Cluster() {
-    hcomm_finalize();
-    hcomm::set_driver(nullptr);
-  }
+struct Cluster : hcomm_fake::Cluster<> {
+  using hcomm_fake::Cluster<>::Cluster;
 
   /// fp32 sum all-reduce of `count` elements on every rank; returns every rank's output. Input
   /// element i of rank r is (r + 1) * (i % 17 - 8): small integers, so every sum is exact.

@@ -4,6 +4,7 @@
 // that do not divide evenly, and staging slots smaller than a block (transfers in pieces).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -125,6 +126,29 @@ void sweep(const Family& f) {
   EXPECT_GT(built, 0) << f.name << " builds nothing";
 }
 
+// The most steps of any member's all-reduce plan: n members, `elems` 8-byte elements, staging slots
+// of `slot_bytes`. A member without a plan is a test failure (and 0).
+std::size_t most_allreduce_steps(const Family& f, std::uint32_t n, std::uint64_t elems, std::uint64_t slot_bytes) {
+  std::size_t steps = 0;
+  for (std::uint32_t m = 0; m < n; ++m) {
+    PlanIn in;
+    in.op = CollOp::AllReduce;
+    in.n = n;
+    in.me = m;
+    in.esz = 8;
+    in.bytes = elems * 8;
+    in.slot_bytes = slot_bytes;
+    in.slots = f.slots;
+    Plan p;
+    if (!f.build(in, &p)) {
+      ADD_FAILURE() << f.name << " n=" << n << " member " << m << ": no plan";
+      return 0;
+    }
+    steps = std::max(steps, p.steps.size());
+  }
+  return steps;
+}
+
 }  // namespace
 
 TEST(Plan, Ring) { sweep(kRing); }
@@ -201,22 +225,8 @@ TEST(Plan, DoubleTreeShapeAndSteps) {
           }
       }
     }
-    const std::uint64_t elems = 1000, slot = 16;  // 2 elements a slice: P = 250 per tree
-    std::size_t steps = 0;
-    for (std::uint32_t m = 0; m < n; ++m) {
-      PlanIn in;
-      in.op = CollOp::AllReduce;
-      in.n = n;
-      in.me = m;
-      in.esz = 8;
-      in.bytes = elems * 8;
-      in.slot_bytes = slot;
-      in.slots = kTree.slots;
-      Plan p;
-      ASSERT_TRUE(kTree.build(in, &p));
-      steps = std::max(steps, p.steps.size());
-    }
-    EXPECT_LE(steps, 250 + 2 * H - 1) << "n=" << n;
+    // 1000 elements, 16-byte slots: 2 elements a slice, P = 250 per tree.
+    EXPECT_LE(most_allreduce_steps(kTree, n, 1000, 16), 250 + 2 * H - 1) << "n=" << n;
   }
 }
 
@@ -231,21 +241,7 @@ TEST(Plan, LogStepCounts) {
     while (p * 2 <= n) p *= 2;
     const std::uint32_t want_hd = 2 * ceil_log2(p) + (p == n ? 0 : 2), want_log = 2 * ceil_log2(n);
     for (const Family* f : {&kHd, &kNhr, &kNb}) {
-      std::size_t steps = 0;
-      for (std::uint32_t m = 0; m < n; ++m) {
-        PlanIn in;
-        in.op = CollOp::AllReduce;
-        in.n = n;
-        in.me = m;
-        in.esz = 8;
-        in.bytes = 8 * 1000;
-        in.slot_bytes = 1 << 20;
-        in.slots = f->slots;
-        Plan plan;
-        ASSERT_TRUE(f->build(in, &plan));
-        steps = std::max(steps, plan.steps.size());
-      }
-      EXPECT_EQ(steps, f == &kHd ? want_hd : want_log) << f->name << " n=" << n;
+      EXPECT_EQ(most_allreduce_steps(*f, n, 1000, 1 << 20), f == &kHd ? want_hd : want_log) << f->name << " n=" << n;
     }
   }
 }

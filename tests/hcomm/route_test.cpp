@@ -12,6 +12,7 @@
 #include <set>
 #include <vector>
 
+#include "fake_cluster.h"
 #include "fake_driver.h"
 #include "hcomm/hcomm.h"
 
@@ -19,35 +20,10 @@ using hcomm_fake::FakeDriver;
 
 namespace {
 
-struct World {
-  FakeDriver drv;
-  std::uint32_t n;
-  std::vector<hcomm_context_t> ctx;
-  std::vector<hcomm_comm_t> comm;
-  std::vector<hcomm_stream_t> stream;
-  World(std::uint32_t servers, std::uint32_t per, const char* policy, const char* qps) : drv(servers * per, per), n(servers * per) {
-    setenv("HCOMM_BUFFSIZE_MB", "1", 1);
-    setenv("HCOMM_BUFFER_SIZE_MB", "1", 1);
-    setenv("HCOMM_SYM_SLOTS", "0", 1);
-    setenv("HCOMM_ROUTE_SPORT", policy, 1);
-    setenv("HCOMM_NUM_QP", qps, 1);
-    hcomm::set_driver(&drv);
-    ctx.resize(n);
-    comm.resize(n);
-    stream.resize(n);
-    for (std::uint32_t r = 0; r < n; ++r) {
-      drv.set_rank(r);
-      EXPECT_EQ(hcomm_create_context(r % per, &ctx[r]), HCOMM_SUCCESS);
-      EXPECT_EQ(hcomm_comm_init(ctx[r], n, r, &comm[r]), HCOMM_SUCCESS);
-      EXPECT_EQ(hcomm_create_stream(ctx[r], &stream[r]), HCOMM_SUCCESS);
-    }
-  }
-  ~World() {
-    hcomm_finalize();
-    hcomm::set_driver(nullptr);
-    unsetenv("HCOMM_ROUTE_SPORT");
-    unsetenv("HCOMM_NUM_QP");
-  }
+// HCOMM_ROUTE_SPORT `policy`, HCOMM_NUM_QP `qps`.
+struct World : hcomm_fake::Cluster<> {
+  World(std::uint32_t servers, std::uint32_t per, const char* policy, const char* qps)
+      : Cluster(servers * per, per, {nullptr, 1, {{"HCOMM_ROUTE_SPORT", policy}, {"HCOMM_NUM_QP", qps}}}) {}
   // An int32 all-reduce (sum) of 64 Ki elements per rank; true when every rank got the sum.
   bool allreduce() {
     const std::uint64_t count = 1 << 16;

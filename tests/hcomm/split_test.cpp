@@ -19,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "fake_cluster.h"
 #include "fake_driver.h"
 #include "hcomm/hcomm.h"
 #include "hcomm/hcomm.hpp"
@@ -82,32 +83,8 @@ class TurnDriver : public FakeDriver {
 thread_local std::unique_lock<std::mutex>* TurnDriver::lock_ = nullptr;
 thread_local std::uint32_t TurnDriver::rank_ = 0;
 
-struct Env {
-  TurnDriver drv;
-  std::uint32_t n, per;
-  std::vector<hcomm_context_t> ctx;
-  std::vector<hcomm_comm_t> comm;
-  std::vector<hcomm_stream_t> stream;
-  Env(std::uint32_t servers, std::uint32_t per_server)
-      : drv(servers * per_server, per_server), n(servers * per_server), per(per_server) {
-    setenv("HCOMM_BUFFSIZE_MB", "1", 1);
-    setenv("HCOMM_BUFFER_SIZE_MB", "1", 1);
-    setenv("HCOMM_SYM_SLOTS", "0", 1);
-    hcomm::set_driver(&drv);
-    ctx.resize(n);
-    comm.resize(n);
-    stream.resize(n);
-    for (std::uint32_t r = 0; r < n; ++r) {
-      drv.set_rank(r);
-      EXPECT_EQ(hcomm_create_context(r % per, &ctx[r]), HCOMM_SUCCESS);
-      EXPECT_EQ(hcomm_comm_init(ctx[r], n, r, &comm[r]), HCOMM_SUCCESS);
-      EXPECT_EQ(hcomm_create_stream(ctx[r], &stream[r]), HCOMM_SUCCESS);
-    }
-  }
-  ~Env() {
-    hcomm_finalize();
-    hcomm::set_driver(nullptr);
-  }
+struct Env : hcomm_fake::Cluster<TurnDriver> {
+  Env(std::uint32_t servers, std::uint32_t per_server) : Cluster(servers * per_server, per_server) {}
   bool logged(const std::string& what) const {
     for (const auto& l : drv.logs)
       if (l.find("[HCOMM_ERR]") != std::string::npos && l.find(what) != std::string::npos) return true;

@@ -32,35 +32,12 @@
 #include "sim/runner.h"
 #include "sim/scenario.h"
 #include "sim/trace.h"
-#include "sim_test_db.h"
-#include "sim_test_util.h"
+#include "scenario_rig.h"
 
 using namespace sim;
+using namespace sim_test;  // scenario_rig.h: run_file, expect_checked, num, query, tmp_db
 
 namespace {
-
-using sim_test::query;
-
-double num(const std::string& db, const std::string& sql) {
-  auto r = query(db, sql);
-  return r.empty() || r[0].empty() || r[0][0].empty() ? -1 : std::stod(r[0][0]);
-}
-
-RunResult run_file(const std::string& file, const std::string& db, void (*edit)(Scenario&) = nullptr) {
-  std::vector<std::string> errors;
-  auto sc = load_scenario(std::string(HCSIM_SOURCE_DIR) + (file.find('/') == std::string::npos ? "/scenarios/" : "/") + file, &errors);
-  for (auto& e : errors) ADD_FAILURE() << e;
-  if (!sc) return {};
-  static Scenario keep;  // the run refers to it until the simulation ends
-  keep = *sc;
-  if (edit) edit(keep);
-  RunOptions opt = sim_test::quiet();
-  opt.db_path = db;
-  opt.force_db = true;
-  return run_scenario(keep, opt);
-}
-
-std::string tmp_db(const char* name) { return ::testing::TempDir() + name + std::string("_") + std::to_string(::getpid()) + ".db"; }
 
 // docs/failover.md#heartbeat-with-neighbours: a heartbeat or notice is 64 B on the control channel
 // (10 us one way, 1.25 GB/s per host link, serialized at both ends).
@@ -166,13 +143,7 @@ TEST(SimDetect, PortUpRestores) {
     up.at_ps = 2000 * models::kPsPerUs;  // 2 ms after rep 0 started: during the re-execution on the ring
     sc.faults.push_back(up);
   });
-  for (auto& f : r.failures) ADD_FAILURE() << f;
-  EXPECT_EQ(r.exit_code, 0);
-  ASSERT_EQ(r.steps.size(), 2u);  // one per repetition
-  for (auto& st : r.steps) {
-    EXPECT_EQ(st.failed, 0u);
-    EXPECT_EQ(st.checked, 16u);
-  }
+  ASSERT_NO_FATAL_FAILURE(expect_checked(r, 2, 16));  // a step per repetition
   EXPECT_EQ(num(db, "SELECT COUNT(*) FROM failovers WHERE action = 'retry' AND code = 0 AND path_after LIKE 'ring order 0..5 7 6 | 8..15%'"), 16);
   EXPECT_EQ(num(db, "SELECT COUNT(*) FROM logs WHERE message LIKE '%IBV_EVENT_PORT_ACTIVE%NIC-down state cleared%' AND rank = 7"), 1);
   EXPECT_EQ(num(db, "SELECT COUNT(*) FROM logs WHERE message LIKE '%back to the selected algorithms from seq %'"), 16);

@@ -37,33 +37,12 @@
 #include "sim/runner.h"
 #include "sim/scenario.h"
 #include "sim/trace.h"
-#include "sim_test_db.h"
-#include "sim_test_util.h"
+#include "scenario_rig.h"
 
 using namespace sim;
+using namespace sim_test;  // scenario_rig.h: run_file, expect_checked, num, query, tmp_db
 
 namespace {
-
-using sim_test::query;
-
-double num(const std::string& db, const std::string& sql) {
-  auto r = query(db, sql);
-  return r.empty() || r[0].empty() || r[0][0].empty() ? -1 : std::stod(r[0][0]);
-}
-
-RunResult run_file(const std::string& file, const std::string& db, void (*edit)(Scenario&) = nullptr) {
-  std::vector<std::string> errors;
-  auto sc = load_scenario(std::string(HCSIM_SOURCE_DIR) + (file.find('/') == std::string::npos ? "/scenarios/" : "/") + file, &errors);
-  for (auto& e : errors) ADD_FAILURE() << e;
-  if (!sc) return {};
-  static Scenario keep;  // the run refers to it until the simulation ends
-  keep = *sc;
-  if (edit) edit(keep);
-  RunOptions opt = sim_test::quiet();
-  opt.db_path = db;
-  opt.force_db = true;
-  return run_scenario(keep, opt);
-}
 
 // docs/failover.md#detection-times: control channel 10 us one way, 1.25 GB/s per host link.
 constexpr double kCtrlLatencyNs = 10000, kCtrlBps = 1.25e9;
@@ -71,7 +50,7 @@ constexpr double kCtrlLatencyNs = 10000, kCtrlBps = 1.25e9;
 }  // namespace
 
 TEST(SimFailover, NotifyBound) {
-  const std::string db = ::testing::TempDir() + "failover_notify_" + std::to_string(::getpid()) + ".db";
+  const std::string db = tmp_db("failover_notify");
   RunResult r = run_file("hccs-link-down.json", db);
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_LT(r.sim_end_ps, 2000ULL * 1000 * 1000);  // not the 30 s timeout: the run ends about 17 us after the fault
@@ -99,15 +78,9 @@ TEST(SimFailover, NotifyBound) {
 }
 
 TEST(SimFailover, RetryResults) {
-  const std::string db = ::testing::TempDir() + "failover_retry_" + std::to_string(::getpid()) + ".db";
+  const std::string db = tmp_db("failover_retry");
   RunResult r = run_file("hccs-link-down-retry.json", db);
-  for (auto& f : r.failures) ADD_FAILURE() << f;
-  EXPECT_EQ(r.exit_code, 0);
-  ASSERT_EQ(r.steps.size(), 2u);
-  for (auto& s : r.steps) {
-    EXPECT_EQ(s.checked, 8u);  // real bytes against the host reference, every rank
-    EXPECT_EQ(s.failed, 0u);
-  }
+  ASSERT_NO_FATAL_FAILURE(expect_checked(r, 2, 8));  // real bytes against the host reference, every rank
   // Exactly once: one retry per rank, the operation's 64 MiB re-sent once, no abort.
   EXPECT_EQ(num(db, "SELECT COUNT(*) FROM failovers WHERE action = 'retry' AND resumed_at_ns IS NOT NULL AND code = 0"), 8);
   EXPECT_EQ(num(db, "SELECT COUNT(DISTINCT detected_by) FROM failovers"), 8);
@@ -129,7 +102,7 @@ TEST(SimFailover, RetryResults) {
 // The NIC port-error event (docs/failover.md#nic-port-event): closed form. The NIC owners are
 // blocked in the all-reduce's synchronize when the event arrives, so they detect it at once.
 TEST(SimFailover, PortEventTime) {
-  const std::string db = ::testing::TempDir() + "failover_port_event_" + std::to_string(::getpid()) + ".db";
+  const std::string db = tmp_db("failover_port_event");
   RunResult r = run_file("nic-down-retry.json", db, [](Scenario& sc) {
     sc.net.port_event_ps = 37 * models::kPsPerUs;
     sc.net.port_debounce_ps = 10 * models::kPsPerUs;
@@ -158,7 +131,7 @@ TEST(SimFailover, PortEventTime) {
 // are copying their inputs in) is owed to the next synchronize of such work: rank 7's all-reduce
 // synchronize takes it at once, the ranks re-execute on the ring order 0..5 7 6 | 8..15.
 TEST(SimFailover, PortEventOwed) {
-  const std::string db = ::testing::TempDir() + "failover_port_owed_" + std::to_string(::getpid()) + ".db";
+  const std::string db = tmp_db("failover_port_owed");
   RunResult r = run_file("nic-down-edge-retry.json", db, [](Scenario& sc) {
     sc.faults[0].at_step = -1;  // absolute: 1 ms, before the all-reduce starts
     sc.faults[0].at_ps = 1000 * models::kPsPerUs;
@@ -182,7 +155,7 @@ TEST(SimFailover, PortEventOwed) {
 
 // A flap shorter than the debounce raises no event: nothing fails, nothing is re-executed.
 TEST(SimFailover, PortFlapDebounced) {
-  const std::string db = ::testing::TempDir() + "failover_flap_" + std::to_string(::getpid()) + ".db";
+  const std::string db = tmp_db("failover_flap");
   RunResult r = run_file("tests/fixtures/nic-flap-debounce.json", db);
   for (auto& f : r.failures) ADD_FAILURE() << f;
   EXPECT_EQ(r.exit_code, 0);
@@ -199,7 +172,7 @@ TEST(SimFailover, PortFlapDebounced) {
 // routes 3 -> 11 and 11 -> 3 become roce-borrow through rank 0's NIC, the all-reduces keep the
 // hierarchical algorithm (no flat ring), and every result equals the host reduction.
 TEST(SimFailover, NicBorrow) {
-  const std::string db = ::testing::TempDir() + "failover_borrow_" + std::to_string(::getpid()) + ".db";
+  const std::string db = tmp_db("failover_borrow");
   RunResult r = run_file("nic-down-borrow.json", db, [](Scenario& sc) {
     WorkloadStep x;
     x.op = "sendrecv";
@@ -207,13 +180,7 @@ TEST(SimFailover, NicBorrow) {
     x.pattern = "halves";
     sc.workload.push_back(x);
   });
-  for (auto& f : r.failures) ADD_FAILURE() << f;
-  EXPECT_EQ(r.exit_code, 0);
-  ASSERT_EQ(r.steps.size(), 3u);
-  for (auto& s : r.steps) {
-    EXPECT_EQ(s.checked, 16u);  // real bytes against the host reference, every rank
-    EXPECT_EQ(s.failed, 0u);
-  }
+  ASSERT_NO_FATAL_FAILURE(expect_checked(r, 3, 16));  // real bytes against the host reference, every rank
   // One retry per rank, on the borrowed NIC, not the ring.
   EXPECT_EQ(num(db, "SELECT COUNT(*) FROM failovers WHERE action = 'retry' AND code = 0 AND resumed_at_ns IS NOT NULL AND "
                     "path_after = 'as selected, nic 3 via rank 0 (borrowed over hccs)'"), 16);
@@ -428,15 +395,9 @@ TEST(SimFailover, ShrinkThenAllReduce) {
 // reduction (a slice skipped that was not final everywhere, or one reduced twice, would differ),
 // and the slice arithmetic: the re-execution starts at 2 x 2097152 and re-sends 6 x 8 MiB.
 TEST(SimFailover, Resume) {
-  const std::string db = ::testing::TempDir() + "failover_resume_" + std::to_string(::getpid()) + ".db";
+  const std::string db = tmp_db("failover_resume");
   RunResult r = run_file("hccs-link-down-resume.json", db);
-  for (auto& f : r.failures) ADD_FAILURE() << f;
-  EXPECT_EQ(r.exit_code, 0);
-  ASSERT_EQ(r.steps.size(), 2u);
-  for (auto& s : r.steps) {
-    EXPECT_EQ(s.checked, 8u);
-    EXPECT_EQ(s.failed, 0u);
-  }
+  ASSERT_NO_FATAL_FAILURE(expect_checked(r, 2, 8));
   constexpr double kCount = 16777216, kSlice = 2097152;
   EXPECT_EQ(num(db, "SELECT COUNT(*) FROM failovers WHERE action = 'resume' AND code = 0 AND resumed_at_ns IS NOT NULL"), 8);
   EXPECT_EQ(num(db, "SELECT COUNT(DISTINCT detected_by) FROM failovers"), 8);

@@ -1,5 +1,6 @@
-// hcsim plan (docs/plan-format.md): the plan file's model, its loader (plan_file.cpp) and the
-// reports of a finished sweep (plan_report.cpp); cmd_plan.cpp builds the layouts and runs the points.
+// hcsim plan (docs/plan-format.md): the plan file's model, its loader (plan_file.cpp), the points'
+// child processes (plan_children.cpp) and the reports of a finished sweep (plan_report.cpp);
+// cmd_plan.cpp builds the layouts and runs the points, plan_mpi.h spreads them over MPI ranks.
 #pragma once
 #include <sys/types.h>
 
@@ -71,6 +72,40 @@ struct Point {
   std::string scen, db, log;
   pid_t pid = 0;
   std::chrono::steady_clock::time_point start;
+};
+
+/// One finished point as the rank that ran it reports it: the child's exit code and its rows
+/// (status, numbers from its trace, wall time and peak memory). Under MPI this travels to rank 0
+/// (plan_mpi.cpp), so rank 0 never reads another machine's files.
+struct Finished {
+  std::size_t index = 0;
+  int code = 0;  // kOk, kExpectationFailed or kBadInput
+  std::vector<Result> rows;
+};
+
+/// Up to -j child `hcsim run` processes on this machine (plan_children.cpp). The child's
+/// environment is this one's without Open MPI's and PMIx's variables (OMPI_*, PMIX_*, PMI_*), built
+/// before fork so the child only calls async-signal-safe functions before exec
+/// (docs/plan-format.md#mpi).
+class Children {
+ public:
+  Children(const Plan& p, std::vector<Point>& points, const std::vector<std::vector<Result>>& results);
+  /// This executable's path, which the children run; false (*why) when it cannot be found.
+  bool find_self(std::string* why);
+  std::size_t running() const { return by_pid_.size(); }
+  /// Start point i's `hcsim run`, its output into the point's log.
+  bool spawn(std::size_t i, std::string* why);
+  /// Reap one finished child (waiting for one when `block`); false when none finished (or none runs).
+  bool reap(bool block, Finished& f, std::string* why);
+
+ private:
+  const Plan& p_;
+  std::vector<Point>& points_;
+  const std::vector<std::vector<Result>>& results_;
+  std::vector<std::string> env_;
+  std::vector<char*> envp_;
+  std::string self_;
+  std::map<pid_t, std::size_t> by_pid_;
 };
 
 /// The marker file that says a directory is a plan's output (docs/plan-format.md).

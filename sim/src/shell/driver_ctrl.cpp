@@ -4,12 +4,30 @@
 #include <algorithm>
 #include <cstdio>
 #include <iterator>
+#include <memory>
+#include <utility>
 
 #include "sim/driver.h"
 
 namespace sim {
 
 using hcomm::DrvStatus;
+
+namespace {
+
+// A message into a receiver's box (ordinary or urgent): in arrival order, ties in send order; the
+// box's event, made on first use, fires at the arrival.
+template <class Box, class Entry>
+void post(Box& box, std::unique_ptr<sc_core::sc_event>& ev, Entry entry, models::Tick now) {
+  const models::Tick arrival = entry.arrival;
+  auto at = box.end();
+  while (at != box.begin() && std::prev(at)->arrival > arrival) --at;
+  box.insert(at, std::move(entry));
+  if (!ev) ev = std::make_unique<sc_core::sc_event>();
+  ev->notify(sc_core::sc_time::from_value(arrival - now));
+}
+
+}  // namespace
 
 void SimDriver::ctrl_size() {
   const std::uint32_t n = rank_count();
@@ -40,13 +58,8 @@ DrvStatus SimDriver::ctrl_send(std::uint32_t from, std::uint32_t to, hcomm::Ctrl
   ctrl_size();
   const models::Tick now = sc_core::sc_time_stamp().value();
   const models::Tick arrival = ctrl_arrival(from, to, msg->size(), now);
-  auto& box = ctrl_box_[to];
-  auto at = box.end();
-  while (at != box.begin() && std::prev(at)->arrival > arrival) --at;  // arrival order, ties in send order
-  box.insert(at, CtrlEntry{from, arrival, std::move(msg)});
+  post(ctrl_box_[to], ctrl_ev_[to], CtrlEntry{from, arrival, std::move(msg)}, now);
   ++ctrl_msgs_;
-  if (!ctrl_ev_[to]) ctrl_ev_[to] = std::make_unique<sc_core::sc_event>();
-  ctrl_ev_[to]->notify(sc_core::sc_time::from_value(arrival - now));
   return DrvStatus::Ok;
 }
 
@@ -85,13 +98,8 @@ DrvStatus SimDriver::ctrl_signal(std::uint32_t from, std::uint32_t to, hcomm::Ct
   ctrl_size();
   const models::Tick now = sc_core::sc_time_stamp().value();
   const models::Tick arrival = ctrl_arrival(from, to, msg->size(), now);
-  auto& box = sig_box_[to];
-  auto at = box.end();
-  while (at != box.begin() && std::prev(at)->arrival > arrival) --at;
-  box.insert(at, CtrlEntry{from, arrival, std::move(msg)});
+  post(sig_box_[to], sig_ev_[to], CtrlEntry{from, arrival, std::move(msg)}, now);
   ++ctrl_sigs_;
-  if (!sig_ev_[to]) sig_ev_[to] = std::make_unique<sc_core::sc_event>();
-  sig_ev_[to]->notify(sc_core::sc_time::from_value(arrival - now));
   return DrvStatus::Ok;
 }
 

@@ -1,0 +1,139 @@
+// hcsim plan's points as child processes on this machine (docs/plan-format.md): each point is a
+// child `hcsim run` of its scenario, and a finished child's trace is read back into the point's
+// rows with its status, wall time and peak memory.
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "commands.h"
+#include "plan.h"
+#include "trace_db.h"
+
+namespace hcsim::plan {
+
+namespace {
+
+void read_trace(const std::string& db_path, const Workload& w, std::vector<Result>& rows, std::string* why) {
+  TraceDb db;
+  if (!db.open(db_path, why)) return;
+  std::map<std::int64_t, std::pair<std::string, std::int64_t>> algo;  // step -> most named algorithm
+  db.query("SELECT step, algorithm, COUNT(*) AS n FROM operations GROUP BY step, algorithm ORDER BY step, n DESC, algorithm",
+           [&](const Row& r) { algo.emplace(r.i(0), std::make_pair(r.s(1), r.i(2))); }, why);
+  std::map<std::int64_t, std::array<double, 4>> acc;  // step -> time, algbw, busbw, count
+  db.query("SELECT step, time_us, algbw_GBps, busbw_GBps FROM summary ORDER BY step, rep", [&](const Row& r) {
+    auto& a = acc[r.i(0)];
+    a[0] += r.d(1);
+    a[1] += r.d(2);
+    a[2] += r.d(3);
+    a[3] += 1;
+  }, why);
+  for (std::size_t k = 0; k < rows.size() && k < w.sizes.size(); ++k) {
+    auto it = acc.find(static_cast<std::int64_t>(k));
+    if (it == acc.end() || it->second[3] == 0) continue;
+    rows[k].time_us = it->second[0] / it->second[3];
+    rows[k].algbw = it->second[1] / it->second[3];
+    rows[k].busbw = it->second[2] / it->second[3];
+    if (auto a = algo.find(static_cast<std::int64_t>(k)); a != algo.end()) rows[k].algorithm = a->second.first;
+  }
+}
+
+std::string last_line(const std::string& path) {
+  std::ifstream f(path);
+  std::string line, last;
+  while (std::getline(f, line))
+    if (!line.empty()) last = line;
+  return last;
+}
+
+}  // namespace
+
+Children::Children(const Plan& p, std::vector<Point>& points, const std::vector<std::vector<Result>>& results)
+    : p_(p), points_(points), results_(results) {
+  for (char** e = environ; *e; ++e) {
+    const std::string v = *e;
+    if (v.rfind("OMPI_", 0) == 0 || v.rfind("PMIX_", 0) == 0 || v.rfind("PMI_", 0) == 0) continue;
+    env_.push_back(v);
+  }
+  for (auto& v : env_) envp_.push_back(const_cast<char*>(v.c_str()));
+  envp_.push_back(nullptr);
+}
+
+bool Children::find_self(std::string* why) {
+  char self[4096];
+  const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n <= 0) { *why = "cannot find its own executable"; return false; }
+  self_.assign(self, static_cast<std::size_t>(n));
+  return true;
+}
+
+bool Children::spawn(std::size_t i, std::string* why) {
+  Point& pt = points_[i];
+  const char* argv[] = {"hcsim", "run", pt.scen.c_str(), "--db", pt.db.c_str(), "-q", nullptr};
+  std::fflush(nullptr);
+  const pid_t pid = fork();
+  if (pid < 0) { *why = std::string("fork: ") + std::strerror(errno); return false; }
+  if (pid == 0) {
+    const int fd = open(pt.log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0666);
+    if (fd >= 0) { dup2(fd, 1); dup2(fd, 2); close(fd); }
+    execve(self_.c_str(), const_cast<char* const*>(argv), envp_.data());
+    const char msg[] = "hcsim: exec of its own executable failed\n";
+    (void)!write(2, msg, sizeof msg - 1);
+    _exit(2);
+  }
+  pt.pid = pid;
+  pt.start = std::chrono::steady_clock::now();
+  by_pid_[pid] = i;
+  return true;
+}
+
+bool Children::reap(bool block, Finished& f, std::string* why) {
+  while (!by_pid_.empty()) {
+    int status = 0;
+    struct rusage ru {};
+    const pid_t pid = wait4(-1, &status, block ? 0 : WNOHANG, &ru);
+    if (pid == 0) return false;
+    if (pid < 0) {
+      if (errno == EINTR) continue;
+      *why = std::string("wait: ") + std::strerror(errno);
+      return false;
+    }
+    auto it = by_pid_.find(pid);
+    if (it == by_pid_.end()) continue;
+    f.index = it->second;
+    by_pid_.erase(it);
+    const Point& pt = points_[f.index];
+    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - pt.start).count();
+    f.rows = results_[f.index];
+    std::string status_text, ignored;
+    if (WIFEXITED(status)) {
+      const int code = WEXITSTATUS(status);
+      status_text = code == 0 ? "ok" : code == 1 ? "expectation failed" : "error: " + last_line(pt.log);
+      if (code == 0 || code == 1) read_trace(pt.db, p_.workloads[pt.workload], f.rows, &ignored);
+      f.code = code == 0 ? int(kOk) : code == 1 ? int(kExpectationFailed) : int(kBadInput);
+    } else {
+      status_text = "killed by signal " + std::to_string(WTERMSIG(status));
+      f.code = kBadInput;
+    }
+    for (auto& r : f.rows) {
+      r.status = status_text;
+      r.wall_s = wall;
+      r.peak_mib = static_cast<double>(ru.ru_maxrss) / 1024.0;
+    }
+    return true;
+  }
+  return false;
+}
+
+}  // namespace hcsim::plan
