@@ -163,7 +163,10 @@ void Machine::on_data(std::uint32_t, std::uint64_t tag, std::uint64_t off, std::
 // The lender's NIC writes what it received for `target` on into target's HBM: a DMA over the
 // lender-target HCCS link (or PCIe), whose ports serve it in order with the SDMA traffic at their
 // own rates (as send_piece reserves them), landing one path latency plus the HBM's access
-// latency after its last byte left. The notify write takes the same path, after the data.
+// latency after its last byte left. The NIC writes each packet on as it arrives, so a port that
+// was free carries the bytes while they were being received (cut-through at this granularity: a
+// chunk or a whole flow-tier message is delivered here at its last byte); a busy port queues
+// them. The notify write takes the same path, after the data.
 Tick Machine::forward_leg(std::uint32_t lender, std::uint32_t target, std::uint64_t len) {
   const Route rt = route(lender, target);
   if (!rt.ok()) return 0;
@@ -174,9 +177,9 @@ Tick Machine::forward_leg(std::uint32_t lender, std::uint32_t target, std::uint6
     Port& p = ports_[pi];
     if (!p.up) return 0;
     const Tick own = serialization_ps(len, p.rate());
-    const Tick from = std::max(p.busy_until, now);
+    const Tick from = std::max(p.busy_until, now > own ? now - own : 0);
     p.busy_until = from + own;
-    if (link_samples_.on()) link_samples_.busy(static_cast<std::uint32_t>(pi), from, p.busy_until, own, len);
+    if (link_samples_.on()) link_samples_.busy(static_cast<std::uint32_t>(pi), std::max(from, now), std::max(p.busy_until, now), own, len);
     end = std::max(end, p.busy_until);
     p.busy_ps += own;
     p.bytes += len;
