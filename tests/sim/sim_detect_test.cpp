@@ -173,3 +173,50 @@ TEST(SimDetect, CrcStorm) {
   EXPECT_EQ(num(db, "SELECT COUNT(*) FROM failovers WHERE action != 'warn'"), 0);
   EXPECT_EQ(num(db, "SELECT COUNT(*) FROM logs WHERE message LIKE '%[HCOMM_WARN]%CRC storm%non-fatal%'"), 2);
 }
+
+// The return from NIC borrowing (docs/failover.md#back-to-the-direct-paths): nic-down-borrow.json
+// with node0/npu3's NIC back 1.5 ms into repetition 0 (during the re-execution through lender
+// rank 0). At repetition 1's start the members agree that the NIC is up, drop the lender and
+// decide the borrowed routes again: rank 3's route to its rail peer 11 and 11's to it (8 QP
+// stripes each), on their own NICs. Reference: while borrowing, rank 0's NIC carries rank 3's level-1 traffic besides its
+// own (8 MiB more each way, >= 335 us at 25 GB/s: docs/failover.md#nic-borrowing), so a
+// repetition 1 more than 300 us under the borrowed one (1410 us) has left the lender's NIC.
+TEST(SimDetect, BorrowEnds) {
+  const std::string db = tmp_db("detect_borrow_ends");
+  RunResult r = run_file("nic-down-borrow.json", db, [](Scenario& sc) {
+    Fault up = sc.faults[0];
+    up.kind = FaultKind::NicUp;
+    up.at_ps = 1500 * models::kPsPerUs;
+    sc.faults.push_back(up);
+  });
+  ASSERT_NO_FATAL_FAILURE(expect_checked(r, 2, 16));
+  EXPECT_EQ(num(db, "SELECT COUNT(*) FROM failovers WHERE action IN ('retry', 'resume') AND code = 0"), 16);
+  EXPECT_EQ(num(db, "SELECT COUNT(*) FROM routes WHERE trigger = 'port up: nic 3 (lender 0) back' AND transport = 'roce'"), 16);
+  EXPECT_EQ(num(db, "SELECT COUNT(*) FROM routes WHERE trigger = 'port up: nic 3 (lender 0) back' AND src = 3 AND dst = 11 AND nic = 'node0/npu3/nic'"), 8);
+  EXPECT_EQ(num(db, "SELECT COUNT(*) FROM routes WHERE trigger = 'port up: nic 3 (lender 0) back' AND src = 11 AND dst = 3"), 8);
+  EXPECT_EQ(num(db, "SELECT COUNT(*) FROM logs WHERE message LIKE '%nic 3 (lender 0) back on their own paths from seq 2%'"), 16);
+  const double rep1 = num(db, "SELECT MAX(end_ns) - MIN(start_ns) FROM operations WHERE rep = 1 AND status = 'ok'");
+  std::printf("rep 1: %.3f us (NIC back on its own path)\n", rep1 / 1e3);
+  EXPECT_LT(rep1, 1100e3);
+  EXPECT_EQ(num(db, "SELECT COUNT(*) FROM operations WHERE rep = 1 AND status = 'ok' AND algorithm = 'mesh+ring'"), 16);
+}
+
+// The return from an HCCS relay: hccs-link-down-retry.json with the link 2-5 back at 3 ms (after
+// the re-execution): at repetition 1 the pair's two routes are decided again, direct HCCS, and
+// the mesh runs as healthy (docs/failover.md measures 628.6 us healthy, 1285.1 us through the
+// relay: the relayed pair's bytes cross rank 0's links twice), so well under 900 us.
+TEST(SimDetect, RelayEnds) {
+  const std::string db = tmp_db("detect_relay_ends");
+  RunResult r = run_file("hccs-link-down-retry.json", db, [](Scenario& sc) {
+    Fault up = sc.faults[0];
+    up.kind = FaultKind::LinkUp;
+    up.at_ps = 3000 * models::kPsPerUs;
+    sc.faults.push_back(up);
+  });
+  ASSERT_NO_FATAL_FAILURE(expect_checked(r, 2, 8));
+  EXPECT_EQ(num(db, "SELECT COUNT(*) FROM routes WHERE trigger = 'port up: hccs 2-5 back' AND transport = 'hccs' AND "
+                    "((src = 2 AND dst = 5) OR (src = 5 AND dst = 2))"), 2);
+  const double rep1 = num(db, "SELECT MAX(end_ns) - MIN(start_ns) FROM operations WHERE rep = 1 AND status = 'ok'");
+  std::printf("rep 1: %.3f us (HCCS 2-5 back)\n", rep1 / 1e3);
+  EXPECT_LT(rep1, 900e3);
+}

@@ -453,7 +453,8 @@ bool retryable(const CollReq& r, std::uint64_t in_bytes, std::uint64_t out_bytes
 hcomm_result_t run_collective(hcomm_comm_t comm, hcomm_stream_t main, const CollReq& r) {
   // A communicator in error (docs/failover.md) refuses new work with its error.
   if (hcomm_result_t e = failover::check(comm); e != HCOMM_SUCCESS) return e;
-  if (comm->avoid) failover::maybe_restore(comm);  // back to the selected algorithms once the faults are gone
+  // Back to the selected algorithms and the direct paths once the faults are gone.
+  if (comm->avoid || !comm->nic_lender.empty() || !comm->dead_pairs.empty()) failover::maybe_restore(comm);
   const std::uint64_t seq = comm->op_seq;
   failover::uses(comm, main);
   const std::uint64_t esz = hcomm_data_type_size(static_cast<hcomm_data_type_t>(r.dtype));

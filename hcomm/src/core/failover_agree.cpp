@@ -222,7 +222,10 @@ hcomm_result_t agree_ids(hcomm_comm_t c, const std::vector<std::uint32_t>& survi
 
 void maybe_restore(hcomm_comm_t c) {
   hcomm_context_t ctx = c->ctx;
-  if (!c->avoid || ctx->recovering || c->nranks < 2 || !c->lost.empty() || c->error.code != HCOMM_SUCCESS) return;
+  // Degraded: on the op retry's ring, borrowing NICs, or with HCCS pairs through a relay (the
+  // same on every member: the GO's lists decided them).
+  const bool degraded = c->avoid || !c->nic_lender.empty() || !c->dead_pairs.empty();
+  if (!degraded || ctx->recovering || c->nranks < 2 || !c->lost.empty() || c->error.code != HCOMM_SUCCESS) return;
   // This rank's part: its NIC is up if it was dead, its HCCS links of the dead pairs are up.
   bool up = true;
   if (std::binary_search(c->dead_nics.begin(), c->dead_nics.end(), c->rank)) {
@@ -260,6 +263,30 @@ void maybe_restore(hcomm_comm_t c) {
     for (std::uint32_t r = 1; r < c->nranks; ++r) send_ctrl(c, r, m);
   }
   if (!go) return;
+  if (!c->avoid) {
+    // Borrowing or relaying ends: the routes that went through a lender's NIC or a relay NPU are
+    // decided again from the ports as they are now (the NICs' own paths, the direct HCCS links).
+    std::vector<std::uint32_t> peers;
+    for (const auto& [rank, r] : c->route.peers)
+      if (r.borrow || r.via_device != ~0u) peers.push_back(rank);
+    std::string what;
+    for (const auto& [a, b] : c->dead_pairs) {
+      if (a == c->rank) peers.push_back(b);
+      if (b == c->rank) peers.push_back(a);
+      what += (what.empty() ? "hccs " : ", ") + std::to_string(a) + "-" + std::to_string(b);
+    }
+    for (const auto& [x, l] : c->nic_lender) what += (what.empty() ? "nic " : ", nic ") + std::to_string(x) + " (lender " + std::to_string(l) + ")";
+    std::sort(peers.begin(), peers.end());
+    peers.erase(std::unique(peers.begin(), peers.end()), peers.end());
+    c->nic_lender.clear();
+    c->dead_nics.clear();
+    c->dead_pairs.clear();
+    if (g_redecide_routes && !peers.empty()) g_redecide_routes(c, peers, "port up: " + what + " back");
+    port::log(ctx, 1, ("[HCOMM_WARN] Rank" + std::to_string(c->rank) + " comm " + std::to_string(c->id) +
+                       ": every dead NIC and HCCS link is up again: " + what + " back on their own paths from seq " + std::to_string(c->op_seq) +
+                       " (borrowing and relays ended)").c_str());
+    return;
+  }
   const std::string was = c->ring_desc.empty() ? "the op retry's ring" : c->ring_desc;
   c->avoid = false;
   c->ring_order.clear();
