@@ -20,6 +20,9 @@
 //   CrcStorm:            hccs-crc-retries.json (CRC rate 1e-3 on HCCS 0-1 from 0 ns): both ends'
 //                        hosts get a CRC storm event one window (1 ms) later: a "warn" failovers
 //                        row each, code 0, nothing aborted, results correct.
+//   BorrowEnds:          nic-down-borrow.json with the NIC back during the re-execution: at the
+//                        next all-reduce the lender is dropped, routes 3 <-> 11 on their own NICs.
+//   RelayEnds:           hccs-link-down-retry.json with the link back: the relay ends, 2-5 direct.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -203,7 +206,7 @@ TEST(SimDetect, BorrowEnds) {
 
 // The return from an HCCS relay: hccs-link-down-retry.json with the link 2-5 back at 3 ms (after
 // the re-execution): at repetition 1 the pair's two routes are decided again, direct HCCS, and
-// the mesh runs as healthy (docs/failover.md measures 628.6 us healthy, 1285.1 us through the
+// the mesh runs as healthy (docs/failover.md measures 628.6 us healthy, 1295.2 us through the
 // relay: the relayed pair's bytes cross rank 0's links twice), so well under 900 us.
 TEST(SimDetect, RelayEnds) {
   const std::string db = tmp_db("detect_relay_ends");
