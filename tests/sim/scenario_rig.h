@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -22,7 +23,7 @@ inline double num(const std::string& db, const std::string& sql) {
 
 /// Run scenarios/FILE (or FILE relative to the source tree when it has a slash), changed by `edit`
 /// first, with its trace written to `db`; load errors are test failures.
-inline sim::RunResult run_file(const std::string& file, const std::string& db, void (*edit)(sim::Scenario&) = nullptr) {
+inline sim::RunResult run_file(const std::string& file, const std::string& db, const std::function<void(sim::Scenario&)>& edit = {}) {
   std::vector<std::string> errors;
   auto sc = sim::load_scenario(std::string(HCSIM_SOURCE_DIR) + (file.find('/') == std::string::npos ? "/scenarios/" : "/") + file,
                                &errors);

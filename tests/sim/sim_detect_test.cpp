@@ -69,6 +69,17 @@ void check_lost(const std::string& db, double period_ns, double misses) {
               first[0][0].c_str(), last / 1e3, ((misses + 1) * period_ns + kLatNs + 2 * kMsgNs) / 1e3);
 }
 
+// `file` with its first fault undone: the same fault as kind `up` (NicUp, LinkUp), `at_us` into
+// the fault's step (or at `at_us` when the fault's time is absolute).
+RunResult run_with_repair(const std::string& file, const std::string& db, FaultKind up, std::uint64_t at_us) {
+  return run_file(file, db, [=](Scenario& sc) {
+    Fault f = sc.faults[0];
+    f.kind = up;
+    f.at_ps = at_us * models::kPsPerUs;
+    sc.faults.push_back(f);
+  });
+}
+
 }  // namespace
 
 TEST(SimDetect, HeartbeatLost) {
@@ -140,12 +151,8 @@ TEST(SimDetect, PortUpClears) {
 
 TEST(SimDetect, PortUpRestores) {
   const std::string db = tmp_db("detect_port_restore");
-  RunResult r = run_file("nic-down-edge-retry.json", db, [](Scenario& sc) {
-    Fault up = sc.faults[0];
-    up.kind = FaultKind::NicUp;
-    up.at_ps = 2000 * models::kPsPerUs;  // 2 ms after rep 0 started: during the re-execution on the ring
-    sc.faults.push_back(up);
-  });
+  // 2 ms after rep 0 started: during the re-execution on the ring.
+  RunResult r = run_with_repair("nic-down-edge-retry.json", db, FaultKind::NicUp, 2000);
   ASSERT_NO_FATAL_FAILURE(expect_checked(r, 2, 16));  // a step per repetition
   EXPECT_EQ(num(db, "SELECT COUNT(*) FROM failovers WHERE action = 'retry' AND code = 0 AND path_after LIKE 'ring order 0..5 7 6 | 8..15%'"), 16);
   EXPECT_EQ(num(db, "SELECT COUNT(*) FROM logs WHERE message LIKE '%IBV_EVENT_PORT_ACTIVE%NIC-down state cleared%' AND rank = 7"), 1);
@@ -186,12 +193,7 @@ TEST(SimDetect, CrcStorm) {
 // repetition 1 more than 300 us under the borrowed one (1410 us) has left the lender's NIC.
 TEST(SimDetect, BorrowEnds) {
   const std::string db = tmp_db("detect_borrow_ends");
-  RunResult r = run_file("nic-down-borrow.json", db, [](Scenario& sc) {
-    Fault up = sc.faults[0];
-    up.kind = FaultKind::NicUp;
-    up.at_ps = 1500 * models::kPsPerUs;
-    sc.faults.push_back(up);
-  });
+  RunResult r = run_with_repair("nic-down-borrow.json", db, FaultKind::NicUp, 1500);
   ASSERT_NO_FATAL_FAILURE(expect_checked(r, 2, 16));
   EXPECT_EQ(num(db, "SELECT COUNT(*) FROM failovers WHERE action IN ('retry', 'resume') AND code = 0"), 16);
   EXPECT_EQ(num(db, "SELECT COUNT(*) FROM routes WHERE trigger = 'port up: nic 3 (lender 0) back' AND transport = 'roce'"), 16);
@@ -210,12 +212,7 @@ TEST(SimDetect, BorrowEnds) {
 // relay: the relayed pair's bytes cross rank 0's links twice), so well under 900 us.
 TEST(SimDetect, RelayEnds) {
   const std::string db = tmp_db("detect_relay_ends");
-  RunResult r = run_file("hccs-link-down-retry.json", db, [](Scenario& sc) {
-    Fault up = sc.faults[0];
-    up.kind = FaultKind::LinkUp;
-    up.at_ps = 3000 * models::kPsPerUs;
-    sc.faults.push_back(up);
-  });
+  RunResult r = run_with_repair("hccs-link-down-retry.json", db, FaultKind::LinkUp, 3000);
   ASSERT_NO_FATAL_FAILURE(expect_checked(r, 2, 8));
   EXPECT_EQ(num(db, "SELECT COUNT(*) FROM routes WHERE trigger = 'port up: hccs 2-5 back' AND transport = 'hccs' AND "
                     "((src = 2 AND dst = 5) OR (src = 5 AND dst = 2))"), 2);

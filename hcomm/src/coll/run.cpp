@@ -430,8 +430,7 @@ hcomm_result_t rerun(hcomm_comm_t comm, const PendingOp& p) {
   r.out = p.out;
   r.count = p.count;
   r.from = p.from;  // a resumption: the slices before it were delivered to every rank
-  comm->mark_base = 0;  // one recovery per operation: the re-execution is not marked
-  comm->mark_shift = 0;
+  // Not marked (mark_base stays 0): one recovery per operation.
   return run_checked(comm, p.stream, r);
 }
 struct RegisterRerun {
@@ -453,8 +452,7 @@ bool retryable(const CollReq& r, std::uint64_t in_bytes, std::uint64_t out_bytes
 hcomm_result_t run_collective(hcomm_comm_t comm, hcomm_stream_t main, const CollReq& r) {
   // A communicator in error (docs/failover.md) refuses new work with its error.
   if (hcomm_result_t e = failover::check(comm); e != HCOMM_SUCCESS) return e;
-  // Back to the selected algorithms and the direct paths once the faults are gone.
-  if (comm->avoid || !comm->nic_lender.empty() || !comm->dead_pairs.empty()) failover::maybe_restore(comm);
+  failover::maybe_restore(comm);  // back to the selected algorithms and direct paths once the faults are gone
   const std::uint64_t seq = comm->op_seq;
   failover::uses(comm, main);
   const std::uint64_t esz = hcomm_data_type_size(static_cast<hcomm_data_type_t>(r.dtype));
@@ -466,14 +464,13 @@ hcomm_result_t run_collective(hcomm_comm_t comm, hcomm_stream_t main, const Coll
   const bool can_retry = comm->cfg.op_retry && retryable(r, in_b, out_b);
   // Slice markers (docs/failover.md#resumption): values mark_base + elements done, above every
   // value an earlier collective of this communicator recorded.
-  comm->mark_shift = 0;
   comm->mark_base = 0;
   if (can_retry && comm->ctx->retry_resume && r.count) {
     comm->mark_base = comm->mark_top + 1;
     comm->mark_top = comm->mark_base + r.count;
   }
   const std::uint64_t mark_base = comm->mark_base;
-  const hcomm_result_t rc = run_checked(comm, main, CollReq(r));
+  const hcomm_result_t rc = run_checked(comm, main, r);
   comm->mark_base = 0;
   if (rc == HCOMM_SUCCESS && comm->cfg.op_retry) {
     PendingOp p;
@@ -499,6 +496,7 @@ namespace {
 hcomm_result_t run_checked(hcomm_comm_t comm, hcomm_stream_t main, CollReq r) {
   const std::uint32_t n = comm->nranks;
   const std::uint64_t esz = hcomm_data_type_size(static_cast<hcomm_data_type_t>(r.dtype));
+  comm->mark_shift = 0;
   if (r.from && r.from < r.count && !block_op(r.op) && r.op != CollOp::AllToAll) {
     // A resumed vector operation is the same operation on the elements not yet delivered; its
     // slice markers count from the whole vector's start (core/failover.h).

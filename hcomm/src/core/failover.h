@@ -67,10 +67,11 @@ void slice_done(hcomm_comm_t comm, hcomm_stream_t s, std::uint64_t done, std::ui
 hcomm_result_t agree_ids(hcomm_comm_t parent, const std::vector<std::uint32_t>& survivors, const std::uint32_t used[8],
                          std::uint32_t all[8]);
 
-/// A communicator running on the op retry's ring (comm->avoid) at a collective's start: the
-/// members agree (one round through the lowest comm rank) whether every dead NIC and dead HCCS
-/// link the ring avoids is up again; if so every member returns to the selected algorithms from
-/// this collective on. Every member calls it at the same collective (all have `avoid` alike).
+/// At every collective's start. A communicator an op retry left degraded (on its ring, borrowing
+/// NICs or relaying HCCS pairs; nothing to do otherwise): the members agree (one round through
+/// comm rank 0) whether every dead NIC and dead HCCS link is up again; if so every member returns
+/// to the selected algorithms and the direct paths from this collective on. Every member calls
+/// it at the same collective (the degraded state is alike on all, decided by the GO).
 void maybe_restore(hcomm_comm_t comm);
 
 void comm_created(hcomm_comm_t comm);
