@@ -25,6 +25,10 @@ class OpTap final : public hcomm::Driver {
                                std::vector<hcomm::PathHop>* h, std::vector<std::uint32_t>* st) override {
     return d->probe_paths(dev, t, s, n, h, st);
   }
+  hcomm::DrvStatus probe_egress(std::uint32_t dev, const std::uint32_t* t, const std::uint16_t* s, std::uint32_t n,
+                                std::vector<hcomm::ProbeEgress>* o) override {
+    return d->probe_egress(dev, t, s, n, o);
+  }
   hcomm::DrvStatus qp_connect(std::uint32_t dev, std::uint32_t t, std::uint32_t qp, std::uint16_t s) override {
     return d->qp_connect(dev, t, qp, s);
   }

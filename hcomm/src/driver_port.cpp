@@ -84,9 +84,9 @@ hcomm_result_t peer_nic_info(hcomm_context_t ctx, std::uint32_t device, NicInfo*
 hcomm_result_t nic_counters(hcomm_context_t ctx, NicCounters* out) {
   return ok_or(ctx->drv->nic_counters(ctx->device, out), HCOMM_E_DRV);
 }
-hcomm_result_t probe_paths(hcomm_context_t ctx, const std::uint32_t* targets, const std::uint16_t* sports, std::uint32_t n,
-                           std::vector<PathHop>* hops, std::vector<std::uint32_t>* start) {
-  const DrvStatus st = ctx->drv->probe_paths(ctx->device, targets, sports, n, hops, start);
+hcomm_result_t probe_egress(hcomm_context_t ctx, const std::uint32_t* targets, const std::uint16_t* sports, std::uint32_t n,
+                            std::vector<ProbeEgress>* out) {
+  const DrvStatus st = ctx->drv->probe_egress(ctx->device, targets, sports, n, out);
   return st == DrvStatus::NotSupported ? HCOMM_E_NOT_SUPPORT : ok_or(st, HCOMM_E_DRV);
 }
 hcomm_result_t qp_connect(hcomm_context_t ctx, std::uint32_t target, std::uint32_t qp, std::uint16_t sport) {

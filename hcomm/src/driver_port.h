@@ -45,15 +45,17 @@ hcomm_result_t device_event_poll(hcomm_context_t ctx, DeviceEvent* out);
 /// Start / change / stop (no neighbours) the host's heartbeat agent of this context's rank.
 hcomm_result_t heartbeat_register(hcomm_context_t ctx, std::uint32_t rank, const HeartbeatSpec& spec);
 
-// RoCE routing (route/). Failure: HCOMM_E_DRV; probe_paths / qp_connect without a NIC on either
+// RoCE routing (route/). Failure: HCOMM_E_DRV; probe_egress / qp_connect without a NIC on either
 // end: HCOMM_E_NOT_SUPPORT.
 hcomm_result_t nic_info(hcomm_context_t ctx, NicInfo* out);
 /// A peer device's NIC as its rank published it (its LLDP neighbour; the simulator reads it from
 /// the device, as rank_desc reads the peer's configuration space).
 hcomm_result_t peer_nic_info(hcomm_context_t ctx, std::uint32_t device, NicInfo* out);
 hcomm_result_t nic_counters(hcomm_context_t ctx, NicCounters* out);
-hcomm_result_t probe_paths(hcomm_context_t ctx, const std::uint32_t* targets, const std::uint16_t* sports, std::uint32_t n,
-                           std::vector<PathHop>* hops, std::vector<std::uint32_t>* start);
+/// Path probes (Driver::probe_egress), each reply reduced to its first switch's egress port and
+/// its switch count.
+hcomm_result_t probe_egress(hcomm_context_t ctx, const std::uint32_t* targets, const std::uint16_t* sports, std::uint32_t n,
+                            std::vector<ProbeEgress>* out);
 hcomm_result_t qp_connect(hcomm_context_t ctx, std::uint32_t target, std::uint32_t qp, std::uint16_t sport);
 void route_decided(hcomm_context_t ctx, const RouteInfo& r);
 std::uint64_t now_ns(hcomm_context_t ctx);

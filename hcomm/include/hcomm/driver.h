@@ -75,6 +75,12 @@ struct PathHop {
   std::uint64_t node = 0;
   std::uint32_t in_port = 0, out_port = 0;
 };
+/// A path probe's reply as routing reads it (Driver::probe_egress): how many switches it went
+/// through (0: no reply) and the port it left the first one by.
+struct ProbeEgress {
+  std::uint32_t first_out_port = 0;
+  std::uint32_t switches = 0;
+};
 /// A route the library chose for traffic from its device to a peer (reported for the trace).
 struct RouteInfo {
   std::uint32_t comm = 0, src_rank = 0, dst_rank = 0, dst_device = 0;
@@ -182,6 +188,21 @@ class Driver {
   /// on the way); `start` gets n + 1 entries.
   virtual DrvStatus probe_paths(std::uint32_t device, const std::uint32_t* targets, const std::uint16_t* sports,
                                 std::uint32_t n, std::vector<PathHop>* hops, std::vector<std::uint32_t>* start) = 0;
+  /// The same probes, each reply reduced to what source-port selection reads (8 bytes, not the
+  /// whole hop list): the library sends thousands per rank at first use, and every waiting rank
+  /// holds its replies. The default reduces probe_paths' answer.
+  virtual DrvStatus probe_egress(std::uint32_t device, const std::uint32_t* targets, const std::uint16_t* sports,
+                                 std::uint32_t n, std::vector<ProbeEgress>* out) {
+    if (!out) return DrvStatus::Invalid;
+    std::vector<PathHop> hops;
+    std::vector<std::uint32_t> start;
+    const DrvStatus st = probe_paths(device, targets, sports, n, &hops, &start);
+    if (st != DrvStatus::Ok) return st;
+    out->assign(n, ProbeEgress{});
+    for (std::uint32_t i = 0; i < n && i + 1 < start.size(); ++i)
+      if (start[i + 1] > start[i]) (*out)[i] = ProbeEgress{hops[start[i]].out_port, start[i + 1] - start[i]};
+    return DrvStatus::Ok;
+  }
   /// Connect (or re-connect) the RC QP of stripe `qp` from `device` to `target` with UDP source
   /// port `sport` (RoCE v2: the ECMP entropy; ibv_modify_qp's flow label on real NICs). Without
   /// it a QP takes the NIC's own port (a hash). Writes already posted finish on the old path.

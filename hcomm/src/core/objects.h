@@ -49,6 +49,7 @@ struct RouteState {
   NicInfo nic;
   std::map<std::uint32_t, PeerRoute> peers;
   std::uint32_t roce_peers = 0;  ///< RoCE peers routed so far
+  std::uint32_t probed_peers = 0;  ///< cross-leaf peers routed by probes (route.cpp kProbePeers)
   std::vector<std::uint32_t> uplinks;  ///< the leaf's uplink ports the probes have seen, sorted
   std::vector<std::uint32_t> load;  ///< own stripes per leaf uplink port
   NicCounters last;              ///< at the last congestion check

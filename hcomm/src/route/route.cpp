@@ -25,6 +25,11 @@ constexpr std::uint32_t kLearn = 512;
 constexpr std::uint32_t kFirst = 128;
 constexpr std::uint32_t kBatch = 64;
 constexpr std::uint32_t kRounds = 3;
+// Cross-leaf peers a communicator probes for (docs/routing.md#probe-budget); later ones keep the
+// NIC's hashed ports. Choosing uplinks pays when a NIC has few flows; a rank talking to hundreds
+// of peers (an all-to-all) spreads its QPs over the uplinks by the hash alone, and probing them
+// all would cost ~150 probes per peer (a billion path traces at 8192 ranks).
+constexpr std::uint32_t kProbePeers = 32;
 // Cost terms of a route (docs/routing.md#cost): time to move 1 MiB at the link's rate, plus its
 // latency, plus gamma times the NIC's CNP rate. Link figures are the library's nominal values
 // for the link types (the A2 server's HCCS link, a Gen4 x16 peer-to-peer path).
@@ -106,9 +111,9 @@ void route_roce(hcomm_comm_t comm, std::vector<Pending>& ps, const std::string& 
   RouteState& st = comm->route;
   const std::uint32_t k = stripes(comm);
   const double bw = nic_Bps(comm, st);
-  std::vector<std::uint32_t> targets, start;
+  std::vector<std::uint32_t> targets;
   std::vector<std::uint16_t> sports;
-  std::vector<PathHop> hops;
+  std::vector<ProbeEgress> replies;  // 8 bytes a probe: every rank waiting on its probes holds them
   const std::uint64_t t0 = port::now_ns(comm->ctx);
   bool probed = false, failed = false;
   // Which ports are in st.uplinks, as a bitmap: one test per probe reply instead of a binary
@@ -136,7 +141,7 @@ void route_roce(hcomm_comm_t comm, std::vector<Pending>& ps, const std::string& 
       owner.emplace_back(p, n);
     }
     if (targets.empty()) break;
-    if (port::probe_paths(comm->ctx, targets.data(), sports.data(), static_cast<std::uint32_t>(targets.size()), &hops, &start) !=
+    if (port::probe_egress(comm->ctx, targets.data(), sports.data(), static_cast<std::uint32_t>(targets.size()), &replies) !=
         HCOMM_SUCCESS) {
       failed = !probed;
       break;
@@ -146,8 +151,8 @@ void route_roce(hcomm_comm_t comm, std::vector<Pending>& ps, const std::string& 
     for (const auto& [p, n] : owner) {
       Pending& x = ps[p];
       for (std::uint32_t c = 0; c < n; ++c, ++at) {
-        const std::uint32_t len = start[at + 1] - start[at];
-        std::uint32_t up = len == 0 ? kLost : len == 1 ? kNoUplink : hops[start[at]].out_port;
+        const std::uint32_t len = replies[at].switches;
+        std::uint32_t up = len == 0 ? kLost : len == 1 ? kNoUplink : replies[at].first_out_port;
         // Crossing a spine: the first switch's egress is one of the leaf's uplinks (shared by all
         // peers: in a Clos every uplink leads to every other leaf).
         if (len >= 2 && !((up >> 6) < known.size() && (known[up >> 6] >> (up & 63) & 1))) {
@@ -307,6 +312,13 @@ void decide(hcomm_comm_t comm, const std::vector<const RankDesc*>& peers, const 
         report(comm, *d, r, i, nic_Bps(comm, st), 0, "single path (same leaf " + st.nic.neighbor + ")", trigger);
       continue;
     }
+    if (st.probed_peers >= kProbePeers) {
+      char why[80];
+      std::snprintf(why, sizeof why, "NIC hash (probe budget: %u peers probed)", kProbePeers);
+      for (std::uint32_t i = 0; i < k; ++i) report(comm, *d, r, i, nic_Bps(comm, st), 0, why, trigger);
+      continue;
+    }
+    ++st.probed_peers;
     Pending x;
     x.peer = *d;
     x.r = &r;  // std::map: the reference stays valid while others are inserted
@@ -392,14 +404,13 @@ std::uint32_t reroute_broken(hcomm_comm_t comm, const std::string& trigger) {
     }
   }
   if (targets.empty()) return 0;
-  std::vector<PathHop> hops;
-  std::vector<std::uint32_t> start;
-  if (port::probe_paths(comm->ctx, targets.data(), sports.data(), static_cast<std::uint32_t>(targets.size()), &hops, &start) !=
+  std::vector<ProbeEgress> replies;
+  if (port::probe_egress(comm->ctx, targets.data(), sports.data(), static_cast<std::uint32_t>(targets.size()), &replies) !=
       HCOMM_SUCCESS)
     return 0;
   std::vector<std::uint32_t> broken;
   for (std::size_t i = 0; i < targets.size(); ++i)
-    if (start[i + 1] == start[i] && (broken.empty() || broken.back() != owner[i])) broken.push_back(owner[i]);
+    if (replies[i].switches == 0 && (broken.empty() || broken.back() != owner[i])) broken.push_back(owner[i]);
   if (broken.empty()) return 0;
   std::vector<Pending> ps;
   std::vector<std::vector<std::uint16_t>> old;

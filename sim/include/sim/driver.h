@@ -65,6 +65,8 @@ class SimDriver final : public hcomm::Driver, public models::MachineListener {
   hcomm::DrvStatus nic_counters(std::uint32_t device, hcomm::NicCounters* out) override;
   hcomm::DrvStatus probe_paths(std::uint32_t device, const std::uint32_t* targets, const std::uint16_t* sports, std::uint32_t n,
                                std::vector<hcomm::PathHop>* hops, std::vector<std::uint32_t>* start) override;
+  hcomm::DrvStatus probe_egress(std::uint32_t device, const std::uint32_t* targets, const std::uint16_t* sports, std::uint32_t n,
+                                std::vector<hcomm::ProbeEgress>* out) override;
   hcomm::DrvStatus qp_connect(std::uint32_t device, std::uint32_t target, std::uint32_t qp, std::uint16_t sport) override;
   void route_decided(std::uint32_t device, const hcomm::RouteInfo& r) override;
   /// Time a path probe costs besides its round trip: the NIC sends probes from one posted template
@@ -186,7 +188,9 @@ class SimDriver final : public hcomm::Driver, public models::MachineListener {
   std::vector<std::pair<std::uint32_t, std::uint32_t>> phase_;  // per rank: step, rep
   std::vector<std::unique_ptr<sc_core::sc_event>> stream_ev_;
   std::map<std::pair<std::uint32_t, std::uint64_t>, std::size_t> begin_key_, end_key_;  // (npu,key) -> pending op
-  std::vector<models::Network::Hop> probe_hops_;  // probe_paths' scratch
+  std::vector<models::Network::Hop> probe_hops_;  // trace_probes' scratch
+  hcomm::DrvStatus trace_probes(std::uint32_t device, const std::uint32_t* targets, const std::uint16_t* sports, std::uint32_t n,
+                                const std::function<void(std::uint32_t, const std::vector<models::Network::Hop>&)>& on_reply);
   std::vector<std::string> dev_error_;            // per NPU: the first task failure (device in error), "" = none
   std::vector<std::uint32_t> dev_error_stream_;   // per NPU: the stream it happened on (its synchronize clears it)
   bool device_failed(std::uint32_t npu) const { return npu < dev_error_.size() && !dev_error_[npu].empty(); }

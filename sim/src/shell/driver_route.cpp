@@ -2,6 +2,7 @@
 // library see — the NIC's state and LLDP neighbour, its counters, path probes that carry a flow's
 // 5-tuple, a QP's UDP source port — and the `routes` rows, with the hops the hardware forwards on.
 #include <algorithm>
+#include <functional>
 
 #include "sim/driver.h"
 
@@ -43,30 +44,51 @@ DrvStatus SimDriver::nic_counters(std::uint32_t device, hcomm::NicCounters* out)
   return DrvStatus::Ok;
 }
 
-DrvStatus SimDriver::probe_paths(std::uint32_t device, const std::uint32_t* targets, const std::uint16_t* sports, std::uint32_t n,
-                                 std::vector<hcomm::PathHop>* out, std::vector<std::uint32_t>* start) {
-  if (device >= m_.npu_count() || !out || !start || (n && (!sports || !targets))) return DrvStatus::Invalid;
+// Path probes: probe i traced with source port sports[i] (on_reply(i, the switches) when it comes
+// back), then the host waits for the slowest reply.
+DrvStatus SimDriver::trace_probes(std::uint32_t device, const std::uint32_t* targets, const std::uint16_t* sports, std::uint32_t n,
+                                  const std::function<void(std::uint32_t, const std::vector<models::Network::Hop>&)>& on_reply) {
+  if (device >= m_.npu_count() || (n && (!sports || !targets))) return DrvStatus::Invalid;
   if (!m_.has_nic(device)) return DrvStatus::NotSupported;
   for (std::uint32_t i = 0; i < n; ++i)
     if (targets[i] >= m_.npu_count()) return DrvStatus::Invalid;
   const models::Network& net = *m_.network();
-  out->clear();
-  start->assign(1, 0);
-  start->reserve(n + 1);
-  out->reserve(static_cast<std::size_t>(n) * 3);  // a two-tier Clos path: leaf, spine, leaf
   std::vector<models::Network::Hop>& hops = probe_hops_;
   models::Tick rtt_max = 0;
   for (std::uint32_t i = 0; i < n; ++i) {
     models::Tick rtt = 0;
     if (m_.has_nic(targets[i]) && net.trace_path(m_.nic_node(device), m_.nic_node(targets[i]), sports[i], &hops, &rtt)) {
       rtt_max = std::max(rtt_max, rtt);
-      for (const auto& h : hops) out->push_back(hcomm::PathHop{h.node, h.in_port, h.out_port});
-    }  // else lost on the way: no reply, no hops
-    start->push_back(static_cast<std::uint32_t>(out->size()));
+      on_reply(i, hops);
+    }  // else lost on the way: no reply
   }
   // The probes go out together; the host waits for the slowest reply.
   host_delay(n * kProbeHostNs + rtt_max / models::kPsPerNs);
   return DrvStatus::Ok;
+}
+
+DrvStatus SimDriver::probe_paths(std::uint32_t device, const std::uint32_t* targets, const std::uint16_t* sports, std::uint32_t n,
+                                 std::vector<hcomm::PathHop>* out, std::vector<std::uint32_t>* start) {
+  if (!out || !start) return DrvStatus::Invalid;
+  out->clear();
+  start->assign(n + 1, 0);
+  out->reserve(static_cast<std::size_t>(n) * 3);  // a two-tier Clos path: leaf, spine, leaf
+  std::uint32_t last = 0;  // probes up to here have their start entry
+  const DrvStatus st = trace_probes(device, targets, sports, n, [&](std::uint32_t i, const std::vector<models::Network::Hop>& hops) {
+    for (; last <= i; ++last) (*start)[last] = static_cast<std::uint32_t>(out->size());
+    for (const auto& h : hops) out->push_back(hcomm::PathHop{h.node, h.in_port, h.out_port});
+  });
+  for (; last <= n; ++last) (*start)[last] = static_cast<std::uint32_t>(out->size());
+  return st;
+}
+
+DrvStatus SimDriver::probe_egress(std::uint32_t device, const std::uint32_t* targets, const std::uint16_t* sports, std::uint32_t n,
+                                  std::vector<hcomm::ProbeEgress>* out) {
+  if (!out) return DrvStatus::Invalid;
+  out->assign(n, hcomm::ProbeEgress{});
+  return trace_probes(device, targets, sports, n, [out](std::uint32_t i, const std::vector<models::Network::Hop>& hops) {
+    if (!hops.empty()) (*out)[i] = hcomm::ProbeEgress{hops.front().out_port, static_cast<std::uint32_t>(hops.size())};
+  });
 }
 
 DrvStatus SimDriver::qp_connect(std::uint32_t device, std::uint32_t target, std::uint32_t qp, std::uint16_t sport) {
