@@ -22,8 +22,8 @@ namespace {
 
 // HCOMM_ROUTE_SPORT `policy`, HCOMM_NUM_QP `qps`.
 struct World : hcomm_fake::Cluster<> {
-  World(std::uint32_t servers, std::uint32_t per, const char* policy, const char* qps)
-      : Cluster(servers * per, per, {nullptr, 1, {{"HCOMM_ROUTE_SPORT", policy}, {"HCOMM_NUM_QP", qps}}}) {}
+  World(std::uint32_t servers, std::uint32_t per, const char* policy, const char* qps, const char* algo = nullptr)
+      : Cluster(servers * per, per, {algo, 1, {{"HCOMM_ROUTE_SPORT", policy}, {"HCOMM_NUM_QP", qps}}}) {}
   // An int32 all-reduce (sum) of 64 Ki elements per rank; true when every rank got the sum.
   bool allreduce() {
     const std::uint64_t count = 1 << 16;
@@ -120,3 +120,56 @@ TEST(Route, BadPolicyRefusesTheContext) {
 }
 
 }  // namespace
+
+// A rank talking to more cross-leaf peers than the probe budget (route.cpp kProbePeers = 32):
+// the first 32 are probed and connected by the slot rule, the rest keep the NIC's hashed ports
+// (nothing connected, reason "probe budget"), and the all-to-all still delivers every block.
+TEST(Route, ProbeBudgetBoundsProbesPerRank) {
+  constexpr std::uint32_t kServers = 72, kBudget = 32;  // 1 rank per server: 70 cross-leaf peers each
+  World w(kServers, 1, "probe", "1", "alltoall=level0:NA;level1:pairwise");  // every peer in one plan
+  const std::uint32_t n = w.n;
+  const std::uint64_t count = 4;  // int32 elements per block
+  std::vector<void*> a(n), b(n);
+  std::vector<std::vector<std::int32_t>> in(n, std::vector<std::int32_t>(n * count));  // alive until the copies ran
+  for (std::uint32_t r = 0; r < n; ++r) {
+    w.drv.set_rank(r);
+    for (std::uint32_t j = 0; j < n; ++j)
+      for (std::uint64_t e = 0; e < count; ++e) in[r][j * count + e] = static_cast<std::int32_t>(r * 100000 + j * 10 + e);
+    ASSERT_EQ(hcomm_malloc(w.ctx[r], n * count * 4, &a[r]), HCOMM_SUCCESS);
+    ASSERT_EQ(hcomm_malloc(w.ctx[r], n * count * 4, &b[r]), HCOMM_SUCCESS);
+    hcomm_memcpy_host_to_device(a[r], in[r].data(), n * count * 4, w.stream[r]);
+  }
+  for (std::uint32_t r = 0; r < n; ++r) {
+    w.drv.set_rank(r);
+    ASSERT_EQ(hcomm_alltoall(a[r], b[r], count, HCOMM_DATA_TYPE_INT32, w.comm[r], w.stream[r]), HCOMM_SUCCESS);
+  }
+  for (std::uint32_t r = 0; r < n; ++r) {
+    w.drv.set_rank(r);
+    ASSERT_EQ(hcomm_stream_synchronize(w.stream[r]), HCOMM_SUCCESS);
+    std::vector<std::int32_t> got(n * count);
+    hcomm_memcpy_device_to_host(got.data(), b[r], n * count * 4, w.stream[r]);
+    hcomm_stream_synchronize(w.stream[r]);
+    for (std::uint32_t j = 0; j < n; ++j)
+      for (std::uint64_t e = 0; e < count; ++e)
+        ASSERT_EQ(got[j * count + e], static_cast<std::int32_t>(j * 100000 + r * 10 + e)) << "rank " << r << " block " << j;
+  }
+  std::map<std::uint32_t, std::uint32_t> probed, hashed;  // per source rank
+  for (const auto& r : w.drv.routes) {
+    if (r.transport != "roce" || r.src_rank / 2 == r.dst_device / 2) continue;  // same leaf: single path
+    if (r.reason.find("probe budget") != std::string::npos) {
+      ++hashed[r.src_rank];
+      EXPECT_EQ(w.drv.qp_sports.count({r.src_rank, r.dst_device, r.qp}), 0u);
+    } else {
+      ++probed[r.src_rank];
+      EXPECT_EQ(w.drv.qp_sports.count({r.src_rank, r.dst_device, r.qp}), 1u) << r.reason;
+    }
+  }
+  ASSERT_EQ(probed.size(), n);
+  for (std::uint32_t r = 0; r < n; ++r) {
+    EXPECT_EQ(probed[r], kBudget) << "rank " << r;
+    EXPECT_EQ(hashed[r], n - 2 - kBudget) << "rank " << r;  // all but me and my leaf's other NIC
+  }
+  // Probes: at most the first round's 128 per probed peer plus 512 to learn the uplinks, and
+  // two more rounds of 64; nothing for the others.
+  EXPECT_LE(w.drv.probes, static_cast<std::uint64_t>(n) * (kBudget * (128 + 2 * 64) + 512));
+}

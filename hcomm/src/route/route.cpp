@@ -299,7 +299,6 @@ void decide(hcomm_comm_t comm, const std::vector<const RankDesc*>& peers, const 
     }
     ++st.roce_peers;
     const std::uint32_t k = stripes(comm);
-    r.uplinks.assign(k, kNoUplink);
     if (st.policy == kHash) {
       for (std::uint32_t i = 0; i < k; ++i) report(comm, *d, r, i, nic_Bps(comm, st), 0, "NIC hash (HCOMM_ROUTE_SPORT=hash)", trigger);
       continue;
@@ -319,6 +318,7 @@ void decide(hcomm_comm_t comm, const std::vector<const RankDesc*>& peers, const 
       continue;
     }
     ++st.probed_peers;
+    r.uplinks.assign(k, kNoUplink);  // per stripe, as probed (a hashed peer's stay empty: nothing to count)
     Pending x;
     x.peer = *d;
     x.r = &r;  // std::map: the reference stays valid while others are inserted
