@@ -28,10 +28,11 @@ namespace {
 
 // What the trace records besides its default tables: counter samples every `interval_ps` (0: off)
 // and stream tasks.
-void enable_observation(Cluster& c, models::Tick interval_ps, bool tasks) {
+void enable_observation(Cluster& c, models::Tick interval_ps, bool tasks, bool routes) {
   c.machine().enable_sampling(interval_ps);
   if (c.network()) c.network()->enable_sampling(interval_ps);
   c.driver().trace_tasks(tasks);
+  c.driver().trace_routes(routes);
 }
 
 // Operations that did not end (docs/trace-schema.md, operations.status): one row per operation a
@@ -113,7 +114,7 @@ RunResult run_scenario(const Scenario& sc, const RunOptions& opt) {
   cluster->trace_ = tp;
   if (tp)
     enable_observation(*cluster, opt.sample_interval_ps >= 0 ? static_cast<models::Tick>(opt.sample_interval_ps) : sc.sample_interval_ps,
-                       opt.trace_tasks || sc.trace_tasks);
+                       opt.trace_tasks || sc.trace_tasks, sc.trace_routes);
   const std::uint32_t n = cluster->nranks();
   trace.run(sc.file, sc.topology.file, sc.seed, n, sc.store_bytes ? "real" : "timing");
   trace_devices(trace, sc.topology, cluster->machine(), n);
@@ -196,7 +197,7 @@ std::uint64_t run_program(const Topology& topo, const RankProgram& program, cons
   auto* cluster = new Cluster("cluster", sc, opt, trace.is_open() ? &trace : nullptr);  // lives until exit
   cluster->trace_ = trace.is_open() ? &trace : nullptr;
   cluster->program = program;
-  if (trace.is_open()) enable_observation(*cluster, opt.sample_interval_ps > 0 ? static_cast<models::Tick>(opt.sample_interval_ps) : 0, opt.trace_tasks);
+  if (trace.is_open()) enable_observation(*cluster, opt.sample_interval_ps > 0 ? static_cast<models::Tick>(opt.sample_interval_ps) : 0, opt.trace_tasks, true);
   cluster->start_ranks();
   sc_core::sc_start();
   hcomm_finalize();

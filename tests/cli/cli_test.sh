@@ -46,7 +46,7 @@ expect unknown-key 2 "unknown-key.json: /workload/0/repaet: unknown key" -- "$HC
 # Observation options: the scenario's /trace (unknown keys rejected with their pointer) and run's flags.
 printf '{"format":"hcsim-scenario","version":1,"name":"t","topology":"%s","workload":[{"op":"barrier"}],"trace":{"sample_intreval":"1us"}}' \
   "$SRC/topologies/atlas800t-a2.json" > trace-key.json
-expect trace-unknown-key 2 "trace-key.json: /trace/sample_intreval: unknown key \(allowed: sample_interval, tasks\)" -- "$HCSIM" validate trace-key.json
+expect trace-unknown-key 2 "trace-key.json: /trace/sample_intreval: unknown key \(allowed: sample_interval, tasks, routes\)" -- "$HCSIM" validate trace-key.json
 printf '{"format":"hcsim-scenario","version":1,"name":"t","topology":"%s","workload":[{"op":"barrier"}],"trace":{"sample_interval":"10ns","tasks":1}}' \
   "$SRC/topologies/atlas800t-a2.json" > trace-bad.json
 expect trace-short-interval 2 "trace-bad.json: /trace/sample_interval: a sampling interval must be 0" -- "$HCSIM" validate trace-bad.json
@@ -180,6 +180,20 @@ if command -v sqlite3 > /dev/null; then
   n=$(sqlite3 plain.db "SELECT (SELECT COUNT(*) FROM counter_samples) + (SELECT COUNT(*) FROM tasks)" 2>&1)
   if [ "$n" = "0" ]; then echo "ok   observe-opt-in"; pass=$((pass + 1));
   else echo "FAIL observe-opt-in: $n rows"; fail=$((fail + 1)); fi
+fi
+
+# /trace/routes false: the library still decides (and uses) its routes, the trace has no rows of them.
+if command -v sqlite3 > /dev/null; then
+  printf '{"format":"hcsim-scenario","version":1,"name":"t","topology":"%s","payload":"timing","workload":[{"op":"allreduce","bytes":"1MiB"}],"trace":{"routes":false}}' \
+    "$SRC/topologies/a2-2node.json" > no-routes.json
+  "$HCSIM" run no-routes.json --db no-routes.db -q > /dev/null 2>&1
+  "$HCSIM" run no-routes.json --db with-routes.db -q --set /trace/routes=true > /dev/null 2>&1
+  n0=$(sqlite3 no-routes.db "SELECT COUNT(*) FROM routes" 2>&1)
+  n1=$(sqlite3 with-routes.db "SELECT COUNT(*) FROM routes WHERE transport = 'roce'" 2>&1)
+  t0=$(sqlite3 no-routes.db "SELECT time_us FROM summary" 2>&1)
+  t1=$(sqlite3 with-routes.db "SELECT time_us FROM summary" 2>&1)
+  if [ "$n0" = "0" ] && [ "${n1:-0}" -gt 0 ] 2>/dev/null && [ "$t0" = "$t1" ]; then echo "ok   trace-routes-off"; pass=$((pass + 1));
+  else echo "FAIL trace-routes-off: $n0 rows without, $n1 with; times $t0 / $t1"; fail=$((fail + 1)); fi
 fi
 
 echo "$pass passed, $fail failed"

@@ -110,6 +110,7 @@ int setup(const std::string& file, std::string& out, bool force, bool write, Pla
         steps.push_back(s);
       }
       sc["workload"] = steps;
+      if (!p.trace_routes) sc["trace"] = {{"routes", false}};
       json env = json::object();
       for (auto& [k, v] : p.env) env[k] = v;
       if (w.algo != "auto") env["HCOMM_ALGO"] = w.algo;

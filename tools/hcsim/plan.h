@@ -43,6 +43,7 @@ struct Target {
 
 struct Plan {
   std::string file, dir, name, topology_path, fidelity = "flow", payload = "timing";
+  bool trace_routes = true;  ///< /trace_routes: the points' traces keep their `routes` rows
   json base;
   std::vector<Sweep> sweeps;
   std::vector<Workload> workloads;

@@ -55,7 +55,7 @@ bool load_plan(const std::string& path, Plan& p, sim::Diagnostics& d) {
   auto j = sim::read_json_file(path, d);
   if (!j) return false;
   sim::ObjectReader top(*j, "", d, {"format", "version", "name", "description", "topology", "sweep", "workloads", "fidelity",
-                                    "payload", "hcomm_env", "prices", "target"});
+                                    "payload", "hcomm_env", "prices", "target", "trace_routes"});
   if (!top.valid()) return false;
   if (auto f = top.str("format", true); f && *f != "hcsim-plan") d.error("/format", "is \"" + *f + "\", expected \"hcsim-plan\"");
   top.uint("version", true, 1, 1);
@@ -67,6 +67,7 @@ bool load_plan(const std::string& path, Plan& p, sim::Diagnostics& d) {
     if (*f != "chunk" && *f != "packet" && *f != "flow") d.error("/fidelity", "unknown tier \"" + *f + "\" (chunk, packet, flow)");
     p.fidelity = *f;
   }
+  p.trace_routes = top.boolean("trace_routes", false).value_or(true);
   if (auto f = top.str("payload", false)) {
     if (*f != "timing" && *f != "real") d.error("/payload", "unknown payload \"" + *f + "\" (timing, real)");
     p.payload = *f;

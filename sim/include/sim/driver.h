@@ -49,6 +49,8 @@ class SimDriver final : public hcomm::Driver, public models::MachineListener {
   const std::map<SpanKey, OpSpan>& op_spans() const { return spans_; }
   /// Write one `tasks` row per completed stream task (docs/trace-schema.md).
   void trace_tasks(bool on);
+  /// Write the library's route decisions as `routes` rows (the default), or not (/trace/routes).
+  void trace_routes(bool on) { trace_routes_ = on; }
   std::uint64_t log_lines(int level) const { return level >= 0 && level < 4 ? log_count_[level] : 0; }
   /// Called when an announced operation starts (its begin marker), with its step/rep labels:
   /// the runner's fault injector times faults relative to a step by it.
@@ -180,6 +182,7 @@ class SimDriver final : public hcomm::Driver, public models::MachineListener {
   models::Machine& m_;
   const Topology& topo_;
   Trace* trace_;
+  bool trace_routes_ = true;
   bool echo_;
   std::vector<DeviceHeap> heaps_;  // one per device
   std::vector<std::uint32_t> npu_rank_;

@@ -26,7 +26,7 @@ namespace {
 void read_trace(const ObjectReader& top, Scenario& sc, Diagnostics& d) {
   const json* tj = top.get("trace", false);
   if (!tj) return;
-  ObjectReader t(*tj, top.child("trace"), d, {"sample_interval", "tasks"});
+  ObjectReader t(*tj, top.child("trace"), d, {"sample_interval", "tasks", "routes"});
   if (!t.valid()) return;
   if (auto v = t.str("sample_interval", false)) {
     std::string why;
@@ -34,6 +34,7 @@ void read_trace(const ObjectReader& top, Scenario& sc, Diagnostics& d) {
     else d.error(t.child("sample_interval"), why);
   }
   sc.trace_tasks = t.boolean("tasks", false).value_or(false);
+  sc.trace_routes = t.boolean("routes", false).value_or(true);
 }
 
 // /chaos: a campaign drawn like --chaos SEED:N (hcsim run draws it; --chaos replaces it).

@@ -119,6 +119,7 @@ struct Scenario {
   Expectations expect;
   models::Tick sample_interval_ps = 0;  ///< /trace/sample_interval: counter_samples every this long (0: off)
   bool trace_tasks = false;             ///< /trace/tasks: one `tasks` row per stream task
+  bool trace_routes = true;             ///< /trace/routes: the `routes` rows (false: none)
   std::vector<std::string> warnings;  ///< "file: /pointer: warning: ..." (e.g. an HCOMM_* name hcomm does not read)
 };
 
