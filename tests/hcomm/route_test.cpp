@@ -104,6 +104,58 @@ TEST(Route, EachPeerDecidedOnce) {
   for (const auto& r : w.drv.routes) EXPECT_TRUE(seen.insert({r.src_rank, r.dst_rank, r.qp}).second);
 }
 
+// A barrier sends notifies only: its cross-leaf peers stay on the NIC's hash with no probe sent
+// and nothing connected; data to such a peer later (the all-reduce's plan) probes and connects it
+// then, recorded with trigger "first data", and the bytes still come out right.
+TEST(Route, NotifyOnlyPeersAreProbedAtFirstData) {
+  World w(8, 2, "probe", "2");  // 16 ranks, leaf = rank / 4
+  for (std::uint32_t r = 0; r < w.n; ++r) {
+    w.drv.set_rank(r);
+    ASSERT_EQ(hcomm_barrier(w.comm[r], w.stream[r]), HCOMM_SUCCESS);
+  }
+  for (std::uint32_t r = 0; r < w.n; ++r) {
+    w.drv.set_rank(r);
+    ASSERT_EQ(hcomm_stream_synchronize(w.stream[r]), HCOMM_SUCCESS);
+  }
+  EXPECT_EQ(w.drv.probes, 0u);
+  EXPECT_TRUE(w.drv.qp_sports.empty());
+  std::set<std::pair<std::uint32_t, std::uint32_t>> control;  // (src rank, dst rank) on the hash for notifies
+  for (const auto& r : w.drv.routes) {
+    const bool cross = r.transport == "roce" && r.src_rank / 4 != r.dst_rank / 4;
+    EXPECT_EQ(r.reason.find("notifies only") != std::string::npos, cross) << r.src_rank << "->" << r.dst_rank << ": " << r.reason;
+    if (cross) control.insert({r.src_rank, r.dst_rank});
+  }
+  ASSERT_FALSE(control.empty());  // distances 4 and 8 cross leaves
+  const std::size_t before = w.drv.routes.size();
+  ASSERT_TRUE(w.allreduce());
+  EXPECT_GT(w.drv.probes, 0u);
+  std::size_t upgraded = 0;
+  for (std::size_t i = before; i < w.drv.routes.size(); ++i) {
+    const auto& r = w.drv.routes[i];
+    if (!control.count({r.src_rank, r.dst_rank})) {
+      EXPECT_EQ(r.trigger, "first use") << r.src_rank << "->" << r.dst_rank;
+      continue;
+    }
+    ++upgraded;
+    EXPECT_EQ(r.trigger, "first data");
+    EXPECT_EQ(r.reason.find("notifies only"), std::string::npos) << r.reason;
+    ASSERT_TRUE(w.drv.qp_sports.count({r.src_rank, r.dst_device, r.qp})) << r.reason;  // connected on its port
+    EXPECT_EQ(w.drv.qp_sports.at({r.src_rank, r.dst_device, r.qp}), r.udp_sport);
+  }
+  EXPECT_GT(upgraded, 0u);
+  // A second barrier decides nothing new.
+  const std::size_t after = w.drv.routes.size();
+  for (std::uint32_t r = 0; r < w.n; ++r) {
+    w.drv.set_rank(r);
+    ASSERT_EQ(hcomm_barrier(w.comm[r], w.stream[r]), HCOMM_SUCCESS);
+  }
+  for (std::uint32_t r = 0; r < w.n; ++r) {
+    w.drv.set_rank(r);
+    ASSERT_EQ(hcomm_stream_synchronize(w.stream[r]), HCOMM_SUCCESS);
+  }
+  EXPECT_EQ(w.drv.routes.size(), after);
+}
+
 TEST(Route, BadPolicyRefusesTheContext) {
   FakeDriver drv(2, 2);
   hcomm::set_driver(&drv);

@@ -256,8 +256,9 @@ bool borrow(hcomm_comm_t comm, const RankDesc& d, PeerRoute& r, const std::strin
   return true;
 }
 
-// Decide every peer of `peers` not decided yet; the cross-leaf RoCE ones in one probe batch.
-void decide(hcomm_comm_t comm, const std::vector<const RankDesc*>& peers, const std::string& trigger) {
+// Decide every peer of `peers` not decided yet; the cross-leaf RoCE ones in one probe batch, or,
+// when `control` (only notifies go to them so far), on the NIC's hash until data does (to_control).
+void decide(hcomm_comm_t comm, const std::vector<const RankDesc*>& peers, const std::string& trigger, bool control = false) {
   RouteState& st = comm->route;
   if (st.policy < 0) st.policy = comm->ctx->route_policy;  // read with the context's environment (core/config)
   std::vector<Pending> ps;
@@ -311,6 +312,12 @@ void decide(hcomm_comm_t comm, const std::vector<const RankDesc*>& peers, const 
         report(comm, *d, r, i, nic_Bps(comm, st), 0, "single path (same leaf " + st.nic.neighbor + ")", trigger);
       continue;
     }
+    if (control) {
+      r.control_only = true;
+      for (std::uint32_t i = 0; i < k; ++i)
+        report(comm, *d, r, i, nic_Bps(comm, st), 0, "NIC hash (notifies only so far: probed at first data)", trigger);
+      continue;
+    }
     if (st.probed_peers >= kProbePeers) {
       char why[80];
       std::snprintf(why, sizeof why, "NIC hash (probe budget: %u peers probed)", kProbePeers);
@@ -329,28 +336,55 @@ void decide(hcomm_comm_t comm, const std::vector<const RankDesc*>& peers, const 
 
 }  // namespace
 
+namespace {
+void forget_and_decide(hcomm_comm_t comm, const std::vector<std::uint32_t>& ranks, const std::string& trigger, bool upgrade);
+}  // namespace
+
 const PeerRoute& to(hcomm_comm_t comm, const RankDesc& peer) {
   RouteState& st = comm->route;
   auto it = st.peers.find(peer.rank);
+  if (it != st.peers.end()) {
+    if (!it->second.control_only) return it->second;
+    forget_and_decide(comm, {peer.rank}, "first data", true);  // notifies only so far: probed now
+  } else {
+    decide(comm, {&peer}, "first use");
+  }
+  return st.peers.at(peer.rank);
+}
+
+const PeerRoute& to_control(hcomm_comm_t comm, const RankDesc& peer) {
+  RouteState& st = comm->route;
+  auto it = st.peers.find(peer.rank);
   if (it != st.peers.end()) return it->second;
-  decide(comm, {&peer}, "first use");
+  decide(comm, {&peer}, "first use", true);
   return st.peers.at(peer.rank);
 }
 
 void prepare(hcomm_comm_t comm, const std::vector<std::uint32_t>& ranks) {
   std::vector<const RankDesc*> peers;
+  std::vector<std::uint32_t> upgrade;  // decided for notifies only so far: probed now
   peers.reserve(ranks.size());
-  for (std::uint32_t r : ranks)
-    if (r != comm->rank && !comm->route.peers.count(r)) peers.push_back(peer_desc(comm, r));
+  for (std::uint32_t r : ranks) {
+    if (r == comm->rank) continue;
+    auto it = comm->route.peers.find(r);
+    if (it == comm->route.peers.end()) peers.push_back(peer_desc(comm, r));
+    else if (it->second.control_only) upgrade.push_back(r);
+  }
   if (!peers.empty()) decide(comm, peers, "first use");
+  if (!upgrade.empty()) forget_and_decide(comm, upgrade, "first data", true);
 }
 
-void redecide(hcomm_comm_t comm, const std::vector<std::uint32_t>& ranks, const std::string& trigger) {
+namespace {
+// Forget the routes to these ranks (their uplink loads released) and decide them again; a peer on
+// the hash for notifies only stays so (decided with `control`) unless `upgrade`.
+void forget_and_decide(hcomm_comm_t comm, const std::vector<std::uint32_t>& ranks, const std::string& trigger, bool upgrade) {
   RouteState& st = comm->route;
-  std::vector<const RankDesc*> peers;
+  std::vector<const RankDesc*> data, control;
   for (std::uint32_t rank : ranks) {
     auto it = st.peers.find(rank);
+    bool ctl = false;
     if (it != st.peers.end()) {
+      ctl = it->second.control_only && !upgrade;
       if (it->second.link == PairLink::Roce) {
         for (std::uint32_t u : it->second.uplinks)
           if (u < st.load.size() && st.load[u]) --st.load[u];
@@ -358,25 +392,22 @@ void redecide(hcomm_comm_t comm, const std::vector<std::uint32_t>& ranks, const 
       }
       st.peers.erase(it);
     }
-    if (rank != comm->rank) peers.push_back(peer_desc(comm, rank));
+    if (rank != comm->rank) (ctl ? control : data).push_back(peer_desc(comm, rank));
   }
-  if (!peers.empty()) decide(comm, peers, trigger);
+  if (!data.empty()) decide(comm, data, trigger);
+  if (!control.empty()) decide(comm, control, trigger, true);
+}
+}  // namespace
+
+void redecide(hcomm_comm_t comm, const std::vector<std::uint32_t>& ranks, const std::string& trigger) {
+  forget_and_decide(comm, ranks, trigger, false);
 }
 
 void redecide_roce(hcomm_comm_t comm, const std::string& trigger) {
-  RouteState& st = comm->route;
   std::vector<std::uint32_t> ranks;
-  for (auto it = st.peers.begin(); it != st.peers.end();) {
-    if (it->second.link != PairLink::Roce) { ++it; continue; }
-    for (std::uint32_t u : it->second.uplinks)
-      if (u < st.load.size() && st.load[u]) --st.load[u];
-    if (st.roce_peers) --st.roce_peers;
-    ranks.push_back(it->first);
-    it = st.peers.erase(it);
-  }
-  std::vector<const RankDesc*> peers;
-  for (std::uint32_t r : ranks) peers.push_back(peer_desc(comm, r));
-  if (!peers.empty()) decide(comm, peers, trigger);
+  for (const auto& [rank, r] : comm->route.peers)
+    if (r.link == PairLink::Roce) ranks.push_back(rank);
+  forget_and_decide(comm, ranks, trigger, false);
 }
 
 namespace {

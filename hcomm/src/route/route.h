@@ -15,8 +15,15 @@ namespace hcomm::detail::route {
 
 enum Policy { kProbe = 0, kHash = 1 };
 
-/// The route to `peer` (decided and recorded on first use).
+/// The route to `peer` for data (decided and recorded on first use; a peer decided by
+/// to_control is routed now, trigger "first data").
 const PeerRoute& to(hcomm_comm_t comm, const RankDesc& peer);
+
+/// The route to `peer` for a notify only (no data): a peer not decided yet that would need path
+/// probes (a cross-leaf RoCE peer under the probe policy) stays on the NIC's hash, since a 0-byte
+/// write gains nothing from a chosen path; the probes wait until data goes to it
+/// (docs/routing.md#control-only-peers). Any other peer is decided as by `to`.
+const PeerRoute& to_control(hcomm_comm_t comm, const RankDesc& peer);
 
 /// Decide the routes to these communicator ranks now, together: the cross-leaf RoCE peers among
 /// them are probed in one batch (one round trip per probe round for all), as a plan's peers are

@@ -54,12 +54,12 @@ hcomm_result_t sdma_read(hcomm_stream_t s, hcomm_comm_t comm, const RankDesc& pe
 }
 
 hcomm_result_t remote_notify(hcomm_stream_t s, hcomm_comm_t comm, const RankDesc& peer, std::uint64_t key) {
-  if (via_sdma(comm, peer)) {
-    const PeerRoute& r = route::to(comm, peer);
+  // A notify alone carries no data: a peer that needs path probes is not probed for it (route.h).
+  // A dead NIC at either end: borrowed (docs/failover.md#nic-borrowing).
+  const PeerRoute& r = route::to_control(comm, peer);
+  if (r.link == PairLink::Hccs || r.link == PairLink::Pcie)
     return r.relay_device != ~0u ? relay::notify(s, comm, r, peer, key) : notify_record(s, peer.device, key);
-  }
   if (comm->cfg.protocol == HCOMM_PROTOCOL_SHM) return HCOMM_E_NOT_SUPPORT;
-  const PeerRoute& r = route::to(comm, peer);  // a dead NIC at either end: borrowed (docs/failover.md#nic-borrowing)
   if (r.borrow) return relay::notify(s, comm, r, peer, key);
   return rdma_write(s, peer.device, 0, 0, 0, true, key, 0, policy_to(comm, peer, r), r.via_device);
 }
