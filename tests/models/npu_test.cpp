@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <deque>
 #include <map>
 #include <random>
 #include <vector>
@@ -13,6 +14,7 @@
 #include "models/machine.h"
 #include "models/reduce.h"
 #include "models/regmap.h"
+#include "models/npu/task_queue.h"
 #include "machine_rig.h"
 
 using namespace models;
@@ -290,3 +292,81 @@ TEST(RegisterMap, InterruptsAreDeliveredByMsi) {
   EXPECT_EQ(isr.irqs[3].first, unmask_at + 2 * kPsPerUs);
 }
 
+
+// The submission queue's 64-byte entries (models/npu/task_queue.h) give back every field of every
+// task, in order, against a plain deque of whole tasks: common tasks packed, rare ones (host
+// buffer, 2-D shape, rate cap, borrowed NIC, wide QP range, odd retry count) through the side
+// pool, with slots reused after pops, moves between queues and a clear.
+TEST(SubmissionQueue, EntriesGiveBackEveryFieldInOrder) {
+  std::mt19937_64 rng(7);
+  auto draw = [&rng](std::uint64_t n) { return rng() % n; };
+  static char host_buf[16];
+  auto random_task = [&]() {
+    Task t;
+    t.kind = static_cast<TaskKind>(draw(10));
+    t.src = rng();
+    t.dst = rng();
+    t.bytes = rng() >> draw(64);
+    t.dtype = static_cast<DType>(draw(8));
+    t.op = static_cast<ReduceOp>(draw(4));
+    t.target = static_cast<std::uint32_t>(rng());
+    t.key = rng();
+    t.value = draw(2) ? rng() : 0;
+    t.rkey = static_cast<std::uint32_t>(rng());
+    t.qp_count = static_cast<std::uint32_t>(1 + draw(draw(8) == 0 ? 100000 : 8));
+    t.qp_base = static_cast<std::uint32_t>(draw(draw(8) == 0 ? 1u << 20 : 64));
+    t.retry_count = draw(4) == 0 ? ~0u : draw(8) == 0 ? static_cast<std::uint32_t>(255 + draw(1000)) : static_cast<std::uint32_t>(draw(11));
+    t.tag = draw(3) == 0 ? -1 : static_cast<std::int64_t>(rng() >> 1);
+    switch (draw(8)) {  // a rare field now and then
+      case 0: t.host = host_buf + draw(16); break;
+      case 1: t.width = 1 + draw(64); t.spitch = t.width + draw(8); t.dpitch = t.width + draw(8); break;
+      case 2: t.rate_cap_Bps = 1 + rng() % 100000000000ULL; break;
+      case 3: t.via = static_cast<std::uint32_t>(draw(8192)); break;
+      default: break;
+    }
+    return t;
+  };
+  auto same = [](const Task& a, const Task& b) {
+    return a.kind == b.kind && a.src == b.src && a.dst == b.dst && a.bytes == b.bytes && a.dtype == b.dtype && a.op == b.op &&
+           a.target == b.target && a.key == b.key && a.value == b.value && a.host == b.host && a.rkey == b.rkey &&
+           a.qp_count == b.qp_count && a.qp_base == b.qp_base && a.rate_cap_Bps == b.rate_cap_Bps &&
+           a.retry_count == b.retry_count && a.via == b.via && a.tag == b.tag && a.width == b.width &&
+           a.spitch == b.spitch && a.dpitch == b.dpitch;
+  };
+  TaskQueue pending, q;
+  std::deque<Task> ref_pending, ref_q;
+  for (int i = 0; i < 200000; ++i) {
+    switch (draw(5)) {
+      case 0: case 1: {
+        const Task t = random_task();
+        pending.push_back(t);
+        ref_pending.push_back(t);
+        break;
+      }
+      case 2:
+        if (!ref_pending.empty()) {
+          pending.move_front_to(q);
+          ref_q.push_back(ref_pending.front());
+          ref_pending.pop_front();
+        }
+        break;
+      case 3:
+        if (!ref_q.empty()) {
+          ASSERT_TRUE(same(q.front(), ref_q.front())) << "step " << i;
+          q.pop_front();
+          ref_q.pop_front();
+        }
+        break;
+      default:
+        if (draw(5000) == 0) { q.clear(); ref_q.clear(); }
+        break;
+    }
+    ASSERT_EQ(q.size(), ref_q.size());
+    ASSERT_EQ(pending.size(), ref_pending.size());
+  }
+  while (!ref_pending.empty()) {
+    ASSERT_TRUE(same(pending.front(), ref_pending.front()));
+    pending.pop_front();
+    ref_pending.pop_front();
+  }
+}

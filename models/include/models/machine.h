@@ -133,8 +133,12 @@ class Machine final : public EventHandler, public NetworkListener {
   void submit(std::uint32_t stream, const Task& t);
   /// Write a task into the stream's submission queue; it becomes visible at the next doorbell.
   void enqueue(std::uint32_t stream, const Task& t);
-  /// The task at the head of a stream (being executed or waiting), or null when idle.
-  const Task* stream_head(std::uint32_t s) const { return streams_[s].q.empty() ? nullptr : &streams_[s].q.front(); }
+  /// The task at the head of a stream (being executed or waiting) into *out; false when idle.
+  bool stream_head(std::uint32_t s, Task* out) const {
+    if (streams_[s].q.empty()) return false;
+    *out = streams_[s].q.front();
+    return true;
+  }
 
   // ---- MMIO: the register map (npu/mmio.cpp; models/npu/regmap.h npu_regs) ----
   // False for unmapped offsets, read-only registers, or a doorbell value beyond what was enqueued.

@@ -53,9 +53,8 @@ bool Machine::mmio_write(std::uint32_t npu, std::uint32_t off, std::uint64_t v) 
   // Doorbell: the new tail may not pass what was enqueued, nor move back.
   if (v < st.rung || v > st.rung + st.pending.size()) return false;
   for (; st.rung < v; ++st.rung) {
-    Task t = std::move(st.pending.front());
-    st.pending.pop_front();
-    if (!st.failed) st.q.push_back(std::move(t));  // a failed stream drops work until the error is cleared
+    if (st.failed) st.pending.pop_front();  // a failed stream drops work until the error is cleared
+    else st.pending.move_front_to(st.q);
   }
   if (!st.busy && !st.q.empty()) {
     st.busy = true;

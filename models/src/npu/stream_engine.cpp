@@ -49,7 +49,7 @@ void Machine::dispatch(std::uint32_t s) {
     sch_.schedule(npus_[st.npu].stalled_until, this, stream_ev(kDispatch, s), 0);
     return;
   }
-  const Task& t = st.q.front();
+  const Task t = st.q.front();
   ++stats_.tasks;
   ++st.started;
   st.head_start = sch_.now();

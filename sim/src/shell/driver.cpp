@@ -312,7 +312,9 @@ std::string SimDriver::stuck_report(std::uint32_t s) const {
   std::snprintf(b, sizeof b, ": SQ tail %llu, SQ head %llu, CQ tail %llu", (unsigned long long)tail, (unsigned long long)head,
                 (unsigned long long)cq);
   std::string out = "stream " + std::to_string(s) + " of " + m_.npu_name(npu) + b;
-  if (const models::Task* t = m_.stream_head(s)) {
+  models::Task head_task;
+  if (m_.stream_head(s, &head_task)) {
+    const models::Task* t = &head_task;
     out += std::string("; blocked in ") + models::task_kind_name(t->kind);
     if (t->kind == models::TaskKind::NotifyWait) {
       const int r = m_.notify_index(npu, t->key);

@@ -14,6 +14,7 @@
 #include "models/npu/npu_params.h"
 #include "models/npu/regmap.h"
 #include "models/npu/task.h"
+#include "models/npu/task_queue.h"
 #include "models/time.h"
 
 namespace models {
@@ -80,8 +81,8 @@ struct NpuState {
 struct StreamState {
   std::uint32_t npu = 0;
   bool alive = true, busy = false, failed = false;
-  std::deque<Task> q;        // visible to the engine (doorbell rung)
-  std::deque<Task> pending;  // enqueued, doorbell not yet rung
+  TaskQueue q;        // visible to the engine (doorbell rung)
+  TaskQueue pending;  // enqueued, doorbell not yet rung
   std::uint64_t rung = 0, started = 0, completed = 0;
   Tick head_start = 0;             // when the head task was dispatched
   std::uint64_t epoch = 0;         // bumped when the stream fails: work started before is orphaned

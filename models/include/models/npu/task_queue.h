@@ -1,0 +1,109 @@
+// A stream's submission queue as the NPU holds it (docs/models/npu.md#submission-queue): 64-byte
+// entries, the size of the hardware's SQEs, instead of the 128-byte Task the driver builds. The
+// fields every task uses sit in the entry; a task with one of the rare ones (a host buffer, a 2-D
+// shape, a rate cap, a borrowed NIC, a QP range past 16 bits) keeps its whole Task in a side pool
+// and the entry points to it. At 8192 ranks, each with a few full 1024-entry queues, the queues
+// were most of a run's memory.
+#pragma once
+#include <cstdint>
+#include <deque>
+#include <vector>
+
+#include "models/npu/task.h"
+
+namespace models {
+
+struct PackedTask {
+  std::uint64_t src = 0, dst = 0, bytes = 0, key = 0, value = 0;
+  std::int64_t tag = -1;
+  std::uint32_t target = 0;
+  std::uint32_t rkey = 0;  ///< with kExt: the index of the whole task in the side pool
+  std::uint16_t qp_count = 1, qp_base = 0;
+  std::uint8_t kind = 0;  ///< TaskKind, | kExt when the task lives in the side pool
+  std::uint8_t dtype = 0, op = 0;
+  std::uint8_t retry = 0xff;  ///< retry_count; 0xff: ~0u (the network's default)
+  static constexpr std::uint8_t kExt = 0x80;
+};
+static_assert(sizeof(PackedTask) == 64, "one SQ entry is 64 bytes");
+
+class TaskQueue {
+ public:
+  void push_back(const Task& t) {
+    PackedTask p;
+    if (rare(t)) {
+      std::uint32_t i;
+      if (!free_.empty()) { i = free_.back(); free_.pop_back(); ext_[i] = t; }
+      else { i = static_cast<std::uint32_t>(ext_.size()); ext_.push_back(t); }
+      p.kind = static_cast<std::uint8_t>(static_cast<std::uint8_t>(t.kind) | PackedTask::kExt);
+      p.rkey = i;
+      q_.push_back(p);
+      return;
+    }
+    p.src = t.src;
+    p.dst = t.dst;
+    p.bytes = t.bytes;
+    p.key = t.key;
+    p.value = t.value;
+    p.tag = t.tag;
+    p.target = t.target;
+    p.rkey = t.rkey;
+    p.qp_count = static_cast<std::uint16_t>(t.qp_count);
+    p.qp_base = static_cast<std::uint16_t>(t.qp_base);
+    p.kind = static_cast<std::uint8_t>(t.kind);
+    p.dtype = static_cast<std::uint8_t>(t.dtype);
+    p.op = static_cast<std::uint8_t>(t.op);
+    p.retry = t.retry_count == ~0u ? 0xff : static_cast<std::uint8_t>(t.retry_count);
+    q_.push_back(p);
+  }
+  /// The head task, whole (a copy: it stays valid after pop_front).
+  Task front() const { return unpack(q_.front()); }
+  void pop_front() {
+    const PackedTask& p = q_.front();
+    if (p.kind & PackedTask::kExt) free_.push_back(p.rkey);
+    q_.pop_front();
+  }
+  /// Move the head entry to the back of `to` (the doorbell moving an enqueued task into the SQ).
+  void move_front_to(TaskQueue& to) {
+    const PackedTask& p = q_.front();
+    if (p.kind & PackedTask::kExt) to.push_back(ext_[p.rkey]);
+    else to.q_.push_back(p);
+    pop_front();
+  }
+  bool empty() const { return q_.empty(); }
+  std::size_t size() const { return q_.size(); }
+  void clear() {
+    q_.clear();
+    ext_.clear();
+    free_.clear();
+  }
+
+ private:
+  static bool rare(const Task& t) {
+    return t.host != nullptr || t.width != 0 || t.spitch != 0 || t.dpitch != 0 || t.rate_cap_Bps != 0 || t.via != ~0u ||
+           t.qp_count > 0xffff || t.qp_base > 0xffff || (t.retry_count != ~0u && t.retry_count >= 0xff);
+  }
+  Task unpack(const PackedTask& p) const {
+    if (p.kind & PackedTask::kExt) return ext_[p.rkey];
+    Task t;
+    t.kind = static_cast<TaskKind>(p.kind);
+    t.src = p.src;
+    t.dst = p.dst;
+    t.bytes = p.bytes;
+    t.dtype = static_cast<DType>(p.dtype);
+    t.op = static_cast<ReduceOp>(p.op);
+    t.target = p.target;
+    t.key = p.key;
+    t.value = p.value;
+    t.rkey = p.rkey;
+    t.qp_count = p.qp_count;
+    t.qp_base = p.qp_base;
+    t.retry_count = p.retry == 0xff ? ~0u : p.retry;
+    t.tag = p.tag;
+    return t;
+  }
+  std::deque<PackedTask> q_;
+  std::vector<Task> ext_;            ///< whole tasks of the entries marked kExt
+  std::vector<std::uint32_t> free_;  ///< free slots of ext_
+};
+
+}  // namespace models
