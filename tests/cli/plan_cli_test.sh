@@ -107,7 +107,7 @@ for p in "/sweep/0/pointer: \"/fabric/no_such_key\" names nothing" "/sweep/1/val
          "/workloads/0/op: unknown op" "/workloads/0/sizes/0: unknown size unit" "/target: no workload runs allreduce at 1 GiB"; do
   if grep -qF -- "$p" out.txt; then ok "bad plan names $p"; else bad "bad plan lacks $p" out.txt; fi
 done
-expect "impossible layout named" 2 "layout 1 \\(oversub=2:1\\).*/fabric/switch_radix" -- "$HCSIM" plan impossible.json -o imp
+expect "impossible layout named" 2 "layout 1 \\(radix=32\\).*/fabric/tiers" -- "$HCSIM" plan impossible.json -o imp
 mkdir mine && echo keep > mine/notes.txt
 expect "a directory it did not make is refused" 2 "not made by hcsim plan" -- "$HCSIM" plan plan.json -o mine
 if [ "$(cat mine/notes.txt)" = keep ]; then ok "the user's file is untouched"; else bad "mine/notes.txt changed"; fi

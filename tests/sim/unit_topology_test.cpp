@@ -168,6 +168,43 @@ TEST(Generators, OversubscriptionCutsBisection) {
   EXPECT_DOUBLE_EQ(s.bisection_Bps, 4 * 16 * 25e9);
 }
 
+// k:1 where k + 1 does not divide the radix: u = floor(R / (k + 1)) up ports, k·u down, the rest
+// dark. 256 A2 servers on radix 128, rail-optimised: 2:1 gives 42 up and 84 down per leaf,
+// ceil(256 / 84) = 4 leaves per rail (32), 42 spines, 2048 + 32 x 42 RoCE links; 4:1 gives 25
+// up and 100 down, 3 leaves per rail (24), 25 spines. No leaf port past down + up is cabled.
+TEST(Generators, OversubscriptionLeavesDarkPortsWhenTheRadixDoesNotSplit) {
+  struct C { const char* k; std::uint32_t up, down, leaves; } cases[] = {{"2:1", 42, 84, 32}, {"4:1", 25, 100, 24}, {"3:1", 32, 96, 24}};
+  for (const C& c : cases) {
+    json j = {{"format", "hcsim-topology"}, {"version", 1}, {"name", "g"},
+              {"server_groups", {{{"name", "n{i}"}, {"count", 256}, {"type", "atlas800t-a2"}, {"host_ip", "10.0.0.1"}}}},
+              {"fabric", {{"type", "clos"}, {"tiers", 2}, {"switch_radix", 128}, {"oversubscription", c.k}, {"link_bandwidth", "200Gb/s"}}}};
+    Diagnostics d("g");
+    auto t = topology_from_json(j, d);
+    ASSERT_TRUE(t) << c.k << ": " << d.messages()[0];
+    auto s = summarize(*t);
+    EXPECT_EQ(s.switches_by_tier[1], c.leaves) << c.k;
+    EXPECT_EQ(s.switches_by_tier[2], c.up) << c.k;
+    std::size_t roce = 0;
+    std::uint32_t max_leaf_port = 0;
+    for (const auto& l : t->links) {
+      if (l.type != LinkType::Roce) continue;
+      ++roce;
+      for (const Endpoint& e : {l.a, l.b})
+        if (e.is_switch && t->switches[e.index].tier == 1) max_leaf_port = std::max(max_leaf_port, e.port);
+    }
+    EXPECT_EQ(roce, 2048u + static_cast<std::size_t>(c.leaves) * c.up) << c.k;
+    EXPECT_EQ(max_leaf_port, c.down + c.up - 1) << c.k;
+  }
+  // A radix with no up port at k:1 is refused, naming it.
+  json j = {{"format", "hcsim-topology"}, {"version", 1}, {"name", "g"},
+            {"server_groups", {{{"name", "n{i}"}, {"count", 2}, {"type", "atlas800t-a2"}, {"host_ip", "10.0.0.1"}}}},
+            {"fabric", {{"type", "clos"}, {"tiers", 2}, {"switch_radix", 4}, {"oversubscription", "4:1"}, {"link_bandwidth", "200Gb/s"}}}};
+  Diagnostics d("g");
+  EXPECT_FALSE(topology_from_json(j, d));
+  ASSERT_FALSE(d.messages().empty());
+  EXPECT_NE(d.messages()[0].find("/fabric/switch_radix: radix 4 has no up port at 4:1"), std::string::npos) << d.messages()[0];
+}
+
 // Bisection bandwidth (per direction) and diameter of every preset, computed by hand:
 TEST(Presets, BisectionAndDiameterByHand) {
   struct P { const char* file; double bisection; unsigned diameter; std::size_t npus, switches; } presets[] = {

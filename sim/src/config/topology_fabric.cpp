@@ -41,11 +41,13 @@ void Builder::fabric(const json& j, const std::string& ptr) {
   const models::Tick sw_lat = latency(f, "switch_latency").value_or(600 * models::kPsPerNs);
   const std::uint64_t buf = f.size("switch_buffer", false).value_or(32ULL << 20);
   if (!bw || !d_.ok()) return;
-  if (R % (over + 1) != 0 && tiers > 1) {
-    d_.error(f.child("switch_radix"), "radix " + std::to_string(R) + " does not split " + std::to_string(over) + ":1 into down and up ports");
+  // k:1 on a leaf of radix R: u = floor(R / (k + 1)) up ports and k·u down ports; when k + 1 does
+  // not divide R the other ports stay dark, as 2:1 is built from 128-port switches (84 down, 42 up).
+  if (tiers > 1 && R / (over + 1) == 0) {
+    d_.error(f.child("switch_radix"), "radix " + std::to_string(R) + " has no up port at " + std::to_string(over) + ":1");
     return;
   }
-  const std::uint32_t down = tiers == 1 ? R : R * over / (over + 1), up = tiers == 1 ? 0 : R - down;
+  const std::uint32_t up = tiers == 1 ? 0 : R / (over + 1), down = tiers == 1 ? R : up * over;
   t_.fabric = FabricInfo{"clos", tiers, R, down, up, rail};
   for (auto& n : t_.npus)
     if (n.nic_Bps != *bw) {
