@@ -24,6 +24,18 @@ namespace {
 struct World : hcomm_fake::Cluster<> {
   World(std::uint32_t servers, std::uint32_t per, const char* policy, const char* qps, const char* algo = nullptr)
       : Cluster(servers * per, per, {algo, 1, {{"HCOMM_ROUTE_SPORT", policy}, {"HCOMM_NUM_QP", qps}}}) {}
+  // A barrier on every rank; true when every rank's stream finished it.
+  bool barrier() {
+    for (std::uint32_t r = 0; r < n; ++r) {
+      drv.set_rank(r);
+      if (hcomm_barrier(comm[r], stream[r]) != HCOMM_SUCCESS) return false;
+    }
+    for (std::uint32_t r = 0; r < n; ++r) {
+      drv.set_rank(r);
+      if (hcomm_stream_synchronize(stream[r]) != HCOMM_SUCCESS) return false;
+    }
+    return true;
+  }
   // An int32 all-reduce (sum) of 64 Ki elements per rank; true when every rank got the sum.
   bool allreduce() {
     const std::uint64_t count = 1 << 16;
@@ -109,14 +121,7 @@ TEST(Route, EachPeerDecidedOnce) {
 // then, recorded with trigger "first data", and the bytes still come out right.
 TEST(Route, NotifyOnlyPeersAreProbedAtFirstData) {
   World w(8, 2, "probe", "2");  // 16 ranks, leaf = rank / 4
-  for (std::uint32_t r = 0; r < w.n; ++r) {
-    w.drv.set_rank(r);
-    ASSERT_EQ(hcomm_barrier(w.comm[r], w.stream[r]), HCOMM_SUCCESS);
-  }
-  for (std::uint32_t r = 0; r < w.n; ++r) {
-    w.drv.set_rank(r);
-    ASSERT_EQ(hcomm_stream_synchronize(w.stream[r]), HCOMM_SUCCESS);
-  }
+  ASSERT_TRUE(w.barrier());
   EXPECT_EQ(w.drv.probes, 0u);
   EXPECT_TRUE(w.drv.qp_sports.empty());
   std::set<std::pair<std::uint32_t, std::uint32_t>> control;  // (src rank, dst rank) on the hash for notifies
@@ -145,14 +150,7 @@ TEST(Route, NotifyOnlyPeersAreProbedAtFirstData) {
   EXPECT_GT(upgraded, 0u);
   // A second barrier decides nothing new.
   const std::size_t after = w.drv.routes.size();
-  for (std::uint32_t r = 0; r < w.n; ++r) {
-    w.drv.set_rank(r);
-    ASSERT_EQ(hcomm_barrier(w.comm[r], w.stream[r]), HCOMM_SUCCESS);
-  }
-  for (std::uint32_t r = 0; r < w.n; ++r) {
-    w.drv.set_rank(r);
-    ASSERT_EQ(hcomm_stream_synchronize(w.stream[r]), HCOMM_SUCCESS);
-  }
+  ASSERT_TRUE(w.barrier());
   EXPECT_EQ(w.drv.routes.size(), after);
 }
 
