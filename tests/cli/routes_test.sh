@@ -102,6 +102,23 @@ if [ $? -eq 1 ]; then ok "dead spine cable: the NIC hash fails"; else bad "dead 
 "$HCSIM" run "$G/clos-nr-4.scenario.json" --db sampled.db -q --sample-interval 10us > run.txt 2>&1
 expect "counter sampling changes nothing" 0 "no differences" -- "$HCSIM" diff clos-nr-4.db sampled.db
 
+# 5b. Notify-only peers (docs/routing.md#control-only-peers): a barrier first, then an all-reduce
+#     on clos-nr-4. The barrier's cross-leaf peers stay on the NIC's hash, no port set; the
+#     all-reduce routes each of them again with trigger "first data", by probe (slot rule), and
+#     every barrier-only pair keeps its one decision.
+python3 - "$G/clos-nr-4.scenario.json" "$SRC/topologies/clos-nr-4.json" > barrier.json <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1])); s["topology"] = sys.argv[2]
+s["workload"] = [{"op": "barrier"}, {"op": "allreduce", "bytes": "16MiB", "dtype": "fp32", "reduce": "sum"}]
+print(json.dumps(s))
+PY
+"$HCSIM" routes barrier.json -o barrier.routes > run.txt 2>&1 || bad "barrier-then-allreduce run" run.txt
+awk -F'\t' '/^#/ {next}
+  $10 ~ /notifies only/ { if ($11 != "first use" || $6 != "roce" || $9 !~ /spine/) {print "bad control row: " $0; bad=1}; ctl[$2" "$3]=1; nctl++ }
+  $11 == "first data" { if (!(($2" "$3) in ctl) || $10 !~ /^probed uplink/) {print "bad first-data row: " $0; bad=1}; up[$2" "$3]=1; nup++ }
+  END { if (nctl < 16 || nup < 16) {print "control " nctl ", first data " nup; bad=1}; exit bad }' barrier.routes > ctl.txt \
+  && ok "barrier peers on the hash, probed at first data" || bad "notify-only peers" ctl.txt
+
 # 6. Bad input.
 expect "diff: missing file" 2 "no such file" -- "$HCSIM" diff "$G/a2-2node.routes" nope.db
 expect "diff: one input" 2 "needs two inputs" -- "$HCSIM" diff "$G/a2-2node.routes"
