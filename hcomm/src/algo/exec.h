@@ -34,8 +34,11 @@ struct Area {
 
 /// Submit the plan on `main` (and, for steps with several sends, on the communicator's plan helper
 /// streams). HCOMM_E_NOT_FOUND for a member without a descriptor, HCOMM_E_DRV when a stream
-/// cannot be made, HCOMM_E_NOT_SUPPORT when a member is unreachable under the protocol.
-hcomm_result_t run_plan(hcomm_comm_t comm, hcomm_stream_t main, const Members& mem, const Plan& plan, const Area& a,
+/// cannot be made, HCOMM_E_NOT_SUPPORT when a member is unreachable under the protocol. The plan
+/// is taken: its steps are copied into three flat arrays and released before the first task is
+/// submitted (a rank's host thread waits inside with its plan alive while its queue drains: at
+/// 8192 ranks, O(steps) per rank, the plans were gigabytes).
+hcomm_result_t run_plan(hcomm_comm_t comm, hcomm_stream_t main, const Members& mem, Plan&& plan, const Area& a,
                         int dtype, int op);
 
 /// Build family `f`'s plan for `pi` (op, n, me, root, esz, w and bytes or blocks filled by the
