@@ -119,6 +119,23 @@ awk -F'\t' '/^#/ {next}
   END { if (nctl < 16 || nup < 16) {print "control " nctl ", first data " nup; bad=1}; exit bad }' barrier.routes > ctl.txt \
   && ok "barrier peers on the hash, probed at first data" || bad "notify-only peers" ctl.txt
 
+# 5c. Notify-only peers over a dead cable: spine-link-down (leaf0 port 4 down from the start) with
+#     three barriers before its all-reduce. The notifies' stripe is connected only on a probed port
+#     whose probe came back, so no notify is lost on the dead cable and the run passes; with the
+#     NIC's hash alone (no probe) rank 24's notifies died there.
+python3 - "$SRC/scenarios/spine-link-down.json" "$SRC/topologies/clos-nr-4.json" > sld.json <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1])); s["topology"] = sys.argv[2]
+s["workload"] = [{"op": "barrier", "repeat": 3}, {"op": "allreduce", "bytes": "4MiB", "dtype": "int32", "reduce": "sum"}]
+print(json.dumps(s))
+PY
+if "$HCSIM" run sld.json --db sld.db -q > run.txt 2>&1 && grep -q "PASS: all expectations held" run.txt; then
+  ok "barriers over a dead spine cable pass"; else bad "barriers over a dead spine cable" run.txt; fi
+"$HCSIM" routes sld.db -o sld.routes > /dev/null 2>&1
+awk -F'\t' '/^#/ {next} $10 ~ /^probed path/ {n++; if ($9 ~ /down|broken|no path/) {print "notify stripe on a dead path: " $0; bad=1}}
+  END {if (n < 16) {print "only " n " notify stripes probed"; bad=1}; exit bad}' sld.routes > sld.txt \
+  && ok "no notify stripe crosses the dead cable" || bad "notify stripes over the dead cable" sld.txt
+
 # 6. Bad input.
 expect "diff: missing file" 2 "no such file" -- "$HCSIM" diff "$G/a2-2node.routes" nope.db
 expect "diff: one input" 2 "needs two inputs" -- "$HCSIM" diff "$G/a2-2node.routes"

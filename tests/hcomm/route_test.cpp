@@ -116,24 +116,37 @@ TEST(Route, EachPeerDecidedOnce) {
   for (const auto& r : w.drv.routes) EXPECT_TRUE(seen.insert({r.src_rank, r.dst_rank, r.qp}).second);
 }
 
-// A barrier sends notifies only: its cross-leaf peers stay on the NIC's hash with no probe sent
-// and nothing connected; data to such a peer later (the all-reduce's plan) probes and connects it
-// then, recorded with trigger "first data", and the bytes still come out right.
+// A barrier sends notifies only (one packet each, on stripe 0): its cross-leaf peers get 4 probes
+// each, stripe 0 connected on the first port whose probe came back, the other stripes left on the
+// NIC's hash; data to such a peer later (the all-reduce's plan) probes it in full and connects
+// every stripe, recorded with trigger "first data", and the bytes still come out right.
 TEST(Route, NotifyOnlyPeersAreProbedAtFirstData) {
   World w(8, 2, "probe", "2");  // 16 ranks, leaf = rank / 4
   ASSERT_TRUE(w.barrier());
-  EXPECT_EQ(w.drv.probes, 0u);
-  EXPECT_TRUE(w.drv.qp_sports.empty());
-  std::set<std::pair<std::uint32_t, std::uint32_t>> control;  // (src rank, dst rank) on the hash for notifies
+  std::set<std::pair<std::uint32_t, std::uint32_t>> control;  // (src rank, dst rank) decided for notifies
   for (const auto& r : w.drv.routes) {
     const bool cross = r.transport == "roce" && r.src_rank / 4 != r.dst_rank / 4;
     EXPECT_EQ(r.reason.find("notifies only") != std::string::npos, cross) << r.src_rank << "->" << r.dst_rank << ": " << r.reason;
-    if (cross) control.insert({r.src_rank, r.dst_rank});
+    if (!cross) continue;
+    control.insert({r.src_rank, r.dst_rank});
+    const auto it = w.drv.qp_sports.find({r.src_rank, r.dst_device, r.qp});
+    if (r.qp == 0) {  // the notifies' stripe: a probed port that came back (nothing is down here)
+      EXPECT_NE(r.reason.find("probed path"), std::string::npos) << r.reason;
+      ASSERT_TRUE(it != w.drv.qp_sports.end()) << r.reason;
+      EXPECT_EQ(it->second, r.udp_sport);
+    } else {
+      EXPECT_NE(r.reason.find("NIC hash"), std::string::npos) << r.reason;
+      EXPECT_TRUE(it == w.drv.qp_sports.end()) << r.reason;
+    }
   }
   ASSERT_FALSE(control.empty());  // distances 4 and 8 cross leaves
+  EXPECT_EQ(w.drv.qp_sports.size(), control.size());  // stripe 0 of each, nothing else
+  EXPECT_LE(w.drv.probes, 4 * control.size());         // not the hundreds per peer of a full routing
+  EXPECT_GT(w.drv.probes, 0u);
+  const std::uint64_t barrier_probes = w.drv.probes;
   const std::size_t before = w.drv.routes.size();
   ASSERT_TRUE(w.allreduce());
-  EXPECT_GT(w.drv.probes, 0u);
+  EXPECT_GT(w.drv.probes, barrier_probes);
   std::size_t upgraded = 0;
   for (std::size_t i = before; i < w.drv.routes.size(); ++i) {
     const auto& r = w.drv.routes[i];

@@ -183,6 +183,7 @@ void route_roce(hcomm_comm_t comm, std::vector<Pending>& ps, const std::string& 
   char why[96];
   for (Pending& x : ps) {
     PeerRoute& r = *x.r;
+    r.control_only = false;  // routed in full now (first data, or a re-route)
     const bool any = std::any_of(x.up.begin(), x.up.end(), [](std::uint32_t u) { return u != kLost && u != kNoUplink; });
     if (failed || !any || U < 2) {  // no probe came back, or nothing to choose: the NIC's own ports
       const char* reason = failed ? "NIC hash (path probe failed)" : !any ? "NIC hash (probes lost)" : "single path (one uplink)";
@@ -212,6 +213,51 @@ void route_roce(hcomm_comm_t comm, std::vector<Pending>& ps, const std::string& 
       std::snprintf(why, sizeof why, "%s uplink %u of %u", found ? "probed" : "least loaded", slot, U);
       report(comm, x.peer, r, i, bw, lat, why, trigger);
     }
+  }
+}
+
+// Cross-leaf peers that only notifies go to so far (docs/routing.md#control-only-peers). A notify
+// is one packet on stripe 0, so only stripe 0 needs a path that works: kControlProbes candidate
+// ports per peer in one probe call, the first whose probe comes back is connected (a dead cable
+// on the way loses the probe); the other stripes keep the NIC's hash. No uplink is chosen: that
+// waits for the first data (route::to), which probes the peer in full.
+constexpr std::uint32_t kControlProbes = 4;
+void route_control(hcomm_comm_t comm, std::vector<Pending>& ps, const std::string& trigger) {
+  RouteState& st = comm->route;
+  const std::uint32_t k = stripes(comm);
+  const double bw = nic_Bps(comm, st);
+  std::vector<std::uint32_t> targets;
+  std::vector<std::uint16_t> sports;
+  targets.reserve(ps.size() * kControlProbes);
+  sports.reserve(ps.size() * kControlProbes);
+  for (Pending& x : ps)
+    for (std::uint32_t c = 0; c < kControlProbes; ++c) {
+      targets.push_back(x.peer.device);
+      sports.push_back(candidate(comm->ctx->device, x.peer.device, x.r->epoch * 4096 + x.next++));
+    }
+  std::vector<ProbeEgress> replies;
+  const std::uint64_t t0 = port::now_ns(comm->ctx);
+  const bool probed = port::probe_egress(comm->ctx, targets.data(), sports.data(), static_cast<std::uint32_t>(targets.size()),
+                                         &replies) == HCOMM_SUCCESS;
+  const double lat = static_cast<double>(port::now_ns(comm->ctx) - t0) / 2;
+  for (std::size_t p = 0; p < ps.size(); ++p) {
+    PeerRoute& r = *ps[p].r;
+    r.control_only = true;
+    const char* why = !probed ? "NIC hash (notifies only so far; path probe failed)" : "NIC hash (notifies only so far; probes lost)";
+    for (std::uint32_t c = 0; probed && c < kControlProbes; ++c) {
+      const std::size_t i = p * kControlProbes + c;
+      if (replies[i].switches == 0) continue;  // lost: its path crosses a dead link
+      if (port::qp_connect(comm->ctx, ps[p].peer.device, rdma_policy(comm).qp_base, sports[i]) != HCOMM_SUCCESS) {
+        why = "NIC hash (notifies only so far; connect failed)";
+        break;
+      }
+      r.sports.assign(1, sports[i]);
+      why = "probed path (notifies only so far: uplinks chosen at first data)";
+      break;
+    }
+    report(comm, ps[p].peer, r, 0, bw, lat, why, trigger);
+    for (std::uint32_t i = 1; i < k; ++i)
+      report(comm, ps[p].peer, r, i, bw, 0, "NIC hash (notifies only so far: probed at first data)", trigger);
   }
 }
 
@@ -261,7 +307,7 @@ bool borrow(hcomm_comm_t comm, const RankDesc& d, PeerRoute& r, const std::strin
 void decide(hcomm_comm_t comm, const std::vector<const RankDesc*>& peers, const std::string& trigger, bool control = false) {
   RouteState& st = comm->route;
   if (st.policy < 0) st.policy = comm->ctx->route_policy;  // read with the context's environment (core/config)
-  std::vector<Pending> ps;
+  std::vector<Pending> ps, cs;  // cross-leaf peers to probe: in full, for notifies only
   for (const RankDesc* d : peers) {
     if (!d || st.peers.count(d->rank)) continue;
     PeerRoute& r = st.peers[d->rank];
@@ -312,10 +358,11 @@ void decide(hcomm_comm_t comm, const std::vector<const RankDesc*>& peers, const 
         report(comm, *d, r, i, nic_Bps(comm, st), 0, "single path (same leaf " + st.nic.neighbor + ")", trigger);
       continue;
     }
+    Pending x;
+    x.peer = *d;
+    x.r = &r;  // std::map: the reference stays valid while others are inserted
     if (control) {
-      r.control_only = true;
-      for (std::uint32_t i = 0; i < k; ++i)
-        report(comm, *d, r, i, nic_Bps(comm, st), 0, "NIC hash (notifies only so far: probed at first data)", trigger);
+      cs.push_back(std::move(x));
       continue;
     }
     if (st.probed_peers >= kProbePeers) {
@@ -326,12 +373,10 @@ void decide(hcomm_comm_t comm, const std::vector<const RankDesc*>& peers, const 
     }
     ++st.probed_peers;
     r.uplinks.assign(k, kNoUplink);  // per stripe, as probed (a hashed peer's stay empty: nothing to count)
-    Pending x;
-    x.peer = *d;
-    x.r = &r;  // std::map: the reference stays valid while others are inserted
     ps.push_back(std::move(x));
   }
   if (!ps.empty()) route_roce(comm, ps, trigger);
+  if (!cs.empty()) route_control(comm, cs, trigger);
 }
 
 }  // namespace
@@ -358,6 +403,15 @@ const PeerRoute& to_control(hcomm_comm_t comm, const RankDesc& peer) {
   if (it != st.peers.end()) return it->second;
   decide(comm, {&peer}, "first use", true);
   return st.peers.at(peer.rank);
+}
+
+void prepare_control(hcomm_comm_t comm, const std::vector<std::uint32_t>& ranks) {
+  std::vector<const RankDesc*> peers;
+  for (std::uint32_t r : ranks)
+    if (r != comm->rank && !comm->route.peers.count(r) &&
+        std::none_of(peers.begin(), peers.end(), [r](const RankDesc* d) { return d && d->rank == r; }))
+      peers.push_back(peer_desc(comm, r));
+  if (!peers.empty()) decide(comm, peers, "first use", true);
 }
 
 void prepare(hcomm_comm_t comm, const std::vector<std::uint32_t>& ranks) {

@@ -30,6 +30,10 @@ const PeerRoute& to_control(hcomm_comm_t comm, const RankDesc& peer);
 /// before it runs.
 void prepare(hcomm_comm_t comm, const std::vector<std::uint32_t>& ranks);
 
+/// As prepare, for peers that will only get notifies (a barrier's rounds): those not decided yet
+/// are decided together as to_control would, one probe call for the cross-leaf ones.
+void prepare_control(hcomm_comm_t comm, const std::vector<std::uint32_t>& ranks);
+
 /// At the start of a collective: read the NIC's counters; when it received more CNPs since the
 /// last check than HCOMM_ROUTE_CNP_THRESHOLD per operation, re-route this rank's RoCE peers onto
 /// other source ports (recorded with trigger "congestion").
