@@ -41,8 +41,9 @@ struct PeerRoute {
   /// The peer's NIC is down: my writes go to the NIC of its lender (global rank, device), which
   /// writes them on into the peer's HBM. ~0u: the peer's own NIC.
   std::uint32_t via_rank = ~0u, via_device = ~0u;
-  /// A cross-leaf RoCE peer that only notifies went to so far: left on the NIC's hash, not probed
-  /// (route/route.h to_control); routed properly when data first goes to it.
+  /// A cross-leaf RoCE peer that only notifies went to so far: stripe 0 on a port whose probe came
+  /// back, the others on the NIC's hash (route/route.h to_control); routed in full when data first
+  /// goes to it.
   bool control_only = false;
 };
 /// Per-communicator routing state: sparse (only peers actually used), plus what the NIC showed.

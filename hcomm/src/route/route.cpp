@@ -303,7 +303,7 @@ bool borrow(hcomm_comm_t comm, const RankDesc& d, PeerRoute& r, const std::strin
 }
 
 // Decide every peer of `peers` not decided yet; the cross-leaf RoCE ones in one probe batch, or,
-// when `control` (only notifies go to them so far), on the NIC's hash until data does (to_control).
+// when `control` (only notifies go to them so far), by route_control until data goes to them.
 void decide(hcomm_comm_t comm, const std::vector<const RankDesc*>& peers, const std::string& trigger, bool control = false) {
   RouteState& st = comm->route;
   if (st.policy < 0) st.policy = comm->ctx->route_policy;  // read with the context's environment (core/config)

@@ -20,8 +20,9 @@ enum Policy { kProbe = 0, kHash = 1 };
 const PeerRoute& to(hcomm_comm_t comm, const RankDesc& peer);
 
 /// The route to `peer` for a notify only (no data): a peer not decided yet that would need path
-/// probes (a cross-leaf RoCE peer under the probe policy) stays on the NIC's hash, since a 0-byte
-/// write gains nothing from a chosen path; the probes wait until data goes to it
+/// probes (a cross-leaf RoCE peer under the probe policy) gets a few probes for stripe 0 only (the
+/// notify's), connected on a port whose probe came back; no uplink is chosen, since a 0-byte write
+/// gains nothing from one; the full routing waits until data goes to it
 /// (docs/routing.md#control-only-peers). Any other peer is decided as by `to`.
 const PeerRoute& to_control(hcomm_comm_t comm, const RankDesc& peer);
 
