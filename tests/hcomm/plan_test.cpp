@@ -27,31 +27,41 @@ struct Case {
 
 std::int64_t val(std::uint32_t m, std::uint64_t i) { return static_cast<std::int64_t>(m) * 1000003 + static_cast<std::int64_t>(i) * 7 + 1; }
 
+bool blocky(CollOp op) { return op != CollOp::AllReduce && op != CollOp::Broadcast && op != CollOp::Reduce; }
+// W's bytes: n blocks or the whole vector, 8-byte elements; the all-to-all buffers follow it.
+std::uint64_t w_bytes(const Case& c) { return blocky(c.op) ? std::uint64_t{c.n} * c.elems * 8 : c.elems * 8; }
+
+// Member m's PlanIn for case c: W at 0, the all-to-all input and output after it.
+PlanIn plan_in(const Case& c, std::uint32_t m) {
+  const std::uint64_t wbytes = w_bytes(c);
+  PlanIn in;
+  in.op = c.op;
+  in.n = c.n;
+  in.me = m;
+  in.root = c.root;
+  in.esz = 8;
+  in.w = 0;
+  in.bytes = blocky(c.op) ? 0 : wbytes;
+  in.blocks = Blocks{c.n, 8, c.elems, nullptr, nullptr};
+  in.send_blocks = in.blocks;
+  in.in = wbytes;
+  in.out = 2 * wbytes;
+  in.slot_bytes = c.slot_bytes;
+  in.slots = c.f->slots ? c.f->slots : 2 * c.local;
+  in.local = c.local;
+  return in;
+}
+
 // Returns "" when right, else what is wrong.
 std::string run_case(const Case& c) {
-  const std::uint64_t esz = 8, n = c.n;
-  const bool blocky = c.op != CollOp::AllReduce && c.op != CollOp::Broadcast && c.op != CollOp::Reduce;
-  const std::uint64_t wbytes = blocky ? n * c.elems * esz : c.elems * esz;
+  const std::uint64_t n = c.n;
+  const bool blocky = ::blocky(c.op);
+  const std::uint64_t wbytes = w_bytes(c);
   const std::uint64_t in_addr = wbytes, out_addr = 2 * wbytes;  // AllToAll buffers after W
   plan_interp::Interp it(c.n, 3 * wbytes + 64);
   std::vector<Plan> plans(c.n);
   for (std::uint32_t m = 0; m < c.n; ++m) {
-    PlanIn in;
-    in.op = c.op;
-    in.n = c.n;
-    in.me = m;
-    in.root = c.root;
-    in.esz = esz;
-    in.w = 0;
-    in.bytes = c.op == CollOp::AllReduce || c.op == CollOp::Broadcast || c.op == CollOp::Reduce ? wbytes : 0;
-    in.blocks = Blocks{c.n, esz, c.elems, nullptr, nullptr};
-    in.send_blocks = in.blocks;
-    in.in = in_addr;
-    in.out = out_addr;
-    in.slot_bytes = c.slot_bytes;
-    in.slots = c.f->slots ? c.f->slots : 2 * c.local;
-    in.local = c.local;
-    if (!c.f->build(in, &plans[m])) return "not built";
+    if (!c.f->build(plan_in(c, m), &plans[m])) return "not built";
     // Inputs.
     const std::uint64_t words = blocky ? n * c.elems : c.elems;
     for (std::uint64_t i = 0; i < words; ++i) {
@@ -247,3 +257,71 @@ TEST(Plan, LogStepCounts) {
 }
 
 TEST(Plan, DoubleRing) { sweep(kDoubleRing); }
+
+namespace {
+
+// "" when steps a and b are the same transfers and copies, field by field; else the first difference.
+std::string diff(const Step& a, const Step& b) {
+  if (a.sends.size() != b.sends.size() || a.recvs.size() != b.recvs.size() || a.locals.size() != b.locals.size())
+    return "entry counts";
+  for (std::size_t i = 0; i < a.sends.size(); ++i) {
+    const Send &x = a.sends[i], &y = b.sends[i];
+    if (x.to != y.to || x.src != y.src || x.bytes != y.bytes || x.mode != y.mode || x.dst_off != y.dst_off || x.slot != y.slot)
+      return "send " + std::to_string(i);
+  }
+  for (std::size_t i = 0; i < a.recvs.size(); ++i) {
+    const Recv &x = a.recvs[i], &y = b.recvs[i];
+    if (x.from != y.from || x.dst != y.dst || x.bytes != y.bytes || x.mode != y.mode || x.slot != y.slot ||
+        x.width != y.width || x.dpitch != y.dpitch)
+      return "recv " + std::to_string(i);
+  }
+  for (std::size_t i = 0; i < a.locals.size(); ++i) {
+    const Local &x = a.locals[i], &y = b.locals[i];
+    if (x.dst != y.dst || x.src != y.src || x.bytes != y.bytes || x.reduce != y.reduce || x.width != y.width ||
+        x.spitch != y.spitch || x.dpitch != y.dpitch)
+      return "local " + std::to_string(i);
+  }
+  return "";
+}
+
+}  // namespace
+
+// A family with a step count builds any window [first, end) of a plan as exactly the whole plan's
+// steps there (the executor submits long plans a window at a time: algo/exec.h), and its count is
+// the whole plan's length.
+TEST(Plan, WindowsAreTheWholePlansSteps) {
+  int windows = 0;
+  for (const Family* f : {&kRing, &kDoubleRing, &kPairwise, &kHierAllToAll, &kTree, &kNhr}) {
+    for (CollOp op : kOps)
+      for (std::uint32_t n : {2u, 3u, 8u, 13u, 24u})
+        for (std::uint64_t slot : {std::uint64_t{16}, std::uint64_t{4096}}) {
+          const Case c{f, op, n, n / 2, 37, slot, f == &kHierAllToAll ? (n % 4 == 0 ? 4u : 1u) : 1u};
+          for (std::uint32_t m = 0; m < n; ++m) {
+            const PlanIn in = plan_in(c, m);
+            Plan whole;
+            if (!f->build(in, &whole)) {
+              if (f->count) {
+                EXPECT_EQ(f->count(in), 0u) << f->name << " " << coll_op_name(op) << " n=" << n;
+              }
+              continue;
+            }
+            if (!f->count) continue;  // whole plans only
+            const std::uint64_t total = whole.steps.size();
+            ASSERT_EQ(f->count(in), total) << f->name << " " << coll_op_name(op) << " n=" << n << " member " << m;
+            for (std::uint64_t w : {1u, 3u, 7u})
+              for (std::uint64_t first = 0; first < total; first += w) {
+                Plan p;
+                p.first = first;
+                p.end = std::min(total, first + w);
+                ASSERT_TRUE(f->build(in, &p));
+                ASSERT_EQ(p.steps.size(), p.end - first) << f->name << " window " << first;
+                for (std::uint64_t k = first; k < p.end; ++k)
+                  EXPECT_EQ(diff(p.steps[k - first], whole.steps[k]), "")
+                      << f->name << " " << coll_op_name(op) << " n=" << n << " member " << m << " step " << k << " window of " << w;
+                ++windows;
+              }
+          }
+        }
+  }
+  EXPECT_GT(windows, 10000);
+}

@@ -35,17 +35,28 @@ struct PartBlocks {
 
 template <class B>
 void both(const PlanIn& in, const B& blk, bool rs, bool ag, Plan* p) {
-  const std::size_t at = p->steps.size(), k = in.n - 1;
-  p->steps.resize(at + (rs ? k : 0) + (ag ? k : 0));
+  const std::uint64_t k = in.n - 1;
+  p->size_to((rs ? k : 0) + (ag ? k : 0));
   const RingDir cw{1, 0, in.n}, ccw{-1, 2, in.n};
   const HalfBlocks<B> h0{blk, in.esz, 0}, h1{blk, in.esz, 1};
   if (rs) {
-    ring_rs_into(in, h0, cw, &p->steps, at);
-    ring_rs_into(in, h1, ccw, &p->steps, at);
+    ring_rs_into(in, h0, cw, p, 0);
+    ring_rs_into(in, h1, ccw, p, 0);
   }
   if (ag) {
-    ring_ag_into(in, h0, cw, &p->steps, at + (rs ? k : 0));
-    ring_ag_into(in, h1, ccw, &p->steps, at + (rs ? k : 0));
+    ring_ag_into(in, h0, cw, p, rs ? k : 0);
+    ring_ag_into(in, h1, ccw, p, rs ? k : 0);
+  }
+}
+
+// Steps of member in.me's plan (Family::count); 0 when it does not build in.op.
+std::uint64_t count(const PlanIn& in) {
+  if (in.n == 1) return 0;
+  switch (in.op) {
+    case CollOp::AllReduce: return 2ULL * (in.n - 1);
+    case CollOp::ReduceScatter:
+    case CollOp::AllGather: return in.n - 1;
+    default: return 0;
   }
 }
 
@@ -76,6 +87,6 @@ double cost(CollOp op, std::uint32_t n, std::uint64_t bytes, const LinkCost& c) 
 
 }  // namespace
 
-const Family kDoubleRing{"double_ring", build, cost, 4};
+const Family kDoubleRing{"double_ring", build, cost, 4, true, count};
 
 }  // namespace hcomm::detail

@@ -22,9 +22,9 @@ constexpr std::uint32_t kMaxPlanSlaves = 15;  // the pipeline on 8 ranks per ser
 
 std::uint32_t slot_of(Mode m, std::uint32_t slot) { return m == Mode::Direct ? kDirectSlot : slot; }
 
-// A plan as the executor keeps it while it submits: every step's sends, receives and locals back
-// to back in three arrays sized exactly, and per step where its entries end (92 bytes a ring step
-// instead of about 170 in three small vectors).
+// A window of a plan as the executor keeps it while it submits: every step's sends, receives
+// and locals back to back in three arrays sized exactly, and per step where its entries end (92
+// bytes a ring step instead of about 170 in three small vectors).
 struct FlatPlan {
   std::vector<Send> sends;
   std::vector<Recv> recvs;
@@ -52,11 +52,44 @@ FlatPlan flatten(Plan&& p) {
   return f;
 }
 
-// A credit to send: receive `recv` is granted at `point` of the receiver's sequence (run_plan).
+std::uint64_t g_window = 128;  // steps per window of a windowed plan (set_plan_window)
+
+// Where the executor takes a plan's steps from: a plan built whole (one window), or a family's
+// windows of g_window steps, each built when it is needed — once to plan the grants and collect
+// the peers, once more to submit it — so a rank keeps one window, not its whole plan.
+class Steps {
+ public:
+  explicit Steps(Plan&& whole) : total_(whole.steps.size()), window_(std::max<std::uint64_t>(1, total_)) {
+    flat_ = flatten(std::move(whole));
+  }
+  Steps(const Family& f, const PlanIn& pi, std::uint64_t total, std::uint64_t window)
+      : f_(&f), pi_(pi), total_(total), window_(window) {}
+  std::uint64_t total() const { return total_; }
+  std::uint64_t window() const { return window_; }
+  // Steps [first, first + window()) of the plan; null when the builder fails.
+  const FlatPlan* get(std::uint64_t first) {
+    if (!f_) return first == 0 ? &flat_ : nullptr;
+    Plan p;
+    p.first = first;
+    p.end = std::min(total_, first + window_);
+    if (!f_->build(pi_, &p) || p.steps.size() != p.end - first) return nullptr;
+    flat_ = flatten(std::move(p));
+    return &flat_;
+  }
+
+ private:
+  const Family* f_ = nullptr;
+  PlanIn pi_;
+  std::uint64_t total_, window_;
+  FlatPlan flat_;
+};
+
+// A credit to send: grant `from` (a member) the right to write slot key `key` at `point` of the
+// receiver's receive sequence (run_plan). Kept for the whole plan, in receive order, then sorted
+// by point (stable: receive order within a point).
 struct Grant {
   std::int64_t point;
-  std::uint32_t recv;
-  bool operator<(const Grant& o) const { return point != o.point ? point < o.point : recv < o.recv; }
+  std::uint32_t from, key;
 };
 
 struct Exec {
@@ -90,101 +123,105 @@ struct Exec {
 
 }  // namespace
 
-hcomm_result_t run_plan(hcomm_comm_t comm, hcomm_stream_t main, const Members& mem, Plan&& plan_in, const Area& a,
-                        int dtype, int op) {
-  const FlatPlan plan = flatten(std::move(plan_in));
+namespace {
+
+hcomm_result_t run_steps(hcomm_comm_t comm, hcomm_stream_t main, const Members& mem, Steps& plan, const Area& a, int dtype,
+                         int op) {
   Exec ex{comm, main, mem, a, dtype, op};
   settle_mesh(comm, main);
-  {  // every peer of the plan routed together (route/route.h: one probe batch for the new ones)
-    std::vector<std::uint32_t> peers;
-    for (const Send& x : plan.sends) peers.push_back(mem.rank(x.to));
-    for (const Recv& x : plan.recvs) peers.push_back(mem.rank(x.from));
-    std::sort(peers.begin(), peers.end());
-    peers.erase(std::unique(peers.begin(), peers.end()), peers.end());
-    route::prepare(comm, peers);
-  }
 
-  // Receiver side: when each receive's writer may write (docs/algorithms/README.md#flow-control).
-  // Receive i is granted at a point of the receiver's receive sequence (-1: at the start;
-  // 2j: receive j's data has arrived; 2j + 1: receive j is consumed, its slot free again):
+  // One pass over the plan's windows: its peers, and when each receive's writer may write
+  // (docs/algorithms/README.md#flow-control). Receive i (numbered over the whole plan) is granted
+  // at a point of the receiver's receive sequence (-1: at the start; 2j: receive j's data has
+  // arrived; 2j + 1: receive j is consumed, its slot free again):
   //   * its staging slot is free: the previous receive on that slot is consumed;
   //   * admission: when the previous step with receives took data from another sender, all of
   //     that step's data has arrived — a member that runs ahead cannot write into a receiver
   //     still taking another member's data of an earlier step (two writers into one port would
   //     queue, mark ECN and throttle both); the receives of one step are admitted together;
   //   * grants to one sender on one key go out in its order (the point never decreases).
-  const std::vector<Recv>& recvs = plan.recvs;  // every receive in plan order (its index: the receive's number)
-  std::vector<Grant> grants;  // sorted by (point, receive)
-  grants.reserve(recvs.size());
+  std::vector<Grant> grants;          // in receive order, then sorted by point
+  std::vector<std::uint32_t> start_step;  // the step of each grant due at the start, in receive order
+  std::vector<std::uint32_t> peers;
   {
     std::vector<std::int64_t> last_on_slot(a.slots, -1);
     std::map<std::uint64_t, std::int64_t> last_point;  // (sender, key) -> point of its previous grant
     std::int64_t prev_last = -1;                       // last receive of the previous step that had any
-    std::uint32_t prev_b = 0, prev_e = 0;              // that step's receives: their senders
-    std::uint32_t rb = 0;
-    for (const FlatPlan::End& e : plan.ends) {
-      const std::uint32_t step_b = rb;
-      rb = e.recv;
-      if (step_b == e.recv) continue;
-      for (std::uint32_t i = step_b; i < e.recv; ++i) {
-        const Recv& r = recvs[i];
-        // A sender that wrote in that step keeps its turn (its writes and the others' already
-        // overlapped there); only a sender new to this receiver since then waits for admission.
-        std::int64_t point = -1;
-        if (prev_b != prev_e && std::none_of(recvs.begin() + prev_b, recvs.begin() + prev_e, [&](const Recv& x) { return x.from == r.from; }))
-          point = 2 * prev_last;
-        if (r.mode != Mode::Direct) {
-          if (r.slot >= a.slots) return HCOMM_E_INTERNAL;
-          if (last_on_slot[r.slot] >= 0) point = std::max(point, 2 * last_on_slot[r.slot] + 1);
-          last_on_slot[r.slot] = static_cast<std::int64_t>(i);
+    std::vector<std::uint32_t> prev_from;              // that step's senders
+    std::int64_t ri = 0;                               // receives so far
+    std::uint64_t step = 0;
+    for (std::uint64_t first = 0; first < plan.total(); first += plan.window()) {
+      const FlatPlan* fp = plan.get(first);
+      if (!fp) return HCOMM_E_INTERNAL;
+      for (const Send& x : fp->sends) peers.push_back(mem.rank(x.to));
+      for (const Recv& x : fp->recvs) peers.push_back(mem.rank(x.from));
+      std::sort(peers.begin(), peers.end());
+      peers.erase(std::unique(peers.begin(), peers.end()), peers.end());
+      std::uint32_t rb = 0;
+      for (const FlatPlan::End& e : fp->ends) {
+        const std::uint32_t step_b = rb;
+        rb = e.recv;
+        if (step_b == e.recv) { ++step; continue; }
+        for (std::uint32_t i = step_b; i < e.recv; ++i, ++ri) {
+          const Recv& r = fp->recvs[i];
+          // A sender that wrote in that step keeps its turn (its writes and the others' already
+          // overlapped there); only a sender new to this receiver since then waits for admission.
+          std::int64_t point = -1;
+          if (!prev_from.empty() && std::find(prev_from.begin(), prev_from.end(), r.from) == prev_from.end())
+            point = 2 * prev_last;
+          if (r.mode != Mode::Direct) {
+            if (r.slot >= a.slots) return HCOMM_E_INTERNAL;
+            if (last_on_slot[r.slot] >= 0) point = std::max(point, 2 * last_on_slot[r.slot] + 1);
+            last_on_slot[r.slot] = ri;
+          }
+          const std::uint32_t key = slot_of(r.mode, r.slot);
+          const std::uint64_t k = (static_cast<std::uint64_t>(r.from) << 32) | key;
+          auto it = last_point.find(k);
+          if (it != last_point.end()) point = std::max(point, it->second);
+          last_point[k] = point;
+          grants.push_back({point, r.from, key});
+          if (point == -1) start_step.push_back(static_cast<std::uint32_t>(step));
         }
-        const std::uint64_t k = (static_cast<std::uint64_t>(r.from) << 32) | slot_of(r.mode, r.slot);
-        auto it = last_point.find(k);
-        if (it != last_point.end()) point = std::max(point, it->second);
-        last_point[k] = point;
-        grants.push_back({point, i});
+        prev_last = ri - 1;
+        prev_from.clear();
+        for (std::uint32_t i = step_b; i < e.recv; ++i) prev_from.push_back(fp->recvs[i].from);
+        ++step;
       }
-      prev_last = static_cast<std::int64_t>(e.recv) - 1;
-      prev_b = step_b;
-      prev_e = e.recv;
     }
-    std::sort(grants.begin(), grants.end());
+    std::stable_sort(grants.begin(), grants.end(), [](const Grant& x, const Grant& y) { return x.point < y.point; });
   }
+  route::prepare(comm, peers);  // every peer of the plan routed together (route/route.h: one probe batch for the new ones)
+  std::vector<std::uint32_t>().swap(peers);
+
   std::size_t gi = 0;
   auto grant_after = [&](hcomm_stream_t s, std::int64_t point) -> hcomm_result_t {
-    for (; gi < grants.size() && grants[gi].point == point; ++gi) {
-      const Recv& r = recvs[grants[gi].recv];
-      if (hcomm_result_t rc = ex.grant(s, r.from, slot_of(r.mode, r.slot)); rc != HCOMM_SUCCESS) return rc;
-    }
+    for (; gi < grants.size() && grants[gi].point == point; ++gi)
+      if (hcomm_result_t rc = ex.grant(s, grants[gi].from, grants[gi].key); rc != HCOMM_SUCCESS) return rc;
     return HCOMM_SUCCESS;
   };
   // The grants due at the start go out from a grant stream forked off main here (W is free from
   // this point of main on): a remote grant is a write that holds its stream until acknowledged,
   // and main's first steps need not wait behind many of them.
-  std::size_t start_grants = 0;
-  while (start_grants < grants.size() && grants[start_grants].point == -1) ++start_grants;
+  const std::size_t start_grants = start_step.size();
   // Of those, in each step the grants to senders reached by SDMA go first: a RoCE grant holds
   // the grant stream for its round trip, and an SDMA grant issued after the sender's own copy to
   // this rank has begun queues behind that copy on the link (the pipeline: a server peer's first
   // block waited ~20 us for it). Grants to one sender keep their order (stable).
   if (start_grants > 1) {
     std::vector<char> sdma(mem.n, 2);  // per member: 2 unknown, else via_sdma
-    auto step_of = [&](std::uint32_t recv) {  // the step whose receives include this one
-      return static_cast<std::uint64_t>(std::upper_bound(plan.ends.begin(), plan.ends.end(), recv,
-                                                         [](std::uint32_t v, const FlatPlan::End& e) { return v < e.recv; }) -
-                                        plan.ends.begin());
-    };
-    auto key = [&](const Grant& g) {
-      const std::uint32_t f = recvs[g.recv].from;
+    std::vector<std::pair<std::uint64_t, Grant>> keyed(start_grants);
+    for (std::size_t i = 0; i < start_grants; ++i) {
+      const std::uint32_t f = grants[i].from;
       if (sdma[f] == 2) {
         const RankDesc* d = ex.desc(f);
         sdma[f] = d && via_sdma(comm, *d) ? 1 : 0;
       }
-      return 2 * step_of(g.recv) + (sdma[f] == 1 ? 0 : 1);
-    };
-    std::stable_sort(grants.begin(), grants.begin() + static_cast<std::ptrdiff_t>(start_grants),
-                     [&](const auto& x, const auto& y) { return key(x) < key(y); });
+      keyed[i] = {2 * static_cast<std::uint64_t>(start_step[i]) + (sdma[f] == 1 ? 0 : 1), grants[i]};
+    }
+    std::stable_sort(keyed.begin(), keyed.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+    for (std::size_t i = 0; i < start_grants; ++i) grants[i] = keyed[i].second;
   }
+  std::vector<std::uint32_t>().swap(start_step);
   hcomm_stream_t gs = main;
   if (start_grants > 1) {
     if (!comm->grant_stream && make_stream(comm->ctx, &comm->grant_stream) != HCOMM_SUCCESS) return HCOMM_E_DRV;
@@ -195,69 +232,83 @@ hcomm_result_t run_plan(hcomm_comm_t comm, hcomm_stream_t main, const Members& m
   if (hcomm_result_t rc = grant_after(gs, -1); rc != HCOMM_SUCCESS) return rc;
   if (gs != main) notify_record(gs, comm->ctx->device, notify_key(comm->id, kPlanJoin, comm->rank, kMaxPlanSlaves));
 
-  std::size_t ri = 0;
-  std::uint32_t sb = 0, lb = 0;  // the step's first send and local
-  for (const FlatPlan::End& e : plan.ends) {
-    const Send* sends = plan.sends.data() + sb;
-    const std::size_t ns = e.send - sb;
-    sb = e.send;
-    if (ns == 1) {
-      const Send& x = sends[0];
-      if (hcomm_result_t rc = ex.send(main, x, true); rc != HCOMM_SUCCESS) return rc;
-    } else if (ns > 1) {
-      const auto lanes = static_cast<std::uint32_t>(std::min<std::size_t>(ns, kMaxPlanSlaves));
-      while (comm->plan_slaves.size() < lanes) {
-        hcomm_stream_t s = nullptr;
-        if (make_stream(comm->ctx, &s) != HCOMM_SUCCESS) return HCOMM_E_DRV;
-        comm->plan_slaves.push_back(s);
+  std::int64_t ri = 0;  // receives so far
+  for (std::uint64_t first = 0; first < plan.total(); first += plan.window()) {
+    const FlatPlan* fp = plan.get(first);
+    if (!fp) return HCOMM_E_INTERNAL;
+    std::uint32_t sb = 0, rb = 0, lb = 0;  // the step's first send, receive and local in the window
+    for (const FlatPlan::End& e : fp->ends) {
+      const Send* sends = fp->sends.data() + sb;
+      const std::size_t ns = e.send - sb;
+      sb = e.send;
+      if (ns == 1) {
+        const Send& x = sends[0];
+        if (hcomm_result_t rc = ex.send(main, x, true); rc != HCOMM_SUCCESS) return rc;
+      } else if (ns > 1) {
+        const auto lanes = static_cast<std::uint32_t>(std::min<std::size_t>(ns, kMaxPlanSlaves));
+        while (comm->plan_slaves.size() < lanes) {
+          hcomm_stream_t s = nullptr;
+          if (make_stream(comm->ctx, &s) != HCOMM_SUCCESS) return HCOMM_E_DRV;
+          comm->plan_slaves.push_back(s);
+        }
+        for (std::uint32_t k = 0; k < lanes; ++k) {
+          notify_record(main, comm->ctx->device, notify_key(comm->id, kPlanFork, comm->rank, k));
+          notify_wait(comm->plan_slaves[k], notify_key(comm->id, kPlanFork, comm->rank, k));
+        }
+        // Sends that share a receiver's slot stay on one lane, in plan order: a credit is a count,
+        // so two lanes waiting for the same slot could take each other's grant.
+        std::vector<std::pair<std::uint64_t, std::uint32_t>> lane_of;  // (to, slot) -> lane
+        std::uint32_t next_lane = 0;
+        for (std::size_t j = 0; j < ns; ++j) {
+          const Send& x = sends[j];
+          const std::uint64_t k = (static_cast<std::uint64_t>(x.to) << 32) | slot_of(x.mode, x.slot);
+          std::uint32_t lane = next_lane;
+          auto it = std::find_if(lane_of.begin(), lane_of.end(), [&](const auto& le) { return le.first == k; });
+          if (it != lane_of.end()) lane = it->second;
+          else { lane_of.emplace_back(k, lane); next_lane = (next_lane + 1) % lanes; }
+          if (hcomm_result_t rc = ex.send(comm->plan_slaves[lane], x, true); rc != HCOMM_SUCCESS) return rc;
+        }
+        for (std::uint32_t k = 0; k < lanes; ++k)
+          notify_record(comm->plan_slaves[k], comm->ctx->device, notify_key(comm->id, kPlanJoin, comm->rank, k));
       }
-      for (std::uint32_t k = 0; k < lanes; ++k) {
-        notify_record(main, comm->ctx->device, notify_key(comm->id, kPlanFork, comm->rank, k));
-        notify_wait(comm->plan_slaves[k], notify_key(comm->id, kPlanFork, comm->rank, k));
+      for (; rb < e.recv; ++rb, ++ri) {
+        const Recv& r = fp->recvs[rb];
+        const RankDesc* d = ex.desc(r.from);
+        if (!d) return HCOMM_E_NOT_FOUND;
+        notify_wait(main, notify_key(comm->id, kPlanData, d->rank, slot_of(r.mode, r.slot)));
+        if (hcomm_result_t rc = grant_after(main, 2 * ri); rc != HCOMM_SUCCESS) return rc;
+        if (r.mode != Mode::Direct && r.bytes) {
+          const std::uint64_t slot = a.stage + r.slot * a.slot_bytes;
+          if (r.mode == Mode::StagedReduce) reduce_copy(main, r.dst, slot, r.bytes, dtype, op);
+          else if (r.width) copy_2d(main, r.dst, r.dpitch, slot, r.width, r.width, r.bytes / r.width);
+          else copy(main, r.dst, slot, r.bytes);
+        }
+        if (hcomm_result_t rc = grant_after(main, 2 * ri + 1); rc != HCOMM_SUCCESS) return rc;
       }
-      // Sends that share a receiver's slot stay on one lane, in plan order: a credit is a count,
-      // so two lanes waiting for the same slot could take each other's grant.
-      std::vector<std::pair<std::uint64_t, std::uint32_t>> lane_of;  // (to, slot) -> lane
-      std::uint32_t next_lane = 0;
-      for (std::size_t j = 0; j < ns; ++j) {
-        const Send& x = sends[j];
-        const std::uint64_t k = (static_cast<std::uint64_t>(x.to) << 32) | slot_of(x.mode, x.slot);
-        std::uint32_t lane = next_lane;
-        auto it = std::find_if(lane_of.begin(), lane_of.end(), [&](const auto& e) { return e.first == k; });
-        if (it != lane_of.end()) lane = it->second;
-        else { lane_of.emplace_back(k, lane); next_lane = (next_lane + 1) % lanes; }
-        if (hcomm_result_t rc = ex.send(comm->plan_slaves[lane], x, true); rc != HCOMM_SUCCESS) return rc;
+      if (ns > 1)
+        for (std::uint32_t k = 0; k < std::min<std::size_t>(ns, kMaxPlanSlaves); ++k)
+          notify_wait(main, notify_key(comm->id, kPlanJoin, comm->rank, k));
+      for (; lb < e.local; ++lb) {
+        const Local& l = fp->locals[lb];
+        if (!l.bytes) continue;
+        if (l.reduce) reduce_copy(main, l.dst, l.src, l.bytes, dtype, op);
+        else if (l.width) copy_2d(main, l.dst, l.dpitch, l.src, l.spitch, l.width, l.bytes / l.width);
+        else copy(main, l.dst, l.src, l.bytes);
       }
-      for (std::uint32_t k = 0; k < lanes; ++k)
-        notify_record(comm->plan_slaves[k], comm->ctx->device, notify_key(comm->id, kPlanJoin, comm->rank, k));
-    }
-    for (; ri < e.recv; ++ri) {
-      const Recv& r = recvs[ri];
-      const RankDesc* d = ex.desc(r.from);
-      if (!d) return HCOMM_E_NOT_FOUND;
-      notify_wait(main, notify_key(comm->id, kPlanData, d->rank, slot_of(r.mode, r.slot)));
-      if (hcomm_result_t rc = grant_after(main, 2 * static_cast<std::int64_t>(ri)); rc != HCOMM_SUCCESS) return rc;
-      if (r.mode != Mode::Direct && r.bytes) {
-        const std::uint64_t slot = a.stage + r.slot * a.slot_bytes;
-        if (r.mode == Mode::StagedReduce) reduce_copy(main, r.dst, slot, r.bytes, dtype, op);
-        else if (r.width) copy_2d(main, r.dst, r.dpitch, slot, r.width, r.width, r.bytes / r.width);
-        else copy(main, r.dst, slot, r.bytes);
-      }
-      if (hcomm_result_t rc = grant_after(main, 2 * static_cast<std::int64_t>(ri) + 1); rc != HCOMM_SUCCESS) return rc;
-    }
-    if (ns > 1)
-      for (std::uint32_t k = 0; k < std::min<std::size_t>(ns, kMaxPlanSlaves); ++k)
-        notify_wait(main, notify_key(comm->id, kPlanJoin, comm->rank, k));
-    for (; lb < e.local; ++lb) {
-      const Local& l = plan.locals[lb];
-      if (!l.bytes) continue;
-      if (l.reduce) reduce_copy(main, l.dst, l.src, l.bytes, dtype, op);
-      else if (l.width) copy_2d(main, l.dst, l.dpitch, l.src, l.spitch, l.width, l.bytes / l.width);
-      else copy(main, l.dst, l.src, l.bytes);
     }
   }
   if (gs != main) notify_wait(main, notify_key(comm->id, kPlanJoin, comm->rank, kMaxPlanSlaves));
   return HCOMM_SUCCESS;
+}
+
+}  // namespace
+
+void set_plan_window(std::uint64_t steps) { g_window = std::max<std::uint64_t>(1, steps); }
+
+hcomm_result_t run_plan(hcomm_comm_t comm, hcomm_stream_t main, const Members& mem, Plan&& plan, const Area& a,
+                        int dtype, int op) {
+  Steps st(std::move(plan));
+  return run_steps(comm, main, mem, st, a, dtype, op);
 }
 
 hcomm_result_t run_family(hcomm_comm_t comm, hcomm_stream_t main, const Family& f, const Members& mem, PlanIn pi,
@@ -270,6 +321,13 @@ hcomm_result_t run_family(hcomm_comm_t comm, hcomm_stream_t main, const Family& 
   a.slot_bytes = (ctx->ccl_bytes - stage_off) / a.slots / pi.esz * pi.esz;
   pi.slot_bytes = a.slot_bytes;
   pi.slots = a.slots;
+  if (const std::uint64_t total = f.count ? f.count(pi) : 0; total > g_window) {  // a window at a time
+    Plan probe;  // the family builds this op: its first step alone, to ask
+    probe.end = 1;
+    if (!f.build(pi, &probe)) return HCOMM_E_NOT_SUPPORT;
+    Steps st(f, pi, total, g_window);
+    return run_steps(comm, main, mem, st, a, dtype, op);
+  }
   Plan p;
   if (!f.build(pi, &p)) return HCOMM_E_NOT_SUPPORT;
   return run_plan(comm, main, mem, std::move(p), a, dtype, op);

@@ -41,10 +41,16 @@ struct Area {
 hcomm_result_t run_plan(hcomm_comm_t comm, hcomm_stream_t main, const Members& mem, Plan&& plan, const Area& a,
                         int dtype, int op);
 
+/// Steps per window of a windowed plan (default 128, at least 1): a family with a step count
+/// (Family::count) whose plan is longer is built and submitted a window at a time, so a rank
+/// keeps one window of steps and 16 bytes per receive (its grant) instead of its whole plan —
+/// the same tasks in the same order. Tests make it small to exercise the windows.
+void set_plan_window(std::uint64_t steps);
+
 /// Build family `f`'s plan for `pi` (op, n, me, root, esz, w and bytes or blocks filled by the
 /// caller) among `mem` and run it on `main`, with the staging slots in the collective buffer from
 /// `stage_off` to its end (f.slots slots of equal, whole-element size). HCOMM_E_NOT_SUPPORT when
-/// the family does not build pi.op; otherwise as run_plan.
+/// the family does not build pi.op; otherwise as run_plan (windowed: see set_plan_window).
 hcomm_result_t run_family(hcomm_comm_t comm, hcomm_stream_t main, const Family& f, const Members& mem, PlanIn pi,
                           std::uint64_t stage_off, int dtype, int op);
 

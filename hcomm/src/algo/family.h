@@ -22,12 +22,19 @@ using BuildFn = bool (*)(const PlanIn& in, Plan* out);
 /// family does not do op.
 using CostFn = double (*)(CollOp op, std::uint32_t n, std::uint64_t bytes, const LinkCost& c);
 
+/// Steps of member in.me's whole plan; 0 when not known (the plan is then built whole).
+using CountFn = std::uint64_t (*)(const PlanIn& in);
+
 struct Family {
   const char* name;   ///< HCCL's name: "ring", "H-D_R", "NHR", "NB", "DOUBLE_TREE", "pairwise", "star", "double_ring"
   BuildFn build;
   CostFn cost;
   std::uint32_t slots;  ///< staging slots its plans use; 0: 2 x PlanIn::local (the pipeline)
   bool alltoallv = true;  ///< builds all-to-all with per-block counts (when it builds all-to-all)
+  /// Set for the families whose plans grow with the member count (ring, double ring, pairwise,
+  /// hierarchical all-to-all): their builders also build a window of steps (Plan::first, end),
+  /// and the executor keeps a window at a time (algo/exec.h). Null: whole plans only.
+  CountFn count = nullptr;
 };
 
 // One per file in algo/.

@@ -29,7 +29,7 @@ bool build(const PlanIn& in, Plan* p) {
   const std::uint64_t b = in.blocks.len(0);
   if (in.send_blocks.len(0) != b) return false;
   const std::uint64_t W = in.w;
-  p->steps.resize(S - 1 + L - 1);
+  p->size_to(S - 1 + L - 1);
   // Rows: when a block fits a staging piece, W is laid out by destination (region q = the S
   // blocks for local rank q, in server order): phase A's receives land rail-major with one 2-D
   // copy each, and phase B sends region q to peer q as ONE staged message whose receiver places
@@ -37,8 +37,9 @@ bool build(const PlanIn& in, Plan* p) {
   // block larger than a piece) W is server-major and phase B moves one block per transfer.
   const bool rows = rows_fit_slot(in, b, std::max(std::uint64_t(S) * b, std::uint64_t(L) * b));
   // Phase A: across servers, on my rail.
-  for (std::uint32_t k = 1; k < S; ++k) {
-    Step& st = p->steps[k - 1];
+  for (std::uint64_t j = p->lo(0), e = p->hi(0, S - 1); j < e; ++j) {  // step j: k = j + 1
+    Step& st = *p->at(j);
+    const auto k = static_cast<std::uint32_t>(j + 1);
     const std::uint32_t ts = (s + k) % S, fs = (s + S - k) % S;
     const std::uint64_t src = in.in + std::uint64_t(ts) * L * b;
     if (rows) {  // from (fs, l): its blocks for my server's ranks, block q to W[q][fs]
@@ -51,15 +52,16 @@ bool build(const PlanIn& in, Plan* p) {
     }
   }
   // My server's blocks: input -> W (before phase B reads them).
-  if (rows)
-    p->steps[0].locals.push_back(Local{W + std::uint64_t(s) * b, in.in + std::uint64_t(s) * L * b, L * b, false,
-                                       static_cast<std::uint32_t>(b), static_cast<std::uint32_t>(b),
-                                       static_cast<std::uint32_t>(std::uint64_t(S) * b)});
-  else
-    p->steps[0].locals.push_back(Local{W + std::uint64_t(s) * L * b, in.in + std::uint64_t(s) * L * b, L * b, false});
+  if (Step* st = p->at(0); st && rows)
+    st->locals.push_back(Local{W + std::uint64_t(s) * b, in.in + std::uint64_t(s) * L * b, L * b, false,
+                               static_cast<std::uint32_t>(b), static_cast<std::uint32_t>(b),
+                               static_cast<std::uint32_t>(std::uint64_t(S) * b)});
+  else if (st)
+    st->locals.push_back(Local{W + std::uint64_t(s) * L * b, in.in + std::uint64_t(s) * L * b, L * b, false});
   // Phase B: inside the server.
-  for (std::uint32_t k = 1; k < L; ++k) {
-    Step& st = p->steps[S - 1 + k - 1];
+  for (std::uint64_t j = p->lo(S - 1), e = p->hi(S - 1, L - 1); j < e; ++j) {  // step S - 1 + j: k = j + 1
+    Step& st = *p->at(S - 1 + j);
+    const auto k = static_cast<std::uint32_t>(j + 1);
     const std::uint32_t tl = (l + k) % L, fl = (l + L - k) % L;
     if (rows) {  // region tl to (s, tl); from (s, fl): block t of its region l goes to out[t * L + fl]
       staged_rows(in, &st.sends, s * L + tl, W + std::uint64_t(tl) * S * b, nullptr, 0, 0, std::uint64_t(S) * b, b, 0, k % kSpan,
@@ -76,14 +78,21 @@ bool build(const PlanIn& in, Plan* p) {
     }
   }
   // The blocks that stay with me (from (t, l), in W's region l or at W[t * L + l]) -> out[t * L + l].
-  if (rows)
-    p->steps[S - 1].locals.push_back(Local{in.out + std::uint64_t(l) * b, W + std::uint64_t(l) * S * b, std::uint64_t(S) * b,
-                                           false, static_cast<std::uint32_t>(b), static_cast<std::uint32_t>(b),
-                                           static_cast<std::uint32_t>(std::uint64_t(L) * b)});
-  else
+  if (Step* st = p->at(S - 1); st && rows)
+    st->locals.push_back(Local{in.out + std::uint64_t(l) * b, W + std::uint64_t(l) * S * b, std::uint64_t(S) * b, false,
+                               static_cast<std::uint32_t>(b), static_cast<std::uint32_t>(b),
+                               static_cast<std::uint32_t>(std::uint64_t(L) * b)});
+  else if (st)
     for (std::uint32_t t = 0; t < S; ++t)
-      p->steps[S - 1].locals.push_back(Local{in.out + (std::uint64_t(t) * L + l) * b, W + (std::uint64_t(t) * L + l) * b, b, false});
+      st->locals.push_back(Local{in.out + (std::uint64_t(t) * L + l) * b, W + (std::uint64_t(t) * L + l) * b, b, false});
   return true;
+}
+
+// Steps of member in.me's plan (Family::count): S - 1 across servers, L - 1 inside (0 when the
+// shape is not one it builds; build() has the last word).
+std::uint64_t count(const PlanIn& in) {
+  if (in.op != CollOp::AllToAll || in.local < 2 || in.n % in.local != 0 || in.n / in.local < 2) return 0;
+  return in.n / in.local - 1 + in.local - 1;
 }
 
 double cost(CollOp, std::uint32_t, std::uint64_t, const LinkCost&) { return -1; }  // shape-aware: hier_alltoall_cost
@@ -99,6 +108,6 @@ double hier_alltoall_cost(std::uint32_t servers, std::uint32_t local, std::uint6
   return (S - 1) * (2 * roce.alpha_ns + L * b * roce.beta_ns_per_byte) + (L - 1) * (2 * hccs.alpha_ns + S * b * hccs.beta_ns_per_byte);
 }
 
-const Family kHierAllToAll{"mesh+pairwise", build, cost, kSpan, false};
+const Family kHierAllToAll{"mesh+pairwise", build, cost, kSpan, false, count};
 
 }  // namespace hcomm::detail

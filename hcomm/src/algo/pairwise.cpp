@@ -19,11 +19,12 @@ constexpr std::uint32_t kSpan = 7;  // slots = the executor's helper streams per
 bool build(const PlanIn& in, Plan* p) {
   if (in.op != CollOp::AllToAll || in.slots < kSpan) return false;
   const std::uint32_t n = in.n, m = in.me;
-  p->steps.resize(std::max<std::uint32_t>(1, n - 1));
-  p->steps[0].locals.push_back(Local{in.out + in.blocks.off(m), in.in + in.send_blocks.off(m), in.blocks.len(m), false});
-  for (std::uint32_t k = 1; k < n; ++k) {
-    Step& st = p->steps[k - 1];
-    const std::uint32_t to = (m + k) % n, from = (m + n - k) % n;
+  p->size_to(std::max<std::uint32_t>(1, n - 1));
+  if (Step* st = p->at(0)) st->locals.push_back(Local{in.out + in.blocks.off(m), in.in + in.send_blocks.off(m), in.blocks.len(m), false});
+  for (std::uint64_t j = p->lo(0), e = p->hi(0, n - 1); j < e; ++j) {  // step j: k = j + 1
+    Step& st = *p->at(j);
+    const std::uint64_t k = j + 1;
+    const auto to = static_cast<std::uint32_t>((m + k) % n), from = static_cast<std::uint32_t>((m + n - k) % n);
     staged(in, &st.sends, to, in.in + in.send_blocks.off(to), nullptr, 0, 0, in.send_blocks.len(to), Mode::StagedCopy, 0, 0,
            kSpan);
     staged(in, nullptr, 0, 0, &st.recvs, from, in.out + in.blocks.off(from), in.blocks.len(from), Mode::StagedCopy, 0, 0,
@@ -31,6 +32,9 @@ bool build(const PlanIn& in, Plan* p) {
   }
   return true;
 }
+
+// Steps of member in.me's plan (Family::count).
+std::uint64_t count(const PlanIn& in) { return in.op == CollOp::AllToAll ? std::max<std::uint32_t>(1, in.n - 1) : 0; }
 
 // docs/algorithms/pairwise.md#cost: n - 1 steps of one block (D / n) each, each paying the
 // credit round trip from its new receiver (the executor admits a sender only once the receiver's
@@ -44,6 +48,6 @@ double cost(CollOp op, std::uint32_t n, std::uint64_t bytes, const LinkCost& c) 
 
 }  // namespace
 
-const Family kPairwise{"pairwise", build, cost, kSpan};
+const Family kPairwise{"pairwise", build, cost, kSpan, true, count};
 
 }  // namespace hcomm::detail

@@ -21,6 +21,7 @@
 //     serialise, so a builder gives concurrent senders distinct slots.
 //   * Direct writes land where nothing else is read or written until the receiver has waited.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -66,8 +67,25 @@ struct Step {
   std::vector<Local> locals;
 };
 
+/// A member's program, or a window of it. By default a builder writes the whole plan. A family
+/// with a step count (Family::count) also builds windows: given first and end, it writes only
+/// steps [first, end) of the whole plan, step k to steps[k - first], exactly as the whole plan
+/// has them (the executor keeps a window at a time of a long plan: algo/exec.h).
 struct Plan {
   std::vector<Step> steps;
+  std::uint64_t first = 0, end = UINT64_MAX;  ///< the window asked for (whole plan: 0, max)
+  /// Make room for a plan of `total` steps: the whole plan, or the window's part of it.
+  void size_to(std::uint64_t total) {
+    if (end > total) end = total;
+    steps.resize(end > first ? end - first : 0);
+  }
+  /// Step k of the whole plan when it is in the window, else null (after size_to).
+  Step* at(std::uint64_t k) { return k >= first && k < end ? &steps[k - first] : nullptr; }
+  /// Of the `count` steps from `start`, the offsets [lo, hi) in the window (lo >= hi: none).
+  std::uint64_t lo(std::uint64_t start) const { return first > start ? first - start : 0; }
+  std::uint64_t hi(std::uint64_t start, std::uint64_t count) const {
+    return end < start ? 0 : std::min(count, end - start);
+  }
 };
 
 /// n blocks back to back: uniform (`elems` each) or, for the -v operations, per-block counts.

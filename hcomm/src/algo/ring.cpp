@@ -22,20 +22,6 @@ std::uint32_t sub(std::uint32_t a, std::uint64_t b, std::uint32_t n) {
   return static_cast<std::uint32_t>((a + n - b % n) % n);
 }
 
-template <class B>
-void rs_steps(const PlanIn& in, const B& blk, Plan* p) {
-  const std::size_t at = p->steps.size();
-  p->steps.resize(at + in.n - 1);
-  ring_rs_into(in, blk, RingDir{1, 0, in.n}, &p->steps, at);
-}
-
-template <class B>
-void ag_steps(const PlanIn& in, const B& blk, Plan* p) {
-  const std::size_t at = p->steps.size();
-  p->steps.resize(at + in.n - 1);
-  ring_ag_into(in, blk, RingDir{1, 0, in.n}, &p->steps, at);
-}
-
 struct PartBlocks {  // Partition as a block layout
   Partition part;
   std::uint64_t off(std::uint32_t j) const { return part.off(j); }
@@ -62,8 +48,9 @@ void chain_broadcast(const PlanIn& in, Plan* p) {
   const std::uint32_t n = in.n, v = sub(in.me, in.root, n), P = slice_count(in);
   const Partition sl = slices(in);
   const std::uint32_t next = (in.me + 1) % n, prev = (in.me + n - 1) % n;
-  for (std::uint32_t t = 0; t + 2 < n + P; ++t) {
-    Step st;
+  p->size_to(n + P - 2);
+  for (std::uint64_t t = p->lo(0), e = p->hi(0, n + P - 2); t < e; ++t) {
+    Step& st = *p->at(t);
     if (v + 1 < n && t >= v && t - v < P) {
       const std::uint32_t i = t - v;
       st.sends.push_back(Send{next, in.w + sl.off(i), sl.len(i), Mode::Direct, sl.off(i), 0});
@@ -72,7 +59,6 @@ void chain_broadcast(const PlanIn& in, Plan* p) {
       const std::uint32_t i = t + 1 - v;
       st.recvs.push_back(Recv{prev, in.w + sl.off(i), sl.len(i), Mode::Direct, 0});
     }
-    p->steps.push_back(std::move(st));
   }
 }
 
@@ -80,8 +66,9 @@ void chain_reduce(const PlanIn& in, Plan* p) {
   const std::uint32_t n = in.n, v = sub(in.me, in.root, n), P = slice_count(in);
   const Partition sl = slices(in);
   const std::uint32_t toward = (in.me + n - 1) % n, from = (in.me + 1) % n;
-  for (std::uint32_t t = 0; t + 2 < n + P; ++t) {
-    Step st;
+  p->size_to(n + P - 2);
+  for (std::uint64_t t = p->lo(0), e = p->hi(0, n + P - 2); t < e; ++t) {
+    Step& st = *p->at(t);
     const std::uint32_t d_send = n - 1 - v, d_recv = n - 2 - v;  // hops from the chain's start
     if (v >= 1 && t >= d_send && t - d_send < P) {
       const std::uint32_t i = t - d_send;
@@ -91,16 +78,16 @@ void chain_reduce(const PlanIn& in, Plan* p) {
       const std::uint32_t i = t - d_recv;
       st.recvs.push_back(Recv{from, in.w + sl.off(i), sl.len(i), Mode::StagedReduce, i % 2});
     }
-    p->steps.push_back(std::move(st));
   }
 }
 
 void chain_scatter(const PlanIn& in, Plan* p) {
   const std::uint32_t n = in.n, v = sub(in.me, in.root, n);
   const std::uint32_t next = (in.me + 1) % n, prev = (in.me + n - 1) % n;
-  auto member = [&](std::uint32_t d) { return (d + in.root) % n; };
-  for (std::uint32_t t = 0; t + 1 < n; ++t) {
-    Step st;
+  auto member = [&](std::uint64_t d) { return static_cast<std::uint32_t>((d + in.root) % n); };
+  p->size_to(n - 1);
+  for (std::uint64_t t = p->lo(0), e = p->hi(0, n - 1); t < e; ++t) {
+    Step& st = *p->at(t);
     if (t >= v && n - 1 - t + v > v) {
       const std::uint32_t j = member(n - 1 - t + v);
       st.sends.push_back(Send{next, in.w + in.blocks.off(j), in.blocks.len(j), Mode::Direct, in.blocks.off(j), 0});
@@ -109,16 +96,16 @@ void chain_scatter(const PlanIn& in, Plan* p) {
       const std::uint32_t j = member(n - 2 - t + v);
       st.recvs.push_back(Recv{prev, in.w + in.blocks.off(j), in.blocks.len(j), Mode::Direct, 0});
     }
-    p->steps.push_back(std::move(st));
   }
 }
 
 void chain_gather(const PlanIn& in, Plan* p) {
   const std::uint32_t n = in.n, v = sub(in.me, in.root, n);
   const std::uint32_t toward = (in.me + n - 1) % n, from = (in.me + 1) % n;
-  auto member = [&](std::uint32_t d) { return (d + in.root) % n; };
-  for (std::uint32_t t = 0; t + 1 < n; ++t) {
-    Step st;
+  auto member = [&](std::uint64_t d) { return static_cast<std::uint32_t>((d + in.root) % n); };
+  p->size_to(n - 1);
+  for (std::uint64_t t = p->lo(0), e = p->hi(0, n - 1); t < e; ++t) {
+    Step& st = *p->at(t);
     if (v >= 1 && t + v < n) {
       const std::uint32_t j = member(v + t);
       st.sends.push_back(Send{toward, in.w + in.blocks.off(j), in.blocks.len(j), Mode::Direct, in.blocks.off(j), 0});
@@ -127,21 +114,38 @@ void chain_gather(const PlanIn& in, Plan* p) {
       const std::uint32_t j = member(v + 1 + t);
       st.recvs.push_back(Recv{from, in.w + in.blocks.off(j), in.blocks.len(j), Mode::Direct, 0});
     }
-    p->steps.push_back(std::move(st));
   }
+}
+
+// Steps of member in.me's plan (Family::count); 0 when the family does not build in.op.
+std::uint64_t count(const PlanIn& in) {
+  if (in.n == 1) return 0;
+  switch (in.op) {
+    case CollOp::AllReduce: return 2ULL * (in.n - 1);
+    case CollOp::ReduceScatter:
+    case CollOp::AllGather:
+    case CollOp::Scatter:
+    case CollOp::Gather: return in.n - 1;
+    case CollOp::Broadcast:
+    case CollOp::Reduce: return in.n + slice_count(in) - 2ULL;
+    case CollOp::AllToAll: return 0;
+  }
+  return 0;
 }
 
 bool build(const PlanIn& in, Plan* p) {
   if (in.n == 1) return in.op != CollOp::AllToAll;
+  const RingDir d{1, 0, in.n};
   switch (in.op) {
     case CollOp::AllReduce: {
       const PartBlocks blk{Partition(in.bytes / in.esz, in.n, in.esz)};
-      rs_steps(in, blk, p);
-      ag_steps(in, blk, p);
+      p->size_to(count(in));
+      ring_rs_into(in, blk, d, p, 0);
+      ring_ag_into(in, blk, d, p, in.n - 1);
       return true;
     }
-    case CollOp::ReduceScatter: rs_steps(in, in.blocks, p); return true;
-    case CollOp::AllGather: ag_steps(in, in.blocks, p); return true;
+    case CollOp::ReduceScatter: p->size_to(count(in)); ring_rs_into(in, in.blocks, d, p, 0); return true;
+    case CollOp::AllGather: p->size_to(count(in)); ring_ag_into(in, in.blocks, d, p, 0); return true;
     case CollOp::Broadcast: chain_broadcast(in, p); return true;
     case CollOp::Reduce: chain_reduce(in, p); return true;
     case CollOp::Scatter: chain_scatter(in, p); return true;
@@ -169,6 +173,6 @@ double cost(CollOp op, std::uint32_t n, std::uint64_t bytes, const LinkCost& c) 
 
 }  // namespace
 
-const Family kRing{"ring", build, cost, 2};
+const Family kRing{"ring", build, cost, 2, true, count};
 
 }  // namespace hcomm::detail

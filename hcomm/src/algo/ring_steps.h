@@ -1,7 +1,8 @@
 // The ring's reduce-scatter and all-gather steps (docs/algorithms/ring.md), for the ring family
 // and the double ring (docs/algorithms/double-ring.md), in either direction: dir = +1, member m
 // sends to m+1; dir = -1, to m-1 (the +1 ring on mirrored member and block indices). Staged
-// transfers use slots base, base+1 alternately. Steps are written into (*steps)[start + k].
+// transfers use slots base, base+1 alternately. Step k is step start + k of the plan, written
+// when it is in the plan's window (Plan::at; the caller has sized the plan).
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -24,10 +25,10 @@ struct RingDir {
 
 /// Reduce-scatter: block m ends fully reduced at member m (n - 1 steps).
 template <class B>
-void ring_rs_into(const PlanIn& in, const B& blk, const RingDir& d, std::vector<Step>* steps, std::size_t start) {
+void ring_rs_into(const PlanIn& in, const B& blk, const RingDir& d, Plan* p, std::uint64_t start) {
   const std::uint32_t n = in.n, v = d.virt(in.me), next = d.actual(v + 1), prev = d.actual(v + n - 1);
-  for (std::uint32_t k = 0; k + 1 < n; ++k) {
-    Step& st = (*steps)[start + k];
+  for (std::uint64_t k = p->lo(start), e = p->hi(start, n - 1); k < e; ++k) {
+    Step& st = *p->at(start + k);
     const std::uint32_t s = d.actual(v + 2 * n - k - 1), r = d.actual(v + 2 * n - k - 2);
     staged(in, &st.sends, next, in.w + blk.off(s), nullptr, 0, 0, blk.len(s), Mode::StagedReduce, k, d.base);
     staged(in, nullptr, 0, 0, &st.recvs, prev, in.w + blk.off(r), blk.len(r), Mode::StagedReduce, k, d.base);
@@ -36,10 +37,10 @@ void ring_rs_into(const PlanIn& in, const B& blk, const RingDir& d, std::vector<
 
 /// All-gather: block m is in place at member m; every block ends everywhere (n - 1 steps).
 template <class B>
-void ring_ag_into(const PlanIn& in, const B& blk, const RingDir& d, std::vector<Step>* steps, std::size_t start) {
+void ring_ag_into(const PlanIn& in, const B& blk, const RingDir& d, Plan* p, std::uint64_t start) {
   const std::uint32_t n = in.n, v = d.virt(in.me), next = d.actual(v + 1), prev = d.actual(v + n - 1);
-  for (std::uint32_t k = 0; k + 1 < n; ++k) {
-    Step& st = (*steps)[start + k];
+  for (std::uint64_t k = p->lo(start), e = p->hi(start, n - 1); k < e; ++k) {
+    Step& st = *p->at(start + k);
     const std::uint32_t s = d.actual(v + 2 * n - k), r = d.actual(v + 2 * n - k - 1);
     st.sends.push_back(Send{next, in.w + blk.off(s), blk.len(s), Mode::Direct, blk.off(s), 0});
     st.recvs.push_back(Recv{prev, in.w + blk.off(r), blk.len(r), Mode::Direct, 0});
