@@ -261,7 +261,7 @@ TEST(Collectives, Pairwise) { sweep_family("pairwise", kShapes); }
 TEST(Collectives, Star) { sweep_family("star", {{1, 4}, {1, 8}, {1, 3}}); }
 TEST(Collectives, DoubleRing) { sweep_family("double_ring", {{1, 4}, {1, 8}, {1, 3}, {1, 2}}); }
 // Plans longer than a window go a window of steps at a time (algo/exec.h): with windows of 1 and
-// 2 steps the windowed families (ring, pairwise, two-level all-to-all, double ring) still give
+// 2 steps the windowed families (ring, pairwise, two-level all-to-all, double ring, pipeline) give
 // the host's results, their grants planned across windows.
 TEST(Collectives, PlansInWindows) {
   for (std::uint64_t w : {1u, 2u}) {
@@ -269,6 +269,7 @@ TEST(Collectives, PlansInWindows) {
     sweep_family("ring", {{4, 1}, {3, 2}, {16, 2}});
     sweep_family("pairwise", {{5, 1}, {3, 2}, {4, 4}});
     sweep_family("double_ring", {{1, 8}, {1, 3}});
+    sweep_family("pipeline", {{4, 2}, {3, 4}});
   }
   hcomm::detail::set_plan_window(128);
 }

@@ -291,11 +291,12 @@ std::string diff(const Step& a, const Step& b) {
 // the whole plan's length.
 TEST(Plan, WindowsAreTheWholePlansSteps) {
   int windows = 0;
-  for (const Family* f : {&kRing, &kDoubleRing, &kPairwise, &kHierAllToAll, &kTree, &kNhr}) {
+  for (const Family* f : {&kRing, &kDoubleRing, &kPairwise, &kHierAllToAll, &kPipeline, &kTree, &kNhr}) {
     for (CollOp op : kOps)
-      for (std::uint32_t n : {2u, 3u, 8u, 13u, 24u})
+      for (std::uint32_t n : {2u, 3u, 8u, 13u, 24u, 40u})
         for (std::uint64_t slot : {std::uint64_t{16}, std::uint64_t{4096}}) {
-          const Case c{f, op, n, n / 2, 37, slot, f == &kHierAllToAll ? (n % 4 == 0 ? 4u : 1u) : 1u};
+          const bool shaped = f == &kHierAllToAll || f == &kPipeline;  // servers of 4 ranks where n allows
+          const Case c{f, op, n, n / 2, 37, slot, shaped && n % 4 == 0 ? 4u : 1u};
           for (std::uint32_t m = 0; m < n; ++m) {
             const PlanIn in = plan_in(c, m);
             Plan whole;

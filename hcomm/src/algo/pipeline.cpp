@@ -41,10 +41,11 @@ struct Pos {
 };
 
 template <class B>
-void ag_steps(const PlanIn& in, const Pos& p, const B& blk, Plan* out) {
+void ag_steps(const PlanIn& in, const Pos& p, const B& blk, Plan* out, std::uint64_t start) {
   const std::uint32_t next = p.member(p.s + 1, p.l), prev = p.member(p.s + p.S - 1, p.l);
-  for (std::uint32_t t = 0; t < p.S; ++t) {
-    Step st;
+  for (std::uint64_t j = out->lo(start), e = out->hi(start, p.S); j < e; ++j) {
+    Step& st = *out->at(start + j);
+    const auto t = static_cast<std::uint32_t>(j);
     const std::uint32_t b = p.member(p.srv(std::int64_t(p.s) - t), p.l);  // the block I move this step
     if (t + 1 < p.S) st.sends.push_back(Send{next, in.w + blk.off(b), blk.len(b), Mode::Direct, blk.off(b), 0});
     for (std::uint32_t q = 0; q < p.L; ++q)
@@ -58,15 +59,15 @@ void ag_steps(const PlanIn& in, const Pos& p, const B& blk, Plan* out) {
         const std::uint32_t r = p.member(p.srv(std::int64_t(p.s) - t), q);
         st.recvs.push_back(Recv{p.member(p.s, q), in.w + blk.off(r), blk.len(r), Mode::Direct, 0});
       }
-    out->steps.push_back(std::move(st));
   }
 }
 
 template <class B>
-void rs_steps(const PlanIn& in, const Pos& p, const B& blk, Plan* out) {
+void rs_steps(const PlanIn& in, const Pos& p, const B& blk, Plan* out, std::uint64_t start) {
   const std::uint32_t next = p.member(p.s + 1, p.l), prev = p.member(p.s + p.S - 1, p.l);
-  for (std::uint32_t t = 0; t < p.S; ++t) {
-    Step st;
+  for (std::uint64_t j = out->lo(start), e = out->hi(start, p.S); j < e; ++j) {
+    Step& st = *out->at(start + j);
+    const auto t = static_cast<std::uint32_t>(j);
     const std::uint32_t c = p.srv(std::int64_t(p.s) - t - 1);  // the server whose block I gather now
     if (t >= 1) {  // my partial sum of the block gathered in the step before, to the ring's next
       const std::uint32_t b = p.member(p.srv(std::int64_t(p.s) - t), p.l);
@@ -90,7 +91,6 @@ void rs_steps(const PlanIn& in, const Pos& p, const B& blk, Plan* out) {
     if (t >= 1)
       staged(in, nullptr, 0, 0, &st.recvs, prev, in.w + blk.off(mine), blk.len(mine), Mode::StagedReduce, t,
              p.slot_base(p.L));
-    out->steps.push_back(std::move(st));
   }
 }
 
@@ -105,15 +105,28 @@ bool build(const PlanIn& in, Plan* out) {
   if (L < 2 || in.n % L != 0 || in.n / L < 2 || in.slots < 2 * L) return false;
   const Pos p{in.n / L, L, in.me / L, in.me % L};
   switch (in.op) {
-    case CollOp::AllGather: ag_steps(in, p, in.blocks, out); return true;
-    case CollOp::ReduceScatter: rs_steps(in, p, in.blocks, out); return true;
+    case CollOp::AllGather: out->size_to(p.S); ag_steps(in, p, in.blocks, out, 0); return true;
+    case CollOp::ReduceScatter: out->size_to(p.S); rs_steps(in, p, in.blocks, out, 0); return true;
     case CollOp::AllReduce: {
       const PartBlocks blk{Partition(in.bytes / in.esz, in.n, in.esz)};
-      rs_steps(in, p, blk, out);
-      ag_steps(in, p, blk, out);
+      out->size_to(2ULL * p.S);
+      rs_steps(in, p, blk, out, 0);
+      ag_steps(in, p, blk, out, p.S);
       return true;
     }
     default: return false;
+  }
+}
+
+// Steps of member in.me's plan (Family::count): S per phase; 0 where it does not build.
+std::uint64_t count(const PlanIn& in) {
+  const std::uint32_t L = in.local;
+  if (L < 2 || in.n % L != 0 || in.n / L < 2 || in.slots < 2 * L) return 0;
+  switch (in.op) {
+    case CollOp::AllGather:
+    case CollOp::ReduceScatter: return in.n / L;
+    case CollOp::AllReduce: return 2ULL * (in.n / L);
+    default: return 0;
   }
 }
 
@@ -137,6 +150,6 @@ double pipeline_cost(CollOp op, std::uint32_t servers, std::uint32_t local, std:
 }
 
 // Slots: 2 x ranks per server (PlanIn::local); run_family sizes them (slots 0 = 2 * local).
-const Family kPipeline{"pipeline", build, cost, 0};
+const Family kPipeline{"pipeline", build, cost, 0, true, count};
 
 }  // namespace hcomm::detail
