@@ -8,7 +8,6 @@
 // its own. Network's methods are defined in the room that owns the concern (docs/models/README.md).
 #pragma once
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <memory>
 #include <queue>
@@ -73,7 +72,10 @@ class Network final : public EventHandler, private CcHost {
   std::uint64_t queue_bytes(std::uint32_t node, std::uint32_t port) const { return nodes_[node].ports[port].qbytes; }
   const QpStats& qp_stats(std::uint32_t qp) const { return qps_[qp].st; }
   std::uint32_t qp_count() const { return static_cast<std::uint32_t>(qps_.size()); }
-  double qp_rate_Bps(std::uint32_t qp) const { return cc_->rate_Bps(qp); }
+  /// The QP's sending rate (flow tier: its port's line rate; the congestion control keeps no state there).
+  double qp_rate_Bps(std::uint32_t qp) const {
+    return p_.flow ? static_cast<double>(nodes_[qps_[qp].src].ports[0].Bps) : cc_->rate_Bps(qp);
+  }
   std::uint64_t total_drops() const;
   std::uint64_t events() const { return events_; }
   /// Counters over time of every port (models/sampler.h), objects numbered by port_id(); call
@@ -206,7 +208,7 @@ class Network final : public EventHandler, private CcHost {
   NetworkListener* listener_ = nullptr;
   std::unique_ptr<CongestionControl> cc_;
   std::vector<Node> nodes_;
-  std::deque<Qp> qps_;  // a deque: growing never copies the QPs (their message queues)
+  RcQpStore qps_;  // growing never moves the QPs (their message queues)
   std::vector<Pkt> pkts_;
   std::vector<std::uint32_t> free_pkts_;
   // routing tables

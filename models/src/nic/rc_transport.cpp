@@ -15,7 +15,7 @@ std::uint32_t Network::create_qp(std::uint32_t src, std::uint32_t dst, std::uint
   q.sport = sport;
   q.hash = ecmp_flow_key(p_.ecmp_hash, src, dst, sport);  // the ECMP policy (models/net/policies.h)
   auto id = static_cast<std::uint32_t>(qps_.size() - 1);
-  cc_->add_qp(id, line);
+  if (!p_.flow) cc_->add_qp(id, line);  // the flow tier's rates are max-min fair: no congestion control state
   Node& n = nodes_[src];
   qps_.back().pos = static_cast<std::uint32_t>(n.qps.size());
   n.qps.push_back(id);
@@ -33,7 +33,7 @@ void Network::set_qp_rate_cap(std::uint32_t qp, std::uint64_t Bps) {
   q.cap_Bps = Bps;
   const double port = static_cast<double>(nodes_[q.src].ports[0].Bps);
   const double line = Bps ? std::min(port, static_cast<double>(Bps)) : port;
-  cc_->set_line_rate(qp, line);
+  if (!p_.flow) cc_->set_line_rate(qp, line);
 }
 
 void Network::post_write(std::uint32_t qp, std::uint64_t bytes, std::uint64_t tag) {
@@ -80,6 +80,7 @@ void Network::send_ctrl(std::uint32_t host, PktKind kind, std::uint32_t qp, std:
 }
 
 void Network::host_kick(std::uint32_t host) {
+  if (p_.flow) return;  // the flow tier sends messages as flows (net/flow_tier.cpp), never packets
   Node& n = nodes_[host];
   Port& p = n.ports[0];
   if (p.busy || p.paused || !p.up) return;

@@ -3,6 +3,8 @@
 // CNP generation). The pacing rate comes from the congestion control (models/nic/congestion_control.h).
 #pragma once
 #include <cstdint>
+#include <memory>
+#include <stdexcept>
 #include <vector>
 
 #include "models/time.h"
@@ -52,10 +54,8 @@ class RcMsgQueue {
   std::size_t head_ = 0;
 };
 
+// Fields by size (216 bytes, no padding holes); clos-1024's all-to-all makes millions of QPs.
 struct RcQp {
-  std::uint32_t src = 0, dst = 0;
-  std::uint32_t pos = 0;           // index in its host's QP list (and its bit in NetNode::qp_active)
-  std::uint16_t sport = 0;
   std::uint64_t hash = 0;
   RcMsgQueue msgs;                 // posted, not yet fully acknowledged
   std::uint64_t next_psn = 0;      // next PSN to transmit
@@ -63,19 +63,50 @@ struct RcQp {
   std::uint64_t acked = 0;         // all PSNs below are acknowledged
   Tick next_tx = 0;                // rate limiter: earliest next packet start
   Tick ready_at = 0;               // WQE processing of the head message
-  bool failed = false;
-  bool cap_set = false;            // set_qp_rate_cap was called; cap_Bps is what it was given last
-  std::uint64_t cap_Bps = 0;
+  std::uint64_t cap_Bps = 0;       // cap_set: what set_qp_rate_cap was given last
   // Retransmission
   Tick rto_at = kTickMax;    // retransmit deadline (kTickMax: not armed); moves on with every ACK
-  bool rto_queued = false;   // one timer event of this QP is in the event queue (at or before rto_at)
-  std::uint32_t retries = 0, retry_limit = ~0u;  // ~0u: NetParams::retry_count
   // Receiver side
   std::uint64_t expected = 0, unacked = 0;
-  bool nak_sent = false;
   Tick last_cnp = 0, last_rx = 0;  // last CNP sent, last data unit received
-  bool any_cnp = false, seen_rx = false;
   QpStats st;
+  std::uint32_t src = 0, dst = 0;
+  std::uint32_t pos = 0;           // index in its host's QP list (and its bit in NetNode::qp_active)
+  std::uint32_t retries = 0, retry_limit = ~0u;  // ~0u: NetParams::retry_count
+  std::uint16_t sport = 0;
+  bool failed = false;
+  bool cap_set = false;            // set_qp_rate_cap was called
+  bool rto_queued = false;         // one timer event of this QP is in the event queue (at or before rto_at)
+  bool nak_sent = false;
+  bool any_cnp = false, seen_rx = false;
+};
+
+/// The network's QPs by id: blocks of 1024 that never move (references stay valid as QPs are
+/// added, as in a std::deque, without its 512-byte nodes: 2 QPs a node wasted 96 bytes each).
+class RcQpStore {
+ public:
+  std::size_t size() const { return n_; }
+  RcQp& operator[](std::size_t i) { return blocks_[i >> kShift][i & kMask]; }
+  const RcQp& operator[](std::size_t i) const { return blocks_[i >> kShift][i & kMask]; }
+  RcQp& at(std::size_t i) {
+    if (i >= n_) throw std::out_of_range("RcQpStore::at");
+    return (*this)[i];
+  }
+  const RcQp& at(std::size_t i) const {
+    if (i >= n_) throw std::out_of_range("RcQpStore::at");
+    return (*this)[i];
+  }
+  RcQp& emplace_back() {
+    if ((n_ >> kShift) == blocks_.size()) blocks_.push_back(std::make_unique<RcQp[]>(std::size_t{1} << kShift));
+    return (*this)[n_++];
+  }
+  RcQp& back() { return (*this)[n_ - 1]; }
+
+ private:
+  static constexpr unsigned kShift = 10;
+  static constexpr std::size_t kMask = (std::size_t{1} << kShift) - 1;
+  std::vector<std::unique_ptr<RcQp[]>> blocks_;
+  std::size_t n_ = 0;
 };
 
 }  // namespace models
