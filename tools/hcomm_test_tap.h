@@ -33,6 +33,7 @@ class OpTap final : public hcomm::Driver {
     return d->qp_connect(dev, t, qp, s);
   }
   void route_decided(std::uint32_t dev, const hcomm::RouteInfo& r) override { d->route_decided(dev, r); }
+  bool route_reports() override { return d->route_reports(); }
   std::uint64_t device_memory_size(std::uint32_t dev) override { return d->device_memory_size(dev); }
   // discovery (docs/discovery.md)
   hcomm::DrvStatus hccs_port(std::uint32_t dev, std::uint32_t p, hcomm::HccsPortInfo* o) override { return d->hccs_port(dev, p, o); }

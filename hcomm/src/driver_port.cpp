@@ -94,6 +94,7 @@ hcomm_result_t qp_connect(hcomm_context_t ctx, std::uint32_t target, std::uint32
   return st == DrvStatus::NotSupported ? HCOMM_E_NOT_SUPPORT : ok_or(st, HCOMM_E_DRV);
 }
 void route_decided(hcomm_context_t ctx, const RouteInfo& r) { ctx->drv->route_decided(ctx->device, r); }
+bool route_reports(hcomm_context_t ctx) { return ctx->drv->route_reports(); }
 std::uint64_t now_ns(hcomm_context_t ctx) { return ctx->drv->now_ns(); }
 
 hcomm_result_t mem_alloc(hcomm_context_t ctx, std::uint64_t bytes, std::uint64_t* addr) {

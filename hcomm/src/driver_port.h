@@ -58,6 +58,7 @@ hcomm_result_t probe_egress(hcomm_context_t ctx, const std::uint32_t* targets, c
                             std::vector<ProbeEgress>* out);
 hcomm_result_t qp_connect(hcomm_context_t ctx, std::uint32_t target, std::uint32_t qp, std::uint16_t sport);
 void route_decided(hcomm_context_t ctx, const RouteInfo& r);
+bool route_reports(hcomm_context_t ctx);
 std::uint64_t now_ns(hcomm_context_t ctx);
 
 // Memory and registration on the context's device. Failure: HCOMM_E_MEMORY (alloc), HCOMM_E_DRV.

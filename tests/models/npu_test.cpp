@@ -111,6 +111,21 @@ TEST(RegisterMap, GenericAccessSemantics) {
   EXPECT_EQ(v, 0xffu);
   EXPECT_FALSE(b.read(0x7777, &v));  // unmapped
   EXPECT_EQ(b.ignored_writes(), 1u);
+  // The shared layout's index against a scan of the table: every 4-byte offset of the fixed window.
+  const auto table = npu_regs::table();
+  RegisterBlock shared(npu_regs::layout());
+  for (std::uint32_t off = 0; off < npu_regs::kStreamBase; off += 4) {
+    bool mapped = false;
+    for (const RegDef& d : table) mapped = mapped || d.offset == off;
+    EXPECT_EQ(shared.read(off, &v), mapped) << off;
+  }
+  // A table that cannot be indexed densely (an odd offset) is scanned.
+  RegisterBlock odd({{"A", 0x3, RegAccess::RW, 7, ""}, {"B", 0x100000, RegAccess::RW, 9, ""}});
+  ASSERT_TRUE(odd.read(0x3, &v));
+  EXPECT_EQ(v, 7u);
+  ASSERT_TRUE(odd.read(0x100000, &v));
+  EXPECT_EQ(v, 9u);
+  EXPECT_FALSE(odd.read(0x8, &v));
 }
 
 // Tasks written into a stream's queue run only when the doorbell (SQ tail, by MMIO) says so;

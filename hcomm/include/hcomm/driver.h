@@ -209,6 +209,9 @@ class Driver {
   virtual DrvStatus qp_connect(std::uint32_t device, std::uint32_t target, std::uint32_t qp, std::uint16_t sport) = 0;
   /// The library chose a route (trace only; no effect on the hardware).
   virtual void route_decided(std::uint32_t device, const RouteInfo& r) = 0;
+  /// Whether route_decided's reports are kept: when not, the library skips composing them
+  /// (thousands of strings per rank at first use on a large fabric). Trace only, like them.
+  virtual bool route_reports() { return true; }
   virtual std::uint64_t device_memory_size(std::uint32_t device) = 0;
   // Memory.
   virtual DrvStatus mem_alloc(std::uint32_t device, std::uint64_t bytes, std::uint64_t* addr) = 0;

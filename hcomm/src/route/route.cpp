@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <string>
+#include <string_view>
 
 #include "core/comm.h"
 #include "core/failover.h"
@@ -61,7 +62,8 @@ const char* transport_name(PairLink l) {
 }
 
 void report(hcomm_comm_t comm, const RankDesc& peer, const PeerRoute& r, std::uint32_t qp, double bw, double lat,
-            const std::string& reason, const std::string& trigger) {
+            std::string_view reason, std::string_view trigger) {
+  if (!port::route_reports(comm->ctx)) return;
   RouteInfo info;
   info.comm = comm->id;
   info.src_rank = global_rank(comm, comm->rank);  // global ranks, as in the trace's operations
@@ -77,8 +79,8 @@ void report(hcomm_comm_t comm, const RankDesc& peer, const PeerRoute& r, std::ui
   info.latency_ns = lat;
   info.congestion = comm->route.cnp_per_us;
   info.cost = (bw > 0 ? kCostBytes / bw * 1e6 : 0) + lat / 1e3 + kGammaUsPerCnpUs * comm->route.cnp_per_us;
-  info.reason = reason;
-  info.trigger = trigger;
+  info.reason.assign(reason);
+  info.trigger.assign(trigger);
   port::route_decided(comm->ctx, info);
 }
 

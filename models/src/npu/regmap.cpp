@@ -2,15 +2,31 @@
 
 namespace models {
 
-RegisterBlock::RegisterBlock(std::vector<RegDef> defs, std::function<void(std::uint32_t, std::uint64_t)> on_write)
-    : defs_(std::move(defs)), on_write_(std::move(on_write)) {
-  for (const auto& d : defs_) val_.push_back(d.reset);
+RegLayout::RegLayout(std::vector<RegDef> d) : defs(std::move(d)) {
+  for (std::size_t i = 0; i < defs.size(); ++i) {
+    const std::uint32_t o = defs[i].offset;
+    if (o % 8 || o / 8 >= 4096) { by_slot.clear(); return; }  // no dense index: index() scans
+    if (by_slot.size() <= o / 8) by_slot.resize(o / 8 + 1, -1);
+    if (by_slot[o / 8] < 0) by_slot[o / 8] = static_cast<std::int16_t>(i);  // the first definition wins, as in a scan
+  }
 }
 
-int RegisterBlock::index(std::uint32_t offset) const {
-  for (std::size_t i = 0; i < defs_.size(); ++i)
-    if (defs_[i].offset == offset) return static_cast<int>(i);
+int RegLayout::index(std::uint32_t offset) const {
+  if (!by_slot.empty() || defs.empty()) {
+    if (offset % 8 || offset / 8 >= by_slot.size()) return -1;
+    return by_slot[offset / 8];
+  }
+  for (std::size_t i = 0; i < defs.size(); ++i)
+    if (defs[i].offset == offset) return static_cast<int>(i);
   return -1;
+}
+
+RegisterBlock::RegisterBlock(std::vector<RegDef> defs, std::function<void(std::uint32_t, std::uint64_t)> on_write)
+    : RegisterBlock(std::make_shared<const RegLayout>(std::move(defs)), std::move(on_write)) {}
+
+RegisterBlock::RegisterBlock(std::shared_ptr<const RegLayout> layout, std::function<void(std::uint32_t, std::uint64_t)> on_write)
+    : layout_(std::move(layout)), on_write_(std::move(on_write)) {
+  for (const auto& d : layout_->defs) val_.push_back(d.reset);
 }
 
 bool RegisterBlock::read(std::uint32_t offset, std::uint64_t* value) const {
@@ -23,7 +39,7 @@ bool RegisterBlock::read(std::uint32_t offset, std::uint64_t* value) const {
 bool RegisterBlock::write(std::uint32_t offset, std::uint64_t value) {
   int i = index(offset);
   if (i < 0) { ++ignored_; return false; }
-  switch (defs_[i].access) {
+  switch (layout_->defs[i].access) {
     case RegAccess::RO: ++ignored_; return false;
     case RegAccess::RW: case RegAccess::Doorbell: val_[i] = value; break;
     case RegAccess::W1C: val_[i] &= ~value; break;
@@ -43,6 +59,11 @@ void RegisterBlock::hw_set_bits(std::uint32_t offset, std::uint64_t bits) {
 }
 
 namespace npu_regs {
+std::shared_ptr<const RegLayout> layout() {
+  static const std::shared_ptr<const RegLayout> l = std::make_shared<const RegLayout>(table());
+  return l;
+}
+
 std::vector<RegDef> table() {
   return {
       {"NPU_ID", kNpuId, RegAccess::RO, 0, "NPU index in the cluster"},

@@ -71,6 +71,7 @@ class SimDriver final : public hcomm::Driver, public models::MachineListener {
                                 std::vector<hcomm::ProbeEgress>* out) override;
   hcomm::DrvStatus qp_connect(std::uint32_t device, std::uint32_t target, std::uint32_t qp, std::uint16_t sport) override;
   void route_decided(std::uint32_t device, const hcomm::RouteInfo& r) override;
+  bool route_reports() override { return trace_ && trace_routes_; }
   /// Time a path probe costs besides its round trip: the NIC sends probes from one posted template
   /// at about its line rate (a 64-byte frame is 2.6 ns at 200 Gb/s) and the host reads each reply.
   /// An assumption, docs/routing.md.

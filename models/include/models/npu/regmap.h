@@ -5,6 +5,7 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -20,10 +21,20 @@ struct RegDef {
   const char* doc;
 };
 
+/// A register table with its offset index: shared by every block of that kind (one per NPU), so
+/// a block holds only its values and an MMIO access touches no per-NPU copy of the table.
+struct RegLayout {
+  explicit RegLayout(std::vector<RegDef> d);
+  std::vector<RegDef> defs;
+  std::vector<std::int16_t> by_slot;  ///< offset / 8 -> index in defs, -1 unmapped (8-byte aligned offsets)
+  int index(std::uint32_t offset) const;
+};
+
 class RegisterBlock {
  public:
   /// `on_write(offset, value)` runs after an accepted software write (doorbells act through it).
   RegisterBlock(std::vector<RegDef> defs, std::function<void(std::uint32_t, std::uint64_t)> on_write = {});
+  RegisterBlock(std::shared_ptr<const RegLayout> layout, std::function<void(std::uint32_t, std::uint64_t)> on_write = {});
   /// MMIO read; false for an unmapped offset.
   bool read(std::uint32_t offset, std::uint64_t* value) const;
   /// MMIO write with the register's semantics; false for unmapped or read-only registers.
@@ -31,12 +42,12 @@ class RegisterBlock {
   /// Hardware-side update (status bits, counters, configuration loaded by the driver).
   void hw_write(std::uint32_t offset, std::uint64_t value);
   void hw_set_bits(std::uint32_t offset, std::uint64_t bits);
-  const std::vector<RegDef>& defs() const { return defs_; }
+  const std::vector<RegDef>& defs() const { return layout_->defs; }
   std::uint64_t ignored_writes() const { return ignored_; }
 
  private:
-  int index(std::uint32_t offset) const;
-  std::vector<RegDef> defs_;
+  int index(std::uint32_t offset) const { return layout_->index(offset); }
+  std::shared_ptr<const RegLayout> layout_;
   std::vector<std::uint64_t> val_;
   std::function<void(std::uint32_t, std::uint64_t)> on_write_;
   std::uint64_t ignored_ = 0;
@@ -77,6 +88,7 @@ constexpr std::uint32_t kNotifyBase = 0x10000000;
 inline std::uint32_t notify_reg(std::uint32_t index) { return kNotifyBase + index * 8; }
 constexpr std::uint32_t kNotifyInUse = 0x030;     ///< RO: notify registers bound now
 std::vector<RegDef> table();  ///< the fixed registers below kStreamBase
+std::shared_ptr<const RegLayout> layout();  ///< table() with its index, built once and shared
 
 /// A bank of identical register groups, one group per index: base + index * stride + reg.
 struct Bank {
