@@ -63,6 +63,14 @@ grep -q "host memory" "$TMP/out.txt" && ok "hcsim's refusal names the memory est
 sed 's/16GiB/64MiB/' "$TMP/big.json" > "$TMP/mid.json"
 expect_exit "hcsim run --max-memory 1GiB: 64 MiB x 8 ranks (about 1.8 GiB) refused" 2 "$HCSIM" run "$TMP/mid.json" --no-trace -q --max-memory 1GiB
 
+# 8b. Unchecked host copies with real bytes: the DMA still reads and writes every byte of the host
+#     buffer, which must be there (a one-page buffer made this a bus error, exit 135).
+cat > "$TMP/h2d-nocheck.json" <<JSON
+{ "format": "hcsim-scenario", "version": 1, "name": "h2d-nocheck", "topology": "$SRC/topologies/atlas800t-a2.json",
+  "workload": [ { "op": "h2d", "bytes": "1MiB", "check": false }, { "op": "d2h", "bytes": "1MiB", "check": false } ] }
+JSON
+expect_exit "unchecked 1 MiB h2d and d2h with real bytes" 0 "$HCSIM" run "$TMP/h2d-nocheck.json" --no-trace -q
+
 # 9. More ranks than the kernel's memory-map limit allows thread stacks for: refused up front,
 #    naming vm.max_map_count (only where the limit is the default-sized one that 65,536 exceed).
 if [ "$(cat /proc/sys/vm/max_map_count)" -lt 135168 ]; then

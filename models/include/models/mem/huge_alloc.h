@@ -12,7 +12,8 @@ void huge_free(void* p, std::size_t bytes);
 /// Owning buffer over huge_alloc.
 class HugeBuffer {
  public:
-  explicit HugeBuffer(std::size_t bytes) : n_(bytes ? bytes : 1), p_(static_cast<unsigned char*>(huge_alloc(n_))) {}
+  /// No mapping for 0 bytes (get() is nullptr).
+  explicit HugeBuffer(std::size_t bytes) : n_(bytes), p_(bytes ? static_cast<unsigned char*>(huge_alloc(n_)) : nullptr) {}
   ~HugeBuffer() { huge_free(p_, n_); }
   HugeBuffer(const HugeBuffer&) = delete;
   HugeBuffer& operator=(const HugeBuffer&) = delete;
