@@ -6,7 +6,7 @@
 // were most of a run's memory.
 #pragma once
 #include <cstdint>
-#include <deque>
+#include <memory>
 #include <vector>
 
 #include "models/npu/task.h"
@@ -25,6 +25,41 @@ struct PackedTask {
   static constexpr std::uint8_t kExt = 0x80;
 };
 static_assert(sizeof(PackedTask) == 64, "one SQ entry is 64 bytes");
+
+/// A FIFO of SQ entries in one ring buffer: nothing allocated while empty (a stream that never
+/// queues costs no heap), doubled when full, halved when a quarter full, so that its memory
+/// follows the tasks queued (a std::deque kept a 512-byte node and its map per idle queue).
+class SqRing {
+ public:
+  bool empty() const { return n_ == 0; }
+  std::size_t size() const { return n_; }
+  const PackedTask& front() const { return buf_[head_]; }
+  void push_back(const PackedTask& p) {
+    if (n_ == cap_) resize(cap_ ? cap_ * 2 : kMin);
+    buf_[(head_ + n_) & (cap_ - 1)] = p;
+    ++n_;
+  }
+  void pop_front() {
+    head_ = (head_ + 1) & (cap_ - 1);
+    --n_;
+    if (n_ == 0) head_ = 0;
+    if (cap_ > kKeep && n_ <= cap_ / 4) resize(n_ ? cap_ / 2 : 0);
+  }
+  void clear() { resize(0); }
+
+ private:
+  static constexpr std::uint32_t kMin = 4, kKeep = 16;  ///< first size; kept when drained up to this
+  void resize(std::uint32_t cap) {
+    std::unique_ptr<PackedTask[]> b(cap ? new PackedTask[cap] : nullptr);
+    for (std::uint32_t i = 0; i < n_ && i < cap; ++i) b[i] = buf_[(head_ + i) & (cap_ - 1)];
+    if (cap < n_) n_ = cap;
+    buf_ = std::move(b);
+    cap_ = cap;
+    head_ = 0;
+  }
+  std::unique_ptr<PackedTask[]> buf_;
+  std::uint32_t cap_ = 0, head_ = 0, n_ = 0;  // cap_: 0 or a power of two
+};
 
 class TaskQueue {
  public:
@@ -101,7 +136,7 @@ class TaskQueue {
     t.tag = p.tag;
     return t;
   }
-  std::deque<PackedTask> q_;
+  SqRing q_;
   std::vector<Task> ext_;            ///< whole tasks of the entries marked kExt
   std::vector<std::uint32_t> free_;  ///< free slots of ext_
 };
