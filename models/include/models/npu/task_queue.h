@@ -5,6 +5,7 @@
 // and the entry points to it. At 8192 ranks, each with a few full 1024-entry queues, the queues
 // were most of a run's memory.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -27,38 +28,43 @@ struct PackedTask {
 static_assert(sizeof(PackedTask) == 64, "one SQ entry is 64 bytes");
 
 /// A FIFO of SQ entries in one ring buffer: nothing allocated while empty (a stream that never
-/// queues costs no heap), doubled when full, halved when a quarter full, so that its memory
-/// follows the tasks queued (a std::deque kept a 512-byte node and its map per idle queue).
+/// queues costs no heap), grown by a quarter when full and cut back when half empty, so that its
+/// memory follows the tasks queued within 25 % (a std::deque kept a 512-byte node and its map per
+/// idle queue; doubling would leave up to half of a full queue's buffer unused at 8192 ranks).
 class SqRing {
  public:
   bool empty() const { return n_ == 0; }
   std::size_t size() const { return n_; }
   const PackedTask& front() const { return buf_[head_]; }
   void push_back(const PackedTask& p) {
-    if (n_ == cap_) resize(cap_ ? cap_ * 2 : kMin);
-    buf_[(head_ + n_) & (cap_ - 1)] = p;
+    if (n_ == cap_) resize(cap_ + std::max(kMin, cap_ / 4));
+    std::uint32_t i = head_ + n_;
+    if (i >= cap_) i -= cap_;
+    buf_[i] = p;
     ++n_;
   }
   void pop_front() {
-    head_ = (head_ + 1) & (cap_ - 1);
+    if (++head_ == cap_) head_ = 0;
     --n_;
     if (n_ == 0) head_ = 0;
-    if (cap_ > kKeep && n_ <= cap_ / 4) resize(n_ ? cap_ / 2 : 0);
+    if (cap_ > kKeep && n_ < cap_ / 2) resize(n_ ? std::max(kKeep, n_ + n_ / 4) : 0);
   }
-  void clear() { resize(0); }
+  void clear() { n_ = 0; resize(0); }
 
  private:
-  static constexpr std::uint32_t kMin = 4, kKeep = 16;  ///< first size; kept when drained up to this
+  static constexpr std::uint32_t kMin = 4, kKeep = 16;  ///< least growth; kept when drained up to this
   void resize(std::uint32_t cap) {
     std::unique_ptr<PackedTask[]> b(cap ? new PackedTask[cap] : nullptr);
-    for (std::uint32_t i = 0; i < n_ && i < cap; ++i) b[i] = buf_[(head_ + i) & (cap_ - 1)];
-    if (cap < n_) n_ = cap;
+    for (std::uint32_t i = 0, j = head_; i < n_; ++i) {
+      b[i] = buf_[j];
+      if (++j == cap_) j = 0;
+    }
     buf_ = std::move(b);
     cap_ = cap;
     head_ = 0;
   }
   std::unique_ptr<PackedTask[]> buf_;
-  std::uint32_t cap_ = 0, head_ = 0, n_ = 0;  // cap_: 0 or a power of two
+  std::uint32_t cap_ = 0, head_ = 0, n_ = 0;
 };
 
 class TaskQueue {
