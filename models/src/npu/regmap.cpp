@@ -12,7 +12,7 @@ RegLayout::RegLayout(std::vector<RegDef> d) : defs(std::move(d)) {
 }
 
 int RegLayout::index(std::uint32_t offset) const {
-  if (!by_slot.empty() || defs.empty()) {
+  if (!by_slot.empty()) {
     if (offset % 8 || offset / 8 >= by_slot.size()) return -1;
     return by_slot[offset / 8];
   }
