@@ -42,11 +42,11 @@ case "${1:-}" in
   test)
     install_packages "${FUZZ_PACKAGES[@]}"
     build build
-    (cd build && ctest --output-on-failure -j 1)
+    (cd build && ctest --output-on-failure -j "$JOBS")
     # Second configuration: the whole suite under AddressSanitizer + UndefinedBehaviorSanitizer.
     build build-asan -DHCSIM_SANITIZE=ON -DHCSIM_BENCHMARKS=OFF
     (cd build-asan && ASAN_OPTIONS=detect_leaks=1:detect_stack_use_after_return=0 UBSAN_OPTIONS=print_stacktrace=1 \
-       ctest --output-on-failure -j 1)
+       ctest --output-on-failure -j "$JOBS")
     # A short libFuzzer run over the JSON loaders (long runs: docs/fuzzing.md).
     bash tests/fuzz/run_short.sh 30
     ;;
