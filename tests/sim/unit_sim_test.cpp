@@ -138,6 +138,30 @@ TEST(JsonReader, RejectsJunkWithoutCrashing) {
   EXPECT_NE(d.messages()[0].find("cannot open file"), std::string::npos);
 }
 
+// fill_input (its vectorised fp32 loops included, over a count that is no multiple of any vector
+// width) writes input_value (the scalar double formula), encoded in the dtype, for every element.
+TEST(Payload, FillMatchesInputValue) {
+  const std::uint64_t n = 4099;
+  for (models::DType t : {models::DType::Fp32, models::DType::Fp64, models::DType::Int8, models::DType::Int32, models::DType::Fp16})
+    for (models::ReduceOp op : {models::ReduceOp::Sum, models::ReduceOp::Prod}) {
+      const PayloadKey k{5, 3, 2};
+      const std::size_t esz = models::dtype_size(t);
+      std::vector<std::uint8_t> buf(n * esz + 8, 0xee);
+      fill_input(buf.data(), n, t, op, k, 6);
+      for (std::uint64_t i = 0; i < n; ++i) {
+        const double v = input_value(k, 6, i, t, op);
+        double got = 0;
+        if (t == models::DType::Fp32) { float f; std::memcpy(&f, buf.data() + 4 * i, 4); got = f; }
+        else if (t == models::DType::Fp64) std::memcpy(&got, buf.data() + 8 * i, 8);
+        else if (t == models::DType::Int8) got = static_cast<std::int8_t>(buf[i]);
+        else if (t == models::DType::Int32) { std::int32_t x; std::memcpy(&x, buf.data() + 4 * i, 4); got = x; }
+        else { std::uint16_t h; std::memcpy(&h, buf.data() + 2 * i, 2); got = models::half_to_float(h); }
+        ASSERT_EQ(got, v) << "dtype " << static_cast<int>(t) << " op " << static_cast<int>(op) << " element " << i;
+      }
+      EXPECT_EQ(buf[n * esz], 0xee) << "wrote past the count";
+    }
+}
+
 // The blocked reference against a per-element fold of the inputs (ranks in order, double for
 // floats, wrapping 64-bit integers truncated to the dtype), every op, over several blocks and a
 // partial one, for 3 and 8 ranks, and for a subset of ranks (a shrunk communicator's survivors:

@@ -1,5 +1,7 @@
 #include "models/mem/reduce.h"
 
+#include "models/mem/simd.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -113,19 +115,38 @@ T combine_int(T a, T b, ReduceOp op) {
   }
 }
 
-// Element loop over unaligned buffers; Combine is the element arithmetic.
-template <typename T, T (*Combine)(T, T, ReduceOp)>
-void reduce_elems(void* dst, const void* src, std::size_t n, ReduceOp op) {
+// Element loop over unaligned buffers; Combine is the element arithmetic and Op a constant, so
+// the loop has no branch per element and vectorises.
+template <typename T, T (*Combine)(T, T, ReduceOp), ReduceOp Op>
+inline __attribute__((always_inline)) void reduce_loop(void* dst, const void* src, std::size_t n) {
   auto* d = static_cast<unsigned char*>(dst);
   auto* s = static_cast<const unsigned char*>(src);
   for (std::size_t i = 0; i < n; ++i) {
     T a, b;
     std::memcpy(&a, d + i * sizeof(T), sizeof(T));
     std::memcpy(&b, s + i * sizeof(T), sizeof(T));
-    T r = Combine(a, b, op);
+    T r = Combine(a, b, Op);
     std::memcpy(d + i * sizeof(T), &r, sizeof(T));
   }
 }
+
+template <typename T, T (*Combine)(T, T, ReduceOp)>
+inline __attribute__((always_inline)) void reduce_elems_op(void* dst, const void* src, std::size_t n, ReduceOp op) {
+  switch (op) {
+    case ReduceOp::Sum: reduce_loop<T, Combine, ReduceOp::Sum>(dst, src, n); break;
+    case ReduceOp::Prod: reduce_loop<T, Combine, ReduceOp::Prod>(dst, src, n); break;
+    case ReduceOp::Max: reduce_loop<T, Combine, ReduceOp::Max>(dst, src, n); break;
+    case ReduceOp::Min: reduce_loop<T, Combine, ReduceOp::Min>(dst, src, n); break;
+  }
+}
+
+// One function per element type, each with its vector clones.
+HCSIM_VECTOR_CLONES void reduce_i8(void* d, const void* s, std::size_t n, ReduceOp op) { reduce_elems_op<std::int8_t, combine_int<std::int8_t, std::uint8_t>>(d, s, n, op); }
+HCSIM_VECTOR_CLONES void reduce_i16(void* d, const void* s, std::size_t n, ReduceOp op) { reduce_elems_op<std::int16_t, combine_int<std::int16_t, std::uint16_t>>(d, s, n, op); }
+HCSIM_VECTOR_CLONES void reduce_i32(void* d, const void* s, std::size_t n, ReduceOp op) { reduce_elems_op<std::int32_t, combine_int<std::int32_t, std::uint32_t>>(d, s, n, op); }
+HCSIM_VECTOR_CLONES void reduce_i64(void* d, const void* s, std::size_t n, ReduceOp op) { reduce_elems_op<std::int64_t, combine_int<std::int64_t, std::uint64_t>>(d, s, n, op); }
+HCSIM_VECTOR_CLONES void reduce_f32(void* d, const void* s, std::size_t n, ReduceOp op) { reduce_elems_op<float, combine<float>>(d, s, n, op); }
+HCSIM_VECTOR_CLONES void reduce_f64(void* d, const void* s, std::size_t n, ReduceOp op) { reduce_elems_op<double, combine<double>>(d, s, n, op); }
 
 template <float (*ToF)(std::uint16_t), std::uint16_t (*FromF)(float)>
 void reduce_16(void* dst, const void* src, std::size_t n, ReduceOp op) {
@@ -145,14 +166,14 @@ void reduce_16(void* dst, const void* src, std::size_t n, ReduceOp op) {
 void reduce_inplace(void* dst, const void* src, std::size_t bytes, DType t, ReduceOp op) {
   std::size_t n = bytes / dtype_size(t);
   switch (t) {
-    case DType::Int8: reduce_elems<std::int8_t, combine_int<std::int8_t, std::uint8_t>>(dst, src, n, op); break;
-    case DType::Int16: reduce_elems<std::int16_t, combine_int<std::int16_t, std::uint16_t>>(dst, src, n, op); break;
-    case DType::Int32: reduce_elems<std::int32_t, combine_int<std::int32_t, std::uint32_t>>(dst, src, n, op); break;
-    case DType::Int64: reduce_elems<std::int64_t, combine_int<std::int64_t, std::uint64_t>>(dst, src, n, op); break;
+    case DType::Int8: reduce_i8(dst, src, n, op); break;
+    case DType::Int16: reduce_i16(dst, src, n, op); break;
+    case DType::Int32: reduce_i32(dst, src, n, op); break;
+    case DType::Int64: reduce_i64(dst, src, n, op); break;
     case DType::Fp16: reduce_16<half_to_float, float_to_half>(dst, src, n, op); break;
     case DType::Bf16: reduce_16<bf16_to_float, float_to_bf16>(dst, src, n, op); break;
-    case DType::Fp32: reduce_elems<float, combine<float>>(dst, src, n, op); break;
-    case DType::Fp64: reduce_elems<double, combine<double>>(dst, src, n, op); break;
+    case DType::Fp32: reduce_f32(dst, src, n, op); break;
+    case DType::Fp64: reduce_f64(dst, src, n, op); break;
   }
 }
 
