@@ -65,6 +65,58 @@ TEST(SparseMemory, MatchesAReferenceMemory) {
   EXPECT_THROW(mem.write((1ULL << 30) - 2, got.data(), 4), std::out_of_range);
 }
 
+// Page-to-page copies and reductions between two memories and within one (overlapping ranges
+// included, both directions) against reference memories: offsets at any alignment, lengths across
+// several pages, never-written source pages (read as zeros), fp32 reduces at element alignment.
+TEST(SparseMemory, CopyAndReduceFromMatchReferenceMemories) {
+  constexpr std::uint64_t kSpan = 6 * SparseMemory::kPageBytes;
+  SparseMemory a(1ULL << 30), b(1ULL << 30);
+  std::vector<std::uint8_t> ra(kSpan, 0), rb(kSpan, 0);
+  std::mt19937_64 rng(11);
+  auto fill = [&](SparseMemory& m, std::vector<std::uint8_t>& r, std::uint64_t off, std::uint64_t len) {
+    std::vector<float> v(len / 4);
+    for (auto& x : v) x = static_cast<float>(static_cast<int>(rng() % 2001) - 1000) / 8;
+    m.write(off, v.data(), len);
+    std::memcpy(r.data() + off, v.data(), len);
+  };
+  // Pages 0-1 and 4 of each written; 2, 3 and 5 left empty.
+  fill(a, ra, 0, 2 * SparseMemory::kPageBytes);
+  fill(a, ra, 4 * SparseMemory::kPageBytes, SparseMemory::kPageBytes);
+  fill(b, rb, 0, 2 * SparseMemory::kPageBytes);
+  fill(b, rb, 4 * SparseMemory::kPageBytes, SparseMemory::kPageBytes);
+  for (int k = 0; k < 300; ++k) {
+    const bool same = k % 3 == 0, reduce = k % 2 == 1;
+    SparseMemory& dst = k % 4 < 2 ? a : b;
+    std::vector<std::uint8_t>& rd = &dst == &a ? ra : rb;
+    SparseMemory& src = same ? dst : (&dst == &a ? b : a);
+    std::vector<std::uint8_t>& rs = &src == &a ? ra : rb;
+    std::uint64_t len = rng() % (2 * SparseMemory::kPageBytes + 100);
+    std::uint64_t so = rng() % (kSpan - len), d = rng() % (kSpan - len);
+    if (reduce) { so -= so % 4; d -= d % 4; len -= len % 4; }
+    const std::vector<std::uint8_t> from(rs.begin() + static_cast<std::ptrdiff_t>(so), rs.begin() + static_cast<std::ptrdiff_t>(so + len));
+    if (reduce) {
+      dst.reduce_from(src, so, d, len, static_cast<int>(DType::Fp32), static_cast<int>(ReduceOp::Sum));
+      for (std::uint64_t i = 0; i < len; i += 4) {
+        float x, y;
+        std::memcpy(&x, rd.data() + d + i, 4);
+        std::memcpy(&y, from.data() + i, 4);
+        x += y;
+        std::memcpy(rd.data() + d + i, &x, 4);
+      }
+    } else {
+      dst.copy_from(src, so, d, len);
+      std::memcpy(rd.data() + d, from.data(), len);
+    }
+    std::vector<std::uint8_t> got(kSpan);
+    dst.read(0, got.data(), kSpan);
+    ASSERT_EQ(got, rd) << "step " << k << (reduce ? " reduce" : " copy") << (same ? " within one memory" : "") << " so " << so << " d " << d
+                       << " len " << len;
+  }
+  EXPECT_THROW(a.copy_from(b, (1ULL << 30) - 2, 0, 4), std::out_of_range);
+  EXPECT_THROW(a.copy_from(b, 0, (1ULL << 30) - 2, 4), std::out_of_range);
+  EXPECT_THROW(a.reduce_from(b, 0, 2, 6, static_cast<int>(DType::Fp32), static_cast<int>(ReduceOp::Sum)), std::invalid_argument);
+}
+
 TEST(SparseMemory, TimingOnlyStoresNothing) {
   SparseMemory mem(1ULL << 40, false);
   std::vector<std::uint8_t> buf(1 << 20, 0xab);

@@ -249,7 +249,6 @@ class Machine final : public EventHandler, public NetworkListener {
   std::deque<StreamState> streams_;  // a deque: growing never copies the streams (their task queues)
   std::vector<Transfer> xfers_;
   std::vector<std::uint32_t> free_xfers_;
-  std::vector<std::uint8_t> scratch_;
   std::uint64_t notify_overflows_ = 0;
   std::uint64_t interrupts_ = 0;
   Sampler link_samples_;

@@ -59,6 +59,65 @@ void SparseMemory::read(std::uint64_t offset, void* dst, std::uint64_t len) cons
   }
 }
 
+const std::uint8_t* SparseMemory::page_for_read(std::uint64_t page) const {
+  auto it = pages_.find(page);
+  return it == pages_.end() ? nullptr : it->second;
+}
+
+namespace {
+// One page of zeros: the source of a never-written page's bytes.
+const std::uint8_t* zero_page() {
+  static const std::vector<std::uint8_t> z(SparseMemory::kPageBytes, 0);
+  return z.data();
+}
+bool overlaps(std::uint64_t a, std::uint64_t b, std::uint64_t len) { return a < b + len && b < a + len; }
+}  // namespace
+
+// Segments end at a page boundary of the source or of the destination, whichever comes first:
+// each is one memcpy (or one reduce) from the source page into the destination page.
+void SparseMemory::copy_from(const SparseMemory& src, std::uint64_t so, std::uint64_t d, std::uint64_t len) {
+  if (!src.in_range(so, len)) throw std::out_of_range("HBM read outside capacity");
+  if (!in_range(d, len)) throw std::out_of_range("HBM write outside capacity");
+  if (!store_) return;
+  if (!src.store_ || (&src == this && overlaps(so, d, len))) {  // through a buffer: zeros, or memmove semantics
+    std::vector<std::uint8_t> tmp(len);
+    src.read(so, tmp.data(), len);
+    write(d, tmp.data(), len);
+    return;
+  }
+  while (len > 0) {
+    const std::uint64_t si = so % kPageBytes, di = d % kPageBytes;
+    const std::uint64_t n = std::min({len, kPageBytes - si, kPageBytes - di});
+    const std::uint8_t* sp = src.page_for_read(so / kPageBytes);
+    std::memcpy(page_for_write(d / kPageBytes, n == kPageBytes) + di, sp ? sp + si : zero_page(), n);
+    so += n; d += n; len -= n;
+  }
+}
+
+void SparseMemory::reduce_from(const SparseMemory& src, std::uint64_t so, std::uint64_t d, std::uint64_t len, int dtype, int op) {
+  if (!src.in_range(so, len)) throw std::out_of_range("HBM read outside capacity");
+  if (!in_range(d, len)) throw std::out_of_range("HBM reduce outside capacity");
+  if (!store_) return;
+  const std::size_t esz = dtype_size(static_cast<DType>(dtype));
+  if (!src.store_ || (&src == this && overlaps(so, d, len)) || so % esz != 0 || d % esz != 0) {
+    std::vector<std::uint8_t> tmp(len);  // zeros, memmove semantics, or elements across a page: the general path
+    src.read(so, tmp.data(), len);
+    reduce(d, tmp.data(), len, dtype, op);
+    return;
+  }
+  // Both offsets element-aligned: page boundaries (multiples of every element size) never split one.
+  while (len > 0) {
+    const std::uint64_t si = so % kPageBytes, di = d % kPageBytes;
+    std::uint64_t n = std::min({len, kPageBytes - si, kPageBytes - di});
+    n -= n % esz;
+    if (n == 0) throw std::invalid_argument("HBM reduce: misaligned element");
+    const std::uint8_t* sp = src.page_for_read(so / kPageBytes);
+    reduce_inplace(page_for_write(d / kPageBytes, false) + di, sp ? sp + si : zero_page(), n, static_cast<DType>(dtype),
+                   static_cast<ReduceOp>(op));
+    so += n; d += n; len -= n;
+  }
+}
+
 void SparseMemory::reduce(std::uint64_t offset, const void* src, std::uint64_t len, int dtype, int op) {
   if (!in_range(offset, len)) throw std::out_of_range("HBM reduce outside capacity");
   if (!store_) return;

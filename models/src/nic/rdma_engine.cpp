@@ -167,9 +167,7 @@ void Machine::on_data(std::uint32_t, std::uint64_t tag, std::uint64_t off, std::
   off += ((tag >> 1) & 0x7f) * ((t.bytes + k - 1) / k);  // the part's offset in the write
   SparseMemory& dst = npus_[addr_npu(t.dst)].hbm;
   if (!dst.stores_bytes() || len == 0) return;
-  scratch_.resize(len);
-  npus_[addr_npu(t.src)].hbm.read(addr_offset(t.src) + off, scratch_.data(), len);
-  dst.write(addr_offset(t.dst) + off, scratch_.data(), len);
+  dst.copy_from(npus_[addr_npu(t.src)].hbm, addr_offset(t.src) + off, addr_offset(t.dst) + off, len);
 }
 
 // The lender's NIC writes what it received for `target` on into target's HBM: a DMA over the

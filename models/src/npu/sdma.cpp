@@ -183,10 +183,8 @@ void Machine::arrive_piece(std::uint32_t id, std::uint64_t off, std::uint64_t) {
           const std::uint64_t row = t.width ? p / t.width : 0, col = t.width ? p % t.width : p;
           const std::uint64_t seg = t.width ? std::min(off + len - p, t.width - col) : len;
           const std::uint64_t so = addr_offset(t.src) + row * t.spitch + col, d = addr_offset(t.dst) + row * t.dpitch + col;
-          scratch_.resize(seg);
-          src.read(so, scratch_.data(), seg);
-          if (t.kind == TaskKind::Copy) dst.write(d, scratch_.data(), seg);
-          else dst.reduce(d, scratch_.data(), seg, static_cast<int>(t.dtype), static_cast<int>(t.op));
+          if (t.kind == TaskKind::Copy) dst.copy_from(src, so, d, seg);
+          else dst.reduce_from(src, so, d, seg, static_cast<int>(t.dtype), static_cast<int>(t.op));
           p += seg;
         }
         break;

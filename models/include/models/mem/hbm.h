@@ -35,10 +35,16 @@ class SparseMemory {
   void read(std::uint64_t offset, void* dst, std::uint64_t len) const;
   /// In-place reduce of `len` bytes at offset with src (see reduce.h). Unwritten bytes count as 0.
   void reduce(std::uint64_t offset, const void* src, std::uint64_t len, int dtype, int op);
+  /// [d, d+len) = src's [so, so+len), page to page without a bounce buffer (src may be this
+  /// memory; overlapping ranges are copied as memmove would). Unwritten source bytes read as zero.
+  void copy_from(const SparseMemory& src, std::uint64_t so, std::uint64_t d, std::uint64_t len);
+  /// In-place reduce of [d, d+len) with src's [so, so+len), as reduce() with src's bytes.
+  void reduce_from(const SparseMemory& src, std::uint64_t so, std::uint64_t d, std::uint64_t len, int dtype, int op);
   std::uint64_t pages_allocated() const { return pages_.size(); }
 
  private:
   std::uint8_t* page_for_write(std::uint64_t page, bool whole);
+  const std::uint8_t* page_for_read(std::uint64_t page) const;  // nullptr: never written
   std::uint64_t capacity_;
   bool store_;
   std::unordered_map<std::uint64_t, std::uint8_t*> pages_;  // lookups only, never iterated
