@@ -116,6 +116,53 @@ HCSIM_VECTOR_CLONES void sum_fp32_numerators(std::int64_t* acc, std::uint64_t n,
   else
     for (std::uint64_t i = 0; i < n; ++i) acc[i] += static_cast<std::int32_t>(mix(b + i * kStride) & 8191) - 4096;
 }
+// Every dtype's value is a function of h % m alone (value_from), m the size of its grid: 201 or 5
+// for integers, a power of two for floats. The residues of a block of elements: a mask for powers
+// of two; for 201 and 5 the 64-bit residue from the 32-bit halves,
+// h % m = ((h >> 32) % m * (2^32 % m) + (h mod 2^32) % m) % m, which vectorises.
+std::uint32_t grid_size(models::DType t, bool prod) {
+  if (is_int(t)) return prod ? 5 : 201;
+  switch (t) {
+    case models::DType::Fp16: return prod ? 16 : 64;
+    case models::DType::Bf16: return prod ? 8 : 32;
+    default: return prod ? 64 : 8192;
+  }
+}
+
+template <std::uint32_t M>
+inline std::uint32_t mod_u64(std::uint64_t h) {
+  constexpr std::uint32_t k = static_cast<std::uint32_t>((std::uint64_t{1} << 32) % M);
+  const auto hi = static_cast<std::uint32_t>(h >> 32), lo = static_cast<std::uint32_t>(h);
+  return (hi % M * k + lo % M) % M;
+}
+
+HCSIM_VECTOR_CLONES void residues(std::uint32_t* r, std::uint64_t n, std::uint64_t b, std::uint32_t m) {
+  if (m == 201) for (std::uint64_t i = 0; i < n; ++i) r[i] = mod_u64<201>(mix(b + i * kStride));
+  else if (m == 5) for (std::uint64_t i = 0; i < n; ++i) r[i] = mod_u64<5>(mix(b + i * kStride));
+  else for (std::uint64_t i = 0; i < n; ++i) r[i] = static_cast<std::uint32_t>(mix(b + i * kStride) & (m - 1));
+}
+
+// The grid's values (double) and their encodings in the dtype, by residue: store() of each, so a
+// table lookup gives the bytes the per-element formula gives.
+struct Grid {
+  std::vector<double> value;
+  std::vector<std::uint8_t> bytes;
+  Grid(models::DType t, bool prod) {
+    const std::uint32_t m = grid_size(t, prod);
+    value.resize(m);
+    bytes.resize(std::size_t{m} * models::dtype_size(t));
+    for (std::uint32_t r = 0; r < m; ++r) {
+      value[r] = value_from(r, t, prod);
+      store(bytes.data(), r, t, value[r], static_cast<std::uint64_t>(static_cast<std::int64_t>(value[r])));
+    }
+  }
+};
+
+template <typename T>
+void encode(void* out, const std::uint32_t* r, std::uint64_t n, const std::uint8_t* table) {
+  auto* o = static_cast<unsigned char*>(out);
+  for (std::uint64_t i = 0; i < n; ++i) std::memcpy(o + i * sizeof(T), table + std::size_t{r[i]} * sizeof(T), sizeof(T));
+}
 }  // namespace
 
 void fill_input(void* buf, std::uint64_t count, models::DType t, models::ReduceOp op, const PayloadKey& k, std::uint32_t rank) {
@@ -125,9 +172,22 @@ void fill_input(void* buf, std::uint64_t count, models::DType t, models::ReduceO
     fill_fp32(static_cast<float*>(buf), count, base, prod);
     return;
   }
-  for (std::uint64_t i = 0; i < count; ++i) {
-    double v = value_from(mix(base + i * 0x9e3779b97f4a7c15ULL), t, prod);
-    store(buf, i, t, v, static_cast<std::uint64_t>(static_cast<std::int64_t>(v)));
+  // Other dtypes: residues by block, then the grid's encoding of each.
+  const Grid g(t, prod);
+  const std::uint32_t m = grid_size(t, prod);
+  const std::size_t esz = models::dtype_size(t);
+  constexpr std::uint64_t kBlock = 2048;
+  std::uint32_t r[kBlock];
+  for (std::uint64_t i0 = 0; i0 < count; i0 += kBlock) {
+    const std::uint64_t n = std::min(kBlock, count - i0);
+    residues(r, n, base + i0 * kStride, m);
+    void* out = static_cast<unsigned char*>(buf) + i0 * esz;
+    switch (esz) {
+      case 1: encode<std::uint8_t>(out, r, n, g.bytes.data()); break;
+      case 2: encode<std::uint16_t>(out, r, n, g.bytes.data()); break;
+      case 4: encode<std::uint32_t>(out, r, n, g.bytes.data()); break;
+      default: encode<std::uint64_t>(out, r, n, g.bytes.data()); break;
+    }
   }
 }
 
@@ -162,11 +222,14 @@ void allreduce_reference(std::uint64_t count, models::DType t, models::ReduceOp 
     }
     return;
   }
+  const Grid g(t, prod);  // each element's value by its residue (value_from's, looked up)
+  const std::uint32_t m = grid_size(t, prod);
+  std::uint32_t res[kBlock];
   for (std::uint64_t i0 = 0; i0 < count; i0 += kBlock) {
     const std::uint64_t n = std::min(kBlock, count - i0);
     for (std::uint32_t r = 0; r < nranks; ++r) {
-      const std::uint64_t b = base[r] + i0 * 0x9e3779b97f4a7c15ULL;
-      auto val = [&](std::uint64_t j) { return value_from(mix(b + j * 0x9e3779b97f4a7c15ULL), t, prod); };
+      residues(res, n, base[r] + i0 * kStride, m);
+      auto val = [&](std::uint64_t j) { return g.value[res[j]]; };
       if (r == 0) {
         for (std::uint64_t j = 0; j < n; ++j) acc[j] = val(j);
         if (ints) for (std::uint64_t j = 0; j < n; ++j) iacc[j] = static_cast<std::uint64_t>(static_cast<std::int64_t>(acc[j]));

@@ -40,6 +40,36 @@ static void BM_FillScalarFormulaFp32(benchmark::State& state) {
 }
 BENCHMARK(BM_FillScalarFormulaFp32)->Arg(1 << 20)->Unit(benchmark::kMillisecond);
 
+// The other dtypes: each element's residue on its value grid, then the grid's encoding (arg 1: the
+// dtype, models::DType's value: 2 int32, 4 fp16, 5 bf16).
+static void BM_FillInputGrid(benchmark::State& state) {
+  const auto n = static_cast<std::uint64_t>(state.range(0));
+  const auto t = static_cast<models::DType>(state.range(1));
+  std::vector<std::uint8_t> buf(n * models::dtype_size(t));
+  std::uint32_t rank = 0;
+  for (auto _ : state) {
+    sim::fill_input(buf.data(), n, t, kSum, sim::PayloadKey{1, 0, 0}, rank++);
+    benchmark::DoNotOptimize(buf.data());
+  }
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * n));
+}
+BENCHMARK(BM_FillInputGrid)->Args({1 << 20, static_cast<int>(models::DType::Int32)})->Args({1 << 20, static_cast<int>(models::DType::Bf16)})
+    ->Unit(benchmark::kMillisecond);
+
+static void BM_FillScalarFormulaInt32(benchmark::State& state) {
+  const auto n = static_cast<std::uint64_t>(state.range(0));
+  std::vector<std::int32_t> buf(n);
+  std::uint32_t rank = 0;
+  for (auto _ : state) {
+    const sim::PayloadKey k{1, 0, 0};
+    for (std::uint64_t i = 0; i < n; ++i) buf[i] = static_cast<std::int32_t>(sim::input_value(k, rank, i, models::DType::Int32, kSum));
+    ++rank;
+    benchmark::DoNotOptimize(buf.data());
+  }
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * n));
+}
+BENCHMARK(BM_FillScalarFormulaInt32)->Arg(1 << 20)->Unit(benchmark::kMillisecond);
+
 // The reference of an 8-rank all-reduce (the quickstart's: 16 M elements per rank).
 static void BM_AllreduceReferenceFp32(benchmark::State& state) {
   const auto n = static_cast<std::uint64_t>(state.range(0));

@@ -142,7 +142,8 @@ TEST(JsonReader, RejectsJunkWithoutCrashing) {
 // width) writes input_value (the scalar double formula), encoded in the dtype, for every element.
 TEST(Payload, FillMatchesInputValue) {
   const std::uint64_t n = 4099;
-  for (models::DType t : {models::DType::Fp32, models::DType::Fp64, models::DType::Int8, models::DType::Int32, models::DType::Fp16})
+  for (models::DType t : {models::DType::Fp32, models::DType::Fp64, models::DType::Int8, models::DType::Int16, models::DType::Int32,
+                          models::DType::Int64, models::DType::Fp16, models::DType::Bf16})
     for (models::ReduceOp op : {models::ReduceOp::Sum, models::ReduceOp::Prod}) {
       const PayloadKey k{5, 3, 2};
       const std::size_t esz = models::dtype_size(t);
@@ -154,7 +155,10 @@ TEST(Payload, FillMatchesInputValue) {
         if (t == models::DType::Fp32) { float f; std::memcpy(&f, buf.data() + 4 * i, 4); got = f; }
         else if (t == models::DType::Fp64) std::memcpy(&got, buf.data() + 8 * i, 8);
         else if (t == models::DType::Int8) got = static_cast<std::int8_t>(buf[i]);
+        else if (t == models::DType::Int16) { std::int16_t x; std::memcpy(&x, buf.data() + 2 * i, 2); got = x; }
         else if (t == models::DType::Int32) { std::int32_t x; std::memcpy(&x, buf.data() + 4 * i, 4); got = x; }
+        else if (t == models::DType::Int64) { std::int64_t x; std::memcpy(&x, buf.data() + 8 * i, 8); got = static_cast<double>(x); }
+        else if (t == models::DType::Bf16) { std::uint16_t h; std::memcpy(&h, buf.data() + 2 * i, 2); got = models::bf16_to_float(h); }
         else { std::uint16_t h; std::memcpy(&h, buf.data() + 2 * i, 2); got = models::half_to_float(h); }
         ASSERT_EQ(got, v) << "dtype " << static_cast<int>(t) << " op " << static_cast<int>(op) << " element " << i;
       }
