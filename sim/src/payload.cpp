@@ -165,8 +165,9 @@ void encode(void* out, const std::uint32_t* r, std::uint64_t n, const std::uint8
 }
 }  // namespace
 
-void fill_input(void* buf, std::uint64_t count, models::DType t, models::ReduceOp op, const PayloadKey& k, std::uint32_t rank) {
-  const std::uint64_t base = stream_base(k, rank);
+void fill_input(void* buf, std::uint64_t count, models::DType t, models::ReduceOp op, const PayloadKey& k, std::uint32_t rank,
+                std::uint64_t first) {
+  const std::uint64_t base = stream_base(k, rank) + first * kStride;
   const bool prod = op == models::ReduceOp::Prod;
   if (t == models::DType::Fp32) {
     fill_fp32(static_cast<float*>(buf), count, base, prod);
@@ -272,8 +273,27 @@ std::vector<std::uint8_t> allreduce_reference(std::uint64_t count, models::DType
   return out;
 }
 
+namespace {
+std::string mismatch_detail(std::uint64_t i, double got, double want) {
+  std::ostringstream os;
+  os << "element " << i << ": got " << got << ", expected " << want;
+  return os.str();
+}
+}  // namespace
+
+void merge_check(CheckResult* into, const CheckResult& part) {
+  into->tolerance = std::max(into->tolerance, part.tolerance);
+  if (part.mismatches == 0) return;
+  if (into->mismatches == 0) {
+    into->first_bad = part.first_bad;
+    into->detail = part.detail;
+  }
+  into->mismatches += part.mismatches;
+  if (!std::isnan(into->max_err) && !(part.max_err <= into->max_err)) into->max_err = part.max_err;  // NaN sticks
+}
+
 CheckResult compare(const void* got, const void* ref, std::uint64_t count, models::DType t, models::ReduceOp op,
-                    std::uint32_t p) {
+                    std::uint32_t p, std::uint64_t index_base) {
   CheckResult r;
   const std::size_t esz = models::dtype_size(t);
   const double u = unit_roundoff(t);
@@ -302,13 +322,11 @@ CheckResult compare(const void* got, const void* ref, std::uint64_t count, model
     }
     if (bad) {
       if (r.mismatches == 0) {
-        r.first_bad = i;
-        std::ostringstream os;
-        os << "element " << i << ": got " << load(got, i, t) << ", expected " << load(ref, i, t);
-        r.detail = os.str();
+        r.first_bad = index_base + i;
+        r.detail = mismatch_detail(index_base + i, load(got, i, t), load(ref, i, t));
       }
       ++r.mismatches;
-      if (!(err <= r.max_err)) r.max_err = err;
+      if (!std::isnan(r.max_err) && !(err <= r.max_err)) r.max_err = err;  // a NaN error sticks
     }
   }
   return r;

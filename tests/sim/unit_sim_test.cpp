@@ -1,7 +1,9 @@
 // sim/ pieces that need no kernel: units, strict JSON reading, topology validation, payload checks.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
+#include <random>
 #include <fstream>
 
 #include "sim/json_reader.h"
@@ -205,6 +207,38 @@ TEST(Payload, ReferenceEqualsPerElementFold) {
               << "dtype " << static_cast<int>(t) << " op " << static_cast<int>(op) << " ranks " << nr << " element " << i << (ints ? " (int)" : "");
         }
       }
+}
+
+// A buffer compared in parts (compare with an index base, merge_check) gives what one compare of
+// the whole gives: count, first bad index, its detail, the largest error (NaN included) and the
+// tolerance, for parts of several sizes, with mismatches in several parts or none.
+TEST(Payload, CheckInPartsEqualsWholeCheck) {
+  const std::uint64_t n = 10000;
+  std::mt19937_64 rng(9);
+  for (int trial = 0; trial < 40; ++trial)
+    for (models::ReduceOp op : {models::ReduceOp::Max, models::ReduceOp::Sum}) {
+      std::vector<float> want(n), got(n);
+      for (std::uint64_t i = 0; i < n; ++i) want[i] = got[i] = static_cast<float>(rng() % 1000) / 8;
+      const int bad = trial % 5 == 0 ? 0 : static_cast<int>(rng() % 12);
+      for (int b = 0; b < bad; ++b) {
+        const std::uint64_t i = rng() % n;
+        got[i] = b % 4 == 3 ? NAN : got[i] + static_cast<float>(rng() % 50 + 1);
+      }
+      const CheckResult whole = compare(got.data(), want.data(), n, models::DType::Fp32, op, 8);
+      for (std::uint64_t part : {std::uint64_t{1}, std::uint64_t{7}, std::uint64_t{1000}, std::uint64_t{4096}, n}) {
+        CheckResult cr;
+        for (std::uint64_t i = 0; i < n; i += part) {
+          const std::uint64_t len = std::min(part, n - i);
+          merge_check(&cr, compare(got.data() + i, want.data() + i, len, models::DType::Fp32, op, 8, i));
+        }
+        ASSERT_EQ(cr.mismatches, whole.mismatches) << "trial " << trial << " part " << part;
+        EXPECT_EQ(cr.first_bad, whole.first_bad);
+        EXPECT_EQ(cr.detail, whole.detail);
+        EXPECT_EQ(cr.tolerance, whole.tolerance);
+        EXPECT_TRUE(cr.max_err == whole.max_err || (std::isnan(cr.max_err) && std::isnan(whole.max_err)))
+            << cr.max_err << " vs " << whole.max_err;
+      }
+    }
 }
 
 // The result checker catches a deliberately corrupted all-reduce result, and only that.
