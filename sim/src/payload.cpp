@@ -332,4 +332,18 @@ CheckResult compare(const void* got, const void* ref, std::uint64_t count, model
   return r;
 }
 
+CheckResult compare_input(const void* got, std::uint64_t count, models::DType t, models::ReduceOp op, const PayloadKey& k,
+                          std::uint32_t rank, std::uint64_t first) {
+  constexpr std::uint64_t kPartElems = 1 << 18;  // 1 MiB of fp32: the expected bytes stay in cache
+  const std::size_t esz = models::dtype_size(t);
+  std::vector<std::uint8_t> want(std::min(count, kPartElems) * esz);
+  CheckResult cr;
+  for (std::uint64_t i = 0; i < count; i += kPartElems) {
+    const std::uint64_t n = std::min(kPartElems, count - i);
+    fill_input(want.data(), n, t, op, k, rank, first + i);
+    merge_check(&cr, compare(static_cast<const std::uint8_t*>(got) + i * esz, want.data(), n, t, models::ReduceOp::Max, 1, i));
+  }
+  return cr;
+}
+
 }  // namespace sim

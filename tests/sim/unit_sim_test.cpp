@@ -241,6 +241,28 @@ TEST(Payload, CheckInPartsEqualsWholeCheck) {
     }
 }
 
+// compare_input (the input generated a part at a time, from an element offset) gives what compare
+// against the whole input gives, over more than one part, clean and corrupted.
+TEST(Payload, CompareInputEqualsCompareWithTheWholeInput) {
+  const std::uint64_t count = 300000, first = 12345;
+  const PayloadKey k{3, 1, 4};
+  for (models::DType t : {models::DType::Fp32, models::DType::Int8, models::DType::Bf16})
+    for (int corrupt : {0, 5}) {
+      const std::size_t esz = models::dtype_size(t);
+      std::vector<std::uint8_t> input((first + count) * esz);
+      fill_input(input.data(), first + count, t, models::ReduceOp::Sum, k, 2);
+      std::vector<std::uint8_t> got(input.begin() + static_cast<std::ptrdiff_t>(first * esz), input.end());
+      for (int c = 0; c < corrupt; ++c) got[(static_cast<std::uint64_t>(c) * 70001 + 999) % count * esz] ^= 0x21;
+      const CheckResult whole = compare(got.data(), input.data() + first * esz, count, t, models::ReduceOp::Max, 1);
+      const CheckResult parts = compare_input(got.data(), count, t, models::ReduceOp::Sum, k, 2, first);
+      EXPECT_EQ(parts.mismatches, whole.mismatches) << "dtype " << static_cast<int>(t);
+      EXPECT_EQ(parts.mismatches, static_cast<std::uint64_t>(corrupt));
+      EXPECT_EQ(parts.first_bad, whole.first_bad);
+      EXPECT_EQ(parts.detail, whole.detail);
+      EXPECT_EQ(parts.max_err, whole.max_err);
+    }
+}
+
 // The result checker catches a deliberately corrupted all-reduce result, and only that.
 TEST(Payload, CheckerCatchesCorruption) {
   const std::uint64_t n = 100000;

@@ -45,6 +45,11 @@ struct CheckResult {
 /// (a buffer compared in parts, merged by merge_check).
 CheckResult compare(const void* got, const void* ref, std::uint64_t count, models::DType t, models::ReduceOp op,
                     std::uint32_t nranks, std::uint64_t index_base = 0);
+/// Compare `count` elements at `got` exactly with rank `rank`'s input from element `first` on
+/// (`op`: the reduction the input was generated for), generating the input a part at a time:
+/// the result of compare against the whole input, indices counted from `got`.
+CheckResult compare_input(const void* got, std::uint64_t count, models::DType t, models::ReduceOp op, const PayloadKey& k,
+                          std::uint32_t rank, std::uint64_t first = 0);
 /// Fold the result of comparing the next part of a buffer (compare with its index_base) into
 /// `into`, the result of the parts before it: the same result as one compare of them all.
 void merge_check(CheckResult* into, const CheckResult& part);

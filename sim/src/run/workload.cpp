@@ -138,11 +138,8 @@ void Cluster::rank_main(std::uint32_t r) {
             const bool a2a = w.op == "alltoall";
             const std::uint64_t blk = a2a ? w.bytes / n : w.bytes, bcount = a2a ? count / n : count;
             const std::uint64_t from = a2a ? me * blk : 0;
-            std::vector<std::uint8_t> expect(w.bytes);
             for (std::uint32_t j = 0; j < n; ++j) {
-              fill_input(expect.data(), count, w.dtype, w.reduce, key, members[j]);
-              const CheckResult b =
-                  compare(host + j * blk, expect.data() + from, bcount, w.dtype, models::ReduceOp::Max, 1);
+              const CheckResult b = compare_input(host + j * blk, bcount, w.dtype, w.reduce, key, members[j], from / esz);
               if (b.mismatches && !cr.mismatches) {
                 cr = b;
                 cr.first_bad += j * bcount;
@@ -152,13 +149,9 @@ void Cluster::rank_main(std::uint32_t r) {
               }
             }
           } else if (w.op == "broadcast") {  // the root's input
-            std::vector<std::uint8_t> expect(w.bytes);
-            fill_input(expect.data(), count, w.dtype, w.reduce, key, w.root);
-            cr = compare(host, expect.data(), count, w.dtype, models::ReduceOp::Max, 1);
+            cr = compare_input(host, count, w.dtype, w.reduce, key, w.root);
           } else {
-            std::vector<std::uint8_t> expect(w.bytes);
-            fill_input(expect.data(), count, w.dtype, w.reduce, key, partner(w, r));
-            cr = compare(host, expect.data(), count, w.dtype, models::ReduceOp::Max, 1);
+            cr = compare_input(host, count, w.dtype, w.reduce, key, partner(w, r));
           }
           record_check(r, s, rep, w, cr, count);
         }
@@ -268,17 +261,13 @@ bool Cluster::host_copy(std::uint32_t r, const WorkloadStep& w, std::uint32_t s,
   const bool h2d = w.op == "h2d";
   const PayloadKey key{sc_.seed, s, rep};
   std::vector<std::uint8_t> part;
-  // The input's bytes [off, off + len) into `part` (elements from off / esz).
-  auto input_part = [&](std::uint64_t off, std::uint64_t len) {
-    part.resize(len);
-    fill_input(part.data(), len / esz, w.dtype, w.reduce, key, r, off / esz);
-  };
   if (real) {
     if (h2d) {
       fill_input(host, count, w.dtype, w.reduce, key, r);
     } else {
       for (std::uint64_t off = 0; off < count * esz; off += kPart) {
-        input_part(off, std::min(kPart, count * esz - off));
+        part.resize(std::min(kPart, count * esz - off));
+        fill_input(part.data(), part.size() / esz, w.dtype, w.reduce, key, r, off / esz);
         elab_.machine.backdoor_write(dev_addr + off, part.data(), part.size());
       }
     }
@@ -293,17 +282,15 @@ bool Cluster::host_copy(std::uint32_t r, const WorkloadStep& w, std::uint32_t s,
   driver_->record_host_op(r, w.op, w.bytes, t0, sc_core::sc_time_stamp().value());
   if (real) {
     CheckResult cr;
-    for (std::uint64_t off = 0; off < count * esz; off += kPart) {
-      const std::uint64_t len = std::min(kPart, count * esz - off);
-      const std::uint8_t* got = host + off;  // d2h: what landed; h2d: the input sent
-      if (h2d) {
+    if (h2d) {  // the device's bytes against the input sent from the host buffer
+      for (std::uint64_t off = 0; off < count * esz; off += kPart) {
+        const std::uint64_t len = std::min(kPart, count * esz - off);
         part.resize(len);
         elab_.machine.backdoor_read(dev_addr + off, part.data(), len);
         merge_check(&cr, compare(part.data(), host + off, len / esz, w.dtype, models::ReduceOp::Max, 1, off / esz));
-      } else {
-        input_part(off, len);
-        merge_check(&cr, compare(got, part.data(), len / esz, w.dtype, models::ReduceOp::Max, 1, off / esz));
       }
+    } else {
+      cr = compare_input(host, count, w.dtype, w.reduce, key, r);
     }
     record_check(r, s, rep, w, cr, count);
   }
