@@ -12,6 +12,12 @@ cd "$TMP"
 
 expect help 0 "usage: hcsim" -- "$HCSIM" --help
 expect no-command 2 "no command given" -- "$HCSIM"
+# The heap on huge pages: hcsim re-executes itself with glibc.malloc.hugetlb=1 added to the
+# user's tunables, leaves a user's own hugetlb setting alone, and HCSIM_HUGEPAGES=0 turns it off.
+expect version-heap-huge 0 "^heap: transparent huge pages \(GLIBC_TUNABLES=glibc.malloc.hugetlb=1\)$" -- env -u GLIBC_TUNABLES "$HCSIM" --version
+expect version-heap-keeps-tunables 0 "GLIBC_TUNABLES=glibc.malloc.tcache_count=0:glibc.malloc.hugetlb=1\)$" -- env GLIBC_TUNABLES=glibc.malloc.tcache_count=0 "$HCSIM" --version
+expect version-heap-user-setting 0 "^heap: base pages \(GLIBC_TUNABLES=glibc.malloc.hugetlb=0\)$" -- env GLIBC_TUNABLES=glibc.malloc.hugetlb=0 "$HCSIM" --version
+expect version-heap-off 0 "^heap: base pages \(GLIBC_TUNABLES=\)$" -- env -u GLIBC_TUNABLES HCSIM_HUGEPAGES=0 "$HCSIM" --version
 expect unknown-command 2 "unknown command" -- "$HCSIM" frobnicate
 expect unknown-option 2 "unknown option --fast" -- "$HCSIM" run --fast
 # Every command answers --help / -h on stdout (exit 0, its options listed); an unknown option is exit
