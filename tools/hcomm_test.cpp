@@ -6,7 +6,6 @@
 //   hcomm_test OPERATION [-b 8K] [-e 64M] [-f 2] [-d fp32] [-o sum] [-r 0] [-p 8] [-n 20] [-w 5] [-c 1]
 //              [--topology FILE] [--fidelity TIER] [--algo SPEC] [--max-memory SIZE] [--plot OUT.svg]
 // Exit codes: 0 ok (and every check passed), 1 a check or call failed, 2 bad usage or input.
-#include <malloc.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -26,6 +25,7 @@
 #include "hcomm_test_tap.h"
 #include "models/huge_alloc.h"
 #include "sim/host_limits.h"
+#include "sim/host_process.h"
 #include "sim/payload.h"
 #include "sim/runner.h"
 #include "sim/units.h"
@@ -552,8 +552,6 @@ int sc_main(int argc, char* argv[]) {
 }
 
 int main(int argc, char* argv[]) {
-  setenv("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1", 1);
-  mallopt(M_MMAP_THRESHOLD, 1 << 30);
-  mallopt(M_TRIM_THRESHOLD, -1);
+  sim::prepare_host_process(argv);
   return sc_core::sc_elab_and_sim(argc, argv);
 }
