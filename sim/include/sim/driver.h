@@ -175,7 +175,43 @@ class SimDriver final : public hcomm::Driver, public models::MachineListener {
   void on_interrupt(std::uint32_t npu, std::uint64_t pending) override;
   void on_task_done(std::uint32_t stream, const models::Task& t, models::Tick start, models::Tick end) override;
 
+  /// The deadlines of the host threads' waits go on the fabric's flat event queue `s` (one record
+  /// each; a wait that ends first leaves a record that does nothing) instead of SystemC's timed
+  /// notifications: with every rank blocked in a timed wait, SystemC kept 8192 entries in its
+  /// notification heap and reordered it at every time step (docs/architecture.md). Without a
+  /// queue (nullptr, the default) the waits are SystemC's timed waits.
+  void set_wait_queue(models::Scheduler* s) { wait_q_ = s; }
+
  private:
+  // A wait's deadline on the flat queue: it notifies the event the thread waits on, if that wait
+  // (numbered per stream or per control-channel receiver) is still the current one.
+  class WaitTimer final : public models::EventHandler {
+   public:
+    explicit WaitTimer(SimDriver& d) : d_(d) {}
+    void on_event(std::uint64_t a, std::uint64_t b) override { d_.wait_timer_fired(a, b); }
+   private:
+    SimDriver& d_;
+  };
+  static constexpr std::uint64_t kCtrlWait = 1ULL << 63;  // in a timer's `a`: a control-channel receiver, not a stream
+  models::Scheduler* wait_q_ = nullptr;
+  WaitTimer wait_timer_{*this};
+  std::vector<std::uint64_t> stream_wait_, ctrl_wait_;  // the current wait's number per stream / receiver
+  /// Block the calling thread until `ev` (an event or an or-list of events) or time `until`.
+  template <class Events>
+  void wait_until(models::Tick until, std::uint64_t who, const Events& ev) {
+    const models::Tick now = sc_core::sc_time_stamp().value();
+    if (!wait_q_) {
+      sc_core::wait(sc_core::sc_time::from_value(until > now ? until - now : 0), ev);
+      return;
+    }
+    auto& n = (who & kCtrlWait) ? ctrl_wait_ : stream_wait_;
+    const std::uint64_t i = who & ~kCtrlWait;
+    if (n.size() <= i) n.resize(i + 1, 0);
+    wait_q_->schedule(until, &wait_timer_, who, ++n[i]);
+    sc_core::wait(ev);
+    ++n[i];  // this wait is over: its deadline, when it comes, does nothing
+  }
+  void wait_timer_fired(std::uint64_t who, std::uint64_t n);
   std::int64_t current_rank();
   std::string stuck_report(std::uint32_t stream) const;
   /// The path traffic from NPU a to NPU b over `transport` takes, as the hardware forwards it.

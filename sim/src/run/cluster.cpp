@@ -10,6 +10,7 @@ Cluster::Cluster(sc_core::sc_module_name n, const Scenario& sc, const RunOptions
             opt.piece_bytes ? opt.piece_bytes : (sc.net.flow ? 4096 * 1024 : 256 * 1024)),
       nranks_(static_cast<std::uint32_t>(sc.topology.rank_to_npu.size())) {
   driver_ = std::make_unique<SimDriver>(elab_.machine, sc.topology, trace, opt.echo_logs);
+  driver_->set_wait_queue(&elab_.sched);
   driver_->set_port_event_params({sc.net.port_events, sc.net.port_event_ps, sc.net.port_debounce_ps});
   hcomm::set_driver(driver_.get());
   checks_.assign(sc.workload.size(), {});

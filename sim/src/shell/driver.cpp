@@ -232,7 +232,7 @@ DrvStatus SimDriver::submit(std::uint32_t s, const hcomm::DrvTask& t) {
       if (now >= deadline || !m_.stream_valid(s)) return DrvStatus::Timeout;
       if (device_failed(m_.stream_npu(s))) return DrvStatus::Failed;  // the queue will not drain
       m_.want_sq_space(s, depth / 2);
-      sc_core::wait(sc_core::sc_time::from_value(deadline - now), *stream_ev_[s]);
+      wait_until(deadline, s, *stream_ev_[s]);
     }
   }
   // Write the task into the stream's submission queue, then ring its doorbell by MMIO (SQ tail).
@@ -283,10 +283,10 @@ DrvStatus SimDriver::stream_synchronize(std::uint32_t s, std::uint64_t timeout_n
       if (rank != ~0u) {
         ctrl_size();
         if (!sig_ev_[rank]) sig_ev_[rank] = std::make_unique<sc_core::sc_event>();
-        if (port_ev) sc_core::wait(sc_core::sc_time::from_value(until - now), *stream_ev_[s] | *sig_ev_[rank] | *port_ev_[npu]);
-        else sc_core::wait(sc_core::sc_time::from_value(until - now), *stream_ev_[s] | *sig_ev_[rank]);
+        if (port_ev) wait_until(until, s, *stream_ev_[s] | *sig_ev_[rank] | *port_ev_[npu]);
+        else wait_until(until, s, *stream_ev_[s] | *sig_ev_[rank]);
       } else {
-        sc_core::wait(sc_core::sc_time::from_value(until - now), *stream_ev_[s]);
+        wait_until(until, s, *stream_ev_[s]);
       }
     }
   }
@@ -340,6 +340,15 @@ std::uint64_t SimDriver::event_completed(std::uint32_t device, std::uint64_t eve
 }
 std::uint64_t SimDriver::event_time_ns(std::uint32_t device, std::uint64_t event) {
   return device < m_.npu_count() ? m_.event_time(device, event) / models::kPsPerNs : 0;
+}
+
+void SimDriver::wait_timer_fired(std::uint64_t who, std::uint64_t n) {
+  const std::uint64_t i = who & ~kCtrlWait;
+  if (who & kCtrlWait) {
+    if (i < ctrl_wait_.size() && ctrl_wait_[i] == n) ctrl_ev_[i]->notify();
+  } else if (i < stream_wait_.size() && stream_wait_[i] == n) {
+    stream_ev_[i]->notify();
+  }
 }
 
 void SimDriver::host_delay(std::uint64_t ns) {

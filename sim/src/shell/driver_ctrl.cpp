@@ -85,7 +85,7 @@ DrvStatus SimDriver::ctrl_recv(std::uint32_t to, std::uint32_t from, std::uint64
       break;  // per receiver in arrival order: the first match is the earliest
     }
     if (now >= deadline) return DrvStatus::Timeout;
-    sc_core::wait(sc_core::sc_time::from_value(next - now), *ctrl_ev_[to]);
+    wait_until(next, to | kCtrlWait, *ctrl_ev_[to]);
   }
 }
 
