@@ -130,6 +130,7 @@ RunResult run_scenario(const Scenario& sc, const RunOptions& opt) {
   hcomm_finalize();  // what ranks that died (or failed) still held
   res.sim_end_ps = sc_core::sc_time_stamp().value();
   res.events = cluster->sched().events_processed();
+  res.events_peak = cluster->sched().events_pending_peak();
 
   std::vector<Failure> failures = cluster->failures;
   for (std::uint32_t r = 0; r < n; ++r)

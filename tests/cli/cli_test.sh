@@ -71,6 +71,13 @@ printf '{"format":"hcsim-scenario","version":1,"name":"c","topology":"%s","netwo
 expect ecmp-policy 2 "policy-bad.json: /network/ecmp_hash: expected \"5-tuple\" or \"src-dst\"" -- "$HCSIM" validate policy-bad.json
 expect ecn-policy 2 "policy-bad.json: /network/ecn/mode: expected \"red\" or \"step\"" -- "$HCSIM" validate policy-bad.json
 expect chunk-range 2 "chunk-big.json: /network/chunk: chunk must be 64 KiB .. 1 MiB" -- "$HCSIM" validate chunk-big.json
+# Memory follows the work in flight: the fabric's pending events do not grow with the number of
+# operations run (each host wait keeps at most one deadline record per stream, however many waits).
+pending() { "$HCSIM" run "$SRC/scenarios/quickstart.json" --no-trace --set /payload=timing --set "/workload/0/repeat=$1" |
+            sed -n 's/.*fabric events (at most \([0-9]*\) pending).*/\1/p'; }
+p4=$(pending 4) p400=$(pending 400)
+if [ -n "$p4" ] && [ -n "$p400" ] && [ "$p400" -le "$p4" ]; then ok "run-pending-bounded ($p4 at 4 repetitions, $p400 at 400)";
+else echo "FAIL run-pending-bounded: at most '$p4' events pending at 4 repetitions, '$p400' at 400"; fail=$((fail + 1)); fi
 expect validate-ok 0 "atlas800t-a2.json: ok" -- "$HCSIM" validate "$SRC/topologies/atlas800t-a2.json" "$SRC/scenarios/quickstart.json"
 expect unwritable-db 2 "cannot create trace database" -- "$HCSIM" run "$FX/small.json" --db /nonexistent-dir/x.db
 expect small-run 0 "PASS: all expectations held" -- "$HCSIM" run "$FX/small.json" --db small.db --sample-interval 2us --trace-tasks

@@ -213,8 +213,8 @@ int run_main(const std::vector<std::string>& argv) {
   }
   live.finish();
   std::printf("%s", sim::format_summary(*sc, r).c_str());
-  std::printf("hcsim: simulated %.3f us, %llu fabric events, %.2f s wall\n", static_cast<double>(r.sim_end_ps) / 1e6,
-              static_cast<unsigned long long>(r.events), r.wall_s);
+  std::printf("hcsim: simulated %.3f us, %llu fabric events (at most %llu pending), %.2f s wall\n", static_cast<double>(r.sim_end_ps) / 1e6,
+              static_cast<unsigned long long>(r.events), static_cast<unsigned long long>(r.events_peak), r.wall_s);
   if (!r.trace_error.empty()) {
     std::fflush(stdout);
     std::fprintf(stderr, "hcsim: %s\n", r.trace_error.c_str());

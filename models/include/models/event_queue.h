@@ -50,7 +50,7 @@ class EventQueue {
     else if (at < min_[k]) { min_[k] = at; arg_[k] = bk.size(); }
     bk.items.push_back(EventRecord{at, h, a, b});
     ++seq_;
-    ++size_;
+    if (++size_ > peak_) peak_ = size_;
   }
   bool empty() const { return size_ == 0; }
   /// The earliest pending time (the queue must not be empty).
@@ -72,6 +72,8 @@ class EventQueue {
     return r;
   }
   std::size_t size() const { return size_; }
+  /// The most events ever pending at once: what the queue's memory follows.
+  std::size_t peak() const { return peak_; }
   std::uint64_t pushed() const { return seq_; }
 
  private:
@@ -115,7 +117,7 @@ class EventQueue {
   Mask mask_ = 0;
   Tick last_ = 0;
   std::vector<EventRecord> spare_;
-  std::size_t size_ = 0;
+  std::size_t size_ = 0, peak_ = 0;
   std::uint64_t seq_ = 0;
 };
 

@@ -175,16 +175,19 @@ class SimDriver final : public hcomm::Driver, public models::MachineListener {
   void on_interrupt(std::uint32_t npu, std::uint64_t pending) override;
   void on_task_done(std::uint32_t stream, const models::Task& t, models::Tick start, models::Tick end) override;
 
-  /// The deadlines of the host threads' waits go on the fabric's flat event queue `s` (one record
-  /// each; a wait that ends first leaves a record that does nothing) instead of SystemC's timed
-  /// notifications: with every rank blocked in a timed wait, SystemC kept 8192 entries in its
-  /// notification heap and reordered it at every time step (docs/architecture.md). Without a
-  /// queue (nullptr, the default) the waits are SystemC's timed waits.
+  /// The deadlines of the host threads' waits go on the fabric's flat event queue `s` instead of
+  /// SystemC's timed notifications: with every rank blocked in a timed wait, SystemC kept 8192
+  /// entries in its notification heap and reordered it at every time step (docs/architecture.md).
+  /// Each stream and control-channel receiver keeps at most one pending record, at the earliest
+  /// deadline it has been asked for; a record that comes due before the current wait's deadline is
+  /// re-armed there, so the queue holds one record per waiter, not one per wait. Without a queue
+  /// (nullptr, the default) the waits are SystemC's timed waits.
   void set_wait_queue(models::Scheduler* s) { wait_q_ = s; }
 
  private:
-  // A wait's deadline on the flat queue: it notifies the event the thread waits on, if that wait
-  // (numbered per stream or per control-channel receiver) is still the current one.
+  // A waiter's deadline record on the flat queue: when it comes due it wakes the waiter's event
+  // if a wait is on and its deadline has come, re-arms itself at a later deadline of the current
+  // wait, and is dropped when a record at an earlier deadline superseded it (its number is old).
   class WaitTimer final : public models::EventHandler {
    public:
     explicit WaitTimer(SimDriver& d) : d_(d) {}
@@ -193,9 +196,22 @@ class SimDriver final : public hcomm::Driver, public models::MachineListener {
     SimDriver& d_;
   };
   static constexpr std::uint64_t kCtrlWait = 1ULL << 63;  // in a timer's `a`: a control-channel receiver, not a stream
+  static constexpr models::Tick kNoRecord = ~models::Tick{0};
+  struct Waiter {
+    models::Tick want = 0;          // the current wait's deadline
+    models::Tick armed = kNoRecord;  // the pending record's time (kNoRecord: none pending)
+    std::uint64_t record = 0;       // the pending record's number; older numbers are superseded
+    bool waiting = false;           // a wait is on
+  };
   models::Scheduler* wait_q_ = nullptr;
   WaitTimer wait_timer_{*this};
-  std::vector<std::uint64_t> stream_wait_, ctrl_wait_;  // the current wait's number per stream / receiver
+  std::vector<Waiter> stream_wait_, ctrl_wait_;  // per stream / per control-channel receiver
+  Waiter& waiter(std::uint64_t who) {
+    auto& v = (who & kCtrlWait) ? ctrl_wait_ : stream_wait_;
+    const std::uint64_t i = who & ~kCtrlWait;
+    if (v.size() <= i) v.resize(i + 1);
+    return v[i];
+  }
   /// Block the calling thread until `ev` (an event or an or-list of events) or time `until`.
   template <class Events>
   void wait_until(models::Tick until, std::uint64_t who, const Events& ev) {
@@ -204,12 +220,15 @@ class SimDriver final : public hcomm::Driver, public models::MachineListener {
       sc_core::wait(sc_core::sc_time::from_value(until > now ? until - now : 0), ev);
       return;
     }
-    auto& n = (who & kCtrlWait) ? ctrl_wait_ : stream_wait_;
-    const std::uint64_t i = who & ~kCtrlWait;
-    if (n.size() <= i) n.resize(i + 1, 0);
-    wait_q_->schedule(until, &wait_timer_, who, ++n[i]);
+    Waiter& w = waiter(who);
+    w.want = until;
+    w.waiting = true;
+    if (until < w.armed) {  // earlier than the pending record (if any): a new one supersedes it
+      w.armed = until;
+      wait_q_->schedule(until, &wait_timer_, who, ++w.record);
+    }
     sc_core::wait(ev);
-    ++n[i];  // this wait is over: its deadline, when it comes, does nothing
+    waiter(who).waiting = false;  // (the vector may have grown meanwhile)
   }
   void wait_timer_fired(std::uint64_t who, std::uint64_t n);
   std::int64_t current_rank();

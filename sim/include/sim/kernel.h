@@ -18,6 +18,8 @@ class ScScheduler : public sc_core::sc_module, public models::Scheduler {
   models::Tick now() const override { return sc_core::sc_time_stamp().value(); }
   void schedule(models::Tick at, models::EventHandler* h, std::uint64_t a, std::uint64_t b) override;
   std::uint64_t events_processed() const { return processed_; }
+  /// The most events pending at once in the flat queue (memory follows the work in flight).
+  std::uint64_t events_pending_peak() const { return q_.peak(); }
   /// Call `fn` after the batch of events of a time step once at least `every` events were processed,
   /// or `every / 16` time steps run, since its last call (never inside an event): a cheap hook for
   /// wall-clock checks (live.h); time steps count too because some runs have few, slow events.

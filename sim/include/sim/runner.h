@@ -43,6 +43,7 @@ struct RunResult {
   std::vector<StepSummary> steps;
   std::vector<std::string> failures;   ///< why the expectations failed
   std::uint64_t sim_end_ps = 0, events = 0;
+  std::uint64_t events_peak = 0;       ///< the most fabric events pending at once
   std::map<std::string, double> counters;  ///< hardware counters at the end (counter_names())
   /// Ranks that failed or did not finish: "rank 3 (node0/npu3): failed in step 0 rep 1: hcomm_...: ..."
   std::vector<std::string> rank_outcomes;

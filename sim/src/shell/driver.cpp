@@ -343,12 +343,19 @@ std::uint64_t SimDriver::event_time_ns(std::uint32_t device, std::uint64_t event
 }
 
 void SimDriver::wait_timer_fired(std::uint64_t who, std::uint64_t n) {
-  const std::uint64_t i = who & ~kCtrlWait;
-  if (who & kCtrlWait) {
-    if (i < ctrl_wait_.size() && ctrl_wait_[i] == n) ctrl_ev_[i]->notify();
-  } else if (i < stream_wait_.size() && stream_wait_[i] == n) {
-    stream_ev_[i]->notify();
+  Waiter& w = waiter(who);
+  if (n != w.record) return;  // superseded by a record at an earlier deadline
+  w.armed = kNoRecord;
+  if (!w.waiting) return;  // the wait ended first; the next wait arms its own record
+  const models::Tick now = wait_q_->now();
+  if (w.want > now) {  // the current wait's deadline is later: re-arm there
+    w.armed = w.want;
+    wait_q_->schedule(w.want, &wait_timer_, who, ++w.record);
+    return;
   }
+  const std::uint64_t i = who & ~kCtrlWait;
+  if (who & kCtrlWait) ctrl_ev_[i]->notify();
+  else stream_ev_[i]->notify();
 }
 
 void SimDriver::host_delay(std::uint64_t ns) {
