@@ -129,3 +129,51 @@ TEST(Network, FlowTierMaxMinFairness) {
   }
   EXPECT_EQ(t.net.qp_stats(t.qps[0]).rx_bytes, B);
 }
+
+// Flow tier, one-packet messages (docs/models/roce-nic.md#flow-tier): each is serialised at the
+// path's slowest line rate, starts after WQE processing (or as the message ahead of it on its QP
+// ends), takes no rate from the fluid flows, lands one path latency after its end and is
+// acknowledged one later. Closed form, and the events it costs: a delivery and an
+// acknowledgement (its start and end are not events when nothing is queued behind it).
+TEST(Network, FlowTierOnePacketMessagesClosedForm) {
+  NetParams p;
+  p.flow = true;
+  Incast t(2, p);
+  const double lat = 2 * kPsPerUs + 600e3;  // two 1 us links and the switch
+  auto ser = [&](std::uint64_t bytes) { return std::ceil(static_cast<double>(p.wire_bytes(bytes)) / G100 * 1e12); };
+  const double nic = static_cast<double>(p.nic_latency_ps);
+  // qp0: a 1 KiB write and a 4-byte notify behind it, posted together.
+  t.net.post_write(t.qps[0], 1024, 1);
+  t.net.post_write(t.qps[0], 4, 2);
+  // qp1: an 8 MiB fluid flow into the same receiver port, and a 4-byte message queued behind it.
+  const std::uint64_t B = 8 << 20;
+  t.net.post_write(t.qps[1], B, 3);
+  t.net.post_write(t.qps[1], 4, 4);
+  const std::uint64_t events = t.sch.run(1000 * kPsPerUs);
+  const double end1 = nic + ser(1024), end2 = end1 + ser(4);
+  const double fluid_end = nic + static_cast<double>(p.wire_bytes(B)) / G100 * 1e12;  // at the full line: the tiny ones take none
+  auto at = [&](std::uint64_t tag) { return static_cast<double>(t.done.done.at(tag).first); };
+  ASSERT_EQ(t.done.done.size(), 4u);
+  for (auto& [tag, v] : t.done.done) EXPECT_TRUE(v.second) << tag;
+  EXPECT_NEAR(at(1), end1 + 2 * lat, 1);
+  EXPECT_NEAR(at(2), end2 + 2 * lat, 1);
+  EXPECT_NEAR(at(3), fluid_end + 2 * lat, 1e3);
+  EXPECT_NEAR(at(4), fluid_end + ser(4) + 2 * lat, 1e3);
+  // qp0's two: 2 events each; qp1's: start, rates, done, delivery, ack for the fluid flow, the
+  // tiny one behind it delivered and acknowledged.
+  EXPECT_LE(events, 4u + 5u + 3u);
+
+  // An idle QP: posted at 2 ms, the message starts after WQE processing. A second posted while
+  // the first is still leaving the NIC starts as it ends, not after its own WQE processing.
+  t.sch.advance_to(2000 * kPsPerUs);
+  t.net.post_write(t.qps[0], 2048, 5);
+  t.sch.run(2000 * kPsPerUs + static_cast<Tick>(nic) + 10 * kPsPerNs);  // the first started 10 ns ago
+  t.sch.advance_to(2000 * kPsPerUs + static_cast<Tick>(nic) + 10 * kPsPerNs);
+  t.net.post_write(t.qps[0], 64, 6);
+  t.sch.run();
+  const double end5 = 2000.0 * kPsPerUs + nic + ser(2048);
+  EXPECT_NEAR(at(5), end5 + 2 * lat, 1);
+  EXPECT_NEAR(at(6), end5 + ser(64) + 2 * lat, 1);
+  EXPECT_EQ(t.net.qp_stats(t.qps[0]).rx_bytes, 1024u + 4u + 2048u + 64u);
+  EXPECT_EQ(t.net.qp_stats(t.qps[0]).tx_bytes, 1024u + 4u + 2048u + 64u);
+}

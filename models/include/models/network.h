@@ -134,6 +134,16 @@ class Network final : public EventHandler, private CcHost {
   /// rate when the new flow takes the same path: the set of paths, hence every max-min rate, is
   /// unchanged and no recomputation is needed.
   void flow_post(std::uint32_t qp, std::int64_t after = -1);
+  /// A one-packet message that is its QP's only one, starting at `start`: taken whole now (its
+  /// path, its end, its delivery and acknowledgement scheduled), with no start or end event;
+  /// false (nothing done) when it is not one packet, has no path now, or port samples are on.
+  bool flow_send_ahead(std::uint32_t qp, Tick start);
+  /// The path of the QP's flow `f` from here: its egress ports and one-way latency; false when a
+  /// link on it is down or there is no route.
+  bool flow_path(std::uint32_t qp, Flow& f) const;
+  /// The tiny flow `id`, ending at `end`, is done with as its end would: counted at its ports,
+  /// delivered one path latency after its end, its QP's head popped, the QP busy until `end`.
+  void flow_taken(std::uint32_t id, Tick end);
   void flow_project(std::uint32_t id);                  // (re)project a flow's completion at its rate: a kFlowDone event with its stamp
   void flow_rates();                                    // max-min fair rates (progressive filling)
   void flow_done(std::uint32_t id);

@@ -25,20 +25,7 @@ void Network::flow_post(std::uint32_t qp, std::int64_t after) {
   f.tag = m.tag;
   f.bytes = m.bytes;
   f.left = static_cast<double>(p_.wire_bytes(m.bytes));
-  std::uint32_t node = q.src, port = 0;
-  bool up = true;
-  for (std::uint32_t hops = 0;; ++hops) {
-    if (hops == PortPath::kMax) { up = false; break; }  // a forwarding loop: no path
-    const Port& pt = nodes_[node].ports[port];
-    up = up && pt.cabled && pt.up;
-    f.gports.p[f.gports.n++] = port_base_[node] + port;
-    f.latency += pt.latency + (nodes_[pt.peer].is_switch ? nodes_[pt.peer].latency : 0);
-    node = pt.peer;
-    if (!nodes_[node].is_switch) break;
-    port = ecmp_port(node, qp);
-    if (port == 0xffffffffu) { up = false; break; }
-  }
-  if (!up || node != q.dst) {  // no path: the write fails as after exhausted retries
+  if (!flow_path(qp, f)) {  // no path: the write fails as after exhausted retries
     Msg dead = q.msgs.front();
     q.msgs.pop_front();
     free_flows_.push_back(id);
@@ -60,7 +47,9 @@ void Network::flow_post(std::uint32_t qp, std::int64_t after) {
       if (bps == 0 || c < bps) bps = c;
     }
     f.tiny = true;
-    schedule(sch_.now() + static_cast<Tick>(std::ceil(f.left / bps * 1e12)), kFlowTinyDone, id);
+    const Tick end = sch_.now() + static_cast<Tick>(std::ceil(f.left / bps * 1e12));
+    if (q.msgs.size() == 1 && !port_samples_.on()) flow_taken(id, end);  // nothing behind it: no end event (flow_send_ahead)
+    else schedule(end, kFlowTinyDone, id);
     if (after_fluid) {  // the message before it was a fluid flow: its ports are refilled
       const auto& prev = flows_[static_cast<std::size_t>(after)].gports;
       flow_seeds_.insert(flow_seeds_.end(), prev.begin(), prev.end());
@@ -80,6 +69,73 @@ void Network::flow_post(std::uint32_t qp, std::int64_t after) {
     if (after_fluid) flow_seeds_.insert(flow_seeds_.end(), flows_[static_cast<std::size_t>(after)].gports.begin(), flows_[static_cast<std::size_t>(after)].gports.end());
   }
   flow_rates_soon();
+}
+
+bool Network::flow_path(std::uint32_t qp, Flow& f) const {
+  const Qp& q = qps_[qp];
+  std::uint32_t node = q.src, port = 0;
+  bool up = true;
+  for (std::uint32_t hops = 0;; ++hops) {
+    if (hops == PortPath::kMax) return false;  // a forwarding loop: no path
+    const Port& pt = nodes_[node].ports[port];
+    up = up && pt.cabled && pt.up;
+    f.gports.p[f.gports.n++] = port_base_[node] + port;
+    f.latency += pt.latency + (nodes_[pt.peer].is_switch ? nodes_[pt.peer].latency : 0);
+    node = pt.peer;
+    if (!nodes_[node].is_switch) break;
+    port = ecmp_port(node, qp);
+    if (port == 0xffffffffu) return false;
+  }
+  return up && node == q.dst;
+}
+
+// A one-packet message takes no line time from the fluid flows and changes no rate: once it
+// starts, its end, delivery and acknowledgement are fixed. So when nothing is queued behind it,
+// it is taken whole where it is posted (or where the fluid flow before it ends): its start and
+// end are not events, only its delivery and acknowledgement are, and the QP remembers when it
+// ends (next_tx), where a message posted meanwhile starts. Posted, its path is the one at the
+// post, up to one WQE processing time (nic_latency) before it starts: a link that goes down in
+// between does not fail it (docs/models/roce-nic.md#flow-tier). Port samples (which place its
+// bytes at its end) keep the events.
+bool Network::flow_send_ahead(std::uint32_t qp, Tick start) {
+  Qp& q = qps_[qp];
+  const Msg& m = q.msgs.front();
+  if (q.msgs.size() != 1 || p_.packets(m.bytes) != 1 || port_samples_.on()) return false;
+  Flow probe{};
+  if (!flow_path(qp, probe)) return false;  // the failure is taken at its start, as before
+  std::uint32_t id;
+  if (!free_flows_.empty()) { id = free_flows_.back(); free_flows_.pop_back(); }
+  else { id = static_cast<std::uint32_t>(flows_.size()); flows_.emplace_back(); }
+  Flow& f = flows_[id];
+  f = probe;
+  f.qp = qp;
+  f.tag = m.tag;
+  f.bytes = m.bytes;
+  f.tiny = true;
+  f.t_set = start;
+  const double wire = static_cast<double>(p_.wire_bytes(m.bytes));
+  double bps = 0;
+  for (std::uint32_t g : f.gports) {
+    const double c = static_cast<double>(gport(g).Bps);
+    if (bps == 0 || c < bps) bps = c;
+  }
+  q.st.tx_bytes += m.bytes;
+  flow_taken(id, start + static_cast<Tick>(std::ceil(wire / bps * 1e12)));
+  return true;
+}
+
+void Network::flow_taken(std::uint32_t id, Tick end) {
+  Flow& f = flows_[id];
+  Qp& q = qps_[f.qp];
+  f.active = false;
+  for (std::uint32_t g : f.gports) {
+    PortStats& st = gport(g).st;
+    st.tx_bytes += f.bytes;
+    ++st.tx_packets;
+  }
+  schedule(end + f.latency, kFlowDeliver, id);
+  q.next_tx = end;
+  q.msgs.pop_front();
 }
 
 void Network::flow_rates_soon() {

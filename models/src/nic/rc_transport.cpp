@@ -46,7 +46,12 @@ void Network::post_write(std::uint32_t qp, std::uint64_t bytes, std::uint64_t ta
   qp_activate(qp);
   if (q.failed) { if (listener_) listener_->on_write_done(qp, tag, false); q.msgs.pop_back(); return; }
   if (p_.flow) {  // the head message starts after WQE processing; later ones when it is sent
-    if (q.msgs.size() == 1) schedule(std::max(sch_.now(), q.ready_at), kFlowStart, qp);
+    if (q.msgs.size() == 1) {
+      // Behind a one-packet message sent ahead (still leaving the NIC), it starts as that one
+      // ends, as it would behind a queued message; else after WQE processing.
+      const Tick start = q.next_tx > sch_.now() ? q.next_tx : q.ready_at;
+      if (!flow_send_ahead(qp, start)) schedule(start, kFlowStart, qp);
+    }
     return;
   }
   schedule(std::max(sch_.now(), q.ready_at), kHostKick, q.src);

@@ -61,7 +61,8 @@ struct RcQp {
   std::uint64_t next_psn = 0;      // next PSN to transmit
   std::uint64_t end_psn = 0;       // PSN after the last posted packet
   std::uint64_t acked = 0;         // all PSNs below are acknowledged
-  Tick next_tx = 0;                // rate limiter: earliest next packet start
+  Tick next_tx = 0;                // rate limiter: earliest next packet start; flow tier: the end of
+                                   // the one-packet message last sent ahead (flow_send_ahead)
   Tick ready_at = 0;               // WQE processing of the head message
   std::uint64_t cap_Bps = 0;       // cap_set: what set_qp_rate_cap was given last
   // Retransmission
