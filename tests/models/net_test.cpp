@@ -177,3 +177,31 @@ TEST(Network, FlowTierOnePacketMessagesClosedForm) {
   EXPECT_EQ(t.net.qp_stats(t.qps[0]).rx_bytes, 1024u + 4u + 2048u + 64u);
   EXPECT_EQ(t.net.qp_stats(t.qps[0]).tx_bytes, 1024u + 4u + 2048u + 64u);
 }
+
+// An unsignaled write (post_write's `signaled` false) reports no success: a later signaled write
+// on the QP completing implies it (RC completes in order); the flow tier spends no
+// acknowledgement event on it. It still lands, and a failure is still reported.
+TEST(Network, UnsignaledWriteReportsOnlyFailure) {
+  for (bool flow : {false, true}) {
+    SCOPED_TRACE(flow ? "flow tier" : "packet tier");
+    NetParams p;
+    p.flow = flow;
+    Incast t(2, p);
+    t.net.post_write(t.qps[0], 1024, 1, false);
+    t.net.post_write(t.qps[0], 4, 2);
+    t.sch.run();
+    ASSERT_EQ(t.done.done.size(), 1u);
+    EXPECT_TRUE(t.done.done.at(2).second);
+    EXPECT_EQ(t.net.qp_stats(t.qps[0]).rx_bytes, 1028u);  // both landed
+    // The receiver's link down: the unsignaled write fails (retries exhausted, or no path when
+    // it starts in the flow tier), and says so.
+    t.net.set_link_up(t.rx, 0, false);
+    t.net.post_write(t.qps[1], 1024, 3, false);
+    t.net.post_write(t.qps[1], 4, 4);
+    t.sch.run();
+    ASSERT_EQ(t.done.done.count(3), 1u);
+    EXPECT_FALSE(t.done.done.at(3).second);
+    ASSERT_EQ(t.done.done.count(4), 1u);
+    EXPECT_FALSE(t.done.done.at(4).second);
+  }
+}

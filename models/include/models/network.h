@@ -46,8 +46,11 @@ class Network final : public EventHandler, private CcHost {
 
   // ---- RC transport (nic/rc_transport.cpp) ----
   std::uint32_t create_qp(std::uint32_t src_host, std::uint32_t dst_host, std::uint16_t udp_sport);
-  /// RDMA write of `bytes` on the QP; completes through the listener with `tag`.
-  void post_write(std::uint32_t qp, std::uint64_t bytes, std::uint64_t tag);
+  /// RDMA write of `bytes` on the QP; completes through the listener with `tag`. An unsignaled
+  /// write (`signaled` false, as an RDMA WQE without a completion) reports only a failure: its
+  /// success is implied by a later signaled write on the QP completing (RC completes in order).
+  /// The flow tier then spends no event on its acknowledgement.
+  void post_write(std::uint32_t qp, std::uint64_t bytes, std::uint64_t tag, bool signaled = true);
   bool qp_failed(std::uint32_t qp) const { return qps_[qp].failed; }
   std::uint16_t qp_sport(std::uint32_t qp) const { return qps_[qp].sport; }
   /// Cap a QP's sending rate (bytes/s; 0 = the port's line rate), e.g. a communicator's bandwidth_limit.

@@ -24,6 +24,7 @@ void Network::flow_post(std::uint32_t qp, std::int64_t after) {
   f.qp = qp;
   f.tag = m.tag;
   f.bytes = m.bytes;
+  f.signaled = m.signaled;
   f.left = static_cast<double>(p_.wire_bytes(m.bytes));
   if (!flow_path(qp, f)) {  // no path: the write fails as after exhausted retries
     Msg dead = q.msgs.front();
@@ -111,6 +112,7 @@ bool Network::flow_send_ahead(std::uint32_t qp, Tick start) {
   f.qp = qp;
   f.tag = m.tag;
   f.bytes = m.bytes;
+  f.signaled = m.signaled;
   f.tiny = true;
   f.t_set = start;
   const double wire = static_cast<double>(p_.wire_bytes(m.bytes));
@@ -359,7 +361,8 @@ void Network::flow_event(std::uint64_t type, std::uint64_t id, std::uint64_t b) 
       Flow& f = flows_[id];
       qps_[f.qp].st.rx_bytes += f.bytes;
       if (listener_) listener_->on_data(f.qp, f.tag, 0, f.bytes);
-      schedule(sch_.now() + f.latency, kFlowAck, id);
+      if (f.signaled) schedule(sch_.now() + f.latency, kFlowAck, id);
+      else free_flows_.push_back(static_cast<std::uint32_t>(id));  // unsignaled: no completion to report
       break;
     }
     case kFlowAck: {

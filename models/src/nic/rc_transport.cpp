@@ -36,12 +36,12 @@ void Network::set_qp_rate_cap(std::uint32_t qp, std::uint64_t Bps) {
   if (!p_.flow) cc_->set_line_rate(qp, line);
 }
 
-void Network::post_write(std::uint32_t qp, std::uint64_t bytes, std::uint64_t tag) {
+void Network::post_write(std::uint32_t qp, std::uint64_t bytes, std::uint64_t tag, bool signaled) {
   Qp& q = qps_.at(qp);
   const std::uint64_t unit = p_.unit();
   std::uint64_t npkts = bytes == 0 ? 1 : (bytes + unit - 1) / unit;  // units (packets in the packet tier)
   if (q.msgs.empty()) q.ready_at = sch_.now() + p_.nic_latency_ps;
-  q.msgs.push_back(Msg{tag, bytes, q.end_psn, npkts});
+  q.msgs.push_back(Msg{tag, bytes, q.end_psn, npkts, signaled});
   q.end_psn += npkts;
   qp_activate(qp);
   if (q.failed) { if (listener_) listener_->on_write_done(qp, tag, false); q.msgs.pop_back(); return; }
@@ -238,7 +238,7 @@ void Network::host_rx(std::uint32_t host, std::uint32_t id) {
           Msg m = q.msgs.front();
           q.msgs.pop_front();
           if (!q.msgs.empty()) q.ready_at = std::max(q.ready_at, sch_.now());
-          if (listener_) listener_->on_write_done(qi, m.tag, true);
+          if (listener_ && m.signaled) listener_->on_write_done(qi, m.tag, true);
         }
         if (q.acked < q.next_psn) arm_rto(qi);
         else q.rto_at = kTickMax;  // disarm

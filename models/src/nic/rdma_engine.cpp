@@ -132,9 +132,12 @@ void Machine::start_rdma(std::uint32_t s, const Task& head) {
     std::uint32_t qp = qp_for(me, rx, t.qp_base + i);
     net_->set_qp_rate_cap(qp, t.rate_cap_Bps ? std::max<std::uint64_t>(1, t.rate_cap_Bps / k) : 0);  // the cap is for all parts together
     net_->set_qp_retry_count(qp, t.retry_count);
-    ++rdmas_[id].pending;
+    // One QP with a notify behind: the data write is unsignaled (the notify's completion implies
+    // it, RC completing in order); it reports only a failure.
+    const bool signaled = !(t.value && k == 1);
+    if (signaled) ++rdmas_[id].pending;
     // tag: rdma id, part index, notify bit; the part's offset is recovered from the index
-    net_->post_write(qp, len, (static_cast<std::uint64_t>(id) << 8) | (static_cast<std::uint64_t>(i) << 1));
+    net_->post_write(qp, len, (static_cast<std::uint64_t>(id) << 8) | (static_cast<std::uint64_t>(i) << 1), signaled);
     if (streams_[s].epoch != epoch) return;  // it failed at once (a QP in error): the op is gone
   }
   if (t.value && k == 1) {
@@ -245,6 +248,7 @@ void Machine::on_write_done(std::uint32_t, std::uint64_t tag, bool ok) {
   const auto id = static_cast<std::uint32_t>(tag >> 8);
   RdmaOp& r = rdmas_[id];
   r.ok = r.ok && ok;
+  if (!(tag & 1) && r.task.value && rdma_stripes(r.task.qp_count, r.task.bytes) == 1) return;  // the unsignaled data write failed: the notify's completion ends the op
   if (--r.pending) return;
   if (r.ok && r.notify_after && streams_[r.stream].epoch == r.epoch) {  // an orphaned write posts no notify  // striped data all acknowledged: now the ordered notify
     r.notify_after = false;

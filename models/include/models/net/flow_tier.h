@@ -31,6 +31,7 @@ struct alignas(64) Flow {
   std::uint32_t qp = 0;
   bool active = false;
   bool tiny = false;                                  // at most one packet: not a fluid flow (flow_post)
+  bool signaled = true;                               // false: no acknowledgement event (post_write)
   std::uint64_t stamp = 0;                            // identifies its current completion event
   std::uint64_t tag = 0, bytes = 0;
   double left = 0, rate = 0;                         // wire bytes still to send at t_set, rate since (bytes/s)

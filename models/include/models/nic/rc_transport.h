@@ -27,6 +27,7 @@ struct QpStats {
 /// A posted write: `npkts` units from PSN `first_psn`.
 struct RcMsg {
   std::uint64_t tag, bytes, first_psn, npkts;
+  bool signaled = true;  // false: its completion is reported only when it fails (post_write)
 };
 
 /// A QP's posted messages, oldest first: a vector and the index of its head. Allocates nothing
