@@ -205,3 +205,31 @@ TEST(Network, UnsignaledWriteReportsOnlyFailure) {
     EXPECT_FALSE(t.done.done.at(4).second);
   }
 }
+
+// A write behind the sender's own dead port fails once the retries are exhausted (the port
+// drops what the QP sends, its retransmit timer runs), as behind a dead link further on; it
+// used to wait forever in the packet and chunk tiers. The flow tier fails it when it starts.
+TEST(Network, WriteBehindDeadSenderPortFails) {
+  for (std::uint32_t unit : {0u, 64u * 1024}) {
+    for (bool flow : {false, true}) {
+      if (flow && unit) continue;
+      SCOPED_TRACE(std::to_string(unit) + (flow ? " flow" : ""));
+      NetParams p;
+      p.unit_bytes = unit;
+      p.flow = flow;
+      p.timeout_exp = 8;  // ~1 ms retransmit timeout
+      p.retry_count = 3;
+      Incast t(2, p);
+      t.net.set_link_up(t.senders[1], 0, false);
+      t.net.post_write(t.qps[1], 1024, 3);
+      t.net.post_write(t.qps[0], 1024, 5);  // the other sender is unaffected
+      t.sch.run();
+      ASSERT_EQ(t.done.done.count(3), 1u);
+      EXPECT_FALSE(t.done.done.at(3).second);
+      EXPECT_TRUE(t.done.done.at(5).second);
+      if (!flow) {
+        EXPECT_GE(t.net.qp_stats(t.qps[1]).timeouts, 4u);  // the first try and 3 retries
+      }
+    }
+  }
+}

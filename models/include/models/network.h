@@ -197,6 +197,7 @@ class Network final : public EventHandler, private CcHost {
   // ---- RC transport (nic/rc_transport.cpp) ----
   void host_rx(std::uint32_t host, std::uint32_t pkt);
   void host_kick(std::uint32_t host);
+  void stalled_rtos(std::uint32_t host);  // the host port is down: its QPs with work arm their retransmit timers
   void qp_activate(std::uint32_t qp);  // qps_[qp] may have packets to send: its host's arbitration visits it
   void send_ctrl(std::uint32_t host, PktKind k, std::uint32_t qp, std::uint64_t psn);
   void arm_rto(std::uint32_t qp);

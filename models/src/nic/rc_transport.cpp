@@ -84,11 +84,29 @@ void Network::send_ctrl(std::uint32_t host, PktKind kind, std::uint32_t qp, std:
   host_kick(host);
 }
 
+// A QP with unsent work on a host whose port is down arms its retransmit timer as if its next
+// packet had gone out (the port drops it): go-back-N then retries until the retry count is
+// exhausted and the QP fails, reporting its writes, as a real RC QP does behind a dead port. A
+// port that comes back up before sends on.
+void Network::stalled_rtos(std::uint32_t host) {
+  const Node& n = nodes_[host];
+  for (std::size_t w = 0; w < n.qp_active.size(); ++w)
+    for (std::uint64_t m = n.qp_active[w]; m != 0; m &= m - 1) {
+      const std::uint32_t qi = n.qps[(w << 6) + static_cast<std::size_t>(__builtin_ctzll(m))];
+      const Qp& q = qps_[qi];
+      if (!q.failed && std::max(q.next_psn, q.acked) < q.end_psn && q.rto_at == kTickMax) arm_rto(qi);
+    }
+}
+
 void Network::host_kick(std::uint32_t host) {
   if (p_.flow) return;  // the flow tier sends messages as flows (net/flow_tier.cpp), never packets
   Node& n = nodes_[host];
   Port& p = n.ports[0];
-  if (p.busy || p.paused || !p.up) return;
+  if (!p.up) {  // the NIC's port is down: what it sends is lost, so its QPs' retransmit timers run
+    stalled_rtos(host);
+    return;
+  }
+  if (p.busy || p.paused) return;
   if (!q_empty(p)) { try_tx(host, 0); return; }
   // Egress arbitration: round-robin over QPs whose rate limiter and WQE processing allow a packet.
   // Only the QPs marked active are visited (set when a write is posted or a go-back-N rewinds,
