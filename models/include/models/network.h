@@ -147,12 +147,15 @@ class Network final : public EventHandler, private CcHost {
   /// The tiny flow `id`, ending at `end`, is done with as its end would: counted at its ports,
   /// delivered one path latency after its end, its QP's head popped, the QP busy until `end`.
   void flow_taken(std::uint32_t id, Tick end);
+  std::uint32_t flow_alloc();                           // a free flow slot (reused or new)
+  double path_min_Bps(const PortPath& path) const;      // the slowest line rate along a path
   void flow_project(std::uint32_t id);                  // (re)project a flow's completion at its rate: a kFlowDone event with its stamp
   void flow_rates();                                    // max-min fair rates (progressive filling)
   void flow_done(std::uint32_t id);
   void flow_event(std::uint64_t type, std::uint64_t id, std::uint64_t b);
   void index_ports();                                   // global port ids
   Port& gport(std::uint32_t g) { return *gport_[g]; }  // one load, not node -> its ports -> the port
+  const Port& gport(std::uint32_t g) const { return *gport_[g]; }
 
   // ---- switch forwarding (net/switch_forwarding.cpp) ----
   std::uint32_t alloc_pkt(const Pkt& p);

@@ -13,12 +13,31 @@ namespace models {
 // end) and is acknowledged one path latency later. No queues, ECN, DCQCN or PFC in this tier: it
 // stands for ideal congestion control.
 
+// A free flow slot (reused, or a new one at the end).
+std::uint32_t Network::flow_alloc() {
+  if (!free_flows_.empty()) {
+    const std::uint32_t id = free_flows_.back();
+    free_flows_.pop_back();
+    return id;
+  }
+  flows_.emplace_back();
+  return static_cast<std::uint32_t>(flows_.size() - 1);
+}
+
+// The slowest line rate along a path (bytes/s): where a one-packet message is serialised.
+double Network::path_min_Bps(const PortPath& path) const {
+  double bps = 0;
+  for (std::uint32_t g : path) {
+    const double c = static_cast<double>(gport(g).Bps);
+    if (bps == 0 || c < bps) bps = c;
+  }
+  return bps;
+}
+
 void Network::flow_post(std::uint32_t qp, std::int64_t after) {
   Qp& q = qps_[qp];
   const Msg& m = q.msgs.front();
-  std::uint32_t id;
-  if (!free_flows_.empty()) { id = free_flows_.back(); free_flows_.pop_back(); }
-  else { id = static_cast<std::uint32_t>(flows_.size()); flows_.emplace_back(); }
+  const std::uint32_t id = flow_alloc();
   Flow& f = flows_[id];
   f = Flow{};
   f.qp = qp;
@@ -42,11 +61,7 @@ void Network::flow_post(std::uint32_t qp, std::int64_t after) {
   if (p_.packets(m.bytes) == 1) {
     // One packet is not a fluid flow: it is serialised at the slowest port's line rate between
     // the flows' packets and does not change their rates (a notify record, a grant).
-    double bps = 0;
-    for (std::uint32_t g : f.gports) {
-      const double c = static_cast<double>(gport(g).Bps);
-      if (bps == 0 || c < bps) bps = c;
-    }
+    const double bps = path_min_Bps(f.gports);
     f.tiny = true;
     const Tick end = sch_.now() + static_cast<Tick>(std::ceil(f.left / bps * 1e12));
     if (q.msgs.size() == 1 && !port_samples_.on()) flow_taken(id, end);  // nothing behind it: no end event (flow_send_ahead)
@@ -104,9 +119,7 @@ bool Network::flow_send_ahead(std::uint32_t qp, Tick start) {
   if (q.msgs.size() != 1 || p_.packets(m.bytes) != 1 || port_samples_.on()) return false;
   Flow probe{};
   if (!flow_path(qp, probe)) return false;  // the failure is taken at its start, as before
-  std::uint32_t id;
-  if (!free_flows_.empty()) { id = free_flows_.back(); free_flows_.pop_back(); }
-  else { id = static_cast<std::uint32_t>(flows_.size()); flows_.emplace_back(); }
+  const std::uint32_t id = flow_alloc();
   Flow& f = flows_[id];
   f = probe;
   f.qp = qp;
@@ -116,11 +129,7 @@ bool Network::flow_send_ahead(std::uint32_t qp, Tick start) {
   f.tiny = true;
   f.t_set = start;
   const double wire = static_cast<double>(p_.wire_bytes(m.bytes));
-  double bps = 0;
-  for (std::uint32_t g : f.gports) {
-    const double c = static_cast<double>(gport(g).Bps);
-    if (bps == 0 || c < bps) bps = c;
-  }
+  const double bps = path_min_Bps(f.gports);
   q.st.tx_bytes += m.bytes;
   flow_taken(id, start + static_cast<Tick>(std::ceil(wire / bps * 1e12)));
   return true;
