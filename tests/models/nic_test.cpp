@@ -8,6 +8,7 @@
 #include <numeric>
 
 #include "models/network.h"
+#include "models/nic/qp_table.h"
 #include "incast_rig.h"
 
 using namespace models;
@@ -118,4 +119,39 @@ TEST(Network, QpFailsAfterRetries) {
   ASSERT_TRUE(t.done.done.count(5));
   EXPECT_FALSE(t.done.done[5].second);
   EXPECT_EQ(t.net.qp_stats(t.qps[0]).timeouts, 4u);  // retry_count + 1
+}
+
+// The per-source QP table against a std::map reference: keys met in a pairwise all-to-all's
+// rotated order, in a pseudo-random order, with stripes, and lookups of absent keys (which must
+// not be found, including after the table grew past keys that collide on their home slot).
+TEST(QpTable, MatchesMapReference) {
+  QpTable t;
+  std::map<std::pair<std::uint32_t, std::uint32_t>, std::uint32_t> ref;
+  const std::uint32_t n = 3000, me = 1234;
+  std::uint32_t v = 0;
+  for (std::uint32_t i = 1; i < n; ++i)  // pairwise order: me+1 .. n-1, 0 .. me-1
+    for (std::uint32_t s = 0; s < 3; ++s) {
+      const std::uint32_t dst = (me + i) % n;
+      ASSERT_EQ(t.find(dst, s), nullptr);
+      t.insert(dst, s, v);
+      ref[{dst, s}] = v++;
+    }
+  std::uint64_t x = 88172645463325252ULL;  // xorshift: keys far apart and stripes up to 0xffff
+  for (int i = 0; i < 20000; ++i) {
+    x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+    const std::uint32_t dst = static_cast<std::uint32_t>(x % 1000000) + n, s = static_cast<std::uint32_t>((x >> 40) & 0xffff);
+    if (ref.count({dst, s})) continue;
+    t.insert(dst, s, v);
+    ref[{dst, s}] = v++;
+  }
+  ASSERT_EQ(t.size(), ref.size());
+  for (const auto& [k, val] : ref) {
+    const std::uint32_t* p = t.find(k.first, k.second);
+    ASSERT_NE(p, nullptr);
+    EXPECT_EQ(*p, val);
+  }
+  for (std::uint32_t s = 3; s < 40; ++s) EXPECT_EQ(t.find(7, s), nullptr);
+  EXPECT_EQ(t.find(me, 0), nullptr);  // a source has no QP to itself
+  *t.find(7, 1) = 42;  // values are updated in place (a routed stripe gets its QP)
+  EXPECT_EQ(*t.find(7, 1), 42u);
 }

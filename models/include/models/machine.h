@@ -22,6 +22,7 @@
 #include "models/mem/hbm.h"
 #include "models/mem/reduce.h"
 #include "models/network.h"
+#include "models/nic/qp_table.h"
 #include "models/nic/rdma.h"
 #include "models/npu/address_map.h"
 #include "models/npu/machine_listener.h"
@@ -265,7 +266,8 @@ class Machine final : public EventHandler, public NetworkListener {
   Network* net_ = nullptr;
   std::vector<std::uint32_t> nic_node_;
   std::vector<MrTable> mrs_;  // per NPU
-  std::vector<std::vector<std::pair<std::uint64_t, std::uint32_t>>> qp_of_;  // per source NPU: (dst << 16 | stripe) -> QP, sorted
+  std::vector<QpTable> qp_of_;  // per source NPU: (dst, stripe) -> QP (or kQpPending | its source port)
+  QpTable& qp_table(std::uint32_t src);
   std::vector<RdmaOp> rdmas_;
   std::vector<std::uint32_t> free_rdmas_;
   std::uint64_t rdma_access_errors_ = 0;

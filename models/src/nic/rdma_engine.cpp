@@ -26,56 +26,45 @@ const std::vector<std::uint32_t>* Machine::nic_qps(std::uint32_t npu) const {
 namespace {
 // A table entry's value: the QP's id, or kQpPending | its UDP source port while no write used it.
 constexpr std::uint32_t kQpPending = 0x80000000u;
-std::uint64_t qp_key(std::uint32_t dst, std::uint32_t index) { return (static_cast<std::uint64_t>(dst) << 16) | (index & 0xffff); }
-template <class Tab>
-auto qp_slot(Tab& tab, std::uint64_t key) {
-  return std::lower_bound(tab.begin(), tab.end(), key, [](const auto& e, std::uint64_t k) { return e.first < k; });
-}
 }  // namespace
 
-std::uint32_t Machine::qp_for(std::uint32_t src, std::uint32_t dst, std::uint32_t index) {
-  // Per source NPU, a sorted array of (target, stripe) -> QP: a few hundred entries at most, so a
-  // lookup stays in the source's own cache lines (one global hash table missed cache at scale).
+QpTable& Machine::qp_table(std::uint32_t src) {
   if (qp_of_.size() <= src) qp_of_.resize(npus_.size() > src ? npus_.size() : src + 1);
-  auto& tab = qp_of_[src];
-  const std::uint64_t key = qp_key(dst, index);
-  auto it = qp_slot(tab, key);
-  if (it != tab.end() && it->first == key) {
-    if (!(it->second & kQpPending)) return it->second;
+  return qp_of_[src];
+}
+
+std::uint32_t Machine::qp_for(std::uint32_t src, std::uint32_t dst, std::uint32_t index) {
+  QpTable& tab = qp_table(src);
+  if (std::uint32_t* v = tab.find(dst, index)) {
+    if (!(*v & kQpPending)) return *v;
     // Routed but not used yet: the NIC's QP comes into being with the first write on it.
-    it->second = net_->create_qp(nic_node_[src], nic_node_[dst], static_cast<std::uint16_t>(it->second));
-    return it->second;
+    *v = net_->create_qp(nic_node_[src], nic_node_[dst], static_cast<std::uint16_t>(*v));
+    return *v;
   }
-  std::uint32_t qp = net_->create_qp(nic_node_[src], nic_node_[dst], default_sport(src, dst, index));
-  tab.insert(it, {key, qp});
+  const std::uint32_t qp = net_->create_qp(nic_node_[src], nic_node_[dst], default_sport(src, dst, index));
+  tab.insert(dst, index, qp);
   return qp;
 }
 
 void Machine::set_qp_sport(std::uint32_t src, std::uint32_t dst, std::uint32_t index, std::uint16_t sport) {
   if (!has_nic(src) || !has_nic(dst)) return;
-  if (qp_of_.size() <= src) qp_of_.resize(npus_.size() > src ? npus_.size() : src + 1);
-  auto& tab = qp_of_[src];
-  const std::uint64_t key = qp_key(dst, index);
-  auto it = qp_slot(tab, key);
-  if (it != tab.end() && it->first == key) {
-    if (it->second & kQpPending) { it->second = kQpPending | sport; return; }
-    if (net_->qp_sport(it->second) == sport) return;
-    it->second = net_->create_qp(nic_node_[src], nic_node_[dst], sport);
+  QpTable& tab = qp_table(src);
+  if (std::uint32_t* v = tab.find(dst, index)) {
+    if (*v & kQpPending) { *v = kQpPending | sport; return; }
+    if (net_->qp_sport(*v) == sport) return;
+    *v = net_->create_qp(nic_node_[src], nic_node_[dst], sport);
     return;
   }
   // Only the port is kept until a write uses the QP (qp_for): a route decided for every stripe of
-  // every peer (8 x 1023 per rank in a 1024-server all-to-all) costs 16 bytes, not a NIC QP, until
-  // the stripe carries data.
-  tab.insert(it, {key, kQpPending | sport});
+  // every peer (8 x 1023 per rank in a 1024-server all-to-all) costs a table slot, not a NIC QP,
+  // until the stripe carries data.
+  tab.insert(dst, index, kQpPending | sport);
 }
 
 std::uint16_t Machine::qp_sport(std::uint32_t src, std::uint32_t dst, std::uint32_t index) const {
-  if (src < qp_of_.size()) {
-    const auto& tab = qp_of_[src];
-    auto it = qp_slot(tab, qp_key(dst, index));
-    if (it != tab.end() && it->first == qp_key(dst, index))
-      return it->second & kQpPending ? static_cast<std::uint16_t>(it->second) : net_->qp_sport(it->second);
-  }
+  if (src < qp_of_.size())
+    if (const std::uint32_t* v = qp_of_[src].find(dst, index))
+      return *v & kQpPending ? static_cast<std::uint16_t>(*v) : net_->qp_sport(*v);
   return default_sport(src, dst, index);
 }
 
