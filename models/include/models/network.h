@@ -73,7 +73,21 @@ class Network final : public EventHandler, private CcHost {
   std::uint32_t node_ports(std::uint32_t n) const { return static_cast<std::uint32_t>(nodes_[n].ports.size()); }
   const PortStats& port_stats(std::uint32_t node, std::uint32_t port) const { return nodes_[node].ports[port].st; }
   std::uint64_t queue_bytes(std::uint32_t node, std::uint32_t port) const { return nodes_[node].ports[port].qbytes; }
-  const QpStats& qp_stats(std::uint32_t qp) const { return qps_[qp].st; }
+  QpStats qp_stats(std::uint32_t qp) const {
+    const Qp& q = qps_[qp];
+    QpStats st;
+    st.tx_bytes = q.tx_bytes;
+    st.rx_bytes = q.rx_bytes;
+    st.timeouts = q.timeouts;
+    if (!p_.flow) {
+      const RcQpTx& x = qtx_[qp];
+      st.retransmits = x.retransmits;
+      st.naks = x.naks;
+      st.cnp_rcv = x.cnp_rcv;
+      st.cnp_sent = x.cnp_sent;
+    }
+    return st;
+  }
   std::uint32_t qp_count() const { return static_cast<std::uint32_t>(qps_.size()); }
   /// The QP's sending rate (flow tier: its port's line rate; the congestion control keeps no state there).
   double qp_rate_Bps(std::uint32_t qp) const {
@@ -225,7 +239,8 @@ class Network final : public EventHandler, private CcHost {
   NetworkListener* listener_ = nullptr;
   std::unique_ptr<CongestionControl> cc_;
   std::vector<Node> nodes_;
-  RcQpStore qps_;  // growing never moves the QPs (their message queues)
+  BlockStore<RcQp> qps_;  // growing never moves the QPs (their message queues)
+  BlockStore<RcQpTx> qtx_;  // the packet and chunk tiers' transport state, by QP id (empty in the flow tier)
   std::vector<Pkt> pkts_;
   std::vector<std::uint32_t> free_pkts_;
   // routing tables

@@ -53,7 +53,7 @@ double Network::virtual_queue(Port& p, Tick now) {
 // spread since this QP's previous unit; it would have sent a CNP for a marked packet once per
 // interval of that window, at most one per marked packet. One CNP frame carries them.
 void Network::chunk_cnp(std::uint32_t host, std::uint32_t qi, const Pkt& k, Tick now) {
-  Qp& q = qps_[qi];
+  RcQpTx& q = qtx_[qi];
   const Tick iv = p_.dcqcn.cnp_interval_ps;
   const Tick ws = q.seen_rx ? q.last_rx : now;
   const Tick from = q.any_cnp ? std::max(ws, q.last_cnp + iv) : ws;
@@ -61,7 +61,7 @@ void Network::chunk_cnp(std::uint32_t host, std::uint32_t qi, const Pkt& k, Tick
     const std::uint64_t c = std::min<std::uint64_t>(k.marks, 1 + (now - from) / iv);
     q.any_cnp = true;
     q.last_cnp = from + (c - 1) * iv;
-    q.st.cnp_sent += c;
+    q.cnp_sent += c;
     send_ctrl(host, kCnp, qi, c);
   }
 }

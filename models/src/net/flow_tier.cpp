@@ -49,14 +49,14 @@ void Network::flow_post(std::uint32_t qp, std::int64_t after) {
     Msg dead = q.msgs.front();
     q.msgs.pop_front();
     free_flows_.push_back(id);
-    ++q.st.timeouts;
+    ++q.timeouts;
     if (listener_) listener_->on_write_done(qp, dead.tag, false);
     if (!q.msgs.empty()) flow_post(qp);
     return;
   }
   f.active = true;
   f.t_set = sch_.now();
-  q.st.tx_bytes += m.bytes;
+  q.tx_bytes += m.bytes;
   const bool after_fluid = after >= 0 && !flows_[static_cast<std::size_t>(after)].tiny;
   if (p_.packets(m.bytes) == 1) {
     // One packet is not a fluid flow: it is serialised at the slowest port's line rate between
@@ -130,7 +130,7 @@ bool Network::flow_send_ahead(std::uint32_t qp, Tick start) {
   f.t_set = start;
   const double wire = static_cast<double>(p_.wire_bytes(m.bytes));
   const double bps = path_min_Bps(f.gports);
-  q.st.tx_bytes += m.bytes;
+  q.tx_bytes += m.bytes;
   flow_taken(id, start + static_cast<Tick>(std::ceil(wire / bps * 1e12)));
   return true;
 }
@@ -368,7 +368,7 @@ void Network::flow_event(std::uint64_t type, std::uint64_t id, std::uint64_t b) 
       break;
     case kFlowDeliver: {
       Flow& f = flows_[id];
-      qps_[f.qp].st.rx_bytes += f.bytes;
+      qps_[f.qp].rx_bytes += f.bytes;
       if (listener_) listener_->on_data(f.qp, f.tag, 0, f.bytes);
       if (f.signaled) schedule(sch_.now() + f.latency, kFlowAck, id);
       else free_flows_.push_back(static_cast<std::uint32_t>(id));  // unsignaled: no completion to report

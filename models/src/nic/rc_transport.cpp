@@ -15,7 +15,10 @@ std::uint32_t Network::create_qp(std::uint32_t src, std::uint32_t dst, std::uint
   q.sport = sport;
   q.hash = ecmp_flow_key(p_.ecmp_hash, src, dst, sport);  // the ECMP policy (models/net/policies.h)
   auto id = static_cast<std::uint32_t>(qps_.size() - 1);
-  if (!p_.flow) cc_->add_qp(id, line);  // the flow tier's rates are max-min fair: no congestion control state
+  if (!p_.flow) {
+    qtx_.emplace_back();
+    cc_->add_qp(id, line);
+  }  // the flow tier's rates are max-min fair: no congestion control state
   Node& n = nodes_[src];
   qps_.back().pos = static_cast<std::uint32_t>(n.qps.size());
   n.qps.push_back(id);
@@ -94,7 +97,8 @@ void Network::stalled_rtos(std::uint32_t host) {
     for (std::uint64_t m = n.qp_active[w]; m != 0; m &= m - 1) {
       const std::uint32_t qi = n.qps[(w << 6) + static_cast<std::size_t>(__builtin_ctzll(m))];
       const Qp& q = qps_[qi];
-      if (!q.failed && std::max(q.next_psn, q.acked) < q.end_psn && q.rto_at == kTickMax) arm_rto(qi);
+      const RcQpTx& x = qtx_[qi];
+      if (!q.failed && std::max(x.next_psn, x.acked) < q.end_psn && x.rto_at == kTickMax) arm_rto(qi);
     }
 }
 
@@ -126,11 +130,12 @@ void Network::host_kick(std::uint32_t host) {
         const std::size_t pos = (w << 6) + static_cast<std::size_t>(__builtin_ctzll(m));
         const std::uint32_t qi = n.qps[pos];
         Qp& q = qps_[qi];
+        RcQpTx& x = qtx_[qi];
         // Never resend what is acknowledged; an ACK of packets sent before a go-back-N rewind can
         // leave next_psn behind acked, and when that ACK covers everything, nothing is left to send
         // (clamping after this check would send a packet past the last message).
-        if (q.next_psn < q.acked) q.next_psn = q.acked;
-        if (q.failed || q.next_psn >= q.end_psn) { n.qp_active[w] &= ~(1ULL << (pos & 63)); continue; }
+        if (x.next_psn < x.acked) x.next_psn = x.acked;
+        if (q.failed || x.next_psn >= q.end_psn) { n.qp_active[w] &= ~(1ULL << (pos & 63)); continue; }
         Tick t = std::max(q.next_tx, q.ready_at);
         if (t > now) { wake = std::min(wake, t); continue; }
         n.rr = static_cast<std::uint32_t>((pos + 1) % nq);
@@ -141,16 +146,16 @@ void Network::host_kick(std::uint32_t host) {
         k.src = host;
         k.dst = q.dst;
         k.hash = q.hash;
-        k.psn = q.next_psn;
-        k.payload = psn_bytes(q, q.next_psn, &k.msg_tag, &k.msg_off, &k.last);
+        k.psn = x.next_psn;
+        k.payload = psn_bytes(q, x.next_psn, &k.msg_tag, &k.msg_off, &k.last);
         k.npk = static_cast<std::uint32_t>(p_.packets(k.payload));
         k.bytes = p_.wire_bytes(k.payload);
         k.rate = rc;
-        ++q.next_psn;
-        q.st.tx_bytes += k.payload;
+        ++x.next_psn;
+        q.tx_bytes += k.payload;
         q.next_tx = now + serialization_ps(k.bytes, static_cast<std::uint64_t>(rc));
         cc_->on_sent(qi, k.bytes);
-        if (q.rto_at == kTickMax) arm_rto(qi);
+        if (x.rto_at == kTickMax) arm_rto(qi);
         q_push_back(p, alloc_pkt(k));
         p.qbytes += k.bytes;
         try_tx(host, 0);
@@ -170,7 +175,7 @@ void Network::qp_activate(std::uint32_t qi) {
 // deadline, and the event, when it finds the deadline moved on, re-queues itself there. (An event
 // per arm left one record per ACK in the queue, none of which ever expired before the run ended.)
 void Network::arm_rto(std::uint32_t qi) {
-  Qp& q = qps_[qi];
+  RcQpTx& q = qtx_[qi];
   const Tick rto = static_cast<Tick>(4096) * kPsPerNs * (1ULL << std::min<std::uint32_t>(p_.timeout_exp, 31));
   q.rto_at = sch_.now() + rto;
   if (!q.rto_queued) {
@@ -181,29 +186,30 @@ void Network::arm_rto(std::uint32_t qi) {
 
 void Network::on_rto(std::uint32_t qi, std::uint64_t) {
   Qp& q = qps_[qi];
-  q.rto_queued = false;
-  if (q.rto_at == kTickMax) return;  // disarmed since
-  if (sch_.now() < q.rto_at) {       // re-armed since: wait for the current deadline
-    q.rto_queued = true;
-    schedule(q.rto_at, kRto, qi);
+  RcQpTx& x = qtx_[qi];
+  x.rto_queued = false;
+  if (x.rto_at == kTickMax) return;  // disarmed since
+  if (sch_.now() < x.rto_at) {       // re-armed since: wait for the current deadline
+    x.rto_queued = true;
+    schedule(x.rto_at, kRto, qi);
     return;
   }
-  q.rto_at = kTickMax;  // fired
-  if (q.acked >= q.next_psn && q.acked >= q.end_psn) return;
-  ++q.st.timeouts;
-  if (++q.retries > (q.retry_limit == ~0u ? p_.retry_count : q.retry_limit)) {
+  x.rto_at = kTickMax;  // fired
+  if (x.acked >= x.next_psn && x.acked >= q.end_psn) return;
+  ++q.timeouts;
+  if (++x.retries > (q.retry_limit == ~0u ? p_.retry_count : q.retry_limit)) {
     q.failed = true;
     while (!q.msgs.empty()) {
       Msg m = q.msgs.front();
       q.msgs.pop_front();
       if (listener_) listener_->on_write_done(qi, m.tag, false);
     }
-    q.next_psn = q.end_psn = q.acked;
+    x.next_psn = q.end_psn = x.acked;
     return;
   }
-  q.st.retransmits += (q.next_psn - q.acked) * p_.packets_per_unit();
-  sample(q.src, 0, SampleCount::Retransmit, (q.next_psn - q.acked) * p_.packets_per_unit());
-  q.next_psn = q.acked;
+  x.retransmits += (x.next_psn - x.acked) * p_.packets_per_unit();
+  sample(q.src, 0, SampleCount::Retransmit, (x.next_psn - x.acked) * p_.packets_per_unit());
+  x.next_psn = x.acked;
   qp_activate(qi);
   arm_rto(qi);
   host_kick(q.src);
@@ -213,58 +219,59 @@ void Network::host_rx(std::uint32_t host, std::uint32_t id) {
   Pkt k = pkts_[id];
   free_pkt(id);
   Qp& q = qps_[k.qp];
+  RcQpTx& x = qtx_[k.qp];
   const std::uint32_t qi = k.qp;
   switch (k.kind) {
     case kData: {
       // A QP in the error state (retries exhausted) takes nothing: a packet of it still on the
       // wire, e.g. queued behind a port that came up again, belongs to a write already failed.
       if (q.failed) break;
-      if (k.psn == q.expected) {
-        ++q.expected;
-        q.nak_sent = false;
-        q.st.rx_bytes += k.payload;
+      if (k.psn == x.expected) {
+        ++x.expected;
+        x.nak_sent = false;
+        q.rx_bytes += k.payload;
         if (listener_) listener_->on_data(qi, k.msg_tag, k.msg_off, k.payload);
-        q.unacked += k.npk;
-        if (q.unacked >= p_.ack_every || k.last) { q.unacked = 0; send_ctrl(host, kAck, qi, q.expected); }
-      } else if (k.psn > q.expected) {
-        if (!q.nak_sent) { q.nak_sent = true; send_ctrl(host, kNak, qi, q.expected); }
+        x.unacked += k.npk;
+        if (x.unacked >= p_.ack_every || k.last) { x.unacked = 0; send_ctrl(host, kAck, qi, x.expected); }
+      } else if (k.psn > x.expected) {
+        if (!x.nak_sent) { x.nak_sent = true; send_ctrl(host, kNak, qi, x.expected); }
       } else {
-        send_ctrl(host, kAck, qi, q.expected);  // duplicate: re-acknowledge
+        send_ctrl(host, kAck, qi, x.expected);  // duplicate: re-acknowledge
       }
       // CNP generation (DCQCN's notification point): at most one CNP per QP per interval.
       const Tick now = sch_.now(), iv = p_.dcqcn.cnp_interval_ps;
       if (k.ecn && p_.dcqcn.enabled && k.npk > 1) {
         chunk_cnp(host, qi, k, now);  // the chunk tier's units stand for several packets
-      } else if (k.ecn && p_.dcqcn.enabled && (!q.any_cnp || now - q.last_cnp >= iv)) {
-        q.any_cnp = true;
-        q.last_cnp = now;
-        ++q.st.cnp_sent;
+      } else if (k.ecn && p_.dcqcn.enabled && (!x.any_cnp || now - x.last_cnp >= iv)) {
+        x.any_cnp = true;
+        x.last_cnp = now;
+        ++x.cnp_sent;
         send_ctrl(host, kCnp, qi, 1);
       }
-      q.seen_rx = true;
-      q.last_rx = now;
+      x.seen_rx = true;
+      x.last_rx = now;
       break;
     }
     case kAck:
     case kNak: {
-      if (k.kind == kNak) ++q.st.naks;
-      if (k.psn > q.acked) {
-        q.acked = k.psn;
-        if (q.next_psn < q.acked) q.next_psn = q.acked;  // never behind what is acknowledged
-        q.retries = 0;
-        while (!q.msgs.empty() && q.msgs.front().first_psn + q.msgs.front().npkts <= q.acked) {
+      if (k.kind == kNak) ++x.naks;
+      if (k.psn > x.acked) {
+        x.acked = k.psn;
+        if (x.next_psn < x.acked) x.next_psn = x.acked;  // never behind what is acknowledged
+        x.retries = 0;
+        while (!q.msgs.empty() && q.msgs.front().first_psn + q.msgs.front().npkts <= x.acked) {
           Msg m = q.msgs.front();
           q.msgs.pop_front();
           if (!q.msgs.empty()) q.ready_at = std::max(q.ready_at, sch_.now());
           if (listener_ && m.signaled) listener_->on_write_done(qi, m.tag, true);
         }
-        if (q.acked < q.next_psn) arm_rto(qi);
-        else q.rto_at = kTickMax;  // disarm
+        if (x.acked < x.next_psn) arm_rto(qi);
+        else x.rto_at = kTickMax;  // disarm
       }
-      if (k.kind == kNak && k.psn < q.next_psn) {  // go-back-N from the receiver's expected PSN
-        q.st.retransmits += (q.next_psn - std::max(k.psn, q.acked)) * p_.packets_per_unit();
-        sample(host, 0, SampleCount::Retransmit, (q.next_psn - std::max(k.psn, q.acked)) * p_.packets_per_unit());
-        q.next_psn = std::max(k.psn, q.acked);
+      if (k.kind == kNak && k.psn < x.next_psn) {  // go-back-N from the receiver's expected PSN
+        x.retransmits += (x.next_psn - std::max(k.psn, x.acked)) * p_.packets_per_unit();
+        sample(host, 0, SampleCount::Retransmit, (x.next_psn - std::max(k.psn, x.acked)) * p_.packets_per_unit());
+        x.next_psn = std::max(k.psn, x.acked);
         qp_activate(qi);
       }
       host_kick(host);
@@ -273,7 +280,7 @@ void Network::host_rx(std::uint32_t host, std::uint32_t id) {
     case kCnp:  // carries the number of CNPs it stands for (1 in the packet tier)
       sample(host, 0, SampleCount::Cnp, std::max<std::uint64_t>(k.psn, 1));
       for (std::uint64_t i = 0; i < std::max<std::uint64_t>(k.psn, 1); ++i) {
-        ++q.st.cnp_rcv;
+        ++x.cnp_rcv;
         cc_->on_cnp(qi);
       }
       break;

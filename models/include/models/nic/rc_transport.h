@@ -55,59 +55,68 @@ class RcMsgQueue {
   std::size_t head_ = 0;
 };
 
-// Fields by size (216 bytes, no padding holes); clos-1024's all-to-all makes millions of QPs.
+/// What every tier keeps of a QP (the flow tier keeps only this): 120 bytes, fields by size, no
+/// padding holes. clos-1024's all-to-all makes tens of millions of QPs; the packet and chunk
+/// tiers' go-back-N, ACK and CNP state is a separate RcQpTx that the flow tier never allocates.
 struct RcQp {
   std::uint64_t hash = 0;
   RcMsgQueue msgs;                 // posted, not yet fully acknowledged
-  std::uint64_t next_psn = 0;      // next PSN to transmit
   std::uint64_t end_psn = 0;       // PSN after the last posted packet
-  std::uint64_t acked = 0;         // all PSNs below are acknowledged
   Tick next_tx = 0;                // rate limiter: earliest next packet start; flow tier: the end of
                                    // the one-packet message last sent ahead (flow_send_ahead)
   Tick ready_at = 0;               // WQE processing of the head message
   std::uint64_t cap_Bps = 0;       // cap_set: what set_qp_rate_cap was given last
-  // Retransmission
-  Tick rto_at = kTickMax;    // retransmit deadline (kTickMax: not armed); moves on with every ACK
-  // Receiver side
-  std::uint64_t expected = 0, unacked = 0;
-  Tick last_cnp = 0, last_rx = 0;  // last CNP sent, last data unit received
-  QpStats st;
+  std::uint64_t tx_bytes = 0, rx_bytes = 0, timeouts = 0;  // QpStats
   std::uint32_t src = 0, dst = 0;
   std::uint32_t pos = 0;           // index in its host's QP list (and its bit in NetNode::qp_active)
-  std::uint32_t retries = 0, retry_limit = ~0u;  // ~0u: NetParams::retry_count
+  std::uint32_t retry_limit = ~0u; // ~0u: NetParams::retry_count
   std::uint16_t sport = 0;
   bool failed = false;
   bool cap_set = false;            // set_qp_rate_cap was called
+};
+
+/// The packet and chunk tiers' transport state of a QP (96 bytes): PSNs, the retransmit timer,
+/// the receiver's expected PSN and ACK coalescing, CNP pacing, and the counters only they move.
+struct RcQpTx {
+  std::uint64_t next_psn = 0;      // next PSN to transmit
+  std::uint64_t acked = 0;         // all PSNs below are acknowledged
+  Tick rto_at = kTickMax;          // retransmit deadline (kTickMax: not armed); moves on with every ACK
+  // Receiver side
+  std::uint64_t expected = 0, unacked = 0;
+  Tick last_cnp = 0, last_rx = 0;  // last CNP sent, last data unit received
+  std::uint64_t retransmits = 0, naks = 0, cnp_rcv = 0, cnp_sent = 0;  // QpStats
+  std::uint32_t retries = 0;
   bool rto_queued = false;         // one timer event of this QP is in the event queue (at or before rto_at)
   bool nak_sent = false;
   bool any_cnp = false, seen_rx = false;
 };
 
-/// The network's QPs by id: blocks of 1024 that never move (references stay valid as QPs are
-/// added, as in a std::deque, without its 512-byte nodes: two 216-byte QPs a node left 80 unused).
-class RcQpStore {
+/// Items by index in blocks of 1024 that never move (references stay valid as items are added,
+/// as in a std::deque, without its 512-byte nodes: two 216-byte QPs a node left 80 unused).
+template <class T>
+class BlockStore {
  public:
   std::size_t size() const { return n_; }
-  RcQp& operator[](std::size_t i) { return blocks_[i >> kShift][i & kMask]; }
-  const RcQp& operator[](std::size_t i) const { return blocks_[i >> kShift][i & kMask]; }
-  RcQp& at(std::size_t i) {
-    if (i >= n_) throw std::out_of_range("RcQpStore::at");
+  T& operator[](std::size_t i) { return blocks_[i >> kShift][i & kMask]; }
+  const T& operator[](std::size_t i) const { return blocks_[i >> kShift][i & kMask]; }
+  T& at(std::size_t i) {
+    if (i >= n_) throw std::out_of_range("BlockStore::at");
     return (*this)[i];
   }
-  const RcQp& at(std::size_t i) const {
-    if (i >= n_) throw std::out_of_range("RcQpStore::at");
+  const T& at(std::size_t i) const {
+    if (i >= n_) throw std::out_of_range("BlockStore::at");
     return (*this)[i];
   }
-  RcQp& emplace_back() {
-    if ((n_ >> kShift) == blocks_.size()) blocks_.push_back(std::make_unique<RcQp[]>(std::size_t{1} << kShift));
+  T& emplace_back() {
+    if ((n_ >> kShift) == blocks_.size()) blocks_.push_back(std::make_unique<T[]>(std::size_t{1} << kShift));
     return (*this)[n_++];
   }
-  RcQp& back() { return (*this)[n_ - 1]; }
+  T& back() { return (*this)[n_ - 1]; }
 
  private:
   static constexpr unsigned kShift = 10;
   static constexpr std::size_t kMask = (std::size_t{1} << kShift) - 1;
-  std::vector<std::unique_ptr<RcQp[]>> blocks_;
+  std::vector<std::unique_ptr<T[]>> blocks_;
   std::size_t n_ = 0;
 };
 
