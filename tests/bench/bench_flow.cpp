@@ -5,11 +5,13 @@
 #include <benchmark/benchmark.h>
 #include <malloc.h>
 
+#include <algorithm>
 #include <ctime>
 #include <vector>
 
 #include "clos_rig.h"
 #include "models/network.h"
+#include "models/nic/qp_table.h"
 
 using namespace models;
 
@@ -61,14 +63,17 @@ static void BM_FlowTierEventRate(benchmark::State& state) {
 }
 BENCHMARK(BM_FlowTierEventRate)->Arg(1024)->Arg(8192)->Unit(benchmark::kMillisecond)->Iterations(1);
 
-// A QP's memory: heap bytes per created QP (mallinfo2), 64 QPs from each of 8192 hosts.
+// A QP's memory: heap bytes per created QP (mallinfo2), 64 QPs from each of 8192 hosts, in the
+// packet tier (Arg 0: RcQp + RcQpTx + DCQCN state) and the flow tier (Arg 1: RcQp only).
 static void BM_QpMemory(benchmark::State& state) {
   const std::uint32_t n = 8192, per = 64;
   double bytes_per_qp = 0;
   for (auto _ : state) {
     state.PauseTiming();
     StandaloneScheduler sch;
-    Network net(sch, NetParams{});
+    NetParams p;
+    p.flow = state.range(0) != 0;
+    Network net(sch, p);
     std::vector<std::uint32_t> hosts;
     bench_rig::build_clos(net, n, hosts);
     net.build_routes();
@@ -83,6 +88,43 @@ static void BM_QpMemory(benchmark::State& state) {
   }
   state.counters["heap_bytes_per_qp"] = benchmark::Counter(bytes_per_qp);
 }
-BENCHMARK(BM_QpMemory)->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK(BM_QpMemory)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->Iterations(1);
+
+// One source's QPs by (target, stripe) as a pairwise all-to-all meets them (me+1, ..., n-1, then
+// 0, ..., me-1; 8 stripes each), each looked up again as its write is posted: the machine's
+// per-source hash table (QpTable, first Arg 0) against the sorted array it replaced (1), for 16
+// sources among n ranks (second Arg: 1024, a rank's peers on its rail in the two-level
+// all-to-all at 1024 servers; 8192, the flat pairwise). The array's insertions move half of it:
+// O(peers^2) per source.
+static void BM_QpLookupPairwise(benchmark::State& state) {
+  const bool sorted = state.range(0) != 0;
+  const auto n = static_cast<std::uint32_t>(state.range(1));
+  const std::uint32_t stripes = 8, sources = 16;
+  std::uint64_t found = 0;
+  for (auto _ : state) {
+    for (std::uint32_t s = 0; s < sources; ++s) {
+      const std::uint32_t me = s * (n / sources) + 7;
+      QpTable t;
+      std::vector<std::pair<std::uint64_t, std::uint32_t>> v;
+      std::uint32_t next = 0;
+      for (std::uint32_t i = 1; i < n; ++i)
+        for (std::uint32_t k = 0; k < stripes; ++k) {
+          const std::uint32_t dst = (me + i) % n;
+          if (!sorted) {
+            if (!t.find(dst, k)) t.insert(dst, k, next++);
+            found += *t.find(dst, k);
+          } else {
+            const std::uint64_t key = (static_cast<std::uint64_t>(dst) << 16) | k;
+            auto it = std::lower_bound(v.begin(), v.end(), key, [](const auto& e, std::uint64_t x) { return e.first < x; });
+            if (it == v.end() || it->first != key) it = v.insert(it, {key, next++});
+            found += it->second;
+          }
+        }
+    }
+  }
+  benchmark::DoNotOptimize(found);
+  state.counters["lookups_per_s"] = benchmark::Counter(static_cast<double>(sources) * (n - 1) * stripes, benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_QpLookupPairwise)->Args({0, 1024})->Args({1, 1024})->Args({0, 8192})->Args({1, 8192})->Unit(benchmark::kMillisecond);
 
 BENCHMARK_MAIN();

@@ -1,10 +1,11 @@
 // One source NPU's QPs by (target NPU, stripe): an open-addressing hash table (linear probing,
 // power-of-two capacity, at most 3/4 full). It replaced a sorted array, whose insertions in the
 // order a pairwise all-to-all meets its peers (me+1, ..., n-1, then 0, ..., me-1) moved half the
-// array each: O(peers^2) per source, about 1.5 TB of moves for a 64 MiB all-to-all over 8192 ranks
-// with 8 stripes per peer. A table per source keeps a lookup in that source's own memory (one
-// global table missed cache at scale). Lookups and insertions only: nothing iterates it, so its
-// order cannot leak into results.
+// array each: O(peers^2) per source. bench_flow's BM_QpLookupPairwise, 8 stripes per peer, 16
+// sources: 1023 peers (the two-level all-to-all at 1024 servers) 62 ms against 12 ms; 8191 peers
+// (the flat pairwise) 3.9 s against 0.14 s. A table per source keeps a lookup in that source's own
+// memory (one global table missed cache at scale). Lookups and insertions only: nothing iterates
+// it, so its order cannot leak into results.
 #pragma once
 #include <cstdint>
 #include <vector>
