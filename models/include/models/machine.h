@@ -266,7 +266,6 @@ class Machine final : public EventHandler, public NetworkListener {
   Network* net_ = nullptr;
   std::vector<std::uint32_t> nic_node_;
   std::vector<MrTable> mrs_;  // per NPU
-  bool any_stall_ = false;  // stall_npu was called: dispatch checks the NPU's stalled_until
   std::vector<QpTable> qp_of_;  // per source NPU: (dst, stripe) -> QP (or kQpPending | its source port)
   QpTable& qp_table(std::uint32_t src);
   std::vector<RdmaOp> rdmas_;

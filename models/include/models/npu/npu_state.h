@@ -81,7 +81,6 @@ struct NpuState {
 struct StreamState {
   std::uint32_t npu = 0;
   bool alive = true, busy = false, failed = false;
-  Tick dispatch_ps = 0;  // its NPU's task_dispatch_ps: read at every completion without a trip to the NPU's record
   TaskQueue q;        // visible to the engine (doorbell rung)
   TaskQueue pending;  // enqueued, doorbell not yet rung
   std::uint64_t rung = 0, started = 0, completed = 0;

@@ -99,13 +99,8 @@ class TaskQueue {
   /// The head task, whole (a copy: it stays valid after pop_front).
   Task front() const { return unpack(q_.front()); }
   void pop_front() {
-    // Only a queue holding side-pool tasks reads its head entry here: the stream's completion
-    // otherwise pops without touching the entry, which dispatch read long before (at 8192 ranks
-    // it has left the cache by then: this load was most of Machine::complete's time).
-    if (ext_.size() != free_.size()) {
-      const PackedTask& p = q_.front();
-      if (p.kind & PackedTask::kExt) free_.push_back(p.rkey);
-    }
+    const PackedTask& p = q_.front();
+    if (p.kind & PackedTask::kExt) free_.push_back(p.rkey);
     q_.pop_front();
   }
   /// Move the head entry to the back of `to` (the doorbell moving an enqueued task into the SQ).
