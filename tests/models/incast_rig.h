@@ -16,7 +16,11 @@ using namespace models;
 struct Done : NetworkListener {
   std::map<std::uint64_t, std::pair<Tick, bool>> done;
   Scheduler* s = nullptr;
+  std::map<std::uint64_t, Tick> landed;  // the last on_data of each write
+  bool silent = false;                   // data_is_silent's answer for every write
   void on_write_done(std::uint32_t, std::uint64_t tag, bool ok) override { done[tag] = {s->now(), ok}; }
+  void on_data(std::uint32_t, std::uint64_t tag, std::uint64_t, std::uint64_t) override { landed[tag] = s->now(); }
+  bool data_is_silent(std::uint64_t, std::uint64_t) const override { return silent; }
 };
 
 constexpr std::uint64_t G100 = 12500000000ULL;  // 100 Gb/s in bytes/s

@@ -178,6 +178,44 @@ TEST(Network, FlowTierOnePacketMessagesClosedForm) {
   EXPECT_EQ(t.net.qp_stats(t.qps[0]).tx_bytes, 1024u + 4u + 2048u + 64u);
 }
 
+// A write whose landing changes nothing at the receiver (data_is_silent: a data part of a timing
+// payload) costs no delivery event in the flow tier: each of its writes is one event fewer, and
+// every completion comes at the same time as with the delivery event, end + 2 path latencies.
+TEST(Network, FlowTierSilentDeliveriesKeepTheirTimes) {
+  std::map<std::uint64_t, std::pair<Tick, bool>> done[2];
+  std::uint64_t events[2] = {}, rx[2] = {};
+  std::size_t landed[2] = {};
+  for (int silent = 0; silent < 2; ++silent) {
+    NetParams p;
+    p.flow = true;
+    Incast t(3, p);
+    t.done.silent = silent != 0;
+    t.net.post_write(t.qps[0], 1024, 1, false);  // unsignaled, a notify behind it
+    t.net.post_write(t.qps[0], 4, 2);
+    t.net.post_write(t.qps[1], 8 << 20, 3);  // two fluid flows sharing the receiver's port
+    t.net.post_write(t.qps[2], 4 << 20, 4);
+    t.net.post_write(t.qps[2], 4096, 5);  // a one-packet message behind a fluid one
+    events[silent] = t.sch.run();
+    done[silent] = t.done.done;
+    landed[silent] = t.done.landed.size();
+    for (auto q : t.qps) rx[silent] += t.net.qp_stats(q).rx_bytes;
+    if (!silent) {  // the closed form of the lone one-packet messages (as in the test above)
+      const double lat = 2 * kPsPerUs + 600e3, nic = static_cast<double>(p.nic_latency_ps);
+      auto ser = [&](std::uint64_t b) { return std::ceil(static_cast<double>(p.wire_bytes(b)) / G100 * 1e12); };
+      EXPECT_NEAR(static_cast<double>(t.done.landed.at(1)), nic + ser(1024) + lat, 1);
+      EXPECT_NEAR(static_cast<double>(t.done.done.at(2).first), nic + ser(1024) + ser(4) + 2 * lat, 1);
+    }
+  }
+  EXPECT_EQ(done[0], done[1]);
+  ASSERT_EQ(done[1].size(), 4u);  // the unsignaled write reports nothing
+  for (auto& [tag, v] : done[1]) EXPECT_TRUE(v.second) << tag;
+  EXPECT_EQ(landed[0], 5u);
+  EXPECT_EQ(landed[1], 0u);
+  EXPECT_EQ(events[1], events[0] - 5);
+  EXPECT_EQ(rx[0], 1024u + 4 + (8u << 20) + (4u << 20) + 4096);
+  EXPECT_EQ(rx[1], rx[0]);
+}
+
 // An unsignaled write (post_write's `signaled` false) reports no success: a later signaled write
 // on the QP completing implies it (RC completes in order); the flow tier spends no
 // acknowledgement event on it. It still lands, and a failure is still reported.

@@ -195,6 +195,7 @@ class Machine final : public EventHandler, public NetworkListener {
   const std::vector<std::uint32_t>* nic_qps(std::uint32_t npu) const;
   void on_write_done(std::uint32_t qp, std::uint64_t tag, bool ok) override;
   void on_data(std::uint32_t qp, std::uint64_t tag, std::uint64_t offset, std::uint64_t len) override;
+  bool data_is_silent(std::uint64_t tag, std::uint64_t len) const override;
 
  private:
   enum Ev : std::uint64_t { kDispatch = 1, kPieceSent, kPieceArrive, kNotifyArrive, kNotifyLocal, kComplete, kInterrupt, kForwardLand };

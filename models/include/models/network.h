@@ -161,6 +161,7 @@ class Network final : public EventHandler, private CcHost {
   /// The tiny flow `id`, ending at `end`, is done with as its end would: counted at its ports,
   /// delivered one path latency after its end, its QP's head popped, the QP busy until `end`.
   void flow_taken(std::uint32_t id, Tick end);
+  bool flow_land(std::uint32_t id, Tick at);
   std::uint32_t flow_alloc();                           // a free flow slot (reused or new)
   double path_min_Bps(const PortPath& path) const;      // the slowest line rate along a path
   void flow_project(std::uint32_t id);                  // (re)project a flow's completion at its rate: a kFlowDone event with its stamp

@@ -144,7 +144,7 @@ void Network::flow_taken(std::uint32_t id, Tick end) {
     st.tx_bytes += f.bytes;
     ++st.tx_packets;
   }
-  schedule(end + f.latency, kFlowDeliver, id);
+  if (!flow_land(id, end + f.latency)) free_flows_.push_back(id);
   q.next_tx = end;
   q.msgs.pop_front();
 }
@@ -302,7 +302,7 @@ void Network::flow_done(std::uint32_t id) {
     ++st.tx_packets;
     if (!f.tiny) st.busy_ps += serialization_ps(p_.wire_bytes(f.bytes), gport(g).Bps);  // a one-packet message takes no line time from the fluid flows
   }
-  schedule(sch_.now() + f.latency, kFlowDeliver, id);
+  const bool keep = flow_land(id, sch_.now() + f.latency);
   // The QP's next message follows (its WQE was processed meanwhile).
   if (!f.tiny)
     for (std::uint32_t g : f.gports) {
@@ -317,6 +317,24 @@ void Network::flow_done(std::uint32_t id) {
     flow_seeds_.insert(flow_seeds_.end(), f.gports.begin(), f.gports.end());
     flow_rates_soon();
   }
+  if (!keep) free_flows_.push_back(id);  // after flow_post, which reads it as the message before
+}
+
+// The message lands at `at`: a delivery event, unless landing changes nothing at the receiver
+// (the listener's data_is_silent: a data part of a timing payload). Then the QP counts the bytes
+// received now, and a signaled message goes straight to its acknowledgement, one path latency
+// after it lands, at the time the delivery event would have scheduled it. Returns false when no
+// event is left for the flow (silent and unsignaled): its slot may be freed.
+bool Network::flow_land(std::uint32_t id, Tick at) {
+  Flow& f = flows_[id];
+  if (!listener_ || !listener_->data_is_silent(f.tag, f.bytes)) {
+    schedule(at, kFlowDeliver, id);
+    return true;
+  }
+  qps_[f.qp].rx_bytes += f.bytes;
+  if (!f.signaled) return false;
+  schedule(at + f.latency, kFlowAck, id);
+  return true;
 }
 
 

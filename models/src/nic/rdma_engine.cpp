@@ -162,6 +162,16 @@ void Machine::on_data(std::uint32_t, std::uint64_t tag, std::uint64_t off, std::
   dst.copy_from(npus_[addr_npu(t.src)].hbm, addr_offset(t.src) + off, addr_offset(t.dst) + off, len);
 }
 
+// What on_data would do with a write part, known when it is sent: nothing when it is a data part
+// (not the notify) received by the target's own NIC, and the target keeps no bytes (a timing
+// payload) or the part is empty. A stream failing meanwhile only makes on_data return earlier.
+bool Machine::data_is_silent(std::uint64_t tag, std::uint64_t len) const {
+  if (tag & 1) return false;
+  const Task& t = rdmas_[tag >> 8].task;
+  if (t.via != ~0u && t.via != t.target) return false;
+  return len == 0 || !npus_[addr_npu(t.dst)].hbm.stores_bytes();
+}
+
 // The lender's NIC writes what it received for `target` on into target's HBM: a DMA over the
 // lender-target HCCS link (or PCIe), whose ports serve it in order with the SDMA traffic at their
 // own rates (as send_piece reserves them), landing one path latency plus the HBM's access

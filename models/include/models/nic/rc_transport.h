@@ -18,6 +18,9 @@ class NetworkListener {
   virtual void on_write_done(std::uint32_t qp, std::uint64_t tag, bool ok) = 0;
   /// Bytes of a write arrived in order at the receiver: [offset, offset+len) of write `tag`.
   virtual void on_data(std::uint32_t qp, std::uint64_t tag, std::uint64_t offset, std::uint64_t len) {}
+  /// on_data for write `tag` of `len` bytes would change nothing (no bytes kept, no notify, no
+  /// forwarding), whenever it came: the flow tier then schedules no delivery event for it.
+  virtual bool data_is_silent(std::uint64_t /*tag*/, std::uint64_t /*len*/) const { return false; }
 };
 
 struct QpStats {
