@@ -113,7 +113,7 @@ void Machine::start_rdma(std::uint32_t s, const Task& head) {
   // One QP: the data write and the notify write go back to back (RC keeps them in order).
   // Several QPs (striping): the data parts go in parallel; the notify follows once all are acked.
   const std::uint32_t k = rdma_stripes(t.qp_count, t.bytes);
-  rdmas_[id] = RdmaOp{s, t, 0, true, k > 1 && t.value != 0, streams_[s].epoch};
+  rdmas_[id] = RdmaOp{s, t, 0, true, k > 1 && t.value != 0, streams_[s].epoch, k == 1 && t.value != 0};
   const std::uint64_t part = (t.bytes + k - 1) / k;
   for (std::uint32_t i = 0; i < k; ++i) {
     const std::uint64_t off = std::min<std::uint64_t>(t.bytes, i * part), len = std::min<std::uint64_t>(part, t.bytes - off);
@@ -123,7 +123,7 @@ void Machine::start_rdma(std::uint32_t s, const Task& head) {
     net_->set_qp_retry_count(qp, t.retry_count);
     // One QP with a notify behind: the data write is unsignaled (the notify's completion implies
     // it, RC completing in order); it reports only a failure.
-    const bool signaled = !(t.value && k == 1);
+    const bool signaled = !rdmas_[id].data_unsignaled;
     if (signaled) ++rdmas_[id].pending;
     // tag: rdma id, part index, notify bit; the part's offset is recovered from the index
     net_->post_write(qp, len, (static_cast<std::uint64_t>(id) << 8) | (static_cast<std::uint64_t>(i) << 1), signaled);
@@ -247,7 +247,7 @@ void Machine::on_write_done(std::uint32_t, std::uint64_t tag, bool ok) {
   const auto id = static_cast<std::uint32_t>(tag >> 8);
   RdmaOp& r = rdmas_[id];
   r.ok = r.ok && ok;
-  if (!(tag & 1) && r.task.value && rdma_stripes(r.task.qp_count, r.task.bytes) == 1) return;  // the unsignaled data write failed: the notify's completion ends the op
+  if (!(tag & 1) && r.data_unsignaled) return;  // the unsignaled data write failed: the notify's completion ends the op
   if (--r.pending) return;
   if (r.ok && r.notify_after && streams_[r.stream].epoch == r.epoch) {  // an orphaned write posts no notify  // striped data all acknowledged: now the ordered notify
     r.notify_after = false;

@@ -95,7 +95,8 @@ struct RcQpTx {
 };
 
 /// Items by index in blocks of 1024 that never move (references stay valid as items are added,
-/// as in a std::deque, without its 512-byte nodes: two 216-byte QPs a node left 80 unused).
+/// as in a std::deque, without its 512-byte nodes, which hold four 120-byte QPs and leave 32
+/// bytes of each node unused).
 template <class T>
 class BlockStore {
  public:

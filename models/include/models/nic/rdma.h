@@ -29,6 +29,7 @@ struct RdmaOp {
   bool ok;
   bool notify_after;
   std::uint64_t epoch;  // the stream's epoch when the write was posted
+  bool data_unsignaled;  // one stripe with a notify behind it: the data write reports only a failure
 };
 
 /// QPs per (src, dst, stripe index): hashed 64-bit key.
