@@ -8,6 +8,7 @@
 #include <numeric>
 
 #include "models/network.h"
+#include "models/nic/dcqcn.h"
 #include "models/nic/qp_table.h"
 #include "incast_rig.h"
 
@@ -154,4 +155,129 @@ TEST(QpTable, MatchesMapReference) {
   EXPECT_EQ(t.find(me, 0), nullptr);  // a source has no QP to itself
   *t.find(7, 1) = 42;  // values are updated in place (a routed stripe gets its QP)
   EXPECT_EQ(*t.find(7, 1), 42u);
+}
+
+namespace {
+// DCQCN's reaction point as Zhu et al. (SIGCOMM 2015) describe it, with both timers as events:
+// the reference for the model's alpha timer, which has no events (Dcqcn::alpha_ticks).
+struct EagerDcqcn {
+  DcqcnParams p;
+  double rc, rt, alpha = 1, line;
+  std::uint32_t t_stage = 0, bc_stage = 0;
+  std::uint64_t bytes = 0, ri_gen = 0, alpha_gen = 0;
+  bool limited = false, cnp_seen = false;
+  StandaloneScheduler& sch;
+  struct Timer : EventHandler {
+    EagerDcqcn* d;
+    void on_event(std::uint64_t which, std::uint64_t gen) override { d->timer(which, gen); }
+  } ev;
+  EagerDcqcn(StandaloneScheduler& s, double l) : rc(l), rt(l), line(l), sch(s) { ev.d = this; }
+  void increase() {
+    const std::uint32_t F = p.fast_recovery_stages;
+    if (std::max(t_stage, bc_stage) < F) {
+    } else if (std::min(t_stage, bc_stage) > F) {
+      rt += static_cast<double>(std::min(t_stage, bc_stage) - F) * static_cast<double>(p.rhai_Bps);
+    } else {
+      rt += static_cast<double>(p.rai_Bps);
+    }
+    rt = std::min(rt, line);
+    rc = std::min((rt + rc) / 2, line);
+    if (rc >= line * (1 - 1e-9)) { rc = line; limited = false; ++ri_gen; ++alpha_gen; }
+  }
+  void cnp() {
+    rt = rc;
+    rc = std::max(static_cast<double>(p.min_rate_Bps), rc * (1 - alpha / 2));
+    alpha = (1 - p.g) * alpha + p.g;
+    t_stage = bc_stage = 0;
+    bytes = 0;
+    cnp_seen = true;
+    sch.schedule(sch.now() + p.rate_increase_timer_ps, &ev, 0, ++ri_gen);
+    if (!limited) { limited = true; sch.schedule(sch.now() + p.alpha_timer_ps, &ev, 1, ++alpha_gen); }
+  }
+  void sent(std::uint64_t b) {
+    if (!limited) return;
+    bytes += b;
+    if (bytes >= p.byte_counter) { bytes = 0; ++bc_stage; increase(); }
+  }
+  void timer(std::uint64_t which, std::uint64_t gen) {
+    if (!limited) return;
+    if (which == 0 && gen == ri_gen) {
+      ++t_stage;
+      increase();
+      if (limited) sch.schedule(sch.now() + p.rate_increase_timer_ps, &ev, 0, ri_gen);
+    } else if (which == 1 && gen == alpha_gen) {
+      if (!cnp_seen) alpha = (1 - p.g) * alpha;
+      cnp_seen = false;
+      sch.schedule(sch.now() + p.alpha_timer_ps, &ev, 1, alpha_gen);
+    }
+  }
+};
+
+struct CcRig : CcHost, EventHandler {
+  StandaloneScheduler& sch;
+  CongestionControl* cc = nullptr;
+  explicit CcRig(StandaloneScheduler& s) : sch(s) {}
+  Tick cc_now() const override { return sch.now(); }
+  void cc_timer(Tick at, std::uint32_t qp, std::uint32_t timer, std::uint64_t gen) override {
+    sch.schedule(at, this, (static_cast<std::uint64_t>(qp) << 8) | timer, gen);
+  }
+  void on_event(std::uint64_t a, std::uint64_t gen) override { cc->on_timer(static_cast<std::uint32_t>(a >> 8), static_cast<std::uint32_t>(a & 0xff), gen); }
+};
+}  // namespace
+
+// The model's DCQCN against the reference with both timers as events: CNPs in bursts with gaps
+// long enough for the rate to recover, packets sent in between (byte-counter stages), CNPs also
+// falling exactly on alpha ticks. Each CNP's cut (which reads alpha) and the rates between are
+// the same to the bit; the model's timer events are the rate-increase timer's only.
+TEST(Dcqcn, LazyAlphaTimerMatchesEagerReference) {
+  for (Tick period : {55 * kPsPerUs, 10 * kPsPerUs, 110 * kPsPerUs}) {
+    SCOPED_TRACE(period);
+    StandaloneScheduler sch;
+    CcRig rig(sch);
+    DcqcnParams p;
+    p.alpha_timer_ps = period;
+    p.byte_counter = 1 << 20;
+    Dcqcn dc(p, rig);
+    rig.cc = &dc;
+    const double line = 12.5e9;
+    dc.add_qp(0, line);
+    EagerDcqcn ref(sch, line);
+    ref.p = p;
+    std::uint64_t rng = 12345;
+    auto next = [&] { rng = rng * 6364136223846793005ULL + 1442695040888963407ULL; return rng >> 33; };
+    Tick t = 0, first_cnp = 0;
+    std::uint64_t cnps = 0, on_tick = 0;
+    for (int burst = 0; burst < 40; ++burst) {
+      const int n = 1 + static_cast<int>(next() % 12);
+      for (int i = 0; i < n; ++i) {
+        // mostly random instants; sometimes exactly on an alpha tick of this limited period
+        const bool aligned = i > 0 && next() % 4 == 0;
+        Tick step = aligned ? period * (1 + next() % 3) - (t - first_cnp) % period : 1 + next() % (120 * kPsPerUs);
+        if (aligned && step == 0) step = period;
+        const Tick at = t + step;
+        sch.run(at);  // timers before `at` (and at it: scheduled a period earlier, they come first)
+        sch.advance_to(at);
+        t = at;
+        if (i == 0) first_cnp = t;
+        if (aligned) ++on_tick;
+        for (int k = 0; k < 3; ++k) {
+          const std::uint64_t b = 200000 + next() % 300000;
+          dc.on_sent(0, b);
+          ref.sent(b);
+          ASSERT_EQ(dc.rate_Bps(0), ref.rc) << "burst " << burst << " send " << k;
+        }
+        dc.on_cnp(0);
+        ref.cnp();
+        ++cnps;
+        ASSERT_EQ(dc.rate_Bps(0), ref.rc) << "burst " << burst << " cnp " << i;
+      }
+      sch.run(t + 300000 * kPsPerUs);  // recovers to the line in between
+      sch.advance_to(t + 300000 * kPsPerUs);
+      t += 300000 * kPsPerUs;
+      ASSERT_EQ(dc.rate_Bps(0), ref.rc);
+      ASSERT_EQ(dc.rate_Bps(0), line);
+    }
+    EXPECT_GT(cnps, 100u);
+    EXPECT_GT(on_tick, 20u);
+  }
 }

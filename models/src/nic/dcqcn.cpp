@@ -27,7 +27,7 @@ void Dcqcn::on_sent(std::uint32_t qp, std::uint64_t bytes) {
   State& q = qps_[qp];
   if (p_.enabled && q.limited) {  // byte counter
     q.bytes_since += bytes;
-    if (q.bytes_since >= p_.byte_counter) { q.bytes_since = 0; ++q.bc_stage; rate_increase(qp); }
+    if (q.bytes_since >= p_.byte_counter) { q.bytes_since = 0; ++q.bc_stage; rate_increase(qp, false); }
   }
 }
 
@@ -35,6 +35,8 @@ void Dcqcn::on_cnp(std::uint32_t qi) {
   State& q = qps_[qi];
   const DcqcnParams& d = p_;
   if (!d.enabled) return;
+  const Tick now = host_.cc_now();
+  alpha_ticks(q, now, true);  // an alpha tick at this instant counts first (see alpha_ticks)
   q.rt = q.rc;
   q.rc = std::max(static_cast<double>(d.min_rate_Bps), q.rc * (1 - q.alpha / 2));
   q.alpha = (1 - d.g) * q.alpha + d.g;
@@ -42,29 +44,44 @@ void Dcqcn::on_cnp(std::uint32_t qi) {
   q.bytes_since = 0;
   q.cnp_this_period = true;
   ++q.timer_gen;  // restart the rate-increase timer
-  host_.cc_timer(host_.cc_now() + d.rate_increase_timer_ps, qi, kRateIncrease, q.timer_gen);
+  host_.cc_timer(now + d.rate_increase_timer_ps, qi, kRateIncrease, q.timer_gen);
   if (!q.limited) {
     q.limited = true;
-    host_.cc_timer(host_.cc_now() + d.alpha_timer_ps, qi, kAlpha, ++q.alpha_gen);
+    q.alpha_next = now + d.alpha_timer_ps;
+    q.alpha_first = false;  // the alpha timer starts after the rate-increase timer
+  } else {
+    q.alpha_first = q.alpha_next == now + d.alpha_timer_ps;  // a tick fell now, before this CNP restarted the other timer
   }
 }
 
 void Dcqcn::on_timer(std::uint32_t qi, std::uint32_t timer, std::uint64_t gen) {
   State& q = qps_[qi];
-  if (timer == kRateIncrease) {
-    if (gen != q.timer_gen || !q.limited) return;
-    ++q.t_stage;
-    rate_increase(qi);
-    if (q.limited) host_.cc_timer(host_.cc_now() + p_.rate_increase_timer_ps, qi, kRateIncrease, q.timer_gen);
-  } else {
-    if (gen != q.alpha_gen || !q.limited) return;
+  if (timer != kRateIncrease || gen != q.timer_gen || !q.limited) return;
+  ++q.t_stage;
+  rate_increase(qi, true);
+  if (q.limited) host_.cc_timer(host_.cc_now() + p_.rate_increase_timer_ps, qi, kRateIncrease, q.timer_gen);
+}
+
+// The alpha timer without events. While the QP is limited, its ticks fall every alpha_timer_ps
+// from the CNP that limited it; each tick decays alpha by (1 - g) unless a CNP came since the
+// previous one. Alpha is read only by a CNP, and the ticks stop when the rate is back at the line,
+// so the ticks up to an instant are applied there, one multiplication each, as the timer's events
+// applied them. Events at one instant run in the order they were scheduled, and a tick at that
+// very instant counts first when its event would have come first: before a CNP or a packet sent
+// (taken to be scheduled later than one alpha period, >= 1 us, before: a hop's latency before,
+// as a CNP is; a paced send scheduled longer ago meeting a tick to the picosecond counts the tick
+// first too), and before the rate-increase timer's tick when the alpha period is the longer one
+// (scheduled earlier), or, with equal periods, when the last CNP fell on an alpha tick
+// (alpha_first: that tick re-armed the alpha timer before the CNP re-armed the other).
+void Dcqcn::alpha_ticks(State& q, Tick t, bool inclusive) {
+  while (q.limited && (q.alpha_next < t || (inclusive && q.alpha_next == t))) {
     if (!q.cnp_this_period) q.alpha = (1 - p_.g) * q.alpha;
     q.cnp_this_period = false;
-    host_.cc_timer(host_.cc_now() + p_.alpha_timer_ps, qi, kAlpha, q.alpha_gen);
+    q.alpha_next += p_.alpha_timer_ps;
   }
 }
 
-void Dcqcn::rate_increase(std::uint32_t qi) {
+void Dcqcn::rate_increase(std::uint32_t qi, bool timer) {
   State& q = qps_[qi];
   const std::uint32_t F = p_.fast_recovery_stages;
   if (std::max(q.t_stage, q.bc_stage) < F) {
@@ -76,7 +93,13 @@ void Dcqcn::rate_increase(std::uint32_t qi) {
   }
   q.rt = std::min(q.rt, q.line);
   q.rc = std::min((q.rt + q.rc) / 2, q.line);
-  if (q.rc >= q.line * (1 - 1e-9)) { q.rc = q.line; q.limited = false; ++q.timer_gen; ++q.alpha_gen; }
+  if (q.rc >= q.line * (1 - 1e-9)) {  // back at the line: both timers stop
+    const Tick ta = p_.alpha_timer_ps, tr = p_.rate_increase_timer_ps;
+    alpha_ticks(q, host_.cc_now(), !timer || ta > tr || (ta == tr && q.alpha_first));
+    q.rc = q.line;
+    q.limited = false;
+    ++q.timer_gen;
+  }
 }
 
 }  // namespace models

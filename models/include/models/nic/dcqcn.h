@@ -12,7 +12,7 @@ namespace models {
 
 class Dcqcn final : public CongestionControl {
  public:
-  enum Timer : std::uint32_t { kRateIncrease = 0, kAlpha = 1 };
+  enum Timer : std::uint32_t { kRateIncrease = 0 };  // the alpha timer has no events (alpha_ticks)
   Dcqcn(const DcqcnParams& p, CcHost& host) : p_(p), host_(host) {}
 
   void add_qp(std::uint32_t qp, double line_Bps) override;
@@ -28,9 +28,12 @@ class Dcqcn final : public CongestionControl {
     std::uint32_t t_stage = 0, bc_stage = 0;
     std::uint64_t bytes_since = 0;
     bool limited = false, cnp_this_period = false;
-    std::uint64_t timer_gen = 0, alpha_gen = 0;
+    bool alpha_first = false;  // at an instant where both timers tick, the alpha tick comes first
+    std::uint64_t timer_gen = 0;
+    Tick alpha_next = 0;  // while limited: the alpha timer's next tick (applied lazily, alpha_ticks)
   };
-  void rate_increase(std::uint32_t qp);
+  void rate_increase(std::uint32_t qp, bool timer);
+  void alpha_ticks(State& q, Tick t, bool inclusive);
 
   DcqcnParams p_;
   CcHost& host_;
