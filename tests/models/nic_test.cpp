@@ -225,11 +225,12 @@ struct CcRig : CcHost, EventHandler {
 };
 }  // namespace
 
-// The model's DCQCN against the reference with both timers as events: CNPs in bursts with gaps
-// long enough for the rate to recover, packets sent in between (byte-counter stages), CNPs also
-// falling exactly on alpha ticks. Each CNP's cut (which reads alpha) and the rates between are
-// the same to the bit; the model's timer events are the rate-increase timer's only.
-TEST(Dcqcn, LazyAlphaTimerMatchesEagerReference) {
+// The model's DCQCN, whose timers have no events, against the reference with both timers as
+// events: CNPs in bursts with gaps long enough for the rate to recover, packets sent at each
+// (byte-counter stages), CNPs and sends also falling exactly on alpha ticks and on rate-increase
+// ticks, alpha periods shorter than, equal to and longer than the rate-increase period. Each
+// CNP's cut (which reads alpha) and the rates at every send are the same to the bit.
+TEST(Dcqcn, LazyTimersMatchEagerReference) {
   for (Tick period : {55 * kPsPerUs, 10 * kPsPerUs, 110 * kPsPerUs}) {
     SCOPED_TRACE(period);
     StandaloneScheduler sch;
@@ -246,20 +247,24 @@ TEST(Dcqcn, LazyAlphaTimerMatchesEagerReference) {
     std::uint64_t rng = 12345;
     auto next = [&] { rng = rng * 6364136223846793005ULL + 1442695040888963407ULL; return rng >> 33; };
     Tick t = 0, first_cnp = 0;
-    std::uint64_t cnps = 0, on_tick = 0;
+    std::uint64_t cnps = 0, on_tick = 0, on_ri_tick = 0;
+    const Tick ri = p.rate_increase_timer_ps;
     for (int burst = 0; burst < 40; ++burst) {
       const int n = 1 + static_cast<int>(next() % 12);
       for (int i = 0; i < n; ++i) {
-        // mostly random instants; sometimes exactly on an alpha tick of this limited period
-        const bool aligned = i > 0 && next() % 4 == 0;
-        Tick step = aligned ? period * (1 + next() % 3) - (t - first_cnp) % period : 1 + next() % (120 * kPsPerUs);
-        if (aligned && step == 0) step = period;
+        // mostly random instants; sometimes exactly on an alpha tick of this limited period, or
+        // on a rate-increase tick (the last CNP's phase)
+        const std::uint64_t kind = i > 0 ? next() % 6 : 0;
+        Tick step = 1 + next() % (120 * kPsPerUs);
+        if (kind == 1) step = period * (1 + next() % 3) - (t - first_cnp) % period;
+        if (kind == 2) step = ri * (1 + next() % 3);
         const Tick at = t + step;
         sch.run(at);  // timers before `at` (and at it: scheduled a period earlier, they come first)
         sch.advance_to(at);
         t = at;
         if (i == 0) first_cnp = t;
-        if (aligned) ++on_tick;
+        on_tick += kind == 1;
+        on_ri_tick += kind == 2;
         for (int k = 0; k < 3; ++k) {
           const std::uint64_t b = 200000 + next() % 300000;
           dc.on_sent(0, b);
@@ -279,5 +284,6 @@ TEST(Dcqcn, LazyAlphaTimerMatchesEagerReference) {
     }
     EXPECT_GT(cnps, 100u);
     EXPECT_GT(on_tick, 20u);
+    EXPECT_GT(on_ri_tick, 20u);
   }
 }

@@ -17,17 +17,25 @@ void Dcqcn::add_qp(std::uint32_t qp, double line) {
 void Dcqcn::set_line_rate(std::uint32_t qp, double line) {
   State& q = qps_[qp];
   if (line == q.line) return;
+  ri_ticks(qp, host_.cc_now());
   q.line = line;
   q.rc = std::min(q.rc, line);
   q.rt = std::min(q.rt, line);
   if (!q.limited) q.rc = q.rt = line;
 }
 
+double Dcqcn::rate_Bps(std::uint32_t qp) {
+  ri_ticks(qp, host_.cc_now());
+  return qps_[qp].rc;
+}
+
 void Dcqcn::on_sent(std::uint32_t qp, std::uint64_t bytes) {
   State& q = qps_[qp];
   if (p_.enabled && q.limited) {  // byte counter
+    const Tick now = host_.cc_now();
+    ri_ticks(qp, now);
     q.bytes_since += bytes;
-    if (q.bytes_since >= p_.byte_counter) { q.bytes_since = 0; ++q.bc_stage; rate_increase(qp, false); }
+    if (q.bytes_since >= p_.byte_counter) { q.bytes_since = 0; ++q.bc_stage; rate_increase(qp, now, false); }
   }
 }
 
@@ -36,6 +44,7 @@ void Dcqcn::on_cnp(std::uint32_t qi) {
   const DcqcnParams& d = p_;
   if (!d.enabled) return;
   const Tick now = host_.cc_now();
+  ri_ticks(qi, now);
   alpha_ticks(q, now, true);  // an alpha tick at this instant counts first (see alpha_ticks)
   q.rt = q.rc;
   q.rc = std::max(static_cast<double>(d.min_rate_Bps), q.rc * (1 - q.alpha / 2));
@@ -43,8 +52,7 @@ void Dcqcn::on_cnp(std::uint32_t qi) {
   q.t_stage = q.bc_stage = 0;
   q.bytes_since = 0;
   q.cnp_this_period = true;
-  ++q.timer_gen;  // restart the rate-increase timer
-  host_.cc_timer(now + d.rate_increase_timer_ps, qi, kRateIncrease, q.timer_gen);
+  q.ri_next = now + d.rate_increase_timer_ps;  // restart the rate-increase timer
   if (!q.limited) {
     q.limited = true;
     q.alpha_next = now + d.alpha_timer_ps;
@@ -54,12 +62,22 @@ void Dcqcn::on_cnp(std::uint32_t qi) {
   }
 }
 
-void Dcqcn::on_timer(std::uint32_t qi, std::uint32_t timer, std::uint64_t gen) {
+// The rate-increase timer without events. While the QP is limited, its ticks fall every
+// rate_increase_timer_ps from the last CNP; each advances the timer stage and raises the rate.
+// The rate is read only when the NIC sends (rate_Bps, on_sent) and changed otherwise only by a
+// CNP or a new line rate, so the ticks up to an instant are applied there, in order, each at its
+// own time (the alpha ticks before a tick that brings the rate back to the line, as the events
+// ran). A tick at that very instant counts first (its event was scheduled a period, >= 1 us,
+// earlier; a CNP a hop earlier; a paced send long before meeting a tick to the picosecond
+// counts the tick first too).
+void Dcqcn::ri_ticks(std::uint32_t qi, Tick t) {
   State& q = qps_[qi];
-  if (timer != kRateIncrease || gen != q.timer_gen || !q.limited) return;
-  ++q.t_stage;
-  rate_increase(qi, true);
-  if (q.limited) host_.cc_timer(host_.cc_now() + p_.rate_increase_timer_ps, qi, kRateIncrease, q.timer_gen);
+  while (q.limited && q.ri_next <= t) {
+    const Tick at = q.ri_next;
+    ++q.t_stage;
+    rate_increase(qi, at, true);
+    q.ri_next = at + p_.rate_increase_timer_ps;
+  }
 }
 
 // The alpha timer without events. While the QP is limited, its ticks fall every alpha_timer_ps
@@ -81,7 +99,7 @@ void Dcqcn::alpha_ticks(State& q, Tick t, bool inclusive) {
   }
 }
 
-void Dcqcn::rate_increase(std::uint32_t qi, bool timer) {
+void Dcqcn::rate_increase(std::uint32_t qi, Tick at, bool timer) {
   State& q = qps_[qi];
   const std::uint32_t F = p_.fast_recovery_stages;
   if (std::max(q.t_stage, q.bc_stage) < F) {
@@ -95,10 +113,9 @@ void Dcqcn::rate_increase(std::uint32_t qi, bool timer) {
   q.rc = std::min((q.rt + q.rc) / 2, q.line);
   if (q.rc >= q.line * (1 - 1e-9)) {  // back at the line: both timers stop
     const Tick ta = p_.alpha_timer_ps, tr = p_.rate_increase_timer_ps;
-    alpha_ticks(q, host_.cc_now(), !timer || ta > tr || (ta == tr && q.alpha_first));
+    alpha_ticks(q, at, !timer || ta > tr || (ta == tr && q.alpha_first));
     q.rc = q.line;
     q.limited = false;
-    ++q.timer_gen;
   }
 }
 

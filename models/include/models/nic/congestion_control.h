@@ -1,7 +1,8 @@
 // The NIC's sender-side congestion control behind one interface (docs/models/roce-nic.md): the
 // RC transport asks it for each QP's pacing rate and tells it what was sent and which CNPs came
-// back; it keeps timers through its host (the Network's event queue, so every timer is one
-// counted event). DCQCN (models/nic/dcqcn.h) is the one implementation.
+// back; it may keep timers through its host (the Network's event queue, so every timer is one
+// counted event). DCQCN (models/nic/dcqcn.h), the one implementation, keeps none: it applies its
+// timers' ticks where the rate or alpha is read.
 #pragma once
 #include <cstdint>
 
@@ -25,8 +26,9 @@ class CongestionControl {
   virtual void add_qp(std::uint32_t qp, double line_Bps) = 0;
   /// The QP's ceiling changed (a rate cap, or none: the port's line rate).
   virtual void set_line_rate(std::uint32_t qp, double line_Bps) = 0;
-  /// Current pacing rate of the QP (bytes/s).
-  virtual double rate_Bps(std::uint32_t qp) const = 0;
+  /// Current pacing rate of the QP (bytes/s), read when the NIC sends (it may apply timer
+  /// ticks due by now first).
+  virtual double rate_Bps(std::uint32_t qp) = 0;
   /// `wire_bytes` of the QP left the NIC.
   virtual void on_sent(std::uint32_t qp, std::uint64_t wire_bytes) = 0;
   /// A congestion notification packet for the QP arrived.

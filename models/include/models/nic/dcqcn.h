@@ -12,15 +12,14 @@ namespace models {
 
 class Dcqcn final : public CongestionControl {
  public:
-  enum Timer : std::uint32_t { kRateIncrease = 0 };  // the alpha timer has no events (alpha_ticks)
   Dcqcn(const DcqcnParams& p, CcHost& host) : p_(p), host_(host) {}
 
   void add_qp(std::uint32_t qp, double line_Bps) override;
   void set_line_rate(std::uint32_t qp, double line_Bps) override;
-  double rate_Bps(std::uint32_t qp) const override { return qps_[qp].rc; }
+  double rate_Bps(std::uint32_t qp) override;
   void on_sent(std::uint32_t qp, std::uint64_t wire_bytes) override;
   void on_cnp(std::uint32_t qp) override;
-  void on_timer(std::uint32_t qp, std::uint32_t timer, std::uint64_t gen) override;
+  void on_timer(std::uint32_t, std::uint32_t, std::uint64_t) override {}  // both timers are applied lazily (ri_ticks, alpha_ticks)
 
  private:
   struct State {
@@ -29,10 +28,11 @@ class Dcqcn final : public CongestionControl {
     std::uint64_t bytes_since = 0;
     bool limited = false, cnp_this_period = false;
     bool alpha_first = false;  // at an instant where both timers tick, the alpha tick comes first
-    std::uint64_t timer_gen = 0;
-    Tick alpha_next = 0;  // while limited: the alpha timer's next tick (applied lazily, alpha_ticks)
+    Tick ri_next = 0;     // while limited: the rate-increase timer's next tick (ri_ticks)
+    Tick alpha_next = 0;  // while limited: the alpha timer's next tick (alpha_ticks)
   };
-  void rate_increase(std::uint32_t qp, bool timer);
+  void rate_increase(std::uint32_t qp, Tick at, bool timer);
+  void ri_ticks(std::uint32_t qp, Tick t);
   void alpha_ticks(State& q, Tick t, bool inclusive);
 
   DcqcnParams p_;
