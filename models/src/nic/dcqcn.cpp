@@ -31,12 +31,12 @@ double Dcqcn::rate_Bps(std::uint32_t qp) {
 
 void Dcqcn::on_sent(std::uint32_t qp, std::uint64_t bytes) {
   State& q = qps_[qp];
-  if (p_.enabled && q.limited) {  // byte counter
-    const Tick now = host_.cc_now();
-    ri_ticks(qp, now);
-    q.bytes_since += bytes;
-    if (q.bytes_since >= p_.byte_counter) { q.bytes_since = 0; ++q.bc_stage; rate_increase(qp, now, false); }
-  }
+  if (!p_.enabled || !q.limited) return;
+  const Tick now = host_.cc_now();
+  ri_ticks(qp, now);  // (rate_Bps, read for this packet, applied them already)
+  if (!q.limited) return;  // a tick brought the rate back to the line: the byte counter stops too
+  q.bytes_since += bytes;  // byte counter
+  if (q.bytes_since >= p_.byte_counter) { q.bytes_since = 0; ++q.bc_stage; rate_increase(qp, now, false); }
 }
 
 void Dcqcn::on_cnp(std::uint32_t qi) {
