@@ -94,8 +94,6 @@ void Network::on_event(std::uint64_t a, std::uint64_t b) {
     case kFlowAck:
     case kFlowTinyDone: flow_event(type, id, b); break;
     case kRto: on_rto(static_cast<std::uint32_t>(id), b); break;
-    case kCcTimer0: cc_->on_timer(static_cast<std::uint32_t>(id), 0, b); break;
-    case kCcTimer1: cc_->on_timer(static_cast<std::uint32_t>(id), 1, b); break;
     default: break;
   }
 }

@@ -213,15 +213,10 @@ struct EagerDcqcn {
   }
 };
 
-struct CcRig : CcHost, EventHandler {
+struct CcRig : CcHost {
   StandaloneScheduler& sch;
-  CongestionControl* cc = nullptr;
   explicit CcRig(StandaloneScheduler& s) : sch(s) {}
   Tick cc_now() const override { return sch.now(); }
-  void cc_timer(Tick at, std::uint32_t qp, std::uint32_t timer, std::uint64_t gen) override {
-    sch.schedule(at, this, (static_cast<std::uint64_t>(qp) << 8) | timer, gen);
-  }
-  void on_event(std::uint64_t a, std::uint64_t gen) override { cc->on_timer(static_cast<std::uint32_t>(a >> 8), static_cast<std::uint32_t>(a & 0xff), gen); }
 };
 }  // namespace
 
@@ -239,7 +234,6 @@ TEST(Dcqcn, LazyTimersMatchEagerReference) {
     p.alpha_timer_ps = period;
     p.byte_counter = 1 << 20;
     Dcqcn dc(p, rig);
-    rig.cc = &dc;
     const double line = 12.5e9;
     dc.add_qp(0, line);
     EagerDcqcn ref(sch, line);

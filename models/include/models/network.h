@@ -137,13 +137,10 @@ class Network final : public EventHandler, private CcHost {
   using Node = NetNode;
   using Qp = RcQp;
   using Msg = RcMsg;
-  enum Ev : std::uint64_t { kTxDone = 1, kArrive, kHostKick, kRto, kCcTimer0, kCcTimer1, kPfcFrame, kFlowStart, kFlowDone, kFlowDeliver, kFlowAck, kFlowRates, kFlowTinyDone };
+  enum Ev : std::uint64_t { kTxDone = 1, kArrive, kHostKick, kRto, kPfcFrame, kFlowStart, kFlowDone, kFlowDeliver, kFlowAck, kFlowRates, kFlowTinyDone };
 
-  // CcHost: the congestion control's timers are events of this network.
+  // CcHost: the congestion control reads this network's time.
   Tick cc_now() const override { return sch_.now(); }
-  void cc_timer(Tick at, std::uint32_t qp, std::uint32_t timer, std::uint64_t gen) override {
-    schedule(at, timer == 0 ? kCcTimer0 : kCcTimer1, qp, gen);
-  }
 
   // ---- flow tier (net/flow_tier.cpp) ----
   void flow_rates_soon();                               // recompute once, after every change at this time

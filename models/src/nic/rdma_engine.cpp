@@ -155,6 +155,7 @@ void Machine::on_data(std::uint32_t, std::uint64_t tag, std::uint64_t off, std::
     notify_record(t.target, t.key);
     return;
   }
+  // (data_is_silent names, ahead, the parts for which this function does nothing: keep the two in step)
   const std::uint32_t k = rdma_stripes(t.qp_count, t.bytes);
   off += ((tag >> 1) & 0x7f) * ((t.bytes + k - 1) / k);  // the part's offset in the write
   SparseMemory& dst = npus_[addr_npu(t.dst)].hbm;

@@ -1,8 +1,7 @@
 // The NIC's sender-side congestion control behind one interface (docs/models/roce-nic.md): the
 // RC transport asks it for each QP's pacing rate and tells it what was sent and which CNPs came
-// back; it may keep timers through its host (the Network's event queue, so every timer is one
-// counted event). DCQCN (models/nic/dcqcn.h), the one implementation, keeps none: it applies its
-// timers' ticks where the rate or alpha is read.
+// back; it reads the time from its host. It has no timer events: DCQCN (models/nic/dcqcn.h), the
+// one implementation, applies its timers' ticks where the rate or alpha is read.
 #pragma once
 #include <cstdint>
 
@@ -15,8 +14,6 @@ class CcHost {
  public:
   virtual ~CcHost() = default;
   virtual Tick cc_now() const = 0;
-  /// Call cc.on_timer(qp, timer, gen) at `at`.
-  virtual void cc_timer(Tick at, std::uint32_t qp, std::uint32_t timer, std::uint64_t gen) = 0;
 };
 
 class CongestionControl {
@@ -33,8 +30,6 @@ class CongestionControl {
   virtual void on_sent(std::uint32_t qp, std::uint64_t wire_bytes) = 0;
   /// A congestion notification packet for the QP arrived.
   virtual void on_cnp(std::uint32_t qp) = 0;
-  /// A timer set through CcHost::cc_timer fired.
-  virtual void on_timer(std::uint32_t qp, std::uint32_t timer, std::uint64_t gen) = 0;
 };
 
 }  // namespace models

@@ -19,7 +19,6 @@ class Dcqcn final : public CongestionControl {
   double rate_Bps(std::uint32_t qp) override;
   void on_sent(std::uint32_t qp, std::uint64_t wire_bytes) override;
   void on_cnp(std::uint32_t qp) override;
-  void on_timer(std::uint32_t, std::uint32_t, std::uint64_t) override {}  // both timers are applied lazily (ri_ticks, alpha_ticks)
 
  private:
   struct State {
