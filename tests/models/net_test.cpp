@@ -271,3 +271,37 @@ TEST(Network, WriteBehindDeadSenderPortFails) {
     }
   }
 }
+
+// A switch port that starts a unit with nothing queued behind it schedules no transmit-done
+// event (docs/models/ethernet-switch.md#transmission): a unit that reaches it before that unit
+// has left still waits for the port, one that comes later goes straight on. Closed form: one
+// packet from sender 0 reaches the switch at a0 = nic + ser + L + S and leaves the egress at
+// a0 + ser; one from sender 1 posted `d` later reaches it `delta` after a0 and leaves at
+// max(its arrival, a0 + ser(A)). Each lands one link latency after it leaves the switch.
+TEST(Network, SwitchPortBusyWithoutTransmitDoneEvent) {
+  for (std::uint32_t unit : {0u, 64u * 1024}) {  // packet and chunk tiers
+    NetParams p;
+    p.unit_bytes = unit;
+    auto ser = [&](std::uint64_t payload) { return serialization_ps(p.wire_bytes(payload), G100); };
+    const Tick L = kPsPerUs, S = 600 * kPsPerNs, nic = p.nic_latency_ps;
+    const std::uint64_t a = 4096, b = 64;
+    const Tick a0 = nic + ser(a) + L + S, a_left = a0 + ser(a);
+    // B arrives while A is on the egress wire (waits), exactly as A leaves, and after it.
+    for (Tick delta : {100 * kPsPerNs, ser(a), ser(a) + 300 * kPsPerNs}) {
+      SCOPED_TRACE(std::to_string(unit) + " delta " + std::to_string(delta));
+      Incast t(2, p);
+      t.net.post_write(t.qps[0], a, 1);
+      const Tick d = ser(a) - ser(b) + delta;  // B's arrival: d + nic + ser(b) + L + S = a0 + delta
+      t.sch.run(d - 1);
+      t.sch.advance_to(d);
+      t.net.post_write(t.qps[1], b, 2);
+      t.sch.run();
+      ASSERT_EQ(t.done.landed.size(), 2u);
+      EXPECT_EQ(t.done.landed.at(1), a_left + L);
+      EXPECT_EQ(t.done.landed.at(2), std::max(a0 + delta, a_left) + ser(b) + L);
+      EXPECT_EQ(t.net.port_stats(t.sw, 2).busy_ps, ser(a) + ser(b));  // the receiver's port
+      EXPECT_TRUE(t.done.done.at(1).second);
+      EXPECT_TRUE(t.done.done.at(2).second);
+    }
+  }
+}

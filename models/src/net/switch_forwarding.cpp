@@ -38,6 +38,12 @@ void Network::try_tx(std::uint32_t node, std::uint32_t port) {
   Node& n = nodes_[node];
   Port& p = n.ports[port];
   if (p.busy || p.paused || !p.up || q_empty(p)) return;
+  const Tick now = sch_.now();
+  if (now < p.busy_until) {  // still sending a unit that left nothing queued: wake at its end
+    p.busy = true;
+    schedule(p.busy_until, kTxDone, node, port);
+    return;
+  }
   const std::uint32_t id = q_pop_front(p);
   Pkt& k = pkts_[id];
   p.qbytes -= k.bytes;
@@ -47,7 +53,6 @@ void Network::try_tx(std::uint32_t node, std::uint32_t port) {
   p.st.tx_packets += k.npk;
   // A unit is a train of MTU packets: a switch forwards it cut-through once its first packet is in
   // (as the packet tier pipelines packets), and it cannot leave faster than its tail arrives.
-  const Tick now = sch_.now();
   const std::uint64_t piece = std::min<std::uint64_t>(k.bytes, p_.mtu + p_.header_bytes);
   const Tick ser = serialization_ps(k.bytes, p.Bps);
   Tick dur = ser;
@@ -58,7 +63,15 @@ void Network::try_tx(std::uint32_t node, std::uint32_t port) {
     port_samples_.busy(port_base_[node] + port, now, end, ser, k.bytes);
     if (n.is_switch) port_samples_.queue(port_base_[node] + port, now, p.qbytes);
   }
-  schedule(end, kTxDone, node, port);
+  // A switch with nothing queued behind this unit needs no event at its end: the next unit
+  // enqueued starts at once if the port is free by then, or schedules the event (above).
+  // Nothing else happens at a unit's end (its buffer was released above, at dequeue).
+  if (n.is_switch && q_empty(p)) {
+    p.busy = false;
+    p.busy_until = end;
+  } else {
+    schedule(end, kTxDone, node, port);
+  }
   const double loss = k.kind != kData || p_.drop_rate <= 0 ? 0 : k.npk == 1 ? p_.drop_rate : 1 - std::pow(1 - p_.drop_rate, k.npk);
   if (loss > 0 && uniform() < loss) { p.st.drops += k.npk; sample(node, port, SampleCount::Drops, k.npk); free_pkt(id); return; }
   if (p.corrupt_rate > 0 && k.kind == kData) {  // corrupted on the wire: the receiver's FCS check drops it

@@ -53,6 +53,10 @@ struct NetPort {
   bool cabled = false, up = true, busy = false, paused = false;
   bool peer_switch = false;  ///< the node at the other end is a switch (copied at connect: read per packet)
   bool upstream_paused = false;
+  // A switch port that started its last unit with nothing queued behind it schedules no
+  // transmit-done event: it is busy until this time, and a unit enqueued before then schedules
+  // the event (switch_forwarding.cpp, try_tx).
+  Tick busy_until = 0;
   double corrupt_rate = 0;  ///< probability a data packet sent on this cable arrives corrupted (fault injection)
   NetPortStats st;
   Tick paused_since = 0;
