@@ -206,6 +206,8 @@ TEST(RegisterMap, NotifyRegistersAreReachedByMmio) {
   sch.run();
   EXPECT_TRUE(m.stream_idle(a));
   EXPECT_EQ(m.notify_index(0, 0xabc), -1);  // consumed: released
+  m.mmio_read(0, npu_regs::kNotifyInUse, &in_use);
+  EXPECT_EQ(in_use, 0u);
   // Two records without a waiter: the register holds 2; two waits consume them.
   Task rec2;
   rec2.kind = TaskKind::NotifyRecord;

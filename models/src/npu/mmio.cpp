@@ -16,7 +16,11 @@ bool Machine::mmio_read(std::uint32_t npu, std::uint32_t off, std::uint64_t* v) 
       *v = r < npus_[npu].nregs.size() && npus_[npu].nregs[r].bound ? static_cast<std::uint64_t>(npus_[npu].nregs[r].count) : 0;
       return true;
     }
-    case npu_regs::Slot::Fixed: return npus_[npu].regs->read(off, v);
+    case npu_regs::Slot::Fixed:
+      // NOTIFY_IN_USE is the count of bound notify registers, read where it is kept (a stored
+      // copy cost two register-block writes per notify bound and released).
+      if (off == npu_regs::kNotifyInUse) { *v = npus_[npu].nkey.size(); return true; }
+      return npus_[npu].regs->read(off, v);
     case npu_regs::Slot::HccsPort: *v = hccs_port_reg_value(npu, slot.index, slot.reg); return true;
     case npu_regs::Slot::Stream: break;
   }

@@ -86,8 +86,7 @@ int Machine::bind_notify(std::uint32_t npu, std::uint64_t key) {
   else return -1;
   n.nregs[r].key = key;
   n.nregs[r].bound = true;
-  n.nkey.emplace(key, r);
-  n.regs->hw_write(npu_regs::kNotifyInUse, n.nkey.size());
+  n.nkey.emplace(key, r);  // NOTIFY_IN_USE reads nkey.size() (mmio.cpp)
   return static_cast<int>(r);
 }
 
@@ -98,7 +97,6 @@ void Machine::notify_release(std::uint32_t npu, std::uint32_t r) {
   g.bound = false;
   n.nkey.erase(g.key);
   n.nfree.push_back(r);
-  n.regs->hw_write(npu_regs::kNotifyInUse, n.nkey.size());
 }
 
 int Machine::notify_index(std::uint32_t npu, std::uint64_t key) const {
