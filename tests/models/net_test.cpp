@@ -273,11 +273,11 @@ TEST(Network, WriteBehindDeadSenderPortFails) {
 }
 
 // A switch port that starts a unit with nothing queued behind it schedules no transmit-done
-// event (docs/models/ethernet-switch.md#transmission): a unit that reaches it before that unit
-// has left still waits for the port, one that comes later goes straight on. Closed form: one
-// packet from sender 0 reaches the switch at a0 = nic + ser + L + S and leaves the egress at
-// a0 + ser; one from sender 1 posted `d` later reaches it `delta` after a0 and leaves at
-// max(its arrival, a0 + ser(A)). Each lands one link latency after it leaves the switch.
+// event (docs/models/ethernet-switch.md, "What is modelled"): a unit that reaches it before
+// that unit has left still waits for the port, one that comes later goes straight on.
+// Closed form: one packet from sender 0 reaches the switch at a0 = nic + ser + L + S and leaves
+// the egress at a0 + ser; one from sender 1 posted `d` later reaches it `delta` after a0 and
+// leaves at max(its arrival, a0 + ser(A)). Each lands one link latency after it leaves the switch.
 TEST(Network, SwitchPortBusyWithoutTransmitDoneEvent) {
   for (std::uint32_t unit : {0u, 64u * 1024}) {  // packet and chunk tiers
     NetParams p;
