@@ -216,27 +216,29 @@ expect "spine link down, op retry: results correct" 0 "PASS" -- "$HCSIM" run "$S
 check "spine: 2 repetitions x 32 ranks checked, all ok" "$(q spine.db "SELECT COUNT(*), SUM(ok) FROM checks")" "64|64"
 check "spine: 32 retry rows resumed, code 0, each saying how many QPs moved" \
   "$(q spine.db "SELECT COUNT(*), SUM(code = 0 AND resumed_at_ns > fault_at_ns), SUM(path_after LIKE '%; RoCE re-routed: % QPs on new source ports') FROM failovers WHERE action = 'retry'")" "32|32|32"
-# 28 = the 16 QPs whose data crossed the cable + the 12 whose ACKs did (a probe's reply comes back
-# the way the QP's ACKs go, models/src/net/routing.cpp: in the chunk and packet tiers those QPs'
-# writes would time out too).
-check "spine: the ranks whose QPs' data or ACKs crossed the cable moved 28 QPs" \
-  "$(q spine.db "SELECT SUM(CAST(substr(path_after, instr(path_after, 're-routed: ') + 11) AS INTEGER)) FROM failovers")" 28
+# 20 = both stripes of the 8 peers whose data crossed the cable + of the 2 whose ACKs did (a
+# probe's reply comes back the way the QP's ACKs go, models/src/net/routing.cpp: in the chunk and
+# packet tiers those QPs' writes would time out too). Every peer whose first route crossed it moved.
+check "spine: the ranks whose QPs' data or ACKs crossed the cable moved 20 QPs" \
+  "$(q spine.db "SELECT SUM(CAST(substr(path_after, instr(path_after, 're-routed: ') + 11) AS INTEGER)) FROM failovers")" 20
+check "spine: every peer whose data crossed the cable was re-routed (8 peers)" \
+  "$(q spine.db "SELECT COUNT(DISTINCT f.src || '>' || f.dst), SUM(NOT EXISTS (SELECT 1 FROM routes r WHERE r.src = f.src AND r.dst = f.dst AND r.trigger LIKE 'op retry%')) FROM routes f WHERE f.trigger = 'first use' AND (f.hops LIKE '%leaf0:_>4 %' OR f.hops LIKE '%leaf0:4>%')")" "8|0"
 check "spine: the cable carried QPs before the fault" \
   "$(q spine.db "SELECT COUNT(*) > 0 FROM routes WHERE trigger = 'first use' AND (hops LIKE '%leaf0:_>4 %' OR hops LIKE '%leaf0:4>%')")" 1
 check "spine: re-route rows name the fault, none crosses the dead cable" \
-  "$(q spine.db "SELECT COUNT(*), SUM(hops LIKE '%leaf0:_>4 %' OR hops LIKE '%leaf0:4>%' OR hops LIKE '%(%'), SUM(udp_sport > 0) FROM routes WHERE trigger LIKE 'op retry of allreduce seq 0: RDMA write failed: retry count exceeded%'")" "28|0|28"
+  "$(q spine.db "SELECT COUNT(*), SUM(hops LIKE '%leaf0:_>4 %' OR hops LIKE '%leaf0:4>%' OR hops LIKE '%(%'), SUM(udp_sport > 0) FROM routes WHERE trigger LIKE 'op retry of allreduce seq 0: RDMA write failed: retry count exceeded%'")" "20|0|20"
 check "spine: after the fault no QP's latest route crosses the dead cable" \
   "$(q spine.db "SELECT COUNT(*) FROM routes r WHERE transport = 'roce' AND (hops LIKE '%leaf0:_>4 %' OR hops LIKE '%leaf0:4>%') AND sim_time_ns = (SELECT MAX(sim_time_ns) FROM routes x WHERE x.comm = r.comm AND x.src = r.src AND x.dst = r.dst AND x.qp = r.qp)")" 0
 # The ring variant: the communicator already runs on the op retry's ring (node0/npu3's NIC died in step 0),
-# so the re-execution reuses the ring's QPs; the cable (leaf0 port 6) carries stripe 0 of 31->0.
+# so the re-execution reuses the ring's QPs; the cable (leaf0 port 7) carries stripe 0 of 31->0.
 SR=$SRC/scenarios/spine-link-down-retry-ring.json
 expect "spine link down under the ring: results correct" 0 "PASS" -- "$HCSIM" run "$SR" --db spring.db -q
 check "spine ring: 3 repetitions x 32 checked ok; 32 retries of seq 2 resumed" \
   "$(q spring.db "SELECT (SELECT SUM(ok) FROM checks), (SELECT COUNT(*) FROM failovers WHERE op_seq = 2 AND code = 0 AND resumed_at_ns IS NOT NULL)")" "96|32"
 check "spine ring: rank 31 moved its QPs to rank 0, off the dead cable" \
-  "$(q spring.db "SELECT COUNT(*), SUM(hops LIKE '%leaf0:6>%' OR hops LIKE '%leaf0:_>6 %' OR hops LIKE '%(%') FROM routes WHERE src = 31 AND dst = 0 AND trigger LIKE 'op retry of allreduce seq 2: RDMA write failed%'")" "2|0"
+  "$(q spring.db "SELECT COUNT(*), SUM(hops LIKE '%leaf0:7>%' OR hops LIKE '%leaf0:_>7 %' OR hops LIKE '%(%') FROM routes WHERE src = 31 AND dst = 0 AND trigger LIKE 'op retry of allreduce seq 2: RDMA write failed%'")" "2|0"
 check "spine ring: after the fault no QP's latest route crosses the dead cable (but rank 3's, whose NIC is dead)" \
-  "$(q spring.db "SELECT COUNT(*) FROM routes r WHERE transport = 'roce' AND src != 3 AND dst != 3 AND (hops LIKE '%leaf0:6>%' OR hops LIKE '%leaf0:_>6 %') AND sim_time_ns = (SELECT MAX(sim_time_ns) FROM routes x WHERE x.comm = r.comm AND x.src = r.src AND x.dst = r.dst AND x.qp = r.qp)")" 0
+  "$(q spring.db "SELECT COUNT(*) FROM routes r WHERE transport = 'roce' AND src != 3 AND dst != 3 AND (hops LIKE '%leaf0:7>%' OR hops LIKE '%leaf0:_>7 %') AND sim_time_ns = (SELECT MAX(sim_time_ns) FROM routes x WHERE x.comm = r.comm AND x.src = r.src AND x.dst = r.dst AND x.qp = r.qp)")" 0
 # Without the re-route (HCOMM_RETRY_REROUTE=0) the re-execution posts on the same QP, still in
 # error over the dead cable: rank 31 fails at once, the others time out, nothing resumes.
 expect "spine ring without re-route: the re-execution fails on the same cable" 1 "expectations not met" -- \

@@ -26,11 +26,12 @@ done
 "$HCSIM" routes "$G/clos-nr-4.scenario.json" -o b.routes > /dev/null 2>&1
 if cmp -s a.routes b.routes && [ -s a.routes ]; then ok "determinism"; else bad "determinism: routes differ between two runs" a.routes; fi
 
-# 3. The slot rule (docs/routing.md): on clos-nr-4 (radix 8 leaves: ports 0-3 down, 4-7 up) stripe
-#    i of the NIC on leaf port p leaves by uplink 4 + (2p + i) mod 4 — every leaf's 8 stripes
-#    per peer set spread 2 per uplink. Checked on every cross-leaf decision.
+# 3. The slot rule (docs/routing.md): on clos-nr-4 (radix 8 leaves: ports 0-3 down, 4-7 up; 2
+#    stripes per peer) stripe i of the NIC on leaf port p leaves by uplink 4 + (p + 2i) mod 4 —
+#    every leaf's 8 stripes per peer set spread 2 per uplink, and its 4 stripes 0 (all a write
+#    below the multi-QP threshold uses) 1 per uplink. Checked on every cross-leaf decision.
 awk -F'\t' '$6=="roce" && $9 ~ /spine/ {n++; split($9,h," "); split(h[1],a,":"); split(a[2],p,">");
-  if (p[2] != 4 + (2 * p[1] + $4) % 4) {print "wrong uplink: " $0; bad=1}}
+  if (p[2] != 4 + (p[1] + 2 * $4) % 4) {print "wrong uplink: " $0; bad=1}}
   END {if (n < 64) {print "only " n " cross-leaf decisions"; bad=1}; exit bad}' a.routes > slot.txt \
   && ok "slot rule on every cross-leaf stripe" || bad "slot rule" slot.txt
 
@@ -77,13 +78,14 @@ HCOMM_ROUTE_SPORT=hash "$HCSIM" run "$G/clos-nr-4.scenario.json" --db hash.db -q
 expect "hash policy differs from probe" 1 "NIC hash \(HCOMM_ROUTE_SPORT=hash\)" -- "$HCSIM" diff "$G/clos-nr-4.routes" hash.db
 expect "trace vs trace: summary time moved" 1 "summary: .* [1-9][0-9]* outside" -- "$HCSIM" diff clos-nr-4.db hash.db
 
-# Congestion re-routing (HCOMM_ROUTE_CNP_THRESHOLD): chunk tier (DCQCN), all-to-all twice; the
-# second operation sees the first one's CNPs and re-decides, recorded as second decisions.
+# Congestion re-routing (HCOMM_ROUTE_CNP_THRESHOLD): chunk tier (DCQCN), a 4 MiB all-to-all
+# twice (1 MiB, one QP per peer, marks nothing on the balanced uplinks); the second operation sees
+# the first one's CNPs and re-decides, recorded as second decisions.
 python3 - "$G/clos-nr-4.scenario.json" "$SRC/topologies/clos-nr-4.json" > cong.json <<'PY'
 import json, sys
 s = json.load(open(sys.argv[1])); s["topology"] = sys.argv[2]; s["fidelity"] = "chunk"
 s["hcomm_env"]["HCOMM_ROUTE_CNP_THRESHOLD"] = "1"
-s["workload"] = [{"op": "alltoall", "bytes": "1MiB", "dtype": "int8", "repeat": 2}]
+s["workload"] = [{"op": "alltoall", "bytes": "4MiB", "dtype": "int8", "repeat": 2}]
 print(json.dumps(s))
 PY
 "$HCSIM" routes cong.json -o cong.routes > run.txt 2>&1 || bad "congestion scenario" run.txt

@@ -177,7 +177,8 @@ TEST(HcommSchedule, RingAllReduceTakesTwoSMinusOneSteps) {
     for (const auto& t : all) {
       if (t.kind == DrvTaskKind::RdmaWrite) {
         (t.bytes ? data : credits) += 1;
-        EXPECT_EQ(t.qp_count, 8u);  // the communicator's policy (defaults: docs/config.md)
+        // num_qp 8, but a 4 KiB step is below the 512 KiB multi-QP threshold: one QP (docs/config.md)
+        EXPECT_EQ(t.qp_count, 1u);
         EXPECT_EQ(t.retry_count, 3u);
         EXPECT_EQ(t.rate_cap_Bps, 0u);
         EXPECT_EQ(purpose(t.key), t.bytes ? kPlanData : kPlanCredit);
@@ -192,6 +193,35 @@ TEST(HcommSchedule, RingAllReduceTakesTwoSMinusOneSteps) {
     EXPECT_EQ(copies, 2u) << "copy in + copy out; the all-gather lands in place";
   }
   EXPECT_TRUE(unmatched(c.drv, first, end).empty()) << "every credit is used: nothing carries into the next operation";
+}
+
+// HCCL_MULTI_QP_THRESHOLD's rule, with its documentation's example scaled by 1/8: its 1 MB write
+// between two ranks over 4 QPs per connection with a 512 KB threshold uses 2 QPs (each carrying
+// at least the threshold), so a 128 KiB write with a 64 KiB threshold uses 2; a threshold the
+// write does not reach (the default 512 KiB, 256 KiB) gives one QP; a small one all num_qp.
+TEST(HcommSchedule, MultiQpThresholdLimitsTheStripesOfAWrite) {
+  const std::uint32_t S = 4;
+  const std::uint64_t block = 128u << 10, count = S * block / 4;  // the ring moves 128 KiB blocks
+  for (const auto& [thr, want] :
+       {std::pair<const char*, std::uint32_t>{"64", 2}, {"256", 1}, {"16", 4}, {"32", 4}, {"33", 3}, {nullptr, 1}}) {
+    setenv("HCOMM_ALGO", "level0:NA;level1:ring", 1);
+    setenv("HCOMM_NUM_QP", "4", 1);
+    if (thr) setenv("HCOMM_MULTI_QP_THRESHOLD", thr, 1);  // unset: the default, 512 KiB
+    Cluster c(S, 1);
+    unsetenv("HCOMM_ALGO");
+    unsetenv("HCOMM_NUM_QP");
+    unsetenv("HCOMM_MULTI_QP_THRESHOLD");
+    std::size_t first = 0, end = 0;
+    c.expect_sum(c.allreduce(count, &first, &end), count);
+    std::size_t blocks = 0;
+    for (std::size_t i = first; i < end; ++i) {
+      const hcomm::DrvTask& t = c.drv.tasks[i].task;
+      if (t.kind != DrvTaskKind::RdmaWrite || t.bytes != block) continue;
+      ++blocks;
+      EXPECT_EQ(t.qp_count, want) << "threshold " << (thr ? thr : "default") << " KiB";
+    }
+    EXPECT_EQ(blocks, S * 2u * (S - 1)) << "every rank's every step moves one 128 KiB block";
+  }
 }
 
 TEST(HcommSchedule, HierarchicalComposesMeshAndRing) {

@@ -84,7 +84,8 @@ TEST(Route, ProbePolicySpreadsStripesByTheSlotRule) {
     }
     ++cross;
     const std::uint32_t port = (src_dev / 2 % 2) * 2 + src_dev % 2;  // the fake's LLDP port
-    const std::uint32_t want = (port * 2 + r.qp) % FakeDriver::kUplinks;
+    // stripe i of leaf port p: slot (p + i * max(1, U / k)) mod U, U = 4 uplinks, k = 2 stripes
+    const std::uint32_t want = (port + r.qp * 2) % FakeDriver::kUplinks;
     auto it = w.drv.qp_sports.find({src_dev, dst_dev, r.qp});
     ASSERT_NE(it, w.drv.qp_sports.end()) << "stripe not connected";
     EXPECT_EQ(it->second, r.udp_sport);

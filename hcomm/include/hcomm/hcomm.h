@@ -166,6 +166,8 @@ typedef struct {
                                 inputs on paths avoiding the fault (HCCL's op retry; docs/failover.md) */
   uint64_t heartbeat_timeout_ms; /* 0 = no heartbeat; else silence / no progress for this long
                                     makes a rank LOST / STUCK (docs/failover.md) */
+  uint64_t multi_qp_threshold;   /* KiB: an RDMA write uses at most bytes / (this * 1024) of its
+                                    num_qp QPs, at least one (HCCL_MULTI_QP_THRESHOLD) */
 } hcomm_config_t;
 void hcomm_config_init(hcomm_config_t* cfg); /* every number HCOMM_CONFIG_UNSET, algo NULL */
 /* Check one HCOMM_* environment value as the library would read it: HCOMM_SUCCESS, HCOMM_E_PARA

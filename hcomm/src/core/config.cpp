@@ -71,6 +71,7 @@ const Knob kKnobs[] = {
     {&hcomm_config_t::protocol, "protocol", "HCOMM_PROTOCOL", HCOMM_PROTOCOL_RDMA, 0, 2, {"TCP", "RDMA", "SHM"}},
     {&hcomm_config_t::bandwidth_limit, "bandwidth_limit", "HCOMM_BANDWIDTH_LIMIT", 0, 0, 1000, {}},
     {&hcomm_config_t::num_qp, "num_qp", "HCOMM_NUM_QP", 8, 1, 32, {}},
+    {&hcomm_config_t::multi_qp_threshold, "multi_qp_threshold", "HCOMM_MULTI_QP_THRESHOLD", 512, 1, 8192, {}},  // KiB
     {&hcomm_config_t::buffer_size, "buffer_size", "HCOMM_BUFFER_SIZE", 8 * MB, MB, 64 * MB, {}},
     // Failover (docs/failover.md).
     {&hcomm_config_t::op_retry, "op_retry", "HCOMM_OP_RETRY", 0, 0, 1, {}},
@@ -153,6 +154,7 @@ hcomm_result_t resolve_comm_config(hcomm_context_t ctx, const hcomm_config_t* us
 RdmaPolicy rdma_policy(const hcomm_config_t& cfg) {
   RdmaPolicy p;
   p.qp_count = static_cast<std::uint32_t>(cfg.num_qp);            // num_qp
+  p.qp_min_bytes = cfg.multi_qp_threshold * 1024;                  // multi_qp_threshold (KiB)
   p.rate_cap_Bps = cfg.bandwidth_limit * 1000000ULL;              // bandwidth_limit (MB/s)
   p.retry_count = static_cast<std::uint32_t>(cfg.retry_count);    // retry_count
   return p;
@@ -213,6 +215,7 @@ extern "C" hcomm_result_t hcomm_config_check(const char* name, const char* value
 extern "C" void hcomm_config_init(hcomm_config_t* c) {
   if (!c) return;
   c->mode = c->send_buffer_size = c->recv_buffer_size = c->buffer_pool_size = c->timeout_ms = c->retry_count = c->protocol =
-      c->bandwidth_limit = c->num_qp = c->buffer_size = c->op_retry = c->heartbeat_timeout_ms = HCOMM_CONFIG_UNSET;
+      c->bandwidth_limit = c->num_qp = c->buffer_size = c->op_retry = c->heartbeat_timeout_ms = c->multi_qp_threshold =
+          HCOMM_CONFIG_UNSET;
   c->algo = nullptr;
 }

@@ -15,7 +15,8 @@ namespace hcomm::detail {
 /// Per-communicator RoCE connection policy, resolved once at communicator init from its
 /// configuration (num_qp, bandwidth_limit, retry_count; docs/config.md).
 struct RdmaPolicy {
-  std::uint32_t qp_count = 1;
+  std::uint32_t qp_count = 1;       ///< num_qp: the most QPs a write is striped over
+  std::uint64_t qp_min_bytes = 0;   ///< multi_qp_threshold in bytes: a write uses at most bytes / this of them (0: all)
   std::uint32_t qp_base = 0;        ///< first QP index (a bandwidth reservation's own QPs, route/reserve.cpp)
   std::uint64_t rate_cap_Bps = 0;   ///< 0 = no cap
   std::uint32_t retry_count = ~0u;  ///< ~0u: the driver's default

@@ -165,14 +165,17 @@ void route_roce(hcomm_comm_t comm, std::vector<Pending>& ps, const std::string& 
         x.up.push_back(up);
       }
     }
-    // Stripe i of the NIC on leaf port p wants uplink slot (p*k + i + epoch) mod U: the NICs under
-    // one leaf then fill its uplinks evenly without talking to each other.
+    // Stripe i of the NIC on leaf port p wants uplink slot (p + i*max(1, U/k) + epoch) mod U: the
+    // NICs under one leaf then fill its uplinks evenly without talking to each other, both when
+    // every stripe carries data and when a write below the multi-QP threshold uses stripe 0 only
+    // (consecutive ports, consecutive uplinks); one NIC's stripes take distinct uplinks (k <= U).
     const std::uint32_t U = static_cast<std::uint32_t>(st.uplinks.size());
     if (U < 2) break;  // one uplink at most: nothing to choose
+    const std::uint32_t stride = std::max<std::uint32_t>(1, U / k);
     for (Pending& x : ps)
       for (std::uint32_t i = 0; i < k; ++i) {
         if (x.pick[i] >= 0) continue;
-        const std::uint32_t want = st.uplinks[(st.nic.neighbor_port * k + i + x.r->epoch) % U];
+        const std::uint32_t want = st.uplinks[(st.nic.neighbor_port + i * stride + x.r->epoch) % U];
         for (std::size_t c = 0; c < x.up.size(); ++c)
           if (x.up[c] == want && std::find(x.pick.begin(), x.pick.end(), static_cast<int>(c)) == x.pick.end()) {
             x.pick[i] = static_cast<int>(c);

@@ -1,6 +1,8 @@
 // Stream task builders (docs/architecture.md#hcomm).
 #include "transport/tasks.h"
 
+#include <algorithm>
+
 #include "driver_port.h"
 
 namespace hcomm::detail {
@@ -63,7 +65,12 @@ hcomm_result_t rdma_write(hcomm_stream_t s, std::uint32_t device, std::uint64_t 
   t.value = notify ? 1 : 0;
   t.rkey = rkey;
   // The Driver interface takes the policy per task; the library sets it once per communicator.
+  // As HCCL_MULTI_QP_THRESHOLD: a write striped over num_qp QPs would leave a QP less than the
+  // threshold, so it takes fewer, each carrying at least the threshold; below it, one
+  // (docs/config.md).
   t.qp_count = policy.qp_count;
+  if (policy.qp_min_bytes)
+    t.qp_count = static_cast<std::uint32_t>(std::max<std::uint64_t>(1, std::min<std::uint64_t>(policy.qp_count, bytes / policy.qp_min_bytes)));
   t.qp_base = policy.qp_base;
   t.rate_cap_Bps = policy.rate_cap_Bps;
   t.retry_count = policy.retry_count;
