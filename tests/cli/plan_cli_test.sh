@@ -34,6 +34,13 @@ if [ "$rows" -eq 6 ]; then ok "plan.csv: 6 rows"; else bad "plan.csv: $rows rows
 n=$(python3 -c "import sqlite3; print(sqlite3.connect('out/plan.db').execute('select count(*) from points where status=\"ok\" and time_us > 0').fetchone()[0])")
 if [ "$n" -eq 6 ]; then ok "plan.db: 6 points with times"; else bad "plan.db: $n ok points" out/plan.csv; fi
 if python3 -c "import xml.dom.minidom,sys; [xml.dom.minidom.parse(f) for f in sys.argv[1:]]" out/*.svg; then ok "SVGs parse"; else bad "SVG does not parse"; fi
+# A workload's hcomm_env reaches its runs only: workload 0 sets HCOMM_MULTI_QP_THRESHOLD, workload 1 HCOMM_ALGO by "algo".
+envs=$(python3 -c "
+import json
+for f in ('out/l0-w0.scenario.json', 'out/l1-w0.scenario.json', 'out/l0-w1.scenario.json'):
+    print(json.dumps(json.load(open(f)).get('hcomm_env'), sort_keys=True))" | tr '\n' ' ')
+want='{"HCOMM_MULTI_QP_THRESHOLD": "1"} {"HCOMM_MULTI_QP_THRESHOLD": "1"} {"HCOMM_ALGO": "level0:NA;level1:H-D_R"} '
+if [ "$envs" = "$want" ]; then ok "workload hcomm_env in its scenarios only"; else bad "scenario envs: $envs"; fi
 
 # ---- every row against a direct run of a hand-written scenario (topology edited here) ----
 python3 - "$SRC/topologies/clos-1024.json" <<'PY'
@@ -47,6 +54,7 @@ for servers in (2, 3):
              "fidelity": "flow", "payload": "timing",
              "workload": [{"op": "allreduce", "bytes": b} for b in (["1MiB", "4MiB"] if algo == "auto" else ["4MiB"])]}
         if algo == "hd": s["hcomm_env"] = {"HCOMM_ALGO": "level0:NA;level1:H-D_R"}
+        else: s["hcomm_env"] = {"HCOMM_MULTI_QP_THRESHOLD": "1"}
         json.dump(s, open(f"direct{servers}{algo}.json", "w"))
 PY
 for servers in 2 3; do
@@ -77,10 +85,13 @@ PY
 if grep -qx OK check.txt; then ok "layout counts, costs, forced algorithm"; else bad "CSV columns" check.txt; fi
 
 # ---- the target: verdicts recomputed from the CSV ----
+# A layout's time for the target: its fastest 4 MiB all-reduce over the workloads' algorithms.
 read -r t0 t1 c0 c1 < <(python3 -c "
 import csv
-r = [x for x in csv.DictReader(open('out/plan.csv')) if x['bytes'] == '4194304' and x['algo_requested'] == 'auto']
-print(r[0]['time_us'], r[1]['time_us'], r[0]['cost'], r[1]['cost'])")
+r = [x for x in csv.DictReader(open('out/plan.csv')) if x['bytes'] == '4194304']
+t = [min(float(x['time_us']) for x in r if x['layout'] == l) for l in ('0', '1')]
+c = [next(x['cost'] for x in r if x['layout'] == l) for l in ('0', '1')]
+print(t[0], t[1], c[0], c[1])")
 lo=$(python3 -c "print(min($t0, $t1) - 1)"); hi=$(python3 -c "print(max($t0, $t1) + 1)")
 mkplan "$lo"
 expect "target below every layout: exit 1" 1 "no layout meets it" -- "$HCSIM" plan plan.json -o out
@@ -104,7 +115,8 @@ cp "$FX/bad.json" "$FX/impossible.json" .
 sed -i "s|../../../topologies|$SRC/topologies|" bad.json impossible.json
 expect "unknown key" 2 "bad.json: /colour" -- "$HCSIM" plan bad.json
 for p in "/sweep/0/pointer: \"/fabric/no_such_key\" names nothing" "/sweep/1/values: must be a non-empty array" \
-         "/workloads/0/op: unknown op" "/workloads/0/sizes/0: unknown size unit" "/target: no workload runs allreduce at 1 GiB"; do
+         "/workloads/0/op: unknown op" "/workloads/0/sizes/0: unknown size unit" "/workloads/0/hcomm_env/HCOMM_NUM_QP: must be a string" \
+         "/target: no workload runs allreduce at 1 GiB"; do
   if grep -qF -- "$p" out.txt; then ok "bad plan names $p"; else bad "bad plan lacks $p" out.txt; fi
 done
 expect "impossible layout named" 2 "layout 1 \\(radix=32\\).*/fabric/tiers" -- "$HCSIM" plan impossible.json -o imp

@@ -113,6 +113,7 @@ int setup(const std::string& file, std::string& out, bool force, bool write, Pla
       if (!p.trace_routes) sc["trace"] = {{"routes", false}};
       json env = json::object();
       for (auto& [k, v] : p.env) env[k] = v;
+      for (auto& [k, v] : w.env) env[k] = v;  // the workload's own win
       if (w.algo != "auto") env["HCOMM_ALGO"] = w.algo;
       if (!env.empty()) sc["hcomm_env"] = env;
       const std::string spath = out + "/l" + std::to_string(li) + "-w" + std::to_string(wi) + ".scenario.json";

@@ -26,6 +26,7 @@ struct Workload {
   std::string op, algo = "auto", fidelity, dtype;
   std::vector<std::uint64_t> sizes;
   std::uint64_t repeat = 1;
+  std::map<std::string, std::string> env;  ///< HCOMM_* for this workload's runs, over the plan's
 };
 
 struct Prices {

@@ -14,6 +14,20 @@ namespace hcsim::plan {
 
 namespace {
 constexpr const char* kOps[] = {"allreduce", "allgather", "reducescatter", "broadcast", "alltoall", "barrier"};
+
+// An hcomm_env object (plan-wide or a workload's): names to strings. The values are checked as
+// the library reads them when each generated scenario is loaded (hcomm_config_check).
+void read_env(const json* e, const std::string& ptr, sim::Diagnostics& d, std::map<std::string, std::string>* out) {
+  if (!e) return;
+  if (!e->is_object()) {
+    d.error(ptr, "must be an object of HCOMM_* names to strings");
+    return;
+  }
+  for (auto& [k, v] : e->items()) {
+    if (!v.is_string()) d.error(ptr + "/" + k, "must be a string");
+    else (*out)[k] = v.get<std::string>();
+  }
+}
 constexpr std::size_t kMaxLayouts = 10000;
 }  // namespace
 
@@ -72,14 +86,7 @@ bool load_plan(const std::string& path, Plan& p, sim::Diagnostics& d) {
     if (*f != "timing" && *f != "real") d.error("/payload", "unknown payload \"" + *f + "\" (timing, real)");
     p.payload = *f;
   }
-  if (const json* e = top.get("hcomm_env", false)) {
-    if (!e->is_object()) d.error("/hcomm_env", "must be an object of HCOMM_* names to strings");
-    else
-      for (auto& [k, v] : e->items()) {
-        if (!v.is_string()) d.error("/hcomm_env/" + k, "must be a string");
-        else p.env[k] = v.get<std::string>();
-      }
-  }
+  read_env(top.get("hcomm_env", false), "/hcomm_env", d, &p.env);
   // The base topology, relative to the plan file.
   if (auto t = top.str("topology", true)) {
     p.topology_path = (!t->empty() && (*t)[0] == '/') ? *t : p.dir + *t;
@@ -124,7 +131,7 @@ bool load_plan(const std::string& path, Plan& p, sim::Diagnostics& d) {
   else if (wl)
     for (std::size_t i = 0; i < wl->size(); ++i) {
       const std::string ptr = "/workloads/" + std::to_string(i);
-      sim::ObjectReader r((*wl)[i], ptr, d, {"op", "sizes", "algo", "fidelity", "dtype", "repeat"});
+      sim::ObjectReader r((*wl)[i], ptr, d, {"op", "sizes", "algo", "fidelity", "dtype", "repeat", "hcomm_env"});
       if (!r.valid()) continue;
       Workload w;
       w.op = r.str("op", true).value_or("");
@@ -137,6 +144,7 @@ bool load_plan(const std::string& path, Plan& p, sim::Diagnostics& d) {
         d.error(ptr + "/fidelity", "unknown tier \"" + w.fidelity + "\" (chunk, packet, flow)");
       w.dtype = r.str("dtype", false).value_or("");
       w.repeat = r.uint("repeat", false, 1, 1000).value_or(1);
+      read_env(r.get("hcomm_env", false), ptr + "/hcomm_env", d, &w.env);
       const json* sz = r.get("sizes", w.op != "barrier");
       if (sz && (!sz->is_array() || sz->empty())) d.error(ptr + "/sizes", "must be a non-empty array of sizes (\"1MiB\")");
       else if (sz)
