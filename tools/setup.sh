@@ -12,6 +12,7 @@ PACKAGES=(build-essential cmake pkg-config ccache libsystemc-dev nlohmann-json3-
           libsqlite3-dev sqlite3 libgtest-dev libbenchmark-dev time openmpi-bin libopenmpi-dev)
 
 FUZZ_PACKAGES=(clang libclang-rt-14-dev)   # test only: the loaders' libFuzzer target
+TEST_PACKAGES=(python3-jsonschema)          # test only: plan_schema_test checks docs/plan.schema.json
 
 install_packages() {  # install_packages [extra packages...]
   local missing=()
@@ -40,7 +41,7 @@ case "${1:-}" in
     ./build/tools/hcsim run
     ;;
   test)
-    install_packages "${FUZZ_PACKAGES[@]}"
+    install_packages "${FUZZ_PACKAGES[@]}" "${TEST_PACKAGES[@]}"
     build build
     (cd build && ctest --output-on-failure -j "$JOBS")
     # Second configuration: the whole suite under AddressSanitizer + UndefinedBehaviorSanitizer.
