@@ -64,6 +64,8 @@ const Counter kCounters[] = {
     {"pcie_flow_ctrl_ns", [](const models::Machine& m, const models::Network*) {  // time stalled on PCIe credits
        return over_ports(m, models::LinkKind::Pcie, [](const auto& p) { return d(p.credit_stall_ps) / 1e3; }); }},
     {"npu_interrupts", [](const models::Machine& m, const models::Network*) { return d(m.interrupts()); }},
+    {"rdma_qps", [](const models::Machine&, const models::Network* n) {  // QPs the NICs made (at their first write)
+       return n ? d(n->qp_count()) : 0.0; }},
 };
 
 }  // namespace

@@ -209,5 +209,23 @@ if command -v sqlite3 > /dev/null; then
   else echo "FAIL trace-routes-off: $n0 rows without, $n1 with; times $t0 / $t1"; fail=$((fail + 1)); fi
 fi
 
+# The multi-QP threshold (docs/config.md, HCCL_MULTI_QP_THRESHOLD's rule), end to end: a2-2node,
+# 1 MiB sendrecv between the two servers' halves (8 pairs, 16 directed, one 1 MiB write each; the
+# receivers' ready notifies go on the reverse pair's QP 0), HCOMM_NUM_QP=4. QPs made per directed
+# pair = min(4, 1024 KiB / threshold), at least 1: threshold 512 -> 2 (HCCL's own example), 256 ->
+# 4, 8192 -> 1, 100 -> 4 (capped by num_qp).
+if command -v sqlite3 > /dev/null; then
+  printf '{"format":"hcsim-scenario","version":1,"name":"q","topology":"%s","payload":"real","workload":[{"op":"sendrecv","pattern":"halves","bytes":"1MiB"}],"hcomm_env":{"HCOMM_NUM_QP":"4"}}' \
+    "$SRC/topologies/a2-2node.json" > qps.json
+  for tq in 512:32 256:64 8192:16 100:64; do
+    t=${tq%%:*}; want=${tq##*:}
+    rm -f qps.db
+    "$HCSIM" run qps.json --db qps.db -q --set "/hcomm_env/HCOMM_MULTI_QP_THRESHOLD=\"$t\"" > qps.txt 2>&1
+    got=$(sqlite3 qps.db "SELECT CAST(value AS INTEGER) || '|' || (SELECT SUM(ok) FROM checks) FROM counters WHERE name = 'rdma_qps'" 2>&1)
+    if [ "$got" = "$want|16" ]; then echo "ok   multi-qp threshold $t KiB: $want QPs, 16 results checked"; pass=$((pass + 1));
+    else echo "FAIL multi-qp threshold $t KiB: got '$got', expected '$want|16'"; cat qps.txt; fail=$((fail + 1)); fi
+  done
+fi
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -202,6 +203,25 @@ int plan_ranks(const std::vector<std::string>& argv, int rank, int size) {
     std::fprintf(stderr, "hcsim plan: %s: %zu layouts x %zu workloads = %zu runs, -j %u%s, results in %s/\n", file.c_str(),
                  layouts.size(), p.workloads.size(), points.size(), jobs, ranks.c_str(), out.c_str());
   }
+  // Hand-out order, longest first (what -j and MPI ranks start first; the results and the
+  // table keep the (layout, workload) order): a point's simulation work is estimated from the
+  // events its operations make per rank — an all-to-all's grow with the ranks (every rank
+  // writes to every other server: ranks^2 in all), the other collectives' with log2(ranks) steps
+  // — times the sizes' count, plus a share for their bytes (the large ones move more chunks).
+  std::vector<std::size_t> order(points.size());
+  {
+    std::vector<double> est(points.size());
+    for (std::size_t i = 0; i < points.size(); ++i) {
+      const Workload& w = p.workloads[points[i].workload];
+      const double n = std::max<double>(2, static_cast<double>(layouts[points[i].layout].npus));
+      double e = 0;
+      for (auto b : w.sizes)
+        e += n * (w.op == "alltoall" ? n : std::log2(n)) * (1 + static_cast<double>(b) / (64.0 * 1048576));
+      est[i] = e;
+    }
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return est[a] > est[b]; });
+  }
   std::vector<std::size_t> by_rank(static_cast<std::size_t>(size), 0);
   if (!dry) {
     Children kids(p, points, results);
@@ -237,10 +257,10 @@ int plan_ranks(const std::vector<std::string>& argv, int rank, int size) {
       while (done < points.size() || !handout.all_done()) {
         bool busy = false;
         while (handout.all_asked() && kids.running() < jobs && next < points.size()) {
-          if (!kids.spawn(next++, &why)) return fail(why);
+          if (!kids.spawn(order[next++], &why)) return fail(why);
           busy = true;
         }
-        if (!handout.serve(next, points.size(), record, &busy, &why)) return fail(why);
+        if (!handout.serve(next, order, record, &busy, &why)) return fail(why);
         Finished f;
         if (kids.running() > 0 && kids.reap(size == 1, f, &why)) {
           record(f, 0);

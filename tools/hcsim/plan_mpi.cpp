@@ -171,8 +171,8 @@ int share_dir(int rank, int size, int rc, const std::string& file, const std::st
 Handout::Handout(int size, const std::vector<std::vector<Result>>& results)
     : size_(size), results_(results), asked_(static_cast<std::size_t>(size), false) {}
 
-bool Handout::serve(std::size_t& next, std::size_t count, const std::function<void(const Finished&, int from)>& record,
-                    bool* busy, std::string* why) {
+bool Handout::serve(std::size_t& next, const std::vector<std::size_t>& order,
+                    const std::function<void(const Finished&, int from)>& record, bool* busy, std::string* why) {
 #ifdef HCSIM_WITH_MPI
   if (size_ <= 1) return true;
   int flag = 0;
@@ -197,10 +197,10 @@ bool Handout::serve(std::size_t& next, std::size_t count, const std::function<vo
     }
     record(f, st.MPI_SOURCE);
   }
-  long idx = next < count ? static_cast<long>(next++) : -1;
+  long idx = next < order.size() ? static_cast<long>(order[next++]) : -1;
   MPI_Send(&idx, 1, MPI_LONG, st.MPI_SOURCE, kTagReply, MPI_COMM_WORLD);
 #else
-  (void)next, (void)count, (void)record, (void)busy, (void)why;
+  (void)next, (void)order, (void)record, (void)busy, (void)why;
 #endif
   return true;
 }

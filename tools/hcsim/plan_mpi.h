@@ -52,9 +52,9 @@ class Handout {
   /// Every rank has said that it has no children left and asks for nothing more.
   bool all_done() const { return finished_ == size_; }
   /// Serves one message if one is waiting (then sets *busy): a finished point goes to `record`
-  /// with the rank that ran it; a request is answered with `next` (then advanced) while it is
-  /// below `count`. False (*why) on a malformed result.
-  bool serve(std::size_t& next, std::size_t count, const std::function<void(const Finished&, int from)>& record,
+  /// with the rank that ran it; a request is answered with point `order[next]` (then `next`
+  /// advanced) while `next` is below `order.size()`, else -1. False (*why) on a malformed result.
+  bool serve(std::size_t& next, const std::vector<std::size_t>& order, const std::function<void(const Finished&, int from)>& record,
              bool* busy, std::string* why);
 
  private:
