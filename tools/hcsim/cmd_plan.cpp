@@ -209,8 +209,8 @@ int plan_ranks(const std::vector<std::string>& argv, int rank, int size) {
   // writes to every other server: ranks^2 in all), the other collectives' with log2(ranks) steps
   // — times the sizes' count, plus a share for their bytes (the large ones move more chunks).
   std::vector<std::size_t> order(points.size());
+  std::vector<double> est(points.size());
   {
-    std::vector<double> est(points.size());
     for (std::size_t i = 0; i < points.size(); ++i) {
       const Workload& w = p.workloads[points[i].workload];
       const double n = std::max<double>(2, static_cast<double>(layouts[points[i].layout].npus));
@@ -239,6 +239,8 @@ int plan_ranks(const std::vector<std::string>& argv, int rank, int size) {
     if (rank == 0) {
       const auto t0 = std::chrono::steady_clock::now();
       std::size_t next = 0, done = 0;
+      double est_done = 0, est_all = 0;  // estimated work: finished points, all points (the ETA)
+      for (double e : est) est_all += e;
       Handout handout(size, results);
       auto record = [&](const Finished& f, int from) {
         results[f.index] = f.rows;
@@ -248,7 +250,10 @@ int plan_ranks(const std::vector<std::string>& argv, int rank, int size) {
         const Point& pt = points[f.index];
         const Result& r0 = f.rows.front();
         const double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        const double eta = el / static_cast<double>(done) * static_cast<double>(points.size() - done);
+        // ETA: the estimated work left at the rate the finished points' estimated work took
+        // (longest first, a count of points would overstate it early and understate it late).
+        est_done += est[f.index];
+        const double eta = est_done > 0 ? el / est_done * (est_all - est_done) : 0;
         std::fprintf(stderr, "hcsim plan: [%zu/%zu] %slayout %zu (%s) %s: %s, %.1f s, %.0f MiB; elapsed %.0f s, ETA %.0f s\n", done,
                      points.size(), size > 1 ? ("rank " + std::to_string(from) + ": ").c_str() : "", pt.layout,
                      layouts[pt.layout].label.c_str(), p.workloads[pt.workload].op.c_str(), r0.status.c_str(), r0.wall_s,
