@@ -117,6 +117,7 @@ for case in 'HCOMM_TIMEOUT_MS: HCOMM_TIMEOUT_MS="0" is out of range \[1000, 3000
             'HCOMM_DEBUG: HCOMM_DEBUG="abc" is not a decimal number' \
             'HCOMM_RETRY_COUNT: HCOMM_RETRY_COUNT="-1" is out of range' \
             'HCOMM_PROTOCOL: HCOMM_PROTOCOL="UDP" is not a number or one of TCP, RDMA, SHM' \
+            'HCOMM_MULTI_QP_THRESHOLD: HCOMM_MULTI_QP_THRESHOLD="0" is out of range \[1, 8192\]' \
             'HCOMM_FROBNICATE: warning: hcomm reads no variable HCOMM_FROBNICATE'; do
   expect "hcomm-env-${case%%:*}" 2 "bad-hcomm-env.json: /hcomm_env/$case" -- "$HCSIM" validate "$FX/bad-hcomm-env.json"
 done

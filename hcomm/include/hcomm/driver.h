@@ -43,7 +43,7 @@ struct DrvTask {
   std::uint64_t value = 0;    ///< event sequence
   void* host = nullptr;
   std::uint32_t rkey = 0;     ///< RdmaWrite: the target region's remote key
-  std::uint32_t qp_count = 1; ///< RdmaWrite: stripe the data over this many QPs (num_qp)
+  std::uint32_t qp_count = 1; ///< RdmaWrite: stripe the data over this many QPs (num_qp, fewer below the multi-QP threshold)
   std::uint32_t qp_base = 0;  ///< RdmaWrite: QP indices qp_base.. to the target (a communicator's own QPs; 0 = the shared ones)
   std::uint64_t rate_cap_Bps = 0;  ///< RdmaWrite: cap on the QP's rate (bandwidth_limit), 0 = none
   std::uint32_t retry_count = ~0u; ///< RdmaWrite: retransmit retries before the write fails (~0u: driver default)
