@@ -208,20 +208,15 @@ int plan_ranks(const std::vector<std::string>& argv, int rank, int size) {
   // events its operations make per rank — an all-to-all's grow with the ranks (every rank
   // writes to every other server: ranks^2 in all), the other collectives' with log2(ranks) steps
   // — times the sizes' count, plus a share for their bytes (the large ones move more chunks).
+  std::vector<double> est(points.size(), 0.0);
   std::vector<std::size_t> order(points.size());
-  std::vector<double> est(points.size());
-  {
-    for (std::size_t i = 0; i < points.size(); ++i) {
-      const Workload& w = p.workloads[points[i].workload];
-      const double n = std::max<double>(2, static_cast<double>(layouts[points[i].layout].npus));
-      double e = 0;
-      for (auto b : w.sizes)
-        e += n * (w.op == "alltoall" ? n : std::log2(n)) * (1 + static_cast<double>(b) / (64.0 * 1048576));
-      est[i] = e;
-    }
-    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return est[a] > est[b]; });
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    const Workload& w = p.workloads[points[i].workload];
+    const double n = std::max<double>(2, static_cast<double>(layouts[points[i].layout].npus));
+    for (auto b : w.sizes) est[i] += n * (w.op == "alltoall" ? n : std::log2(n)) * (1 + static_cast<double>(b) / (64.0 * 1048576));
+    order[i] = i;
   }
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return est[a] > est[b]; });
   std::vector<std::size_t> by_rank(static_cast<std::size_t>(size), 0);
   if (!dry) {
     Children kids(p, points, results);
