@@ -77,7 +77,11 @@ void Machine::prefetch(std::uint64_t a, std::uint64_t) {
     case kNotifyLocal:
     case kComplete: {
       const auto s = static_cast<std::uint32_t>(id);
-      if (s < streams_.size()) __builtin_prefetch(&streams_[s]);
+      if (s < streams_.size()) {
+        const char* x = reinterpret_cast<const char*>(&streams_[s]);
+        __builtin_prefetch(x);
+        __builtin_prefetch(x + 64);
+      }
       break;
     }
     case kPieceSent:

@@ -48,6 +48,7 @@ void Network::connect(std::uint32_t a, std::uint32_t pa, std::uint32_t b, std::u
   y.peer = a; y.peer_port = pa; y.Bps = Bps; y.latency = lat; y.cabled = true;
   x.peer_switch = nodes_[b].is_switch; x.peer_latency = x.peer_switch ? nodes_[b].latency : 0;
   y.peer_switch = nodes_[a].is_switch; y.peer_latency = y.peer_switch ? nodes_[a].latency : 0;
+  ++path_epoch_;
 }
 
 void Network::set_link_up(std::uint32_t node, std::uint32_t port, bool up) {
@@ -56,6 +57,7 @@ void Network::set_link_up(std::uint32_t node, std::uint32_t port, bool up) {
   if (a.up && !up) ++links_down_;
   if (!a.up && up && links_down_) --links_down_;
   a.up = b.up = up;
+  ++path_epoch_;  // the flow tier's memo of QPs' paths (flow_path)
   if (up) {
     if (nodes_[node].is_switch) try_tx(node, port); else host_kick(node);
     if (nodes_[a.peer].is_switch) try_tx(a.peer, a.peer_port); else host_kick(a.peer);
@@ -120,6 +122,8 @@ void Network::prefetch(std::uint64_t a, std::uint64_t b) {
       __builtin_prefetch(f);
       __builtin_prefetch(f + 64);
     }
+    // A delivery or acknowledgement carries the write's tag: what the listener will look up.
+    if ((type == kFlowDeliver || type == kFlowAck) && listener_) listener_->prefetch_tag(b);
   } else if (type == kFlowStart) {
     if (id < qps_.size()) __builtin_prefetch(&qps_[id]);
   }

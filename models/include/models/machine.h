@@ -25,6 +25,7 @@
 #include "models/nic/qp_table.h"
 #include "models/nic/rdma.h"
 #include "models/npu/address_map.h"
+#include "models/npu/chunked.h"
 #include "models/npu/machine_listener.h"
 #include "models/npu/npu_params.h"
 #include "models/npu/npu_state.h"
@@ -196,6 +197,7 @@ class Machine final : public EventHandler, public NetworkListener {
   void on_write_done(std::uint32_t qp, std::uint64_t tag, bool ok) override;
   void on_data(std::uint32_t qp, std::uint64_t tag, std::uint64_t offset, std::uint64_t len) override;
   bool data_is_silent(std::uint64_t tag, std::uint64_t len) const override;
+  void prefetch_tag(std::uint64_t tag) const override;
 
  private:
   enum Ev : std::uint64_t { kDispatch = 1, kPieceSent, kPieceArrive, kNotifyArrive, kNotifyLocal, kComplete, kInterrupt, kForwardLand };
@@ -248,13 +250,14 @@ class Machine final : public EventHandler, public NetworkListener {
   Stats stats_;
   // npu
   std::vector<NpuState> npus_;
-  std::deque<StreamState> streams_;  // a deque: growing never copies the streams (their task queues)
+  Chunked<StreamState> streams_;  // chunked: growing never moves a stream (references stay valid)
   std::vector<Transfer> xfers_;
   std::vector<std::uint32_t> free_xfers_;
   std::uint64_t notify_overflows_ = 0;
   std::uint64_t interrupts_ = 0;
   Sampler link_samples_;
   bool report_tasks_ = false;
+  bool any_stall_ = false;  // some NPU was stalled (npu_stall): only then does a dispatch read its NPU
   // link
   std::vector<Port> ports_;
   std::vector<LinkInfo> links_;

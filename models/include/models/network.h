@@ -154,7 +154,8 @@ class Network final : public EventHandler, private CcHost {
   bool flow_send_ahead(std::uint32_t qp, Tick start);
   /// The path of the QP's flow `f` from here: its egress ports and one-way latency; false when a
   /// link on it is down or there is no route.
-  bool flow_path(std::uint32_t qp, Flow& f) const;
+  bool flow_path(std::uint32_t qp, Flow& f, double* min_Bps = nullptr) const;
+  bool walk_path(std::uint32_t qp, PortPath& path, Tick& latency) const;
   /// The tiny flow `id`, ending at `end`, is done with as its end would: counted at its ports,
   /// delivered one path latency after its end, its QP's head popped, the QP busy until `end`.
   void flow_taken(std::uint32_t id, Tick end);
@@ -268,6 +269,19 @@ class Network final : public EventHandler, private CcHost {
   bool flow_rates_pending_ = false;                     // a recomputation is scheduled for now
   std::vector<std::uint32_t> port_base_;                // node -> first global port id
   std::vector<std::uint32_t> port_node_;                // global port id -> node
+  // The flow tier's paths by QP, direct-mapped (flow_path): a QP's path changes only when a port
+  // goes up or down or is cabled, which bumps path_epoch_ and so drops every entry. A ring step's
+  // three one-packet messages walked 3-5 hops of nodes, ports and next-hop tables each, a cache
+  // miss per hop at 8192 endpoints; an entry is two lines.
+  struct alignas(64) PathMemo {
+    std::uint32_t qp = ~0u, epoch = 0;
+    Tick latency = 0;
+    double min_Bps = 0;
+    bool ok = false;
+    PortPath path;
+  };
+  mutable std::vector<PathMemo> path_memo_;
+  std::uint32_t path_epoch_ = 1;
   std::vector<NetPort*> port_ptr_;                      // node -> its ports (prefetch: no wait for the node's line)
   std::vector<NetPort*> gport_;                         // global port id -> the port (flow tier)
   // Max-min rates decompose over connected components of the flow-port graph: a change only

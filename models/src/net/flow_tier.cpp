@@ -45,7 +45,8 @@ void Network::flow_post(std::uint32_t qp, std::int64_t after) {
   f.bytes = m.bytes;
   f.signaled = m.signaled;
   f.left = static_cast<double>(p_.wire_bytes(m.bytes));
-  if (!flow_path(qp, f)) {  // no path: the write fails as after exhausted retries
+  double bps = 0;
+  if (!flow_path(qp, f, &bps)) {  // no path: the write fails as after exhausted retries
     Msg dead = q.msgs.front();
     q.msgs.pop_front();
     free_flows_.push_back(id);
@@ -61,7 +62,6 @@ void Network::flow_post(std::uint32_t qp, std::int64_t after) {
   if (p_.packets(m.bytes) == 1) {
     // One packet is not a fluid flow: it is serialised at the slowest port's line rate between
     // the flows' packets and does not change their rates (a notify record, a grant).
-    const double bps = path_min_Bps(f.gports);
     f.tiny = true;
     const Tick end = sch_.now() + static_cast<Tick>(std::ceil(f.left / bps * 1e12));
     if (q.msgs.size() == 1 && !port_samples_.on()) flow_taken(id, end);  // nothing behind it: no end event (flow_send_ahead)
@@ -87,7 +87,7 @@ void Network::flow_post(std::uint32_t qp, std::int64_t after) {
   flow_rates_soon();
 }
 
-bool Network::flow_path(std::uint32_t qp, Flow& f) const {
+bool Network::walk_path(std::uint32_t qp, PortPath& path, Tick& latency) const {
   const Qp& q = qps_[qp];
   std::uint32_t node = q.src, port = 0;
   bool up = true;
@@ -95,14 +95,37 @@ bool Network::flow_path(std::uint32_t qp, Flow& f) const {
     if (hops == PortPath::kMax) return false;  // a forwarding loop: no path
     const Port& pt = nodes_[node].ports[port];
     up = up && pt.cabled && pt.up;
-    f.gports.p[f.gports.n++] = port_base_[node] + port;
-    f.latency += pt.latency + (nodes_[pt.peer].is_switch ? nodes_[pt.peer].latency : 0);
+    path.p[path.n++] = port_base_[node] + port;
+    latency += pt.latency + (nodes_[pt.peer].is_switch ? nodes_[pt.peer].latency : 0);
     node = pt.peer;
     if (!nodes_[node].is_switch) break;
     port = ecmp_port(node, qp);
     if (port == 0xffffffffu) return false;
   }
   return up && node == q.dst;
+}
+
+// The path (egress ports, one-way latency, and in min_Bps the slowest line rate) a QP's message
+// takes now, from the memo when the QP's entry is of the current epoch.
+bool Network::flow_path(std::uint32_t qp, Flow& f, double* min_Bps) const {
+  if (path_memo_.empty()) {
+    std::size_t n = 256;
+    while (n < 4 * hosts_.size() && n < (std::size_t{1} << 16)) n *= 2;
+    path_memo_.resize(n);
+  }
+  PathMemo& m = path_memo_[qp & (path_memo_.size() - 1)];
+  if (m.qp != qp || m.epoch != path_epoch_) {
+    m.qp = qp;
+    m.epoch = path_epoch_;
+    m.latency = 0;
+    m.path.n = 0;
+    m.ok = walk_path(qp, m.path, m.latency);
+    m.min_Bps = path_min_Bps(m.path);
+  }
+  if (min_Bps) *min_Bps = m.min_Bps;
+  for (std::uint32_t i = 0; i < m.path.n; ++i) f.gports.p[f.gports.n++] = m.path.p[i];
+  f.latency += m.latency;
+  return m.ok;
 }
 
 // A one-packet message takes no line time from the fluid flows and changes no rate: once it
@@ -118,7 +141,8 @@ bool Network::flow_send_ahead(std::uint32_t qp, Tick start) {
   const Msg& m = q.msgs.front();
   if (q.msgs.size() != 1 || p_.packets(m.bytes) != 1 || port_samples_.on()) return false;
   Flow probe{};
-  if (!flow_path(qp, probe)) return false;  // the failure is taken at its start, as before
+  double bps = 0;
+  if (!flow_path(qp, probe, &bps)) return false;  // the failure is taken at its start, as before
   const std::uint32_t id = flow_alloc();
   Flow& f = flows_[id];
   f = probe;
@@ -129,7 +153,6 @@ bool Network::flow_send_ahead(std::uint32_t qp, Tick start) {
   f.tiny = true;
   f.t_set = start;
   const double wire = static_cast<double>(p_.wire_bytes(m.bytes));
-  const double bps = path_min_Bps(f.gports);
   q.tx_bytes += m.bytes;
   flow_taken(id, start + static_cast<Tick>(std::ceil(wire / bps * 1e12)));
   return true;
@@ -328,12 +351,12 @@ void Network::flow_done(std::uint32_t id) {
 bool Network::flow_land(std::uint32_t id, Tick at) {
   Flow& f = flows_[id];
   if (!listener_ || !listener_->data_is_silent(f.tag, f.bytes)) {
-    schedule(at, kFlowDeliver, id);
+    schedule(at, kFlowDeliver, id, f.tag);  // b: the tag, for the listener's prefetch
     return true;
   }
   qps_[f.qp].rx_bytes += f.bytes;
   if (!f.signaled) return false;
-  schedule(at + f.latency, kFlowAck, id);
+  schedule(at + f.latency, kFlowAck, id, f.tag);
   return true;
 }
 
@@ -388,7 +411,7 @@ void Network::flow_event(std::uint64_t type, std::uint64_t id, std::uint64_t b) 
       Flow& f = flows_[id];
       qps_[f.qp].rx_bytes += f.bytes;
       if (listener_) listener_->on_data(f.qp, f.tag, 0, f.bytes);
-      if (f.signaled) schedule(sch_.now() + f.latency, kFlowAck, id);
+      if (f.signaled) schedule(sch_.now() + f.latency, kFlowAck, id, f.tag);
       else free_flows_.push_back(static_cast<std::uint32_t>(id));  // unsignaled: no completion to report
       break;
     }

@@ -12,6 +12,7 @@ constexpr std::uint32_t kNone = 0xffffffffu;
 }  // namespace
 
 void Network::build_routes() {
+  ++path_epoch_;
   // A host has one port, to the switch it is attached to; routes toward a host are the routes
   // toward that switch plus its port to the host. So one BFS per attachment switch (not per
   // host): tables of switches x attachment switches instead of switches x hosts.

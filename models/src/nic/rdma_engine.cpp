@@ -24,6 +24,15 @@ const std::vector<std::uint32_t>* Machine::nic_qps(std::uint32_t npu) const {
 }
 
 namespace {
+// A write's tag (opaque to the network, given back with its delivery and completion): the NPU it
+// lands in (bits 40-63, for the prefetch of its notify registers; 0 past 2^24 NPUs), the write's
+// index in rdmas_ (bits 8-39), the part (bits 1-7) and whether it is the notify write (bit 0).
+std::uint64_t write_tag(std::uint32_t id, std::uint32_t part, bool notify, std::uint32_t lands_in) {
+  const std::uint64_t npu = lands_in < (1u << 24) ? lands_in : 0;
+  return npu << 40 | static_cast<std::uint64_t>(id) << 8 | static_cast<std::uint64_t>(part) << 1 | (notify ? 1 : 0);
+}
+std::uint32_t tag_op(std::uint64_t tag) { return static_cast<std::uint32_t>(tag >> 8); }
+
 // A table entry's value: the QP's id, or kQpPending | its UDP source port while no write used it.
 constexpr std::uint32_t kQpPending = 0x80000000u;
 }  // namespace
@@ -113,7 +122,7 @@ void Machine::start_rdma(std::uint32_t s, const Task& head) {
   // One QP: the data write and the notify write go back to back (RC keeps them in order).
   // Several QPs (striping): the data parts go in parallel; the notify follows once all are acked.
   const std::uint32_t k = rdma_stripes(t.qp_count, t.bytes);
-  rdmas_[id] = RdmaOp{s, t, 0, true, k > 1 && t.value != 0, streams_[s].epoch, k == 1 && t.value != 0};
+  rdmas_[id] = RdmaOp{s, 0, true, k > 1 && t.value != 0, k == 1 && t.value != 0, streams_[s].epoch, t};
   const std::uint64_t part = (t.bytes + k - 1) / k;
   for (std::uint32_t i = 0; i < k; ++i) {
     const std::uint64_t off = std::min<std::uint64_t>(t.bytes, i * part), len = std::min<std::uint64_t>(part, t.bytes - off);
@@ -126,12 +135,12 @@ void Machine::start_rdma(std::uint32_t s, const Task& head) {
     const bool signaled = !rdmas_[id].data_unsignaled;
     if (signaled) ++rdmas_[id].pending;
     // tag: rdma id, part index, notify bit; the part's offset is recovered from the index
-    net_->post_write(qp, len, (static_cast<std::uint64_t>(id) << 8) | (static_cast<std::uint64_t>(i) << 1), signaled);
+    net_->post_write(qp, len, write_tag(id, i, false, t.target), signaled);
     if (streams_[s].epoch != epoch) return;  // it failed at once (a QP in error): the op is gone
   }
   if (t.value && k == 1) {
     ++rdmas_[id].pending;
-    net_->post_write(qp_for(me, rx, t.qp_base), 4, (static_cast<std::uint64_t>(id) << 8) | 1);
+    net_->post_write(qp_for(me, rx, t.qp_base), 4, write_tag(id, 0, true, t.target));
     if (streams_[s].epoch != epoch) return;
   }
   if (rdmas_[id].pending == 0) {  // nothing to send at all
@@ -141,7 +150,7 @@ void Machine::start_rdma(std::uint32_t s, const Task& head) {
 }
 
 void Machine::on_data(std::uint32_t, std::uint64_t tag, std::uint64_t off, std::uint64_t len) {
-  const RdmaOp& r = rdmas_[tag >> 8];
+  const RdmaOp& r = rdmas_[tag_op(tag)];
   const Task& t = r.task;
   // A write of a stream that failed or was aborted since (the op retry's device_abort, which
   // resets the QPs as HCCL's retry does): what is still on the wire is flushed, no bytes and no
@@ -163,12 +172,24 @@ void Machine::on_data(std::uint32_t, std::uint64_t tag, std::uint64_t off, std::
   dst.copy_from(npus_[addr_npu(t.src)].hbm, addr_offset(t.src) + off, addr_offset(t.dst) + off, len);
 }
 
+void Machine::prefetch_tag(std::uint64_t tag) const {
+  const std::uint32_t id = tag_op(tag);
+  if (id >= rdmas_.size()) return;
+  const char* r = reinterpret_cast<const char*>(&rdmas_[id]);
+  __builtin_prefetch(r);
+  __builtin_prefetch(r + 64);
+  if (tag & 1) {  // a notify write: the receiving NPU's notify registers
+    const std::uint64_t npu = tag >> 40;
+    if (npu < npus_.size()) __builtin_prefetch(&npus_[npu]);
+  }
+}
+
 // What on_data would do with a write part, known when it is sent: nothing when it is a data part
 // (not the notify) received by the target's own NIC, and the target keeps no bytes (a timing
 // payload) or the part is empty. A stream failing meanwhile only makes on_data return earlier.
 bool Machine::data_is_silent(std::uint64_t tag, std::uint64_t len) const {
   if (tag & 1) return false;
-  const Task& t = rdmas_[tag >> 8].task;
+  const Task& t = rdmas_[tag_op(tag)].task;
   if (t.via != ~0u && t.via != t.target) return false;
   return len == 0 || !npus_[addr_npu(t.dst)].hbm.stores_bytes();
 }
@@ -245,7 +266,7 @@ void Machine::forward_land(std::uint32_t id) {
 }
 
 void Machine::on_write_done(std::uint32_t, std::uint64_t tag, bool ok) {
-  const auto id = static_cast<std::uint32_t>(tag >> 8);
+  const std::uint32_t id = tag_op(tag);
   RdmaOp& r = rdmas_[id];
   r.ok = r.ok && ok;
   if (!(tag & 1) && r.data_unsignaled) return;  // the unsignaled data write failed: the notify's completion ends the op
@@ -253,8 +274,8 @@ void Machine::on_write_done(std::uint32_t, std::uint64_t tag, bool ok) {
   if (r.ok && r.notify_after && streams_[r.stream].epoch == r.epoch) {  // an orphaned write posts no notify  // striped data all acknowledged: now the ordered notify
     r.notify_after = false;
     r.pending = 1;
-    net_->post_write(qp_for(streams_[r.stream].npu, r.task.via != ~0u ? r.task.via : r.task.target, r.task.qp_base), 4,
-                     (static_cast<std::uint64_t>(id) << 8) | 1);
+    const std::uint32_t rx = r.task.via != ~0u ? r.task.via : r.task.target;
+    net_->post_write(qp_for(streams_[r.stream].npu, rx, r.task.qp_base), 4, write_tag(id, 0, true, r.task.target));
     return;
   }
   std::uint32_t s = r.stream;

@@ -62,7 +62,7 @@ bool Machine::mmio_write(std::uint32_t npu, std::uint32_t off, std::uint64_t v) 
   }
   if (!st.busy && !st.q.empty()) {
     st.busy = true;
-    sch_.schedule(sch_.now() + npus_[st.npu].params.task_dispatch_ps, this, stream_ev(kDispatch, s), 0);
+    sch_.schedule(sch_.now() + st.dispatch_ps, this, stream_ev(kDispatch, s), 0);
   }
   return true;
 }

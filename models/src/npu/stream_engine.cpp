@@ -25,6 +25,7 @@ const char* task_kind_name(TaskKind k) {
 std::uint32_t Machine::create_stream(std::uint32_t npu) {
   StreamState st;
   st.npu = npu;
+  st.dispatch_ps = npus_.at(npu).params.task_dispatch_ps;
   streams_.push_back(std::move(st));
   return static_cast<std::uint32_t>(streams_.size() - 1);
 }
@@ -40,12 +41,13 @@ void Machine::enqueue(std::uint32_t s, const Task& t) { streams_.at(s).pending.p
 void Machine::stall_npu(std::uint32_t npu, Tick until) {
   auto& n = npus_.at(npu);
   n.stalled_until = std::max(n.stalled_until, until);
+  any_stall_ = true;
 }
 
 void Machine::dispatch(std::uint32_t s) {
   auto& st = streams_[s];
   if (st.q.empty()) { st.busy = false; return; }
-  if (sch_.now() < npus_[st.npu].stalled_until) {  // npu_stall: dispatch once the engine runs again
+  if (any_stall_ && sch_.now() < npus_[st.npu].stalled_until) {  // npu_stall: dispatch once the engine runs again
     sch_.schedule(npus_[st.npu].stalled_until, this, stream_ev(kDispatch, s), 0);
     return;
   }
@@ -87,7 +89,8 @@ void Machine::complete(std::uint32_t s) {
     st.busy = false;
     if (listener_) listener_->on_stream_idle(s);
   } else {
-    sch_.schedule(sch_.now() + npus_[st.npu].params.task_dispatch_ps, this, stream_ev(kDispatch, s), 0);
+    __builtin_prefetch(st.q.front_entry());  // read at the dispatch, task_dispatch_ps from now
+    sch_.schedule(sch_.now() + st.dispatch_ps, this, stream_ev(kDispatch, s), 0);
   }
 }
 

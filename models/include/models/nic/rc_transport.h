@@ -21,6 +21,9 @@ class NetworkListener {
   /// on_data for write `tag` of `len` bytes would change nothing (no bytes kept, no notify, no
   /// forwarding), whenever it came: the flow tier then schedules no delivery event for it.
   virtual bool data_is_silent(std::uint64_t /*tag*/, std::uint64_t /*len*/) const { return false; }
+  /// An event about write `tag` runs next: start loading what on_data / on_write_done will read
+  /// (a cache hint only).
+  virtual void prefetch_tag(std::uint64_t /*tag*/) const {}
 };
 
 struct QpStats {

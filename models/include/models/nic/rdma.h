@@ -22,14 +22,16 @@ struct MrTable {
 };
 
 /// An RdmaWrite task in flight: writes (data parts, then the notify) still unacknowledged.
+// The bookkeeping first, then the task: a completion reads the first line, a delivery the first
+// two (RdmaOp's 160 bytes in three lines before).
 struct RdmaOp {
   std::uint32_t stream;
-  Task task;
   std::uint32_t pending;
   bool ok;
   bool notify_after;
-  std::uint64_t epoch;  // the stream's epoch when the write was posted
   bool data_unsignaled;  // one stripe with a notify behind it: the data write reports only a failure
+  std::uint64_t epoch;   // the stream's epoch when the write was posted
+  Task task;
 };
 
 /// QPs per (src, dst, stripe index): hashed 64-bit key.

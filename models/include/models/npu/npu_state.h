@@ -60,6 +60,13 @@ struct EventReg {
 };
 
 struct NpuState {
+  // What every notify record and wait touches first, in the struct's first lines (at 8192 NPUs
+  // each of these is a cache miss; spread over the struct they were three).
+  std::vector<NotifyReg> nregs;
+  KeyIndex nkey;                     // bound key -> register
+  std::vector<std::uint32_t> nfree;  // released registers (reused first)
+  Tick stalled_until = 0;            ///< npu_stall: the stream engine dispatches no task before this
+  bool msi_pending = false;
   std::string name;  ///< the one name of the device in logs, errors and link names (the topology's)
   NpuParams params;
   SparseMemory hbm;
@@ -68,25 +75,25 @@ struct NpuState {
   std::uint32_t host_link = 0;  // the NPU's own PCIe link to the host
   std::uint32_t hbm_port = 0;   // the HBM's bandwidth, shared by every SDMA read and write of it
   int h2d[3] = {-1, -1, -1}, d2h[3] = {-1, -1, -1};  // host DMA paths (ports in travel order)
-  std::vector<NotifyReg> nregs;
-  KeyIndex nkey;                                // bound key -> register
-  std::vector<std::uint32_t> nfree;             // released registers (reused first)
   std::map<std::uint64_t, EventReg> events;
   std::unique_ptr<RegisterBlock> regs;
-  bool msi_pending = false;
-  Tick stalled_until = 0;  ///< npu_stall: the stream engine dispatches no task before this
   NpuState(const NpuParams& p) : params(p), hbm(p.hbm.capacity_bytes, p.hbm.store_bytes), sdma_busy(p.sdma_engines, 0) {}
 };
 
-struct StreamState {
+// Ordered by use: what the engine reads on every dispatch and completion (the queue's ring, the
+// flags, the counters, the dispatch overhead) in the first two cache lines, one pair of lines at
+// 8192 NPUs' worth of streams; what the host side and errors use after.
+struct alignas(64) StreamState {
   std::uint32_t npu = 0;
   bool alive = true, busy = false, failed = false;
-  TaskQueue q;        // visible to the engine (doorbell rung)
-  TaskQueue pending;  // enqueued, doorbell not yet rung
-  std::uint64_t rung = 0, started = 0, completed = 0;
+  TaskQueue q;                     // visible to the engine (doorbell rung)
+  Tick dispatch_ps = 0;            // the NPU's task_dispatch_ps (a copy: complete() need not read the NPU)
+  std::uint64_t started = 0, completed = 0;
   Tick head_start = 0;             // when the head task was dispatched
   std::uint64_t epoch = 0;         // bumped when the stream fails: work started before is orphaned
   std::uint64_t space_at = ~0ULL;  // on_sq_space once the queue is down to this many tasks
+  TaskQueue pending;               // enqueued, doorbell not yet rung
+  std::uint64_t rung = 0;
   std::string error;
 };
 

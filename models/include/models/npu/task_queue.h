@@ -72,9 +72,12 @@ class TaskQueue {
   void push_back(const Task& t) {
     PackedTask p;
     if (rare(t)) {
+      if (!side_) side_ = std::make_unique<Side>();
+      auto& ext = side_->ext;
+      auto& fr = side_->free;
       std::uint32_t i;
-      if (!free_.empty()) { i = free_.back(); free_.pop_back(); ext_[i] = t; }
-      else { i = static_cast<std::uint32_t>(ext_.size()); ext_.push_back(t); }
+      if (!fr.empty()) { i = fr.back(); fr.pop_back(); ext[i] = t; }
+      else { i = static_cast<std::uint32_t>(ext.size()); ext.push_back(t); }
       p.kind = static_cast<std::uint8_t>(static_cast<std::uint8_t>(t.kind) | PackedTask::kExt);
       p.rkey = i;
       q_.push_back(p);
@@ -98,15 +101,21 @@ class TaskQueue {
   }
   /// The head task, whole (a copy: it stays valid after pop_front).
   Task front() const { return unpack(q_.front()); }
+  /// The head entry's address, to prefetch ahead of its dispatch (the queue must not be empty).
+  const void* front_entry() const { return &q_.front(); }
   void pop_front() {
-    const PackedTask& p = q_.front();
-    if (p.kind & PackedTask::kExt) free_.push_back(p.rkey);
+    // A queue that never held a rare task need not read the entry (a cache miss at 8192 NPUs:
+    // the entry was last read at its dispatch, many events ago).
+    if (side_) {
+      const PackedTask& p = q_.front();
+      if (p.kind & PackedTask::kExt) side_->free.push_back(p.rkey);
+    }
     q_.pop_front();
   }
   /// Move the head entry to the back of `to` (the doorbell moving an enqueued task into the SQ).
   void move_front_to(TaskQueue& to) {
     const PackedTask& p = q_.front();
-    if (p.kind & PackedTask::kExt) to.push_back(ext_[p.rkey]);
+    if (p.kind & PackedTask::kExt) to.push_back(side_->ext[p.rkey]);
     else to.q_.push_back(p);
     pop_front();
   }
@@ -114,8 +123,7 @@ class TaskQueue {
   std::size_t size() const { return q_.size(); }
   void clear() {
     q_.clear();
-    ext_.clear();
-    free_.clear();
+    side_.reset();
   }
 
  private:
@@ -124,7 +132,7 @@ class TaskQueue {
            t.qp_count > 0xffff || t.qp_base > 0xffff || (t.retry_count != ~0u && t.retry_count >= 0xff);
   }
   Task unpack(const PackedTask& p) const {
-    if (p.kind & PackedTask::kExt) return ext_[p.rkey];
+    if (p.kind & PackedTask::kExt) return side_->ext[p.rkey];
     Task t;
     t.kind = static_cast<TaskKind>(p.kind);
     t.src = p.src;
@@ -142,9 +150,12 @@ class TaskQueue {
     t.tag = p.tag;
     return t;
   }
+  struct Side {
+    std::vector<Task> ext;            ///< whole tasks of the entries marked kExt
+    std::vector<std::uint32_t> free;  ///< free slots of ext
+  };
   SqRing q_;
-  std::vector<Task> ext_;            ///< whole tasks of the entries marked kExt
-  std::vector<std::uint32_t> free_;  ///< free slots of ext_
+  std::unique_ptr<Side> side_;  ///< made by the first rare task (most queues never have one)
 };
 
 }  // namespace models
