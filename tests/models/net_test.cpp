@@ -272,6 +272,34 @@ TEST(Network, WriteBehindDeadSenderPortFails) {
   }
 }
 
+// The flow tier remembers each QP's path (flow_path's memo): a link that goes down after a QP's
+// first message fails its next one, and the link back up lets the one after through, in the
+// closed-form time of an idle QP's one-packet message (WQE processing, serialisation, the
+// path's latency out and back).
+TEST(Network, FlowTierPathFollowsLinkState) {
+  NetParams p;
+  p.flow = true;
+  Incast t(2, p);
+  const double lat = 2 * kPsPerUs + 600e3;  // two 1 us links and the switch
+  const double nic = static_cast<double>(p.nic_latency_ps);
+  const double ser = std::ceil(static_cast<double>(p.wire_bytes(1024)) / G100 * 1e12);
+  t.net.post_write(t.qps[0], 1024, 1);
+  t.sch.run();
+  ASSERT_TRUE(t.done.done.at(1).second);
+  t.net.set_link_up(t.sw, 2, false);  // the receiver's link (switch port n = 2)
+  t.net.post_write(t.qps[0], 1024, 2);
+  t.sch.run();
+  ASSERT_EQ(t.done.done.count(2), 1u);
+  EXPECT_FALSE(t.done.done.at(2).second);
+  t.net.set_link_up(t.sw, 2, true);
+  const Tick t0 = 5000 * kPsPerUs;
+  t.sch.advance_to(t0);
+  t.net.post_write(t.qps[0], 1024, 3);
+  t.sch.run();
+  ASSERT_TRUE(t.done.done.at(3).second);
+  EXPECT_NEAR(static_cast<double>(t.done.done.at(3).first), static_cast<double>(t0) + nic + ser + 2 * lat, 1);
+}
+
 // A switch port that starts a unit with nothing queued behind it schedules no transmit-done
 // event (docs/models/ethernet-switch.md, "What is modelled"): a unit that reaches it before
 // that unit has left still waits for the port, one that comes later goes straight on.
