@@ -25,7 +25,7 @@
 #include "models/nic/qp_table.h"
 #include "models/nic/rdma.h"
 #include "models/npu/address_map.h"
-#include "models/npu/chunked.h"
+#include "models/block_store.h"
 #include "models/npu/machine_listener.h"
 #include "models/npu/npu_params.h"
 #include "models/npu/npu_state.h"
@@ -250,7 +250,7 @@ class Machine final : public EventHandler, public NetworkListener {
   Stats stats_;
   // npu
   std::vector<NpuState> npus_;
-  Chunked<StreamState> streams_;  // chunked: growing never moves a stream (references stay valid)
+  BlockStore<StreamState> streams_;  // growing never moves a stream (references stay valid)
   std::vector<Transfer> xfers_;
   std::vector<std::uint32_t> free_xfers_;
   std::uint64_t notify_overflows_ = 0;

@@ -26,7 +26,7 @@ std::uint32_t Machine::create_stream(std::uint32_t npu) {
   StreamState st;
   st.npu = npu;
   st.dispatch_ps = npus_.at(npu).params.task_dispatch_ps;
-  streams_.push_back(std::move(st));
+  streams_.emplace_back() = std::move(st);
   return static_cast<std::uint32_t>(streams_.size() - 1);
 }
 
