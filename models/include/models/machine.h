@@ -270,6 +270,13 @@ class Machine final : public EventHandler, public NetworkListener {
   Network* net_ = nullptr;
   std::vector<std::uint32_t> nic_node_;
   std::vector<MrTable> mrs_;  // per NPU
+  // Per NPU, what every RDMA write checks of its target's HBM (check_range, data_is_silent), in
+  // 16 bytes instead of a line of a remote NPU's state: at 8192 NPUs the array stays in cache.
+  struct HbmShape {
+    std::uint64_t capacity;
+    bool stores;
+  };
+  std::vector<HbmShape> hbm_shape_;
   std::vector<QpTable> qp_of_;  // per source NPU: (dst, stripe) -> QP (or kQpPending | its source port)
   QpTable& qp_table(std::uint32_t src);
   std::vector<RdmaOp> rdmas_;

@@ -162,10 +162,10 @@ void Network::flow_taken(std::uint32_t id, Tick end) {
   Flow& f = flows_[id];
   Qp& q = qps_[f.qp];
   f.active = false;
+  if (tiny_tx_.size() < port_base_.back()) tiny_tx_.resize(port_base_.back());
   for (std::uint32_t g : f.gports) {
-    PortStats& st = gport(g).st;
-    st.tx_bytes += f.bytes;
-    ++st.tx_packets;
+    tiny_tx_[g].bytes += f.bytes;
+    ++tiny_tx_[g].packets;
   }
   if (!flow_land(id, end + f.latency)) free_flows_.push_back(id);
   q.next_tx = end;

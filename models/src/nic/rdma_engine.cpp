@@ -101,12 +101,11 @@ void Machine::start_rdma(std::uint32_t s, const Task& head) {
     if (!check_range(t.src, t.bytes, why) || !check_range(t.dst, t.bytes, why)) { fail(s, why); return; }
     if (addr_npu(t.src) != me || addr_npu(t.dst) != t.target) { fail(s, "RDMA write must read local HBM and write the target's"); return; }
     // The responder's access check (checked when posted; the model does not charge the NAK's trip).
-    const auto& mrs = mrs_[t.target].mrs;
-    auto it = mrs.find(t.rkey);
+    const MemoryRegion* mr = mrs_[t.target].find(t.rkey);
     const char* bad = nullptr;
-    if (it == mrs.end()) bad = "unknown rkey";
-    else if (!(it->second.access & kRemoteWrite)) bad = "region not registered for REMOTE_WRITE";
-    else if (t.dst < it->second.addr || t.dst + t.bytes > it->second.addr + it->second.bytes) bad = "write outside the registered region";
+    if (!mr) bad = "unknown rkey";
+    else if (!(mr->access & kRemoteWrite)) bad = "region not registered for REMOTE_WRITE";
+    else if (t.dst < mr->addr || t.dst + t.bytes > mr->addr + mr->bytes) bad = "write outside the registered region";
     if (bad) {
       ++rdma_access_errors_;
       char b[160];
@@ -191,7 +190,7 @@ bool Machine::data_is_silent(std::uint64_t tag, std::uint64_t len) const {
   if (tag & 1) return false;
   const Task& t = rdmas_[tag_op(tag)].task;
   if (t.via != ~0u && t.via != t.target) return false;
-  return len == 0 || !npus_[addr_npu(t.dst)].hbm.stores_bytes();
+  return len == 0 || !hbm_shape_[addr_npu(t.dst)].stores;
 }
 
 // The lender's NIC writes what it received for `target` on into target's HBM: a DMA over the
@@ -290,10 +289,10 @@ void Machine::on_write_done(std::uint32_t, std::uint64_t tag, bool ok) {
 std::uint32_t Machine::register_mr(std::uint32_t npu, std::uint64_t addr, std::uint64_t bytes, std::uint32_t access) {
   MrTable& n = mrs_.at(npu);
   std::uint32_t key = n.next_key++;
-  n.mrs[key] = MemoryRegion{addr, bytes, access};
+  n.insert(key, MemoryRegion{addr, bytes, access});
   return key;
 }
 
-bool Machine::deregister_mr(std::uint32_t npu, std::uint32_t key) { return mrs_.at(npu).mrs.erase(key) == 1; }
+bool Machine::deregister_mr(std::uint32_t npu, std::uint32_t key) { return mrs_.at(npu).erase(key); }
 
 }  // namespace models
