@@ -36,8 +36,7 @@ bool Machine::check_range(std::uint64_t addr, std::uint64_t len, std::string& wh
           " is not device memory";
     return false;
   }
-  const std::uint64_t cap = hbm_shape_[addr_npu(addr)].capacity, off = addr_offset(addr);
-  if (off > cap || len > cap - off) {  // SparseMemory::in_range, from the dense copy
+  if (!SparseMemory::fits(hbm_shape_[addr_npu(addr)].capacity, addr_offset(addr), len)) {  // the dense copy
     why = "access of " + std::to_string(len) + " bytes at offset " + std::to_string(addr_offset(addr)) +
           " exceeds HBM of " + npus_[addr_npu(addr)].name;
     return false;

@@ -162,7 +162,6 @@ void Network::flow_taken(std::uint32_t id, Tick end) {
   Flow& f = flows_[id];
   Qp& q = qps_[f.qp];
   f.active = false;
-  if (tiny_tx_.size() < port_base_.back()) tiny_tx_.resize(port_base_.back());
   for (std::uint32_t g : f.gports) {
     tiny_tx_[g].bytes += f.bytes;
     ++tiny_tx_[g].packets;
@@ -389,6 +388,7 @@ void Network::index_ports() {
   port_ptr_.resize(nodes_.size());
   for (std::uint32_t n = 0; n < nodes_.size(); ++n) port_ptr_[n] = nodes_[n].ports.data();
   gport_.resize(port_base_.back());
+  tiny_tx_.resize(port_base_.back());
   for (std::uint32_t g = 0; g < port_base_.back(); ++g) gport_[g] = &nodes_[port_node_[g]].ports[g - port_base_[port_node_[g]]];
 }
 

@@ -28,8 +28,10 @@ class SparseMemory {
   std::uint64_t capacity() const { return capacity_; }
   bool stores_bytes() const { return store_; }
   /// True when [offset, offset+len) lies inside the capacity.
-  bool in_range(std::uint64_t offset, std::uint64_t len) const {
-    return offset <= capacity_ && len <= capacity_ - offset;
+  bool in_range(std::uint64_t offset, std::uint64_t len) const { return fits(capacity_, offset, len); }
+  /// True when [offset, offset+len) lies inside `capacity` bytes (without overflow).
+  static bool fits(std::uint64_t capacity, std::uint64_t offset, std::uint64_t len) {
+    return offset <= capacity && len <= capacity - offset;
   }
   void write(std::uint64_t offset, const void* src, std::uint64_t len);
   void read(std::uint64_t offset, void* dst, std::uint64_t len) const;
