@@ -231,8 +231,8 @@ TEST(Network, UnsignaledWriteReportsOnlyFailure) {
     ASSERT_EQ(t.done.done.size(), 1u);
     EXPECT_TRUE(t.done.done.at(2).second);
     EXPECT_EQ(t.net.qp_stats(t.qps[0]).rx_bytes, 1028u);  // both landed
-    // The receiver's link down: the unsignaled write fails (retries exhausted, or no path when
-    // it starts in the flow tier), and says so.
+    // The receiver's link down: the unsignaled write fails (retries exhausted; in the flow tier,
+    // its path still down after them), and says so.
     t.net.set_link_up(t.rx, 0, false);
     t.net.post_write(t.qps[1], 1024, 3, false);
     t.net.post_write(t.qps[1], 4, 4);
@@ -246,7 +246,8 @@ TEST(Network, UnsignaledWriteReportsOnlyFailure) {
 
 // A write behind the sender's own dead port fails once the retries are exhausted (the port
 // drops what the QP sends, its retransmit timer runs), as behind a dead link further on; it
-// used to wait forever in the packet and chunk tiers. The flow tier fails it when it starts.
+// used to wait forever in the packet and chunk tiers. The flow tier tries to start it once per
+// timeout as long as the retries last.
 TEST(Network, WriteBehindDeadSenderPortFails) {
   for (std::uint32_t unit : {0u, 64u * 1024}) {
     for (bool flow : {false, true}) {
@@ -265,39 +266,56 @@ TEST(Network, WriteBehindDeadSenderPortFails) {
       ASSERT_EQ(t.done.done.count(3), 1u);
       EXPECT_FALSE(t.done.done.at(3).second);
       EXPECT_TRUE(t.done.done.at(5).second);
-      if (!flow) {
-        EXPECT_GE(t.net.qp_stats(t.qps[1]).timeouts, 4u);  // the first try and 3 retries
-      }
+      EXPECT_GE(t.net.qp_stats(t.qps[1]).timeouts, 4u);  // the first try and 3 retries
     }
   }
 }
 
 // The flow tier remembers each QP's path (flow_path's memo): a link that goes down after a QP's
-// first message fails its next one, and the link back up lets the one after through, in the
+// first message holds up its next one, and the link back up lets a later one through, in the
 // closed-form time of an idle QP's one-packet message (WQE processing, serialisation, the
-// path's latency out and back).
+// path's latency out and back). A message whose path is down when it starts tries again once
+// per retransmit timeout (rto): with 2 retries it fails at post + nic + 2 rto if the link stays
+// down, and starts at post + nic + 2 rto if the link came back between the first and second retry.
 TEST(Network, FlowTierPathFollowsLinkState) {
   NetParams p;
   p.flow = true;
+  p.timeout_exp = 3;  // rto 32.768 us
+  p.retry_count = 2;
   Incast t(2, p);
   const double lat = 2 * kPsPerUs + 600e3;  // two 1 us links and the switch
   const double nic = static_cast<double>(p.nic_latency_ps);
   const double ser = std::ceil(static_cast<double>(p.wire_bytes(1024)) / G100 * 1e12);
+  const double rto = 4096.0 * kPsPerNs * 8;
   t.net.post_write(t.qps[0], 1024, 1);
   t.sch.run();
   ASSERT_TRUE(t.done.done.at(1).second);
   t.net.set_link_up(t.sw, 2, false);  // the receiver's link (switch port n = 2)
+  const Tick t1 = 1000 * kPsPerUs;
+  t.sch.advance_to(t1);
   t.net.post_write(t.qps[0], 1024, 2);
   t.sch.run();
   ASSERT_EQ(t.done.done.count(2), 1u);
   EXPECT_FALSE(t.done.done.at(2).second);
-  t.net.set_link_up(t.sw, 2, true);
-  const Tick t0 = 5000 * kPsPerUs;
-  t.sch.advance_to(t0);
+  EXPECT_NEAR(static_cast<double>(t.done.done.at(2).first), static_cast<double>(t1) + nic + 2 * rto, 1);
+  EXPECT_EQ(t.net.qp_stats(t.qps[0]).timeouts, 3u);  // the first try and 2 retries
+  // Down at the post, back up between the first and the second retry.
+  const Tick t2 = 2000 * kPsPerUs;
+  t.sch.advance_to(t2);
   t.net.post_write(t.qps[0], 1024, 3);
+  t.sch.run(t2 + static_cast<Tick>(nic + 1.5 * rto));
+  EXPECT_EQ(t.done.done.count(3), 0u);
+  t.net.set_link_up(t.sw, 2, true);
   t.sch.run();
   ASSERT_TRUE(t.done.done.at(3).second);
-  EXPECT_NEAR(static_cast<double>(t.done.done.at(3).first), static_cast<double>(t0) + nic + ser + 2 * lat, 1);
+  EXPECT_NEAR(static_cast<double>(t.done.done.at(3).first), static_cast<double>(t2) + nic + 2 * rto + ser + 2 * lat, 1);
+  // Up all along: no retry.
+  const Tick t0 = 5000 * kPsPerUs;
+  t.sch.advance_to(t0);
+  t.net.post_write(t.qps[0], 1024, 4);
+  t.sch.run();
+  ASSERT_TRUE(t.done.done.at(4).second);
+  EXPECT_NEAR(static_cast<double>(t.done.done.at(4).first), static_cast<double>(t0) + nic + ser + 2 * lat, 1);
 }
 
 // A switch port that starts a unit with nothing queued behind it schedules no transmit-done
@@ -330,6 +348,44 @@ TEST(Network, SwitchPortBusyWithoutTransmitDoneEvent) {
       EXPECT_EQ(t.net.port_stats(t.sw, 2).busy_ps, ser(a) + ser(b));  // the receiver's port
       EXPECT_TRUE(t.done.done.at(1).second);
       EXPECT_TRUE(t.done.done.at(2).second);
+    }
+  }
+}
+
+// A QP reset (the op retry's device_abort) flushes what was posted: every queued write reports a
+// failure at once, and a write posted after it does not wait behind them. Four 1 MiB writes take
+// 4 x 84 us at 100 Gb/s; after the reset at 10 us the next write is done well before they would
+// be. The packet tier drops the head's unsent rest too (its packets still on the wire arrive as
+// duplicates); the flow tier keeps the head, which may be on the wire, and the next write
+// follows it: head end + one packet + the path out and back.
+TEST(Network, QpResetFlushesPostedWrites) {
+  for (bool flow : {false, true}) {
+    SCOPED_TRACE(flow ? "flow" : "packet");
+    NetParams p;
+    p.flow = flow;
+    Incast t(1, p);
+    for (std::uint64_t tag = 1; tag <= 4; ++tag) t.net.post_write(t.qps[0], 1 << 20, tag);
+    const Tick reset_at = 10 * kPsPerUs;
+    t.sch.run(reset_at);
+    t.sch.advance_to(reset_at);
+    t.net.reset_qp(t.qps[0]);
+    for (std::uint64_t tag = flow ? 2 : 1; tag <= 4; ++tag) {
+      ASSERT_EQ(t.done.done.count(tag), 1u) << tag;
+      EXPECT_FALSE(t.done.done.at(tag).second);
+      EXPECT_EQ(t.done.done.at(tag).first, reset_at);
+    }
+    t.net.post_write(t.qps[0], 1024, 9);
+    t.sch.run();
+    ASSERT_EQ(t.done.done.count(9), 1u);
+    EXPECT_TRUE(t.done.done.at(9).second);
+    const double lat = 2 * kPsPerUs + 600e3, nic = static_cast<double>(p.nic_latency_ps);
+    const double mib = std::ceil(static_cast<double>(p.wire_bytes(1 << 20)) / G100 * 1e12);
+    const double ser = std::ceil(static_cast<double>(p.wire_bytes(1024)) / G100 * 1e12);
+    if (flow) {
+      EXPECT_TRUE(t.done.done.at(1).second);  // the head went on
+      EXPECT_NEAR(static_cast<double>(t.done.done.at(9).first), nic + mib + ser + 2 * lat, 1);
+    } else {
+      EXPECT_LT(static_cast<double>(t.done.done.at(9).first), static_cast<double>(reset_at) + 30e6);  // not behind 4 MiB (335 us)
     }
   }
 }

@@ -54,6 +54,10 @@ struct DrvTask {
   /// the target's HBM over HCCS (rail borrowing at the receiver, docs/failover.md#nic-borrowing);
   /// ~0u: the target's own NIC.
   std::uint32_t via = ~0u;
+  /// RdmaWrite: the task ends when every write of it is acknowledged (the WQE's completion polled,
+  /// as a one-sided write's caller needs), not when its doorbell is rung (rtRDMADBSend, the
+  /// default: the stream goes on and peers learn of the data from the notify behind it).
+  bool wait_cqe = false;
 };
 
 // ---- RoCE routing (docs/routing.md) ----

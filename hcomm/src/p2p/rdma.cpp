@@ -39,7 +39,8 @@ hcomm_result_t hcomm_rdma_write(const void* local, uint64_t bytes, uint32_t dst,
   if (discovered_link(comm, *peer) == PairLink::None) return HCOMM_E_ROCE_CONNECT;
   OpInfo info{global_rank(comm, comm->rank), comm->nranks, "rdma_write", "roce", bytes, HCOMM_DATA_TYPE_INT8, 0, global_rank(comm, dst), comm->op_seq, {}, 0, {}, 0};
   std::uint64_t mk = op_begin(stream, info);
-  hcomm_result_t rc = rdma_write(stream, peer->device, remote_addr, dev(local), bytes, false, 0, rkey, route::rdma_policy(comm));
+  // One-sided: the caller learns the write is done from the stream (a completion, as ibverbs' CQE).
+  hcomm_result_t rc = rdma_write(stream, peer->device, remote_addr, dev(local), bytes, false, 0, rkey, route::rdma_policy(comm), ~0u, true);
   op_end(stream, mk);
   return rc;
 }

@@ -3,6 +3,10 @@
 //   receiver: notify READY(tag) on the sender, wait DATA(tag), copy window -> user buffer
 //   sender:   wait READY(tag), write user buffer -> receiver's window (SDMA over HCCS, or RDMA
 //             write over RoCE), notify DATA(tag)
+// Over RoCE the write's task ends at its doorbell, so after the last chunk the sender also waits
+// for DONE(tag), which the receiver records once the data is in (as HCCL's send waits for the
+// receiver's signal): the send ends when its buffer may be reused, and a write that fails fails
+// the send. An SDMA copy ends when its bytes have landed: no DONE over HCCS or PCIe.
 // All receives of a communicator run on its recv stream in posting order, so the one window is
 // granted to one sender at a time; the user's stream is joined to it through events.
 #include <algorithm>
@@ -73,6 +77,7 @@ hcomm_result_t hcomm_isend(const void* buf, uint64_t count, hcomm_data_type_t dt
                last ? last_key(comm->id, comm->rank, tag, bytes) : notify_key(comm->id, kP2pData, comm->rank, tag), ctx->p2p_rkey);
     off += n;
   } while (off < bytes);
+  if (!via_sdma(comm, *peer)) notify_wait(stream, notify_key(comm->id, kP2pDone, dst, tag));
   op_end(stream, mk);
   return make_request(comm, stream, req, dst, tag, bytes, true);
 }
@@ -100,6 +105,7 @@ hcomm_result_t hcomm_irecv(void* buf, uint64_t count, hcomm_data_type_t dtype, u
     remote_notify(rs, comm, *peer, notify_key(comm->id, kP2pReady, comm->rank, tag));
     const bool last = off + n >= bytes;
     notify_wait(rs, last ? last_key(comm->id, src, tag, bytes) : notify_key(comm->id, kP2pData, src, tag));
+    if (last && !via_sdma(comm, *peer)) remote_notify(rs, comm, *peer, notify_key(comm->id, kP2pDone, comm->rank, tag));
     if (n) copy(rs, dev(buf) + off, ctx->p2p_addr, n);
     off += n;
   } while (off < bytes);

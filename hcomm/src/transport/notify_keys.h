@@ -8,7 +8,8 @@ namespace hcomm::detail {
 enum Purpose : std::uint64_t {
   kArReady = 1, kArDone, kArReduced, kArPulled, kFork, kJoin, kP2pReady, kP2pData, kRingData, kRingCredit, kBarrier, kP2pLast,
   kPlanData, kPlanCredit, kPlanFork, kPlanJoin,
-  kRelayGo, kRelayBack, kRelayReady, kRelayCredit  // transport/relay.cpp (comm field 0, peer field: the origin device)
+  kRelayGo, kRelayBack, kRelayReady, kRelayCredit,  // transport/relay.cpp (comm field 0, peer field: the origin device)
+  kP2pDone
 };
 /// Notify key: communicator, purpose, peer rank and a sub-index (tag or slave index).
 inline std::uint64_t notify_key(std::uint32_t comm, Purpose p, std::uint32_t peer, std::uint32_t sub = 0) {

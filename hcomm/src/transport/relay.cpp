@@ -134,7 +134,8 @@ hcomm_result_t transfer(hcomm_stream_t s, hcomm_comm_t comm, const PeerRoute& r,
     copy(ch->hop1, st[i % 2], src + off, len);
     notify_record(ch->hop1, ch->relay_device, key(kRelayReady, ctx, *ch, sl));
     notify_wait(ch->hop2, key(kRelayReady, ctx, *ch, sl));
-    if (r.borrow) rdma_write(ch->hop2, peer.device, dst + off, st[i % 2], len, false, 0, rkey, route::rdma_policy(comm), r.via_device);
+    // The slot is credited back once the NIC is done with it: the write waits for its acks.
+    if (r.borrow) rdma_write(ch->hop2, peer.device, dst + off, st[i % 2], len, false, 0, rkey, route::rdma_policy(comm), r.via_device, true);
     else if (reduce) reduce_copy(ch->hop2, dst + off, st[i % 2], len, dtype, op);
     else copy(ch->hop2, dst + off, st[i % 2], len);
     notify_record(ch->hop2, ch->relay_device, key(kRelayCredit, ctx, *ch, sl));

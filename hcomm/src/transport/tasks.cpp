@@ -54,7 +54,8 @@ hcomm_result_t reduce_copy(hcomm_stream_t s, std::uint64_t dst, std::uint64_t sr
   return sdma(s, DrvTaskKind::ReduceCopy, dst, src, bytes, dtype, op);
 }
 hcomm_result_t rdma_write(hcomm_stream_t s, std::uint32_t device, std::uint64_t dst, std::uint64_t src, std::uint64_t bytes,
-                          bool notify, std::uint64_t key, std::uint32_t rkey, const RdmaPolicy& policy, std::uint32_t via) {
+                          bool notify, std::uint64_t key, std::uint32_t rkey, const RdmaPolicy& policy, std::uint32_t via,
+                          bool wait_cqe) {
   DrvTask t;
   t.kind = DrvTaskKind::RdmaWrite;
   t.target = device;
@@ -75,6 +76,7 @@ hcomm_result_t rdma_write(hcomm_stream_t s, std::uint32_t device, std::uint64_t 
   t.rate_cap_Bps = policy.rate_cap_Bps;
   t.retry_count = policy.retry_count;
   t.via = via;
+  t.wait_cqe = wait_cqe;
   return port::submit(s, t);
 }
 

@@ -15,7 +15,10 @@ hcomm_result_t copy_2d(hcomm_stream_t s, std::uint64_t dst, std::uint64_t dpitch
 hcomm_result_t reduce_copy(hcomm_stream_t s, std::uint64_t dst, std::uint64_t src, std::uint64_t bytes, int dtype, int op);
 /// RoCE write src -> dst on `device` under the communicator's connection policy, then (notify)
 /// notify `key` there. bytes may be 0. `via`: the device whose NIC receives for the target (its
-/// NIC being down, docs/failover.md#nic-borrowing); ~0u: the target's own.
+/// NIC being down, docs/failover.md#nic-borrowing); ~0u: the target's own. The task ends at its
+/// doorbell (the stream goes on while the bytes travel; the peer learns of them by the notify),
+/// or, with wait_cqe, once the writes are acknowledged (the source may be reused after it).
 hcomm_result_t rdma_write(hcomm_stream_t s, std::uint32_t device, std::uint64_t dst, std::uint64_t src, std::uint64_t bytes,
-                          bool notify, std::uint64_t key, std::uint32_t rkey, const RdmaPolicy& policy, std::uint32_t via = ~0u);
+                          bool notify, std::uint64_t key, std::uint32_t rkey, const RdmaPolicy& policy, std::uint32_t via = ~0u,
+                          bool wait_cqe = false);
 }  // namespace hcomm::detail

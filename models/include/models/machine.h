@@ -130,6 +130,9 @@ class Machine final : public EventHandler, public NetworkListener {
   /// Zero the count of every notify register of `npu` that no stream waits on (records left over
   /// from an aborted operation).
   void reset_notifies(std::uint32_t npu);
+  /// Reset every QP `npu` sends on (Network::reset_qp): after its streams were aborted, the writes
+  /// they had posted are flushed instead of going out ahead of the retry's.
+  void reset_qps(std::uint32_t npu);
   /// Append a task; it starts when all earlier tasks of the stream have completed.
   /// (enqueue + ring the stream's doorbell; the driver does the two steps itself.)
   void submit(std::uint32_t stream, const Task& t);
@@ -197,6 +200,7 @@ class Machine final : public EventHandler, public NetworkListener {
   void on_write_done(std::uint32_t qp, std::uint64_t tag, bool ok) override;
   void on_data(std::uint32_t qp, std::uint64_t tag, std::uint64_t offset, std::uint64_t len) override;
   bool data_is_silent(std::uint64_t tag, std::uint64_t len) const override;
+  bool ack_is_silent(std::uint64_t tag) const override;
   void prefetch_tag(std::uint64_t tag) const override;
 
  private:

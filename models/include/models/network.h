@@ -57,6 +57,11 @@ class Network final : public EventHandler, private CcHost {
   void set_qp_rate_cap(std::uint32_t qp, std::uint64_t Bps);
   /// Retransmit-timeout retries before the QP fails (default: NetParams::retry_count).
   void set_qp_retry_count(std::uint32_t qp, std::uint32_t n) { qps_.at(qp).retry_limit = n; }
+  /// Reset the QP (both ends, fresh PSNs), as a retry that stops its operation does: its posted
+  /// writes are flushed (each reported failed, as IBV_WC_WR_FLUSH_ERR) and what is still on the
+  /// wire is taken as a duplicate when it arrives. The flow tier keeps the head message, which may
+  /// be on the wire already. A QP in the error state stays in it.
+  void reset_qp(std::uint32_t qp);
 
   // Faults.
   void set_link_up(std::uint32_t node, std::uint32_t port, bool up);
@@ -225,6 +230,8 @@ class Network final : public EventHandler, private CcHost {
   void qp_activate(std::uint32_t qp);  // qps_[qp] may have packets to send: its host's arbitration visits it
   void send_ctrl(std::uint32_t host, PktKind k, std::uint32_t qp, std::uint64_t psn);
   void arm_rto(std::uint32_t qp);
+  /// The retransmit timeout: 4.096 us x 2^timeout_exp.
+  Tick rto_ps() const { return static_cast<Tick>(4096) * kPsPerNs * (1ULL << std::min<std::uint32_t>(p_.timeout_exp, 31)); }
   void on_rto(std::uint32_t qp, std::uint64_t);
   std::uint64_t psn_bytes(const Qp& q, std::uint64_t psn, std::uint64_t* tag, std::uint64_t* off, bool* last) const;
 

@@ -46,15 +46,25 @@ void Network::flow_post(std::uint32_t qp, std::int64_t after) {
   f.signaled = m.signaled;
   f.left = static_cast<double>(p_.wire_bytes(m.bytes));
   double bps = 0;
-  if (!flow_path(qp, f, &bps)) {  // no path: the write fails as after exhausted retries
-    Msg dead = q.msgs.front();
-    q.msgs.pop_front();
+  if (!flow_path(qp, f, &bps)) {
+    // No path (a link down): as the packet tiers' sender, whose packets go unacknowledged, the
+    // head waits one retransmit timeout and tries again; after the QP's retry count in a row the
+    // write fails.
     free_flows_.push_back(id);
     ++q.timeouts;
+    if (q.flow_retries < (q.retry_limit == ~0u ? p_.retry_count : q.retry_limit)) {
+      ++q.flow_retries;
+      schedule(sch_.now() + rto_ps(), kFlowStart, qp);
+      return;
+    }
+    q.flow_retries = 0;
+    Msg dead = q.msgs.front();
+    q.msgs.pop_front();
     if (listener_) listener_->on_write_done(qp, dead.tag, false);
     if (!q.msgs.empty()) flow_post(qp);
     return;
   }
+  q.flow_retries = 0;
   f.active = true;
   f.t_set = sch_.now();
   q.tx_bytes += m.bytes;
@@ -411,8 +421,12 @@ void Network::flow_event(std::uint64_t type, std::uint64_t id, std::uint64_t b) 
       Flow& f = flows_[id];
       qps_[f.qp].rx_bytes += f.bytes;
       if (listener_) listener_->on_data(f.qp, f.tag, 0, f.bytes);
-      if (f.signaled) schedule(sch_.now() + f.latency, kFlowAck, id, f.tag);
-      else free_flows_.push_back(static_cast<std::uint32_t>(id));  // unsignaled: no completion to report
+      if (f.signaled && !(listener_ && listener_->ack_is_silent(f.tag))) {
+        schedule(sch_.now() + f.latency, kFlowAck, id, f.tag);
+        break;
+      }
+      free_flows_.push_back(static_cast<std::uint32_t>(id));  // unsignaled, or nobody waits for the ack
+      if (f.signaled) listener_->on_write_done(f.qp, f.tag, true);
       break;
     }
     case kFlowAck: {

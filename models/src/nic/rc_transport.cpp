@@ -62,6 +62,30 @@ void Network::post_write(std::uint32_t qp, std::uint64_t bytes, std::uint64_t ta
   schedule(std::max(sch_.now(), q.ready_at), kHostKick, q.src);
 }
 
+void Network::reset_qp(std::uint32_t qp) {
+  Qp& q = qps_.at(qp);
+  std::vector<std::uint64_t> flushed;
+  const std::size_t keep = p_.flow && !q.msgs.empty() ? 1 : 0;  // the flow tier's head may be on the wire
+  if (q.msgs.size() > keep) {
+    RcMsgQueue left;
+    for (const Msg& m : q.msgs) {
+      if (left.size() < keep) left.push_back(m);
+      else if (m.signaled) flushed.push_back(m.tag);
+    }
+    q.msgs = std::move(left);
+  }
+  if (!p_.flow) {
+    RcQpTx& x = qtx_[qp];
+    x.next_psn = x.acked = x.expected = q.end_psn;  // what is still on the wire is a duplicate now
+    x.unacked = 0;
+    x.rto_at = kTickMax;
+    x.retries = 0;
+    x.nak_sent = false;
+  }
+  if (listener_)
+    for (std::uint64_t tag : flushed) listener_->on_write_done(qp, tag, false);
+}
+
 std::uint64_t Network::psn_bytes(const Qp& q, std::uint64_t psn, std::uint64_t* tag, std::uint64_t* off, bool* last) const {
   for (const Msg& m : q.msgs)
     if (psn >= m.first_psn && psn < m.first_psn + m.npkts) {
@@ -178,7 +202,7 @@ void Network::qp_activate(std::uint32_t qi) {
 // per arm left one record per ACK in the queue, none of which ever expired before the run ended.)
 void Network::arm_rto(std::uint32_t qi) {
   RcQpTx& q = qtx_[qi];
-  const Tick rto = static_cast<Tick>(4096) * kPsPerNs * (1ULL << std::min<std::uint32_t>(p_.timeout_exp, 31));
+  const Tick rto = rto_ps();
   q.rto_at = sch_.now() + rto;
   if (!q.rto_queued) {
     q.rto_queued = true;

@@ -55,6 +55,13 @@ std::uint32_t Machine::qp_for(std::uint32_t src, std::uint32_t dst, std::uint32_
   return qp;
 }
 
+void Machine::reset_qps(std::uint32_t npu) {
+  if (npu >= qp_of_.size() || !net_) return;
+  qp_of_[npu].for_each([&](std::uint32_t, std::uint32_t, std::uint32_t v) {
+    if (!(v & kQpPending)) net_->reset_qp(v);
+  });
+}
+
 void Machine::set_qp_sport(std::uint32_t src, std::uint32_t dst, std::uint32_t index, std::uint16_t sport) {
   if (!has_nic(src) || !has_nic(dst)) return;
   QpTable& tab = qp_table(src);
@@ -79,8 +86,10 @@ std::uint16_t Machine::qp_sport(std::uint32_t src, std::uint32_t dst, std::uint3
 
 // An RDMA write: the NIC of the stream's NPU moves src (local HBM) to dst (the target NPU's HBM)
 // through the RoCE network; bytes land in the destination as packets arrive in order; an optional
-// notify write follows on the same QP, so it lands after the data. The task completes when every
-// write of it is acknowledged.
+// notify write follows on the same QP, so it lands after the data. The task completes once its
+// writes are posted (the doorbell, as the runtime's RDMA_DB_SEND task: the stream does not wait
+// for completions), or, with wait_ack, when every write of it is acknowledged. A detached write
+// that fails later fails its stream then (a completion with error), whatever task it is at.
 void Machine::start_rdma(std::uint32_t s, const Task& head) {
   // A copy: a write posted on a QP already in error completes (failed) inside post_write, which
   // fails the stream and clears its queue, the head task with it.
@@ -145,6 +154,9 @@ void Machine::start_rdma(std::uint32_t s, const Task& head) {
   if (rdmas_[id].pending == 0) {  // nothing to send at all
     free_rdmas_.push_back(id);
     complete(s);
+  } else if (!t.wait_ack) {  // the doorbell is rung: the stream goes on
+    rdmas_[id].detached = true;
+    complete(s);
   }
 }
 
@@ -191,6 +203,13 @@ bool Machine::data_is_silent(std::uint64_t tag, std::uint64_t len) const {
   const Task& t = rdmas_[tag_op(tag)].task;
   if (t.via != ~0u && t.via != t.target) return false;
   return len == 0 || !hbm_shape_[addr_npu(t.dst)].stores;
+}
+
+// An acknowledgement that only frees the write's record: its task ended at the doorbell and no
+// ordered notify waits for it (striped parts post the notify when all are acknowledged).
+bool Machine::ack_is_silent(std::uint64_t tag) const {
+  const RdmaOp& r = rdmas_[tag_op(tag)];
+  return r.detached && !r.notify_after;
 }
 
 // The lender's NIC writes what it received for `target` on into target's HBM: a DMA over the
@@ -279,11 +298,12 @@ void Machine::on_write_done(std::uint32_t, std::uint64_t tag, bool ok) {
   }
   std::uint32_t s = r.stream;
   bool good = r.ok;
+  const bool detached = r.detached;
   const bool orphaned = streams_[s].epoch != r.epoch;  // the stream failed meanwhile
   free_rdmas_.push_back(id);
   if (orphaned) return;
-  if (good) complete(s);
-  else fail(s, "RDMA write failed: retry count exceeded (link down or persistent loss)");
+  if (!good) fail(s, "RDMA write failed: retry count exceeded (link down or persistent loss)");
+  else if (!detached) complete(s);  // a detached one: the stream went on at the doorbell
 }
 
 std::uint32_t Machine::register_mr(std::uint32_t npu, std::uint64_t addr, std::uint64_t bytes, std::uint32_t access) {

@@ -126,6 +126,7 @@ DrvStatus SimDriver::device_abort(std::uint32_t device) {
     m_.abort_stream(s);
     if (s < sq_tail_.size()) m_.mmio_read(device, models::npu_regs::stream_reg(s, models::npu_regs::kSqTail), &sq_tail_[s]);
   }
+  m_.reset_qps(device);  // as HCCL's retry resets its links' QPs: the aborted writes are flushed
   if (device < dev_error_.size()) dev_error_[device].clear();
   return DrvStatus::Ok;
 }

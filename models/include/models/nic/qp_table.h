@@ -33,6 +33,12 @@ class QpTable {
     ++n_;
   }
   std::size_t size() const { return n_; }
+  /// f(dst, index, value) for every entry, in slot order.
+  template <class F>
+  void for_each(F f) const {
+    for (const Slot& s : slots_)
+      if (s.dst != kEmpty) f(s.dst, s.index, s.value);
+  }
 
  private:
   static constexpr std::uint32_t kEmpty = 0xffffffffu;  // no NPU has this id

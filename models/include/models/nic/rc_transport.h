@@ -22,6 +22,10 @@ class NetworkListener {
   /// on_data for write `tag` of `len` bytes would change nothing (no bytes kept, no notify, no
   /// forwarding), whenever it came: the flow tier then schedules no delivery event for it.
   virtual bool data_is_silent(std::uint64_t /*tag*/, std::uint64_t /*len*/) const { return false; }
+  /// A successful on_write_done for write `tag` would change nothing anyone sees, whenever it
+  /// came (no task waits for it): the flow tier then reports it at the delivery instead of
+  /// spending an event on the acknowledgement one path latency later.
+  virtual bool ack_is_silent(std::uint64_t /*tag*/) const { return false; }
   /// An event about write `tag` runs next: start loading what on_data / on_write_done will read
   /// (a cache hint only).
   virtual void prefetch_tag(std::uint64_t /*tag*/) const {}
@@ -80,6 +84,7 @@ struct RcQp {
   std::uint16_t sport = 0;
   bool failed = false;
   bool cap_set = false;            // set_qp_rate_cap was called
+  std::uint8_t flow_retries = 0;   // flow tier: timeouts in a row of the head message (its path down)
 };
 
 /// The packet and chunk tiers' transport state of a QP (96 bytes): PSNs, the retransmit timer,

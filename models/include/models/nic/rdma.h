@@ -50,6 +50,7 @@ struct RdmaOp {
   bool data_unsignaled;  // one stripe with a notify behind it: the data write reports only a failure
   std::uint64_t epoch;   // the stream's epoch when the write was posted
   Task task;
+  bool detached = false;  // the task ended at its doorbell: the stream is elsewhere; only a failure reaches it
 };
 
 /// QPs per (src, dst, stripe index): hashed 64-bit key.

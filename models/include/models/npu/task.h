@@ -17,7 +17,8 @@ enum class TaskKind : std::uint8_t {
   DeviceToHost,  ///< DMA device -> host memory over PCIe
   Marker,        ///< timestamp marker (profiling); reported to the listener
   RdmaWrite,     ///< RoCE write src (local) -> dst (NPU `target`), then, if value != 0, notify `key`
-                 ///< on `target` (an ordered second write on the same QP); bytes may be 0
+                 ///< on `target` (an ordered second write on the same QP); bytes may be 0. Ends
+                 ///< when its doorbell is rung (posted), or with wait_ack when acknowledged
 };
 const char* task_kind_name(TaskKind k);
 
@@ -36,6 +37,7 @@ struct Task {
   std::uint64_t rate_cap_Bps = 0;  ///< RdmaWrite: cap the QP's rate (bandwidth_limit); 0 = line rate
   std::uint32_t retry_count = ~0u; ///< RdmaWrite: QP retransmit retries (~0u: the network's default)
   std::uint32_t via = ~0u;     ///< RdmaWrite: the NPU whose NIC receives (it writes on into the target over HCCS); ~0u: the target's
+  bool wait_ack = false;       ///< RdmaWrite: complete when every write is acknowledged, not at the doorbell
   std::int64_t tag = -1;       ///< opaque to the models: given back with the task (MachineListener::on_task_done)
   /// Copy / ReduceCopy: strided (2-D) when width != 0 — bytes / width rows of `width` bytes, row i
   /// read at src + i * spitch and written at dst + i * dpitch (aclrtMemcpy2dAsync's shape).

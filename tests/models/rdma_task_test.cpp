@@ -1,0 +1,93 @@
+// The RdmaWrite stream task (docs/models/roce-nic.md#rdma-write--remote-notify): it ends at its
+// doorbell, as the runtime's RDMA_DB_SEND task does, and the peer learns of the bytes from the
+// notify behind them; with wait_ack it ends when the notify's write is acknowledged. Closed form
+// in the flow tier (NPUs without overheads, two 100 Gb/s 1 us links through one 600 ns switch):
+// the data leaves at nic + wire(data) / B, the notify one packet later, lands one path latency
+// after that, and its acknowledgement comes back one path latency later still.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "incast_rig.h"
+#include "machine_rig.h"
+#include "models/npu/address_map.h"
+
+namespace {
+using namespace models_test;
+
+struct TwoNpus {
+  Rig rig;
+  StandaloneScheduler& sch = rig.sch;
+  Network net;
+  std::uint32_t rkey = 0;
+  explicit TwoNpus(NetParams p) : net(rig.sch, p) {
+    rig.m.add_npu(bare_npu(), "a");
+    rig.m.add_npu(bare_npu(), "b");
+    const std::uint32_t sw = net.add_switch("sw", 2, 32ULL << 20, 600 * kPsPerNs);
+    const std::uint32_t ha = net.add_host("a"), hb = net.add_host("b");
+    net.connect(ha, 0, sw, 0, G100, kPsPerUs);
+    net.connect(hb, 0, sw, 1, G100, kPsPerUs);
+    net.build_routes();
+    rig.m.attach_network(&net, {ha, hb});
+    rkey = rig.m.register_mr(1, npu_base_addr(1), 1 << 20, Machine::kRemoteWrite);
+  }
+  // NPU 0 writes `bytes` into NPU 1 and notifies key 7 there; NPU 1's stream waits for it.
+  void run(std::uint64_t bytes, bool wait_ack, std::uint32_t& tx, std::uint32_t& rx) {
+    tx = rig.m.create_stream(0);
+    rx = rig.m.create_stream(1);
+    Task w;
+    w.kind = TaskKind::NotifyWait;
+    w.key = 7;
+    rig.m.submit(rx, w);
+    Task t;
+    t.kind = TaskKind::RdmaWrite;
+    t.src = npu_base_addr(0);
+    t.dst = npu_base_addr(1);
+    t.bytes = bytes;
+    t.target = 1;
+    t.key = 7;
+    t.value = 1;
+    t.rkey = rkey;
+    t.wait_ack = wait_ack;
+    rig.m.submit(tx, t);
+    sch.run();
+  }
+};
+
+TEST(RdmaTask, EndsAtTheDoorbellOrWithWaitAckAtTheAck) {
+  for (bool wait_ack : {false, true}) {
+    SCOPED_TRACE(wait_ack ? "wait_ack" : "doorbell");
+    NetParams p;
+    p.flow = true;
+    TwoNpus t(p);
+    std::uint32_t tx = 0, rx = 0;
+    const std::uint64_t bytes = 1 << 20;
+    t.run(bytes, wait_ack, tx, rx);
+    ASSERT_TRUE(t.rig.rec.errors.empty()) << t.rig.rec.errors.front();
+    const double nic = static_cast<double>(p.nic_latency_ps), lat = 2 * kPsPerUs + 600e3;
+    const double data = std::ceil(static_cast<double>(p.wire_bytes(bytes)) / G100 * 1e12);
+    const double note = std::ceil(static_cast<double>(p.wire_bytes(4)) / G100 * 1e12);
+    const double landed = nic + data + note + lat;
+    EXPECT_NEAR(static_cast<double>(t.rig.rec.idle_at.at(rx)), landed, 2);
+    if (wait_ack) EXPECT_NEAR(static_cast<double>(t.rig.rec.idle_at.at(tx)), landed + lat, 2);
+    else EXPECT_EQ(t.rig.rec.idle_at.at(tx), 0u);  // no dispatch overhead: at once
+  }
+}
+
+// In the packet tier too the doorbell ends the task before anything landed, and wait_ack after
+// the receiver has its notify.
+TEST(RdmaTask, PacketTierOrder) {
+  for (bool wait_ack : {false, true}) {
+    SCOPED_TRACE(wait_ack ? "wait_ack" : "doorbell");
+    NetParams p;
+    TwoNpus t(p);
+    std::uint32_t tx = 0, rx = 0;
+    t.run(64 * 1024, wait_ack, tx, rx);
+    ASSERT_TRUE(t.rig.rec.errors.empty()) << t.rig.rec.errors.front();
+    if (wait_ack) EXPECT_GT(t.rig.rec.idle_at.at(tx), t.rig.rec.idle_at.at(rx));
+    else EXPECT_EQ(t.rig.rec.idle_at.at(tx), 0u);
+    EXPECT_GT(t.rig.rec.idle_at.at(rx), static_cast<Tick>(p.nic_latency_ps));
+  }
+}
+
+}  // namespace
