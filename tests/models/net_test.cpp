@@ -275,8 +275,10 @@ TEST(Network, WriteBehindDeadSenderPortFails) {
 // first message holds up its next one, and the link back up lets a later one through, in the
 // closed-form time of an idle QP's one-packet message (WQE processing, serialisation, the
 // path's latency out and back). A message whose path is down when it starts tries again once
-// per retransmit timeout (rto): with 2 retries it fails at post + nic + 2 rto if the link stays
-// down, and starts at post + nic + 2 rto if the link came back between the first and second retry.
+// per retransmit timeout (rto): with 2 retries it fails one timeout after the last retry, at
+// post + nic + 3 rto, if the link stays down (3 timeouts, as the packet tiers' QP; the QP is then
+// in error and the next write on it fails at once), and starts at post + nic + 2 rto if the link
+// came back between the first and second retry (on another QP).
 TEST(Network, FlowTierPathFollowsLinkState) {
   NetParams p;
   p.flow = true;
@@ -297,12 +299,14 @@ TEST(Network, FlowTierPathFollowsLinkState) {
   t.sch.run();
   ASSERT_EQ(t.done.done.count(2), 1u);
   EXPECT_FALSE(t.done.done.at(2).second);
-  EXPECT_NEAR(static_cast<double>(t.done.done.at(2).first), static_cast<double>(t1) + nic + 2 * rto, 1);
+  EXPECT_NEAR(static_cast<double>(t.done.done.at(2).first), static_cast<double>(t1) + nic + 3 * rto, 1);
   EXPECT_EQ(t.net.qp_stats(t.qps[0]).timeouts, 3u);  // the first try and 2 retries
-  // Down at the post, back up between the first and the second retry.
+  EXPECT_TRUE(t.net.qp_failed(t.qps[0]));
+  // Down at the post, back up between the first and the second retry (a fresh QP).
+  const std::uint32_t qp = t.net.create_qp(t.senders[0], t.rx, 50000);
   const Tick t2 = 2000 * kPsPerUs;
   t.sch.advance_to(t2);
-  t.net.post_write(t.qps[0], 1024, 3);
+  t.net.post_write(qp, 1024, 3);
   t.sch.run(t2 + static_cast<Tick>(nic + 1.5 * rto));
   EXPECT_EQ(t.done.done.count(3), 0u);
   t.net.set_link_up(t.sw, 2, true);
@@ -312,7 +316,7 @@ TEST(Network, FlowTierPathFollowsLinkState) {
   // Up all along: no retry.
   const Tick t0 = 5000 * kPsPerUs;
   t.sch.advance_to(t0);
-  t.net.post_write(t.qps[0], 1024, 4);
+  t.net.post_write(qp, 1024, 4);
   t.sch.run();
   ASSERT_TRUE(t.done.done.at(4).second);
   EXPECT_NEAR(static_cast<double>(t.done.done.at(4).first), static_cast<double>(t0) + nic + ser + 2 * lat, 1);

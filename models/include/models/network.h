@@ -59,7 +59,7 @@ class Network final : public EventHandler, private CcHost {
   void set_qp_retry_count(std::uint32_t qp, std::uint32_t n) { qps_.at(qp).retry_limit = n; }
   /// Reset the QP (both ends, fresh PSNs), as a retry that stops its operation does: its posted
   /// writes are flushed (each reported failed, as IBV_WC_WR_FLUSH_ERR) and what is still on the
-  /// wire is taken as a duplicate when it arrives. The flow tier keeps the head message, which may
+  /// wire is taken as a duplicate when it arrives. The flow tier keeps the head message (unless it waits to retry), which may
   /// be on the wire already. A QP in the error state stays in it.
   void reset_qp(std::uint32_t qp);
 

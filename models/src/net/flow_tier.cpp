@@ -36,6 +36,18 @@ double Network::path_min_Bps(const PortPath& path) const {
 
 void Network::flow_post(std::uint32_t qp, std::int64_t after) {
   Qp& q = qps_[qp];
+  if (q.flow_retries > (q.retry_limit == ~0u ? p_.retry_count : q.retry_limit)) {
+    // The last retry's timer expired too: the QP enters the error state, as the packet tiers'
+    // does, and every write posted on it fails.
+    q.flow_retries = 0;
+    q.failed = true;
+    while (!q.msgs.empty()) {
+      const Msg dead = q.msgs.front();
+      q.msgs.pop_front();
+      if (listener_) listener_->on_write_done(qp, dead.tag, false);
+    }
+    return;
+  }
   const Msg& m = q.msgs.front();
   const std::uint32_t id = flow_alloc();
   Flow& f = flows_[id];
@@ -48,20 +60,12 @@ void Network::flow_post(std::uint32_t qp, std::int64_t after) {
   double bps = 0;
   if (!flow_path(qp, f, &bps)) {
     // No path (a link down): as the packet tiers' sender, whose packets go unacknowledged, the
-    // head waits one retransmit timeout and tries again; after the QP's retry count in a row the
-    // write fails.
+    // head's timer expires one retransmit timeout later and it tries again; the expiry after the
+    // QP's retry count of retries fails the QP (above): retry_count + 1 timeouts after the first try.
     free_flows_.push_back(id);
     ++q.timeouts;
-    if (q.flow_retries < (q.retry_limit == ~0u ? p_.retry_count : q.retry_limit)) {
-      ++q.flow_retries;
-      schedule(sch_.now() + rto_ps(), kFlowStart, qp);
-      return;
-    }
-    q.flow_retries = 0;
-    Msg dead = q.msgs.front();
-    q.msgs.pop_front();
-    if (listener_) listener_->on_write_done(qp, dead.tag, false);
-    if (!q.msgs.empty()) flow_post(qp);
+    ++q.flow_retries;
+    schedule(sch_.now() + rto_ps(), kFlowStart, qp, q.flow_epoch);
     return;
   }
   q.flow_retries = 0;
@@ -405,7 +409,7 @@ void Network::index_ports() {
 void Network::flow_event(std::uint64_t type, std::uint64_t id, std::uint64_t b) {
   switch (type) {
     case kFlowStart:
-      if (!qps_[id].msgs.empty()) flow_post(static_cast<std::uint32_t>(id));
+      if (!qps_[id].msgs.empty() && b == qps_[id].flow_epoch) flow_post(static_cast<std::uint32_t>(id));
       break;
     case kFlowDone:
       if (flows_[id].active && flows_[id].stamp == b) flow_done(static_cast<std::uint32_t>(id));

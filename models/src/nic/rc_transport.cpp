@@ -55,7 +55,7 @@ void Network::post_write(std::uint32_t qp, std::uint64_t bytes, std::uint64_t ta
       // Behind a one-packet message sent ahead (still leaving the NIC), it starts as that one
       // ends, as it would behind a queued message; else after WQE processing.
       const Tick start = q.next_tx > sch_.now() ? q.next_tx : q.ready_at;
-      if (!flow_send_ahead(qp, start)) schedule(start, kFlowStart, qp);
+      if (!flow_send_ahead(qp, start)) schedule(start, kFlowStart, qp, q.flow_epoch);
     }
     return;
   }
@@ -65,7 +65,12 @@ void Network::post_write(std::uint32_t qp, std::uint64_t bytes, std::uint64_t ta
 void Network::reset_qp(std::uint32_t qp) {
   Qp& q = qps_.at(qp);
   std::vector<std::uint64_t> flushed;
-  const std::size_t keep = p_.flow && !q.msgs.empty() ? 1 : 0;  // the flow tier's head may be on the wire
+  // The flow tier's head may be on the wire, unless it waits to try again (its path was down).
+  const std::size_t keep = p_.flow && !q.msgs.empty() && q.flow_retries == 0 ? 1 : 0;
+  if (p_.flow && q.flow_retries) {
+    q.flow_retries = 0;
+    ++q.flow_epoch;  // its pending retry is void
+  }
   if (q.msgs.size() > keep) {
     RcMsgQueue left;
     for (const Msg& m : q.msgs) {

@@ -85,6 +85,7 @@ struct RcQp {
   bool failed = false;
   bool cap_set = false;            // set_qp_rate_cap was called
   std::uint8_t flow_retries = 0;   // flow tier: timeouts in a row of the head message (its path down)
+  std::uint8_t flow_epoch = 0;     // flow tier: a start event of another epoch (before a reset) is stale
 };
 
 /// The packet and chunk tiers' transport state of a QP (96 bytes): PSNs, the retransmit timer,
