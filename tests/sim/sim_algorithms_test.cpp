@@ -148,8 +148,9 @@ TEST(SimAlgorithms, Nhr) {
 // NB: 2 ceil(log2 S) = 8 steps. A run of blocks that wraps past member S-1 is a second message in
 // the step, so NB is allowed H-D_R's per-step overheads twice, plus per step the trip of the
 // admission grant: its partners are not paired, so a receiver admits the next step's writer only
-// once the previous step's data arrived (algo/exec.h). Measured: 1555.0 us (flow), 1582.7 us
-// (chunk, no ECN marks: the executor's admission keeps two writers out of one port).
+// once the previous step's data arrived (algo/exec.h). Measured: 1338.7 us (flow), 1342.9 us
+// (chunk, no ECN marks: the executor's admission keeps two writers out of one port); 1555.0 and
+// 1582.7 us when an RDMA write's task ended at its acknowledgement (before 3d24d48).
 double nb_upper(double f) {
   const double steps = 2 * std::ceil(std::log2(kS));
   return f + log_extra(steps) + steps * (kStepExtra + kTrip);
@@ -181,7 +182,9 @@ TEST(SimAlgorithms, DoubleTreeFlow) {
 }
 
 // DOUBLE_TREE in the default chunk tier: two children write into one parent's port every round, ECN
-// marks, DCQCN cuts. Documented upper bound: measured 7938.5 us (5.3x the closed form; 8750.8 us before the executor admitted writers step by step); <= 7x.
+// marks, DCQCN cuts. Documented upper bound: measured 2884.1 us since an RDMA write's task ends at
+// its doorbell (3d24d48); 7938.5 us before (5.3x the closed form; 8750.8 us before the executor
+// admitted writers step by step); <= 7x.
 TEST(SimAlgorithms, DoubleTree) {
   check("DOUBLE_TREE", "chunk", tree_lower(), tree_formula(), 7 * tree_formula(),
         "default tier, DCQCN-limited (documented bound 7x)");
