@@ -165,3 +165,25 @@ TEST(Sampler, MergesEarlierIntervalsAndTracksQueues) {
   EXPECT_EQ(v[6].bin, 10u);
   EXPECT_EQ(v[6].v.queue_max, 50u);
 }
+
+// The queue's buffers follow the events pending, not the most each of its 65 buckets ever held:
+// 40 rounds each push 100 000 events 2^r ps ahead (so they land in bucket r + 1, a different
+// one every round) and pop them all. Kept whole, the buckets' buffers summed to millions of
+// records; recycled, the buffers never hold more than about four times the events pending when
+// a large one empties, plus 4096 records a bucket (a growing bucket's doubling on top: 6 x and
+// 8 x the 100 000 pending are the bounds checked).
+TEST(EventQueue, MemoryFollowsPendingEvents) {
+  EventQueue q;
+  Tick now = 0;
+  std::size_t most = 0;
+  for (unsigned r = 0; r < 40; ++r) {
+    for (std::uint64_t i = 0; i < 100000; ++i) q.push(now + (Tick{1} << r) + i % 7, nullptr, i, 0);
+    while (!q.empty()) {
+      now = q.pop().t;
+      most = std::max(most, q.capacity());
+    }
+  }
+  EXPECT_EQ(q.peak(), 100000u);
+  EXPECT_LE(q.capacity(), 6u * 100000u + 65u * 4096u);
+  EXPECT_LE(most, 8u * 100000u + 65u * 4096u);
+}
