@@ -230,6 +230,10 @@ class Network final : public EventHandler, private CcHost {
   void qp_activate(std::uint32_t qp);  // qps_[qp] may have packets to send: its host's arbitration visits it
   void send_ctrl(std::uint32_t host, PktKind k, std::uint32_t qp, std::uint64_t psn);
   void arm_rto(std::uint32_t qp);
+  /// Retries after which the QP fails: its own limit, else NetParams::retry_count.
+  std::uint32_t retry_limit(const Qp& q) const { return q.retry_limit == ~0u ? p_.retry_count : q.retry_limit; }
+  /// The QP enters the error state: every write posted on it fails (reported in order).
+  void fail_qp(std::uint32_t qp);
   /// The retransmit timeout: 4.096 us x 2^timeout_exp.
   Tick rto_ps() const { return static_cast<Tick>(4096) * kPsPerNs * (1ULL << std::min<std::uint32_t>(p_.timeout_exp, 31)); }
   void on_rto(std::uint32_t qp, std::uint64_t);

@@ -36,16 +36,11 @@ double Network::path_min_Bps(const PortPath& path) const {
 
 void Network::flow_post(std::uint32_t qp, std::int64_t after) {
   Qp& q = qps_[qp];
-  if (q.flow_retries > (q.retry_limit == ~0u ? p_.retry_count : q.retry_limit)) {
+  if (q.flow_retries > retry_limit(q)) {
     // The last retry's timer expired too: the QP enters the error state, as the packet tiers'
     // does, and every write posted on it fails.
     q.flow_retries = 0;
-    q.failed = true;
-    while (!q.msgs.empty()) {
-      const Msg dead = q.msgs.front();
-      q.msgs.pop_front();
-      if (listener_) listener_->on_write_done(qp, dead.tag, false);
-    }
+    fail_qp(qp);
     return;
   }
   const Msg& m = q.msgs.front();

@@ -62,6 +62,16 @@ void Network::post_write(std::uint32_t qp, std::uint64_t bytes, std::uint64_t ta
   schedule(std::max(sch_.now(), q.ready_at), kHostKick, q.src);
 }
 
+void Network::fail_qp(std::uint32_t qp) {
+  Qp& q = qps_[qp];
+  q.failed = true;
+  while (!q.msgs.empty()) {
+    const Msg m = q.msgs.front();
+    q.msgs.pop_front();
+    if (listener_) listener_->on_write_done(qp, m.tag, false);
+  }
+}
+
 void Network::reset_qp(std::uint32_t qp) {
   Qp& q = qps_.at(qp);
   std::vector<std::uint64_t> flushed;
@@ -228,13 +238,8 @@ void Network::on_rto(std::uint32_t qi, std::uint64_t) {
   x.rto_at = kTickMax;  // fired
   if (x.acked >= x.next_psn && x.acked >= q.end_psn) return;
   ++q.timeouts;
-  if (++x.retries > (q.retry_limit == ~0u ? p_.retry_count : q.retry_limit)) {
-    q.failed = true;
-    while (!q.msgs.empty()) {
-      Msg m = q.msgs.front();
-      q.msgs.pop_front();
-      if (listener_) listener_->on_write_done(qi, m.tag, false);
-    }
+  if (++x.retries > retry_limit(q)) {
+    fail_qp(qi);
     x.next_psn = q.end_psn = x.acked;
     return;
   }
