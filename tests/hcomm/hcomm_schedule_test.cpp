@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <map>
 #include <set>
+#include <string>
 #include <vector>
 
 #include "fake_cluster.h"
@@ -409,5 +410,66 @@ TEST(HcommSchedule, MeshAllGatherAndReduceScatterInterleaveWithAllReduce) {
   EXPECT_TRUE(c.drv.notifies.empty());
 }
 
+
+// The passes an operation makes through the collective buffer, counted from its tasks (with
+// HCOMM_OP_RETRY each pass but the last ends with a slice marker, an EventRecord on the main
+// stream), against the chunks the HCOMM_DEBUG=3 decision line reports — the count the selection's
+// estimates multiply by (select.cpp pass_bytes). Sizes are chosen so that the hierarchical
+// all-reduce (a chunk takes L/(L + 1) of the buffer, not half) and the one-server mesh all-gather
+// (a pass is a buffer per rank, not a buffer for all) differ from the old formulas.
+struct Passes {
+  std::uint64_t tasks = 0, logged = 0;
+};
+
+Passes passes_of(Cluster& c, const char* kind, std::size_t first, std::size_t logs_first) {
+  Passes p;
+  p.tasks = 1;
+  for (std::size_t i = first; i < c.drv.tasks.size(); ++i)
+    if (c.drv.tasks[i].device == 0 && c.drv.tasks[i].task.kind == DrvTaskKind::EventRecord && c.drv.tasks[i].task.value > 0) ++p.tasks;
+  for (std::size_t i = logs_first; i < c.drv.logs.size(); ++i) {
+    const std::string& l = c.drv.logs[i];
+    if (l.find("HCOMM(rank 0) ") == std::string::npos || l.find(std::string(" ") + kind + " seq=") == std::string::npos) continue;
+    const auto at = l.find("chunks=");
+    if (at != std::string::npos) p.logged = std::strtoull(l.c_str() + at + 7, nullptr, 10);
+  }
+  return p;
+}
+
+TEST(HcommSchedule, DecisionLineCountsThePassesTheRunnerMakes) {
+  hcomm_fake::ClusterOptions o;
+  o.env = {{"HCOMM_OP_RETRY", "1"}, {"HCOMM_DEBUG", "3"}};
+  struct Case {
+    std::uint32_t ranks, per;
+    const char* algo;  // nullptr: the selection's
+    const char* op;    // allreduce, allgather, reduce_scatter
+    std::uint64_t count;
+    std::uint64_t passes;  // ceil(data / what one pass carries), worked out by hand below
+  };
+  // 1 MiB buffer, fp32. Hierarchical all-reduce, L = 4, 2 slots: 1 MiB / 10 * 8 rounded to 16 B =
+  // 838848 B a pass; 3 MiB -> 4 passes (half the buffer, 512 KiB, would be 6). Hierarchical
+  // all-gather: 512 KiB / (8 x 4 B) = 16384 elements per rank a pass; 40000 -> 3. Hierarchical
+  // reduce-scatter: 512 KiB / ((8 + 2) x 4 B) = 13107 per rank; 30000 -> 3. Mesh all-gather on one
+  // server: 262144 elements per rank a pass; 300000 -> 2 (the buffer for all four ranks would be 5).
+  // The flat ring over 4 servers: 512 KiB of the vector a pass; 3 MiB -> 6.
+  const Case cases[] = {
+      {8, 4, "level0:mesh;level1:ring", "allreduce", (3u << 20) / 4, 4},
+      {8, 4, "level0:mesh;level1:H-D_R", "allgather", 40000, 3},
+      {8, 4, "level0:mesh;level1:ring", "reduce_scatter", 30000, 3},
+      {4, 4, nullptr, "allgather", 300000, 2},
+      {4, 1, "level0:NA;level1:ring", "allreduce", (3u << 20) / 4, 6},
+  };
+  for (const Case& k : cases) {
+    SCOPED_TRACE(std::string(k.op) + " on " + std::to_string(k.ranks) + " ranks, " + (k.algo ? k.algo : "auto"));
+    o.algo = k.algo;
+    Cluster c(k.ranks, k.per, o);
+    const std::size_t first = c.drv.tasks.size(), logs = c.drv.logs.size();
+    if (std::string(k.op) == "allreduce") c.expect_sum(c.allreduce(k.count), k.count);
+    else if (std::string(k.op) == "allgather") expect_gathered(gather_or_scatter(c, true, k.count), k.ranks, k.count);
+    else expect_scattered(gather_or_scatter(c, false, k.count), k.ranks, k.count);
+    const Passes p = passes_of(c, k.op, first, logs);
+    EXPECT_EQ(p.tasks, k.passes) << "passes counted from the slice markers";
+    EXPECT_EQ(p.logged, k.passes) << "chunks= of the decision line";
+  }
+}
 
 }  // namespace

@@ -9,6 +9,7 @@
 
 #include "algo/exec.h"
 #include "algo/mesh.h"
+#include "algo/passes.h"
 #include "core/failover.h"
 #include "transport/tasks.h"
 
@@ -20,8 +21,7 @@ hcomm_result_t allreduce_hierarchical(hcomm_comm_t comm, const ServerGroups& g, 
                                       std::uint64_t out, std::uint64_t count, int dtype, int op, hcomm_stream_t main) {
   const std::uint64_t esz = hcomm_data_type_size(static_cast<hcomm_data_type_t>(dtype));
   const std::uint64_t ccl = comm->ctx->ccl_bytes, slots = level1.slots ? level1.slots : 2;
-  const std::uint64_t area =
-      g.size == 1 ? ccl / 2 : ccl / (2 * g.size + slots) * (2 * g.size) / (g.size * esz) * (g.size * esz);
+  const std::uint64_t area = passes::hier_allreduce_area(ccl, g.size, slots, esz);
   const Members rail{g.index, g.size, g.servers};
   hcomm_result_t rc = HCOMM_SUCCESS;
   auto middle = [&](std::uint64_t slice_addr, std::uint64_t slice_bytes) {

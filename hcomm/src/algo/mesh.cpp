@@ -19,6 +19,7 @@
 #include <algorithm>
 
 #include "algo/partition.h"
+#include "algo/passes.h"
 #include "core/comm.h"
 #include "core/failover.h"
 #include "core/log.h"
@@ -180,7 +181,7 @@ hcomm_result_t mesh_chunks(hcomm_comm_t comm, const ServerGroups& g, std::uint64
 
 hcomm_result_t allreduce_mesh(hcomm_comm_t comm, const ServerGroups& g, std::uint64_t in, std::uint64_t out,
                               std::uint64_t count, int dtype, int op, hcomm_stream_t main) {
-  return mesh_chunks(comm, g, in, out, count, dtype, op, main, comm->ctx->ccl_bytes, nullptr);
+  return mesh_chunks(comm, g, in, out, count, dtype, op, main, passes::mesh_area(comm->ctx->ccl_bytes), nullptr);
 }
 
 }  // namespace hcomm::detail

@@ -19,6 +19,7 @@ struct Shape {
   std::uint32_t local = 1;    ///< L: ranks per server (equal on every server)
   bool mesh = false;          ///< every server's ranks reach each other by SDMA (HCCS / PCIe p2p)
   bool v = false;             ///< a -v operation (per-block counts)
+  std::uint32_t esz = 1;      ///< bytes per element
 };
 
 /// What runs an operation.
@@ -36,6 +37,11 @@ struct Choice {
 /// forced family does not do the operation. Never fails: the flat ring does every operation
 /// but all-to-all, pairwise does all-to-all.
 Choice select_algo(hcomm_comm_t comm, CollOp op, std::uint64_t bytes, const Shape& shape);
+
+/// The most bytes of an operation (op_bytes' measure: the vector, or all n blocks) one pass
+/// through a collective buffer of `ccl` bytes carries when `c` runs it (algo/passes.h, as the
+/// runners cut it); 0: the operation goes in one pass whatever its size (all-to-all).
+std::uint64_t pass_bytes(const Choice& c, CollOp op, const Shape& s, std::uint64_t ccl);
 
 /// The cost model's link parameters: HCCS inside a server, RoCE across (docs/algorithms/README.md).
 LinkCost hccs_cost();

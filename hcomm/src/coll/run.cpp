@@ -9,6 +9,7 @@
 #include "algo/hierarchical.h"
 #include "algo/mesh.h"
 #include "algo/partition.h"
+#include "algo/passes.h"
 #include "algo/select.h"
 #include "core/comm.h"
 #include "core/failover.h"
@@ -65,30 +66,22 @@ hcomm_result_t too_small(hcomm_comm_t comm, const CollReq& r, std::uint32_t n) {
 // HCOMM_DEBUG=3: what the library decided for this operation, one line in HCCL's style
 // (docs/algorithms/README.md#where-the-choice-is-recorded): the algorithm as the trace records it
 // and by level, why (auto / a knob) with the estimates, and how it moves through the collective
-// buffer — passes through the work area (the whole buffer for the mesh, its first half for a
-// family's plan and the compositions, which fit n or n+S blocks of a pass there) and the staging
-// slots of the plan (the second half).
-void log_decision(hcomm_comm_t comm, const CollReq& r, const OpInfo& info, const Choice& c, std::uint32_t servers, std::uint64_t esz) {
+// buffer — its passes and the most bytes of it one pass carries (pass_bytes, as the runner cuts
+// it), and the staging slots of the plan (the buffer's second half).
+void log_decision(hcomm_comm_t comm, const CollReq& r, const OpInfo& info, const Choice& c, const Shape& shape) {
   if (comm->ctx->debug < 3) return;
   static const char* const dtypes[] = {"int8", "int16", "int32", "fp16", "fp32", "int64", "?", "?", "?", "?", "fp64", "bf16"};
   static const char* const redops[] = {"sum", "prod", "max", "min"};
   const bool reduces = r.op == CollOp::AllReduce || r.op == CollOp::ReduceScatter || r.op == CollOp::Reduce;
-  // All-to-all plans move blocks from input to output directly: no work area, one pass, staging
-  // slots over the whole buffer.
   const bool two_level_a2a = c.kind == Choice::Flat && c.family == &kHierAllToAll;  // n blocks through W
-  const bool a2a = r.op == CollOp::AllToAll && !two_level_a2a;
-  const std::uint64_t ccl = comm->ctx->ccl_bytes, area = a2a ? 0 : c.kind == Choice::Mesh ? ccl : ccl / 2;
-  std::uint64_t per_pass = area;  // data bytes one pass through the work area moves
   const std::uint64_t n = comm->nranks;
-  if (c.kind == Choice::Hier && r.op == CollOp::AllGather) per_pass = area / (n * esz) * esz * n;
-  else if (c.kind == Choice::Hier && r.op == CollOp::ReduceScatter) per_pass = area / ((n + servers) * esz) * esz * n;
-  const std::uint64_t data = block_op(r.op) && c.kind == Choice::Mesh ? r.count * esz * n : info.bytes;
-  const std::uint64_t chunks = a2a ? 1 : per_pass ? std::max<std::uint64_t>(1, (data + per_pass - 1) / per_pass) : 0;
+  const std::uint64_t per_pass = pass_bytes(c, r.op, shape, comm->ctx->ccl_bytes);  // as the runner cuts it
+  const std::uint64_t chunks = per_pass ? std::max<std::uint64_t>(1, (info.bytes + per_pass - 1) / per_pass) : 1;
   std::string levels;
   if (c.kind == Choice::Mesh) levels = "level0:mesh";
   else if (c.kind == Choice::Hier) levels = std::string("level0:mesh level1:") + c.family->name;
   else if (two_level_a2a) levels = "level0:mesh level1:pairwise";
-  else levels = std::string(servers > 1 ? "level1:" : "level0:") + c.family->name + " over all " + std::to_string(n) + " ranks";
+  else levels = std::string(shape.servers > 1 ? "level1:" : "level0:") + c.family->name + " over all " + std::to_string(n) + " ranks";
   char root[32] = "";
   if (info.peer >= 0) std::snprintf(root, sizeof root, " root=%lld", static_cast<long long>(info.peer));
   char runner[96] = "";
@@ -97,7 +90,7 @@ void log_decision(hcomm_comm_t comm, const CollReq& r, const OpInfo& info, const
        comm->rank, r.kind, static_cast<unsigned long long>(info.seq), static_cast<unsigned long long>(r.count),
        r.dtype >= 0 && r.dtype < 12 ? dtypes[r.dtype] : "?", reduces && r.redop >= 0 && r.redop < 4 ? redops[r.redop] : "-", root,
        c.name.c_str(), levels.c_str(), c.by.c_str(), c.est_ns / 1e3, runner, static_cast<unsigned long long>(chunks),
-       static_cast<unsigned long long>(area >> 20), c.kind == Choice::Mesh ? 0u : c.family->slots);
+       static_cast<unsigned long long>(per_pass >> 20), c.kind == Choice::Mesh ? 0u : c.family->slots ? c.family->slots : 2 * shape.local);  // 0: two per rank of a server (run_family)
 }
 
 // A flat family over all ranks. With `order` (op retry's ring, core/ring_order.h) member m is
@@ -229,7 +222,7 @@ hcomm_result_t run_flat(hcomm_comm_t comm, hcomm_stream_t main, const CollReq& r
   hcomm_context_t ctx = comm->ctx;
   if (order && (order->size() != comm->nranks || r.op == CollOp::AllToAll)) order = nullptr;
   Flat x{comm, main, r, f, comm->nranks, comm->rank, esz, ctx->ccl_addr,
-         r.op == CollOp::AllToAll && &f != &kHierAllToAll ? 0 : ctx->ccl_bytes / 2 / esz * esz, local, order, {}};
+         r.op == CollOp::AllToAll && &f != &kHierAllToAll ? 0 : passes::flat_area(ctx->ccl_bytes, esz), local, order, {}};
   if (order) {
     x.pos.assign(comm->nranks, 0);
     for (std::uint32_t m = 0; m < comm->nranks; ++m) x.pos[(*order)[m]] = m;
@@ -242,7 +235,7 @@ hcomm_result_t run_flat(hcomm_comm_t comm, hcomm_stream_t main, const CollReq& r
 // The one-server mesh for all-gather and reduce-scatter (algo/mesh phases), chunked.
 void mesh_block_op(hcomm_comm_t comm, const ServerGroups& g, const CollReq& r, std::uint64_t esz, hcomm_stream_t main) {
   const std::uint32_t L = g.size;
-  const std::uint64_t chunk_elems = std::max<std::uint64_t>(1, comm->ctx->ccl_bytes / esz);
+  const std::uint64_t chunk_elems = passes::mesh_block_elems(comm->ctx->ccl_bytes, esz);
   MeshChunk c(L);
   for (std::uint64_t c0 = r.from; c0 < r.count; c0 += chunk_elems) {
     const std::uint64_t m = std::min(chunk_elems, r.count - c0);
@@ -289,7 +282,7 @@ hcomm_result_t hier_allgather(hcomm_comm_t comm, const ServerGroups& g, const Fa
                               hcomm_stream_t main) {
   hcomm_context_t ctx = comm->ctx;
   const std::uint32_t L = g.size, S = g.servers, l = g.index, me = g.first / L, n = L * S;
-  const std::uint64_t m_max = ctx->ccl_bytes / 2 / (static_cast<std::uint64_t>(n) * esz);
+  const std::uint64_t m_max = passes::hier_allgather_elems(ctx->ccl_bytes, n, esz);
   if (m_max == 0) return too_small(comm, r, n);
   MeshChunk c(L);
   for (std::uint64_t c0 = r.from; c0 < r.count; c0 += m_max) {
@@ -322,7 +315,7 @@ hcomm_result_t hier_reduce_scatter(hcomm_comm_t comm, const ServerGroups& g, con
                                    std::uint64_t esz, hcomm_stream_t main) {
   hcomm_context_t ctx = comm->ctx;
   const std::uint32_t L = g.size, S = g.servers, me = g.first / L, n = L * S;
-  const std::uint64_t m_max = ctx->ccl_bytes / 2 / ((static_cast<std::uint64_t>(n) + S) * esz);
+  const std::uint64_t m_max = passes::hier_reduce_scatter_elems(ctx->ccl_bytes, n, S, esz);
   if (m_max == 0) return too_small(comm, r, n);
   MeshChunk c(L);
   for (std::uint64_t c0 = r.from; c0 < r.count; c0 += m_max) {
@@ -359,7 +352,7 @@ hcomm_result_t hier_rooted(hcomm_comm_t comm, const ServerGroups& g, const Famil
   const std::uint32_t L = g.size, l = g.index, me = g.first / L;
   const std::uint32_t root_server = r.root / L, root_local = r.root % L;
   const bool in_root_server = me == root_server, root = comm->rank == r.root;
-  const std::uint64_t chunk = std::max<std::uint64_t>(1, ctx->ccl_bytes / 2 / esz);
+  const std::uint64_t chunk = std::max<std::uint64_t>(1, passes::flat_area(ctx->ccl_bytes, esz) / esz);
   const std::uint64_t W = ctx->ccl_addr;
   const Members local{g.first, 1, L}, rail{l, L, g.servers};
   std::vector<std::uint64_t> cnt(L), pre(L + 1);
@@ -530,6 +523,7 @@ hcomm_result_t run_checked(hcomm_comm_t comm, hcomm_stream_t main, CollReq r) {
   Shape shape;
   shape.n = n;
   shape.v = is_v(r) || r.scounts != nullptr;
+  shape.esz = static_cast<std::uint32_t>(esz);
   if (find_server_groups(comm, &g) == HCOMM_SUCCESS) {
     shape.servers = g.servers;
     shape.local = g.size;
@@ -559,7 +553,7 @@ hcomm_result_t run_checked(hcomm_comm_t comm, hcomm_stream_t main, CollReq r) {
          comm->rank, r.kind, static_cast<unsigned long long>(comm->op_seq), static_cast<unsigned long long>(info.bytes), n,
          shape.servers, shape.local, c.name.c_str(), c.by.c_str(), c.est_ns / 1e3,
          c.runner_up.empty() ? "-" : c.runner_up.c_str(), c.runner_up_ns / 1e3);
-  log_decision(comm, r, info, c, shape.servers, esz);
+  log_decision(comm, r, info, c, shape);
   if (c.kind != Choice::Flat && mesh_slaves(comm, g) != HCOMM_SUCCESS) return HCOMM_E_DRV;
   const std::uint64_t mk = op_begin(main, info);
   ++comm->op_seq;
