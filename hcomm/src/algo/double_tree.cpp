@@ -141,9 +141,9 @@ double cost(CollOp op, std::uint32_t n, std::uint64_t bytes, const LinkCost& c) 
       return (P + 2 * h - 1) * c.alpha_ns + 1.5 * D * c.beta_ns_per_byte * (P + 2 * h - 1) / P +
              (P + h - 1) * 2 * s * c.gamma_ns_per_byte;
     }
-    case CollOp::Broadcast: {
+    case CollOp::Broadcast: {  // an interior member sends each slice to its two children in one round: 2 s through its NIC
       const double h = ceil_log2(n), s = D / P;
-      return (P + h - 1) * (c.alpha_ns + s * c.beta_ns_per_byte);
+      return (P + h - 1) * (c.alpha_ns + 2 * s * c.beta_ns_per_byte);
     }
     case CollOp::Reduce: {
       const double h = ceil_log2(n), s = D / P;

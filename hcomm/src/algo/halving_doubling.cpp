@@ -175,7 +175,10 @@ double cost(CollOp op, std::uint32_t n, std::uint64_t bytes, const LinkCost& c) 
     case CollOp::AllReduce: return (2 * lp + 2 * f) * a + (2 * h + 2 * f * D) * b + (h + f * D) * g;
     case CollOp::ReduceScatter: return (lp + 2 * f) * a + (h + f * D + f * D / n) * b + (h + f * D) * g;
     case CollOp::AllGather: return (lp + 2 * f) * a + (h + f * D / n + f * D) * b;
-    case CollOp::Broadcast: return L * (a + D * b);
+    // Every member posts its sends to all its binomial children at once (a write's task ends at
+    // its doorbell), so they share its NIC: the root's L arrive together after L D b, the child
+    // with L - 1 children forwards over (L - 1) D b, ...: L (L + 1) / 2 D b along the deepest path.
+    case CollOp::Broadcast: return L * a + L * (L + 1) / 2 * D * b;
     case CollOp::Reduce: return L * (a + D * (b + g));
     case CollOp::Scatter:
     case CollOp::Gather: return L * a + (n - 1.0) / n * D * b;

@@ -143,7 +143,9 @@ double pipeline_cost(CollOp op, std::uint32_t servers, std::uint32_t local, std:
   const double reduce = L * b * hccs.gamma_ns_per_byte;  // L - 1 peers' blocks and the ring's
   switch (op) {
     case CollOp::AllGather: return S * step;
-    case CollOp::ReduceScatter: return S * (step + reduce);
+    // A step's reduction of what arrived overlaps the next step's transfers: the slower of the
+    // two sets the pace, and the last step's transfer is not overlapped.
+    case CollOp::ReduceScatter: return S * std::max(step, reduce) + step;
     case CollOp::AllReduce: return S * (2 * step + reduce);
     default: return -1;
   }
