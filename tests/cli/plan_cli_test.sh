@@ -26,6 +26,7 @@ PY
 # ---- the sweep, -j 2 ----
 mkplan 1000000
 expect "plan runs 2 layouts x 2 workloads" 0 "target allreduce 4 MiB" -- "$HCSIM" plan plan.json -o out -j 2
+cp out.txt first.txt
 for f in plan.csv plan.db busbw.svg time-vs-servers.svg cost.svg l0-w0.hcsim.db l1-w1.hcsim.db .hcsim-plan; do
   if [ -e "out/$f" ]; then ok "out/$f written"; else bad "out/$f missing" out.txt; fi
 done
@@ -83,6 +84,22 @@ for r in rows:
 print("OK" if ok else "BAD")
 PY
 if grep -qx OK check.txt; then ok "layout counts, costs, forced algorithm"; else bad "CSV columns" check.txt; fi
+
+# ---- the automatic choice against the forced H-D_R: recomputed from the CSV ----
+# Per layout, the 4 MiB all-reduce ran with auto and forced: the report's line names the auto
+# algorithm and the fastest, and how much slower auto was, as the CSV's times give it.
+python3 - > want.txt <<'PY'
+import csv
+r = [x for x in csv.DictReader(open('out/plan.csv')) if x['bytes'] == '4194304']
+for l in ('0', '1'):
+    a = next(x for x in r if x['layout'] == l and x['algo_requested'] == 'auto')
+    f = min((x for x in r if x['layout'] == l), key=lambda x: float(x['time_us']))
+    print(f"{l} allreduce 4MiB {a['algorithm']} {float(a['time_us']):.1f} {f['algorithm']} {float(f['time_us']):.1f} {100 * (float(a['time_us']) / float(f['time_us']) - 1):.1f}%")
+PY
+sed -n '/^automatic choice against the forced algorithms (2 op\/size points)/,/^automatic choice slower/p' first.txt |
+  awk 'NR > 2 && $1 ~ /^[0-9]+$/ {print $1, $2, $3 $4, $5, $6, $7, $8, $9}' > got.txt
+if [ -s want.txt ] && cmp -s want.txt got.txt; then ok "selection report = CSV's auto against fastest"; else bad "selection report differs" want.txt got.txt first.txt; fi
+if grep -q "^automatic choice slower than the fastest by" first.txt; then ok "selection summary line"; else bad "no selection summary" first.txt; fi
 
 # ---- the target: verdicts recomputed from the CSV ----
 # A layout's time for the target: its fastest 4 MiB all-reduce over the workloads' algorithms.
