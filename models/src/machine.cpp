@@ -14,6 +14,7 @@ std::uint32_t Machine::add_npu(const NpuParams& p, std::string name) {
   npus_.back().name = name.empty() ? "npu" + std::to_string(n) : std::move(name);
   mrs_.emplace_back();
   hbm_shape_.push_back({p.hbm.capacity_bytes, p.hbm.store_bytes});
+  fences_.emplace_back();
   // Unmasking a bit that is already set signals it (the MSI pending-bit rule).
   npus_.back().regs = std::make_unique<RegisterBlock>(npu_regs::layout(), [this, n](std::uint32_t off, std::uint64_t) {
     if (off == npu_regs::kIntMask) signal(n);

@@ -359,6 +359,7 @@ class FakeDriver : public hcomm::Driver {
         }
         if (t.value) ++notifies[{t.target, t.key}];
         return true;
+      case DrvTaskKind::RdmaFence: return true;  // writes land when they run here
     }
     return false;
   }

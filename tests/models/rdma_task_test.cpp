@@ -90,4 +90,85 @@ TEST(RdmaTask, PacketTierOrder) {
   }
 }
 
+// A write striped over several QPs sends a notify behind each stripe on its QP; the target's
+// notify is recorded when the last lands. Two such writes back to back on one stream: the first
+// one's notify lands once its own stripes are through, not behind the second's (it used to wait
+// for the stripes' acknowledgements and then queue behind the next write's parts on its QP).
+TEST(RdmaTask, StripedWriteNotifiesBehindEachStripe) {
+  NetParams p;
+  p.flow = true;
+  TwoNpus t(p);
+  const std::uint32_t tx = t.rig.m.create_stream(0), rx7 = t.rig.m.create_stream(1), rx8 = t.rig.m.create_stream(1);
+  const std::uint64_t bytes = 1 << 19, k = 4;  // each write: 4 stripes of 128 KiB
+  for (auto [s, key] : {std::pair<std::uint32_t, std::uint64_t>{rx7, 7}, {rx8, 8}}) {
+    Task w;
+    w.kind = TaskKind::NotifyWait;
+    w.key = key;
+    t.rig.m.submit(s, w);
+  }
+  for (std::uint64_t key : {7, 8}) {
+    Task w;
+    w.kind = TaskKind::RdmaWrite;
+    w.src = npu_base_addr(0);
+    w.dst = npu_base_addr(1) + (key - 7) * bytes;
+    w.bytes = bytes;
+    w.target = 1;
+    w.key = key;
+    w.value = 1;
+    w.rkey = t.rkey;
+    w.qp_count = k;
+    t.rig.m.submit(tx, w);
+  }
+  t.sch.run();
+  ASSERT_TRUE(t.rig.rec.errors.empty()) << t.rig.rec.errors.front();
+  const double nic = static_cast<double>(p.nic_latency_ps), lat = 2 * kPsPerUs + 600e3;
+  // The k stripes of a write share the link fairly and end together; each QP's notify then takes
+  // one packet's time at line rate, and the second write's stripe follows it on the QP.
+  const double stripes = static_cast<double>(k) * std::ceil(static_cast<double>(p.wire_bytes(bytes / k)) / G100 * 1e12);
+  const double note = std::ceil(static_cast<double>(p.wire_bytes(4)) / G100 * 1e12);
+  EXPECT_NEAR(static_cast<double>(t.rig.rec.idle_at.at(rx7)), nic + stripes + note + lat, 3 * k);
+  EXPECT_NEAR(static_cast<double>(t.rig.rec.idle_at.at(rx8)), nic + 2 * (stripes + note) + lat, 6 * k);
+  EXPECT_EQ(t.rig.rec.idle_at.at(tx), 0u);  // both doorbells rung at once
+}
+
+// The RDMA fence ends when every write its NPU posted before it is acknowledged: behind a write
+// on another stream, one round trip after that write's notify landed; with nothing outstanding,
+// at once.
+TEST(RdmaTask, FenceEndsWhenEarlierWritesAreAcknowledged) {
+  NetParams p;
+  p.flow = true;
+  TwoNpus t(p);
+  const std::uint32_t tx = t.rig.m.create_stream(0), fence = t.rig.m.create_stream(0), rx = t.rig.m.create_stream(1),
+                      idle = t.rig.m.create_stream(1);
+  Task w;
+  w.kind = TaskKind::NotifyWait;
+  w.key = 7;
+  t.rig.m.submit(rx, w);
+  const std::uint64_t bytes = 1 << 20;
+  Task wr;
+  wr.kind = TaskKind::RdmaWrite;
+  wr.src = npu_base_addr(0);
+  wr.dst = npu_base_addr(1);
+  wr.bytes = bytes;
+  wr.target = 1;
+  wr.key = 7;
+  wr.value = 1;
+  wr.rkey = t.rkey;
+  t.rig.m.submit(tx, wr);
+  Task f;
+  f.kind = TaskKind::RdmaFence;
+  t.rig.m.submit(fence, f);
+  t.rig.m.submit(idle, f);  // NPU 1 posted nothing
+  t.sch.run();
+  ASSERT_TRUE(t.rig.rec.errors.empty()) << t.rig.rec.errors.front();
+  const double nic = static_cast<double>(p.nic_latency_ps), lat = 2 * kPsPerUs + 600e3;
+  const double data = std::ceil(static_cast<double>(p.wire_bytes(bytes)) / G100 * 1e12);
+  const double note = std::ceil(static_cast<double>(p.wire_bytes(4)) / G100 * 1e12);
+  const double landed = nic + data + note + lat;
+  EXPECT_NEAR(static_cast<double>(t.rig.rec.idle_at.at(rx)), landed, 2);
+  EXPECT_NEAR(static_cast<double>(t.rig.rec.idle_at.at(fence)), landed + lat, 2);
+  EXPECT_EQ(t.rig.rec.idle_at.at(idle), 0u);
+  EXPECT_EQ(t.rig.rec.idle_at.at(tx), 0u);
+}
+
 }  // namespace

@@ -30,7 +30,9 @@ enum class PairLink : int { None = 0, Local, Hccs, Pcie, Roce };
 
 enum class DrvTaskKind : std::uint8_t {
   Copy, ReduceCopy, NotifyRecord, NotifyWait, EventRecord, EventWait, HostToDevice, DeviceToHost, Marker,
-  RdmaWrite  ///< RoCE write src -> dst on device `target`, then (value != 0) notify `key` there
+  RdmaWrite,  ///< RoCE write src -> dst on device `target`, then (value != 0) notify `key` there
+  RdmaFence   ///< ends when every RDMA write the device posted before it is acknowledged (the
+              ///< completions polled before the buffers those writes read are used again)
 };
 
 /// One stream task. dtype/op use the hcomm_data_type_t / hcomm_reduce_op_t numbering.

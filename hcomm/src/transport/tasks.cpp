@@ -80,4 +80,10 @@ hcomm_result_t rdma_write(hcomm_stream_t s, std::uint32_t device, std::uint64_t 
   return port::submit(s, t);
 }
 
+hcomm_result_t rdma_fence(hcomm_stream_t s) {
+  DrvTask t;
+  t.kind = DrvTaskKind::RdmaFence;
+  return port::submit(s, t);
+}
+
 }  // namespace hcomm::detail

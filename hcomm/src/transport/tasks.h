@@ -21,4 +21,6 @@ hcomm_result_t reduce_copy(hcomm_stream_t s, std::uint64_t dst, std::uint64_t sr
 hcomm_result_t rdma_write(hcomm_stream_t s, std::uint32_t device, std::uint64_t dst, std::uint64_t src, std::uint64_t bytes,
                           bool notify, std::uint64_t key, std::uint32_t rkey, const RdmaPolicy& policy, std::uint32_t via = ~0u,
                           bool wait_cqe = false);
+/// The stream waits until every RDMA write its device posted so far is acknowledged.
+hcomm_result_t rdma_fence(hcomm_stream_t s);
 }  // namespace hcomm::detail

@@ -197,7 +197,8 @@ class Machine final : public EventHandler, public NetworkListener {
   std::uint16_t qp_sport(std::uint32_t src, std::uint32_t dst, std::uint32_t index) const;
   /// QPs of NPU npu's NIC (for its counters).
   const std::vector<std::uint32_t>* nic_qps(std::uint32_t npu) const;
-  void on_write_done(std::uint32_t qp, std::uint64_t tag, bool ok) override;
+  void on_write_done(std::uint32_t qp, std::uint64_t tag, bool ok) override { write_done(tag, ok, sch_.now()); }
+  void on_write_done_ahead(std::uint32_t, std::uint64_t tag, Tick acked_at) override { write_done(tag, true, acked_at); }
   void on_data(std::uint32_t qp, std::uint64_t tag, std::uint64_t offset, std::uint64_t len) override;
   bool data_is_silent(std::uint64_t tag, std::uint64_t len) const override;
   bool ack_is_silent(std::uint64_t tag) const override;
@@ -246,6 +247,12 @@ class Machine final : public EventHandler, public NetworkListener {
   void host_dma_land(const Task& t, std::uint64_t off, std::uint64_t len);
   // nic/rdma_engine.cpp
   void start_rdma(std::uint32_t s, const Task& t);
+  void rdma_fence(std::uint32_t s);
+  void fence_end(std::uint32_t s, Tick at);  ///< the fence on stream s ends at `at` (>= now)
+  /// A detached write of `npu` posted after `epoch` fences is acknowledged (or failed).
+  void fence_release(std::uint32_t npu, std::uint32_t epoch, Tick acked_at);
+  /// Write `tag` acknowledged (or failed) at `acked_at` (now, or a little ahead: on_write_done_ahead).
+  void write_done(std::uint64_t tag, bool ok, Tick acked_at);
   std::uint32_t qp_for(std::uint32_t src, std::uint32_t dst, std::uint32_t index);
 
   Scheduler& sch_;
@@ -284,6 +291,7 @@ class Machine final : public EventHandler, public NetworkListener {
   std::vector<QpTable> qp_of_;  // per source NPU: (dst, stripe) -> QP (or kQpPending | its source port)
   QpTable& qp_table(std::uint32_t src);
   std::vector<RdmaOp> rdmas_;
+  std::vector<FenceTrack> fences_;  // per NPU, dense: a write's completion reads one small entry
   std::vector<std::uint32_t> free_rdmas_;
   std::uint64_t rdma_access_errors_ = 0;
   // Rail borrowing's inbound leg (nic/rdma_engine.cpp forward_inbound): bytes a lender's NIC

@@ -425,7 +425,7 @@ void Network::flow_event(std::uint64_t type, std::uint64_t id, std::uint64_t b) 
         break;
       }
       free_flows_.push_back(static_cast<std::uint32_t>(id));  // unsignaled, or nobody waits for the ack
-      if (f.signaled) listener_->on_write_done(f.qp, f.tag, true);
+      if (f.signaled) listener_->on_write_done_ahead(f.qp, f.tag, sch_.now() + f.latency);
       break;
     }
     case kFlowAck: {

@@ -127,46 +127,96 @@ void Machine::start_rdma(std::uint32_t s, const Task& head) {
   std::uint32_t id;
   if (!free_rdmas_.empty()) { id = free_rdmas_.back(); free_rdmas_.pop_back(); }
   else { id = static_cast<std::uint32_t>(rdmas_.size()); rdmas_.emplace_back(); }
-  // One QP: the data write and the notify write go back to back (RC keeps them in order).
-  // Several QPs (striping): the data parts go in parallel; the notify follows once all are acked.
+  // Each QP carries its data part and, behind it (RC keeps them in order), a notify write; the
+  // target's notify is recorded when the last of them has landed — as a receiver counts the
+  // per-QP completion signals of a multi-QP send (NCCL's multi-QP receives count one per QP), so
+  // that a stripe's signal never waits behind later writes posted on its QP.
   const std::uint32_t k = rdma_stripes(t.qp_count, t.bytes);
-  rdmas_[id] = RdmaOp{s, 0, true, k > 1 && t.value != 0, k == 1 && t.value != 0, streams_[s].epoch, t};
+  rdmas_[id] = RdmaOp{s, 0, true, t.value != 0 ? k : 0, t.value != 0, streams_[s].epoch, t};
   const std::uint64_t part = (t.bytes + k - 1) / k;
   for (std::uint32_t i = 0; i < k; ++i) {
     const std::uint64_t off = std::min<std::uint64_t>(t.bytes, i * part), len = std::min<std::uint64_t>(part, t.bytes - off);
-    if (len == 0 && (i > 0 || t.value)) continue;
+    const bool data = len > 0 || (i == 0 && !t.value);  // a write of no bytes only when it is all there is
+    if (!data && !t.value) continue;
     std::uint32_t qp = qp_for(me, rx, t.qp_base + i);
     net_->set_qp_rate_cap(qp, t.rate_cap_Bps ? std::max<std::uint64_t>(1, t.rate_cap_Bps / k) : 0);  // the cap is for all parts together
     net_->set_qp_retry_count(qp, t.retry_count);
-    // One QP with a notify behind: the data write is unsignaled (the notify's completion implies
-    // it, RC completing in order); it reports only a failure.
-    const bool signaled = !rdmas_[id].data_unsignaled;
-    if (signaled) ++rdmas_[id].pending;
-    // tag: rdma id, part index, notify bit; the part's offset is recovered from the index
-    net_->post_write(qp, len, write_tag(id, i, false, t.target), signaled);
-    if (streams_[s].epoch != epoch) return;  // it failed at once (a QP in error): the op is gone
-  }
-  if (t.value && k == 1) {
-    ++rdmas_[id].pending;
-    net_->post_write(qp_for(me, rx, t.qp_base), 4, write_tag(id, 0, true, t.target));
-    if (streams_[s].epoch != epoch) return;
+    if (data) {
+      // A notify behind the data: the data write is unsignaled (the notify's completion implies
+      // it, RC completing in order); it reports only a failure.
+      const bool signaled = !rdmas_[id].data_unsignaled;
+      if (signaled) ++rdmas_[id].pending;
+      // tag: rdma id, part index, notify bit; the part's offset is recovered from the index
+      net_->post_write(qp, len, write_tag(id, i, false, t.target), signaled);
+      if (streams_[s].epoch != epoch) return;  // it failed at once (a QP in error): the op is gone
+    }
+    if (t.value) {
+      ++rdmas_[id].pending;
+      net_->post_write(qp, 4, write_tag(id, i, true, t.target));
+      if (streams_[s].epoch != epoch) return;
+    }
   }
   if (rdmas_[id].pending == 0) {  // nothing to send at all
     free_rdmas_.push_back(id);
     complete(s);
   } else if (!t.wait_ack) {  // the doorbell is rung: the stream goes on
     rdmas_[id].detached = true;
+    FenceTrack& f = fences_[me];
+    rdmas_[id].fence_epoch = f.epoch;
+    ++f.open;
     complete(s);
   }
 }
 
+// An RDMA fence (TaskKind::RdmaFence): the stream waits until every write its NPU's streams
+// posted before it (and whose tasks ended at the doorbell) is acknowledged or failed — the
+// completions a runtime polls before it reuses the buffers those writes read: a NIC reads the
+// source when it sends, and again when it retransmits (docs/models/npu.md).
+void Machine::rdma_fence(std::uint32_t s) {
+  FenceTrack& f = fences_[streams_[s].npu];
+  const std::uint64_t need = (f.waits.empty() ? 0 : f.waits.back().need) + f.open;
+  const std::uint32_t epoch = f.epoch++;
+  f.open = 0;
+  // The writes already done were all posted before it: it ends no earlier than their last
+  // acknowledgement (reported ahead in the flow tier).
+  if (need == 0) { fence_end(s, f.acked); return; }
+  f.waits.push_back(FenceWait{s, epoch, need, f.acked});
+}
+
+void Machine::fence_end(std::uint32_t s, Tick at) {
+  if (at <= sch_.now()) complete(s);
+  else sch_.schedule(at, this, stream_ev(kComplete, s), 0);
+}
+
+void Machine::fence_release(std::uint32_t npu, std::uint32_t epoch, Tick acked_at) {
+  FenceTrack& f = fences_[npu];
+  f.acked = std::max(f.acked, acked_at);
+  if (epoch == f.epoch) { --f.open; return; }
+  // Every fence dispatched after the write was posted (epoch >= the write's) needs one write less.
+  std::size_t done = 0;
+  for (FenceWait& w : f.waits)
+    if (w.epoch >= epoch) {
+      w.until = std::max(w.until, acked_at);
+      if (--w.need == 0) ++done;
+    }
+  if (done == 0) return;
+  // A later fence waits for every write an earlier one does: the finished ones are the oldest.
+  std::vector<FenceWait> ended(f.waits.begin(), f.waits.begin() + static_cast<std::ptrdiff_t>(done));
+  f.waits.erase(f.waits.begin(), f.waits.begin() + static_cast<std::ptrdiff_t>(done));
+  for (const FenceWait& w : ended) fence_end(w.stream, w.until);
+}
+
 void Machine::on_data(std::uint32_t, std::uint64_t tag, std::uint64_t off, std::uint64_t len) {
-  const RdmaOp& r = rdmas_[tag_op(tag)];
+  RdmaOp& r = rdmas_[tag_op(tag)];
   const Task& t = r.task;
   // A write of a stream that failed or was aborted since (the op retry's device_abort, which
   // resets the QPs as HCCL's retry does): what is still on the wire is flushed, no bytes and no
   // notify land — else a late notify of the failed attempt would count for the re-execution.
   if (streams_[r.stream].epoch != r.epoch) return;
+  if (tag & 1) {  // one stripe's notify write: the last to land records the notify
+    if (r.notifies > 1) { --r.notifies; return; }
+    r.notifies = 0;
+  }
   if (t.via != ~0u && t.via != t.target) {  // received by a lender's NIC for another NPU
     forward_inbound(r, tag, off, len);
     return;
@@ -205,11 +255,10 @@ bool Machine::data_is_silent(std::uint64_t tag, std::uint64_t len) const {
   return len == 0 || !hbm_shape_[addr_npu(t.dst)].stores;
 }
 
-// An acknowledgement that only frees the write's record: its task ended at the doorbell and no
-// ordered notify waits for it (striped parts post the notify when all are acknowledged).
+// An acknowledgement that only frees the write's record: its task ended at the doorbell.
 bool Machine::ack_is_silent(std::uint64_t tag) const {
   const RdmaOp& r = rdmas_[tag_op(tag)];
-  return r.detached && !r.notify_after;
+  return r.detached;
 }
 
 // The lender's NIC writes what it received for `target` on into target's HBM: a DMA over the
@@ -283,24 +332,18 @@ void Machine::forward_land(std::uint32_t id) {
   free_forwards_.push_back(id);
 }
 
-void Machine::on_write_done(std::uint32_t, std::uint64_t tag, bool ok) {
+void Machine::write_done(std::uint64_t tag, bool ok, Tick acked_at) {
   const std::uint32_t id = tag_op(tag);
   RdmaOp& r = rdmas_[id];
   r.ok = r.ok && ok;
   if (!(tag & 1) && r.data_unsignaled) return;  // the unsignaled data write failed: the notify's completion ends the op
   if (--r.pending) return;
-  if (r.ok && r.notify_after && streams_[r.stream].epoch == r.epoch) {  // an orphaned write posts no notify  // striped data all acknowledged: now the ordered notify
-    r.notify_after = false;
-    r.pending = 1;
-    const std::uint32_t rx = r.task.via != ~0u ? r.task.via : r.task.target;
-    net_->post_write(qp_for(streams_[r.stream].npu, rx, r.task.qp_base), 4, write_tag(id, 0, true, r.task.target));
-    return;
-  }
   std::uint32_t s = r.stream;
   bool good = r.ok;
   const bool detached = r.detached;
   const bool orphaned = streams_[s].epoch != r.epoch;  // the stream failed meanwhile
   free_rdmas_.push_back(id);
+  if (detached) fence_release(streams_[s].npu, r.fence_epoch, acked_at);
   if (orphaned) return;
   if (!good) fail(s, "RDMA write failed: retry count exceeded (link down or persistent loss)");
   else if (!detached) complete(s);  // a detached one: the stream went on at the doorbell

@@ -18,6 +18,7 @@ const char* task_kind_name(TaskKind k) {
     case TaskKind::DeviceToHost: return "d2h";
     case TaskKind::Marker: return "marker";
     case TaskKind::RdmaWrite: return "rdma_write";
+    case TaskKind::RdmaFence: return "rdma_fence";
   }
   return "?";
 }
@@ -72,6 +73,9 @@ void Machine::dispatch(std::uint32_t s) {
       return;
     case TaskKind::RdmaWrite:
       start_rdma(s, t);
+      return;
+    case TaskKind::RdmaFence:
+      rdma_fence(s);
       return;
   }
 }
@@ -141,6 +145,10 @@ void Machine::orphan(std::uint32_t s) {
     if (w.size() != before) notify_release(st.npu, r);
   }
   for (auto& e : me.events) e.second.waiters.erase(std::remove(e.second.waiters.begin(), e.second.waiters.end(), s), e.second.waiters.end());
+  if (st.npu < fences_.size()) {
+    auto& w = fences_[st.npu].waits;
+    w.erase(std::remove_if(w.begin(), w.end(), [&](const FenceWait& f) { return f.stream == s; }), w.end());
+  }
   st.space_at = ~0ULL;  // its queue is empty now (the caller's on_stream_idle wakes a blocked submitter)
 }
 

@@ -26,6 +26,9 @@ class NetworkListener {
   /// came (no task waits for it): the flow tier then reports it at the delivery instead of
   /// spending an event on the acknowledgement one path latency later.
   virtual bool ack_is_silent(std::uint64_t /*tag*/) const { return false; }
+  /// on_write_done reported ahead, at the delivery, for an acknowledgement that would come at
+  /// `acked_at` (ack_is_silent): what waits on acknowledgement times (an RDMA fence) reads it.
+  virtual void on_write_done_ahead(std::uint32_t qp, std::uint64_t tag, Tick /*acked_at*/) { on_write_done(qp, tag, true); }
   /// An event about write `tag` runs next: start loading what on_data / on_write_done will read
   /// (a cache hint only).
   virtual void prefetch_tag(std::uint64_t /*tag*/) const {}

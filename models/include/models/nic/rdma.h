@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "models/npu/task.h"
+#include "models/time.h"
 
 namespace models {
 
@@ -46,11 +47,30 @@ struct RdmaOp {
   std::uint32_t stream;
   std::uint32_t pending;
   bool ok;
-  bool notify_after;
-  bool data_unsignaled;  // one stripe with a notify behind it: the data write reports only a failure
+  std::uint32_t notifies;  // notify writes (one behind each stripe's data) still to land; the last records the notify
+  bool data_unsignaled;    // a notify behind the data on its QP: the data write reports only a failure
   std::uint64_t epoch;   // the stream's epoch when the write was posted
   Task task;
   bool detached = false;  // the task ended at its doorbell: the stream is elsewhere; only a failure reaches it
+  std::uint32_t fence_epoch = 0;  // detached: the RDMA fences its NPU had dispatched when it was posted
+};
+
+/// An RDMA fence waiting (Machine::rdma_fence): `need` detached writes posted before it are
+/// unacknowledged.
+struct FenceWait {
+  std::uint32_t stream;
+  std::uint32_t epoch;  // the fences its NPU had dispatched before it: it waits for the writes posted up to then
+  std::uint64_t need;
+  Tick until;           // the latest acknowledgement of its writes so far
+};
+
+/// Per NPU: the RDMA fences dispatched, the detached writes posted since the last one and not yet
+/// acknowledged, and the fences waiting (oldest first; each one's writes include the previous one's).
+struct FenceTrack {
+  std::uint32_t epoch = 0;
+  std::uint64_t open = 0;
+  Tick acked = 0;  // the latest acknowledgement of a write so far (a fence ends no earlier)
+  std::vector<FenceWait> waits;
 };
 
 /// QPs per (src, dst, stripe index): hashed 64-bit key.

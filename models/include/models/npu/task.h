@@ -19,6 +19,8 @@ enum class TaskKind : std::uint8_t {
   RdmaWrite,     ///< RoCE write src (local) -> dst (NPU `target`), then, if value != 0, notify `key`
                  ///< on `target` (an ordered second write on the same QP); bytes may be 0. Ends
                  ///< when its doorbell is rung (posted), or with wait_ack when acknowledged
+  RdmaFence,     ///< ends when every RDMA write this NPU's streams posted before it is acknowledged
+                 ///< (the completions polled before the buffers the writes read are used again)
 };
 const char* task_kind_name(TaskKind k);
 
