@@ -15,6 +15,16 @@
 namespace {
 using namespace models_test;
 
+// One way through the two links and the switch.
+constexpr double kPath = 2 * kPsPerUs + 600e3;
+// When a write of `bytes` and the notify behind it on one QP have landed (flow tier): the data
+// leaves after the NIC's WQE time at line rate, the notify one packet later, one path latency on.
+double landed_at(const NetParams& p, std::uint64_t bytes) {
+  const double data = std::ceil(static_cast<double>(p.wire_bytes(bytes)) / G100 * 1e12);
+  const double note = std::ceil(static_cast<double>(p.wire_bytes(4)) / G100 * 1e12);
+  return static_cast<double>(p.nic_latency_ps) + data + note + kPath;
+}
+
 struct TwoNpus {
   Rig rig;
   StandaloneScheduler& sch = rig.sch;
@@ -39,18 +49,23 @@ struct TwoNpus {
     w.kind = TaskKind::NotifyWait;
     w.key = 7;
     rig.m.submit(rx, w);
-    Task t;
-    t.kind = TaskKind::RdmaWrite;
-    t.src = npu_base_addr(0);
-    t.dst = npu_base_addr(1);
-    t.bytes = bytes;
-    t.target = 1;
-    t.key = 7;
-    t.value = 1;
-    t.rkey = rkey;
+    Task t = write(bytes, 7);
     t.wait_ack = wait_ack;
     rig.m.submit(tx, t);
     sch.run();
+  }
+  // NPU 0's write of `bytes` to the start of NPU 1's region (+ `at`), then notify `key` there.
+  Task write(std::uint64_t bytes, std::uint64_t key, std::uint64_t at = 0) const {
+    Task t;
+    t.kind = TaskKind::RdmaWrite;
+    t.src = npu_base_addr(0);
+    t.dst = npu_base_addr(1) + at;
+    t.bytes = bytes;
+    t.target = 1;
+    t.key = key;
+    t.value = 1;
+    t.rkey = rkey;
+    return t;
   }
 };
 
@@ -64,10 +79,7 @@ TEST(RdmaTask, EndsAtTheDoorbellOrWithWaitAckAtTheAck) {
     const std::uint64_t bytes = 1 << 20;
     t.run(bytes, wait_ack, tx, rx);
     ASSERT_TRUE(t.rig.rec.errors.empty()) << t.rig.rec.errors.front();
-    const double nic = static_cast<double>(p.nic_latency_ps), lat = 2 * kPsPerUs + 600e3;
-    const double data = std::ceil(static_cast<double>(p.wire_bytes(bytes)) / G100 * 1e12);
-    const double note = std::ceil(static_cast<double>(p.wire_bytes(4)) / G100 * 1e12);
-    const double landed = nic + data + note + lat;
+    const double lat = kPath, landed = landed_at(p, bytes);
     EXPECT_NEAR(static_cast<double>(t.rig.rec.idle_at.at(rx)), landed, 2);
     if (wait_ack) EXPECT_NEAR(static_cast<double>(t.rig.rec.idle_at.at(tx)), landed + lat, 2);
     else EXPECT_EQ(t.rig.rec.idle_at.at(tx), 0u);  // no dispatch overhead: at once
@@ -107,21 +119,13 @@ TEST(RdmaTask, StripedWriteNotifiesBehindEachStripe) {
     t.rig.m.submit(s, w);
   }
   for (std::uint64_t key : {7, 8}) {
-    Task w;
-    w.kind = TaskKind::RdmaWrite;
-    w.src = npu_base_addr(0);
-    w.dst = npu_base_addr(1) + (key - 7) * bytes;
-    w.bytes = bytes;
-    w.target = 1;
-    w.key = key;
-    w.value = 1;
-    w.rkey = t.rkey;
+    Task w = t.write(bytes, key, (key - 7) * bytes);
     w.qp_count = k;
     t.rig.m.submit(tx, w);
   }
   t.sch.run();
   ASSERT_TRUE(t.rig.rec.errors.empty()) << t.rig.rec.errors.front();
-  const double nic = static_cast<double>(p.nic_latency_ps), lat = 2 * kPsPerUs + 600e3;
+  const double nic = static_cast<double>(p.nic_latency_ps), lat = kPath;
   // The k stripes of a write share the link fairly and end together; each QP's notify then takes
   // one packet's time at line rate, and the second write's stripe follows it on the QP.
   const double stripes = static_cast<double>(k) * std::ceil(static_cast<double>(p.wire_bytes(bytes / k)) / G100 * 1e12);
@@ -145,28 +149,16 @@ TEST(RdmaTask, FenceEndsWhenEarlierWritesAreAcknowledged) {
   w.key = 7;
   t.rig.m.submit(rx, w);
   const std::uint64_t bytes = 1 << 20;
-  Task wr;
-  wr.kind = TaskKind::RdmaWrite;
-  wr.src = npu_base_addr(0);
-  wr.dst = npu_base_addr(1);
-  wr.bytes = bytes;
-  wr.target = 1;
-  wr.key = 7;
-  wr.value = 1;
-  wr.rkey = t.rkey;
-  t.rig.m.submit(tx, wr);
+  t.rig.m.submit(tx, t.write(bytes, 7));
   Task f;
   f.kind = TaskKind::RdmaFence;
   t.rig.m.submit(fence, f);
   t.rig.m.submit(idle, f);  // NPU 1 posted nothing
   t.sch.run();
   ASSERT_TRUE(t.rig.rec.errors.empty()) << t.rig.rec.errors.front();
-  const double nic = static_cast<double>(p.nic_latency_ps), lat = 2 * kPsPerUs + 600e3;
-  const double data = std::ceil(static_cast<double>(p.wire_bytes(bytes)) / G100 * 1e12);
-  const double note = std::ceil(static_cast<double>(p.wire_bytes(4)) / G100 * 1e12);
-  const double landed = nic + data + note + lat;
+  const double landed = landed_at(p, bytes);
   EXPECT_NEAR(static_cast<double>(t.rig.rec.idle_at.at(rx)), landed, 2);
-  EXPECT_NEAR(static_cast<double>(t.rig.rec.idle_at.at(fence)), landed + lat, 2);
+  EXPECT_NEAR(static_cast<double>(t.rig.rec.idle_at.at(fence)), landed + kPath, 2);
   EXPECT_EQ(t.rig.rec.idle_at.at(idle), 0u);
   EXPECT_EQ(t.rig.rec.idle_at.at(tx), 0u);
 }
