@@ -5,7 +5,7 @@
 # same mechanism): completion times within 10 % (measured 0.27, 0.10, 3.0 %). The flow tier
 # (ideal congestion control) must agree on the exchange and the all-reduce; its incast is not
 # comparable (no DCQCN). The exchange and the all-reduce are repeated with the library's default
-# 8 QPs per peer (measured 0.26 and 0.09 %). Each run is its own process.
+# 8 QPs per peer (measured 0.26 and 0.10 %). Each run is its own process.
 set -u
 HCSIM=$(realpath "$1")
 SRC=$(realpath "$2")

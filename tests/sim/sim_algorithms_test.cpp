@@ -148,8 +148,9 @@ TEST(SimAlgorithms, Nhr) {
 // NB: 2 ceil(log2 S) = 8 steps. A run of blocks that wraps past member S-1 is a second message in
 // the step, so NB is allowed H-D_R's per-step overheads twice, plus per step the trip of the
 // admission grant: its partners are not paired, so a receiver admits the next step's writer only
-// once the previous step's data arrived (algo/exec.h). Measured: 1338.7 us (flow), 1342.9 us
-// (chunk, no ECN marks: the executor's admission keeps two writers out of one port); 1555.0 and
+// once the previous step's data arrived (algo/exec.h). Measured: 1316.6 us (flow), 1321.0 us
+// (chunk, no ECN marks: the executor's admission keeps two writers out of one port) since a striped
+// write's stripes carry their own notifies (9ca1f7d; 1338.7 and 1342.9 us before); 1555.0 and
 // 1582.7 us when an RDMA write's task ended at its acknowledgement (before 3d24d48).
 double nb_upper(double f) {
   const double steps = 2 * std::ceil(std::log2(kS));
@@ -182,7 +183,7 @@ TEST(SimAlgorithms, DoubleTreeFlow) {
 }
 
 // DOUBLE_TREE in the default chunk tier: two children write into one parent's port every round, ECN
-// marks, DCQCN cuts. Documented upper bound: measured 2884.1 us since an RDMA write's task ends at
+// marks, DCQCN cuts. Documented upper bound: measured 2884.2 us (2884.1 until 9ca1f7d) since an RDMA write's task ends at
 // its doorbell (3d24d48); 7938.5 us before (5.3x the closed form; 8750.8 us before the executor
 // admitted writers step by step); <= 7x.
 TEST(SimAlgorithms, DoubleTree) {
