@@ -12,6 +12,9 @@ namespace hcomm::detail::passes {
 /// the first half of the buffer is the work area, the second the staging slots.
 inline std::uint64_t flat_area(std::uint64_t ccl, std::uint64_t esz) { return ccl / 2 / esz * esz; }
 
+/// A family's plan over all ranks for a block operation: elements of every block in a pass.
+inline std::uint64_t flat_block_elems(std::uint64_t ccl, std::uint64_t n, std::uint64_t esz) { return flat_area(ccl, esz) / esz / n; }
+
 /// The one-server mesh all-reduce: the whole buffer, no staging.
 inline std::uint64_t mesh_area(std::uint64_t ccl) { return ccl; }
 

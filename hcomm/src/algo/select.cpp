@@ -99,10 +99,7 @@ Choice make_one(Choice::Kind k, const Family* f, const Shape& s, CollOp op, std:
 // (the pipeline's S per chunk, the ring's 2(S - 1)) looks as cheap at 1 GiB as in one pass
 // (docs/algorithms/README.md#chunking).
 Choice make(Choice::Kind k, const Family* f, const Shape& s, CollOp op, std::uint64_t bytes, std::uint64_t ccl) {
-  Choice probe;
-  probe.kind = k;
-  probe.family = f;
-  const std::uint64_t pass = pass_bytes(probe, op, s, ccl);
+  const std::uint64_t pass = pass_bytes(k, f, op, s, ccl);
   const std::uint64_t chunks = pass ? std::max<std::uint64_t>(1, (bytes + pass - 1) / pass) : 1;
   Choice c = make_one(k, f, s, op, bytes / chunks);
   if (c.est_ns >= 0) c.est_ns *= static_cast<double>(chunks);
@@ -111,21 +108,21 @@ Choice make(Choice::Kind k, const Family* f, const Shape& s, CollOp op, std::uin
 
 }  // namespace
 
-std::uint64_t pass_bytes(const Choice& c, CollOp op, const Shape& s, std::uint64_t ccl) {
+std::uint64_t pass_bytes(Choice::Kind k, const Family* f, CollOp op, const Shape& s, std::uint64_t ccl) {
   const std::uint64_t esz = std::max<std::uint32_t>(1, s.esz), n = s.n;
   if (op == CollOp::AllToAll) return 0;
   const bool blocks = op == CollOp::AllGather || op == CollOp::ReduceScatter || op == CollOp::Scatter || op == CollOp::Gather;
-  if (c.kind == Choice::Mesh) return op == CollOp::AllReduce ? passes::mesh_area(ccl) : passes::mesh_block_elems(ccl, esz) * esz * n;
-  if (c.kind == Choice::Hier) {
+  if (k == Choice::Mesh) return op == CollOp::AllReduce ? passes::mesh_area(ccl) : passes::mesh_block_elems(ccl, esz) * esz * n;
+  if (k == Choice::Hier) {
     switch (op) {
       case CollOp::AllReduce:
-        return passes::hier_allreduce_area(ccl, s.local, c.family && c.family->slots ? c.family->slots : 2, esz);
+        return passes::hier_allreduce_area(ccl, s.local, f && f->slots ? f->slots : 2, esz);
       case CollOp::AllGather: return passes::hier_allgather_elems(ccl, n, esz) * esz * n;
       case CollOp::ReduceScatter: return passes::hier_reduce_scatter_elems(ccl, n, s.servers, esz) * esz * n;
       default: return passes::flat_area(ccl, esz);
     }
   }
-  return blocks ? passes::flat_area(ccl, esz) / esz / n * esz * n : passes::flat_area(ccl, esz);
+  return blocks ? passes::flat_block_elems(ccl, n, esz) * esz * n : passes::flat_area(ccl, esz);
 }
 
 LinkCost hccs_cost() { return LinkCost{2000.0, 1.0 / 28.0, 1.0 / 100.0}; }

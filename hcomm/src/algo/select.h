@@ -39,9 +39,9 @@ struct Choice {
 Choice select_algo(hcomm_comm_t comm, CollOp op, std::uint64_t bytes, const Shape& shape);
 
 /// The most bytes of an operation (op_bytes' measure: the vector, or all n blocks) one pass
-/// through a collective buffer of `ccl` bytes carries when `c` runs it (algo/passes.h, as the
+/// through a collective buffer of `ccl` bytes carries when it runs as kind `k` with family `f` (algo/passes.h, as the
 /// runners cut it); 0: the operation goes in one pass whatever its size (all-to-all).
-std::uint64_t pass_bytes(const Choice& c, CollOp op, const Shape& s, std::uint64_t ccl);
+std::uint64_t pass_bytes(Choice::Kind k, const Family* f, CollOp op, const Shape& s, std::uint64_t ccl);
 
 /// The cost model's link parameters: HCCS inside a server, RoCE across (docs/algorithms/README.md).
 LinkCost hccs_cost();

@@ -75,7 +75,7 @@ void log_decision(hcomm_comm_t comm, const CollReq& r, const OpInfo& info, const
   const bool reduces = r.op == CollOp::AllReduce || r.op == CollOp::ReduceScatter || r.op == CollOp::Reduce;
   const bool two_level_a2a = c.kind == Choice::Flat && c.family == &kHierAllToAll;  // n blocks through W
   const std::uint64_t n = comm->nranks;
-  const std::uint64_t per_pass = pass_bytes(c, r.op, shape, comm->ctx->ccl_bytes);  // as the runner cuts it
+  const std::uint64_t per_pass = pass_bytes(c.kind, c.family, r.op, shape, comm->ctx->ccl_bytes);  // as the runner cuts it
   const std::uint64_t chunks = per_pass ? std::max<std::uint64_t>(1, (info.bytes + per_pass - 1) / per_pass) : 1;
   std::string levels;
   if (c.kind == Choice::Mesh) levels = "level0:mesh";
@@ -148,7 +148,7 @@ struct Flat {
     std::uint64_t maxc = 0;
     for (std::uint32_t j = 0; j < n && is_v(r); ++j) maxc = std::max(maxc, cnt(r, j));
     if (!is_v(r)) maxc = r.count;
-    const std::uint64_t per = wcap / esz / n;  // elements per block per chunk
+    const std::uint64_t per = passes::flat_block_elems(comm->ctx->ccl_bytes, n, esz);  // elements per block per chunk
     if (per == 0) return too_small(comm, r, n);
     std::vector<std::uint64_t> cc, pre;
     const bool root = is_root();
