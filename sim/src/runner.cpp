@@ -128,7 +128,7 @@ RunResult run_scenario(const Scenario& sc, const RunOptions& opt) {
   }
   sc_core::sc_start();
   hcomm_finalize();  // what ranks that died (or failed) still held
-  res.sim_end_ps = sc_core::sc_time_stamp().value();
+  res.sim_end_ps = cluster->sched().reached();
   res.events = cluster->sched().events_processed();
   res.events_peak = cluster->sched().events_pending_peak();
 
@@ -203,12 +203,12 @@ std::uint64_t run_program(const Topology& topo, const RankProgram& program, cons
   sc_core::sc_start();
   hcomm_finalize();
   if (trace.is_open()) {
-    trace_link_counters(trace, cluster->machine(), sc_core::sc_time_stamp().value());
+    trace_link_counters(trace, cluster->machine(), cluster->sched().reached());
     trace_port_counters(trace, cluster->network());
-    trace_samples(trace, cluster->machine(), cluster->network(), sc_core::sc_time_stamp().value());
+    trace_samples(trace, cluster->machine(), cluster->network(), cluster->sched().reached());
   }
   trace.close();
-  return sc_core::sc_time_stamp().value();
+  return cluster->sched().reached();
 }
 
 }  // namespace sim

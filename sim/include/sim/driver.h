@@ -13,6 +13,8 @@
 
 #include <systemc>
 
+#include "sim/kernel.h"
+
 #include "hcomm/driver.h"
 #include "models/machine.h"
 #include "sim/device_heap.h"
@@ -215,7 +217,7 @@ class SimDriver final : public hcomm::Driver, public models::MachineListener {
   /// Block the calling thread until `ev` (an event or an or-list of events) or time `until`.
   template <class Events>
   void wait_until(models::Tick until, std::uint64_t who, const Events& ev) {
-    const models::Tick now = sc_core::sc_time_stamp().value();
+    const models::Tick now = now_ps();
     if (!wait_q_) {
       sc_core::wait(sc_core::sc_time::from_value(until > now ? until - now : 0), ev);
       return;

@@ -74,11 +74,11 @@ void Cluster::depart(std::uint32_t r) {
 bool Cluster::ok(std::uint32_t r, const char* what, hcomm_result_t rc) {
   if (rc == HCOMM_SUCCESS) return true;
   if (r < step_errors_.size())
-    step_errors_[r].try_emplace(rank_at_[r], StepError{rc, std::string(what) + ": " + hcomm_result_string(rc), sc_core::sc_time_stamp().value()});
+    step_errors_[r].try_emplace(rank_at_[r], StepError{rc, std::string(what) + ": " + hcomm_result_string(rc), now_ps()});
   if (r < rank_error_.size() && rank_error_[r].empty()) {
     rank_error_[r] = std::string(what) + ": " + hcomm_result_string(rc);
     rank_rc_[r] = rc;
-    rank_err_ps_[r] = sc_core::sc_time_stamp().value();
+    rank_err_ps_[r] = now_ps();
     rank_err_at_[r] = rank_at_[r];
   }
   failures.push_back({FailureKind::ApiCall, "rank " + std::to_string(r) + ": " + what + " failed: " + hcomm_result_string(rc)});

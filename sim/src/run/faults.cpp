@@ -31,6 +31,7 @@ void Cluster::Injector::on_event(std::uint64_t i, std::uint64_t phase) { c->appl
 
 void Cluster::schedule_faults() {
   injector_.c = this;
+  elab_.sched.set_kernel_handler(&injector_);  // a fault may kill a rank's process
   fault_armed_.assign(sc_.faults.size(), false);
   for (std::size_t i = 0; i < sc_.faults.size(); ++i) {
     const Fault& f = sc_.faults[i];
@@ -68,7 +69,7 @@ void Cluster::op_started(std::uint32_t step, std::uint32_t rep, double est_ns, m
 
 void Cluster::announce(std::uint32_t rank, int level, const std::string& line) {
   driver_->note(rank, level, line);
-  const double t = static_cast<double>(sc_core::sc_time_stamp().value()) / 1e6;
+  const double t = static_cast<double>(now_ps()) / 1e6;
   if (echo_) std::fprintf(stderr, "%s[%12.3f us] %s\n", g_status_line ? "\r\033[K" : "", t, line.c_str());
   faults_log_.push_back(line);
 }
@@ -112,7 +113,7 @@ void Cluster::apply_fault(std::size_t idx, std::uint32_t phase) {
       if (f.rank < procs_.size() && !procs_[f.rank].terminated()) { procs_[f.rank].kill(); killed = true; }
       if (f.rank < rank_error_.size() && rank_error_[f.rank].empty()) {
         rank_error_[f.rank] = "rank crashed (rank_crash fault)";
-        rank_err_ps_[f.rank] = sc_core::sc_time_stamp().value();
+        rank_err_ps_[f.rank] = now_ps();
         rank_err_at_[f.rank] = rank_at_[f.rank];
         step_errors_[f.rank].try_emplace(rank_at_[f.rank], StepError{HCOMM_E_RUNTIME, rank_error_[f.rank], rank_err_ps_[f.rank]});
       }
@@ -184,7 +185,7 @@ void Cluster::apply_fault(std::size_t idx, std::uint32_t phase) {
       break;
     }
     case FaultKind::NpuStall:
-      if (phase == 0) m.stall_npu(static_cast<std::uint32_t>(f.npu), sc_core::sc_time_stamp().value() + f.duration_ps);
+      if (phase == 0) m.stall_npu(static_cast<std::uint32_t>(f.npu), now_ps() + f.duration_ps);
       else what = t.npus[static_cast<std::size_t>(f.npu)].name + " stream engine runs again (npu_stall ended)";
       break;
     case FaultKind::HbmBitflip: break;  // not timed: inject_bitflips

@@ -217,7 +217,7 @@ bool Cluster::shrink_comm(std::uint32_t r, hcomm_comm_t* comm, Members* members,
                                  : "; step " + std::to_string(s) + " (" + w.op + ") cannot go on: " + why));
   if (why.empty()) {
     char at[48];
-    std::snprintf(at, sizeof at, "%.3f us", static_cast<double>(sc_core::sc_time_stamp().value()) / 1e6);
+    std::snprintf(at, sizeof at, "%.3f us", static_cast<double>(now_ps()) / 1e6);
     rank_recovery_[r] += (rank_recovery_[r].empty() ? "" : ", ") + std::string("shrunk to ") + std::to_string(n) + " ranks (lost " + names +
                          ") at " + at;
   }
@@ -273,13 +273,13 @@ bool Cluster::host_copy(std::uint32_t r, const WorkloadStep& w, std::uint32_t s,
     }
   }
   rendezvous();
-  const models::Tick t0 = sc_core::sc_time_stamp().value();
+  const models::Tick t0 = now_ps();
   if (driver_->on_op_start) driver_->on_op_start(s, rep, hcomm::OpInfo{}, t0);
   if (!ok(r, h2d ? "hcomm_memcpy_host_to_device" : "hcomm_memcpy_device_to_host",
           h2d ? hcomm_memcpy_host_to_device(dev, host, w.bytes, st) : hcomm_memcpy_device_to_host(host, dev, w.bytes, st)) ||
       !ok(r, "hcomm_stream_synchronize", hcomm_stream_synchronize(st)))
     return false;
-  driver_->record_host_op(r, w.op, w.bytes, t0, sc_core::sc_time_stamp().value());
+  driver_->record_host_op(r, w.op, w.bytes, t0, now_ps());
   if (real) {
     CheckResult cr;
     if (h2d) {  // the device's bytes against the input sent from the host buffer

@@ -227,9 +227,9 @@ DrvStatus SimDriver::submit(std::uint32_t s, const hcomm::DrvTask& t) {
   if (m_.stream_queued(s) >= depth && sc_core::sc_get_current_process_handle().proc_kind() == sc_core::SC_THREAD_PROC_) {
     if (stream_ev_.size() <= s) stream_ev_.resize(s + 1);
     if (!stream_ev_[s]) stream_ev_[s] = std::make_unique<sc_core::sc_event>();
-    const models::Tick deadline = sc_core::sc_time_stamp().value() + kSubmitTimeoutNs * models::kPsPerNs;
+    const models::Tick deadline = now_ps() + kSubmitTimeoutNs * models::kPsPerNs;
     while (m_.stream_queued(s) >= depth) {
-      const models::Tick now = sc_core::sc_time_stamp().value();
+      const models::Tick now = now_ps();
       if (now >= deadline || !m_.stream_valid(s)) return DrvStatus::Timeout;
       if (device_failed(m_.stream_npu(s))) return DrvStatus::Failed;  // the queue will not drain
       m_.want_sq_space(s, depth / 2);
@@ -249,9 +249,9 @@ DrvStatus SimDriver::stream_synchronize(std::uint32_t s, std::uint64_t timeout_n
   if (!m_.stream_idle(s)) {
     if (stream_ev_.size() <= s) stream_ev_.resize(s + 1);
     if (!stream_ev_[s]) stream_ev_[s] = std::make_unique<sc_core::sc_event>();
-    const models::Tick deadline = sc_core::sc_time_stamp().value() + timeout_ns * models::kPsPerNs;
+    const models::Tick deadline = now_ps() + timeout_ns * models::kPsPerNs;
     while (!m_.stream_idle(s)) {
-      models::Tick now = sc_core::sc_time_stamp().value();
+      models::Tick now = now_ps();
       if (now >= deadline) {
         if (error) *error = stuck_report(s);
         return DrvStatus::Timeout;
@@ -355,8 +355,7 @@ void SimDriver::wait_timer_fired(std::uint64_t who, std::uint64_t n) {
     return;
   }
   const std::uint64_t i = who & ~kCtrlWait;
-  if (who & kCtrlWait) ctrl_ev_[i]->notify();
-  else stream_ev_[i]->notify();
+  wake_at_now(who & kCtrlWait ? *ctrl_ev_[i] : *stream_ev_[i], false);
 }
 
 void SimDriver::host_delay(std::uint64_t ns) {
@@ -364,7 +363,7 @@ void SimDriver::host_delay(std::uint64_t ns) {
     sc_core::wait(sc_core::sc_time::from_value(ns * models::kPsPerNs));
 }
 
-std::uint64_t SimDriver::now_ns() { return sc_core::sc_time_stamp().value() / models::kPsPerNs; }
+std::uint64_t SimDriver::now_ns() { return now_ps() / models::kPsPerNs; }
 
 void SimDriver::profile_op(std::uint32_t device, std::uint64_t begin_key, std::uint64_t end_key, const hcomm::OpInfo& info) {
   OpRecord r;
@@ -462,11 +461,11 @@ void SimDriver::on_interrupt(std::uint32_t npu, std::uint64_t) {
 }
 
 void SimDriver::on_stream_idle(std::uint32_t s) {
-  if (s < stream_ev_.size() && stream_ev_[s]) stream_ev_[s]->notify(sc_core::SC_ZERO_TIME);
+  if (s < stream_ev_.size() && stream_ev_[s]) wake_at_now(*stream_ev_[s], true);
 }
 
 void SimDriver::on_sq_space(std::uint32_t s) {
-  if (s < stream_ev_.size() && stream_ev_[s]) stream_ev_[s]->notify(sc_core::SC_ZERO_TIME);
+  if (s < stream_ev_.size() && stream_ev_[s]) wake_at_now(*stream_ev_[s], true);
 }
 
 void SimDriver::on_task_error(std::uint32_t s, const std::string& why) {
@@ -481,15 +480,15 @@ void SimDriver::on_task_error(std::uint32_t s, const std::string& why) {
     dev_error_stream_[npu] = s;
   }
   for (std::uint32_t t = 0; t < stream_ev_.size(); ++t)
-    if (stream_ev_[t] && m_.stream_valid(t) && m_.stream_npu(t) == npu) stream_ev_[t]->notify(sc_core::SC_ZERO_TIME);
+    if (stream_ev_[t] && m_.stream_valid(t) && m_.stream_npu(t) == npu) wake_at_now(*stream_ev_[t], true);
 }
 
 void SimDriver::note(std::uint32_t rank, int level, const std::string& line) {
-  if (trace_) trace_->log(static_cast<double>(sc_core::sc_time_stamp().value()) / 1e3, rank, level, line);
+  if (trace_) trace_->log(static_cast<double>(now_ps()) / 1e3, rank, level, line);
 }
 
 void SimDriver::log(std::uint32_t device, int level, const std::string& line) {
-  double t = static_cast<double>(sc_core::sc_time_stamp().value()) / 1e3;
+  double t = static_cast<double>(now_ps()) / 1e3;
   if (level >= 0 && level < 4) ++log_count_[level];
   if (trace_) trace_->log(t, device < npu_rank_.size() ? npu_rank_[device] : -1, level, line);
   if (echo_) std::fprintf(stderr, "%s[%12.3f us] %s\n", g_status_line ? "\r\033[K" : "", t / 1e3, line.c_str());

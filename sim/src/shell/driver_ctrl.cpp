@@ -18,13 +18,13 @@ namespace {
 // A message into a receiver's box (ordinary or urgent): in arrival order, ties in send order; the
 // box's event, made on first use, fires at the arrival.
 template <class Box, class Entry>
-void post(Box& box, std::unique_ptr<sc_core::sc_event>& ev, Entry entry, models::Tick now) {
+void post(Box& box, std::unique_ptr<sc_core::sc_event>& ev, Entry entry) {
   const models::Tick arrival = entry.arrival;
   auto at = box.end();
   while (at != box.begin() && std::prev(at)->arrival > arrival) --at;
   box.insert(at, std::move(entry));
   if (!ev) ev = std::make_unique<sc_core::sc_event>();
-  ev->notify(sc_core::sc_time::from_value(arrival - now));
+  wake_at(*ev, arrival);
 }
 
 }  // namespace
@@ -56,9 +56,9 @@ DrvStatus SimDriver::ctrl_send(std::uint32_t from, std::uint32_t to, hcomm::Ctrl
   const std::uint32_t n = rank_count();
   if (from >= n || to >= n || !msg) return DrvStatus::Invalid;
   ctrl_size();
-  const models::Tick now = sc_core::sc_time_stamp().value();
+  const models::Tick now = now_ps();
   const models::Tick arrival = ctrl_arrival(from, to, msg->size(), now);
-  post(ctrl_box_[to], ctrl_ev_[to], CtrlEntry{from, arrival, std::move(msg)}, now);
+  post(ctrl_box_[to], ctrl_ev_[to], CtrlEntry{from, arrival, std::move(msg)});
   ++ctrl_msgs_;
   return DrvStatus::Ok;
 }
@@ -68,9 +68,9 @@ DrvStatus SimDriver::ctrl_recv(std::uint32_t to, std::uint32_t from, std::uint64
   if (to >= n || (from >= n && from != hcomm::kCtrlAnyRank) || !msg) return DrvStatus::Invalid;
   ctrl_size();
   if (!ctrl_ev_[to]) ctrl_ev_[to] = std::make_unique<sc_core::sc_event>();
-  const models::Tick deadline = sc_core::sc_time_stamp().value() + timeout_ns * models::kPsPerNs;
+  const models::Tick deadline = now_ps() + timeout_ns * models::kPsPerNs;
   for (;;) {
-    const models::Tick now = sc_core::sc_time_stamp().value();
+    const models::Tick now = now_ps();
     auto& box = ctrl_box_[to];
     models::Tick next = deadline;
     for (auto it = box.begin(); it != box.end(); ++it) {
@@ -96,15 +96,15 @@ DrvStatus SimDriver::ctrl_signal(std::uint32_t from, std::uint32_t to, hcomm::Ct
   const std::uint32_t n = rank_count();
   if (from >= n || to >= n || !msg) return DrvStatus::Invalid;
   ctrl_size();
-  const models::Tick now = sc_core::sc_time_stamp().value();
+  const models::Tick now = now_ps();
   const models::Tick arrival = ctrl_arrival(from, to, msg->size(), now);
-  post(sig_box_[to], sig_ev_[to], CtrlEntry{from, arrival, std::move(msg)}, now);
+  post(sig_box_[to], sig_ev_[to], CtrlEntry{from, arrival, std::move(msg)});
   ++ctrl_sigs_;
   return DrvStatus::Ok;
 }
 
 bool SimDriver::signal_pending(std::uint32_t rank) const {
-  return rank < sig_box_.size() && !sig_box_[rank].empty() && sig_box_[rank].front().arrival <= sc_core::sc_time_stamp().value();
+  return rank < sig_box_.size() && !sig_box_[rank].empty() && sig_box_[rank].front().arrival <= now_ps();
 }
 
 DrvStatus SimDriver::ctrl_signal_poll(std::uint32_t to, std::uint32_t* from, hcomm::CtrlMsg* msg) {
@@ -167,7 +167,7 @@ void SimDriver::port_size() {
 void SimDriver::nic_port_changed(std::uint32_t npu, bool up) {
   if (!port_evp_.on || npu >= m_.npu_count()) return;
   port_size();
-  const models::Tick now = sc_core::sc_time_stamp().value();
+  const models::Tick now = now_ps();
   const std::uint32_t rank = npu < npu_rank_.size() ? npu_rank_[npu] : ~0u;
   models::Tick& since = port_down_since_[npu];
   if (!up) {
@@ -213,7 +213,7 @@ void SimDriver::nic_port_changed(std::uint32_t npu, bool up) {
 void SimDriver::queue_event(std::uint32_t npu, PortEvt e) {
   port_size();
   if (e.kind != hcomm::DeviceEventKind::NicPortDown) dev_events_ = true;
-  const models::Tick now = sc_core::sc_time_stamp().value();
+  const models::Tick now = now_ps();
   const models::Tick arrival = std::max(e.arrival, now);
   e.arrival = arrival;
   auto& box = port_box_[npu];
@@ -221,15 +221,15 @@ void SimDriver::queue_event(std::uint32_t npu, PortEvt e) {
   while (at != box.begin() && std::prev(at)->arrival > arrival) --at;  // arrival order, ties in queueing order
   box.insert(at, std::move(e));
   if (!port_ev_[npu]) port_ev_[npu] = std::make_unique<sc_core::sc_event>();
-  port_ev_[npu]->notify(sc_core::sc_time::from_value(arrival - now));
+  wake_at(*port_ev_[npu], arrival);
 }
 
 bool SimDriver::port_event_pending(std::uint32_t npu) const {
-  return npu < port_box_.size() && !port_box_[npu].empty() && port_box_[npu].front().arrival <= sc_core::sc_time_stamp().value();
+  return npu < port_box_.size() && !port_box_[npu].empty() && port_box_[npu].front().arrival <= now_ps();
 }
 
 models::Tick SimDriver::next_interrupt(std::uint32_t rank, std::uint32_t npu) const {
-  const models::Tick now = sc_core::sc_time_stamp().value();
+  const models::Tick now = now_ps();
   models::Tick next = ~models::Tick{0};
   if (rank < sig_box_.size())
     for (const CtrlEntry& e : sig_box_[rank])
@@ -281,7 +281,7 @@ DrvStatus SimDriver::device_event_poll(std::uint32_t device, hcomm::DeviceEvent*
   return DrvStatus::Ok;
 }
 
-void SimDriver::fault_injected() { fault_ps_.push_back(sc_core::sc_time_stamp().value()); }
+void SimDriver::fault_injected() { fault_ps_.push_back(now_ps()); }
 
 void SimDriver::failover_reported(std::uint32_t device, const hcomm::FailoverInfo& f) {
   (void)device;

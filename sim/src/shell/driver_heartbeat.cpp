@@ -31,7 +31,7 @@ DrvStatus SimDriver::heartbeat_register(std::uint32_t rank, const hcomm::Heartbe
   if (hb_.size() < n) { hb_.resize(n); hb_state_.resize(n, 0); }
   ctrl_size();
   HbAgent& a = hb_[rank];
-  const models::Tick now = sc_core::sc_time_stamp().value();
+  const models::Tick now = now_ps();
   const bool was_on = a.on;
   // A neighbour dropped: this host closes the connection (that side stops watching it, not a
   // loss); one added: its silence is counted from now.
@@ -70,13 +70,13 @@ DrvStatus SimDriver::heartbeat_register(std::uint32_t rank, const hcomm::Heartbe
 
 void SimDriver::hb_arm() {
   if (hb_heap_.empty() || !hb_wake_) return;
-  const models::Tick now = sc_core::sc_time_stamp().value();
+  const models::Tick now = now_ps();
   const models::Tick at = hb_heap_.front().at;
-  hb_wake_->notify(sc_core::sc_time::from_value(at > now ? at - now : 0));  // an earlier notify replaces a later one
+  wake_at(*hb_wake_, at > now ? at : now);  // an earlier notify replaces a later one
 }
 
 void SimDriver::hb_run() {
-  const models::Tick now = sc_core::sc_time_stamp().value();
+  const models::Tick now = now_ps();
   while (!hb_heap_.empty() && hb_heap_.front().at <= now) {
     std::pop_heap(hb_heap_.begin(), hb_heap_.end(), std::greater<HbTick>());
     const HbTick t = hb_heap_.back();
@@ -175,7 +175,7 @@ void SimDriver::link_error_rate(const std::string& link, const std::vector<std::
   if (rate < crc_p_.threshold) return;
   // The firmware counts the link's CRC errors over one window; at its end the rate still holds
   // (the same setting: generation unchanged): the storm is raised on both ends' hosts.
-  const models::Tick now = sc_core::sc_time_stamp().value();
+  const models::Tick now = now_ps();
   for (const std::uint32_t npu : npus) {
     if (npu >= npu_rank_.size() || npu_rank_[npu] == ~0u) continue;
     PortEvt e;

@@ -126,7 +126,7 @@ std::string SimDriver::route_hops(std::uint32_t a, std::uint32_t b, const std::s
 void SimDriver::route_decided(std::uint32_t device, const hcomm::RouteInfo& r) {
   if (!route_reports()) return;
   RouteRow row;
-  row.t_ns = static_cast<double>(sc_core::sc_time_stamp().value()) / models::kPsPerNs;
+  row.t_ns = static_cast<double>(now_ps()) / models::kPsPerNs;
   row.comm = r.comm;
   row.src = r.src_rank;
   row.dst = r.dst_rank;
