@@ -4,7 +4,7 @@
 // simulated times; with -c 1 every rank's result is checked against a host reference.
 //
 //   hcomm_test OPERATION [-b 8K] [-e 64M] [-f 2] [-d fp32] [-o sum] [-r 0] [-p 8] [-n 20] [-w 5] [-c 1]
-//              [--topology FILE] [--fidelity TIER] [--algo SPEC] [--max-memory SIZE] [--plot OUT.svg]
+//              [--topology FILE] [--fidelity TIER] [--algo SPEC] [--max-memory SIZE] [--plot OUT.svg] [--db FILE]
 // Exit codes: 0 ok (and every check passed), 1 a check or call failed, 2 bad usage or input.
 
 #include <algorithm>
@@ -28,6 +28,7 @@
 #include "sim/host_process.h"
 #include "sim/payload.h"
 #include "sim/runner.h"
+#include "sim/stop.h"
 #include "sim/units.h"
 #include "svg_plot.h"
 
@@ -57,6 +58,8 @@ const char* kUsage =
     "                   pipeline\n"
     "  --max-memory SIZE  refuse (exit 2) when the checked run needs more host memory (default: MemAvailable)\n"
     "  --plot FILE      also write busbw against size as an SVG plot, one line per algorithm chosen\n"
+    "  --db FILE        also write the run's SQLite trace, tasks included (docs/trace-schema.md); an\n"
+    "                   existing file that is not an hcsim trace is not replaced (exit 2)\n"
     "  -h, --help       this text\n"
     "The collective buffer is 512 MiB per rank unless HCOMM_BUFFSIZE_MB or HCCL_BUFFSIZE says otherwise\n"
     "(the library's own default is 256 MiB). Columns: data_size(Bytes) aveg_time(us) alg_bandwidth(GB/s)\n"
@@ -178,6 +181,7 @@ int sc_main(int argc, char* argv[]) {
   std::uint64_t max_memory = 0;  // 0: what the machine has available
   std::string fidelity = "chunk", algo_spec, plot_file;
   bool algo_given = false;
+  std::string db_file;  // --db: the run's trace
   std::string dtype = "fp32", rop = "sum", topo_file = std::string(HCSIM_SOURCE_DIR) + "/topologies/atlas800t-a2.json";
   for (std::size_t i = 1; i < a.size(); ++i) {
     auto need = [&](const char* f) -> const std::string* {
@@ -205,6 +209,10 @@ int sc_main(int argc, char* argv[]) {
     } else if (f == "--max-memory") {
       if (!(v = need("--max-memory"))) return 2;
       if (!parse_size(*v, &max_memory)) return usage("bad size for --max-memory: " + *v);
+    } else if (f == "--db") {
+      if (!(v = need("--db"))) return 2;
+      if (v->empty()) return usage("--db needs a file name");
+      db_file = *v;
     } else if (f == "--plot") {
       if (!(v = need("--plot"))) return 2;
       if (v->empty()) return usage("--plot needs a file name");
@@ -349,6 +357,8 @@ int sc_main(int argc, char* argv[]) {
   sim::RunOptions opt;
   opt.fidelity = fidelity;
   opt.echo_logs = true;
+  opt.db_path = db_file;
+  opt.trace_tasks = !db_file.empty();  // the per-task rows are what explains a row's time
   auto program = [&](std::uint32_t r) {
     if (hcomm::driver() != &tap) {  // the first rank to run: tap the driver before any context exists
       tap.d = hcomm::driver();
@@ -519,7 +529,18 @@ int sc_main(int argc, char* argv[]) {
       if (++rows[k].done == n) print_row(k);  // the last rank through this size prints it
     }
   };
-  sim::run_program(*topo, program, opt, check);
+  try {
+    sim::run_program(*topo, program, opt, check);
+  } catch (const std::exception& e) {  // the trace could not be created (a file that is not ours, a missing directory)
+    std::fprintf(stderr, "hcomm_test: %s\n", e.what());
+    if (plot) std::fclose(plot);
+    return 2;
+  }
+  if (sim::stop_reason() == sim::kStopTraceError) {
+    std::fprintf(stderr, "hcomm_test: --db: writing the trace %s failed; the run stopped\n", db_file.c_str());
+    if (plot) std::fclose(plot);
+    return 2;
+  }
   bool all_ok = errors.empty();
   for (std::size_t k = 0; k < rows.size(); ++k) {
     if (!rows[k].printed) {  // a rank stopped early: the size is reported failed

@@ -78,5 +78,18 @@ pipe_time() {  # pipe_time OP LOW HIGH
 pipe_time allgather 505.6 780.8
 pipe_time reducescatter 674.7 949.9
 check bad-topology 2 "cannot open file" -- "$T" allreduce --topology /nonexistent.json
+# --db: the run's trace, one operations row per rank and iteration (8 ranks x (2 + 1)), its tasks;
+# a file that is not an hcsim trace is refused (exit 2) and left as it was.
+tmp=$(mktemp -d)
+check db-written 0 "^1048576 .* success" -- "$T" allreduce -b 1M -e 1M -n 2 -w 1 --db "$tmp/t.db"
+rows=$(sqlite3 "$tmp/t.db" "select count(*) from operations where kind = 'allreduce' and bytes = 1048576" 2>&1)
+tasks=$(sqlite3 "$tmp/t.db" "select count(*) from tasks" 2>&1)
+if [ "$rows" = 24 ] && [ "${tasks:-0}" -gt 0 ] 2>/dev/null; then echo "ok   db-rows"; pass=$((pass + 1))
+else echo "FAIL db-rows (operations $rows, tasks $tasks)"; fail=$((fail + 1)); fi
+echo "not a trace" > "$tmp/keep.txt"
+check db-refused 2 "not an hcsim trace" -- "$T" allreduce -b 8K -e 8K -n 1 -w 0 --db "$tmp/keep.txt"
+if [ "$(cat "$tmp/keep.txt")" = "not a trace" ]; then echo "ok   db-kept"; pass=$((pass + 1)); else echo "FAIL db-kept"; fail=$((fail + 1)); fi
+check db-no-dir 2 "cannot create trace database" -- "$T" allreduce -b 8K -e 8K -n 1 -w 0 --db "$tmp/no/such/dir/t.db"
+rm -rf "$tmp"
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ]
