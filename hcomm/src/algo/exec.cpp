@@ -143,7 +143,9 @@ hcomm_result_t run_steps(hcomm_comm_t comm, hcomm_stream_t main, const Members& 
   std::vector<Grant> grants;          // in receive order, then sorted by point
   std::vector<std::uint32_t> start_step;  // the step of each grant due at the start, in receive order
   std::vector<std::uint32_t> peers;
+  std::vector<std::uint32_t> first_to;    // the members the plan's first step with sends writes to
   {
+    bool first_seen = false;
     std::vector<std::int64_t> last_on_slot(a.slots, -1);
     std::map<std::uint64_t, std::int64_t> last_point;  // (sender, key) -> point of its previous grant
     std::int64_t prev_last = -1;                       // last receive of the previous step that had any
@@ -157,8 +159,13 @@ hcomm_result_t run_steps(hcomm_comm_t comm, hcomm_stream_t main, const Members& 
       for (const Recv& x : fp->recvs) peers.push_back(mem.rank(x.from));
       std::sort(peers.begin(), peers.end());
       peers.erase(std::unique(peers.begin(), peers.end()), peers.end());
-      std::uint32_t rb = 0;
+      std::uint32_t rb = 0, sb = 0;
       for (const FlatPlan::End& e : fp->ends) {
+        if (step == 0 && !first_seen && e.send > sb) {  // the plan's step 0 only: a later step's
+          first_seen = true;                              // sends wait for the receives before them
+          for (std::uint32_t i = sb; i < e.send; ++i) first_to.push_back(fp->sends[i].to);
+        }
+        sb = e.send;
         const std::uint32_t step_b = rb;
         rb = e.recv;
         if (step_b == e.recv) { ++step; continue; }
@@ -202,6 +209,35 @@ hcomm_result_t run_steps(hcomm_comm_t comm, hcomm_stream_t main, const Members& 
   // The grants due at the start go out from a grant stream forked off main here (W is free from
   // this point of main on): a remote grant is a write that holds its stream until acknowledged,
   // and main's first steps need not wait behind many of them.
+  // A start grant to a member the first step writes to goes out from the stream that writes to
+  // it, just before its first write there (`early`), not from the grant stream: posted after the
+  // write, it would queue behind the write's bytes on the QP (RC keeps a QP's writes in order; on
+  // HCCS, behind the copy on the link) and the member's own first write would wait for them — a
+  // race of a few ns between the two streams that cost the pipeline all-gather a whole transfer.
+  std::vector<Grant> early;
+  {
+    std::size_t kept = 0;
+    const std::size_t n0 = start_step.size();
+    for (std::size_t i = 0; i < n0; ++i) {
+      if (std::find(first_to.begin(), first_to.end(), grants[i].from) != first_to.end()) {
+        early.push_back(grants[i]);
+        continue;
+      }
+      grants[kept] = grants[i];
+      start_step[kept] = start_step[i];
+      ++kept;
+    }
+    grants.erase(grants.begin() + static_cast<std::ptrdiff_t>(kept), grants.begin() + static_cast<std::ptrdiff_t>(n0));
+    start_step.resize(kept);
+  }
+  auto grant_early = [&](hcomm_stream_t s, std::uint32_t to) -> hcomm_result_t {
+    for (Grant& g : early)
+      if (g.from == to && g.point == -1) {
+        if (hcomm_result_t rc = ex.grant(s, g.from, g.key); rc != HCOMM_SUCCESS) return rc;
+        g.point = -2;  // issued
+      }
+    return HCOMM_SUCCESS;
+  };
   const std::size_t start_grants = start_step.size();
   // Of those, in each step the grants to senders reached by SDMA go first: a RoCE grant holds
   // the grant stream for its round trip, and an SDMA grant issued after the sender's own copy to
@@ -243,6 +279,7 @@ hcomm_result_t run_steps(hcomm_comm_t comm, hcomm_stream_t main, const Members& 
       sb = e.send;
       if (ns == 1) {
         const Send& x = sends[0];
+        if (hcomm_result_t rc = grant_early(main, x.to); rc != HCOMM_SUCCESS) return rc;  // before any wait
         if (hcomm_result_t rc = ex.send(main, x, true); rc != HCOMM_SUCCESS) return rc;
       } else if (ns > 1) {
         const auto lanes = static_cast<std::uint32_t>(std::min<std::size_t>(ns, kMaxPlanSlaves));
@@ -258,6 +295,7 @@ hcomm_result_t run_steps(hcomm_comm_t comm, hcomm_stream_t main, const Members& 
         // Sends that share a receiver's slot stay on one lane, in plan order: a credit is a count,
         // so two lanes waiting for the same slot could take each other's grant.
         std::vector<std::pair<std::uint64_t, std::uint32_t>> lane_of;  // (to, slot) -> lane
+        std::vector<std::uint32_t> lane_j(ns);
         std::uint32_t next_lane = 0;
         for (std::size_t j = 0; j < ns; ++j) {
           const Send& x = sends[j];
@@ -266,8 +304,14 @@ hcomm_result_t run_steps(hcomm_comm_t comm, hcomm_stream_t main, const Members& 
           auto it = std::find_if(lane_of.begin(), lane_of.end(), [&](const auto& le) { return le.first == k; });
           if (it != lane_of.end()) lane = it->second;
           else { lane_of.emplace_back(k, lane); next_lane = (next_lane + 1) % lanes; }
-          if (hcomm_result_t rc = ex.send(comm->plan_slaves[lane], x, true); rc != HCOMM_SUCCESS) return rc;
+          lane_j[j] = lane;
         }
+        // Each lane's early grants first, before any of its credit waits (a grant behind a wait
+        // could wait for the data it lets in).
+        for (std::size_t j = 0; j < ns; ++j)
+          if (hcomm_result_t rc = grant_early(comm->plan_slaves[lane_j[j]], sends[j].to); rc != HCOMM_SUCCESS) return rc;
+        for (std::size_t j = 0; j < ns; ++j)
+          if (hcomm_result_t rc = ex.send(comm->plan_slaves[lane_j[j]], sends[j], true); rc != HCOMM_SUCCESS) return rc;
         for (std::uint32_t k = 0; k < lanes; ++k)
           notify_record(comm->plan_slaves[k], comm->ctx->device, notify_key(comm->id, kPlanJoin, comm->rank, k));
       }
