@@ -529,15 +529,16 @@ int sc_main(int argc, char* argv[]) {
       if (++rows[k].done == n) print_row(k);  // the last rank through this size prints it
     }
   };
+  std::string run_error;
   try {
     sim::run_program(*topo, program, opt, check);
   } catch (const std::exception& e) {  // the trace could not be created (a file that is not ours, a missing directory)
-    std::fprintf(stderr, "hcomm_test: %s\n", e.what());
-    if (plot) std::fclose(plot);
-    return 2;
+    run_error = e.what();
   }
-  if (sim::stop_reason() == sim::kStopTraceError) {
-    std::fprintf(stderr, "hcomm_test: --db: writing the trace %s failed; the run stopped\n", db_file.c_str());
+  if (run_error.empty() && sim::stop_reason() == sim::kStopTraceError)
+    run_error = "--db: writing the trace " + db_file + " failed; the run stopped";
+  if (!run_error.empty()) {
+    std::fprintf(stderr, "hcomm_test: %s\n", run_error.c_str());
     if (plot) std::fclose(plot);
     return 2;
   }

@@ -143,9 +143,8 @@ hcomm_result_t run_steps(hcomm_comm_t comm, hcomm_stream_t main, const Members& 
   std::vector<Grant> grants;          // in receive order, then sorted by point
   std::vector<std::uint32_t> start_step;  // the step of each grant due at the start, in receive order
   std::vector<std::uint32_t> peers;
-  std::vector<std::uint32_t> first_to;    // the members the plan's first step with sends writes to
+  std::vector<std::uint32_t> first_to;    // the members the plan's step 0 writes to
   {
-    bool first_seen = false;
     std::vector<std::int64_t> last_on_slot(a.slots, -1);
     std::map<std::uint64_t, std::int64_t> last_point;  // (sender, key) -> point of its previous grant
     std::int64_t prev_last = -1;                       // last receive of the previous step that had any
@@ -159,13 +158,10 @@ hcomm_result_t run_steps(hcomm_comm_t comm, hcomm_stream_t main, const Members& 
       for (const Recv& x : fp->recvs) peers.push_back(mem.rank(x.from));
       std::sort(peers.begin(), peers.end());
       peers.erase(std::unique(peers.begin(), peers.end()), peers.end());
-      std::uint32_t rb = 0, sb = 0;
+      std::uint32_t rb = 0;
       for (const FlatPlan::End& e : fp->ends) {
-        if (step == 0 && !first_seen && e.send > sb) {  // the plan's step 0 only: a later step's
-          first_seen = true;                              // sends wait for the receives before them
-          for (std::uint32_t i = sb; i < e.send; ++i) first_to.push_back(fp->sends[i].to);
-        }
-        sb = e.send;
+        if (step == 0)  // step 0 only: a later step's sends wait for the receives before them
+          for (std::uint32_t i = 0; i < e.send; ++i) first_to.push_back(fp->sends[i].to);
         const std::uint32_t step_b = rb;
         rb = e.recv;
         if (step_b == e.recv) { ++step; continue; }
