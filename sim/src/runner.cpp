@@ -105,7 +105,7 @@ RunResult run_scenario(const Scenario& sc, const RunOptions& opt) {
   Trace* tp = nullptr;
   if (!opt.db_path.empty()) {
     std::string why;
-    if (!trace.open(opt.db_path, &why, opt.force_db)) throw std::runtime_error(opt.db_path + ": cannot create trace database: " + why);
+    if (!trace.open(opt.db_path, &why, opt.force_db, "--force")) throw std::runtime_error(opt.db_path + ": cannot create trace database: " + why);
     tp = &trace;
   }
   configure_kernel();

@@ -90,7 +90,7 @@ bool is_hcsim_trace(const std::string& path, std::string* why) {
 
 // May open() put a new trace at `path`? Directories and special files never; regular files if
 // they are hcsim traces, or with `force`.
-bool replaceable(const std::string& path, bool force, std::string* why) {
+bool replaceable(const std::string& path, bool force, const char* force_flag, std::string* why) {
   struct stat st{};
   if (::stat(path.c_str(), &st) != 0) {
     if (errno == ENOENT) return true;
@@ -101,7 +101,8 @@ bool replaceable(const std::string& path, bool force, std::string* why) {
   if (!S_ISREG(st.st_mode)) { *why = "is not a regular file (a device, FIFO or socket); refusing to replace it"; return false; }
   std::string what;
   if (force || is_hcsim_trace(path, &what)) return true;
-  *why = "exists and is not an hcsim trace (" + what + "); refusing to replace it (--force replaces it)";
+  *why = "exists and is not an hcsim trace (" + what + "); refusing to replace it";
+  if (force_flag) *why += std::string(" (") + force_flag + " replaces it)";
   return false;
 }
 
@@ -139,7 +140,7 @@ void Trace::unlock() {
   lock_fd_ = -1;
 }
 
-bool Trace::open(const std::string& path, std::string* why, bool force) {
+bool Trace::open(const std::string& path, std::string* why, bool force, const char* force_flag) {
   close();
   failed_ = false;
   error_.clear();
@@ -148,9 +149,9 @@ bool Trace::open(const std::string& path, std::string* why, bool force) {
   // Refuse directories and special files before creating a lock file beside them; check regular
   // files again under the lock (a run holding it may be creating the file right now).
   struct stat st{};
-  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode) && !replaceable(path, force, why)) return false;
+  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode) && !replaceable(path, force, force_flag, why)) return false;
   if (!lock(why)) return false;
-  if (!replaceable(path, force, why)) { unlock(); return false; }
+  if (!replaceable(path, force, force_flag, why)) { unlock(); return false; }
   // Replace the old trace together with any journal it left: a hot journal beside a new database
   // would be rolled back into it.
   for (const char* suffix : {"", "-journal", "-wal", "-shm"}) {

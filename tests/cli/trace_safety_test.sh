@@ -43,7 +43,7 @@ scenario long.json long 100000
 
 # --db naming the scenario itself, or the topology: refused, file untouched.
 cp s.json s.orig
-expect db-is-scenario 2 "s.json: cannot create trace database: exists and is not an hcsim trace \(not an SQLite database\)" -- "$HCSIM" run s.json --db s.json -q &&
+expect db-is-scenario 2 "s.json: cannot create trace database: exists and is not an hcsim trace \(not an SQLite database\); refusing to replace it \(--force replaces it\)" -- "$HCSIM" run s.json --db s.json -q &&
   { cmp -s s.json s.orig && [ ! -e s.json.lock ] && ok db-is-scenario || bad db-is-scenario "the scenario was modified"; }
 cp "$SRC/topologies/atlas800t-a2.json" topo.json
 expect db-is-topology 2 "topo.json: .*not an hcsim trace" -- "$HCSIM" run s.json --db topo.json -q &&

@@ -65,8 +65,10 @@ class Trace {
   /// Create a fresh database at `path`. An existing file is replaced only if it is an hcsim trace
   /// (its meta table says generator=hcsim; checked read-only) or `force` is set; a directory,
   /// device, FIFO or socket is never replaced. Fails if another run holds the path's lock.
-  /// False + `why` (the reason, without the path) on failure; nothing is modified then.
-  bool open(const std::string& path, std::string* why, bool force = false);
+  /// False + `why` (the reason, without the path) on failure; nothing is modified then. A caller
+  /// whose user can set `force` names the option in `force_flag`: a refused regular file's reason
+  /// then says it (e.g. "--force replaces it").
+  bool open(const std::string& path, std::string* why, bool force = false, const char* force_flag = nullptr);
   bool is_open() const { return db_ != nullptr; }
   /// Commit what is pending, close the database and release the lock. Never throws.
   void close() noexcept;
