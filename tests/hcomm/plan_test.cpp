@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "algo/contention.h"
 #include "algo/family.h"
 #include "plan_interp.h"
 
@@ -325,4 +326,52 @@ TEST(Plan, WindowsAreTheWholePlansSteps) {
         }
   }
   EXPECT_GT(windows, 10000);
+}
+
+// Leaf-uplink contention (algo/contention.h), computed by hand. `leaf`: each member's leaf, in
+// member (server) order; every leaf `rho` times more bandwidth down than up.
+namespace {
+FabricView fabric(std::vector<std::uint32_t> leaf, std::uint32_t leaves, double rho) {
+  FabricView v;
+  v.read = true;
+  v.leaf = std::move(leaf);
+  v.rho.assign(leaves, rho);
+  v.known = rho > 1;
+  return v;
+}
+}  // namespace
+
+TEST(Contention, HandComputedFactors) {
+  const FabricView v = fabric({0, 0, 0, 0, 1, 1, 1, 1}, 2, 4);  // 8 members, 2 leaves of 4, 4:1
+  // The ring: one of a leaf's four members sends across (x = 1/4, x * rho = 1): no growth.
+  EXPECT_DOUBLE_EQ(contention_factor(&kRing, CollOp::AllReduce, v), 1.0);
+  // H-D_R: masks 4, 2, 1 move 4:2:1; at mask 4 every member's partner is under the other leaf
+  // (x = 1: 4 x the bytes' time), masks 2 and 1 stay under the leaf.
+  EXPECT_DOUBLE_EQ(contention_factor(&kHd, CollOp::AllReduce, v), (4 * 4 + 2 + 1) / 7.0);
+  // NHR: pairs at distance 4 (all across, half the volume), then 2 and 1 (a quarter, an eighth) inside.
+  EXPECT_DOUBLE_EQ(contention_factor(&kNhr, CollOp::ReduceScatter, v), (0.5 * 4 + 0.25 + 0.125) / 0.875);
+  // NB: d = 1 moves 1 block (1 of 4 members across: 1), d = 2 two (2 of 4: 2), d = 4 four (all: 4).
+  EXPECT_DOUBLE_EQ(contention_factor(&kNb, CollOp::AllGather, v), (1 * 1 + 2 * 2 + 4 * 4) / 7.0);
+  // The double tree keeps most edges under a leaf: more than the ring's 1, well under H-D_R's.
+  const double tree = contention_factor(&kTree, CollOp::AllReduce, v);
+  EXPECT_GE(tree, 1.0);
+  EXPECT_LT(tree, contention_factor(&kHd, CollOp::AllReduce, v));
+  // Families and operations without a step pattern here are not priced.
+  EXPECT_DOUBLE_EQ(contention_factor(&kPairwise, CollOp::AllToAll, v), 1.0);
+  EXPECT_DOUBLE_EQ(contention_factor(&kHd, CollOp::Broadcast, v), 1.0);
+}
+
+TEST(Contention, FoldAndLeafOrder) {
+  // H-D_R over 6 members (p = 4, r = 2): members 1 and 3 fold into 0 and 2; survivors 0, 2, 4, 5
+  // (virtual 0..3). Leaves {0,1,2} and {3,4,5} at 2:1: mask 2 pairs 0-4 and 2-5, all across
+  // (x = 1: 2), weight 2; mask 1 pairs 0-2 and 4-5, inside, weight 1.
+  EXPECT_DOUBLE_EQ(contention_factor(&kHd, CollOp::AllReduce, fabric({0, 0, 0, 1, 1, 1}, 2, 2)), (2 * 2 + 1) / 3.0);
+  // Leaves that alternate in server order: every ring step crosses (x = 1): the whole rho.
+  EXPECT_DOUBLE_EQ(contention_factor(&kRing, CollOp::AllReduce, fabric({0, 1, 0, 1, 0, 1}, 2, 3)), 3.0);
+  // A 1:1 fabric, or one not read: nothing grows.
+  FabricView flat = fabric({0, 0, 1, 1}, 2, 1);
+  EXPECT_DOUBLE_EQ(contention_factor(&kHd, CollOp::AllReduce, flat), 1.0);
+  flat.known = true;
+  EXPECT_DOUBLE_EQ(contention_factor(&kHd, CollOp::AllReduce, flat), 1.0);
+  EXPECT_DOUBLE_EQ(contention_factor(&kHd, CollOp::AllReduce, FabricView{}), 1.0);
 }

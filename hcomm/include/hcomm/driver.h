@@ -70,6 +70,9 @@ struct NicInfo {
   std::uint32_t ip = 0;              ///< the NIC's IPv4, host byte order
   std::string neighbor;              ///< LLDP: the switch the port is cabled to ("" when none)
   std::uint32_t neighbor_port = 0;   ///< LLDP: that switch's port id
+  /// That switch's cabled bandwidth toward hosts (NICs) and toward other switches, bytes/s, as
+  /// its management interface reports its ports (0, 0: unknown). Down / up is its oversubscription.
+  std::uint64_t neighbor_down_Bps = 0, neighbor_up_Bps = 0;
 };
 /// Counters of the device's NIC, summed over its QPs since the run began (as rdma_cnp_rcv etc.).
 struct NicCounters {

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <vector>
 
+#include "algo/contention.h"
 #include "algo/passes.h"
 #include "core/algo_knob.h"
 #include "core/log.h"
@@ -69,7 +70,7 @@ bool hier_a2a_does(CollOp op, const Shape& s, std::uint64_t bytes, std::uint64_t
 
 bool mesh_does(CollOp op) { return op == CollOp::AllReduce || op == CollOp::ReduceScatter || op == CollOp::AllGather; }
 
-Choice make_one(Choice::Kind k, const Family* f, const Shape& s, CollOp op, std::uint64_t bytes) {
+Choice make_one(Choice::Kind k, const Family* f, const Shape& s, CollOp op, std::uint64_t bytes, const FabricView& fv) {
   Choice c;
   c.kind = k;
   c.family = f;
@@ -78,7 +79,12 @@ Choice make_one(Choice::Kind k, const Family* f, const Shape& s, CollOp op, std:
     c.est_ns = mesh_cost(op, s, bytes);
   } else if (k == Choice::Hier) {
     c.name = std::string("mesh+") + f->name;
-    const double inner = f->cost(op, s.servers, bytes / std::max<std::uint32_t>(1, s.local), roce_cost());
+    const std::uint64_t b1 = bytes / std::max<std::uint32_t>(1, s.local);
+    double inner = f->cost(op, s.servers, b1, roce_cost());
+    // On an oversubscribed fabric the steps to partners under other leaves share the leaf's
+    // uplinks: their share of the bandwidth term grows by the contention factor.
+    c.contention = inner < 0 ? 1 : contention_factor(f, op, fv);
+    if (c.contention > 1) inner += (c.contention - 1) * f->cost(op, s.servers, b1, LinkCost{0, roce_cost().beta_ns_per_byte, 0});
     c.est_ns = inner < 0 ? -1 : level0_cost(op, s, bytes) + inner;
   } else if (f == &kPipeline) {
     c.name = f->name;
@@ -98,10 +104,11 @@ Choice make_one(Choice::Kind k, const Family* f, const Shape& s, CollOp op, std:
 // C counted as the runner cuts the operation (pass_bytes). Without this a family with many steps
 // (the pipeline's S per chunk, the ring's 2(S - 1)) looks as cheap at 1 GiB as in one pass
 // (docs/algorithms/README.md#chunking).
-Choice make(Choice::Kind k, const Family* f, const Shape& s, CollOp op, std::uint64_t bytes, std::uint64_t ccl) {
+Choice make(Choice::Kind k, const Family* f, const Shape& s, CollOp op, std::uint64_t bytes, std::uint64_t ccl,
+            const FabricView& fv) {
   const std::uint64_t pass = pass_bytes(k, f, op, s, ccl);
   const std::uint64_t chunks = pass ? std::max<std::uint64_t>(1, (bytes + pass - 1) / pass) : 1;
-  Choice c = make_one(k, f, s, op, bytes / chunks);
+  Choice c = make_one(k, f, s, op, bytes / chunks, fv);
   if (c.est_ns >= 0) c.est_ns *= static_cast<double>(chunks);
   return c;
 }
@@ -131,6 +138,8 @@ LinkCost roce_cost() { return LinkCost{10000.0, 1.0 / 25.0, 1.0 / 100.0}; }
 Choice select_algo(hcomm_comm_t comm, CollOp op, std::uint64_t bytes, const Shape& s) {
   const int oi = static_cast<int>(op == CollOp::Gather ? CollOp::Reduce : op);  // gather: internal, follows reduce
   const std::uint64_t ccl = comm->ctx->ccl_bytes;
+  if (s.servers > 1 && s.local > 0 && s.n == s.servers * s.local) read_fabric(comm, s.servers, s.local);
+  const FabricView& fv = comm->fabric;
   const std::string& l0 = comm->algo.level0[oi];
   const std::string& l1 = comm->algo.level1[oi];
   // The forced choice, if it can run.
@@ -140,19 +149,19 @@ Choice select_algo(hcomm_comm_t comm, CollOp op, std::uint64_t bytes, const Shap
     bool ok = false;
     if (forced == "mesh") {
       ok = s.servers == 1 && s.mesh && mesh_does(op);
-      if (ok) c = make(Choice::Mesh, nullptr, s, op, bytes, ccl);
+      if (ok) c = make(Choice::Mesh, nullptr, s, op, bytes, ccl, fv);
     } else if (forced == kPipeline.name) {  // HCCL: where it does not apply, H-D_R or ring instead
       ok = pipeline_does(op, s);
-      if (ok) c = make(Choice::Flat, &kPipeline, s, op, bytes, ccl);
+      if (ok) c = make(Choice::Flat, &kPipeline, s, op, bytes, ccl, fv);
     } else if (forced == kPairwise.name && hier_a2a_does(op, s, bytes, ccl)) {  // level1:pairwise: the two levels
       ok = true;
-      c = make(Choice::Flat, &kHierAllToAll, s, op, bytes, ccl);
+      c = make(Choice::Flat, &kHierAllToAll, s, op, bytes, ccl, fv);
     } else if (const Family* f = family_named(forced)) {
       if (f->cost(op, s.n, bytes, roce_cost()) >= 0 && (!s.v || op != CollOp::AllToAll || f->alltoallv)) {
         ok = true;
         c = s.servers > 1 && hier_does(op) && s.mesh && s.local > 1 && f->cost(op, s.servers, bytes, roce_cost()) >= 0
-                ? make(Choice::Hier, f, s, op, bytes, ccl)
-                : make(Choice::Flat, f, s, op, bytes, ccl);
+                ? make(Choice::Hier, f, s, op, bytes, ccl, fv)
+                : make(Choice::Flat, f, s, op, bytes, ccl, fv);
       }
     }
     if (ok) {
@@ -164,21 +173,21 @@ Choice select_algo(hcomm_comm_t comm, CollOp op, std::uint64_t bytes, const Shap
   }
   // Automatic: every candidate's estimate; ties go to the earlier candidate.
   std::vector<Choice> cand;
-  if (s.servers == 1 && s.mesh && mesh_does(op)) cand.push_back(make(Choice::Mesh, nullptr, s, op, bytes, ccl));
+  if (s.servers == 1 && s.mesh && mesh_does(op)) cand.push_back(make(Choice::Mesh, nullptr, s, op, bytes, ccl, fv));
   for (const Family* f : kFamilies) {
     // Star and the double ring are intra-server algorithms: never across servers, neither over
     // all ranks nor as the level-1 phase of a composition.
     if ((f == &kStar || f == &kDoubleRing) && s.servers > 1) continue;
     if (s.servers > 1 && hier_does(op) && s.mesh && s.local > 1) {
-      Choice h = make(Choice::Hier, f, s, op, bytes, ccl);
+      Choice h = make(Choice::Hier, f, s, op, bytes, ccl, fv);
       if (h.est_ns >= 0) cand.push_back(h);
     }
     if (s.v && op == CollOp::AllToAll && !f->alltoallv) continue;
-    Choice c = make(Choice::Flat, f, s, op, bytes, ccl);
+    Choice c = make(Choice::Flat, f, s, op, bytes, ccl, fv);
     if (c.est_ns >= 0) cand.push_back(c);
   }
-  if (pipeline_does(op, s)) cand.push_back(make(Choice::Flat, &kPipeline, s, op, bytes, ccl));
-  if (hier_a2a_does(op, s, bytes, ccl)) cand.push_back(make(Choice::Flat, &kHierAllToAll, s, op, bytes, ccl));
+  if (pipeline_does(op, s)) cand.push_back(make(Choice::Flat, &kPipeline, s, op, bytes, ccl, fv));
+  if (hier_a2a_does(op, s, bytes, ccl)) cand.push_back(make(Choice::Flat, &kHierAllToAll, s, op, bytes, ccl, fv));
   std::stable_sort(cand.begin(), cand.end(), [](const Choice& a, const Choice& b) { return a.est_ns < b.est_ns; });
   Choice c = cand.front();
   if (cand.size() > 1) {

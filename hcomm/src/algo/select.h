@@ -28,6 +28,7 @@ struct Choice {
   const Family* family = nullptr;  ///< Hier: level 1; Flat: over all ranks
   std::string name;                ///< as recorded: "mesh", "mesh+NHR", "ring", ...
   double est_ns = 0;
+  double contention = 1;           ///< Hier: the leaf-uplink factor on its RoCE bandwidth term (algo/contention.h)
   std::string runner_up;           ///< "" when there was one candidate
   double runner_up_ns = 0;
   std::string by;                  ///< "auto", "HCOMM_ALGO", "HCCL_ALGO", "HCOMM_ALLREDUCE_ALGO", "config"

@@ -2,6 +2,7 @@
 #include "coll/run.h"
 
 #include <algorithm>
+#include <cstring>
 #include <vector>
 
 #include "algo/exec.h"
@@ -84,8 +85,10 @@ void log_decision(hcomm_comm_t comm, const CollReq& r, const OpInfo& info, const
   else levels = std::string(shape.servers > 1 ? "level1:" : "level0:") + c.family->name + " over all " + std::to_string(n) + " ranks";
   char root[32] = "";
   if (info.peer >= 0) std::snprintf(root, sizeof root, " root=%lld", static_cast<long long>(info.peer));
-  char runner[96] = "";
+  char runner[128] = "";
   if (!c.runner_up.empty()) std::snprintf(runner, sizeof runner, "; runner-up %s %.1f us", c.runner_up.c_str(), c.runner_up_ns / 1e3);
+  if (c.contention > 1)
+    std::snprintf(runner + std::strlen(runner), sizeof runner - std::strlen(runner), "; leaf uplinks x%.2f", c.contention);
   logf(comm->ctx, 3, "HCOMM(rank %u) %s seq=%llu count=%llu dtype=%s op=%s%s: algorithm %s (%s; chosen by %s, est %.1f us%s), chunks=%llu of %llu MiB, staging slots=%u",
        comm->rank, r.kind, static_cast<unsigned long long>(info.seq), static_cast<unsigned long long>(r.count),
        r.dtype >= 0 && r.dtype < 12 ? dtypes[r.dtype] : "?", reduces && r.redop >= 0 && r.redop < 4 ? redops[r.redop] : "-", root,

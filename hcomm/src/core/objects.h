@@ -47,6 +47,14 @@ struct PeerRoute {
   /// goes to it.
   bool control_only = false;
 };
+/// The level-1 group (one rank per server, in server order) as the fabric sees it
+/// (algo/contention.h).
+struct FabricView {
+  bool read = false;                ///< read_fabric ran
+  std::vector<std::uint32_t> leaf;  ///< per member: the index of the switch its NIC is cabled to
+  std::vector<double> rho;          ///< per leaf: bandwidth down (to NICs) / up (to switches), 0: no uplink
+  bool known = false;               ///< every member's leaf is known and some leaf has rho > 1
+};
 /// Per-communicator routing state: sparse (only peers actually used), plus what the NIC showed.
 struct RouteState {
   int policy = -1;  ///< -1 not read yet; route::kProbe / route::kHash
@@ -191,6 +199,7 @@ struct hcomm_comm_s {
   hcomm_stream_t batch_send = nullptr, batch_recv = nullptr;  // hcomm_batch_send_recv's helper streams
   std::map<std::uint32_t, hcomm::RankDesc> peers;  // descriptors of peers actually used
   hcomm::detail::RouteState route;                 // transport and path to peers actually used (route/)
+  hcomm::detail::FabricView fabric;                // leaf switches under the first rail (algo/contention.h)
   // Failover (core/failover.h, docs/failover.md).
   hcomm::detail::CommError error;                  // sticky: every later call returns error.code
   void (*error_cb)(hcomm_comm_t, hcomm_result_t, const char*, void*) = nullptr;

@@ -250,6 +250,9 @@ class SimDriver final : public hcomm::Driver, public models::MachineListener {
   std::vector<std::unique_ptr<sc_core::sc_event>> stream_ev_;
   std::map<std::pair<std::uint32_t, std::uint64_t>, std::size_t> begin_key_, end_key_;  // (npu,key) -> pending op
   std::vector<models::Network::Hop> probe_hops_;  // trace_probes' scratch
+  /// Per network node: a switch's cabled bandwidth (toward hosts, toward switches), read once
+  /// (nic_info's management view of a NIC's neighbour); ~0ULL first: not read yet.
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> switch_bw_;
   hcomm::DrvStatus trace_probes(std::uint32_t device, const std::uint32_t* targets, const std::uint16_t* sports, std::uint32_t n,
                                 const std::function<void(std::uint32_t, const std::vector<models::Network::Hop>&)>& on_reply);
   std::vector<std::string> dev_error_;            // per NPU: the first task failure (device in error), "" = none

@@ -25,6 +25,20 @@ DrvStatus SimDriver::nic_info(std::uint32_t device, hcomm::NicInfo* out) {
   if (p.cabled) {  // LLDP: the neighbour announces its name and port
     out->neighbor = net.node_name(p.peer);
     out->neighbor_port = p.peer_port;
+    if (net.is_switch(p.peer)) {  // its management interface: cabled bandwidth toward hosts and switches
+      if (switch_bw_.size() <= p.peer) switch_bw_.resize(p.peer + 1, {~0ULL, 0});
+      auto& bw = switch_bw_[p.peer];
+      if (bw.first == ~0ULL) {
+        bw = {0, 0};
+        for (std::uint32_t i = 0; i < net.node_ports(p.peer); ++i) {
+          const models::NetPort& q = net.port(p.peer, i);
+          if (!q.cabled) continue;
+          (net.is_switch(q.peer) ? bw.second : bw.first) += q.Bps;
+        }
+      }
+      out->neighbor_down_Bps = bw.first;
+      out->neighbor_up_Bps = bw.second;
+    }
   }
   return DrvStatus::Ok;
 }
