@@ -136,9 +136,10 @@ double cost(CollOp op, std::uint32_t n, std::uint64_t bytes, const LinkCost& c) 
   switch (op) {
     case CollOp::AllReduce: {
       // Every member is interior in one tree: it sends its half up once and down to two children,
-      // 1.5 D through its NIC, and the pipeline of P slices pays 2h - 1 more slice steps.
+      // 1.5 D through its NIC; the first slice's way up and down (2h - 1 more hops of one slice
+      // each) comes on top, the others stream behind it.
       const double h = ceil_log2(n & ~1u), s = D / (2 * P);
-      return (P + 2 * h - 1) * c.alpha_ns + 1.5 * D * c.beta_ns_per_byte * (P + 2 * h - 1) / P +
+      return (P + 2 * h - 1) * c.alpha_ns + (1.5 * D + (2 * h - 1) * s) * c.beta_ns_per_byte +
              (P + h - 1) * 2 * s * c.gamma_ns_per_byte;
     }
     case CollOp::Broadcast: {  // an interior member sends each slice to its two children in one round: 2 s through its NIC
