@@ -129,8 +129,11 @@ void tree(const FabricView& v, Acc* a) {
 
 void read_fabric(hcomm_comm_t comm, std::uint32_t servers, std::uint32_t local) {
   FabricView& v = comm->fabric;
-  if (v.read) return;
+  if (v.read && v.servers == servers && v.local == local) return;  // a shrunk communicator reads again
+  v = FabricView{};
   v.read = true;
+  v.servers = servers;
+  v.local = local;
   if (servers < 2 || local == 0) return;
   std::map<std::string, std::uint32_t> index;  // switch name -> leaf index, in order of first appearance
   v.leaf.assign(servers, 0);

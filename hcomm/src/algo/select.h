@@ -29,6 +29,7 @@ struct Choice {
   std::string name;                ///< as recorded: "mesh", "mesh+NHR", "ring", ...
   double est_ns = 0;
   double contention = 1;           ///< Hier: the leaf-uplink factor on its RoCE bandwidth term (algo/contention.h)
+  double plain_ns = 0;             ///< est_ns without the leaf-uplink term
   std::string runner_up;           ///< "" when there was one candidate
   double runner_up_ns = 0;
   std::string by;                  ///< "auto", "HCOMM_ALGO", "HCCL_ALGO", "HCOMM_ALLREDUCE_ALGO", "config"
