@@ -139,9 +139,12 @@ void read_fabric(hcomm_comm_t comm, std::uint32_t servers, std::uint32_t local) 
   v.leaf.assign(servers, 0);
   bool over = false;
   for (std::uint32_t s = 0; s < servers; ++s) {
-    const RankDesc* d = peer_desc(comm, s * local);
+    // The descriptor straight from the driver, not through peer_desc: that keeps every peer it
+    // is asked for, and S of them per rank is a table over pairs at 8192 ranks (840 MB).
+    RankDesc d;
     NicInfo ni;
-    if (!d || port::peer_nic_info(comm->ctx, d->device, &ni) != HCOMM_SUCCESS || !ni.present || ni.neighbor.empty()) {
+    if (port::rank_desc(comm->ctx, global_rank(comm, s * local), &d) != HCOMM_SUCCESS ||
+        port::peer_nic_info(comm->ctx, d.device, &ni) != HCOMM_SUCCESS || !ni.present || ni.neighbor.empty()) {
       v.leaf.clear();
       v.rho.clear();
       return;  // unknown: no contention term
