@@ -214,6 +214,12 @@ TEST(Plan, Star) { sweep(kStar); }
 // The double tree's two trees are complementary (no member interior in both), well formed
 // (parents and children agree, one root, depth <= ceil_log2(n & ~1)), and its all-reduce takes
 // P + 2 * ceil_log2(n & ~1) - 1 steps at most (P slices per tree).
+TEST(Plan, DoubleTreeParentIsTheNodes) {
+  for (std::uint32_t n : {2u, 3u, 7u, 8u, 33u, 100u, 1024u, 1025u})
+    for (std::uint32_t t = 0; t < 2; ++t)
+      for (std::uint32_t m = 0; m < n; ++m) EXPECT_EQ(double_tree_parent(n, m, t), double_tree_node(n, m, t).up) << n << " " << m << " " << t;
+}
+
 TEST(Plan, DoubleTreeShapeAndSteps) {
   for (std::uint32_t n = 2; n <= 64; ++n) {
     const std::uint32_t H = ceil_log2(n & ~1u);

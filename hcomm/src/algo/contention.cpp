@@ -111,12 +111,14 @@ void tree(const FabricView& v, Acc* a) {
   std::vector<std::uint32_t> out(leaves, 0), all(leaves, 0);
   for (std::uint32_t t = 0; t < 2; ++t)
     for (std::uint32_t m = 0; m < n; ++m) {
-      const TreeNode nd = double_tree_node(n, m, t);
-      for (std::int64_t o : {nd.up, nd.down[0], nd.down[1]}) {
-        if (o < 0) continue;
-        const std::uint32_t l = v.leaf[m];
-        ++all[l];
-        if (v.leaf[static_cast<std::size_t>(o)] != l) ++out[l];
+      const std::int64_t up = double_tree_parent(n, m, t);
+      if (up < 0) continue;
+      const std::uint32_t a = v.leaf[m], b = v.leaf[static_cast<std::size_t>(up)];  // the edge's two ends
+      ++all[a];
+      ++all[b];
+      if (a != b) {
+        ++out[a];
+        ++out[b];
       }
     }
   double f = 1;
@@ -164,14 +166,18 @@ void read_fabric(hcomm_comm_t comm, std::uint32_t servers, std::uint32_t local) 
 double contention_factor(const Family* f, CollOp op, const FabricView& v) {
   if (!v.known || v.leaf.size() < 2) return 1;
   if (op != CollOp::AllReduce && op != CollOp::ReduceScatter && op != CollOp::AllGather) return 1;
+  const std::pair<const void*, int> key{f, static_cast<int>(op)};
+  for (const auto& e : v.factors)
+    if (e.first == key) return e.second;
   Acc a;
   if (f == &kHd) hd(v, &a);
   else if (f == &kNhr) nhr(v, &a);
   else if (f == &kNb) nb(v, &a);
   else if (f == &kRing) ring(v, &a);
   else if (f == &kTree) tree(v, &a);
-  else return 1;
-  return a.mean();
+  const double x = a.w > 0 ? a.mean() : 1;
+  v.factors.emplace_back(key, x);
+  return x;
 }
 
 }  // namespace hcomm::detail

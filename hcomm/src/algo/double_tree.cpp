@@ -187,6 +187,16 @@ TreeNode double_tree_node(std::uint32_t n, std::uint32_t me, std::uint32_t t) {
   return nd;
 }
 
+std::int64_t double_tree_parent(std::uint32_t n, std::uint32_t me, std::uint32_t t) {
+  const std::uint32_t N = n & ~1u;
+  if (n < 2) return -1;
+  if (me == N) return t == 0 ? 0 : N - 1;
+  std::int64_t up, d0, d1;
+  btree_raw(N, t == 0 ? me : N - 1 - me, &up, &d0, &d1);
+  if (up < 0 || t == 0) return up;
+  return static_cast<std::int64_t>(N - 1) - up;
+}
+
 const Family kTree{"DOUBLE_TREE", build, cost, 4};
 
 }  // namespace hcomm::detail

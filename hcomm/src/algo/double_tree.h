@@ -27,4 +27,8 @@ TreeNode btree_node(std::uint32_t n, std::uint32_t pos);
 /// members < N, of tree 1 the odd ones: no member is interior in both. Depth <= ceil_log2(N).
 TreeNode double_tree_node(std::uint32_t n, std::uint32_t me, std::uint32_t t);
 
+/// Member `me`'s parent in tree t of the double tree over n members (-1 at the root): what
+/// double_tree_node says of it, without walking to the root for the depth.
+std::int64_t double_tree_parent(std::uint32_t n, std::uint32_t me, std::uint32_t t);
+
 }  // namespace hcomm::detail
