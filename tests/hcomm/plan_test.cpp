@@ -339,7 +339,6 @@ TEST(Plan, WindowsAreTheWholePlansSteps) {
 namespace {
 FabricView fabric(std::vector<std::uint32_t> leaf, std::uint32_t leaves, double rho) {
   FabricView v;
-  v.read = true;
   v.leaf = std::move(leaf);
   v.rho.assign(leaves, rho);
   v.known = rho > 1;

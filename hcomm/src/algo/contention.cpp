@@ -15,21 +15,25 @@ namespace {
 
 constexpr std::uint32_t kNone = ~0u;
 
-// One step: every member m sends to partner[m] (kNone: sits out). Returns max over leaves of
-// max(1, x_L * rho_L).
+// Max over leaves of max(1, x_L * rho_L), x_L = out[L] / all[L]: of L's transfers, the share
+// whose other end is under another leaf.
+double leaf_factor(const FabricView& v, const std::vector<std::uint32_t>& out, const std::vector<std::uint32_t>& all) {
+  double f = 1;
+  for (std::size_t l = 0; l < v.rho.size(); ++l)
+    if (all[l] && v.rho[l] > 0) f = std::max(f, static_cast<double>(out[l]) / all[l] * v.rho[l]);
+  return f;
+}
+
+// One step: every member m sends to partner[m] (kNone: sits out).
 double step_factor(const FabricView& v, const std::vector<std::uint32_t>& partner) {
-  const std::size_t leaves = v.rho.size();
-  std::vector<std::uint32_t> out(leaves, 0), all(leaves, 0);
+  std::vector<std::uint32_t> out(v.rho.size(), 0), all(v.rho.size(), 0);
   for (std::size_t m = 0; m < partner.size(); ++m) {
     if (partner[m] == kNone) continue;
     const std::uint32_t l = v.leaf[m];
     ++all[l];
     if (v.leaf[partner[m]] != l) ++out[l];
   }
-  double f = 1;
-  for (std::size_t l = 0; l < leaves; ++l)
-    if (all[l] && v.rho[l] > 0) f = std::max(f, static_cast<double>(out[l]) / all[l] * v.rho[l]);
-  return f;
+  return leaf_factor(v, out, all);
 }
 
 struct Acc {
@@ -121,19 +125,15 @@ void tree(const FabricView& v, Acc* a) {
         ++out[b];
       }
     }
-  double f = 1;
-  for (std::size_t l = 0; l < leaves; ++l)
-    if (all[l] && v.rho[l] > 0) f = std::max(f, static_cast<double>(out[l]) / all[l] * v.rho[l]);
-  a->add(1, f);
+  a->add(1, leaf_factor(v, out, all));
 }
 
 }  // namespace
 
 void read_fabric(hcomm_comm_t comm, std::uint32_t servers, std::uint32_t local) {
   FabricView& v = comm->fabric;
-  if (v.read && v.servers == servers && v.local == local) return;  // a shrunk communicator reads again
+  if (v.servers == servers && v.local == local) return;  // read for this shape (a shrunk communicator reads again)
   v = FabricView{};
-  v.read = true;
   v.servers = servers;
   v.local = local;
   if (servers < 2 || local == 0) return;
@@ -164,7 +164,7 @@ void read_fabric(hcomm_comm_t comm, std::uint32_t servers, std::uint32_t local) 
 }
 
 double contention_factor(const Family* f, CollOp op, const FabricView& v) {
-  if (!v.known || v.leaf.size() < 2) return 1;
+  if (!v.known) return 1;
   if (op != CollOp::AllReduce && op != CollOp::ReduceScatter && op != CollOp::AllGather) return 1;
   const std::pair<const void*, int> key{f, static_cast<int>(op)};
   for (const auto& e : v.factors)

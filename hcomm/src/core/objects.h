@@ -50,8 +50,7 @@ struct PeerRoute {
 /// The level-1 group (one rank per server, in server order) as the fabric sees it
 /// (algo/contention.h).
 struct FabricView {
-  bool read = false;                ///< read_fabric ran, for this shape:
-  std::uint32_t servers = 0, local = 0;
+  std::uint32_t servers = 0, local = 0;  ///< the shape read_fabric read it for (0: not yet)
   std::vector<std::uint32_t> leaf;  ///< per member: the index of the switch its NIC is cabled to
   std::vector<double> rho;          ///< per leaf: bandwidth down (to NICs) / up (to switches), 0: no uplink
   bool known = false;               ///< every member's leaf is known and some leaf has rho > 1
