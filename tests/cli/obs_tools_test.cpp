@@ -229,7 +229,7 @@ TEST_F(ObsTools, TraceOptionalTables) {
     if (e["ph"] == "C") ++counters;
     if (e["ph"] == "X" && e["cat"] == "link") {
       ++busy;
-      EXPECT_DOUBLE_EQ(e["ts"].get<double>(), 0.0);
+      EXPECT_DOUBLE_EQ(e["ts"].get<double>(), 1.0);  // the interval [1000, 2000) ns
       EXPECT_DOUBLE_EQ(e["dur"].get<double>(), 1.0);
     }
     if (e["ph"] == "i" && e["cat"] == "failover") ++failovers;

@@ -254,8 +254,8 @@ int trace_main(const std::vector<std::string>& argv) {
     std::map<std::string, std::int64_t> link_tid;
     ok = db.query("SELECT t_ns, interval_ns, kind, object, metric, value FROM counter_samples ORDER BY kind, object, metric, t_ns, rowid",
                   [&](const Row& r) {
-                    const double t = r.d(0), iv = r.d(1), v = r.d(5);
-                    const double t0 = std::max(0.0, t - iv);  // a sample covers (t - interval, t]
+                    const double t0 = r.d(0), iv = r.d(1), v = r.d(5);
+                    const double t = t0 + iv;  // a sample covers [t_ns, t_ns + interval_ns) (docs/trace-schema.md)
                     if (!in_window(t0, t)) return;
                     const std::string kind = r.s(2), obj = r.s(3), metric = r.s(4);
                     const std::int64_t pid = kind == "link" ? pid_links : pid_ports;
