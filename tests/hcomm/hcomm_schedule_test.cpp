@@ -225,6 +225,67 @@ TEST(HcommSchedule, MultiQpThresholdLimitsTheStripesOfAWrite) {
   }
 }
 
+// A step's writes to one receiver share the QPs the threshold rule gives their total, each on its
+// own consecutive ones, in proportion to their bytes (algo/exec.cpp share_qps): NB on six members
+// sends a wrapping block run as two writes. With each on the first k QPs, the two overlapped on
+// QPs 0..5 and two of the peer's eight (and the uplinks routed for them) carried nothing: on 128
+// servers a short run's one QP held 0.875 MiB against 0.55 MiB on each of the long run's and set
+// the step's end.
+TEST(HcommSchedule, WritesToOneReceiverInAStepShareItsQps) {
+  const std::uint32_t S = 6, nqp = 8;
+  const std::uint64_t thr = 16u << 10, block = 96u << 10, count = S * block / 4;
+  setenv("HCOMM_ALGO", "level0:NA;level1:NB", 1);
+  setenv("HCOMM_NUM_QP", "8", 1);
+  setenv("HCOMM_MULTI_QP_THRESHOLD", "16", 1);
+  Cluster c(S, 1);
+  unsetenv("HCOMM_ALGO");
+  unsetenv("HCOMM_NUM_QP");
+  unsetenv("HCOMM_MULTI_QP_THRESHOLD");
+  std::size_t first = 0, end = 0;
+  c.expect_sum(c.allreduce(count, &first, &end), count);
+  for (const auto& op : c.drv.ops) EXPECT_EQ(op.algorithm, "NB");
+  // A rank's data writes in submission order; consecutive ones to one target are one step's runs
+  // (NB's targets change every step on six members).
+  std::size_t groups = 0;
+  for (std::uint32_t dev = 0; dev < S; ++dev) {
+    std::vector<hcomm::DrvTask> w;
+    for (std::size_t i = first; i < end; ++i)
+      if (c.drv.tasks[i].device == dev && c.drv.tasks[i].task.kind == DrvTaskKind::RdmaWrite && c.drv.tasks[i].task.bytes)
+        w.push_back(c.drv.tasks[i].task);
+    for (std::size_t a = 0; a < w.size();) {
+      std::size_t b = a + 1;
+      while (b < w.size() && w[b].target == w[a].target) ++b;
+      if (b - a >= 2) {
+        std::uint64_t total = 0;
+        for (std::size_t i = a; i < b; ++i) total += w[i].bytes;
+        const std::uint64_t k = std::min<std::uint64_t>(nqp, std::max<std::uint64_t>(1, total / thr));
+        if (b - a > k) {  // more runs than QPs: one each, in turn
+          for (std::size_t i = a; i < b; ++i) EXPECT_EQ(w[i].qp_count, 1u) << "rank " << dev;
+        } else {
+          ++groups;
+          std::uint32_t qps = 0;
+          std::vector<bool> used(nqp, false);
+          for (std::size_t i = a; i < b; ++i) {
+            qps += w[i].qp_count;
+            ASSERT_GE(w[i].qp_count, 1u);
+            ASSERT_LE(w[i].qp_base + w[i].qp_count, nqp);
+            for (std::uint32_t q = w[i].qp_base; q < w[i].qp_base + w[i].qp_count; ++q) {
+              EXPECT_FALSE(used[q]) << "rank " << dev << ": QP " << q << " taken by two writes of one step";
+              used[q] = true;
+            }
+          }
+          EXPECT_EQ(qps, k) << "rank " << dev << ": the rule on the step's total";
+          for (std::size_t i = a; i < b; ++i)  // in proportion: within one QP's share of the others
+            for (std::size_t j = a; j < b; ++j)
+              EXPECT_LE(w[i].bytes / w[i].qp_count, 2 * (w[j].bytes / w[j].qp_count)) << "rank " << dev;
+        }
+      }
+      a = b;
+    }
+  }
+  EXPECT_GT(groups, 0u) << "some step wrote one receiver twice, with QPs for each";
+}
+
 // A grant due at the start, to a rank the plan's first step writes to, goes out from the stream
 // that writes there, before that write: from another stream it could be posted a few ns after the
 // write and wait behind the write's bytes on the QP (RC keeps a QP's writes in order), holding

@@ -109,7 +109,7 @@ struct Exec {
     return remote_notify(s, comm, *d, notify_key(comm->id, kPlanCredit, comm->rank, slot));
   }
 
-  hcomm_result_t send(hcomm_stream_t s, const Send& x, bool wait_credit) const {
+  hcomm_result_t send(hcomm_stream_t s, const Send& x, bool wait_credit, QpSlice qs = {}) const {
     const RankDesc* d = desc(x.to);
     if (!d) return HCOMM_E_NOT_FOUND;
     const std::uint32_t slot = slot_of(x.mode, x.slot);
@@ -117,9 +117,46 @@ struct Exec {
     const std::uint64_t dst = d->device_base_addr +
                               (x.mode == Mode::Direct ? ccl_off(a.w) + x.dst_off : ccl_off(a.stage) + x.slot * a.slot_bytes);
     return put_notify(s, comm, *d, dst, x.src, x.bytes, notify_key(comm->id, kPlanData, comm->rank, slot),
-                      comm->ctx->ccl_rkey);
+                      comm->ctx->ccl_rkey, qs);
   }
 };
+
+// The QPs of a step's writes to one receiver (QpSlice, core/objects.h): the threshold rule on
+// their total gives K QPs, shared in proportion to the bytes (at least one each; more writes than
+// QPs take them in turn), each write on its own consecutive ones. A receiver written once in the
+// step keeps the rule's own choice (count 0).
+std::vector<QpSlice> share_qps(const RdmaPolicy& p, const Send* sends, std::size_t ns) {
+  std::vector<QpSlice> qs(ns);
+  std::vector<char> done(ns, 0);
+  std::vector<std::size_t> g;
+  for (std::size_t j = 0; j < ns; ++j) {
+    if (done[j]) continue;
+    g.clear();
+    std::uint64_t total = 0;
+    for (std::size_t i = j; i < ns; ++i)
+      if (!done[i] && sends[i].to == sends[j].to && sends[i].bytes) { g.push_back(i); total += sends[i].bytes; done[i] = 1; }
+    if (g.size() < 2 || p.qp_count < 2) continue;
+    const auto k = static_cast<std::uint32_t>(
+        p.qp_min_bytes ? std::max<std::uint64_t>(1, std::min<std::uint64_t>(p.qp_count, total / p.qp_min_bytes)) : p.qp_count);
+    std::vector<std::uint32_t> c(g.size(), 1);
+    if (g.size() < k) {
+      std::uint32_t sum = static_cast<std::uint32_t>(g.size());
+      while (sum < k) {  // one more QP to the write with the most bytes per QP (the first of equals)
+        std::size_t m = 0;
+        for (std::size_t i = 1; i < g.size(); ++i)
+          if (sends[g[i]].bytes * c[m] > sends[g[m]].bytes * c[i]) m = i;
+        ++c[m];
+        ++sum;
+      }
+    }
+    std::uint32_t first = 0;
+    for (std::size_t i = 0; i < g.size(); ++i) {
+      qs[g[i]] = QpSlice{first % k, c[i]};
+      first += c[i];
+    }
+  }
+  return qs;
+}
 
 }  // namespace
 
@@ -306,8 +343,9 @@ hcomm_result_t run_steps(hcomm_comm_t comm, hcomm_stream_t main, const Members& 
         // could wait for the data it lets in).
         for (std::size_t j = 0; j < ns; ++j)
           if (hcomm_result_t rc = grant_early(comm->plan_slaves[lane_j[j]], sends[j].to); rc != HCOMM_SUCCESS) return rc;
+        const std::vector<QpSlice> qs = share_qps(route::rdma_policy(comm), sends, ns);
         for (std::size_t j = 0; j < ns; ++j)
-          if (hcomm_result_t rc = ex.send(comm->plan_slaves[lane_j[j]], sends[j], true); rc != HCOMM_SUCCESS) return rc;
+          if (hcomm_result_t rc = ex.send(comm->plan_slaves[lane_j[j]], sends[j], true, qs[j]); rc != HCOMM_SUCCESS) return rc;
         for (std::uint32_t k = 0; k < lanes; ++k)
           notify_record(comm->plan_slaves[k], comm->ctx->device, notify_key(comm->id, kPlanJoin, comm->rank, k));
       }

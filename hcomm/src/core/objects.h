@@ -21,6 +21,14 @@ struct RdmaPolicy {
   std::uint64_t rate_cap_Bps = 0;   ///< 0 = no cap
   std::uint32_t retry_count = ~0u;  ///< ~0u: the driver's default
 };
+/// Part of a peer's QPs for one RDMA write: QPs first .. first + count - 1 of the policy's
+/// (count 0: the policy's rule). Writes that travel to one peer together (a plan step's block
+/// runs) share the QPs the threshold rule gives their total, in proportion to their bytes
+/// (algo/exec.cpp): each on the first k QPs, a short run's one QP carried as much as four of a
+/// long run's and set the step's end (NB on 128 servers).
+struct QpSlice {
+  std::uint32_t first = 0, count = 0;
+};
 /// A user's algorithm override per operation (index: CollOp, algo/plan.h); empty = automatic.
 /// Parsed at communicator init (algo/select.h).
 struct AlgoOverride {

@@ -55,7 +55,7 @@ hcomm_result_t reduce_copy(hcomm_stream_t s, std::uint64_t dst, std::uint64_t sr
 }
 hcomm_result_t rdma_write(hcomm_stream_t s, std::uint32_t device, std::uint64_t dst, std::uint64_t src, std::uint64_t bytes,
                           bool notify, std::uint64_t key, std::uint32_t rkey, const RdmaPolicy& policy, std::uint32_t via,
-                          bool wait_cqe) {
+                          bool wait_cqe, QpSlice qs) {
   DrvTask t;
   t.kind = DrvTaskKind::RdmaWrite;
   t.target = device;
@@ -73,6 +73,11 @@ hcomm_result_t rdma_write(hcomm_stream_t s, std::uint32_t device, std::uint64_t 
   if (policy.qp_min_bytes)
     t.qp_count = static_cast<std::uint32_t>(std::max<std::uint64_t>(1, std::min<std::uint64_t>(policy.qp_count, bytes / policy.qp_min_bytes)));
   t.qp_base = policy.qp_base;
+  if (qs.count && policy.qp_count > 0) {
+    t.qp_count = std::min(qs.count, policy.qp_count);
+    const std::uint32_t first = qs.first % policy.qp_count;
+    if (first + t.qp_count <= policy.qp_count) t.qp_base += first;
+  }
   t.rate_cap_Bps = policy.rate_cap_Bps;
   t.retry_count = policy.retry_count;
   t.via = via;

@@ -18,9 +18,11 @@ hcomm_result_t reduce_copy(hcomm_stream_t s, std::uint64_t dst, std::uint64_t sr
 /// NIC being down, docs/failover.md#nic-borrowing); ~0u: the target's own. The task ends at its
 /// doorbell (the stream goes on while the bytes travel; the peer learns of them by the notify),
 /// or, with wait_cqe, once the writes are acknowledged (the source may be reused after it).
+/// `qs`: which of the peer's QPs the write is striped over (count 0: the policy's rule, from its
+/// first QP; QpSlice).
 hcomm_result_t rdma_write(hcomm_stream_t s, std::uint32_t device, std::uint64_t dst, std::uint64_t src, std::uint64_t bytes,
                           bool notify, std::uint64_t key, std::uint32_t rkey, const RdmaPolicy& policy, std::uint32_t via = ~0u,
-                          bool wait_cqe = false);
+                          bool wait_cqe = false, QpSlice qs = {});
 /// The stream waits until every RDMA write its device posted so far is acknowledged.
 hcomm_result_t rdma_fence(hcomm_stream_t s);
 }  // namespace hcomm::detail

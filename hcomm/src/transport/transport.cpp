@@ -65,7 +65,7 @@ hcomm_result_t remote_notify(hcomm_stream_t s, hcomm_comm_t comm, const RankDesc
 }
 
 hcomm_result_t put_notify(hcomm_stream_t s, hcomm_comm_t comm, const RankDesc& peer, std::uint64_t dst, std::uint64_t src,
-                          std::uint64_t bytes, std::uint64_t key, std::uint32_t rkey) {
+                          std::uint64_t bytes, std::uint64_t key, std::uint32_t rkey, QpSlice qs) {
   if (via_sdma(comm, peer)) {
     if (hcomm_result_t rc = sdma_write(s, comm, peer, dst, src, bytes, false, 0, 0); rc != HCOMM_SUCCESS) return rc;
     return remote_notify(s, comm, peer, key);
@@ -77,7 +77,7 @@ hcomm_result_t put_notify(hcomm_stream_t s, hcomm_comm_t comm, const RankDesc& p
     return relay::notify(s, comm, r, peer, key);
   }
   if (bytes) comm->rdma_unfenced = true;  // the op's end fences it (coll/run.cpp)
-  return rdma_write(s, peer.device, dst, src, bytes, true, key, rkey, policy_to(comm, peer, r), r.via_device);
+  return rdma_write(s, peer.device, dst, src, bytes, true, key, rkey, policy_to(comm, peer, r), r.via_device, false, qs);
 }
 
 }  // namespace hcomm::detail

@@ -22,5 +22,5 @@ hcomm_result_t sdma_read(hcomm_stream_t s, hcomm_comm_t comm, const RankDesc& pe
 hcomm_result_t remote_notify(hcomm_stream_t s, hcomm_comm_t comm, const RankDesc& peer, std::uint64_t key);
 /// Write bytes to the peer (dst is an address in its HBM, in the region of `rkey`), then notify `key` there.
 hcomm_result_t put_notify(hcomm_stream_t s, hcomm_comm_t comm, const RankDesc& peer, std::uint64_t dst, std::uint64_t src,
-                          std::uint64_t bytes, std::uint64_t key, std::uint32_t rkey);
+                          std::uint64_t bytes, std::uint64_t key, std::uint32_t rkey, QpSlice qs = {});
 }  // namespace hcomm::detail
