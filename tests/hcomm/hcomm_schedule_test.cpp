@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
@@ -196,6 +197,19 @@ TEST(HcommSchedule, RingAllReduceTakesTwoSMinusOneSteps) {
   EXPECT_TRUE(unmatched(c.drv, first, end).empty()) << "every credit is used: nothing carries into the next operation";
 }
 
+// S servers of one rank whose communicators force `algo` with `num_qp` QPs per peer and a
+// multi-QP threshold of `thr` KiB (null: the default); the variables are unset again.
+std::unique_ptr<Cluster> qp_cluster(std::uint32_t S, const char* algo, const char* num_qp, const char* thr) {
+  setenv("HCOMM_ALGO", algo, 1);
+  setenv("HCOMM_NUM_QP", num_qp, 1);
+  if (thr) setenv("HCOMM_MULTI_QP_THRESHOLD", thr, 1);
+  auto c = std::make_unique<Cluster>(S, 1);
+  unsetenv("HCOMM_ALGO");
+  unsetenv("HCOMM_NUM_QP");
+  unsetenv("HCOMM_MULTI_QP_THRESHOLD");
+  return c;
+}
+
 // HCCL_MULTI_QP_THRESHOLD's rule, with its documentation's example scaled by 1/8: its 1 MB write
 // between two ranks over 4 QPs per connection with a 512 KB threshold uses 2 QPs (each carrying
 // at least the threshold), so a 128 KiB write with a 64 KiB threshold uses 2; a threshold the
@@ -205,13 +219,8 @@ TEST(HcommSchedule, MultiQpThresholdLimitsTheStripesOfAWrite) {
   const std::uint64_t block = 128u << 10, count = S * block / 4;  // the ring moves 128 KiB blocks
   for (const auto& [thr, want] :
        {std::pair<const char*, std::uint32_t>{"64", 2}, {"256", 1}, {"16", 4}, {"32", 4}, {"33", 3}, {nullptr, 1}}) {
-    setenv("HCOMM_ALGO", "level0:NA;level1:ring", 1);
-    setenv("HCOMM_NUM_QP", "4", 1);
-    if (thr) setenv("HCOMM_MULTI_QP_THRESHOLD", thr, 1);  // unset: the default, 512 KiB
-    Cluster c(S, 1);
-    unsetenv("HCOMM_ALGO");
-    unsetenv("HCOMM_NUM_QP");
-    unsetenv("HCOMM_MULTI_QP_THRESHOLD");
+    const auto cp = qp_cluster(S, "level0:NA;level1:ring", "4", thr);  // thr null: the default, 512 KiB
+    Cluster& c = *cp;
     std::size_t first = 0, end = 0;
     c.expect_sum(c.allreduce(count, &first, &end), count);
     std::size_t blocks = 0;
@@ -234,13 +243,8 @@ TEST(HcommSchedule, MultiQpThresholdLimitsTheStripesOfAWrite) {
 TEST(HcommSchedule, WritesToOneReceiverInAStepShareItsQps) {
   const std::uint32_t S = 6, nqp = 8;
   const std::uint64_t thr = 16u << 10, block = 96u << 10, count = S * block / 4;
-  setenv("HCOMM_ALGO", "level0:NA;level1:NB", 1);
-  setenv("HCOMM_NUM_QP", "8", 1);
-  setenv("HCOMM_MULTI_QP_THRESHOLD", "16", 1);
-  Cluster c(S, 1);
-  unsetenv("HCOMM_ALGO");
-  unsetenv("HCOMM_NUM_QP");
-  unsetenv("HCOMM_MULTI_QP_THRESHOLD");
+  const auto cp = qp_cluster(S, "level0:NA;level1:NB", "8", "16");
+  Cluster& c = *cp;
   std::size_t first = 0, end = 0;
   c.expect_sum(c.allreduce(count, &first, &end), count);
   for (const auto& op : c.drv.ops) EXPECT_EQ(op.algorithm, "NB");
