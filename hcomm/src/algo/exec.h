@@ -8,6 +8,8 @@
 //     does — no incast from schedule skew); one sender's own writes pipeline freely.
 //   * Data: every write is followed (in order, on the same path) by a DATA notify at the receiver,
 //     which its receive waits for.
+//   * QPs: a step's writes to one receiver (block runs that wrap) share the QPs the multi-QP
+//     threshold gives their total, in proportion to their bytes (share_qps in exec.cpp).
 // Credits and data notifies are keyed by (communicator, purpose, peer rank, slot): no tables.
 #pragma once
 #include <cstdint>

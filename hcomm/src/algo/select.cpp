@@ -201,9 +201,9 @@ Choice select_algo(hcomm_comm_t comm, CollOp op, std::uint64_t bytes, const Shap
   // The leaf-uplink term overturns the choice the plain estimates make only for a predicted gain
   // of more than kOverturn: halving-doubling, NHR and NB move the same bytes in the same steps,
   // and where leaves do not align with their partners the term tells them apart by 1-2 %, less
-  // than their estimates' own errors (NB runs up to 9 % over its estimate from 256 servers on,
-  // 5-15 % for the small sizes the clos-1024 plan runs, H-D_R within 1 %;
-  // docs/algorithms/README.md#oversubscription).
+  // than their estimates' own errors (NB runs up to 9 % over its estimate at 64 MiB from 256
+  // servers on, and its 1 MiB all-reduce on clos-1024 at 2:1 11 % slower than H-D_R's; H-D_R
+  // within 1 %; docs/algorithms/README.md#oversubscription).
   constexpr double kOverturn = 0.05;
   std::size_t pick = 0;
   if (fv.known)
