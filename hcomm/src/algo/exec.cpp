@@ -136,8 +136,7 @@ std::vector<QpSlice> share_qps(const RdmaPolicy& p, const Send* sends, std::size
     for (std::size_t i = j; i < ns; ++i)
       if (!done[i] && sends[i].to == sends[j].to && sends[i].bytes) { g.push_back(i); total += sends[i].bytes; done[i] = 1; }
     if (g.size() < 2 || p.qp_count < 2) continue;
-    const auto k = static_cast<std::uint32_t>(
-        p.qp_min_bytes ? std::max<std::uint64_t>(1, std::min<std::uint64_t>(p.qp_count, total / p.qp_min_bytes)) : p.qp_count);
+    const std::uint32_t k = threshold_qps(p, total);
     std::vector<std::uint32_t> c(g.size(), 1);
     if (g.size() < k) {
       std::uint32_t sum = static_cast<std::uint32_t>(g.size());

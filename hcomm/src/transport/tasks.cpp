@@ -53,6 +53,13 @@ hcomm_result_t copy_2d(hcomm_stream_t s, std::uint64_t dst, std::uint64_t dpitch
 hcomm_result_t reduce_copy(hcomm_stream_t s, std::uint64_t dst, std::uint64_t src, std::uint64_t bytes, int dtype, int op) {
   return sdma(s, DrvTaskKind::ReduceCopy, dst, src, bytes, dtype, op);
 }
+// As HCCL_MULTI_QP_THRESHOLD: a write striped over num_qp QPs would leave a QP less than the
+// threshold, so it takes fewer, each carrying at least the threshold; below it, one
+// (docs/config.md).
+std::uint32_t threshold_qps(const RdmaPolicy& p, std::uint64_t bytes) {
+  if (!p.qp_min_bytes) return p.qp_count;
+  return static_cast<std::uint32_t>(std::max<std::uint64_t>(1, std::min<std::uint64_t>(p.qp_count, bytes / p.qp_min_bytes)));
+}
 hcomm_result_t rdma_write(hcomm_stream_t s, std::uint32_t device, std::uint64_t dst, std::uint64_t src, std::uint64_t bytes,
                           bool notify, std::uint64_t key, std::uint32_t rkey, const RdmaPolicy& policy, std::uint32_t via,
                           bool wait_cqe, QpSlice qs) {
@@ -66,12 +73,7 @@ hcomm_result_t rdma_write(hcomm_stream_t s, std::uint32_t device, std::uint64_t 
   t.value = notify ? 1 : 0;
   t.rkey = rkey;
   // The Driver interface takes the policy per task; the library sets it once per communicator.
-  // As HCCL_MULTI_QP_THRESHOLD: a write striped over num_qp QPs would leave a QP less than the
-  // threshold, so it takes fewer, each carrying at least the threshold; below it, one
-  // (docs/config.md).
-  t.qp_count = policy.qp_count;
-  if (policy.qp_min_bytes)
-    t.qp_count = static_cast<std::uint32_t>(std::max<std::uint64_t>(1, std::min<std::uint64_t>(policy.qp_count, bytes / policy.qp_min_bytes)));
+  t.qp_count = threshold_qps(policy, bytes);
   t.qp_base = policy.qp_base;
   if (qs.count && policy.qp_count > 0) {
     t.qp_count = std::min(qs.count, policy.qp_count);

@@ -18,6 +18,9 @@ hcomm_result_t reduce_copy(hcomm_stream_t s, std::uint64_t dst, std::uint64_t sr
 /// NIC being down, docs/failover.md#nic-borrowing); ~0u: the target's own. The task ends at its
 /// doorbell (the stream goes on while the bytes travel; the peer learns of them by the notify),
 /// or, with wait_cqe, once the writes are acknowledged (the source may be reused after it).
+/// QPs a write of `bytes` is striped over under the policy's multi-QP threshold (num_qp, fewer
+/// so that each carries at least the threshold, at least one).
+std::uint32_t threshold_qps(const RdmaPolicy& p, std::uint64_t bytes);
 /// `qs`: which of the peer's QPs the write is striped over (count 0: the policy's rule, from its
 /// first QP; QpSlice).
 hcomm_result_t rdma_write(hcomm_stream_t s, std::uint32_t device, std::uint64_t dst, std::uint64_t src, std::uint64_t bytes,
