@@ -352,7 +352,7 @@ int sc_main(int argc, char* argv[]) {
   };
 
   // The allreduce / reduce reference is the same for every rank: computed once per size.
-  struct { std::size_t k = SIZE_MAX; std::vector<std::uint8_t> v; } shared_ref;
+  struct { std::size_t k = SIZE_MAX; sim::Reference v; } shared_ref;
 
   sim::RunOptions opt;
   opt.fidelity = fidelity;
@@ -408,7 +408,7 @@ int sc_main(int argc, char* argv[]) {
       // Block j of a rank's input is its own stream (rep j), so a receiver can rebuild exactly the
       // block it gets without generating the sender's whole buffer.
       auto fill = [&](void* buf, std::uint64_t cnt, std::uint32_t rank, std::uint32_t rep) {
-        sim::fill_input(buf, cnt, mt, mop, sim::PayloadKey{1, static_cast<std::uint32_t>(k), rep}, rank);
+        sim::fill_input(buf, cnt, mt, mop, sim::PayloadKey{1, static_cast<std::uint32_t>(k), rep, nranks}, rank);
       };
       std::uint64_t in_total = 0, out_total = 0;  // elements
       if (op == Op::AllToAllV) {
@@ -475,25 +475,20 @@ int sc_main(int argc, char* argv[]) {
       if (check) {
         std::uint64_t n_out = 0;  // elements of out to compare
         std::vector<std::uint8_t> expect;
-        models::ReduceOp cop = models::ReduceOp::Max;  // exact comparison (a copy) unless reduced
-        std::uint32_t p = 1;
+        sim::Reference expect_rs;  // a reduce-scatter's block: bytes and tolerances
         switch (op) {
           case Op::AllReduce:
           case Op::Reduce:
             if (op == Op::Reduce && r != rootr) break;  // recv_buf is significant at the root only
             if (shared_ref.k != k) {
-              shared_ref.v = sim::allreduce_reference(count, mt, mop, sim::PayloadKey{1, static_cast<std::uint32_t>(k), 0}, n);
+              shared_ref.v = sim::allreduce_reference(count, mt, mop, sim::PayloadKey{1, static_cast<std::uint32_t>(k), 0, n}, n);
               shared_ref.k = k;
             }
             n_out = count;
-            cop = mop;
-            p = n;
             break;
           case Op::ReduceScatter:
             n_out = c;
-            expect = sim::allreduce_reference(c, mt, mop, sim::PayloadKey{1, static_cast<std::uint32_t>(k), r}, n);
-            cop = mop;
-            p = n;
+            expect_rs = sim::allreduce_reference(c, mt, mop, sim::PayloadKey{1, static_cast<std::uint32_t>(k), r, n}, n);
             break;
           case Op::Broadcast: n_out = count; expect.resize(count * esz); fill(expect.data(), count, rootr, 0); break;
           case Op::SendRecv: n_out = count; expect.resize(count * esz); fill(expect.data(), count, peer, 0); break;
@@ -518,8 +513,10 @@ int sc_main(int argc, char* argv[]) {
           if (fail("hcomm_memcpy_device_to_host", hcomm_memcpy_device_to_host(hb, out, n_out * esz, st)) ||
               fail("sync", hcomm_stream_synchronize(st)))
             return;
-          const std::uint8_t* ref = (op == Op::AllReduce || op == Op::Reduce) ? shared_ref.v.data() : expect.data();
-          const sim::CheckResult cr = sim::compare(hb, ref, n_out, mt, cop, p);
+          const sim::Reference* reduced = op == Op::AllReduce || op == Op::Reduce ? &shared_ref.v
+                                          : op == Op::ReduceScatter ? &expect_rs : nullptr;
+          const sim::CheckResult cr = reduced ? sim::compare(hb, reduced->bytes.data(), reduced->tol_at(0), n_out, mt)
+                                              : sim::compare(hb, expect.data(), nullptr, n_out, mt);
           if (!cr.ok()) {
             rows[k].ok = false;
             if (errors.size() < 20) errors.push_back("rank " + std::to_string(r) + " size " + std::to_string(bytes) + ": " + cr.detail);

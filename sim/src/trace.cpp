@@ -42,7 +42,8 @@ CREATE TABLE failovers(id INTEGER PRIMARY KEY, comm INTEGER, fault TEXT, fault_a
                        bytes_resent INTEGER, resumed_at_ns REAL, code INTEGER);
 CREATE TABLE counters(name TEXT PRIMARY KEY, value REAL);
 CREATE TABLE logs(id INTEGER PRIMARY KEY, sim_time_ns REAL, rank INTEGER, level INTEGER, message TEXT);
-CREATE TABLE checks(rank INTEGER, step INTEGER, rep INTEGER, ok INTEGER, mismatches INTEGER, detail TEXT);
+CREATE TABLE checks(rank INTEGER, step INTEGER, rep INTEGER, ok INTEGER, mismatches INTEGER, detail TEXT, mode TEXT,
+                    tolerance REAL);
 CREATE TABLE summary(step INTEGER, rep INTEGER, kind TEXT, bytes INTEGER, time_us REAL, algbw_GBps REAL,
                      busbw_GBps REAL);
 )SQL";
@@ -195,7 +196,7 @@ bool Trace::open(const std::string& path, std::string* why, bool force, const ch
   st_counter_ = prep("INSERT INTO counters VALUES(?,?)");
   st_failover_ = prep("INSERT INTO failovers(comm,fault,fault_at_ns,detected_at_ns,detected_by,origin,op_seq,action,path_before,path_after,bytes_resent,resumed_at_ns,code) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)");
   st_log_ = prep("INSERT INTO logs(sim_time_ns,rank,level,message) VALUES(?,?,?,?)");
-  st_check_ = prep("INSERT INTO checks VALUES(?,?,?,?,?,?)");
+  st_check_ = prep("INSERT INTO checks VALUES(?,?,?,?,?,?,?,?)");
   st_sum_ = prep("INSERT INTO summary VALUES(?,?,?,?,?,?,?)");
   exec("BEGIN");
   if (failed_) {
@@ -401,10 +402,10 @@ void Trace::log(double t, std::int64_t rank, int level, const std::string& msg) 
 }
 
 void Trace::check(std::uint32_t rank, std::uint32_t step, std::uint32_t rep, bool ok, std::uint64_t mism,
-                  const std::string& detail) {
+                  const std::string& detail, const char* mode, double tolerance) {
   if (!writable()) return;
   if (!put(Binder{st_check_}(static_cast<I>(rank))(static_cast<I>(step))(static_cast<I>(rep))(static_cast<I>(ok))(
-      static_cast<I>(mism))(detail).done())) return;
+      static_cast<I>(mism))(detail)(std::string(mode))(tolerance).done())) return;
   row_done();
 }
 

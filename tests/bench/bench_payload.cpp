@@ -19,7 +19,7 @@ static void BM_FillInputFp32(benchmark::State& state) {
   std::vector<float> buf(n);
   std::uint32_t rank = 0;
   for (auto _ : state) {
-    sim::fill_input(buf.data(), n, kF32, kSum, sim::PayloadKey{1, 0, 0}, rank++);
+    sim::fill_input(buf.data(), n, kF32, kSum, sim::PayloadKey{1, 0, 0, 8}, rank++);
     benchmark::DoNotOptimize(buf.data());
   }
   state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * n * 4));
@@ -31,7 +31,7 @@ static void BM_FillScalarFormulaFp32(benchmark::State& state) {
   std::vector<float> buf(n);
   std::uint32_t rank = 0;
   for (auto _ : state) {
-    const sim::PayloadKey k{1, 0, 0};
+    const sim::PayloadKey k{1, 0, 0, 8};
     for (std::uint64_t i = 0; i < n; ++i) buf[i] = static_cast<float>(sim::input_value(k, rank, i, kF32, kSum));
     ++rank;
     benchmark::DoNotOptimize(buf.data());
@@ -48,7 +48,7 @@ static void BM_FillInputGrid(benchmark::State& state) {
   std::vector<std::uint8_t> buf(n * models::dtype_size(t));
   std::uint32_t rank = 0;
   for (auto _ : state) {
-    sim::fill_input(buf.data(), n, t, kSum, sim::PayloadKey{1, 0, 0}, rank++);
+    sim::fill_input(buf.data(), n, t, kSum, sim::PayloadKey{1, 0, 0, 8}, rank++);
     benchmark::DoNotOptimize(buf.data());
   }
   state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * n));
@@ -61,7 +61,7 @@ static void BM_FillScalarFormulaInt32(benchmark::State& state) {
   std::vector<std::int32_t> buf(n);
   std::uint32_t rank = 0;
   for (auto _ : state) {
-    const sim::PayloadKey k{1, 0, 0};
+    const sim::PayloadKey k{1, 0, 0, 8};
     for (std::uint64_t i = 0; i < n; ++i) buf[i] = static_cast<std::int32_t>(sim::input_value(k, rank, i, models::DType::Int32, kSum));
     ++rank;
     benchmark::DoNotOptimize(buf.data());
@@ -73,10 +73,10 @@ BENCHMARK(BM_FillScalarFormulaInt32)->Arg(1 << 20)->Unit(benchmark::kMillisecond
 // The reference of an 8-rank all-reduce (the quickstart's: 16 M elements per rank).
 static void BM_AllreduceReferenceFp32(benchmark::State& state) {
   const auto n = static_cast<std::uint64_t>(state.range(0));
-  std::vector<std::uint8_t> out;
+  sim::Reference out;
   for (auto _ : state) {
-    sim::allreduce_reference(n, kF32, kSum, sim::PayloadKey{1, 0, 0}, 8, &out);
-    benchmark::DoNotOptimize(out.data());
+    sim::allreduce_reference(n, kF32, kSum, sim::PayloadKey{1, 0, 0, 8}, 8, &out);
+    benchmark::DoNotOptimize(out.bytes.data());
   }
   state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * n * 4 * 8));
 }
@@ -86,7 +86,7 @@ static void BM_ReferenceScalarFoldFp32(benchmark::State& state) {
   const auto n = static_cast<std::uint64_t>(state.range(0));
   std::vector<float> out(n);
   for (auto _ : state) {
-    const sim::PayloadKey k{1, 0, 0};
+    const sim::PayloadKey k{1, 0, 0, 8};
     for (std::uint64_t i = 0; i < n; ++i) {
       double a = 0;
       for (std::uint32_t r = 0; r < 8; ++r) a += sim::input_value(k, r, i, kF32, kSum);

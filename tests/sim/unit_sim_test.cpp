@@ -146,8 +146,9 @@ TEST(Payload, FillMatchesInputValue) {
   const std::uint64_t n = 4099;
   for (models::DType t : {models::DType::Fp32, models::DType::Fp64, models::DType::Int8, models::DType::Int16, models::DType::Int32,
                           models::DType::Int64, models::DType::Fp16, models::DType::Bf16})
-    for (models::ReduceOp op : {models::ReduceOp::Sum, models::ReduceOp::Prod}) {
-      const PayloadKey k{5, 3, 2};
+    for (models::ReduceOp op : {models::ReduceOp::Sum, models::ReduceOp::Prod, models::ReduceOp::Max, models::ReduceOp::Min})
+      for (std::uint32_t world : {0u, 8u, 13u}) {
+      const PayloadKey k{5, 3, 2, world};
       const std::size_t esz = models::dtype_size(t);
       std::vector<std::uint8_t> buf(n * esz + 8, 0xee);
       fill_input(buf.data(), n, t, op, k, 6);
@@ -162,7 +163,7 @@ TEST(Payload, FillMatchesInputValue) {
         else if (t == models::DType::Int64) { std::int64_t x; std::memcpy(&x, buf.data() + 8 * i, 8); got = static_cast<double>(x); }
         else if (t == models::DType::Bf16) { std::uint16_t h; std::memcpy(&h, buf.data() + 2 * i, 2); got = models::bf16_to_float(h); }
         else { std::uint16_t h; std::memcpy(&h, buf.data() + 2 * i, 2); got = models::half_to_float(h); }
-        ASSERT_EQ(got, v) << "dtype " << static_cast<int>(t) << " op " << static_cast<int>(op) << " element " << i;
+        ASSERT_EQ(got, v) << "dtype " << static_cast<int>(t) << " op " << static_cast<int>(op) << " world " << world << " element " << i;
       }
       EXPECT_EQ(buf[n * esz], 0xee) << "wrote past the count";
     }
@@ -178,13 +179,14 @@ TEST(Payload, ReferenceEqualsPerElementFold) {
   for (const auto& list : lists)
     for (models::DType t : {models::DType::Fp32, models::DType::Fp64, models::DType::Int8, models::DType::Int32, models::DType::Int64})
       for (models::ReduceOp op : {models::ReduceOp::Sum, models::ReduceOp::Prod, models::ReduceOp::Max, models::ReduceOp::Min}) {
-        PayloadKey k{11, 2, 1};
-        std::vector<std::uint8_t> ref;
+        PayloadKey k{11, 2, 1, 8};
+        Reference ref;
         const auto nr = static_cast<std::uint32_t>(list.size());
         if (list.back() + 1 == nr) allreduce_reference(n, t, op, k, nr, &ref);  // 0..nr-1: the count form
         else allreduce_reference(n, t, op, k, list, &ref);
         const std::size_t esz = models::dtype_size(t);
-        ASSERT_EQ(ref.size(), n * esz);
+        ASSERT_EQ(ref.bytes.size(), n * esz);
+        EXPECT_TRUE(ref.tol.empty());  // exact: every dtype here at 8 ranks
         const bool ints = t != models::DType::Fp32 && t != models::DType::Fp64;
         for (std::uint64_t i = 0; i < n; i += 7) {
           double a = 0;
@@ -203,38 +205,46 @@ TEST(Payload, ReferenceEqualsPerElementFold) {
           if (t == models::DType::Fp32) { const float f = static_cast<float>(a); std::memcpy(want, &f, 4); }
           else if (t == models::DType::Fp64) std::memcpy(want, &a, 8);
           else std::memcpy(want, &ia, esz);  // little-endian truncation to the dtype
-          ASSERT_EQ(std::memcmp(ref.data() + i * esz, want, esz), 0)
+          ASSERT_EQ(std::memcmp(ref.bytes.data() + i * esz, want, esz), 0)
               << "dtype " << static_cast<int>(t) << " op " << static_cast<int>(op) << " ranks " << nr << " element " << i << (ints ? " (int)" : "");
         }
       }
 }
 
 // A buffer compared in parts (compare with an index base, merge_check) gives what one compare of
-// the whole gives: count, first bad index, its detail, the largest error (NaN included) and the
-// tolerance, for parts of several sizes, with mismatches in several parts or none.
+// the whole gives: count, first bad index, its detail, the largest error (NaN included), the
+// tolerance and the mode, for parts of several sizes, with mismatches in several parts or none,
+// bit for bit and with per-element tolerances.
 TEST(Payload, CheckInPartsEqualsWholeCheck) {
   const std::uint64_t n = 10000;
   std::mt19937_64 rng(9);
   for (int trial = 0; trial < 40; ++trial)
-    for (models::ReduceOp op : {models::ReduceOp::Max, models::ReduceOp::Sum}) {
+    for (bool bounded : {false, true}) {
       std::vector<float> want(n), got(n);
-      for (std::uint64_t i = 0; i < n; ++i) want[i] = got[i] = static_cast<float>(rng() % 1000) / 8;
+      std::vector<double> tol(n);
+      for (std::uint64_t i = 0; i < n; ++i) {
+        want[i] = got[i] = static_cast<float>(rng() % 1000) / 8;
+        tol[i] = rng() % 3 == 0 ? 0.0 : static_cast<double>(rng() % 40);
+      }
       const int bad = trial % 5 == 0 ? 0 : static_cast<int>(rng() % 12);
       for (int b = 0; b < bad; ++b) {
         const std::uint64_t i = rng() % n;
         got[i] = b % 4 == 3 ? NAN : got[i] + static_cast<float>(rng() % 50 + 1);
       }
-      const CheckResult whole = compare(got.data(), want.data(), n, models::DType::Fp32, op, 8);
+      const double* t = bounded ? tol.data() : nullptr;
+      const CheckResult whole = compare(got.data(), want.data(), t, n, models::DType::Fp32);
+      EXPECT_EQ(whole.exact, !bounded);
       for (std::uint64_t part : {std::uint64_t{1}, std::uint64_t{7}, std::uint64_t{1000}, std::uint64_t{4096}, n}) {
         CheckResult cr;
         for (std::uint64_t i = 0; i < n; i += part) {
           const std::uint64_t len = std::min(part, n - i);
-          merge_check(&cr, compare(got.data() + i, want.data() + i, len, models::DType::Fp32, op, 8, i));
+          merge_check(&cr, compare(got.data() + i, want.data() + i, t ? t + i : nullptr, len, models::DType::Fp32, i));
         }
         ASSERT_EQ(cr.mismatches, whole.mismatches) << "trial " << trial << " part " << part;
         EXPECT_EQ(cr.first_bad, whole.first_bad);
         EXPECT_EQ(cr.detail, whole.detail);
         EXPECT_EQ(cr.tolerance, whole.tolerance);
+        EXPECT_EQ(cr.exact, whole.exact);
         EXPECT_TRUE(cr.max_err == whole.max_err || (std::isnan(cr.max_err) && std::isnan(whole.max_err)))
             << cr.max_err << " vs " << whole.max_err;
       }
@@ -245,7 +255,7 @@ TEST(Payload, CheckInPartsEqualsWholeCheck) {
 // against the whole input gives, over more than one part, clean and corrupted.
 TEST(Payload, CompareInputEqualsCompareWithTheWholeInput) {
   const std::uint64_t count = 300000, first = 12345;
-  const PayloadKey k{3, 1, 4};
+  const PayloadKey k{3, 1, 4, 16};
   for (models::DType t : {models::DType::Fp32, models::DType::Int8, models::DType::Bf16})
     for (int corrupt : {0, 5}) {
       const std::size_t esz = models::dtype_size(t);
@@ -253,7 +263,7 @@ TEST(Payload, CompareInputEqualsCompareWithTheWholeInput) {
       fill_input(input.data(), first + count, t, models::ReduceOp::Sum, k, 2);
       std::vector<std::uint8_t> got(input.begin() + static_cast<std::ptrdiff_t>(first * esz), input.end());
       for (int c = 0; c < corrupt; ++c) got[(static_cast<std::uint64_t>(c) * 70001 + 999) % count * esz] ^= 0x21;
-      const CheckResult whole = compare(got.data(), input.data() + first * esz, count, t, models::ReduceOp::Max, 1);
+      const CheckResult whole = compare(got.data(), input.data() + first * esz, nullptr, count, t);
       const CheckResult parts = compare_input(got.data(), count, t, models::ReduceOp::Sum, k, 2, first);
       EXPECT_EQ(parts.mismatches, whole.mismatches) << "dtype " << static_cast<int>(t);
       EXPECT_EQ(parts.mismatches, static_cast<std::uint64_t>(corrupt));
@@ -266,23 +276,23 @@ TEST(Payload, CompareInputEqualsCompareWithTheWholeInput) {
 // The result checker catches a deliberately corrupted all-reduce result, and only that.
 TEST(Payload, CheckerCatchesCorruption) {
   const std::uint64_t n = 100000;
-  PayloadKey k{7, 0, 0};
+  PayloadKey k{7, 0, 0, 8};
   for (models::DType t : {models::DType::Fp32, models::DType::Int32, models::DType::Fp16, models::DType::Bf16}) {
-    auto ref = allreduce_reference(n, t, models::ReduceOp::Sum, k, 8);
-    // Independent recomputation of element 123 from the inputs.
+    const Reference ref = allreduce_reference(n, t, models::ReduceOp::Sum, k, 8);
+    ASSERT_TRUE(ref.tol.empty());
+    // Independent recomputation of element 123 (a bulk element: 123 / 8 is odd) from the inputs.
     double sum = 0;
     for (std::uint32_t r = 0; r < 8; ++r) sum += input_value(k, r, 123, t, models::ReduceOp::Sum);
-    auto good = ref;
-    EXPECT_TRUE(compare(good.data(), ref.data(), n, t, models::ReduceOp::Sum, 8).ok());
-    auto bad = ref;
+    EXPECT_TRUE(compare(ref.bytes.data(), ref.bytes.data(), nullptr, n, t).ok());
+    auto bad = ref.bytes;
     std::size_t esz = models::dtype_size(t);
     bad[123 * esz + esz - 1] ^= 0x40;  // flip a high bit of element 123
-    auto cr = compare(bad.data(), ref.data(), n, t, models::ReduceOp::Sum, 8);
+    auto cr = compare(bad.data(), ref.bytes.data(), nullptr, n, t);
     EXPECT_EQ(cr.mismatches, 1u);
     EXPECT_EQ(cr.first_bad, 123u);
     // The reference itself equals the host sum (exact: the inputs lie on a grid).
     std::vector<std::uint8_t> one(esz);
-    std::memcpy(one.data(), ref.data() + 123 * esz, esz);
+    std::memcpy(one.data(), ref.bytes.data() + 123 * esz, esz);
     if (t == models::DType::Fp32) { float f; std::memcpy(&f, one.data(), 4); EXPECT_EQ(f, static_cast<float>(sum)); }
     if (t == models::DType::Int32) { std::int32_t v; std::memcpy(&v, one.data(), 4); EXPECT_EQ(v, static_cast<std::int32_t>(sum)); }
   }

@@ -23,7 +23,7 @@ namespace sim {
 // 4: counter_samples, tasks, port_counters.busy_ns.
 // 5: routes; port_counters.peer, peer_port.
 // 6: operations.status, error (failed, timed-out and unfinished operations have rows).
-constexpr int kTraceSchemaVersion = 7;  // 7: the failovers table (docs/failover.md)
+constexpr int kTraceSchemaVersion = 8;  // 8: checks.mode, checks.tolerance (docs/trace-schema.md#versions)
 
 /// One `routes` row: a route the library chose, with the path the hardware forwards it on.
 /// One row of `failovers` (docs/trace-schema.md): what one rank's library did about a fault.
@@ -105,8 +105,10 @@ class Trace {
   /// batches: a commit costs a sync, and nothing else is written meanwhile.
   void set_batch(std::uint64_t rows) { batch_ = rows ? rows : 1; }
   void log(double t_ns, std::int64_t rank, int level, const std::string& msg);
+  /// A result check: `mode` "exact" (bit for bit) or "bound" (a float sum compared within
+  /// `tolerance`, the largest an element was given).
   void check(std::uint32_t rank, std::uint32_t step, std::uint32_t rep, bool ok, std::uint64_t mismatches,
-             const std::string& detail);
+             const std::string& detail, const char* mode, double tolerance);
   void summary(std::uint32_t step, std::uint32_t rep, const std::string& kind, std::uint64_t bytes, double time_us,
                double algbw, double busbw);
 

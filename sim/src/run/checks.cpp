@@ -6,15 +6,15 @@ namespace sim {
 
 // Reference results are computed once per (step, rep, communicator size) and shared by the ranks
 // that check them: `members` are the communicator's ranks (all of them, or a shrink's survivors).
-const std::vector<std::uint8_t>& Cluster::reference(std::uint32_t step, std::uint32_t rep, const Members& members) {
+const Reference& Cluster::reference(std::uint32_t step, std::uint32_t rep, const Members& members) {
   const RefKey key{step, rep, members.size()};
   auto it = refs_.find(key);
   if (it != refs_.end()) return it->second.first;
   const WorkloadStep& w = sc_.workload[step];
-  std::vector<std::uint8_t> ref;
-  ref.swap(spare_ref_);  // the storage of the last released reference: no new pages per repetition
+  Reference ref;
+  ref.bytes.swap(spare_ref_);  // the storage of the last released reference: no new pages per repetition
   const std::uint64_t count = w.bytes / models::dtype_size(w.dtype);
-  const PayloadKey k{sc_.seed, step, rep};
+  const PayloadKey k{sc_.seed, step, rep, nranks_};
   if (!members.list) allreduce_reference(count, w.dtype, w.reduce, k, members.all, &ref);
   else allreduce_reference(count, w.dtype, w.reduce, k, *members.list, &ref);
   return refs_.emplace(key, std::make_pair(std::move(ref), 0u)).first->second.first;
@@ -23,7 +23,7 @@ const std::vector<std::uint8_t>& Cluster::reference(std::uint32_t step, std::uin
 void Cluster::release_reference(std::uint32_t step, std::uint32_t rep, std::uint32_t n) {
   auto it = refs_.find(RefKey{step, rep, n});
   if (it != refs_.end() && ++it->second.second == n) {
-    if (it->second.first.capacity() > spare_ref_.capacity()) spare_ref_.swap(it->second.first);
+    if (it->second.first.bytes.capacity() > spare_ref_.capacity()) spare_ref_.swap(it->second.first.bytes);
     refs_.erase(it);
   }
 }
@@ -38,7 +38,7 @@ void Cluster::record_check(std::uint32_t r, std::uint32_t s, std::uint32_t rep, 
                                                       ": result check failed: " + std::to_string(cr.mismatches) + " wrong elements, first " +
                                                       cr.detail, static_cast<std::int64_t>(s)});
   }
-  if (trace_) trace_->check(r, s, rep, cr.ok(), cr.mismatches, cr.detail);
+  if (trace_) trace_->check(r, s, rep, cr.ok(), cr.mismatches, cr.detail, cr.mode(), cr.tolerance);
   driver_->note(r, cr.ok() ? 2 : 0,
                 std::string(cr.ok() ? "[HCSIM_INFO]" : "[HCSIM_ERR]") + " rank " + std::to_string(r) + " step " + std::to_string(s) +
                     " rep " + std::to_string(rep) + " " + w.op + " check " + (cr.ok() ? "passed" : "FAILED: " + cr.detail) + " (" +
@@ -56,7 +56,7 @@ bool Cluster::check_incast(std::uint32_t r, const WorkloadStep& w, std::uint32_t
     if (!ok(r, "hcomm_memcpy_device_to_host", hcomm_memcpy_device_to_host(host, static_cast<unsigned char*>(sym) + q * seg, seg, st)) ||
         !ok(r, "hcomm_stream_synchronize", hcomm_stream_synchronize(st)))
       return false;
-    CheckResult cr = compare_input(host, count, w.dtype, w.reduce, PayloadKey{sc_.seed, s, rep}, q);
+    CheckResult cr = compare_input(host, count, w.dtype, w.reduce, PayloadKey{sc_.seed, s, rep, nranks_}, q);
     ++checked;
     if (!cr.ok()) {
       ++failed;
@@ -64,7 +64,7 @@ bool Cluster::check_incast(std::uint32_t r, const WorkloadStep& w, std::uint32_t
                                                         ": result check failed: segment from rank " + std::to_string(q) + ": " + cr.detail,
                           static_cast<std::int64_t>(s)});
     }
-    if (trace_) trace_->check(q, s, rep, cr.ok(), cr.mismatches, cr.detail);
+    if (trace_) trace_->check(q, s, rep, cr.ok(), cr.mismatches, cr.detail, cr.mode(), cr.tolerance);
   }
   auto& tally = checks_[s].by_rep[rep];
   tally.first += checked;

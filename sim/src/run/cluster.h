@@ -103,7 +103,7 @@ class Cluster : public sc_core::sc_module {
                  std::uint8_t* host, bool real);
 
   // checks.cpp
-  const std::vector<std::uint8_t>& reference(std::uint32_t step, std::uint32_t rep, const Members& members);
+  const Reference& reference(std::uint32_t step, std::uint32_t rep, const Members& members);
   void release_reference(std::uint32_t step, std::uint32_t rep, std::uint32_t n);
   void record_check(std::uint32_t r, std::uint32_t s, std::uint32_t rep, const WorkloadStep& w, const CheckResult& cr, std::uint64_t count);
   bool check_incast(std::uint32_t r, const WorkloadStep& w, std::uint32_t s, std::uint32_t rep, hcomm_stream_t st, void* sym,
@@ -136,7 +136,7 @@ class Cluster : public sc_core::sc_module {
   std::vector<bool> departed_;
   // Reference results per (step, rep, communicator size), with how many ranks used them (checks.cpp).
   using RefKey = std::tuple<std::uint32_t, std::uint32_t, std::uint32_t>;
-  std::map<RefKey, std::pair<std::vector<std::uint8_t>, std::uint32_t>> refs_;
+  std::map<RefKey, std::pair<Reference, std::uint32_t>> refs_;
   std::vector<std::shared_ptr<const std::vector<std::uint32_t>>> member_lists_;  // shrinks' survivor lists, shared
   std::vector<std::uint8_t> spare_ref_;  // a released reference's storage, reused by the next
 };

@@ -79,7 +79,7 @@ void Cluster::rank_main(std::uint32_t r) {
         rank_at_[r] = {s, rep};
         if (!redo) ops_done_[r] = started++;
         redo = false;
-        PayloadKey key{sc_.seed, s, rep};
+        PayloadKey key{sc_.seed, s, rep, nranks_};
         if (w.op == "h2d" || w.op == "d2h") {
           if (!host_copy(r, w, s, rep, st, in, host, real)) goto failed;
           continue;
@@ -128,10 +128,12 @@ void Cluster::rank_main(std::uint32_t r) {
             goto failed;
           CheckResult cr;
           if (w.op == "allreduce") {
-            cr = compare(host, reference(s, rep, members).data(), count, w.dtype, w.reduce, n);
+            const Reference& ref = reference(s, rep, members);
+            cr = compare(host, ref.bytes.data(), ref.tol_at(0), count, w.dtype);
             release_reference(s, rep, n);
           } else if (w.op == "reducescatter") {  // block `me` of the all-reduce of the inputs
-            cr = compare(host, reference(s, rep, members).data() + me * out_bytes, count / n, w.dtype, w.reduce, n);
+            const Reference& ref = reference(s, rep, members);
+            cr = compare(host, ref.bytes.data() + me * out_bytes, ref.tol_at(me * (count / n)), count / n, w.dtype);
             release_reference(s, rep, n);
           } else if (w.op == "allgather" || w.op == "alltoall") {
             // Block j of the output is member j's input (all-gather) or block `me` of it (all-to-all).
@@ -259,7 +261,7 @@ bool Cluster::host_copy(std::uint32_t r, const WorkloadStep& w, std::uint32_t s,
   const std::uint64_t count = w.bytes / esz;
   const std::uint64_t dev_addr = reinterpret_cast<std::uint64_t>(dev);
   const bool h2d = w.op == "h2d";
-  const PayloadKey key{sc_.seed, s, rep};
+  const PayloadKey key{sc_.seed, s, rep, nranks_};
   std::vector<std::uint8_t> part;
   if (real) {
     if (h2d) {
@@ -287,7 +289,7 @@ bool Cluster::host_copy(std::uint32_t r, const WorkloadStep& w, std::uint32_t s,
         const std::uint64_t len = std::min(kPart, count * esz - off);
         part.resize(len);
         elab_.machine.backdoor_read(dev_addr + off, part.data(), len);
-        merge_check(&cr, compare(part.data(), host + off, len / esz, w.dtype, models::ReduceOp::Max, 1, off / esz));
+        merge_check(&cr, compare(part.data(), host + off, nullptr, len / esz, w.dtype, off / esz));
       }
     } else {
       cr = compare_input(host, count, w.dtype, w.reduce, key, r);
