@@ -4,8 +4,12 @@
 // simulated times; with -c 1 every rank's result is checked against a host reference.
 //
 //   hcomm_test OPERATION [-b 8K] [-e 64M] [-f 2] [-d fp32] [-o sum] [-r 0] [-p 8] [-n 20] [-w 5] [-c 1]
-//              [--topology FILE] [--fidelity TIER] [--algo SPEC] [--max-memory SIZE] [--plot OUT.svg] [--db FILE]
+//              [--topology FILE] [--fidelity TIER] [--algo SPEC] [--max-memory SIZE] [--plot OUT.svg] [--db FILE] [--force]
 // Exit codes: 0 ok (and every check passed), 1 a check or call failed, 2 bad usage or input.
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -30,6 +34,7 @@
 #include "sim/runner.h"
 #include "sim/stop.h"
 #include "sim/units.h"
+#include "outputs.h"
 #include "svg_plot.h"
 
 namespace {
@@ -58,8 +63,10 @@ const char* kUsage =
     "                   pipeline\n"
     "  --max-memory SIZE  refuse (exit 2) when the checked run needs more host memory (default: MemAvailable)\n"
     "  --plot FILE      also write busbw against size as an SVG plot, one line per algorithm chosen\n"
-    "  --db FILE        also write the run's SQLite trace, tasks included (docs/trace-schema.md); an\n"
-    "                   existing file that is not an hcsim trace is not replaced (exit 2)\n"
+    "  --db FILE        also write the run's SQLite trace, tasks included (docs/trace-schema.md)\n"
+    "  --force          replace an existing --plot FILE that is not an SVG plot, or --db FILE that is not\n"
+    "                   an hcsim trace (without it: exit 2). Neither may be the --topology file, its rank\n"
+    "                   table or the other output, even with --force (docs/tools.md#outputs)\n"
     "  -h, --help       this text\n"
     "The collective buffer is 512 MiB per rank unless HCOMM_BUFFSIZE_MB or HCCL_BUFFSIZE says otherwise\n"
     "(the library's own default is 256 MiB). Columns: data_size(Bytes) aveg_time(us) alg_bandwidth(GB/s)\n"
@@ -180,7 +187,7 @@ int sc_main(int argc, char* argv[]) {
   bool check = true;
   std::uint64_t max_memory = 0;  // 0: what the machine has available
   std::string fidelity = "chunk", algo_spec, plot_file;
-  bool algo_given = false;
+  bool algo_given = false, force = false;
   std::string db_file;  // --db: the run's trace
   std::string dtype = "fp32", rop = "sum", topo_file = std::string(HCSIM_SOURCE_DIR) + "/topologies/atlas800t-a2.json";
   for (std::size_t i = 1; i < a.size(); ++i) {
@@ -217,6 +224,8 @@ int sc_main(int argc, char* argv[]) {
       if (!(v = need("--plot"))) return 2;
       if (v->empty()) return usage("--plot needs a file name");
       plot_file = *v;
+    } else if (f == "--force") {
+      force = true;
     } else if (f == "--topology") {
       if (!(v = need("--topology"))) return 2;
       topo_file = *v;
@@ -260,6 +269,21 @@ int sc_main(int argc, char* argv[]) {
     for (auto& m : d.messages()) std::fprintf(stderr, "%s\n", m.c_str());
     return 2;
   }
+  {
+    // The outputs may not be the topology, its rank table or each other (even with --force); a
+    // --plot FILE is replaced if it is an SVG plot, a --db FILE if it is a trace (Trace::open).
+    std::vector<hcsim::OutputFile> outs;
+    if (!db_file.empty()) {
+      outs.push_back({"--db", db_file, {}, ""});
+      for (auto& o : hcsim::trace_side_files("--db", db_file)) outs.push_back(o);
+    }
+    if (!plot_file.empty()) outs.push_back({"--plot", plot_file, {hcsim::kSvgPlotHead}, "an SVG plot"});
+    const std::string bad = hcsim::check_outputs({{"--topology", topo_file}, {"the topology's rank table", topo->rank_table}}, outs, force);
+    if (!bad.empty()) {
+      std::fprintf(stderr, "hcomm_test: %s\n", bad.c_str());
+      return 2;
+    }
+  }
   if (per_server) {  // keep the first p NPUs of every server (as hccl_test -p)
     sim::Topology t = *topo;
     std::vector<std::uint32_t> keep;
@@ -301,9 +325,21 @@ int sc_main(int argc, char* argv[]) {
   else if (const char* h = std::getenv("HCCL_BUFFSIZE"); h && *h) buf_source = "HCCL_BUFFSIZE";
   else setenv("HCOMM_BUFFSIZE_MB", "512", 1);
 
-  std::FILE* plot = nullptr;  // opened before simulating: an unwritable path is a usage error, not a lost run
-  if (!plot_file.empty() && !(plot = std::fopen(plot_file.c_str(), "wb")))
-    return usage("--plot: cannot write " + plot_file + ": " + std::strerror(errno));
+  // --plot is opened before simulating (an unwritable path is a usage error, not a lost run) but not
+  // truncated: a run that fails leaves an existing file as it was, and removes one it created.
+  int plot = -1;
+  bool plot_created = false;
+  if (!plot_file.empty()) {
+    struct stat st {};
+    plot_created = ::stat(plot_file.c_str(), &st) != 0;
+    if ((plot = ::open(plot_file.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644)) < 0)
+      return usage("--plot: cannot write " + plot_file + ": " + std::strerror(errno));
+  }
+  auto drop_plot = [&] {
+    if (plot < 0) return;
+    ::close(plot);
+    if (plot_created) ::unlink(plot_file.c_str());
+  };
   std::vector<Row> rows(sizes.size());
   std::vector<std::string> errors;
   std::printf("the minbytes is %llu, maxbytes is %llu, iters is %llu, warmup_iters is %llu\n", (unsigned long long)minb,
@@ -358,6 +394,7 @@ int sc_main(int argc, char* argv[]) {
   opt.fidelity = fidelity;
   opt.echo_logs = true;
   opt.db_path = db_file;
+  opt.force_db = force;
   opt.trace_tasks = !db_file.empty();  // the per-task rows are what explains a row's time
   auto program = [&](std::uint32_t r) {
     if (hcomm::driver() != &tap) {  // the first rank to run: tap the driver before any context exists
@@ -536,7 +573,7 @@ int sc_main(int argc, char* argv[]) {
     run_error = "--db: writing the trace " + db_file + " failed; the run stopped";
   if (!run_error.empty()) {
     std::fprintf(stderr, "hcomm_test: %s\n", run_error.c_str());
-    if (plot) std::fclose(plot);
+    drop_plot();
     return 2;
   }
   bool all_ok = errors.empty();
@@ -548,7 +585,7 @@ int sc_main(int argc, char* argv[]) {
     all_ok = all_ok && (!check || (rows[k].ok && rows[k].timed)) && rows[k].done == nranks;
   }
   for (auto& e : errors) std::fprintf(stderr, "hcomm_test: %s\n", e.c_str());
-  if (plot) {  // one line per algorithm the library chose, over the sizes it chose it for
+  if (plot >= 0) {  // one line per algorithm the library chose, over the sizes it chose it for
     std::map<std::string, hcsim::PlotSeries> by_algo;
     for (std::size_t k = 0; k < rows.size(); ++k) {
       if (!rows[k].timed || rows[k].us <= 0) continue;
@@ -561,8 +598,15 @@ int sc_main(int argc, char* argv[]) {
     hcsim::PlotSpec spec;
     spec.title = std::string(od->name) + " on " + topo->name + " (" + std::to_string(nranks) + " ranks, " + dtype + ")";
     const std::string svg = hcsim::svg_line_plot(spec, series);
-    const bool wrote = std::fwrite(svg.data(), 1, svg.size(), plot) == svg.size();
-    if (std::fclose(plot) != 0 || !wrote) {
+    struct stat st {};
+    bool wrote = ::fstat(plot, &st) == 0 && (!S_ISREG(st.st_mode) || ::ftruncate(plot, 0) == 0);  // a device is written as it is
+    for (std::size_t k = 0; wrote && k < svg.size();) {
+      const ssize_t n = ::write(plot, svg.data() + k, svg.size() - k);
+      if (n < 0 && errno == EINTR) continue;
+      wrote = n > 0;
+      k += n > 0 ? static_cast<std::size_t>(n) : 0;
+    }
+    if (::close(plot) != 0 || !wrote) {
       std::fprintf(stderr, "hcomm_test: --plot: cannot write %s\n", plot_file.c_str());
       return 2;
     }

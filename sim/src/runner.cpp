@@ -193,7 +193,7 @@ std::uint64_t run_program(const Topology& topo, const RankProgram& program, cons
   Trace trace;
   if (!opt.db_path.empty()) {
     std::string why;
-    if (!trace.open(opt.db_path, &why)) throw std::runtime_error(opt.db_path + ": cannot create trace database: " + why);
+    if (!trace.open(opt.db_path, &why, opt.force_db, "--force")) throw std::runtime_error(opt.db_path + ": cannot create trace database: " + why);
   }
   auto* cluster = new Cluster("cluster", sc, opt, trace.is_open() ? &trace : nullptr);  // lives until exit
   cluster->trace_ = trace.is_open() ? &trace : nullptr;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "outputs.h"
 #include "routes_io.h"
 #include "trace_db.h"
 
@@ -31,6 +32,9 @@ bool load_summary(const std::string& file, std::map<SumKey, SumRow>* out, bool* 
                   [&](const Row& r) { (*out)[{r.i(0), r.i(1), r.s(2), r.i(3)}] = SumRow{r.d(4), r.d(5)}; }, &why);
 }
 
+// How a JUnit report of hcsim diff begins (what --junit may replace without --force).
+constexpr const char* kJunitHead = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuite name=\"hcsim diff\"";
+
 std::string xml(const std::string& s) {
   std::string o;
   for (char c : s) {
@@ -50,9 +54,12 @@ int diff_main(const std::vector<std::string>& argv) {
   std::string junit;
   double tol = 2.0;
   std::size_t max_lines = 50;
+  bool force = false;
   const Args args(kDiff,
                   {{"--junit", "", "FILE", "a file name", "also write the result as JUnit XML to FILE",
                     [&](const std::string& v) { junit = v; return v.empty() ? std::string("--junit needs a file name") : std::string(); }},
+                   {"--force", "", "", "", "replace FILE even if it is not a JUnit report of hcsim diff (docs/tools.md#outputs)",
+                    [&](const std::string&) { force = true; return std::string(); }},
                    {"--tolerance", "", "PCT", "a percentage", "summary figures may move this much (default 2 %)",
                     [&](const std::string& v) {
                       char* end = nullptr;
@@ -69,6 +76,11 @@ int diff_main(const std::vector<std::string>& argv) {
                    }});
   if (auto rc = args.parse(argv)) return *rc;
   if (files.size() != 2) return args.usage_error("diff needs two inputs (trace databases or routes files)");
+  if (!junit.empty()) {
+    const std::string bad = check_outputs({{"input A", files[0]}, {"input B", files[1]}},
+                                          {{"--junit", junit, {kJunitHead}, "a JUnit report of hcsim diff"}}, force);
+    if (!bad.empty()) { std::fprintf(stderr, "hcsim: %s\n", bad.c_str()); return kBadInput; }
+  }
   std::vector<RouteLine> ra, rb;
   std::string why;
   for (int k = 0; k < 2; ++k)
@@ -127,9 +139,8 @@ int diff_main(const std::vector<std::string>& argv) {
   std::printf("hcsim diff: %s\n", same ? "no differences" : "DIFFERENT");
 
   if (!junit.empty()) {
-    std::string x = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
     const int failures = !moved.empty() + !figures.empty();
-    x += "<testsuite name=\"hcsim diff\" tests=\"2\" failures=\"" + std::to_string(failures) + "\">\n";
+    std::string x = std::string(kJunitHead) + " tests=\"2\" failures=\"" + std::to_string(failures) + "\">\n";
     auto cas = [&](const char* name, const std::vector<std::string>& items, bool compared) {
       x += std::string("  <testcase classname=\"hcsim.diff\" name=\"") + name + "\">";
       if (!compared) x += "<skipped message=\"not compared\"/>";
@@ -152,7 +163,7 @@ int diff_main(const std::vector<std::string>& argv) {
 }  // namespace
 
 const Command kDiff = {
-    "diff", "diff A B [--tolerance PCT] [--junit FILE] [-n N]",
+    "diff", "diff A B [--tolerance PCT] [--junit FILE] [--force] [-n N]",
     "        compare two runs' route decisions (traces or routes files, e.g. a golden file) and,\n"
     "        between traces, their summary times within a tolerance; exit 1 when something moved\n",
     diff_main};

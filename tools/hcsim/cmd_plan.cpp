@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "outputs.h"
 #include "plan.h"
 #include "plan_mpi.h"
 #include "sim/scenario.h"
@@ -28,6 +29,31 @@ namespace hcsim {
 namespace {
 
 using namespace plan;
+
+// No file the plan writes in DIR (nor DIR itself) may be the plan file, its topology or the
+// topology's rank table, nor two of them one file (docs/tools.md#outputs). Whether DIR may be
+// written into is the marker's rule below.
+std::string check_plan_outputs(const Plan& p, const std::string& out) {
+  std::vector<InputFile> inputs = {{"input PLAN", p.file}, {"the plan's topology", p.topology_path}};
+  if (p.base.is_object() && p.base.contains("rank_table") && p.base["rank_table"].is_string()) {
+    const std::string rt = p.base["rank_table"].get<std::string>();
+    inputs.push_back({"the topology's rank table", !rt.empty() && rt[0] == '/' ? rt : dir_of(p.topology_path) + rt});
+  }
+  std::size_t layouts = 1;
+  for (const auto& s : p.sweeps) layouts *= s.values.size();  // at most kMaxPoints (load_plan)
+  const std::string d = out + "/";
+  std::vector<OutputFile> outs = {{"-o", out, {}, ""}};
+  auto add = [&](const std::string& name) { outs.push_back({"-o", d + name, {}, ""}); };
+  for (const char* f : {kMarker, ".hcsim-plan-mpi", "plan.csv", "plan.db", "plan.db-journal", "busbw.svg", "time-vs-servers.svg", "cost.svg"}) add(f);
+  for (std::size_t li = 0; li < layouts; ++li) {
+    add("layout" + std::to_string(li) + ".topology.json");
+    for (std::size_t wi = 0; wi < p.workloads.size(); ++wi) {
+      const std::string stem = "l" + std::to_string(li) + "-w" + std::to_string(wi);
+      for (const char* ext : {".scenario.json", ".log", ".hcsim.db", ".hcsim.db.lock", ".hcsim.db-journal"}) add(stem + ext);
+    }
+  }
+  return check_outputs(inputs, outs, false);
+}
 
 // Load the plan, make DIR and write every layout's topology and every point's scenario into it,
 // validating them; `write` false (an MPI rank that shares rank 0's DIR) only computes the layouts.
@@ -40,6 +66,10 @@ int setup(const std::string& file, std::string& out, bool force, bool write, Pla
   if (out.empty()) out = p.name + ".plan";
   std::string why;
   if (write) {
+    if (const std::string bad = check_plan_outputs(p, out); !bad.empty()) {
+      std::fprintf(stderr, "hcsim: %s\n", bad.c_str());
+      return kBadInput;
+    }
     // The output directory: created, or one an earlier plan made (its marker file), or --force.
     struct stat st {};
     if (stat(out.c_str(), &st) == 0) {

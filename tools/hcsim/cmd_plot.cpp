@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "outputs.h"
 #include "svg_plot.h"
 #include "trace_db.h"
 
@@ -16,9 +17,12 @@ namespace {
 
 int plot_main(const std::vector<std::string>& argv) {
   std::string file, out, title;
+  bool force = false;
   const Args args(kPlot,
                   {{"-o", "", "OUT", "a file name", "write the SVG to OUT (default: stdout)",
                     [&](const std::string& v) { out = v; return v.empty() ? std::string("-o needs a file name") : std::string(); }},
+                   {"--force", "", "", "", "replace OUT even if it is not an SVG plot (docs/tools.md#outputs)",
+                    [&](const std::string&) { force = true; return std::string(); }},
                    {"--title", "", "TEXT", "a title", "the plot's title (default: the scenario)",
                     [&](const std::string& v) { title = v; return std::string(); }}},
                   {"DB", "the trace database (hcsim run --db)", [&](const std::string& a) {
@@ -28,6 +32,10 @@ int plot_main(const std::vector<std::string>& argv) {
                    }});
   if (auto rc = args.parse(argv)) return *rc;
   if (file.empty()) return args.usage_error("plot needs a trace database");
+  if (!out.empty() && out != "-") {
+    const std::string bad = check_outputs({{"input DB", file}}, {{"-o", out, {kSvgPlotHead}, "an SVG plot"}}, force);
+    if (!bad.empty()) { std::fprintf(stderr, "hcsim: %s\n", bad.c_str()); return kBadInput; }
+  }
   TraceDb db;
   std::string why;
   if (!db.open(file, &why)) { std::fprintf(stderr, "hcsim: %s\n", why.c_str()); return kBadInput; }
@@ -70,7 +78,6 @@ int plot_main(const std::vector<std::string>& argv) {
   spec.title = title;
   const std::string svg = svg_line_plot(spec, series);
   if (out.empty() || out == "-") { std::fputs(svg.c_str(), stdout); return kOk; }
-  if (same_file(out, file)) { std::fprintf(stderr, "hcsim: -o %s is the trace being read; refusing to overwrite it\n", out.c_str()); return kBadInput; }
   std::ofstream f(out, std::ios::binary);
   if (!(f << svg) || !f.flush()) { std::fprintf(stderr, "hcsim: %s: cannot write: %s\n", out.c_str(), std::strerror(errno)); return kBadInput; }
   return kOk;
@@ -79,7 +86,7 @@ int plot_main(const std::vector<std::string>& argv) {
 }  // namespace
 
 const Command kPlot = {
-    "plot", "plot DB [-o OUT] [--title TEXT]",
+    "plot", "plot DB [-o OUT] [--force] [--title TEXT]",
     "        an SVG plot of bus bandwidth against size (log 2) from the trace's summary table,\n"
     "        one line per operation kind and algorithm (the mean over repetitions)\n",
     plot_main};

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "outputs.h"
 #include "top_live.h"
 #include "sim/host_limits.h"
 #include "sim/runner.h"
@@ -179,6 +180,16 @@ int run_main(const std::vector<std::string>& argv) {
     return kBadInput;
   }
   if (!db_set) db = trace_file_name(sc->name);
+  if (!no_trace) {
+    // The trace (and its side files) may not be the scenario, its topology or rank table, even
+    // with --force; whether an existing FILE may be replaced is the trace's own rule (Trace::open).
+    std::vector<OutputFile> outs = {{"--db", db, {}, ""}};
+    for (auto& o : trace_side_files("--db", db)) outs.push_back(o);
+    const std::string bad = check_outputs({{"input SCENARIO", scenario}, {"the scenario's topology", sc->topology_path},
+                                           {"the topology's rank table", sc->topology.rank_table}},
+                                          outs, force);
+    if (!bad.empty()) { std::fprintf(stderr, "hcsim: %s\n", bad.c_str()); return kBadInput; }
+  }
   sim::RunOptions opt;
   opt.db_path = no_trace ? "" : db;
   opt.force_db = force;

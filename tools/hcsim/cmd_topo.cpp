@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "outputs.h"
 #include "sim/topology.h"
 
 namespace hcsim {
@@ -13,7 +14,7 @@ namespace {
 
 int topo_main(const std::vector<std::string>& argv) {
   std::string file, out, what = "summary", rt_version;
-  bool full = false;
+  bool full = false, force = false;
   auto show = [&what](const char* w) { return [&what, w](const std::string&) { what = w; return std::string(); }; };
   const Args args(kTopo,
                   {{"--summary", "", "", "", "device and link counts, bisection bandwidth, diameter (the default)", show("summary")},
@@ -27,7 +28,10 @@ int topo_main(const std::vector<std::string>& argv) {
                     }},
                    {"--full", "", "", "", "draw every device (large layouts are collapsed to server groups and switch tiers)",
                     [&](const std::string&) { full = true; return std::string(); }},
-                   {"-o", "", "OUT", "a file name", "write to OUT instead of stdout", [&](const std::string& v) { out = v; return std::string(); }}},
+                   {"-o", "", "OUT", "a file name", "write to OUT instead of stdout",
+                    [&](const std::string& v) { out = v; return v.empty() ? std::string("-o needs a file name") : std::string(); }},
+                   {"--force", "", "", "", "replace OUT even if it is not something hcsim topo writes (docs/tools.md#outputs)",
+                    [&](const std::string&) { force = true; return std::string(); }}},
                   {"FILE", "the topology file", [&](const std::string& a) {
                      if (!file.empty()) return std::string("topo takes one file");
                      file = a;
@@ -40,6 +44,15 @@ int topo_main(const std::vector<std::string>& argv) {
   if (!t) {
     for (auto& e : d.messages()) std::fprintf(stderr, "%s\n", e.c_str());
     return kBadInput;
+  }
+  if (!out.empty()) {
+    // What hcsim topo writes begins with one of these: the summary, DOT, SVG, a rank table.
+    const std::string bad = check_outputs(
+        {{"input FILE", file}, {"the topology's rank table", t->rank_table}},
+        {{"-o", out, {"topology ", "graph \"", "<svg xmlns=\"http://www.w3.org/2000/svg\"", "{\n  \"server_count\":"},
+          "a summary, DOT, SVG or rank table of hcsim topo"}},
+        force);
+    if (!bad.empty()) { std::fprintf(stderr, "hcsim: %s\n", bad.c_str()); return kBadInput; }
   }
   std::string text;
   if (what == "summary") text = sim::format_summary(*t, sim::summarize(*t));
@@ -62,7 +75,7 @@ int topo_main(const std::vector<std::string>& argv) {
 }  // namespace
 
 const Command kTopo = {
-    "topo", "topo FILE [--summary] [--dot] [--svg] [--ranktable 1.0|1.2] [--full] [-o OUT]",
+    "topo", "topo FILE [--summary] [--dot] [--svg] [--ranktable 1.0|1.2] [--full] [-o OUT] [--force]",
     "        describe a topology: counts, bisection bandwidth and diameter (--summary, the default),\n"
     "        a Graphviz DOT or SVG picture (large layouts collapsed unless --full), or an Ascend\n"
     "        rank table for its rank order; written to OUT or stdout\n",

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "outputs.h"
 #include "trace_db.h"
 
 namespace hcsim {
@@ -57,9 +58,12 @@ std::string us(double ns) {
   return b;
 }
 
+// How the document begins (what -o may replace without --force).
+constexpr const char* kHead = "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n";
+
 class Writer {
  public:
-  explicit Writer(std::FILE* f) : f_(f) { std::fputs("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n", f_); }
+  explicit Writer(std::FILE* f) : f_(f) { std::fputs(kHead, f_); }
   void event(const std::string& body) {
     if (n_++) std::fputs(",\n", f_);
     std::fputc('{', f_);
@@ -85,11 +89,13 @@ constexpr std::int64_t kTidPerRank = 1024;
 int trace_main(const std::vector<std::string>& argv) {
   std::string file, out, detail = "ops";
   std::vector<std::int64_t> rank_list;
-  bool ranks_set = false;
+  bool ranks_set = false, force = false;
   double from_ns = 0, to_ns = INFINITY;
   const Args args(kTrace,
                   {{"-o", "", "OUT", "a file name", "write the JSON to OUT (default: stdout)",
                     [&](const std::string& v) { out = v; return v.empty() ? std::string("-o needs a file name") : std::string(); }},
+                   {"--force", "", "", "", "replace OUT even if it is not a JSON export of hcsim trace (docs/tools.md#outputs)",
+                    [&](const std::string&) { force = true; return std::string(); }},
                    {"--ranks", "", "LIST", "a rank list", "only these ranks, e.g. 0-7,12 (default: all)",
                     [&](const std::string& v) {
                       std::string why;
@@ -118,6 +124,10 @@ int trace_main(const std::vector<std::string>& argv) {
   if (auto rc = args.parse(argv)) return *rc;
   if (file.empty()) return args.usage_error("trace needs a trace database");
   if (to_ns < from_ns) return args.usage_error("--to is before --from");
+  if (!out.empty() && out != "-") {
+    const std::string bad = check_outputs({{"input DB", file}}, {{"-o", out, {kHead}, "a JSON export of hcsim trace"}}, force);
+    if (!bad.empty()) { std::fprintf(stderr, "hcsim: %s\n", bad.c_str()); return kBadInput; }
+  }
   TraceDb db;
   std::string why;
   if (!db.open(file, &why)) { std::fprintf(stderr, "hcsim: %s\n", why.c_str()); return kBadInput; }
@@ -151,7 +161,6 @@ int trace_main(const std::vector<std::string>& argv) {
 
   std::FILE* f = stdout;
   if (!out.empty() && out != "-") {
-    if (same_file(out, file)) { std::fprintf(stderr, "hcsim: -o %s is the trace being read; refusing to overwrite it\n", out.c_str()); return kBadInput; }
     f = std::fopen(out.c_str(), "wb");
     if (!f) { std::fprintf(stderr, "hcsim: %s: cannot write: %s\n", out.c_str(), std::strerror(errno)); return kBadInput; }
   }
@@ -344,7 +353,7 @@ int trace_main(const std::vector<std::string>& argv) {
 }  // namespace
 
 const Command kTrace = {
-    "trace", "trace DB [-o OUT] [--ranks LIST] [--from T] [--to T] [--detail ops|tasks|all]",
+    "trace", "trace DB [-o OUT] [--force] [--ranks LIST] [--from T] [--to T] [--detail ops|tasks|all]",
     "        export a trace as Chrome / Perfetto trace-event JSON: a process per server, a track\n"
     "        per rank (operations) and per rank and stream (tasks), counters, faults\n",
     trace_main};

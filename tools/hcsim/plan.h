@@ -110,6 +110,11 @@ class Children {
   std::map<pid_t, std::size_t> by_pid_;
 };
 
+/// The most points a plan may have (docs/plan-format.md): layouts (the product of every sweep's
+/// values) times the sizes of all workloads, i.e. the rows of its table. A plan beyond it is
+/// refused before anything is written.
+constexpr std::size_t kMaxPoints = 10000;
+
 /// The marker file that says a directory is a plan's output (docs/plan-format.md).
 constexpr const char* kMarker = ".hcsim-plan";
 

@@ -5,6 +5,7 @@
 #include <cctype>
 #include <cerrno>
 #include <cstring>
+#include <cstdio>
 #include <fstream>
 
 #include "plan.h"
@@ -28,7 +29,6 @@ void read_env(const json* e, const std::string& ptr, sim::Diagnostics& d, std::m
     else (*out)[k] = v.get<std::string>();
   }
 }
-constexpr std::size_t kMaxLayouts = 10000;
 }  // namespace
 
 std::string value_text(const json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
@@ -188,12 +188,24 @@ bool load_plan(const std::string& path, Plan& p, sim::Diagnostics& d) {
         d.error("/target", "no workload runs " + t.op + " at " + sim::format_bytes(t.bytes) + ": add it to /workloads");
     }
   }
-  std::size_t n = 1;
-  for (auto& s : p.sweeps) {
-    n *= std::max<std::size_t>(1, s.values.size());
-    if (n > kMaxLayouts) {
-      d.error("/sweep", "more than " + std::to_string(kMaxLayouts) + " layouts");
-      break;
+  // The bound on the work and files a plan makes, checked before anything is written: every sweep
+  // dimension (each /sweep entry's values) times every workload size. Counted in long double, which
+  // is exact to 2^64 and cannot overflow here.
+  if (d.ok()) {
+    long double layouts = 1, sizes = 0;
+    for (auto& s : p.sweeps) layouts *= static_cast<long double>(s.values.size());
+    for (auto& w : p.workloads) sizes += static_cast<long double>(w.sizes.size());
+    const long double points = layouts * sizes;
+    if (points > static_cast<long double>(kMaxPoints)) {
+      auto count = [](long double v) {
+        char b[64];
+        std::snprintf(b, sizeof b, v < 1e18L ? "%.0Lf" : "%.3Lg", v);
+        return std::string(b);
+      };
+      std::string dims;
+      for (auto& s : p.sweeps) dims += std::to_string(s.values.size()) + " " + s.name + " x ";
+      d.error("", count(points) + " points (" + dims + count(sizes) + " workload sizes over " + std::to_string(p.workloads.size()) +
+                      " workloads) exceed the cap of " + std::to_string(kMaxPoints) + " points per plan; split the sweep");
     }
   }
   return d.ok();

@@ -62,6 +62,8 @@ std::string size_label(double b) {
   return s;
 }
 
+const char* const kSvgPlotHead = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<svg xmlns=\"http://www.w3.org/2000/svg\"";
+
 std::string svg_line_plot(const PlotSpec& spec, const std::vector<PlotSeries>& series) {
   // Clean, sorted points per series.
   std::vector<PlotSeries> ss;
@@ -93,9 +95,8 @@ std::string svg_line_plot(const PlotSpec& spec, const std::vector<PlotSeries>& s
   auto X = [&](double x) { return left + (tx(x) - lo) / (hi - lo) * pw; };
   auto Y = [&](double y) { return top + ph - std::max(0.0, y) / ytop * ph; };
 
-  std::string o;
-  o += "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
-  o += "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + num(W) + "\" height=\"" + num(H) + "\" viewBox=\"0 0 " + num(W) +
+  std::string o = kSvgPlotHead;
+  o += " width=\"" + num(W) + "\" height=\"" + num(H) + "\" viewBox=\"0 0 " + num(W) +
        " " + num(H) + "\" font-family=\"sans-serif\" font-size=\"12\">\n";
   o += "<rect x=\"0\" y=\"0\" width=\"" + num(W) + "\" height=\"" + num(H) + "\" fill=\"white\"/>\n";
   o += "<text x=\"" + num(left + pw / 2) + "\" y=\"24\" text-anchor=\"middle\" font-size=\"15\">" + xml(spec.title) + "</text>\n";

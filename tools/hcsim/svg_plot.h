@@ -24,6 +24,8 @@ struct PlotSpec {
 /// has a point. Points with x <= 0 on a log axis, or non-finite values, are left out; a series
 /// left with none is not drawn at all.
 std::string svg_line_plot(const PlotSpec& spec, const std::vector<PlotSeries>& series);
+/// How every document of svg_line_plot begins (what an SVG output may replace; outputs.h).
+extern const char* const kSvgPlotHead;
 
 /// "8", "512", "1K", "64K", "1M", "2G" for powers of two; other values as plain numbers.
 std::string size_label(double bytes);

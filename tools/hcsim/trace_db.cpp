@@ -105,11 +105,6 @@ double TraceDb::scalar(const std::string& sql, double fallback) const {
   return v;
 }
 
-bool same_file(const std::string& a, const std::string& b) {
-  struct stat x {}, y {};
-  return ::stat(a.c_str(), &x) == 0 && ::stat(b.c_str(), &y) == 0 && x.st_dev == y.st_dev && x.st_ino == y.st_ino;
-}
-
 bool parse_time_ns(const std::string& s, double* ns) {
   if (s.empty() || !(std::isdigit(static_cast<unsigned char>(s[0])) || s[0] == '.')) return false;
   char* end = nullptr;

@@ -49,9 +49,6 @@ class TraceDb {
   std::string path_;
 };
 
-/// Do the two paths name the same existing file? (-o must never overwrite the trace being read.)
-bool same_file(const std::string& a, const std::string& b);
-
 /// "10us", "1.5ms", "250ns", "2s", or a bare number of nanoseconds → nanoseconds. False on
 /// anything else (negative, no number, unknown unit).
 bool parse_time_ns(const std::string& s, double* ns);
