@@ -87,7 +87,7 @@ tasks=$(sqlite3 "$tmp/t.db" "select count(*) from tasks" 2>&1)
 if [ "$rows" = 24 ] && [ "${tasks:-0}" -gt 0 ] 2>/dev/null; then echo "ok   db-rows"; pass=$((pass + 1))
 else echo "FAIL db-rows (operations $rows, tasks $tasks)"; fail=$((fail + 1)); fi
 echo "not a trace" > "$tmp/keep.txt"
-check db-refused 2 "not an hcsim trace \(not an SQLite database\); refusing to replace it$" -- "$T" allreduce -b 8K -e 8K -n 1 -w 0 --db "$tmp/keep.txt"
+check db-refused 2 "not an hcsim trace \(not an SQLite database\); refusing to replace it \(--force replaces it\)$" -- "$T" allreduce -b 8K -e 8K -n 1 -w 0 --db "$tmp/keep.txt"
 if [ "$(cat "$tmp/keep.txt")" = "not a trace" ]; then echo "ok   db-kept"; pass=$((pass + 1)); else echo "FAIL db-kept"; fail=$((fail + 1)); fi
 check db-no-dir 2 "cannot create trace database" -- "$T" allreduce -b 8K -e 8K -n 1 -w 0 --db "$tmp/no/such/dir/t.db"
 rm -rf "$tmp"

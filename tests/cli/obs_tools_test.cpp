@@ -303,7 +303,7 @@ TEST_F(ObsTools, BadInput) {
     const std::string before = slurp(path("sizes.db"));
     Result r = run({g_hcsim, cmd, "sizes.db", "-o", "./sizes.db"});
     EXPECT_EQ(r.code, 2);
-    EXPECT_NE(r.err.find("is the trace being read"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("-o ./sizes.db is the same file as input DB sizes.db"), std::string::npos) << r.err;
     EXPECT_EQ(slurp(path("sizes.db")), before);
   }
   if (access("/dev/full", W_OK) == 0) {

@@ -41,9 +41,10 @@ scenario() {  # scenario FILE NAME REPEAT: an all-reduce of 4 KiB on one Atlas 8
 scenario s.json s 2
 scenario long.json long 100000
 
-# --db naming the scenario itself, or the topology: refused, file untouched.
+# --db naming the scenario itself (refused even with --force: docs/tools.md#outputs), or another
+# JSON file: refused, file untouched.
 cp s.json s.orig
-expect db-is-scenario 2 "s.json: cannot create trace database: exists and is not an hcsim trace \(not an SQLite database\); refusing to replace it \(--force replaces it\)" -- "$HCSIM" run s.json --db s.json -q &&
+expect db-is-scenario 2 "--db s.json is the same file as input SCENARIO s.json: an output may not replace an input" -- "$HCSIM" run s.json --db s.json --force -q &&
   { cmp -s s.json s.orig && [ ! -e s.json.lock ] && ok db-is-scenario || bad db-is-scenario "the scenario was modified"; }
 cp "$SRC/topologies/atlas800t-a2.json" topo.json
 expect db-is-topology 2 "topo.json: .*not an hcsim trace" -- "$HCSIM" run s.json --db topo.json -q &&
