@@ -28,6 +28,7 @@ printf '{"format":"hcsim-plan","version":1,"name":"p","topology":"t.json","workl
 "$HCSIM" routes a.db -o a.routes > /dev/null 2>&1 || bad "fixture routes file"
 INPUTS="s.json t.json ranktable-2node.json p.json a.db b.db a.routes"
 md5sum $INPUTS > "$META/inputs.md5"
+mkdir "$META/orig" && cp $INPUTS "$META/orig/"
 HTRUN="$HT allreduce -b 64K -e 64K -n 1 -w 0 -c 0 --topology t.json"
 
 # refused NAME OUT MESSAGE -- command...: exit 2, MESSAGE (a fixed string) in the output, every
@@ -40,9 +41,11 @@ refused() {
   "$@" > out.txt 2>&1
   local rc=$?
   ls -AR | sort > "$META/after.ls"
-  if [ "$rc" -ne 2 ]; then bad "$name: exit $rc, expected 2" out.txt
+  if ! md5sum --quiet -c "$META/inputs.md5" > "$META/md5.txt" 2>&1; then
+    bad "$name: an input changed (exit $rc)" "$META/md5.txt" out.txt
+    for f in $INPUTS; do cp -f "$META/orig/$f" "$f"; done  # the next cases start from intact inputs
+  elif [ "$rc" -ne 2 ]; then bad "$name: exit $rc, expected 2" out.txt
   elif ! grep -qF -- "$msg" out.txt; then echo "    expected: $msg"; bad "$name: message" out.txt
-  elif ! md5sum --quiet -c "$META/inputs.md5" > "$META/md5.txt" 2>&1; then bad "$name: an input changed" "$META/md5.txt"
   elif ! diff "$META/before.ls" "$META/after.ls" > "$META/ls.diff"; then bad "$name: files created or removed" "$META/ls.diff"
   else ok "$name"; fi
 }
@@ -50,27 +53,27 @@ refused() {
 # ---- every output option against every input: same path, symlink, hard link ----
 # option | how the message names the input | the input as the command names it | command (@OUT@: the output)
 TABLE=(
-  "run --db|input SCENARIO|s.json|$HCSIM run s.json -q --force --db @OUT@"
-  "run --db|the scenario's topology|t.json|$HCSIM run s.json -q --force --db @OUT@"
-  "run --db|the topology's rank table|ranktable-2node.json|$HCSIM run s.json -q --force --db @OUT@"
-  "trace -o|input DB|a.db|$HCSIM trace a.db --force -o @OUT@"
-  "plot -o|input DB|a.db|$HCSIM plot a.db --force -o @OUT@"
-  "routes -o|the input|a.db|$HCSIM routes a.db --force -o @OUT@"
-  "routes -o|the input|a.routes|$HCSIM routes a.routes --force -o @OUT@"
-  "routes -o|the input|s.json|$HCSIM routes s.json --force -o @OUT@"
-  "routes -o|the scenario's topology|t.json|$HCSIM routes s.json --force -o @OUT@"
-  "routes -o|the topology's rank table|ranktable-2node.json|$HCSIM routes s.json --force -o @OUT@"
-  "diff --junit|input A|a.db|$HCSIM diff a.db b.db --force --junit @OUT@"
-  "diff --junit|input B|a.routes|$HCSIM diff a.db a.routes --force --junit @OUT@"
-  "topo -o|input FILE|t.json|$HCSIM topo t.json --dot --force -o @OUT@"
-  "topo -o|the topology's rank table|ranktable-2node.json|$HCSIM topo t.json --ranktable 1.0 --force -o @OUT@"
-  "plan -o|input PLAN|p.json|$HCSIM plan p.json --dry-run --force -o @OUT@"
-  "plan -o|the plan's topology|t.json|$HCSIM plan p.json --dry-run --force -o @OUT@"
-  "plan -o|the topology's rank table|ranktable-2node.json|$HCSIM plan p.json --dry-run --force -o @OUT@"
-  "hcomm_test --db|--topology|t.json|$HTRUN --force --db @OUT@"
-  "hcomm_test --db|the topology's rank table|ranktable-2node.json|$HTRUN --force --db @OUT@"
-  "hcomm_test --plot|--topology|t.json|$HTRUN --force --plot @OUT@"
-  "hcomm_test --plot|the topology's rank table|ranktable-2node.json|$HTRUN --force --plot @OUT@"
+  "run --db|input SCENARIO|s.json|$HCSIM run s.json -q --db @OUT@"
+  "run --db|the scenario's topology|t.json|$HCSIM run s.json -q --db @OUT@"
+  "run --db|the topology's rank table|ranktable-2node.json|$HCSIM run s.json -q --db @OUT@"
+  "trace -o|input DB|a.db|$HCSIM trace a.db -o @OUT@"
+  "plot -o|input DB|a.db|$HCSIM plot a.db -o @OUT@"
+  "routes -o|the input|a.db|$HCSIM routes a.db -o @OUT@"
+  "routes -o|the input|a.routes|$HCSIM routes a.routes -o @OUT@"
+  "routes -o|the input|s.json|$HCSIM routes s.json -o @OUT@"
+  "routes -o|the scenario's topology|t.json|$HCSIM routes s.json -o @OUT@"
+  "routes -o|the topology's rank table|ranktable-2node.json|$HCSIM routes s.json -o @OUT@"
+  "diff --junit|input A|a.db|$HCSIM diff a.db b.db --junit @OUT@"
+  "diff --junit|input B|a.routes|$HCSIM diff a.db a.routes --junit @OUT@"
+  "topo -o|input FILE|t.json|$HCSIM topo t.json --dot -o @OUT@"
+  "topo -o|the topology's rank table|ranktable-2node.json|$HCSIM topo t.json --ranktable 1.0 -o @OUT@"
+  "plan -o|input PLAN|p.json|$HCSIM plan p.json --dry-run -o @OUT@"
+  "plan -o|the plan's topology|t.json|$HCSIM plan p.json --dry-run -o @OUT@"
+  "plan -o|the topology's rank table|ranktable-2node.json|$HCSIM plan p.json --dry-run -o @OUT@"
+  "hcomm_test --db|--topology|t.json|$HTRUN --db @OUT@"
+  "hcomm_test --db|the topology's rank table|ranktable-2node.json|$HTRUN --db @OUT@"
+  "hcomm_test --plot|--topology|t.json|$HTRUN --plot @OUT@"
+  "hcomm_test --plot|the topology's rank table|ranktable-2node.json|$HTRUN --plot @OUT@"
 )
 covered=""
 for row in "${TABLE[@]}"; do
@@ -80,8 +83,10 @@ for row in "${TABLE[@]}"; do
   ln -s "$in" link.out
   ln "$in" hard.out
   for out in "$in" link.out hard.out; do
-    read -ra argv <<< "${cmd//@OUT@/$out}"
-    refused "$what onto $label ($out)" "$out" "$opt $out is the same file as $label $in: an output may not replace an input" -- "${argv[@]}"
+    for force in "" --force; do  # --force does not lift the rule
+      read -ra argv <<< "${cmd//@OUT@/$out} $force"
+      refused "$what onto $label ($out)${force:+ $force}" "$out" "$opt $out is the same file as $label $in: an output may not replace an input" -- "${argv[@]}"
+    done
   done
   rm -f link.out hard.out
 done
