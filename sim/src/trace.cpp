@@ -114,7 +114,14 @@ bool Trace::lock(std::string* why) {
   for (int attempt = 0; attempt < 50; ++attempt) {
     int fd = ::open(lock_path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
     if (fd < 0) { *why = "cannot create lock file " + lock_path_ + ": " + errno_text(errno); return false; }
-    if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    // A reader (hcsim top, health, ...) tests the lock with a shared flock it drops at once: wait
+    // out such a probe (up to 0.2 s) before concluding that another run holds it.
+    int rc = ::flock(fd, LOCK_EX | LOCK_NB);
+    for (int wait = 0; rc != 0 && errno == EWOULDBLOCK && wait < 40; ++wait) {
+      ::usleep(5000);
+      rc = ::flock(fd, LOCK_EX | LOCK_NB);
+    }
+    if (rc != 0) {
       const int e = errno;
       ::close(fd);
       *why = e == EWOULDBLOCK ? "another hcsim run is writing this trace (it holds the lock " + lock_path_ + ")"
@@ -172,7 +179,7 @@ bool Trace::open(const std::string& path, std::string* why, bool force, const ch
   }
   sqlite3_busy_timeout(db_, 10000);  // a reader (sqlite3 X.db ...) delays a commit instead of failing it
   char* err = nullptr;
-  // journal_mode=DELETE: one file; each committed batch is durable on its own.
+  // The schema in rollback-journal mode: one file that is an hcsim trace from here on.
   if (sqlite3_exec(db_, "PRAGMA journal_mode=DELETE; PRAGMA synchronous=NORMAL;", nullptr, nullptr, &err) != SQLITE_OK ||
       sqlite3_exec(db_, kSchema, nullptr, nullptr, &err) != SQLITE_OK ||
       sqlite3_exec(db_, ("INSERT INTO meta VALUES('schema_version','" + std::to_string(kTraceSchemaVersion) +
@@ -185,6 +192,13 @@ bool Trace::open(const std::string& path, std::string* why, bool force, const ch
     unlock();
     return false;
   }
+  // During the run: WAL, so readers (hcsim top, sqlite3) read committed batches consistently
+  // without stalling the commits, and a killed run's committed batches are in FILE-wal, whole
+  // (synchronous=FULL: each commit is synced, as each rollback-journal commit was). close()
+  // checkpoints it back into one file. The schema above is committed to the file itself first,
+  // so even a killed run's file says it is an hcsim trace. (Without WAL support the file system
+  // keeps the journal mode above.)
+  exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;");
   st_npu_ = prep("INSERT INTO npus VALUES(?,?,?,?,?,?)");
   st_link_ = prep("INSERT INTO links VALUES(?,?,?,?,?,?,?)");
   st_op_ = prep("INSERT INTO operations(rank,seq,kind,algorithm,bytes,dtype,reduce_op,peer,step,rep,start_ns,end_ns,chosen_by,est_us,runner_up,runner_up_est_us,status,error) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
@@ -215,6 +229,10 @@ void Trace::close() noexcept {
       sqlite3_finalize(*s);
       *s = nullptr;
     }
+    // One file again: checkpoint the WAL into the database and delete FILE-wal and FILE-shm
+    // (waits out readers up to the busy timeout). Also after a failure: best effort, what was
+    // committed stays readable in FILE-wal if this cannot be done (a full disk).
+    sqlite3_exec(db_, "PRAGMA journal_mode=DELETE", nullptr, nullptr, nullptr);
     if (sqlite3_close(db_) != SQLITE_OK && !failed_) fail(sqlite3_errmsg(db_));
     db_ = nullptr;
   }

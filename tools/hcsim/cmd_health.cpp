@@ -143,7 +143,10 @@ int health_main(const std::vector<std::string>& argv) {
   }
   TraceDb db;
   std::string why;
-  if (!db.open(file, &why)) { std::fprintf(stderr, "hcsim: %s\n", why.c_str()); return kBadInput; }
+  if (!db.open(file, &why) || !db.require_finished("health", &why)) {  // an unfinished run's rules would pass vacuously
+    std::fprintf(stderr, "hcsim: %s\n", why.c_str());
+    return kBadInput;
+  }
   bool ok = true;
   double sim_end = 0;
   std::string topo_file;

@@ -39,6 +39,7 @@ int plot_main(const std::vector<std::string>& argv) {
   TraceDb db;
   std::string why;
   if (!db.open(file, &why)) { std::fprintf(stderr, "hcsim: %s\n", why.c_str()); return kBadInput; }
+  db.print_banner();
   if (!db.has_table("summary")) { std::fprintf(stderr, "hcsim: %s: no summary table\n", file.c_str()); return kBadInput; }
   // The algorithm of each (step, rep): the one most of its operation rows name.
   std::map<std::pair<std::int64_t, std::int64_t>, std::string> algo;

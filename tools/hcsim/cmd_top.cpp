@@ -27,10 +27,13 @@ int top_main(const std::vector<std::string>& argv) {
   TraceDb db;
   std::string why;
   if (!db.open(file, &why)) { std::fprintf(stderr, "hcsim: %s\n", why.c_str()); return kBadInput; }
+  db.print_banner();
   TopData d;
   bool ok = db.query("SELECT scenario, status, sim_end_ns FROM run WHERE id=1", [&](const Row& r) {
     d.title = r.s(0);
-    d.status = r.null(1) ? "unfinished (no end recorded)" : r.s(1);
+    d.status = db.state() == TraceState::kBeingWritten ? "being written (running)"
+               : db.state() == TraceState::kUnfinished   ? "unfinished (killed?)"
+                                                         : r.s(1);
     d.sim_ns = r.d(2);
   }, &why);
   std::map<std::int64_t, TopRank> ranks;

@@ -131,6 +131,7 @@ int trace_main(const std::vector<std::string>& argv) {
   TraceDb db;
   std::string why;
   if (!db.open(file, &why)) { std::fprintf(stderr, "hcsim: %s\n", why.c_str()); return kBadInput; }
+  db.print_banner();
 
   // Ranks: names and servers (the npus table; a damaged trace without it gets one server).
   struct Npu { std::string name; std::int64_t server = 0; };

@@ -62,6 +62,7 @@ bool is_sqlite(const std::string& f) {
 bool from_db(const std::string& file, std::vector<RouteLine>* out, std::string* why) {
   TraceDb db;
   if (!db.open(file, why)) return false;
+  db.print_banner();
   if (!db.has_table("routes")) { *why = file + ": the trace has no routes table (written by hcsim before trace schema 5)"; return false; }
   std::string e;
   const bool ok = db.query(
@@ -87,7 +88,7 @@ bool from_db(const std::string& file, std::vector<RouteLine>* out, std::string* 
         out->push_back(std::move(l));
       },
       &e);
-  if (!ok) { *why = file + ": " + e; return false; }
+  if (!ok) { *why = e; return false; }
   number(out);
   return true;
 }

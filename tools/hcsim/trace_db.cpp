@@ -1,8 +1,11 @@
-// Read-only access to a finished hcsim trace (trace_db.h).
+// Read-only access to an hcsim trace (trace_db.h).
 #include "trace_db.h"
 
 #include <sqlite3.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
@@ -22,21 +25,92 @@ std::string Row::s(int c) const {
   return t ? std::string(reinterpret_cast<const char*>(t), static_cast<std::size_t>(sqlite3_column_bytes(s_, c))) : std::string();
 }
 
-TraceDb::~TraceDb() { sqlite3_close(db_); }
+TraceDb::~TraceDb() {
+  if (db_ && !sqlite3_get_autocommit(db_)) sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);  // the read snapshot
+  sqlite3_close(db_);
+}
+
+namespace {
+
+bool exists(const std::string& p) {
+  struct stat st {};
+  return ::stat(p.c_str(), &st) == 0;
+}
+
+std::uint32_t be(const unsigned char* p, int n) {
+  std::uint32_t v = 0;
+  for (int k = 0; k < n; ++k) v = v << 8 | p[k];
+  return v;
+}
+
+bool is_corrupt_code(int rc) { return (rc & 0xff) == SQLITE_CORRUPT || (rc & 0xff) == SQLITE_NOTADB; }
+
+}  // namespace
+
+bool is_sqlite_file(const std::string& path) {
+  char head[16] = {};
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) return false;
+  const std::size_t n = std::fread(head, 1, sizeof head, f);
+  std::fclose(f);
+  return n == sizeof head && std::memcmp(head, "SQLite format 3", 16) == 0;
+}
+
+bool trace_lock_held(const std::string& trace_path) {
+  const int fd = ::open((trace_path + ".lock").c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+  if (fd < 0) return false;  // no lock file: no run has the trace open
+  const bool held = ::flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+  ::close(fd);  // releases the probe's lock, if it got one
+  return held;
+}
 
 bool TraceDb::open(const std::string& path, std::string* why) {
   path_ = path;
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) { *why = path + ": cannot open: " + std::strerror(errno); return false; }
   if (!S_ISREG(st.st_mode)) { *why = path + ": not a regular file"; return false; }
-  char head[16] = {};
+  // A run writing the trace holds the lock (checked again after reading run.status below: a run
+  // may start on this path meanwhile).
+  bool held = trace_lock_held(path);
+  const std::string nothing_yet = path + ": being written: the run holding " + path +
+                                  ".lock has committed nothing yet; try again in a moment";
+  unsigned char head[100] = {};
   std::FILE* f = std::fopen(path.c_str(), "rb");
   if (!f) { *why = path + ": cannot read: " + std::strerror(errno); return false; }
   const std::size_t n = std::fread(head, 1, sizeof head, f);
   std::fclose(f);
-  if (n < sizeof head || std::memcmp(head, "SQLite format 3", 16) != 0) {
+  if (n == 0 && held) { *why = nothing_yet; return false; }
+  if (n == 0) { *why = path + ": not an hcsim trace (an empty file)"; return false; }
+  if (n < 16 || std::memcmp(head, "SQLite format 3", 16) != 0) {
     *why = path + ": not an hcsim trace (not an SQLite database)";
     return false;
+  }
+  if (n < sizeof head) {
+    *why = path + ": corrupt: truncated: " + std::to_string(n) + " bytes, less than an SQLite header";
+    return false;
+  }
+  // The header's page size and page count against the file's size (a truncated copy). Only
+  // without a journal or WAL beside it: those may hold pages the file does not have yet.
+  const bool wal = exists(path + "-wal"), journal = exists(path + "-journal");
+  const std::uint32_t raw_page = be(head + 16, 2);
+  const std::uint64_t page = raw_page == 1 ? 65536 : raw_page;
+  if (page < 512 || (page & (page - 1))) {
+    *why = path + ": corrupt: the header's page size " + std::to_string(page) + " is not a power of two from 512 to 65536";
+    return false;
+  }
+  const std::uint64_t size = static_cast<std::uint64_t>(st.st_size);
+  const std::uint64_t pages = be(head + 28, 4);
+  if (!wal && !journal) {
+    if (size % page) {
+      *why = path + ": corrupt: truncated: " + std::to_string(size) + " bytes is not a whole number of " + std::to_string(page) +
+             "-byte pages";
+      return false;
+    }
+    if (be(head + 24, 4) == be(head + 92, 4) && pages * page > size) {
+      *why = path + ": corrupt: truncated: its header says " + std::to_string(pages) + " pages of " + std::to_string(page) + " bytes (" +
+             std::to_string(pages * page) + " bytes), the file has " + std::to_string(size);
+      return false;
+    }
   }
   std::string uri = "file:";
   for (char c : path) {
@@ -45,16 +119,39 @@ bool TraceDb::open(const std::string& path, std::string* why) {
     else if (c == '#') uri += "%23";
     else uri += c;
   }
-  uri += "?immutable=1";
+  // A finished trace is one file nobody writes: immutable (no locks, no files created). A trace
+  // being written, or one a killed run left with its WAL, is read through SQLite's locking and
+  // the WAL, read-only (a WAL reader may create or update FILE-shm, the WAL's index; never
+  // FILE or FILE-wal). A hot journal (a killed writer of the rollback kind) is not rolled back.
+  struct stat js {};
+  const bool hot = journal && ::stat((path + "-journal").c_str(), &js) == 0 && js.st_size > 0 && !held;
+  const bool live = held || wal || hot;
+  if (!live) uri += "?immutable=1";
   if (sqlite3_open_v2(uri.c_str(), &db_, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, nullptr) != SQLITE_OK) {
     *why = path + ": cannot open: " + (db_ ? sqlite3_errmsg(db_) : "out of memory");
     return false;
   }
+  sqlite3_extended_result_codes(db_, 1);
+  sqlite3_db_config(db_, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, nullptr);
+  sqlite3_busy_timeout(db_, 10000);  // the writer's WAL reset or final checkpoint: brief
+  // One snapshot for every query of this reader (the first read starts it).
+  if (sqlite3_exec(db_, "BEGIN", nullptr, nullptr, nullptr) != SQLITE_OK) {
+    *why = path + ": cannot read the trace: " + sqlite3_errmsg(db_);
+    return false;
+  }
   std::string gen;
   std::string err;
-  if (!has_table("meta") ||
-      !query("SELECT value FROM meta WHERE key='generator'", [&](const Row& r) { gen = r.s(0); }, &err) || gen != "hcsim") {
-    *why = path + ": not an hcsim trace (no meta generator=hcsim)";
+  bool have_meta = false;
+  if (!query("SELECT 1 FROM sqlite_master WHERE type='table' AND name='meta'", [&](const Row&) { have_meta = true; }, &err) ||
+      (have_meta && !query("SELECT value FROM meta WHERE key='generator'", [&](const Row& r) { gen = r.s(0); }, &err))) {
+    *why = sqlite3_extended_errcode(db_) == SQLITE_READONLY_ROLLBACK
+               ? path + ": unfinished trace with a hot journal: " + path + "-journal holds a batch the killed run did not commit; "
+                        "reading it needs that batch rolled back, which changes the file (sqlite3 " + path + " 'PRAGMA quick_check' does it)"
+               : err;
+    return false;
+  }
+  if (gen != "hcsim") {
+    *why = held ? nothing_yet : path + ": not an hcsim trace (no meta generator=hcsim)";
     return false;
   }
   for (const char* t : {"run", "operations"})
@@ -62,6 +159,67 @@ bool TraceDb::open(const std::string& path, std::string* why) {
       *why = path + ": not an hcsim trace (no " + t + " table)";
       return false;
     }
+  // Structure: every page of every table (a damaged page would otherwise be read silently, with
+  // wrong counts, or only fail the query that reaches it).
+  std::vector<std::string> problems;
+  if (!query("PRAGMA quick_check(3)", [&](const Row& r) { problems.push_back(r.s(0)); }, &err)) {
+    *why = err + " (found by PRAGMA quick_check)";
+    return false;
+  }
+  if (problems.empty() || problems[0] != "ok") {
+    std::string list;
+    for (const auto& p : problems) {
+      std::size_t a = 0;
+      while (a < p.size()) {  // one message may hold several lines
+        std::size_t b = p.find('\n', a);
+        if (b == std::string::npos) b = p.size();
+        const std::string line = p.substr(a, b - a);
+        if (!line.empty() && line.compare(0, 3, "***") != 0) list += (list.empty() ? "" : "; ") + line;
+        a = b + 1;
+      }
+    }
+    *why = path + ": corrupt: PRAGMA quick_check: " + list + (problems.size() >= 3 ? "; ..." : "");
+    return false;
+  }
+  bool ended = false;
+  if (!query("SELECT status IS NOT NULL FROM run WHERE id=1", [&](const Row& r) { ended = r.i(0) != 0; }, &err)) {
+    *why = err;
+    return false;
+  }
+  held = held || trace_lock_held(path);
+  state_ = ended ? TraceState::kFinished : held ? TraceState::kBeingWritten : TraceState::kUnfinished;
+  return true;
+}
+
+std::string TraceDb::banner() const {
+  switch (state_) {
+    case TraceState::kUnfinished:
+      return path_ + ": unfinished trace: no end recorded and no run writing it (the run was killed or crashed); "
+                     "what it committed is shown, the rest of the run is missing";
+    case TraceState::kBeingWritten:
+      return path_ + ": being written: a run holds " + path_ + ".lock; what it committed so far is shown";
+    case TraceState::kFinished: break;
+  }
+  return "";
+}
+
+void TraceDb::print_banner() const {
+  const std::string b = banner();
+  if (!b.empty()) std::fprintf(stderr, "hcsim: warning: %s\n", b.c_str());
+}
+
+bool TraceDb::require_finished(const char* command, std::string* why) const {
+  switch (state_) {
+    case TraceState::kUnfinished:
+      *why = path_ + ": unfinished trace: no end recorded (run.status is NULL) and no run writing it: the run was killed or "
+                     "crashed; " + command + " needs a finished run (hcsim top and hcsim trace show what it committed)";
+      return false;
+    case TraceState::kBeingWritten:
+      *why = path_ + ": being written: a run holds " + path_ + ".lock and has not recorded its end; " + command +
+             " needs a finished run: wait for it to end";
+      return false;
+    case TraceState::kFinished: break;
+  }
   return true;
 }
 
@@ -82,8 +240,8 @@ bool TraceDb::has_column(const std::string& table, const std::string& column) co
 bool TraceDb::query(const std::string& sql, const std::function<void(const Row&)>& row, std::string* why,
                     const std::vector<std::string>& text_params) const {
   sqlite3_stmt* s = nullptr;
-  if (sqlite3_prepare_v2(db_, sql.c_str(), -1, &s, nullptr) != SQLITE_OK) {
-    *why = path_ + ": cannot read the trace: " + sqlite3_errmsg(db_);
+  if (const int rc = sqlite3_prepare_v2(db_, sql.c_str(), -1, &s, nullptr); rc != SQLITE_OK) {
+    *why = path_ + (is_corrupt_code(rc) ? ": corrupt: " : ": cannot read the trace: ") + sqlite3_errmsg(db_);
     sqlite3_finalize(s);
     return false;
   }
@@ -93,7 +251,7 @@ bool TraceDb::query(const std::string& sql, const std::function<void(const Row&)
   const Row r(s);
   while ((rc = sqlite3_step(s)) == SQLITE_ROW) row(r);
   const bool ok = rc == SQLITE_DONE;
-  if (!ok) *why = path_ + ": cannot read the trace: " + sqlite3_errmsg(db_);
+  if (!ok) *why = path_ + (is_corrupt_code(rc) ? ": corrupt: " : ": cannot read the trace: ") + sqlite3_errmsg(db_);
   sqlite3_finalize(s);
   return ok;
 }

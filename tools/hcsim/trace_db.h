@@ -1,6 +1,8 @@
-// Read-only access to a finished hcsim trace (docs/trace-schema.md) for the commands that read
-// one: trace, top, health, plot (docs/tools.md). Opens the file immutable (no journal, no locks,
-// never modified) after checking it is an SQLite database whose meta table says generator = hcsim.
+// Read-only access to an hcsim trace (docs/trace-schema.md#reading) for the commands that read
+// one: trace, top, health, plot, routes, diff (docs/tools.md). Never modifies the trace. open()
+// tells apart a trace that is finished, unfinished (no end recorded and no run writing it: killed
+// or crashed), being written (a run holds FILE.lock: read through the writer's WAL, one
+// consistent snapshot) and corrupt (a truncated file, a damaged page: open() fails, "corrupt").
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -25,15 +27,27 @@ class Row {
   sqlite3_stmt* s_;
 };
 
+/// What open() found. kUnfinished and kBeingWritten: run.status is NULL (no end recorded); the
+/// difference is whether a run holds the trace's lock (flock on FILE.lock, sim::Trace::lock).
+enum class TraceState { kFinished, kUnfinished, kBeingWritten };
+
 class TraceDb {
  public:
   TraceDb() = default;
   TraceDb(const TraceDb&) = delete;
   TraceDb& operator=(const TraceDb&) = delete;
   ~TraceDb();
-  /// False with `why` ("FILE: no such file", "FILE: not an SQLite database", "FILE: not an hcsim
-  /// trace (...)") when it cannot be read as an hcsim trace.
+  /// False with `why` ("FILE: no such file", "FILE: not an hcsim trace (...)", "FILE: corrupt:
+  /// ...", "FILE: being written: ... nothing committed yet") when it cannot be read as an hcsim
+  /// trace. Reads hold one snapshot until the TraceDb is destroyed.
   bool open(const std::string& path, std::string* why);
+  TraceState state() const { return state_; }
+  /// For commands that show what a trace holds: a one-line warning for an unfinished trace or
+  /// one being written ("" for a finished one); print_banner() puts it on stderr.
+  std::string banner() const;
+  void print_banner() const;
+  /// For commands that judge a whole run (health, diff): false with `why` unless it is finished.
+  bool require_finished(const char* command, std::string* why) const;
   bool has_table(const std::string& name) const;
   bool has_column(const std::string& table, const std::string& column) const;
   /// Runs `sql` (parameters bound in order: int64 or text), calling `row` per row; false with
@@ -47,7 +61,15 @@ class TraceDb {
  private:
   sqlite3* db_ = nullptr;
   std::string path_;
+  TraceState state_ = TraceState::kFinished;
 };
+
+/// Does FILE start with the SQLite header (so it is a database, possibly a damaged one)?
+bool is_sqlite_file(const std::string& path);
+
+/// Does a process hold the flock(2) sim::Trace::lock takes on TRACE.lock (a run writing TRACE)?
+/// Probes with a non-blocking shared lock, released at once; never creates the lock file.
+bool trace_lock_held(const std::string& trace_path);
 
 /// "10us", "1.5ms", "250ns", "2s", or a bare number of nanoseconds → nanoseconds. False on
 /// anything else (negative, no number, unknown unit).
