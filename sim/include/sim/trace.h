@@ -1,5 +1,7 @@
 // SQLite trace (docs/trace-schema.md). Rows are buffered in one open transaction and committed
 // every `batch` rows and at close, so a killed run leaves a valid database of what was committed.
+// While open the database is in WAL mode (readers see committed batches without stalling the
+// commits; a killed run's are in "<path>-wal"); close() checkpoints it back into one file.
 //
 // The database is written in place at its final path (not into a temporary file renamed at the
 // end), so the batches committed before a crash, kill or full disk are found where the user asked.
