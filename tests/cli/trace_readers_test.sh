@@ -97,6 +97,28 @@ check killed-plot 2 "warning: k.db: $unf" -- "$HCSIM" plot k.db -o k.svg  # then
 "$HCSIM" run s.json --db k.db -q > /dev/null 2>&1
 [ "$(ls k.db* | tr '\n' ' ')" = "k.db " ] && ok killed-replaced || bad killed-replaced "files: $(ls k.db* | tr '\n' ' ')"
 
+# A killed writer of the rollback-journal kind (sqlite3 here) leaves a hot journal: a reader does
+# not roll it back (that changes the file) nor read past it; it says so, exit 2.
+if [ $have_sqlite = 1 ]; then
+  cp f.db hot.db
+  mkfifo sql.fifo
+  sqlite3 hot.db < sql.fifo > /dev/null 2>&1 &
+  spid=$!
+  exec 3> sql.fifo
+  echo "PRAGMA cache_size=2; BEGIN; UPDATE run SET status=NULL;
+        WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 20000)
+        INSERT INTO logs(sim_time_ns, rank, level, message) SELECT i, 0, 0, printf('%.100c', 'x') FROM n;" >&3
+  for _ in $(seq 100); do [ -s hot.db-journal ] && [ "$(stat -c %s hot.db)" -gt "$(stat -c %s f.db)" ] && break; sleep 0.1; done
+  kill -KILL $spid
+  wait $spid 2> /dev/null
+  exec 3>&-
+  before=$(sums hot.db hot.db-journal)
+  for c in top health; do
+    check hot-journal-$c 2 "hot.db: unfinished trace with a hot journal: hot.db-journal holds a batch" -- "$HCSIM" $c hot.db
+  done
+  [ "$(sums hot.db hot.db-journal)" = "$before" ] && ok hot-journal-unmodified || bad hot-journal-unmodified "changed"
+fi
+
 # A trace being written: readers poll a running run; each sees a consistent snapshot (never
 # "malformed") and says so; health and diff refuse it. SIGINT ends the run: one file again.
 "$HCSIM" run long.json --db w.db -q > /dev/null 2>&1 &
