@@ -29,11 +29,11 @@ int top_main(const std::vector<std::string>& argv) {
   if (!db.open(file, &why)) { std::fprintf(stderr, "hcsim: %s\n", why.c_str()); return kBadInput; }
   db.print_banner();
   TopData d;
+  const std::string no_end = db.state() == TraceState::kBeingWritten ? "being written (running)" : "unfinished (killed?)";
+  if (db.state() != TraceState::kFinished) d.status = no_end;  // also without a run row
   bool ok = db.query("SELECT scenario, status, sim_end_ns FROM run WHERE id=1", [&](const Row& r) {
     d.title = r.s(0);
-    d.status = db.state() == TraceState::kBeingWritten ? "being written (running)"
-               : db.state() == TraceState::kUnfinished   ? "unfinished (killed?)"
-                                                         : r.s(1);
+    d.status = db.state() == TraceState::kFinished ? r.s(1) : no_end;
     d.sim_ns = r.d(2);
   }, &why);
   std::map<std::int64_t, TopRank> ranks;

@@ -194,8 +194,8 @@ bool TraceDb::open(const std::string& path, std::string* why) {
 std::string TraceDb::banner() const {
   switch (state_) {
     case TraceState::kUnfinished:
-      return path_ + ": unfinished trace: no end recorded and no run writing it (the run was killed or crashed); "
-                     "what it committed is shown, the rest of the run is missing";
+      return path_ + ": unfinished trace: no end recorded and no run writing it (the run was killed, crashed or could not "
+                     "write its end); what it committed is shown, the rest of the run is missing";
     case TraceState::kBeingWritten:
       return path_ + ": being written: a run holds " + path_ + ".lock; what it committed so far is shown";
     case TraceState::kFinished: break;
@@ -211,8 +211,9 @@ void TraceDb::print_banner() const {
 bool TraceDb::require_finished(const char* command, std::string* why) const {
   switch (state_) {
     case TraceState::kUnfinished:
-      *why = path_ + ": unfinished trace: no end recorded (run.status is NULL) and no run writing it: the run was killed or "
-                     "crashed; " + command + " needs a finished run (hcsim top and hcsim trace show what it committed)";
+      *why = path_ + ": unfinished trace: no end recorded (run.status is NULL) and no run writing it: the run was killed, "
+                     "crashed or could not write its end; " + command + " needs a finished run (hcsim top and hcsim trace show "
+                     "what it committed)";
       return false;
     case TraceState::kBeingWritten:
       *why = path_ + ": being written: a run holds " + path_ + ".lock and has not recorded its end; " + command +
