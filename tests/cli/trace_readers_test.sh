@@ -154,9 +154,10 @@ if [ $have_sqlite = 1 ]; then
 fi
 check writing-then-top 0 "status interrupted" "warning" -- "$HCSIM" top w.db
 
-# Corrupt copies of f.db: truncated (to half, and to less than a header) and a damaged page
-# (a page of the operations table overwritten with zeros, another with 0xff): exit 2 "corrupt"
-# from every reader, never "not an hcsim trace", and the copy unchanged.
+# Corrupt copies of f.db: truncated (to half, and to less than a header) and a damaged page (a
+# leaf of the operations table overwritten with zeros; the file's middle page, whatever table it
+# holds, with 0xff): exit 2 "corrupt" from every reader, never "not an hcsim trace", the copy
+# unchanged.
 size=$(stat -c %s f.db)
 psize=$(($(od -An -tu1 -j16 -N1 f.db) * 256 + $(od -An -tu1 -j17 -N1 f.db)))
 pages=$((size / psize))
@@ -164,9 +165,10 @@ head -c $((size / 2)) f.db > half.db
 head -c 60 f.db > head.db
 mid=$((pages / 2))
 mid2=$((pages / 2 + 1))
-if [ $have_sqlite = 1 ]; then  # leaf pages of the operations table, from SQLite's dbstat
+if [ $have_sqlite = 1 ]; then  # a leaf page of the operations table, from SQLite's dbstat
   leaves=($(sqlite3 f.db "SELECT pageno FROM dbstat WHERE name='operations' AND pagetype='leaf' ORDER BY pageno" 2> /dev/null))
-  if [ ${#leaves[@]} -ge 4 ]; then mid=${leaves[$((${#leaves[@]} / 2))]}; mid2=${leaves[$((${#leaves[@]} / 2 + 1))]}; fi
+  [ ${#leaves[@]} -ge 2 ] && mid=${leaves[$((${#leaves[@]} / 2))]}
+  [ "$mid" = "$mid2" ] && mid2=$((mid2 + 1))
 fi
 cp f.db zero.db
 dd if=/dev/zero of=zero.db bs=$psize seek=$((mid - 1)) count=1 conv=notrunc 2> /dev/null

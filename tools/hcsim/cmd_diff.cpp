@@ -86,7 +86,10 @@ int diff_main(const std::vector<std::string>& argv) {
   for (const auto& f : files)  // a trace must be finished (and not corrupt) to be compared
     if (is_sqlite_file(f)) {
       TraceDb db;
-      if (!db.open(f, &why) || !db.require_finished("diff", &why)) { std::fprintf(stderr, "hcsim: %s\n", why.c_str()); return kBadInput; }
+      if (!db.open(f, &why) || !db.require_finished("diff", &why)) {
+        std::fprintf(stderr, "hcsim: %s\n", why.c_str());
+        return kBadInput;
+      }
     }
   for (int k = 0; k < 2; ++k)
     if (!load_routes(files[k], false, k ? &rb : &ra, &why)) { std::fprintf(stderr, "hcsim: %s\n", why.c_str()); return kBadInput; }
