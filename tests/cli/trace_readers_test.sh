@@ -125,13 +125,13 @@ fi
 pid=$!
 wait_ops w.db || bad writing "no operations committed in 30 s"
 bw="being written: a run holds w.db.lock"
-if [ $have_sqlite = 1 ]; then  # a reader holding a snapshot for 2 s does not stall the run's commits
+if [ $have_sqlite = 1 ]; then  # a reader holding a snapshot for 4 s does not stall the run's commits
   count() { sqlite3 -readonly w.db "SELECT COUNT(*) FROM operations" 2> /dev/null; }
-  (echo "BEGIN; SELECT COUNT(*) FROM operations;"; sleep 2; echo "COMMIT;") | sqlite3 -readonly w.db > /dev/null 2>&1 &
+  (echo "BEGIN; SELECT COUNT(*) FROM operations;"; sleep 4; echo "COMMIT;") | sqlite3 -readonly w.db > /dev/null 2>&1 &
   hold=$!
   sleep 0.3
   n1=$(count)
-  sleep 1.2
+  sleep 3
   n2=$(count)
   wait $hold
   [ -n "$n1" ] && [ -n "$n2" ] && [ "$n2" -gt "$n1" ] && ok writing-not-stalled || bad writing-not-stalled "operations $n1 then $n2 while a reader held a snapshot"
