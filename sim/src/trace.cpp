@@ -41,6 +41,10 @@ CREATE TABLE failovers(id INTEGER PRIMARY KEY, comm INTEGER, fault TEXT, fault_a
                        detected_by INTEGER, origin INTEGER, op_seq INTEGER, action TEXT, path_before TEXT, path_after TEXT,
                        bytes_resent INTEGER, resumed_at_ns REAL, code INTEGER);
 CREATE TABLE counters(name TEXT PRIMARY KEY, value REAL);
+CREATE TABLE faults(id INTEGER PRIMARY KEY, type TEXT, target TEXT, fired INTEGER, injected_at_ns REAL, transitions INTEGER,
+                    first_detected_ns REAL, last_detected_ns REAL, actions TEXT, resumed_at_ns REAL, bytes_resent INTEGER,
+                    step INTEGER, rep INTEGER, op_time_us REAL, median_us REAL);
+CREATE TABLE provenance(key TEXT PRIMARY KEY, value TEXT);
 CREATE TABLE logs(id INTEGER PRIMARY KEY, sim_time_ns REAL, rank INTEGER, level INTEGER, message TEXT);
 CREATE TABLE checks(rank INTEGER, step INTEGER, rep INTEGER, ok INTEGER, mismatches INTEGER, detail TEXT, mode TEXT,
                     tolerance REAL);
@@ -208,6 +212,8 @@ bool Trace::open(const std::string& path, std::string* why, bool force, const ch
   st_task_ = prep("INSERT INTO tasks VALUES(?,?,?,?,?,?,?,?)");
   st_route_ = prep("INSERT INTO routes VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
   st_counter_ = prep("INSERT INTO counters VALUES(?,?)");
+  st_fault_ = prep("INSERT INTO faults VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+  st_prov_ = prep("INSERT OR REPLACE INTO provenance VALUES(?,?)");
   st_failover_ = prep("INSERT INTO failovers(comm,fault,fault_at_ns,detected_at_ns,detected_by,origin,op_seq,action,path_before,path_after,bytes_resent,resumed_at_ns,code) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)");
   st_log_ = prep("INSERT INTO logs(sim_time_ns,rank,level,message) VALUES(?,?,?,?)");
   st_check_ = prep("INSERT INTO checks VALUES(?,?,?,?,?,?,?,?)");
@@ -225,7 +231,7 @@ void Trace::close() noexcept {
   if (db_) {
     if (!failed_ && !sqlite3_get_autocommit(db_) && exec("COMMIT")) committed_ += pending_;
     pending_ = 0;
-    for (sqlite3_stmt** s : {&st_npu_, &st_link_, &st_op_, &st_ctr_, &st_log_, &st_check_, &st_sum_, &st_port_, &st_counter_, &st_sample_, &st_task_, &st_route_, &st_failover_}) {
+    for (sqlite3_stmt** s : {&st_npu_, &st_link_, &st_op_, &st_ctr_, &st_log_, &st_check_, &st_sum_, &st_port_, &st_counter_, &st_sample_, &st_task_, &st_route_, &st_failover_, &st_fault_, &st_prov_}) {
       sqlite3_finalize(*s);
       *s = nullptr;
     }
@@ -410,6 +416,24 @@ void Trace::failover(const FailoverRow& f) {
 void Trace::counter(const std::string& name, double value) {
   if (!writable()) return;
   if (!put(Binder{st_counter_}(name)(value).done())) return;
+  row_done();
+}
+
+void Trace::fault(const FaultRow& f) {
+  if (!writable()) return;
+  Binder b{st_fault_};
+  b(static_cast<I>(f.id))(f.type)(f.target)(static_cast<I>(f.fired)).maybe(f.injected_ns)(static_cast<I>(f.transitions))
+      .maybe(f.first_detected_ns).maybe(f.last_detected_ns).text_or_null(f.actions).maybe(f.resumed_ns)(static_cast<I>(f.bytes_resent));
+  if (f.step >= 0) b(f.step)(f.rep);
+  else b.null().null();
+  b.maybe(f.op_time_us).maybe(f.median_us);
+  if (!put(b.done())) return;
+  row_done();
+}
+
+void Trace::provenance(const std::string& key, const std::string& value) {
+  if (!writable()) return;
+  if (!put(Binder{st_prov_}(key)(value).done())) return;
   row_done();
 }
 

@@ -25,7 +25,7 @@ namespace sim {
 // 4: counter_samples, tasks, port_counters.busy_ns.
 // 5: routes; port_counters.peer, peer_port.
 // 6: operations.status, error (failed, timed-out and unfinished operations have rows).
-constexpr int kTraceSchemaVersion = 8;  // 8: checks.mode, checks.tolerance (docs/trace-schema.md#versions)
+constexpr int kTraceSchemaVersion = 9;  // 9: faults, provenance (docs/trace-schema.md#versions)
 
 /// One `routes` row: a route the library chose, with the path the hardware forwards it on.
 /// One row of `failovers` (docs/trace-schema.md): what one rank's library did about a fault.
@@ -55,6 +55,21 @@ struct OpChoice {
 /// and the error its rank got ("" for none: NULL).
 struct OpOutcome {
   std::string status = "ok", error;
+};
+
+/// An injected fault's outcome (the `faults` table).
+struct FaultRow {
+  std::uint32_t id = 0;           ///< its index in the scenario's /faults (after --fault and --chaos)
+  std::string type, target;       ///< "link_down", and what it hit
+  bool fired = false;             ///< its injection time was reached before the run ended
+  double injected_ns = 0;         ///< the first transition (NaN: never)
+  std::uint32_t transitions = 0;  ///< down/up transitions applied (a flap of count 2: 4)
+  double first_detected_ns = 0, last_detected_ns = 0;  ///< failovers rows it led to (NaN: none)
+  std::string actions;            ///< "retry: ranks 0-15; warn: ranks 3" (empty: none)
+  double resumed_ns = 0;          ///< the last rank's traffic resumed (NaN: none)
+  std::uint64_t bytes_resent = 0;
+  std::int64_t step = -1, rep = -1;   ///< the workload repetition in flight when it fired
+  double op_time_us = 0, median_us = 0;  ///< that repetition's time; its step's untouched repetitions' median (NaN: none)
 };
 
 class Trace {
@@ -103,6 +118,12 @@ class Trace {
   void route(const RouteRow& r);
   void failover(const FailoverRow& f);
   void counter(const std::string& name, double value);
+  /// One `faults` row: what an injected fault did (docs/trace-schema.md#faults). Times in ns; a
+  /// NaN time or a negative step is NULL.
+  void fault(const FaultRow& f);
+  /// One `provenance` row: how the run was made (hcsim version, command line, overrides, the
+  /// effective scenario and topology; docs/trace-schema.md#provenance).
+  void provenance(const std::string& key, const std::string& value);
   /// Rows per committed batch (default 2000); the end-of-run bulk (counter_samples) uses larger
   /// batches: a commit costs a sync, and nothing else is written meanwhile.
   void set_batch(std::uint64_t rows) { batch_ = rows ? rows : 1; }
@@ -131,7 +152,7 @@ class Trace {
   sqlite3_stmt *st_npu_ = nullptr, *st_link_ = nullptr, *st_op_ = nullptr, *st_ctr_ = nullptr, *st_log_ = nullptr,
                *st_check_ = nullptr, *st_sum_ = nullptr,
                *st_port_ = nullptr, *st_counter_ = nullptr, *st_sample_ = nullptr, *st_task_ = nullptr, *st_route_ = nullptr,
-               *st_failover_ = nullptr;
+               *st_failover_ = nullptr, *st_fault_ = nullptr, *st_prov_ = nullptr;
   std::uint64_t pending_ = 0, batch_ = 2000;
 };
 
