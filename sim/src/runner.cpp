@@ -16,6 +16,7 @@
 #include "run/cluster.h"
 #include "run/expect.h"
 #include "run/live.h"
+#include "run/report.h"
 #include "run/summary.h"
 #include "run/trace_sink.h"
 #include "sim/counters.h"
@@ -160,6 +161,26 @@ RunResult run_scenario(const Scenario& sc, const RunOptions& opt) {
   trace_counters(trace, res.counters);
   expect_counters(sc.expect, res.counters, failures);
   expect_failovers(sc.expect, cluster->driver().failovers(), cluster->driver().fault_times(), failures);
+  // What each fault did, and the pathologies no expectation asked about (run/report.h).
+  const FaultFirings firings{cluster->fault_first_ps_, cluster->fault_last_ps_, cluster->fault_due_ps_, cluster->fault_transitions_,
+                             Cluster::kNever};
+  std::vector<StepSummary> spans = res.steps;  // and the repetitions that began and never ended
+  for (const auto& [key, o] : cluster->driver().op_spans())
+    if (o.end == 0 && std::get<0>(key) < sc.workload.size()) {
+      StepSummary u;
+      u.step = std::get<0>(key);
+      u.rep = std::get<1>(key);
+      u.kind = sc.workload[u.step].op;
+      u.start_ps = o.start;
+      u.end_ps = res.sim_end_ps;
+      u.time_us = -1;
+      spans.push_back(u);
+    }
+  res.fault_reports = fault_reports(sc, firings, cluster->driver().failovers(), spans);
+  pathologies(sc, res.steps, res.counters, cluster->network(), res.sim_end_ps, res.fault_reports, &res.warnings, &failures);
+  for (const auto& fo : cluster->driver().failovers())
+    if (fo.action == "abort") res.op_retry_off_abort = true;
+  trace_faults(trace, res.fault_reports);
   expect_outcome(sc.expect, failures);
   for (auto& f : failures) res.failures.push_back(f.message);
   trace_link_counters(trace, cluster->machine(), res.sim_end_ps);

@@ -33,6 +33,23 @@ struct StepSummary {
   std::uint64_t bytes = 0;
   double time_us = 0, algbw_GBps = 0, busbw_GBps = 0;
   std::uint32_t checked = 0, failed = 0;
+  std::uint64_t start_ps = 0, end_ps = 0;  ///< first rank's start, last rank's end
+};
+
+/// What an injected fault did (docs/tools.md#fault-report; the trace's `faults` table).
+struct FaultReport {
+  std::string type, target;
+  bool fired = false;
+  std::uint64_t injected_ps = 0, last_transition_ps = 0;  ///< first and last transition (fired only)
+  std::uint32_t transitions = 0;
+  std::uint64_t at_ps = 0;  ///< when it was due (absolute faults; 0 for relative ones never armed)
+  std::size_t detections = 0;                               ///< failovers rows that followed it
+  std::uint64_t first_detect_ns = 0, last_detect_ns = 0;
+  std::map<std::string, std::vector<std::uint32_t>> actions;  ///< action -> ranks that took it
+  std::uint64_t resumed_ns = 0;                             ///< 0: no traffic resumed after it
+  std::uint64_t bytes_resent = 0;
+  std::int64_t step = -1, rep = -1;                         ///< the repetition in flight when it fired
+  double op_time_us = -1, median_us = -1;                   ///< that repetition; its step's untouched ones (-1: none)
 };
 
 struct RunResult {
@@ -47,7 +64,10 @@ struct RunResult {
   std::map<std::string, double> counters;  ///< hardware counters at the end (counter_names())
   /// Ranks that failed or did not finish: "rank 3 (node0/npu3): failed in step 0 rep 1: hcomm_...: ..."
   std::vector<std::string> rank_outcomes;
-  std::vector<std::string> faults;     ///< every fault injected, as logged
+  std::vector<std::string> faults;     ///< every fault injection, as logged
+  std::vector<FaultReport> fault_reports;  ///< one per fault of the scenario, in its order
+  std::vector<std::string> warnings;   ///< pathologies the run showed (timeouts, drops, PFC storms, outliers, unfired faults)
+  bool op_retry_off_abort = false;     ///< a fault aborted an operation that op retry could have retried
   std::string status;                  ///< run.status: ok, failed, expectations failed, interrupted
   double wall_s = 0;
 };
@@ -60,7 +80,13 @@ using RankProgram = std::function<void(std::uint32_t rank)>;
 std::uint64_t run_program(const Topology& topo, const RankProgram& program, const RunOptions& opt = {},
                           bool store_bytes = true);
 
-/// Pretty summary as printed by `hcsim run`.
-std::string format_summary(const Scenario& sc, const RunResult& r);
+/// Pretty summary as printed by `hcsim run`: the operations, the fault report, warnings and the
+/// ranks that failed (the first 8 per distinct cause unless `all_failures`).
+std::string format_summary(const Scenario& sc, const RunResult& r, bool all_failures = false);
+/// `lines` ("rank R (npu): ...") with at most 8 per distinct cause (the text after the rank
+/// prefix with its numbers masked), then a count of the rest; every line when `all`.
+std::vector<std::string> condense_by_cause(const std::vector<std::string>& lines, bool all);
+/// The same run's outcome as JSON (hcsim run --report): status, faults, warnings, failures.
+std::string report_json(const Scenario& sc, const RunResult& r);
 
 }  // namespace sim

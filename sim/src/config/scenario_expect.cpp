@@ -9,7 +9,8 @@ namespace sim::scenario_detail {
 void read_expect(const ObjectReader& top, Scenario& sc, Diagnostics& d) {
   if (const json* ej = top.get("expect", false)) {
     ObjectReader e(*ej, top.child("expect"), d, {"checks_pass", "api_errors", "max_op_time_us", "min_busbw_GBps", "counters_min", "counters_max",
-                                            "failovers_min", "max_failover_us", "detections_min", "max_detection_us"});
+                                            "failovers_min", "max_failover_us", "detections_min", "max_detection_us",
+                                            "faults_fired", "max_step_slowdown"});
     sc.expect.checks_pass = e.boolean("checks_pass", false).value_or(true);
     if (auto v = e.str("api_errors", false)) {
       if (*v == "none") sc.expect.api_errors = false;
@@ -22,6 +23,8 @@ void read_expect(const ObjectReader& top, Scenario& sc, Diagnostics& d) {
     sc.expect.max_failover_us = e.number("max_failover_us", false, 0, 1e15);
     sc.expect.detections_min = e.number("detections_min", false, 0, 1e9);
     sc.expect.max_detection_us = e.number("max_detection_us", false, 0, 1e15);
+    sc.expect.faults_fired = e.boolean("faults_fired", false).value_or(true);
+    sc.expect.max_step_slowdown = e.number("max_step_slowdown", false, 1, 1e9);
     for (const char* key : {"counters_min", "counters_max"}) {
       const json* cj = e.get(key, false);
       if (!cj) continue;

@@ -63,6 +63,11 @@ class Cluster : public sc_core::sc_module {
   struct StepError { hcomm_result_t rc = HCOMM_SUCCESS; std::string error; models::Tick t = 0; };
   std::vector<std::map<std::pair<std::uint32_t, std::uint32_t>, StepError>> step_errors_;
   std::vector<std::string> faults_log_;  ///< every injection, as logged
+  /// Per fault of the scenario: when its first and last transitions were applied (kNever: not
+  /// fired), how many, and when it was due (absolute faults, or once a relative one was armed).
+  static constexpr models::Tick kNever = ~models::Tick{0};
+  std::vector<models::Tick> fault_first_ps_, fault_last_ps_, fault_due_ps_;
+  std::vector<std::uint32_t> fault_transitions_;
   /// Per rank: "shrunk to 15 ranks (lost 9) at 1585.751 us" for each /on_rank_loss shrink it did.
   std::vector<std::string> rank_recovery_;
 

@@ -19,6 +19,7 @@ enum class FailureKind {
   NoApiError,       ///< api_errors: expected, but every call succeeded
   NoCheckFailure,   ///< checks_pass: false, but every check passed
   Failover,         ///< expect/failovers_min or max_failover_us not met (docs/failover.md)
+  FaultNotFired,    ///< a fault's time was not reached before the run ended (expect/faults_fired)
 };
 
 struct Failure {

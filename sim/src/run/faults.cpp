@@ -33,6 +33,10 @@ void Cluster::schedule_faults() {
   injector_.c = this;
   elab_.sched.set_kernel_handler(&injector_);  // a fault may kill a rank's process
   fault_armed_.assign(sc_.faults.size(), false);
+  fault_first_ps_.assign(sc_.faults.size(), kNever);
+  fault_last_ps_.assign(sc_.faults.size(), kNever);
+  fault_due_ps_.assign(sc_.faults.size(), kNever);
+  fault_transitions_.assign(sc_.faults.size(), 0);
   for (std::size_t i = 0; i < sc_.faults.size(); ++i) {
     const Fault& f = sc_.faults[i];
     if (f.kind == FaultKind::HbmBitflip || f.at_step >= 0) continue;  // bit flips: inject_bitflips; relative: op_started
@@ -46,6 +50,7 @@ void Cluster::schedule_faults() {
 
 void Cluster::arm_fault(std::size_t i, models::Tick at) {
   fault_armed_[i] = true;
+  fault_due_ps_[i] = at;
   const Fault& f = sc_.faults[i];
   for (std::uint32_t ph = 0; ph < phases(f); ++ph) elab_.sched.schedule(at + phase_offset(f, ph), &injector_, i, ph);
 }
@@ -95,6 +100,9 @@ void Cluster::apply_fault(std::size_t idx, std::uint32_t phase) {
     }
   };
   if (phase == 0 || (f.kind != FaultKind::NpuStall)) driver_->fault_injected();
+  if (fault_first_ps_[idx] == kNever) fault_first_ps_[idx] = now_ps();
+  fault_last_ps_[idx] = now_ps();
+  ++fault_transitions_[idx];
   // An HCCS link down from the start (/as_built) has no machine link: its faults change nothing.
   if ((f.kind == FaultKind::LinkDown || f.kind == FaultKind::LinkUp || f.kind == FaultKind::CrcRate ||
        f.kind == FaultKind::LaneDegrade) && f.link >= 0 && t.links[static_cast<std::size_t>(f.link)].type == LinkType::Hccs &&
@@ -197,8 +205,14 @@ void Cluster::apply_fault(std::size_t idx, std::uint32_t phase) {
 
 // HBM bit flips scheduled for rank r's output of (step s, rep): flip them in device memory.
 void Cluster::inject_bitflips(std::uint32_t r, std::uint32_t s, std::uint32_t rep, void* out) {
-  for (const Fault& f : sc_.faults)
+  for (std::size_t i = 0; i < sc_.faults.size(); ++i) {
+    const Fault& f = sc_.faults[i];
     if (f.kind == FaultKind::HbmBitflip && f.rank == r && f.step == s && f.rep == rep) {
+      if (i < fault_first_ps_.size()) {
+        if (fault_first_ps_[i] == kNever) fault_first_ps_[i] = now_ps();
+        fault_due_ps_[i] = fault_last_ps_[i] = now_ps();
+        ++fault_transitions_[i];
+      }
       std::uint64_t a = reinterpret_cast<std::uint64_t>(out) + f.byte;
       std::uint8_t b = 0;
       elab_.machine.backdoor_read(a, &b, 1);
@@ -207,6 +221,7 @@ void Cluster::inject_bitflips(std::uint32_t r, std::uint32_t s, std::uint32_t re
       announce(r, 1, "[HCSIM_WARN] fault injected: HBM bit flip on rank " + std::to_string(r) + " at output byte " +
                          std::to_string(f.byte) + " bit " + std::to_string(f.bit));
     }
+  }
 }
 
 std::uint32_t Cluster::npu_rank(std::uint32_t npu) const {

@@ -1,9 +1,11 @@
 #include "run/summary.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <sstream>
 
+#include "run/report.h"
 #include "sim/config/units.h"
 
 namespace sim {
@@ -42,6 +44,8 @@ std::vector<StepSummary> summarize(const Scenario& sc, const std::map<SimDriver:
   std::vector<StepSummary> out;
   for (auto& [k, s] : agg) {
     auto [t0, t1] = span[k];
+    s.start_ps = t0;
+    s.end_ps = t1;
     s.time_us = static_cast<double>(t1 - t0) / 1e6;
     s.algbw_GBps = s.time_us > 0 ? static_cast<double>(s.bytes) / (s.time_us * 1e3) : 0;
     // busbw: nccl-tests' bus bandwidth (all-reduce 2(n-1)/n, all-gather and reduce-scatter (n-1)/n
@@ -54,7 +58,55 @@ std::vector<StepSummary> summarize(const Scenario& sc, const std::map<SimDriver:
   return out;
 }
 
-std::string format_summary(const Scenario& sc, const RunResult& r) {
+namespace {
+
+std::string us(std::uint64_t ps) {
+  char b[48];
+  std::snprintf(b, sizeof b, "%.3f us", static_cast<double>(ps) / 1e6);
+  return b;
+}
+
+// A line's cause: the text after its "rank R (npu): " prefix, with every number masked, so that
+// the same error on other ranks and devices reads the same.
+std::string cause_of(const std::string& line) {
+  const auto p = line.find("): ");
+  const std::string rest = p == std::string::npos ? line : line.substr(p + 3);
+  std::string key;
+  for (std::size_t i = 0; i < rest.size(); ++i) {
+    if (std::isdigit(static_cast<unsigned char>(rest[i]))) {
+      key += '#';
+      while (i + 1 < rest.size() && std::isdigit(static_cast<unsigned char>(rest[i + 1]))) ++i;
+    } else {
+      key += rest[i];
+    }
+  }
+  return key;
+}
+
+}  // namespace
+
+std::vector<std::string> condense_by_cause(const std::vector<std::string>& lines, bool all) {
+  if (all) return lines;
+  constexpr std::size_t kPerCause = 8;
+  std::vector<std::string> order;
+  std::map<std::string, std::vector<const std::string*>> by;
+  for (const auto& l : lines) {
+    auto& v = by[cause_of(l)];
+    if (v.empty()) order.push_back(cause_of(l));
+    v.push_back(&l);
+  }
+  std::vector<std::string> out;
+  for (const auto& k : order) {
+    const auto& v = by[k];
+    for (std::size_t i = 0; i < v.size() && i < kPerCause; ++i) out.push_back(*v[i]);
+    if (v.size() > kPerCause)
+      out.push_back("... and " + std::to_string(v.size() - kPerCause) + " more with this cause (" + std::to_string(v.size()) +
+                    " in all; --all-failures lists every one)");
+  }
+  return out;
+}
+
+std::string format_summary(const Scenario& sc, const RunResult& r, bool all_failures) {
   std::ostringstream os;
   char line[256];
   std::snprintf(line, sizeof line, "%5s %5s %-13s %12s %12s %12s %12s  %s\n", "step", "rep", "op", "size", "time(us)",
@@ -68,12 +120,110 @@ std::string format_summary(const Scenario& sc, const RunResult& r) {
     os << line;
   }
   (void)sc;
-  if (!r.faults.empty()) os << "faults injected: " << r.faults.size() << "\n";
+  if (!r.fault_reports.empty()) {
+    std::size_t fired = 0;
+    for (const auto& f : r.fault_reports) fired += f.fired ? 1 : 0;
+    os << "faults: " << fired << " of " << r.fault_reports.size() << " fired\n";
+    for (std::size_t i = 0; i < r.fault_reports.size(); ++i) {
+      const FaultReport& f = r.fault_reports[i];
+      os << "  fault " << i << ": " << f.type << " " << f.target << "\n";
+      if (!f.fired) {
+        os << "    NOT FIRED" << (f.at_ps ? ": due at " + us(f.at_ps) + ", the run ended at " + us(r.sim_end_ps) : std::string()) << "\n";
+        continue;
+      }
+      os << "    injected at " << us(f.injected_ps);
+      if (f.transitions > 1) os << ", " << f.transitions << " transitions until " << us(f.last_transition_ps);
+      os << "\n";
+      if (f.detections) {
+        os << "    detected at " << us(f.first_detect_ns * 1000);
+        if (f.last_detect_ns > f.first_detect_ns) os << " to " << us(f.last_detect_ns * 1000);
+        os << " (" << f.detections << " failovers rows):";
+        bool first = true;
+        for (const auto& [action, ranks] : f.actions) os << (first ? " " : "; ") << action << " " << rank_list(ranks), first = false;
+        os << "\n";
+      } else {
+        os << "    no detection: no rank's library reported it (it needed no recovery, or went unnoticed)\n";
+      }
+      if (f.resumed_ns)
+        os << "    resumed at " << us(f.resumed_ns * 1000) << " (" << us(f.resumed_ns * 1000 - std::min(f.resumed_ns * 1000, f.injected_ps))
+           << " after the fault), " << format_bytes(f.bytes_resent) << " re-sent\n";
+      if (f.step >= 0) {
+        if (f.op_time_us >= 0)
+          std::snprintf(line, sizeof line, "    step %lld rep %lld: %.3f us", static_cast<long long>(f.step), static_cast<long long>(f.rep), f.op_time_us);
+        else
+          std::snprintf(line, sizeof line, "    step %lld rep %lld: did not complete", static_cast<long long>(f.step), static_cast<long long>(f.rep));
+        os << line;
+        if (f.median_us > 0 && f.op_time_us >= 0) {
+          std::snprintf(line, sizeof line, " against a median of %.3f us of its step's untouched repetitions (%.2fx)", f.median_us,
+                        f.op_time_us / f.median_us);
+          os << line;
+        }
+        os << "\n";
+      } else {
+        os << "    no operation of the workload was in flight\n";
+      }
+    }
+  }
+  if (r.op_retry_off_abort)
+    os << "hint: a fault aborted an operation because op retry is off; HCOMM_OP_RETRY=1 (scenario /hcomm_env, or --set "
+          "'/hcomm_env/HCOMM_OP_RETRY=\"1\"') makes the library re-execute it around the fault (docs/failover.md)\n";
+  if (!r.warnings.empty()) {
+    os << "warnings: " << r.warnings.size() << "\n";
+    for (const auto& w : r.warnings) os << "  " << w << "\n";
+  }
   if (!r.rank_outcomes.empty()) {
     os << "ranks that failed or did not finish: " << r.rank_outcomes.size() << "\n";
-    for (const auto& o : r.rank_outcomes) os << "  " << o << "\n";
+    for (const auto& o : condense_by_cause(r.rank_outcomes, all_failures)) os << "  " << o << "\n";
   }
   return os.str();
+}
+
+std::string report_json(const Scenario& sc, const RunResult& r) {
+  json j;
+  j["scenario"] = sc.name;
+  j["status"] = r.status;
+  j["exit_code"] = r.exit_code;
+  j["sim_end_us"] = static_cast<double>(r.sim_end_ps) / 1e6;
+  j["faults"] = json::array();
+  for (std::size_t i = 0; i < r.fault_reports.size(); ++i) {
+    const FaultReport& f = r.fault_reports[i];
+    json x = {{"id", i}, {"type", f.type}, {"target", f.target}, {"fired", f.fired}};
+    if (f.fired) {
+      x["injected_at_us"] = static_cast<double>(f.injected_ps) / 1e6;
+      x["transitions"] = f.transitions;
+      x["last_transition_us"] = static_cast<double>(f.last_transition_ps) / 1e6;
+      x["detections"] = f.detections;
+      if (f.detections) {
+        x["first_detected_us"] = static_cast<double>(f.first_detect_ns) / 1e3;
+        x["last_detected_us"] = static_cast<double>(f.last_detect_ns) / 1e3;
+      }
+      json acts = json::object();
+      for (const auto& [a, ranks] : f.actions) {
+        std::vector<std::uint32_t> sorted = ranks;
+        std::sort(sorted.begin(), sorted.end());
+        sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
+        acts[a] = sorted;
+      }
+      x["actions"] = acts;
+      x["resumed_at_us"] = f.resumed_ns ? json(static_cast<double>(f.resumed_ns) / 1e3) : json(nullptr);
+      x["bytes_resent"] = f.bytes_resent;
+      if (f.step >= 0) {
+        x["step"] = f.step;
+        x["rep"] = f.rep;
+        x["op_time_us"] = f.op_time_us >= 0 ? json(f.op_time_us) : json(nullptr);
+        x["median_us"] = f.median_us > 0 ? json(f.median_us) : json(nullptr);
+      }
+    } else if (f.at_ps) {
+      x["due_at_us"] = static_cast<double>(f.at_ps) / 1e6;
+    }
+    j["faults"].push_back(x);
+  }
+  j["warnings"] = r.warnings;
+  j["failures"] = r.failures;
+  j["ranks_failed"] = r.rank_outcomes.size();
+  j["rank_outcomes"] = condense_by_cause(r.rank_outcomes, false);
+  j["op_retry_off_abort"] = r.op_retry_off_abort;
+  return j.dump(2) + "\n";
 }
 
 }  // namespace sim

@@ -1,6 +1,9 @@
 #include "run/trace_sink.h"
 
+#include "run/report.h"
+
 #include <algorithm>
+#include <limits>
 
 namespace sim {
 
@@ -40,6 +43,30 @@ void trace_link_counters(Trace& trace, const models::Machine& m, std::uint64_t s
     double t = static_cast<double>(sim_end_ps) / 1e3;
     trace.link_counter(i, "ab", t, a.bytes, a.pieces, static_cast<double>(a.busy_ps) / 1e3, a.rx_retry, static_cast<double>(a.credit_stall_ps) / 1e3);
     trace.link_counter(i, "ba", t, b.bytes, b.pieces, static_cast<double>(b.busy_ps) / 1e3, b.rx_retry, static_cast<double>(b.credit_stall_ps) / 1e3);
+  }
+}
+
+void trace_faults(Trace& trace, const std::vector<FaultReport>& faults) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  for (std::size_t i = 0; i < faults.size(); ++i) {
+    const FaultReport& r = faults[i];
+    FaultRow row;
+    row.id = static_cast<std::uint32_t>(i);
+    row.type = r.type;
+    row.target = r.target;
+    row.fired = r.fired;
+    row.injected_ns = r.fired ? static_cast<double>(r.injected_ps) / 1e3 : nan;
+    row.transitions = r.transitions;
+    row.first_detected_ns = r.detections ? static_cast<double>(r.first_detect_ns) : nan;
+    row.last_detected_ns = r.detections ? static_cast<double>(r.last_detect_ns) : nan;
+    for (const auto& [action, ranks] : r.actions) row.actions += (row.actions.empty() ? "" : "; ") + action + ": " + rank_list(ranks);
+    row.resumed_ns = r.resumed_ns ? static_cast<double>(r.resumed_ns) : nan;
+    row.bytes_resent = r.bytes_resent;
+    row.step = r.step;
+    row.rep = r.rep;
+    row.op_time_us = r.op_time_us >= 0 ? r.op_time_us : nan;
+    row.median_us = r.median_us >= 0 ? r.median_us : nan;
+    trace.fault(row);
   }
 }
 

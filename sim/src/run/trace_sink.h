@@ -13,6 +13,9 @@
 
 namespace sim {
 
+/// The `faults` rows (docs/trace-schema.md#faults).
+void trace_faults(Trace& trace, const std::vector<FaultReport>& faults);
+
 /// `npus` and `links` tables.
 void trace_devices(Trace& t, const Topology& topo, const models::Machine& m, std::uint32_t nranks);
 /// `summary` rows.

@@ -83,6 +83,10 @@ struct Expectations {
   /// resumed), and each of them resumed within this time of the fault it follows.
   std::optional<double> failovers_min, max_failover_us;
   std::optional<double> detections_min, max_detection_us;  ///< failovers rows (not "warn") and their detection after the fault
+  bool faults_fired = true;  ///< false: a fault whose time the run never reached is only a warning
+  /// Fail when a repetition takes more than this many times the median of its step's other
+  /// repetitions (at least 3 of them).
+  std::optional<double> max_step_slowdown;
 };
 
 

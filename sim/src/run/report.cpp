@@ -1,0 +1,171 @@
+#include "run/report.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <set>
+
+#include "models/network.h"
+
+namespace sim {
+
+std::string rank_list(std::vector<std::uint32_t> ranks) {
+  std::sort(ranks.begin(), ranks.end());
+  ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
+  if (ranks.empty()) return "no ranks";
+  std::string out = ranks.size() == 1 ? "rank " : "ranks ";
+  for (std::size_t i = 0; i < ranks.size();) {
+    std::size_t j = i;
+    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
+    if (i) out += ", ";
+    out += std::to_string(ranks[i]);
+    if (j > i) out += "-" + std::to_string(ranks[j]);
+    i = j + 1;
+  }
+  return out;
+}
+
+namespace {
+
+double median(std::vector<double> v) {
+  if (v.empty()) return -1;
+  std::sort(v.begin(), v.end());
+  const std::size_t m = v.size() / 2;
+  return v.size() % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
+}
+
+bool ends_up(FaultKind k) { return k == FaultKind::LinkFlap || k == FaultKind::NicFlap || k == FaultKind::NpuStall; }
+
+std::string fmt(const char* f, double v) {
+  char b[64];
+  std::snprintf(b, sizeof b, f, v);
+  return b;
+}
+
+}  // namespace
+
+std::vector<FaultReport> fault_reports(const Scenario& sc, const FaultFirings& fired, const std::vector<hcomm::FailoverInfo>& failovers,
+                                       const std::vector<StepSummary>& steps) {
+  const std::size_t nf = sc.faults.size();
+  std::vector<FaultReport> out(nf);
+  for (std::size_t i = 0; i < nf; ++i) {
+    const Fault& f = sc.faults[i];
+    FaultReport& r = out[i];
+    r.type = fault_kind_name(f.kind);
+    r.target = f.what;
+    if (f.kind == FaultKind::HbmBitflip)
+      r.target = "rank " + std::to_string(f.rank) + " step " + std::to_string(f.step) + " rep " + std::to_string(f.rep) + " byte " +
+                 std::to_string(f.byte) + " bit " + std::to_string(f.bit);
+    r.fired = i < fired.first_ps.size() && fired.first_ps[i] != fired.never;
+    r.at_ps = i < fired.due_ps.size() && fired.due_ps[i] != fired.never ? fired.due_ps[i] : (f.at_step < 0 ? f.at_ps : 0);
+    if (!r.fired) continue;
+    r.injected_ps = fired.first_ps[i];
+    r.last_transition_ps = fired.last_ps[i];
+    r.transitions = fired.transitions[i];
+  }
+  // Each failovers row to the latest fault fired at or before its detection.
+  for (const auto& fo : failovers) {
+    const std::uint64_t t = fo.detected_ns * 1000;
+    std::int64_t best = -1;
+    for (std::size_t i = 0; i < nf; ++i)
+      if (out[i].fired && out[i].injected_ps <= t && (best < 0 || out[i].injected_ps >= out[static_cast<std::size_t>(best)].injected_ps))
+        best = static_cast<std::int64_t>(i);
+    if (best < 0) continue;
+    FaultReport& r = out[static_cast<std::size_t>(best)];
+    if (r.detections == 0 || fo.detected_ns < r.first_detect_ns) r.first_detect_ns = fo.detected_ns;
+    r.last_detect_ns = std::max(r.last_detect_ns, fo.detected_ns);
+    ++r.detections;
+    r.actions[fo.action].push_back(fo.rank);
+    r.resumed_ns = std::max(r.resumed_ns, fo.resumed_ns);
+    r.bytes_resent += fo.bytes_resent;
+  }
+  // The repetition each fault hit, against its step's repetitions no fault touched: those that
+  // ended before every fault fired, or (flaps, stalls) started after such a fault's last change.
+  auto touched = [&](const StepSummary& s) {
+    for (std::size_t i = 0; i < nf; ++i) {
+      const FaultReport& r = out[i];
+      if (!r.fired || r.injected_ps > s.end_ps) continue;
+      if (ends_up(sc.faults[i].kind) && r.last_transition_ps < s.start_ps) continue;
+      return true;
+    }
+    return false;
+  };
+  for (FaultReport& r : out) {
+    if (!r.fired) continue;
+    for (const auto& s : steps)
+      if (s.start_ps <= r.injected_ps && r.injected_ps <= s.end_ps) {
+        r.step = s.step;
+        r.rep = s.rep;
+        r.op_time_us = s.time_us;
+        break;
+      }
+    if (r.step < 0) continue;
+    std::vector<double> clean;
+    for (const auto& s : steps)
+      if (static_cast<std::int64_t>(s.step) == r.step && s.time_us >= 0 && !touched(s)) clean.push_back(s.time_us);
+    r.median_us = median(clean);
+  }
+  return out;
+}
+
+void pathologies(const Scenario& sc, const std::vector<StepSummary>& steps, const std::map<std::string, double>& counters,
+                 const models::Network* net, std::uint64_t sim_end_ps, const std::vector<FaultReport>& faults,
+                 std::vector<std::string>* warnings, std::vector<Failure>* failures) {
+  auto ctr = [&](const char* name) {
+    auto it = counters.find(name);
+    return it == counters.end() ? 0.0 : it->second;
+  };
+  if (const double t = ctr("rdma_timeouts"); t > 0)
+    warnings->push_back(fmt("%.0f", t) + " RDMA retransmit timeout(s): a lost packet waited the QP's retransmit timeout (counter rdma_timeouts; " +
+                        fmt("%.0f", ctr("rdma_retransmits")) + " retransmissions)");
+  if (const double d = ctr("drops"); d > 0)
+    warnings->push_back(fmt("%.0f", d) + " packet(s) dropped (counter drops: a lossy fabric's full buffer, corruption or a dead port; go-back-N resent them)");
+  if (net && sim_end_ps > 0) {
+    std::uint32_t storms = 0;
+    double worst = 0;
+    std::string where;
+    for (std::uint32_t n = 0; n < net->nodes(); ++n)
+      for (std::uint32_t k = 0; k < net->node_ports(n); ++k) {
+        const double share = static_cast<double>(net->port_stats(n, k).paused_ps) / static_cast<double>(sim_end_ps);
+        if (share <= kPfcStormShare) continue;
+        ++storms;
+        if (share > worst) worst = share, where = net->node_name(n) + ":" + std::to_string(k);
+      }
+    if (storms)
+      warnings->push_back("PFC storm: " + std::to_string(storms) + " RoCE port(s) paused for over " + fmt("%.0f", kPfcStormShare * 100) +
+                          "% of the run (worst " + where + ", " + fmt("%.1f", worst * 100) + "%)");
+  }
+  // Repetitions against the median of their step's other repetitions (at least 3 of them).
+  std::map<std::uint32_t, std::vector<const StepSummary*>> by_step;
+  for (const auto& s : steps) by_step[s.step].push_back(&s);
+  const auto& limit = sc.expect.max_step_slowdown;
+  for (const auto& [step, reps] : by_step) {
+    if (reps.size() < 4) continue;
+    for (const StepSummary* s : reps) {
+      std::vector<double> others;
+      for (const StepSummary* o : reps)
+        if (o != s) others.push_back(o->time_us);
+      const double m = median(others);
+      if (m <= 0) continue;
+      const double x = s->time_us / m;
+      const std::string what = "step " + std::to_string(step) + " rep " + std::to_string(s->rep) + " (" + s->kind + ") took " +
+                               fmt("%.3f", s->time_us) + " us, " + fmt("%.1f", x) + "x the median " + fmt("%.3f", m) +
+                               " us of its step's other repetitions";
+      if (x > kOutlierFactor) warnings->push_back(what);
+      if (limit && x > *limit)
+        failures->push_back({FailureKind::OpTime, what + ", over max_step_slowdown " + fmt("%g", *limit), static_cast<std::int64_t>(step)});
+    }
+  }
+  for (std::size_t i = 0; i < faults.size(); ++i) {
+    if (faults[i].fired) continue;
+    std::string what = "fault " + std::to_string(i) + " (" + faults[i].type + " " + faults[i].target + ") never fired: ";
+    const Fault& f = sc.faults[i];
+    if (f.kind == FaultKind::HbmBitflip) what += "its operation (step " + std::to_string(f.step) + " rep " + std::to_string(f.rep) + ") never completed on rank " + std::to_string(f.rank);
+    else if (f.at_step >= 0 && !faults[i].at_ps) what += "its step " + std::to_string(f.at_step) + " rep " + std::to_string(f.at_rep) + " never started";
+    else what += "its time " + fmt("%.3f", static_cast<double>(faults[i].at_ps) / 1e6) + " us was not reached (the run ended at " +
+                 fmt("%.3f", static_cast<double>(sim_end_ps) / 1e6) + " us)";
+    warnings->push_back(what);
+    if (sc.expect.faults_fired) failures->push_back({FailureKind::FaultNotFired, what + " (expect/faults_fired: false accepts this)"});
+  }
+}
+
+}  // namespace sim
