@@ -24,6 +24,7 @@
 #include "plan_mpi.h"
 #include "sim/scenario.h"
 #include "sim/topology.h"
+#include "sim/units.h"
 
 namespace hcsim {
 namespace {
@@ -174,10 +175,10 @@ int plan_ranks(const std::vector<std::string>& argv, int rank, int size) {
       kPlan,
       {{"-j", "--jobs", "N", "a number", "simulate up to N points at once, one process each (default 1; per MPI rank)",
         [&](const std::string& v) {
-          char* end = nullptr;
-          const unsigned long n = std::strtoul(v.c_str(), &end, 10);
-          if (v.empty() || *end || n < 1 || n > 256) return std::string("-j needs a number from 1 to 256, got \"" + v + "\"");
-          jobs = static_cast<unsigned>(n);
+          std::string why;
+          const auto n = sim::parse_uint(v, &why);
+          if (!n || *n < 1 || *n > 256) return std::string("-j needs a number from 1 to 256, got \"" + v + "\"");
+          jobs = static_cast<unsigned>(*n);
           return std::string();
         }},
        {"-o", "", "DIR", "a directory", "write layouts, scenarios, traces and results to DIR (default ./NAME.plan)",

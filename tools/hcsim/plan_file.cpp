@@ -68,12 +68,16 @@ bool load_plan(const std::string& path, Plan& p, sim::Diagnostics& d) {
   p.dir = dir_of(path);
   auto j = sim::read_json_file(path, d);
   if (!j) return false;
+  if (std::string why = sim::wrong_kind(*j, "plan"); !why.empty()) {
+    d.error("", why);
+    return false;
+  }
   sim::ObjectReader top(*j, "", d, {"format", "version", "name", "description", "topology", "sweep", "workloads", "fidelity",
                                     "payload", "hcomm_env", "prices", "target", "trace_routes"});
   if (!top.valid()) return false;
   if (auto f = top.str("format", true); f && *f != "hcsim-plan") d.error("/format", "is \"" + *f + "\", expected \"hcsim-plan\"");
   top.uint("version", true, 1, 1);
-  p.name = top.str("name", true).value_or("");
+  p.name = top.name("name", true).value_or("");
   for (char& c : p.name)
     if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.') c = '_';
   top.str("description", false);
@@ -118,7 +122,7 @@ bool load_plan(const std::string& path, Plan& p, sim::Diagnostics& d) {
             d.error(ptr + "/pointer", "\"" + w.pointer + "\" is not a JSON pointer (\"/fabric/oversubscription\")");
           }
         }
-        w.name = r.str("name", false).value_or(w.pointer.substr(w.pointer.find_last_of('/') + 1));
+        w.name = r.name("name", false).value_or(w.pointer.substr(w.pointer.find_last_of('/') + 1));
         const json* v = r.get("values", true);
         if (v && (!v->is_array() || v->empty())) d.error(ptr + "/values", "must be a non-empty array");
         else if (v)

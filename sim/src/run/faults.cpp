@@ -33,6 +33,7 @@ void Cluster::schedule_faults() {
   injector_.c = this;
   elab_.sched.set_kernel_handler(&injector_);  // a fault may kill a rank's process
   fault_armed_.assign(sc_.faults.size(), false);
+  crashed_.assign(nranks_, false);
   for (std::size_t i = 0; i < sc_.faults.size(); ++i) {
     const Fault& f = sc_.faults[i];
     if (f.kind == FaultKind::HbmBitflip || f.at_step >= 0) continue;  // bit flips: inject_bitflips; relative: op_started
@@ -103,6 +104,7 @@ void Cluster::apply_fault(std::size_t idx, std::uint32_t phase) {
   switch (f.kind) {
     case FaultKind::RankCrash: {  // the process dies; so does its device (streams, links, NIC)
       const std::uint32_t npu = t.rank_to_npu[f.rank];
+      if (f.rank < crashed_.size()) crashed_[f.rank] = true;
       announce(f.rank, 0, "[HCSIM_ERR] fault injected: " + f.what);
       m.crash_npu(npu);
       driver_->rank_crashed(f.rank);  // its host's heartbeat agent falls silent
