@@ -91,30 +91,12 @@ int setup(const std::string& file, std::string& out, bool force, bool write, Pla
   }
 
   // Layouts: the cartesian product of the sweeps, the first sweep outermost.
-  layouts.assign(1, Layout{});
-  for (const auto& s : p.sweeps) {
-    std::vector<Layout> next;
-    for (const auto& l : layouts)
-      for (const auto& v : s.values) {
-        Layout m = l;
-        m.values.push_back(v);
-        m.label += (m.label.empty() ? "" : " ") + s.name + "=" + value_text(v);
-        next.push_back(std::move(m));
-      }
-    layouts = std::move(next);
-  }
+  layouts = plan_layouts(p);
   bool bad = false;
   for (std::size_t li = 0; li < layouts.size(); ++li) {
     Layout& L = layouts[li];
-    if (L.label.empty()) L.label = "base";
     if (!write) continue;  // an MPI rank sharing rank 0's DIR: the files are there
-    json t = p.base;
-    for (std::size_t k = 0; k < p.sweeps.size(); ++k) t[json::json_pointer(p.sweeps[k].pointer)] = L.values[k];
-    t["name"] = p.name + "-layout" + std::to_string(li);
-    if (t.contains("rank_table") && t["rank_table"].is_string()) {
-      std::string rt = t["rank_table"].get<std::string>();
-      if (!rt.empty() && rt[0] != '/') t["rank_table"] = absolute(dir_of(p.topology_path) + rt);
-    }
+    const json t = layout_topology(p, L, li);
     const std::string tpath = out + "/layout" + std::to_string(li) + ".topology.json";
     if (!write_file(tpath, t.dump(2) + "\n", &why)) { std::fprintf(stderr, "hcsim: %s\n", why.c_str()); return kBadInput; }
     sim::Diagnostics td(tpath);

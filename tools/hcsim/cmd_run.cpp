@@ -89,7 +89,7 @@ int run_main(const std::vector<std::string>& argv) {
                     [&](const std::string& v) {
                       std::string why;
                       const auto x = sim::parse_decimal(v, &why);
-                      if (!x || !(*x >= 0.01 && *x <= 3600)) return "--refresh: expected seconds from 0.01 to 3600 (a decimal number), got \"" + v + "\"";
+                      if (!x || !(*x >= 0.01 && *x <= 3600)) return "--refresh: expected seconds from 0.01 to 3600, got \"" + v + "\"";
                       refresh_s = *x;
                       return std::string();
                     }},

@@ -30,7 +30,7 @@ int validate_main(const std::vector<std::string>& argv) {
       if (!sim::load_scenario(f, &errs, &warns)) rc = kBadInput;
     } else if (kind == "plan") {
       plan::Plan p;
-      if (!plan::load_plan(f, p, d)) rc = kBadInput;
+      if (!plan::load_plan(f, p, d) || !plan::check_layouts(p, d)) rc = kBadInput;  // the layouts as hcsim plan checks them
       errs = d.messages();
     } else if (j) {
       auto k = f.find_last_of('/');

@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "plan.h"
+#include "sim/topology.h"
 #include "sim/units.h"
 
 namespace hcsim::plan {
@@ -213,6 +214,48 @@ bool load_plan(const std::string& path, Plan& p, sim::Diagnostics& d) {
     }
   }
   return d.ok();
+}
+
+std::vector<Layout> plan_layouts(const Plan& p) {
+  std::vector<Layout> layouts(1);
+  for (const auto& s : p.sweeps) {
+    std::vector<Layout> next;
+    for (const auto& l : layouts)
+      for (const auto& v : s.values) {
+        Layout m = l;
+        m.values.push_back(v);
+        m.label += (m.label.empty() ? "" : " ") + s.name + "=" + value_text(v);
+        next.push_back(std::move(m));
+      }
+    layouts = std::move(next);
+  }
+  for (auto& L : layouts)
+    if (L.label.empty()) L.label = "base";
+  return layouts;
+}
+
+json layout_topology(const Plan& p, const Layout& L, std::size_t li) {
+  json t = p.base;
+  for (std::size_t k = 0; k < p.sweeps.size(); ++k) t[json::json_pointer(p.sweeps[k].pointer)] = L.values[k];
+  t["name"] = p.name + "-layout" + std::to_string(li);
+  if (t.contains("rank_table") && t["rank_table"].is_string()) {
+    std::string rt = t["rank_table"].get<std::string>();
+    if (!rt.empty() && rt[0] != '/') t["rank_table"] = absolute(dir_of(p.topology_path) + rt);
+  }
+  return t;
+}
+
+bool check_layouts(const Plan& p, sim::Diagnostics& d) {
+  const auto layouts = plan_layouts(p);
+  bool ok = true;
+  for (std::size_t li = 0; li < layouts.size(); ++li) {
+    const std::string tpath = "layout" + std::to_string(li) + ".topology.json";
+    sim::Diagnostics td(tpath);
+    if (sim::topology_from_json(layout_topology(p, layouts[li], li), td, dir_of(p.topology_path))) continue;
+    ok = false;
+    for (auto& m : td.messages()) d.error("/sweep", "layout " + std::to_string(li) + " (" + layouts[li].label + "): " + m);
+  }
+  return ok;
 }
 
 }  // namespace hcsim::plan
