@@ -36,6 +36,9 @@ for v in '0x10%' '1e2%' '+5%' '.5%' '5.%'; do
 done
 expect "--fault at=1e2us refused" 2 "at: expected a decimal number followed by a unit" -- \
   "$HCSIM" run "$F" --no-trace --fault "nic_down npu=node0/npu0 at=1e2us"
+for v in '1e3us' '0x10' '.5us' '5.us' ' 1us' '+1us' '1e3'; do
+  expect "trace --from '$v' refused" 2 "--from: bad time" -- "$HCSIM" trace none.db --from "$v"
+done
 expect "--sample-interval ' 1us' refused" 2 "--sample-interval" -- "$HCSIM" run "$F" --no-trace --sample-interval ' 1us'
 expect "--max-memory 1e9B refused" 2 "--max-memory" -- "$HCSIM" run "$F" --no-trace --max-memory 1e9B
 # The largest seed is a seed (not clamped, not refused): its campaign is drawn and listed.

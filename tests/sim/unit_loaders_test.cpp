@@ -863,3 +863,26 @@ TEST(WrongKind, PlansAreToldApart) {
   ASSERT_EQ(errs.size(), 1u) << join(errs);
   EXPECT_EQ(errs[0], "t.json: /: is a plan, not a topology: pass it to hcsim plan / hcsim validate");
 }
+
+TEST(Numbers, OneParserForIntegersAndDecimals) {
+  std::string why;
+  EXPECT_EQ(parse_uint("0", &why), 0u);
+  EXPECT_EQ(parse_uint("18446744073709551615", &why), 18446744073709551615ULL);
+  EXPECT_EQ(parse_uint("000000000000000000000000042", &why), 42u);  // leading zeros are decimal, not octal
+  for (const char* bad : {"", " 1", "1 ", "+1", "-1", "0x10", "1e2", "1.0", "18446744073709551616", "99999999999999999999", "1_000", "\xd9\xa1"}) {
+    why.clear();
+    EXPECT_FALSE(parse_uint(bad, &why)) << bad;
+    EXPECT_FALSE(why.empty()) << bad;
+  }
+  EXPECT_NE((parse_uint("18446744073709551616", &why), why.find("larger than 18446744073709551615")), std::string::npos) << why;
+  EXPECT_DOUBLE_EQ(*parse_decimal("12.5", &why), 12.5);
+  EXPECT_DOUBLE_EQ(*parse_decimal("7", &why), 7);
+  for (const char* bad : {"", ".5", "5.", "1e2", "1E-2", "0x1p3", "inf", "nan", "-1", "+1", " 1", "1 ", "1.2.3", "1,5"})
+    EXPECT_FALSE(parse_decimal(bad, &why)) << bad;
+  // Integers with a unit are exact beyond the double's 53 bits, up to 2^63 - 1 units.
+  EXPECT_EQ(parse_duration("9007199254740993ps", &why), 9007199254740993ULL);
+  EXPECT_EQ(parse_duration("9223372036854775807ps", &why), 9223372036854775807ULL);
+  EXPECT_FALSE(parse_duration("9223372036854775808ps", &why));
+  EXPECT_EQ(parse_size("9007199254740993B", &why), 9007199254740993ULL);
+  EXPECT_EQ(parse_duration("9223372us", &why), 9223372000000ULL);
+}

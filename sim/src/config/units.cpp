@@ -100,6 +100,18 @@ std::optional<std::uint64_t> finish(double v, const std::string& s, const char* 
   return static_cast<std::uint64_t>(r);
 }
 
+// An integer number of units ("9007199254740993ps", "3GiB") exactly, without the double's 53-bit
+// rounding: the value when `s` starts with [0-9]+ and no fraction, and n x mult is below 2^63.
+std::optional<std::uint64_t> exact(const std::string& s, std::uint64_t mult) {
+  std::size_t n = 0;
+  while (n < s.size() && digit(s[n])) ++n;
+  if (n == 0 || (n < s.size() && s[n] == '.')) return std::nullopt;
+  std::string why;
+  auto v = parse_uint(s.substr(0, n), &why);
+  if (!v || *v > (9223372036854775807ULL) / mult) return std::nullopt;  // 2^63 or more: finish() refuses it
+  return *v * mult;
+}
+
 // Prefix multiplier of a size unit ("", K, M, G, T, Ki, Mi, Gi, Ti); returns false if unknown.
 bool prefix(const std::string& p, double* mult) {
   static const struct { const char* p; double m; } tab[] = {
@@ -142,6 +154,7 @@ std::optional<std::uint64_t> parse_size(const std::string& s, std::string* why) 
     *why = "unknown size unit \"" + u + "\" (use B, KB, MB, GB, KiB, MiB, GiB, TiB)";
     return std::nullopt;
   }
+  if (auto e = exact(s, static_cast<std::uint64_t>(m))) return e;
   return finish(v * m, s, "B", why);
 }
 
@@ -150,7 +163,11 @@ std::optional<std::uint64_t> parse_duration(const std::string& s, std::string* w
   if (!split(s, &v, &u, why)) return std::nullopt;
   static const struct { const char* u; double ps; } tab[] = {
       {"ps", 1}, {"ns", 1e3}, {"us", 1e6}, {"\xC2\xB5s", 1e6}, {"ms", 1e9}, {"s", 1e12}};
-  for (auto& t : tab) if (u == t.u) return finish(v * t.ps, s, "ps", why);
+  for (auto& t : tab)
+    if (u == t.u) {
+      if (auto e = exact(s, static_cast<std::uint64_t>(t.ps))) return e;
+      return finish(v * t.ps, s, "ps", why);
+    }
   *why = "unknown time unit \"" + u + "\" (use ps, ns, us, ms, s)";
   return std::nullopt;
 }
