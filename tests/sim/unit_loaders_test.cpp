@@ -713,6 +713,14 @@ TEST(Faults, KeysATypeDoesNotTakeAreErrorsNamingItsKeys) {
     for (const auto& e : errs) found |= e.find(want) != std::string::npos && e.find(c.takes) != std::string::npos && e.find("does not take") != std::string::npos;
     EXPECT_TRUE(found) << c.text << "\n" << join(errs);
   }
+  // An empty type is an unknown type, not a bit flip.
+  {
+    ScenarioOverrides ov;
+    ov.faults.push_back({"x", json::parse(R"({"type":"","rank":1})")});
+    std::vector<std::string> errs;
+    EXPECT_FALSE(load_scenario(kFaults2, ov, &errs));
+    EXPECT_TRUE(any_contains(errs, "type: unknown fault type \"\"")) << join(errs);
+  }
   // In a file too: the pointer of the key.
   ScenarioOverrides ov;
   ov.faults.push_back({"x", json::parse(R"({"type":"link_down","a":"node0/npu0","b":"node0/npu1","at":"1us","a/b":1})")});

@@ -41,7 +41,7 @@ std::vector<const char*> fault_keys(FaultKind k) {
   }
   return {};
 }
-// Every key some fault type takes: what the readers below accept once check_fault_keys has run.
+// Every key some fault type takes: what the readers below accept once accepted_keys has kept the type's own.
 #define HCSIM_ALL_FAULT_KEYS \
   {"type", "at", "rank", "step", "rep", "byte", "bit", "a", "b", "rate", "lanes", "switch", "port", "npu", "duration", "count", "period"}
 
@@ -213,7 +213,9 @@ void read_faults(const ObjectReader& top, const json* wl, Scenario& sc, Diagnost
         // A known type: only the keys it takes are read (the others are errors, accepted_keys).
         const json kept = kind && fj.is_object() ? accepted_keys(fj, fp, d, *kind) : json();
         const json& src = kind && fj.is_object() ? kept : fj;
-        if (kind == FaultKind::HbmBitflip || type.empty() || !fj.is_object()) {
+        // No type, or not a string: the reader says so (hbm_bitflip's keys); "" is an unknown type.
+        const bool typeless = !fj.is_object() || !fj.contains("type") || !fj["type"].is_string();
+        if (kind == FaultKind::HbmBitflip || typeless) {
           ObjectReader f(src, fp, d, {"type", "rank", "step", "rep", "byte", "bit"});
           if (!f.valid()) continue;
           f.str("type", true);
