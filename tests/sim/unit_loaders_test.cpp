@@ -810,6 +810,9 @@ TEST(Names, ControlCharactersAndEmptyNamesAreRefused) {
     std::remove(p.c_str());
     rmdir(tmpl);
   }
+  // Bytes that are not UTF-8 (a command-line value, --set /name=...): refused, not passed on.
+  for (const char* bad : {"\x85", "a\xc2", "\xc0\x85", "\xed\xa0\x80", "\xff"}) EXPECT_NE(name_problem(bad), "") << bad;
+  EXPECT_EQ(name_problem("\xf0\x9f\x98\x80 x"), "");
   // Printable UTF-8 beyond the C1 block is a name (U+00A0 and up).
   json j = *base;
   j["name"] = "caf\xc3\xa9 \xc2\xa0x";

@@ -127,17 +127,26 @@ std::optional<std::string> ObjectReader::str(const char* key, bool required) con
 
 std::string name_problem(const std::string& n) {
   if (n.empty()) return "a name must not be empty";
-  for (std::size_t i = 0; i < n.size(); ++i) {
+  for (std::size_t i = 0; i < n.size();) {
     const auto c = static_cast<unsigned char>(n[i]);
-    unsigned cp = 0x100;
-    if (c < 0x20 || c == 0x7f) cp = c;
-    else if (c == 0xc2 && i + 1 < n.size() && static_cast<unsigned char>(n[i + 1]) >= 0x80 && static_cast<unsigned char>(n[i + 1]) <= 0x9f)
-      cp = static_cast<unsigned char>(n[i + 1]);
-    if (cp < 0x100) {
+    // One UTF-8 sequence: its length and code point (a command-line value need not be UTF-8).
+    const std::size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xe ? 3 : (c >> 3) == 0x1e ? 4 : 0;
+    unsigned cp = len == 1 ? c : len == 2 ? (c & 0x1fu) : len == 3 ? (c & 0x0fu) : (c & 0x07u);
+    bool valid = len != 0 && i + len <= n.size();
+    for (std::size_t k = 1; valid && k < len; ++k) {
+      const auto cc = static_cast<unsigned char>(n[i + k]);
+      valid = (cc & 0xc0) == 0x80;
+      cp = (cp << 6) | (cc & 0x3fu);
+    }
+    static const unsigned kMin[] = {0, 0, 0x80, 0x800, 0x10000};
+    if (valid && (cp < kMin[len] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))) valid = false;  // overlong, surrogate
+    if (!valid) return "the name is not valid UTF-8 (byte " + std::to_string(i) + ")";
+    if (cp < 0x20 || (cp >= 0x7f && cp <= 0x9f)) {
       char b[16];
       std::snprintf(b, sizeof b, "U+%04X", cp);
       return "the name contains the control character " + std::string(b) + " at byte " + std::to_string(i) + " (names are printable text)";
     }
+    i += len;
   }
   return "";
 }
