@@ -79,18 +79,13 @@ int usage(const std::string& m) {
   return 2;
 }
 
-// A plain decimal number: digits only (no sign, no spaces), no overflow.
+// The first `len` characters as an integer of the number grammar (sim/units.h: digits only, no
+// sign or spaces, at most 2^64 - 1).
 bool parse_u64(const std::string& s, std::size_t len, std::uint64_t* out) {
-  if (len == 0 || len > s.size()) return false;
-  std::uint64_t v = 0;
-  for (std::size_t i = 0; i < len; ++i) {
-    if (s[i] < '0' || s[i] > '9') return false;
-    const std::uint64_t d = static_cast<std::uint64_t>(s[i] - '0');
-    if (v > (UINT64_MAX - d) / 10) return false;
-    v = v * 10 + d;
-  }
-  *out = v;
-  return true;
+  std::string why;
+  auto v = len <= s.size() ? sim::parse_uint(s.substr(0, len), &why) : std::nullopt;
+  if (v) *out = *v;
+  return v.has_value();
 }
 
 // hccl_test sizes: plain bytes or K/M/G suffixes (powers of 1024); positive, no overflow.

@@ -144,7 +144,7 @@ echo x > afile
 expect "-o naming a file" 2 "not a directory" -- "$HCSIM" plan plan.json -o afile
 expect "no plan" 2 "plan needs a plan file" -- "$HCSIM" plan
 expect "-j 0" 2 "-j needs a number" -- "$HCSIM" plan plan.json -j 0
-expect "a scenario is not a plan" 2 "/format" -- "$HCSIM" plan "$SRC/scenarios/quickstart.json" -o q
+expect "a scenario is not a plan" 2 "quickstart.json: /: is a scenario, not a plan: pass it to hcsim run" -- "$HCSIM" plan "$SRC/scenarios/quickstart.json" -o q
 expect "--help" 0 "usage: hcsim plan" -- "$HCSIM" plan --help
 
 echo "plan_cli_test: $pass passed, $fail failed"

@@ -628,3 +628,272 @@ TEST(Faults, ChaosIsAFunctionOfItsSeed) {
   ASSERT_TRUE(with) << join(errs);
   for (const Fault& f : with->faults) EXPECT_GE(f.at_step, 0);
 }
+
+// ---- issue 46: lenient inputs refused ----
+
+namespace {
+const std::string kFaults2 = kSrc + "/tests/fixtures/faults-2node.json";
+
+// faults-2node.json with --fault strings (and --set pairs): the errors and warnings.
+bool load_with(const std::vector<std::string>& faults, std::vector<std::string>* errs, std::vector<std::string>* warns = nullptr,
+               const std::vector<std::pair<std::string, std::string>>& sets = {}, std::optional<Scenario>* out = nullptr) {
+  ScenarioOverrides ov;
+  ov.sets = sets;
+  for (const auto& t : faults) {
+    std::string why;
+    auto f = parse_fault_text(t, &why);
+    if (!f) { errs->assign(1, "parse_fault_text: " + why); return false; }
+    ov.faults.push_back({t, *f});
+  }
+  auto sc = load_scenario(kFaults2, ov, errs, warns);
+  if (out) *out = sc;
+  return sc.has_value();
+}
+}  // namespace
+
+TEST(Numbers, FaultStringValuesFollowTheGrammar) {
+  std::string why;
+  // Integers [0-9]+ up to 2^64 - 1 and decimals [0-9]+.[0-9]+; the largest integer is exact.
+  auto f = parse_fault_text("hbm_bitflip rank=18446744073709551615 byte=007 rate=0.0012", &why);
+  ASSERT_TRUE(f) << why;
+  EXPECT_EQ((*f)["rank"].get<std::uint64_t>(), 18446744073709551615ULL);
+  EXPECT_EQ((*f)["byte"].get<std::uint64_t>(), 7u);
+  EXPECT_DOUBLE_EQ((*f)["rate"].get<double>(), 0.0012);
+  // Signs, exponents, hex, lone dots and overflow are errors, not numbers or clamped values.
+  for (const char* bad : {"rank=18446744073709551616", "rank=99999999999999999999999", "rank=1e2", "rank=1E2", "rank=-1", "rank=+1",
+                          "rank=0x10", "rank=.5", "rank=5.", "rate=1e-3", "rate=-0.5", "rate=1.2.3", "bit=-0"}) {
+    why.clear();
+    EXPECT_FALSE(parse_fault_text(std::string("hbm_bitflip ") + bad, &why)) << bad;
+    EXPECT_NE(why.find(std::string(bad).substr(0, std::string(bad).find('=') + 1)), std::string::npos) << bad << ": " << why;
+  }
+}
+
+TEST(Numbers, PercentagesAndDurationsFollowTheGrammar) {
+  std::vector<std::string> errs;
+  EXPECT_TRUE(load_with({"nic_flap npu=node0/npu0 at.step=1 at.after=12.5% duration=5us"}, &errs)) << join(errs);
+  for (const char* after : {"0x10%", "1e2%", "1E1%", "+5%", "-0%", ".5%", "5.%", " 5%", "5%%", "inf%", "nan%", "0x1p3%"}) {
+    ScenarioOverrides ov;
+    json fj = json::parse(R"({"type":"nic_flap","npu":"node0/npu0","duration":"5us","at":{"step":1}})");
+    fj["at"]["after"] = after;
+    ov.faults.push_back({"x", fj});
+    EXPECT_FALSE(load_scenario(kFaults2, ov, &errs)) << after;
+    EXPECT_TRUE(any_contains(errs, "after: expected a percentage")) << after << "\n" << join(errs);
+  }
+  std::string why;
+  for (const char* bad : {" 1us", "1us ", "\t1us", ".5us", "1.us", "1e3ns", "1E3ns", "0x10us", "+1us", "1 . 5us", "1  us"})
+    EXPECT_FALSE(parse_duration(bad, &why)) << "\"" << bad << "\"";
+  for (const char* bad : {" 1MiB", "1MiB ", "1e3B", ".5KiB", "0x10B"}) EXPECT_FALSE(parse_size(bad, &why)) << bad;
+  for (const char* bad : {" 200Gb/s", "2e2Gb/s", ".5GB/s"}) EXPECT_FALSE(parse_bandwidth(bad, &why)) << bad;
+  EXPECT_EQ(parse_duration("1.5us", &why), 1500000u);
+  EXPECT_EQ(parse_size("512 B", &why), 512u);  // one space before the unit stays allowed
+  EXPECT_EQ(parse_bandwidth("200Gb/s", &why), 25000000000u);
+}
+
+TEST(Faults, KeysATypeDoesNotTakeAreErrorsNamingItsKeys) {
+  struct C { const char* text; const char* key; const char* takes; } cases[] = {
+      {"link_down a=node0/npu0 b=node0/npu1 at=1us rate=0.5", "rate", "link_down takes type, at, a, b)"},
+      {"link_up a=node0/npu0 b=node0/npu1 at=1us lanes=4", "lanes", "link_up takes type, at, a, b)"},
+      {"crc_rate a=node0/npu0 b=node0/npu1 at=1us rate=0.001 lanes=4", "lanes", "crc_rate takes type, at, a, b, rate)"},
+      {"lane_degrade a=node0/npu0 b=node0/npu1 at=1us lanes=4 rate=0.1", "rate", "lane_degrade takes type, at, a, b, lanes)"},
+      {"switch_link_down npu=node0/npu0 at=1us rate=0.5", "rate", "switch_link_down takes type, at, switch, port, npu)"},
+      {"nic_down npu=node0/npu0 at=1us duration=5us", "duration", "nic_down takes type, at, npu)"},
+      {"pcie_link_up npu=node0/npu0 at=1us duration=5us", "duration", "pcie_link_up takes type, at, npu)"},
+      {"npu_stall npu=node0/npu0 at=1us duration=5us count=2", "count", "npu_stall takes type, at, npu, duration)"},
+      {"rank_crash rank=1 at=1us npu=node0/npu0", "npu", "rank_crash takes type, at, rank)"},
+      {"drop_rate rate=0.1 at=1us npu=node0/npu0", "npu", "drop_rate takes type, at, rate)"},
+      {"hbm_bitflip rank=1 step=1 at=1us", "at", "hbm_bitflip takes type, rank, step, rep, byte, bit)"},
+      {"nic_flap npu=node0/npu0 at=1us duration=5us lanes=2", "lanes", "nic_flap takes type, at, npu, duration, count, period)"},
+      {"packet_corruption npu=node0/npu0 at=1us rate=0.1 bogus=1", "bogus", "packet_corruption takes type, at, switch, port, npu, rate)"},
+  };
+  for (const auto& c : cases) {
+    std::vector<std::string> errs;
+    EXPECT_FALSE(load_with({c.text}, &errs)) << c.text;
+    const std::string want = "--fault '" + std::string(c.text) + "': " + c.key + ": ";
+    bool found = false;
+    for (const auto& e : errs) found |= e.find(want) != std::string::npos && e.find(c.takes) != std::string::npos && e.find("does not take") != std::string::npos;
+    EXPECT_TRUE(found) << c.text << "\n" << join(errs);
+  }
+  // An empty type is an unknown type, not a bit flip.
+  {
+    ScenarioOverrides ov;
+    ov.faults.push_back({"x", json::parse(R"({"type":"","rank":1})")});
+    std::vector<std::string> errs;
+    EXPECT_FALSE(load_scenario(kFaults2, ov, &errs));
+    EXPECT_TRUE(any_contains(errs, "type: unknown fault type \"\"")) << join(errs);
+  }
+  // In a file too: the pointer of the key.
+  ScenarioOverrides ov;
+  ov.faults.push_back({"x", json::parse(R"({"type":"link_down","a":"node0/npu0","b":"node0/npu1","at":"1us","a/b":1})")});
+  std::vector<std::string> errs;
+  EXPECT_FALSE(load_scenario(kFaults2, ov, &errs));
+  EXPECT_TRUE(any_contains(errs, "a~1b: link_down does not take \"a/b\"")) << join(errs);
+  // The keys a type does take still load.
+  EXPECT_TRUE(load_with({"link_flap npu=node0/npu0 at=1us duration=5us count=2 period=20us", "crc_rate a=node0/npu0 b=node0/npu1 at=1us rate=0.001",
+                         "npu_stall npu=node0/npu0 at=1us duration=5us", "rank_crash rank=1 at=1us", "hbm_bitflip rank=1 step=1 rep=1 byte=3 bit=2"},
+                        &errs)) << join(errs);
+}
+
+TEST(Faults, FlapsPastTheClockAreRefusedNamingTheKey) {
+  struct C { const char* text; const char* key; } cases[] = {
+      {"link_flap npu=node0/npu0 at=1us duration=5us count=3 period=9000000s", "period"},        // 2 x 9e18 ps wraps
+      {"nic_flap npu=node0/npu0 at=1us duration=1us count=10000 period=2000s", "period"},         // 9999 x 2e15 ps
+      {"link_flap a=node0/npu0 b=node0/npu1 at=9000000s duration=300000s", "duration"},            // 9.3e18 ps
+      {"nic_flap npu=node0/npu0 at.step=1 at.after=9000000s duration=300000s", "duration"},       // relative: the same offsets
+      {"link_flap npu=node0/npu0 at=1us duration=4611686s count=2", "count"},                    // default period 2 x duration
+  };
+  for (const auto& c : cases) {
+    std::vector<std::string> errs;
+    EXPECT_FALSE(load_with({c.text}, &errs)) << c.text;
+    EXPECT_TRUE(any_contains(errs, "--fault '" + std::string(c.text) + "': " + c.key + ": ")) << c.text << "\n" << join(errs);
+    EXPECT_TRUE(any_contains(errs, "past the simulated clock's range")) << c.text << "\n" << join(errs);
+  }
+  // At the edge: 2^62 + 1 ps is a time of the clock, 2^63 + 1 ps is not.
+  std::vector<std::string> errs;
+  EXPECT_TRUE(load_with({"link_flap npu=node0/npu0 at=0ps duration=1ps count=2 period=4611686018427387904ps"}, &errs)) << join(errs);
+  EXPECT_FALSE(load_with({"link_flap npu=node0/npu0 at=0ps duration=1ps count=3 period=4611686018427387904ps"}, &errs));
+  EXPECT_TRUE(any_contains(errs, "period: link_flap: its last transition")) << join(errs);
+}
+
+TEST(Faults, PacketFaultsWarnInTheFlowTierAndChaosDoesNotDrawThem) {
+  std::vector<std::string> errs, warns;
+  std::optional<Scenario> sc;
+  ASSERT_TRUE(load_with({"drop_rate rate=0.01 at=0us", "packet_corruption npu=node0/npu0 rate=0.01 at=0us", "nic_flap npu=node0/npu0 at=1us duration=5us"},
+                        &errs, &warns, {{"/fidelity", "flow"}, {"/network/drop_rate", "0.001"}}, &sc)) << join(errs);
+  EXPECT_TRUE(any_contains(warns, "--fault 'drop_rate rate=0.01 at=0us': type: warning: drop_rate has no effect in the flow tier")) << join(warns);
+  EXPECT_TRUE(any_contains(warns, "--fault 'packet_corruption npu=node0/npu0 rate=0.01 at=0us': type: warning: packet_corruption has no effect in the flow tier"))
+      << join(warns);
+  EXPECT_TRUE(any_contains(warns, "/network/drop_rate: warning: drop_rate has no effect in the flow tier")) << join(warns);
+  EXPECT_FALSE(any_contains(warns, "nic_flap")) << join(warns);
+  // Chaos in the flow tier draws no packet_corruption; in the chunk and packet tiers it does.
+  for (const char* tier : {"flow", "chunk", "packet"}) {
+    std::optional<Scenario> s;
+    ASSERT_TRUE(load_with({}, &errs, &warns, {{"/fidelity", tier}}, &s)) << join(errs);
+    EXPECT_TRUE(warns.empty()) << tier << "\n" << join(warns);
+    std::size_t corruption = 0;
+    for (const auto& t : chaos_faults(*s, 3, 400)) corruption += t.rfind("packet_corruption", 0) == 0;
+    if (std::string(tier) == "flow") EXPECT_EQ(corruption, 0u);
+    else EXPECT_GT(corruption, 0u) << tier;
+  }
+  // No warning in the packet tiers.
+  ASSERT_TRUE(load_with({"drop_rate rate=0.01 at=0us", "packet_corruption npu=node0/npu0 rate=0.01 at=0us"}, &errs, &warns, {{"/fidelity", "packet"}}))
+      << join(errs);
+  EXPECT_TRUE(warns.empty()) << join(warns);
+}
+
+TEST(Names, ControlCharactersAndEmptyNamesAreRefused) {
+  const std::string topo = kSrc + "/topologies/a2-2node.json";
+  Diagnostics d0(topo);
+  auto base = read_json_file(topo, d0);
+  ASSERT_TRUE(base);
+  for (const char* bad : {"", "a\x1b[31mb", "tab\there", "del\x7f", "c1\xc2\x85x", "csi\xc2\x9b" "2J", "nl\n"}) {
+    json j = *base;
+    j["name"] = bad;
+    auto errs = topo_errors(j);
+    EXPECT_TRUE(any_contains(errs, "t.json: /name: ")) << "\"" << bad << "\"\n" << join(errs);
+    EXPECT_TRUE(any_contains(errs, std::string(bad).empty() ? "must not be empty" : "control character U+00")) << join(errs);
+    // Device names: servers and switches.
+    j = *base;
+    j["servers"][1]["name"] = bad;
+    EXPECT_TRUE(any_contains(topo_errors(j), "t.json: /servers/1/name: ")) << bad;
+    j = *base;
+    j["switches"][0]["name"] = bad;
+    EXPECT_TRUE(any_contains(topo_errors(j), "t.json: /switches/0/name: ")) << bad;
+    // A scenario's name.
+    char tmpl[] = "/tmp/hcsim-names-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    const std::string p = std::string(tmpl) + "/s.json";
+    json s = {{"format", "hcsim-scenario"}, {"version", 1}, {"name", bad}, {"topology", topo}, {"workload", json::array({{{"op", "barrier"}}})}};
+    std::ofstream(p) << s.dump();
+    std::vector<std::string> errs2;
+    EXPECT_FALSE(load_scenario(p, &errs2)) << bad;
+    EXPECT_TRUE(any_contains(errs2, p + ": /name: ")) << join(errs2);
+    std::remove(p.c_str());
+    rmdir(tmpl);
+  }
+  // Bytes that are not UTF-8 (a command-line value, --set /name=...): refused, not passed on.
+  for (const char* bad : {"\x85", "a\xc2", "\xc0\x85", "\xed\xa0\x80", "\xff"}) EXPECT_NE(name_problem(bad), "") << bad;
+  EXPECT_EQ(name_problem("\xf0\x9f\x98\x80 x"), "");
+  // Printable UTF-8 beyond the C1 block is a name (U+00A0 and up).
+  json j = *base;
+  j["name"] = "caf\xc3\xa9 \xc2\xa0x";
+  EXPECT_TRUE(topo_errors(j).empty()) << join(topo_errors(j));
+}
+
+TEST(RankTable, LeadingZerosDuplicateSuperDevicesAndPodlessServersAreRefused) {
+  Diagnostics dt("t");
+  auto base = load_topology(kSrc + "/topologies/a2-2node.json", dt);
+  ASSERT_TRUE(base);
+  const json good = export_rank_table(*base, "1.2");
+  struct C { const char* what; std::function<void(json&)> m; const char* expect; } cases[] = {
+      {"server_id leading zero", [](json& j) { j["server_list"][1]["server_id"] = "192.168.1.011"; }, "/server_list/1/server_id: not an IPv4 address"},
+      {"server_id leading zero 2", [](json& j) { j["server_list"][0]["server_id"] = "192.168.01.10"; }, "/server_list/0/server_id: not an IPv4 address"},
+      {"device_ip leading zero", [](json& j) { j["server_list"][0]["device"][2]["device_ip"] = "192.168.100.0103"; }, "/server_list/0/device/2/device_ip"},
+      {"device_ip leading zero 2", [](json& j) { j["server_list"][0]["device"][2]["device_ip"] = "192.168.00.103"; }, "/server_list/0/device/2/device_ip"},
+      {"duplicate super_device_id", [](json& j) { j["server_list"][1]["device"][3]["super_device_id"] = "2"; },
+       "/server_list/1/device/3/super_device_id: super_device_id 2 appears twice"},
+      {"duplicate super_device_id in a server", [](json& j) { j["server_list"][0]["device"][5]["super_device_id"] = "0"; },
+       "/server_list/0/device/5/super_device_id: super_device_id 0 appears twice"},
+      {"server in no pod", [](json& j) { j["super_pod_list"][0]["server_list"].erase(1); }, "/server_list/1/server_id: server 192.168.1.11 is in no super pod"},
+      {"no pods at all", [](json& j) { j["super_pod_list"] = json::array(); }, "/server_list/0/server_id: server 192.168.1.10 is in no super pod"},
+  };
+  for (auto& c : cases) {
+    json j = good;
+    c.m(j);
+    Topology t = *base;
+    Diagnostics d("rt.json");
+    EXPECT_FALSE(import_rank_table(j, t, d)) << c.what;
+    EXPECT_TRUE(any_contains(d.messages(), c.expect)) << c.what << ": " << join(d.messages());
+  }
+  // Two super pods may reuse super device ids (they number the NPUs of their own pod).
+  json two = good;
+  two["super_pod_list"] = json::array({{{"super_pod_id", "0"}, {"server_list", json::array({{{"server_id", "192.168.1.10"}}})}},
+                                       {{"super_pod_id", "1"}, {"server_list", json::array({{{"server_id", "192.168.1.11"}}})}}});
+  for (int k = 0; k < 8; ++k) two["server_list"][1]["device"][k]["super_device_id"] = std::to_string(k);
+  Topology t = *base;
+  Diagnostics d("rt.json");
+  EXPECT_TRUE(import_rank_table(two, t, d)) << join(d.messages());
+  // A topology's own addresses: no leading zeros either.
+  for (const char* ip : {"192.168.1.010", "010.0.0.1", "10.00.0.1"}) {
+    Diagnostics d0("a");
+    json tj = *read_json_file(kSrc + "/topologies/a2-2node.json", d0);
+    tj["servers"][0]["host_ip"] = ip;
+    EXPECT_TRUE(any_contains(topo_errors(tj), "t.json: /servers/0/host_ip: not an IPv4 address")) << ip;
+  }
+  EXPECT_EQ(parse_ipv4("10.0.0.0"), 0x0a000000u);
+  EXPECT_EQ(parse_ipv4("0.0.0.0"), 0u);
+  EXPECT_FALSE(parse_ipv4("10.0.01.2"));
+}
+
+TEST(WrongKind, PlansAreToldApart) {
+  EXPECT_EQ(document_kind(json::parse(R"({"format":"hcsim-plan"})")), "plan");
+  EXPECT_EQ(document_kind(json::parse(R"({"name":"p","topology":"t.json","workloads":[]})")), "plan");
+  EXPECT_EQ(document_kind(json::parse(R"({"name":"p","topology":"t.json","sweep":[],"fidelity":"flow"})")), "plan");
+  EXPECT_EQ(document_kind(json::parse(R"({"name":"p","topology":"t.json","fidelity":"flow"})")), "scenario");
+  EXPECT_EQ(document_kind(json::parse(R"({"name":"p","workload":[],"workloads":[]})")), "");  // a mixture
+  auto errs = topo_errors(json::parse(R"({"format":"hcsim-plan","version":1,"name":"q","topology":"t.json","workloads":[]})"));
+  ASSERT_EQ(errs.size(), 1u) << join(errs);
+  EXPECT_EQ(errs[0], "t.json: /: is a plan, not a topology: pass it to hcsim plan / hcsim validate");
+}
+
+TEST(Numbers, OneParserForIntegersAndDecimals) {
+  std::string why;
+  EXPECT_EQ(parse_uint("0", &why), 0u);
+  EXPECT_EQ(parse_uint("18446744073709551615", &why), 18446744073709551615ULL);
+  EXPECT_EQ(parse_uint("000000000000000000000000042", &why), 42u);  // leading zeros are decimal, not octal
+  for (const char* bad : {"", " 1", "1 ", "+1", "-1", "0x10", "1e2", "1.0", "18446744073709551616", "99999999999999999999", "1_000", "\xd9\xa1"}) {
+    why.clear();
+    EXPECT_FALSE(parse_uint(bad, &why)) << bad;
+    EXPECT_FALSE(why.empty()) << bad;
+  }
+  EXPECT_NE((parse_uint("18446744073709551616", &why), why.find("larger than 18446744073709551615")), std::string::npos) << why;
+  EXPECT_DOUBLE_EQ(*parse_decimal("12.5", &why), 12.5);
+  EXPECT_DOUBLE_EQ(*parse_decimal("7", &why), 7);
+  for (const char* bad : {"", ".5", "5.", "1e2", "1E-2", "0x1p3", "inf", "nan", "-1", "+1", " 1", "1 ", "1.2.3", "1,5"})
+    EXPECT_FALSE(parse_decimal(bad, &why)) << bad;
+  // Integers with a unit are exact beyond the double's 53 bits, up to 2^63 - 1 units.
+  EXPECT_EQ(parse_duration("9007199254740993ps", &why), 9007199254740993ULL);
+  EXPECT_EQ(parse_duration("9223372036854775807ps", &why), 9223372036854775807ULL);
+  EXPECT_FALSE(parse_duration("9223372036854775808ps", &why));
+  EXPECT_EQ(parse_size("9007199254740993B", &why), 9007199254740993ULL);
+  EXPECT_EQ(parse_duration("9223372us", &why), 9223372000000ULL);
+}

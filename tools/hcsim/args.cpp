@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "commands.h"
+#include "sim/units.h"
 
 namespace hcsim {
 
@@ -69,9 +70,10 @@ std::string Args::help() const {
 }
 
 std::string parse_count(const std::string& option, const std::string& v, std::size_t* out) {
-  if (v.empty() || v.size() > 6 || v.find_first_not_of("0123456789") != std::string::npos || std::stoul(v) == 0)
-    return option + " needs a number from 1 to 999999, got \"" + v + "\"";
-  *out = std::stoul(v);
+  std::string why;
+  const auto n = sim::parse_uint(v, &why);
+  if (!n || *n == 0 || *n > 999999) return option + " needs a number from 1 to 999999, got \"" + v + "\"";
+  *out = static_cast<std::size_t>(*n);
   return std::string();
 }
 

@@ -13,6 +13,7 @@
 #include "outputs.h"
 #include "routes_io.h"
 #include "trace_db.h"
+#include "sim/units.h"
 
 namespace hcsim {
 namespace {
@@ -62,9 +63,10 @@ int diff_main(const std::vector<std::string>& argv) {
                     [&](const std::string&) { force = true; return std::string(); }},
                    {"--tolerance", "", "PCT", "a percentage", "summary figures may move this much (default 2 %)",
                     [&](const std::string& v) {
-                      char* end = nullptr;
-                      tol = std::strtod(v.c_str(), &end);
-                      if (v.empty() || *end || !(tol >= 0) || tol > 1000) return "--tolerance needs a percentage from 0 to 1000, got \"" + v + "\"";
+                      std::string why;
+                      const auto x = sim::parse_decimal(v, &why);
+                      tol = x.value_or(-1);
+                      if (!x || tol > 1000) return "--tolerance needs a percentage from 0 to 1000, got \"" + v + "\"";
                       return std::string();
                     }},
                    {"-n", "", "N", "a number", "differences listed per kind (default 50)",

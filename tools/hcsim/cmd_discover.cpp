@@ -18,6 +18,7 @@
 #include "sim/runner.h"
 #include "sim/scenario.h"
 #include "sim/topology.h"
+#include "sim/units.h"
 
 namespace hcsim {
 namespace {
@@ -58,10 +59,10 @@ int discover_main(const std::vector<std::string>& argv) {
                     [&](const std::string&) { cross_check = true; return std::string(); }},
                    {"--timeout-ms", "", "MS", "a number of milliseconds", "how long a root waits for a rank (simulated; HCOMM_TIMEOUT_MS, 1000-300000, default 1000)",
                     [&](const std::string& v) {
-                      char* end = nullptr;
-                      unsigned long long x = std::strtoull(v.c_str(), &end, 10);
-                      if (v.empty() || *end || x < 1000 || x > 300000) return std::string("--timeout-ms needs 1000..300000");
-                      timeout_ms = x;
+                      std::string why;
+                      const auto x = sim::parse_uint(v, &why);
+                      if (!x || *x < 1000 || *x > 300000) return "--timeout-ms needs 1000..300000, got \"" + v + "\"";
+                      timeout_ms = *x;
                       return std::string();
                     }},
                    {"--quiet", "-q", "", "", "print only the differences and the verdict", [&](const std::string&) { quiet = true; return std::string(); }}},

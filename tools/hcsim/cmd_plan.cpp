@@ -24,6 +24,7 @@
 #include "plan_mpi.h"
 #include "sim/scenario.h"
 #include "sim/topology.h"
+#include "sim/units.h"
 
 namespace hcsim {
 namespace {
@@ -90,30 +91,12 @@ int setup(const std::string& file, std::string& out, bool force, bool write, Pla
   }
 
   // Layouts: the cartesian product of the sweeps, the first sweep outermost.
-  layouts.assign(1, Layout{});
-  for (const auto& s : p.sweeps) {
-    std::vector<Layout> next;
-    for (const auto& l : layouts)
-      for (const auto& v : s.values) {
-        Layout m = l;
-        m.values.push_back(v);
-        m.label += (m.label.empty() ? "" : " ") + s.name + "=" + value_text(v);
-        next.push_back(std::move(m));
-      }
-    layouts = std::move(next);
-  }
+  layouts = plan_layouts(p);
   bool bad = false;
   for (std::size_t li = 0; li < layouts.size(); ++li) {
     Layout& L = layouts[li];
-    if (L.label.empty()) L.label = "base";
     if (!write) continue;  // an MPI rank sharing rank 0's DIR: the files are there
-    json t = p.base;
-    for (std::size_t k = 0; k < p.sweeps.size(); ++k) t[json::json_pointer(p.sweeps[k].pointer)] = L.values[k];
-    t["name"] = p.name + "-layout" + std::to_string(li);
-    if (t.contains("rank_table") && t["rank_table"].is_string()) {
-      std::string rt = t["rank_table"].get<std::string>();
-      if (!rt.empty() && rt[0] != '/') t["rank_table"] = absolute(dir_of(p.topology_path) + rt);
-    }
+    const json t = layout_topology(p, L, li);
     const std::string tpath = out + "/layout" + std::to_string(li) + ".topology.json";
     if (!write_file(tpath, t.dump(2) + "\n", &why)) { std::fprintf(stderr, "hcsim: %s\n", why.c_str()); return kBadInput; }
     sim::Diagnostics td(tpath);
@@ -174,10 +157,10 @@ int plan_ranks(const std::vector<std::string>& argv, int rank, int size) {
       kPlan,
       {{"-j", "--jobs", "N", "a number", "simulate up to N points at once, one process each (default 1; per MPI rank)",
         [&](const std::string& v) {
-          char* end = nullptr;
-          const unsigned long n = std::strtoul(v.c_str(), &end, 10);
-          if (v.empty() || *end || n < 1 || n > 256) return std::string("-j needs a number from 1 to 256, got \"" + v + "\"");
-          jobs = static_cast<unsigned>(n);
+          std::string why;
+          const auto n = sim::parse_uint(v, &why);
+          if (!n || *n < 1 || *n > 256) return std::string("-j needs a number from 1 to 256, got \"" + v + "\"");
+          jobs = static_cast<unsigned>(*n);
           return std::string();
         }},
        {"-o", "", "DIR", "a directory", "write layouts, scenarios, traces and results to DIR (default ./NAME.plan)",

@@ -87,10 +87,10 @@ int run_main(const std::vector<std::string>& argv) {
                     flag(top)},
                    {"--refresh", "", "SECONDS", "a number of seconds", "wall time between progress / --top reports, and before the first (default 1)",
                     [&](const std::string& v) {
-                      char* end = nullptr;
-                      const double x = std::strtod(v.c_str(), &end);
-                      if (v.empty() || *end || !(x >= 0.01 && x <= 3600)) return "--refresh: expected seconds from 0.01 to 3600, got \"" + v + "\"";
-                      refresh_s = x;
+                      std::string why;
+                      const auto x = sim::parse_decimal(v, &why);
+                      if (!x || !(*x >= 0.01 && *x <= 3600)) return "--refresh: expected seconds from 0.01 to 3600, got \"" + v + "\"";
+                      refresh_s = *x;
                       return std::string();
                     }},
                    {"--sample-interval", "", "DUR", "a duration",
@@ -125,15 +125,16 @@ int run_main(const std::vector<std::string>& argv) {
                     "add N faults drawn reproducibly from SEED (types the layout supports, inside the workload's span); listed before the run",
                     [&](const std::string& v) {
                       const auto colon = v.find(':');
-                      char *e1 = nullptr, *e2 = nullptr;
                       const bool has = colon != std::string::npos;
-                      const std::string a = has ? v.substr(0, colon) : "", b = has ? v.substr(colon + 1) : "";
-                      const unsigned long long seed = std::strtoull(a.c_str(), &e1, 10), n = std::strtoull(b.c_str(), &e2, 10);
-                      if (a.empty() || b.empty() || *e1 || *e2 || a[0] == '-' || b[0] == '-' || n < 1 || n > 1000)
-                        return "--chaos " + v + ": expected SEED:N, a seed (a non-negative integer) and 1 to 1000 faults, e.g. --chaos 7:5";
+                      std::string why;
+                      const auto seed = has ? sim::parse_uint(v.substr(0, colon), &why) : std::nullopt;
+                      const auto n = seed ? sim::parse_uint(v.substr(colon + 1), &why) : std::nullopt;
+                      if (!seed || !n || *n < 1 || *n > 1000)
+                        return "--chaos " + v + ": expected SEED:N, a seed (an integer from 0 to 18446744073709551615) and 1 to 1000 faults, e.g. --chaos 7:5" +
+                               (why.empty() ? std::string() : " (" + why + ")");
                       chaos = v;
-                      chaos_seed = seed;
-                      chaos_n = n;
+                      chaos_seed = *seed;
+                      chaos_n = *n;
                       return std::string();
                     }},
                    {"--trace-tasks", "", "", "", "trace one row per stream task the NPUs execute (the tasks table)", flag(trace_tasks)},

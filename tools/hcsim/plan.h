@@ -120,6 +120,15 @@ constexpr const char* kMarker = ".hcsim-plan";
 
 /// Load and check a plan file; every problem goes to `d` as "FILE: /pointer: reason".
 bool load_plan(const std::string& path, Plan& p, sim::Diagnostics& d);
+/// The layouts of a loaded plan: the cartesian product of its sweeps, the first outermost (one,
+/// "base", without sweeps), with their values and labels.
+std::vector<Layout> plan_layouts(const Plan& p);
+/// Layout `li`'s topology document: the base with the layout's values, named after the plan, its
+/// rank table (if any) made absolute.
+json layout_topology(const Plan& p, const Layout& L, std::size_t li);
+/// hcsim validate of a plan: every layout's topology checked as hcsim plan checks it, the errors
+/// as "FILE: /sweep: layout N (LABEL): TOPOLOGY-ERROR". False when one is invalid.
+bool check_layouts(const Plan& p, sim::Diagnostics& d);
 
 std::string value_text(const json& v);       ///< a sweep value as the table shows it ("1:1", 64)
 std::string dir_of(const std::string& f);    ///< "a/b/" of "a/b/c", "" without a slash

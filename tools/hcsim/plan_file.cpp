@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "plan.h"
+#include "sim/topology.h"
 #include "sim/units.h"
 
 namespace hcsim::plan {
@@ -68,12 +69,16 @@ bool load_plan(const std::string& path, Plan& p, sim::Diagnostics& d) {
   p.dir = dir_of(path);
   auto j = sim::read_json_file(path, d);
   if (!j) return false;
+  if (std::string why = sim::wrong_kind(*j, "plan"); !why.empty()) {
+    d.error("", why);
+    return false;
+  }
   sim::ObjectReader top(*j, "", d, {"format", "version", "name", "description", "topology", "sweep", "workloads", "fidelity",
                                     "payload", "hcomm_env", "prices", "target", "trace_routes"});
   if (!top.valid()) return false;
   if (auto f = top.str("format", true); f && *f != "hcsim-plan") d.error("/format", "is \"" + *f + "\", expected \"hcsim-plan\"");
   top.uint("version", true, 1, 1);
-  p.name = top.str("name", true).value_or("");
+  p.name = top.name("name", true).value_or("");
   for (char& c : p.name)
     if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.') c = '_';
   top.str("description", false);
@@ -118,7 +123,7 @@ bool load_plan(const std::string& path, Plan& p, sim::Diagnostics& d) {
             d.error(ptr + "/pointer", "\"" + w.pointer + "\" is not a JSON pointer (\"/fabric/oversubscription\")");
           }
         }
-        w.name = r.str("name", false).value_or(w.pointer.substr(w.pointer.find_last_of('/') + 1));
+        w.name = r.name("name", false).value_or(w.pointer.substr(w.pointer.find_last_of('/') + 1));
         const json* v = r.get("values", true);
         if (v && (!v->is_array() || v->empty())) d.error(ptr + "/values", "must be a non-empty array");
         else if (v)
@@ -209,6 +214,48 @@ bool load_plan(const std::string& path, Plan& p, sim::Diagnostics& d) {
     }
   }
   return d.ok();
+}
+
+std::vector<Layout> plan_layouts(const Plan& p) {
+  std::vector<Layout> layouts(1);
+  for (const auto& s : p.sweeps) {
+    std::vector<Layout> next;
+    for (const auto& l : layouts)
+      for (const auto& v : s.values) {
+        Layout m = l;
+        m.values.push_back(v);
+        m.label += (m.label.empty() ? "" : " ") + s.name + "=" + value_text(v);
+        next.push_back(std::move(m));
+      }
+    layouts = std::move(next);
+  }
+  for (auto& L : layouts)
+    if (L.label.empty()) L.label = "base";
+  return layouts;
+}
+
+json layout_topology(const Plan& p, const Layout& L, std::size_t li) {
+  json t = p.base;
+  for (std::size_t k = 0; k < p.sweeps.size(); ++k) t[json::json_pointer(p.sweeps[k].pointer)] = L.values[k];
+  t["name"] = p.name + "-layout" + std::to_string(li);
+  if (t.contains("rank_table") && t["rank_table"].is_string()) {
+    std::string rt = t["rank_table"].get<std::string>();
+    if (!rt.empty() && rt[0] != '/') t["rank_table"] = absolute(dir_of(p.topology_path) + rt);
+  }
+  return t;
+}
+
+bool check_layouts(const Plan& p, sim::Diagnostics& d) {
+  const auto layouts = plan_layouts(p);
+  bool ok = true;
+  for (std::size_t li = 0; li < layouts.size(); ++li) {
+    const std::string tpath = "layout" + std::to_string(li) + ".topology.json";
+    sim::Diagnostics td(tpath);
+    if (sim::topology_from_json(layout_topology(p, layouts[li], li), td, dir_of(p.topology_path))) continue;
+    ok = false;
+    for (auto& m : td.messages()) d.error("/sweep", "layout " + std::to_string(li) + " (" + layouts[li].label + "): " + m);
+  }
+  return ok;
 }
 
 }  // namespace hcsim::plan

@@ -15,6 +15,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "sim/units.h"
+
 namespace hcsim {
 
 std::int64_t Row::i(int c) const { return sqlite3_column_int64(s_, c); }
@@ -264,12 +266,11 @@ double TraceDb::scalar(const std::string& sql, double fallback) const {
 }
 
 bool parse_time_ns(const std::string& s, double* ns) {
-  if (s.empty() || !(std::isdigit(static_cast<unsigned char>(s[0])) || s[0] == '.')) return false;
-  char* end = nullptr;
-  errno = 0;
-  const double v = std::strtod(s.c_str(), &end);
-  if (errno || end == s.c_str() || !std::isfinite(v) || v < 0) return false;
-  const std::string unit(end);
+  // The number grammar (sim/units.h): a decimal, alone (ns) or with a unit.
+  std::string why, unit;
+  double v = 0;
+  if (auto d = sim::parse_decimal(s, &why)) v = *d;
+  else if (!sim::parse_decimal_unit(s, &v, &unit, &why)) return false;
   double mul;
   if (unit.empty() || unit == "ns") mul = 1;
   else if (unit == "ps") mul = 1e-3;

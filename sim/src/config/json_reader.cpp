@@ -125,6 +125,39 @@ std::optional<std::string> ObjectReader::str(const char* key, bool required) con
   return v->get<std::string>();
 }
 
+std::string name_problem(const std::string& n) {
+  if (n.empty()) return "a name must not be empty";
+  for (std::size_t i = 0; i < n.size();) {
+    const auto c = static_cast<unsigned char>(n[i]);
+    // One UTF-8 sequence: its length and code point (a command-line value need not be UTF-8).
+    const std::size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xe ? 3 : (c >> 3) == 0x1e ? 4 : 0;
+    unsigned cp = len == 1 ? c : len == 2 ? (c & 0x1fu) : len == 3 ? (c & 0x0fu) : (c & 0x07u);
+    bool valid = len != 0 && i + len <= n.size();
+    for (std::size_t k = 1; valid && k < len; ++k) {
+      const auto cc = static_cast<unsigned char>(n[i + k]);
+      valid = (cc & 0xc0) == 0x80;
+      cp = (cp << 6) | (cc & 0x3fu);
+    }
+    static const unsigned kMin[] = {0, 0, 0x80, 0x800, 0x10000};
+    if (valid && (cp < kMin[len] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))) valid = false;  // overlong, surrogate
+    if (!valid) return "the name is not valid UTF-8 (byte " + std::to_string(i) + ")";
+    if (cp < 0x20 || (cp >= 0x7f && cp <= 0x9f)) {
+      char b[16];
+      std::snprintf(b, sizeof b, "U+%04X", cp);
+      return "the name contains the control character " + std::string(b) + " at byte " + std::to_string(i) + " (names are printable text)";
+    }
+    i += len;
+  }
+  return "";
+}
+
+std::optional<std::string> ObjectReader::name(const char* key, bool required) const {
+  auto s = str(key, required);
+  if (s)
+    if (std::string why = name_problem(*s); !why.empty()) d_.error(child(key), why);
+  return s;
+}
+
 std::optional<bool> ObjectReader::boolean(const char* key, bool required) const {
   const json* v = get(key, required);
   if (!v) return std::nullopt;
@@ -175,15 +208,17 @@ HCSIM_UNIT_GETTER(duration, parse_duration)
 #undef HCSIM_UNIT_GETTER
 
 std::optional<std::uint32_t> parse_ipv4(const std::string& s) {
-  // Four dot-separated decimal fields of 1 to 3 digits, each <= 255; no signs, spaces or tail.
+  // Four dot-separated decimal fields of 1 to 3 digits, each <= 255, no leading zero (inet_aton
+  // reads "010" as octal 8); no signs, spaces or tail.
   std::uint32_t ip = 0;
   std::size_t i = 0;
   for (int field = 0; field < 4; ++field) {
     if (field && (i >= s.size() || s[i++] != '.')) return std::nullopt;
     std::size_t digits = 0;
     unsigned v = 0;
+    const std::size_t from = i;
     while (i < s.size() && s[i] >= '0' && s[i] <= '9' && digits < 3) v = v * 10 + static_cast<unsigned>(s[i++] - '0'), ++digits;
-    if (digits == 0 || v > 255) return std::nullopt;
+    if (digits == 0 || v > 255 || (digits > 1 && s[from] == '0')) return std::nullopt;
     ip = (ip << 8) | v;
   }
   if (i != s.size()) return std::nullopt;
@@ -202,17 +237,20 @@ std::string document_kind(const json& j) {
   if (fmt != j.end() && fmt->is_string()) {
     if (*fmt == "hcsim-scenario") return "scenario";
     if (*fmt == "hcsim-topology") return "topology";
+    if (*fmt == "hcsim-plan") return "plan";
   }
   auto any = [&](std::initializer_list<const char*> keys) {
     for (const char* k : keys)
       if (j.contains(k)) return true;
     return false;
   };
-  const bool sc = any({"workload", "faults", "expect", "hcomm_env", "topology", "payload", "fidelity", "network", "seed"});
+  // A plan (docs/plan-format.md) shares topology, payload, fidelity and hcomm_env with scenarios.
+  const bool plan = any({"sweep", "workloads", "prices", "target", "trace_routes"});
+  const bool sc = any({"workload", "faults", "expect", "network", "seed"}) || (!plan && any({"hcomm_env", "topology", "payload", "fidelity"}));
   const bool topo = any({"servers", "server_groups", "switches", "links", "fabric", "overrides", "rank_table"});
   const bool rt = any({"server_count", "server_list", "super_pod_list"});
-  if (sc + topo + rt != 1) return "";  // nothing, or a mixture: let the reader list the keys
-  return sc ? "scenario" : topo ? "topology" : "rank table";
+  if (sc + topo + rt + plan != 1) return "";  // nothing, or a mixture: let the reader list the keys
+  return sc ? "scenario" : topo ? "topology" : plan ? "plan" : "rank table";
 }
 
 std::string wrong_kind(const json& j, const std::string& want) {
@@ -220,9 +258,10 @@ std::string wrong_kind(const json& j, const std::string& want) {
   if (k.empty() || k == want) return "";
   std::string where = k == "scenario" ? "pass it to hcsim run / hcsim validate"
                       : k == "topology" ? "pass it to hcsim topo / hcsim validate, or name it in a scenario's \"topology\""
+                      : k == "plan"     ? "pass it to hcsim plan / hcsim validate"
                                         : "name it in a topology's \"rank_table\"";
-  return std::string("is ") + (k == "topology" ? "a topology" : k == "scenario" ? "a scenario" : "an Ascend rank table") + ", not a" +
-         (want == "rank table" ? "n Ascend rank table" : " " + want) + ": " + where;
+  auto a = [](const std::string& kind) { return kind == "rank table" ? std::string("an Ascend rank table") : "a " + kind; };
+  return "is " + a(k) + ", not " + a(want) + ": " + where;
 }
 
 }  // namespace sim

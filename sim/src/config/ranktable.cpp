@@ -34,6 +34,7 @@ json export_rank_table(const Topology& t, const std::string& version) {
 }
 
 namespace {
+constexpr const char* kIpForm = " (four decimal fields 0-255, no leading zeros)";
 std::optional<std::uint64_t> str_uint(const ObjectReader& o, const char* key, Diagnostics& d) {
   auto s = o.str(key, true);
   if (!s) return std::nullopt;
@@ -64,6 +65,9 @@ bool import_rank_table(const json& rt, Topology& t, Diagnostics& d) {
   std::map<std::uint64_t, std::string> rank_where;
   std::set<std::uint32_t> dev_ips, servers_seen;
   std::vector<std::string> server_ids;
+  std::vector<std::size_t> server_at;  // server_ids[k] is /server_list/server_at[k]
+  struct Super { std::string server; std::uint64_t id; std::string ptr; };
+  std::vector<Super> supers;  // every super_device_id, in file order
   for (std::size_t i = 0; i < list->size(); ++i) {
     std::string sp = "/server_list/" + std::to_string(i);
     ObjectReader s((*list)[i], sp, d, {"server_id", "host_nic_ip", "container_ip", "device"});
@@ -73,8 +77,10 @@ bool import_rank_table(const json& rt, Topology& t, Diagnostics& d) {
     s.str("container_ip", false);
     if (!sid) continue;
     server_ids.push_back(*sid);
+    server_at.push_back(i);
     auto ip = parse_ipv4(*sid);
-    auto it = ip ? server_by_ip.find(*ip) : server_by_ip.end();
+    if (!ip) { d.error(s.child("server_id"), "not an IPv4 address" + std::string(kIpForm) + ": \"" + *sid + "\""); continue; }
+    auto it = server_by_ip.find(*ip);
     if (it == server_by_ip.end()) { d.error(s.child("server_id"), "no server of the topology has host_ip " + *sid); continue; }
     if (!servers_seen.insert(it->second).second) d.error(s.child("server_id"), "server " + *sid + " is listed twice");
     const ServerSpec& srv = t.servers[it->second];
@@ -89,10 +95,11 @@ bool import_rank_table(const json& rt, Topology& t, Diagnostics& d) {
       auto did = str_uint(dv, "device_id", d);
       auto rid = str_uint(dv, "rank_id", d);
       auto dip = dv.str("device_ip", true);
-      if (dv.get("super_device_id", false)) str_uint(dv, "super_device_id", d);
+      if (dv.get("super_device_id", false))
+        if (auto sd = str_uint(dv, "super_device_id", d)) supers.push_back({*sid, *sd, dv.child("super_device_id")});
       if (dip) {
         auto v = parse_ipv4(*dip);
-        if (!v) d.error(dv.child("device_ip"), "device IP missing or not IPv4: \"" + *dip + "\"");
+        if (!v) d.error(dv.child("device_ip"), "device IP missing or not IPv4" + std::string(kIpForm) + ": \"" + *dip + "\"");
         else if (!dev_ips.insert(*v).second) d.error(dv.child("device_ip"), "device IP " + *dip + " used twice");
         else if (did && *did < srv.npus.size() && t.npus[srv.npus[*did]].device_ip && t.npus[srv.npus[*did]].device_ip != *v)
           d.error(dv.child("device_ip"), "device IP " + *dip + " differs from the topology's " + format_ipv4(t.npus[srv.npus[*did]].device_ip) +
@@ -112,11 +119,13 @@ bool import_rank_table(const json& rt, Topology& t, Diagnostics& d) {
       d.error(s.child("device"), "rank ids of a server must be contiguous (HCCL: not interleaved across servers), got " +
                                      std::to_string(lo) + ".." + std::to_string(hi) + " for " + std::to_string(ids.size()) + " devices");
   }
+  std::map<std::string, std::size_t> pod_of;  // server_id -> its super pod (all in pod 0 without a list)
   if (const json* sp = top.get("super_pod_list", false)) {
     if (version != "1.2") d.error(top.child("super_pod_list"), "super_pod_list needs version 1.2");
     else if (!sp->is_array()) d.error(top.child("super_pod_list"), "expected an array");
     else {
       std::set<std::string> in_pod;
+      std::map<std::string, std::size_t> in_pod_of;
       for (std::size_t i = 0; i < sp->size(); ++i) {
         std::string pp = "/super_pod_list/" + std::to_string(i);
         ObjectReader p((*sp)[i], pp, d, {"super_pod_id", "server_list"});
@@ -130,9 +139,23 @@ bool import_rank_table(const json& rt, Topology& t, Diagnostics& d) {
           if (!sid) continue;
           if (std::find(server_ids.begin(), server_ids.end(), *sid) == server_ids.end()) d.error(e.child("server_id"), "server " + *sid + " is not in server_list");
           if (!in_pod.insert(*sid).second) d.error(e.child("server_id"), "server " + *sid + " is in two super pods");
+          else in_pod_of[*sid] = i;
         }
       }
+      // With super pods given, every server is in one (HCCL places a server by its pod).
+      for (std::size_t k = 0; k < server_ids.size(); ++k)
+        if (!in_pod.count(server_ids[k]))
+          d.error(top.child("server_list") + "/" + std::to_string(server_at[k]) + "/server_id",
+                  "server " + server_ids[k] + " is in no super pod of /super_pod_list");
+      pod_of = std::move(in_pod_of);
     }
+  }
+  // A super_device_id names one NPU of its super pod: two NPUs of a pod with the same one collide.
+  std::map<std::pair<std::size_t, std::uint64_t>, std::string> super_where;
+  for (const Super& x : supers) {
+    auto pod = pod_of.find(x.server);
+    auto [at, fresh] = super_where.emplace(std::make_pair(pod == pod_of.end() ? 0 : pod->second, x.id), x.ptr);
+    if (!fresh) d.error(x.ptr, "super_device_id " + std::to_string(x.id) + " appears twice in a super pod (also at " + at->second + ")");
   }
   if (!d.ok()) return false;
   if (rank_npu.size() != t.npus.size()) {

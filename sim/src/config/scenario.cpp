@@ -126,6 +126,40 @@ void name_overrides(std::vector<std::string>& msgs, const std::string& path, con
   }
 }
 
+// A --fault value in the number grammar (units.h): [0-9]+ an integer (up to 2^64 - 1),
+// [0-9]+.[0-9]+ a decimal, true / false, "..." a JSON string; anything else is a string (a
+// name, a duration, a percentage) unless it is a number outside the grammar (-1, +2, 1e2,
+// 0x10, .5, 5.), which is an error rather than a string the reader would misreport.
+std::optional<json> fault_value(const std::string& v, std::string* why) {
+  if (!v.empty() && v.find_first_not_of("0123456789") == std::string::npos) {
+    auto n = parse_uint(v, why);
+    if (!n) return std::nullopt;
+    return json(*n);
+  }
+  if (!v.empty() && (v[0] >= '0' && v[0] <= '9') && v.find_first_not_of("0123456789.") == std::string::npos) {
+    auto x = parse_decimal(v, why);
+    if (!x) return std::nullopt;
+    return json(*x);
+  }
+  if (v == "true" || v == "false") return json(v == "true");
+  if (!v.empty() && v[0] == '"') {
+    json j = json::parse(v, nullptr, /*allow_exceptions=*/false);
+    if (j.is_string()) return j;
+    *why = "a quoted value must be a JSON string, got " + v;
+    return std::nullopt;
+  }
+  // A number outside the grammar: strtod reads all of it (signs, exponents, hex, a lone dot).
+  if (!v.empty() && std::string("+-.0123456789").find(v[0]) != std::string::npos) {
+    char* end = nullptr;
+    (void)std::strtod(v.c_str(), &end);
+    if (end && *end == '\0' && end != v.c_str()) {
+      *why = "not a number of the command line's grammar: an integer is [0-9]+ (at most 18446744073709551615), a decimal [0-9]+ or [0-9]+.[0-9]+ (no sign, hex or exponent)";
+      return std::nullopt;
+    }
+  }
+  return json(v);
+}
+
 }  // namespace
 
 std::optional<json> parse_fault_text(const std::string& text, std::string* why) {
@@ -158,7 +192,9 @@ std::optional<json> parse_fault_text(const std::string& text, std::string* why) 
     const std::string leaf = key.substr(from);
     if (leaf.empty()) { *why = "empty key in \"" + key + "\""; return std::nullopt; }
     if (at->contains(leaf)) { *why = "key " + key + " given twice"; return std::nullopt; }
-    (*at)[leaf] = cli_value(val);
+    auto v = fault_value(val, why);
+    if (!v) { *why = key + "=" + val + ": " + *why; return std::nullopt; }
+    (*at)[leaf] = std::move(*v);
   }
   return o;
 }
@@ -176,7 +212,10 @@ std::optional<Scenario> load_scenario(const std::string& path, const ScenarioOve
   auto finish = [&]() -> std::optional<Scenario> {
     *errors = d.messages();
     name_overrides(*errors, path, ov, file_faults);
-    if (warnings) *warnings = d.warnings();
+    if (warnings) {
+      *warnings = d.warnings();
+      name_overrides(*warnings, path, ov, file_faults);
+    }
     return std::nullopt;
   };
   auto j = read_json_file(path, d);
@@ -213,7 +252,7 @@ std::optional<Scenario> load_scenario(const std::string& path, const ScenarioOve
   auto fmt = top.str("format", true);
   if (fmt && *fmt != "hcsim-scenario") d.error(top.child("format"), "expected \"hcsim-scenario\", got \"" + *fmt + "\"");
   top.uint("version", true, 1, 1);
-  sc.name = top.str("name", true).value_or("");
+  sc.name = top.name("name", true).value_or("");
   sc.description = top.str("description", false).value_or("");
   sc.seed = top.uint("seed", false, 0, ~0ULL).value_or(1);
   if (auto p = top.str("payload", false)) {
@@ -248,7 +287,10 @@ std::optional<Scenario> load_scenario(const std::string& path, const ScenarioOve
     all.insert(all.end(), td.messages().begin(), td.messages().end());
     name_overrides(all, path, ov, file_faults);
     *errors = std::move(all);
-    if (warnings) *warnings = d.warnings();
+    if (warnings) {
+      *warnings = d.warnings();
+      name_overrides(*warnings, path, ov, file_faults);
+    }
     return std::nullopt;
   }
   sc.topology = std::move(*topo);
@@ -257,7 +299,8 @@ std::optional<Scenario> load_scenario(const std::string& path, const ScenarioOve
   if (wl && wl->size() == sc.workload.size()) check_workload(sc, d);
   if (!d.ok()) return finish();
   sc.warnings = d.warnings();
-  if (warnings) *warnings = d.warnings();
+  name_overrides(sc.warnings, path, ov, file_faults);
+  if (warnings) *warnings = sc.warnings;
   return sc;
 }
 

@@ -53,7 +53,9 @@ std::vector<std::string> chaos_faults(const Scenario& sc, std::uint64_t seed, st
   enum Kind { HccsFlap, CrcRate, LaneDegrade, NicFlap, Corruption, SwitchFlap, Stall };
   std::vector<Kind> kinds;
   if (!hccs.empty()) kinds.insert(kinds.end(), {HccsFlap, CrcRate, LaneDegrade});
-  if (!nic_cables.empty()) kinds.insert(kinds.end(), {NicFlap, Corruption});
+  // Packet corruption acts on packets, which the flow tier does not have (docs/scenario-format.md#faults).
+  if (!nic_cables.empty()) kinds.push_back(NicFlap);
+  if (!nic_cables.empty() && !sc.net.flow) kinds.push_back(Corruption);
   if (!switch_cables.empty()) kinds.push_back(SwitchFlap);
   kinds.push_back(Stall);
   Rng rng{seed};

@@ -1,5 +1,6 @@
 // Scenario "faults" (docs/scenario-format.md): each fault's kind parsed once (FaultKind), its
 // fields read, and the devices it names resolved against the topology.
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -15,6 +16,52 @@ constexpr FaultKind kAllKinds[] = {FaultKind::HbmBitflip,     FaultKind::LinkDow
                                    FaultKind::RankCrash,      FaultKind::SwitchLinkDown, FaultKind::SwitchLinkUp, FaultKind::LinkFlap,
                                    FaultKind::NicFlap,        FaultKind::PacketCorruption, FaultKind::PcieLinkDown, FaultKind::PcieLinkUp,
                                    FaultKind::NpuStall};
+
+// The keys each fault type takes (docs/scenario-format.md#faults); any other key is an error
+// naming the type and these, not ignored.
+std::vector<const char*> fault_keys(FaultKind k) {
+  switch (k) {
+    case FaultKind::HbmBitflip: return {"type", "rank", "step", "rep", "byte", "bit"};
+    case FaultKind::LinkDown:
+    case FaultKind::LinkUp: return {"type", "at", "a", "b"};
+    case FaultKind::CrcRate: return {"type", "at", "a", "b", "rate"};
+    case FaultKind::LaneDegrade: return {"type", "at", "a", "b", "lanes"};
+    case FaultKind::LinkFlap: return {"type", "at", "a", "b", "switch", "port", "npu", "duration", "count", "period"};
+    case FaultKind::SwitchLinkDown:
+    case FaultKind::SwitchLinkUp: return {"type", "at", "switch", "port", "npu"};
+    case FaultKind::PacketCorruption: return {"type", "at", "switch", "port", "npu", "rate"};
+    case FaultKind::NicDown:
+    case FaultKind::NicUp:
+    case FaultKind::PcieLinkDown:
+    case FaultKind::PcieLinkUp: return {"type", "at", "npu"};
+    case FaultKind::NicFlap: return {"type", "at", "npu", "duration", "count", "period"};
+    case FaultKind::NpuStall: return {"type", "at", "npu", "duration"};
+    case FaultKind::RankCrash: return {"type", "at", "rank"};
+    case FaultKind::DropRate: return {"type", "at", "rate"};
+  }
+  return {};
+}
+// Every key some fault type takes: what the readers below accept once accepted_keys has kept the type's own.
+#define HCSIM_ALL_FAULT_KEYS \
+  {"type", "at", "rank", "step", "rep", "byte", "bit", "a", "b", "rate", "lanes", "switch", "port", "npu", "duration", "count", "period"}
+
+// The fault's keys that its type takes; any other is an error naming the type and the keys it takes.
+json accepted_keys(const json& fj, const std::string& fp, Diagnostics& d, FaultKind k) {
+  const auto keys = fault_keys(k);
+  std::string list;
+  for (const char* x : keys) list += (list.empty() ? "" : ", ") + std::string(x);
+  json kept = json::object();
+  for (auto it = fj.begin(); it != fj.end(); ++it) {
+    if (std::any_of(keys.begin(), keys.end(), [&](const char* x) { return it.key() == x; })) {
+      kept[it.key()] = *it;
+      continue;
+    }
+    std::string token;
+    for (char c : it.key()) token += c == '~' ? "~0" : c == '/' ? "~1" : std::string(1, c);
+    d.error(fp + "/" + token, std::string(fault_kind_name(k)) + " does not take \"" + it.key() + "\" (" + fault_kind_name(k) + " takes " + list + ")");
+  }
+  return kept;
+}
 
 bool is_collective(const std::string& op) {
   return op == "allreduce" || op == "allgather" || op == "reducescatter" || op == "broadcast" || op == "alltoall";
@@ -86,11 +133,10 @@ void read_at(const ObjectReader& f, Fault& ft, const Scenario& sc, const json* w
   auto after = r.str("after", false);
   if (!after) return;
   if (!after->empty() && after->back() == '%') {
-    char* end = nullptr;
-    const std::string num = after->substr(0, after->size() - 1);
-    const double pct = std::strtod(num.c_str(), &end);
-    if (num.empty() || *end || !(pct >= 0 && pct <= 1000)) {
-      r.diag().error(r.child("after"), "expected a percentage from 0% to 1000% or a duration, got \"" + *after + "\"");
+    double pct = -1;
+    std::string unit, why;
+    if (!parse_decimal_unit(*after, &pct, &unit, &why) || unit != "%" || !(pct >= 0 && pct <= 1000)) {
+      r.diag().error(r.child("after"), "expected a percentage from 0% to 1000% (a decimal number and %: no sign, hex or exponent) or a duration, got \"" + *after + "\"");
       return;
     }
     if (step && *step < sc.workload.size() && !is_collective(sc.workload[*step].op)) {
@@ -113,6 +159,16 @@ void read_flap(const ObjectReader& f, Fault& ft) {
   ft.period_ps = f.duration("period", false).value_or(2 * ft.duration_ps);
   if (ft.count > 1 && ft.period_ps <= ft.duration_ps)
     f.diag().error(f.child("period"), "the period must be longer than the duration (the link must come up before it goes down again)");
+  // The last transition, at + (count - 1) x period + duration, must be a time of the simulated
+  // clock (as every duration, below 2^63 ps): it would wrap around to the start of the run.
+  constexpr models::Tick kLimit = 9223372036854775807ULL;
+  models::Tick room = kLimit - std::min(ft.at_ps, kLimit);
+  const bool fits = ft.duration_ps <= room && (room -= ft.duration_ps, ft.count <= 1 || ft.period_ps <= room / (ft.count - 1));
+  if (!fits)
+    f.diag().error(f.child(ft.count > 1 && f.get("period", false) ? "period" : ft.count > 1 ? "count" : "duration"),
+                   std::string(fault_kind_name(ft.kind)) + ": its last transition, at + (count - 1) x period + duration = " +
+                       format_duration(ft.at_ps) + " + " + std::to_string(ft.count - 1) + " x " + format_duration(ft.period_ps) + " + " +
+                       format_duration(ft.duration_ps) + ", is past the simulated clock's range (2^63 - 1 ps, about 106 days)");
 }
 
 // The RoCE cable a fault names: "switch" + "port", or the NIC of "npu".
@@ -154,8 +210,13 @@ void read_faults(const ObjectReader& top, const json* wl, Scenario& sc, Diagnost
         Fault ft;
         ft.kind = kind.value_or(FaultKind::HbmBitflip);
         const std::size_t idx = sc.faults.size();
-        if (kind == FaultKind::HbmBitflip || type.empty() || !fj.is_object()) {
-          ObjectReader f(fj, fp, d, {"type", "rank", "step", "rep", "byte", "bit"});
+        // A known type: only the keys it takes are read (the others are errors, accepted_keys).
+        const json kept = kind && fj.is_object() ? accepted_keys(fj, fp, d, *kind) : json();
+        const json& src = kind && fj.is_object() ? kept : fj;
+        // No type, or not a string: the reader says so (hbm_bitflip's keys); "" is an unknown type.
+        const bool typeless = !fj.is_object() || !fj.contains("type") || !fj["type"].is_string();
+        if (kind == FaultKind::HbmBitflip || typeless) {
+          ObjectReader f(src, fp, d, {"type", "rank", "step", "rep", "byte", "bit"});
           if (!f.valid()) continue;
           f.str("type", true);
           ft.rank = static_cast<std::uint32_t>(f.uint("rank", true, 0, 1u << 20).value_or(0));
@@ -170,7 +231,7 @@ void read_faults(const ObjectReader& top, const json* wl, Scenario& sc, Diagnost
             d.error(f.child("step"), "no such workload step");
           }
         } else if (kind == FaultKind::LinkDown || kind == FaultKind::LinkUp || kind == FaultKind::CrcRate || kind == FaultKind::LaneDegrade) {
-          ObjectReader f(fj, fp, d, {"type", "at", "a", "b", "rate", "lanes"});
+          ObjectReader f(src, fp, d, HCSIM_ALL_FAULT_KEYS);
           read_at(f, ft, sc, wl);
           auto a = f.str("a", true), b = f.str("b", true);
           if (kind == FaultKind::CrcRate) ft.rate = f.number("rate", true, 0, 0.5).value_or(0);
@@ -184,7 +245,7 @@ void read_faults(const ObjectReader& top, const json* wl, Scenario& sc, Diagnost
           if (a && b) refs.push_back({idx, fp, *a, *b, ""});
         } else if (kind == FaultKind::LinkFlap) {
           // An HCCS link (a, b) or a RoCE cable (switch + port, or npu).
-          ObjectReader f(fj, fp, d, {"type", "at", "a", "b", "switch", "port", "npu", "duration", "count", "period"});
+          ObjectReader f(src, fp, d, HCSIM_ALL_FAULT_KEYS);
           read_at(f, ft, sc, wl);
           read_flap(f, ft);
           if (f.get("a", false) || f.get("b", false)) {
@@ -196,30 +257,25 @@ void read_faults(const ObjectReader& top, const json* wl, Scenario& sc, Diagnost
             cable_ref(f, fp, idx, refs);
           }
         } else if (kind == FaultKind::SwitchLinkDown || kind == FaultKind::SwitchLinkUp || kind == FaultKind::PacketCorruption) {
-          ObjectReader f(fj, fp, d, {"type", "at", "switch", "port", "npu", "rate"});
+          ObjectReader f(src, fp, d, HCSIM_ALL_FAULT_KEYS);
           read_at(f, ft, sc, wl);
           if (kind == FaultKind::PacketCorruption) ft.rate = f.number("rate", true, 0, 1).value_or(0);
           cable_ref(f, fp, idx, refs);
         } else if (kind == FaultKind::NicDown || kind == FaultKind::NicUp || kind == FaultKind::NicFlap) {
-          ObjectReader f(fj, fp, d, {"type", "at", "npu", "duration", "count", "period"});
+          ObjectReader f(src, fp, d, HCSIM_ALL_FAULT_KEYS);
           read_at(f, ft, sc, wl);
           if (kind == FaultKind::NicFlap) read_flap(f, ft);
-          else
-            for (const char* k : {"duration", "count", "period"})
-              if (f.get(k, false)) d.error(f.child(k), std::string("only nic_flap takes ") + k);
           if (auto n = f.str("npu", true)) {
             PendingRef r{idx, fp, "", "", *n};
             r.target = PendingRef::Nic;
             refs.push_back(r);
           }
         } else if (kind == FaultKind::PcieLinkDown || kind == FaultKind::PcieLinkUp || kind == FaultKind::NpuStall) {
-          ObjectReader f(fj, fp, d, {"type", "at", "npu", "duration"});
+          ObjectReader f(src, fp, d, HCSIM_ALL_FAULT_KEYS);
           read_at(f, ft, sc, wl);
           if (kind == FaultKind::NpuStall) {
             ft.duration_ps = f.duration("duration", true).value_or(0);
             if (ft.duration_ps == 0 && f.get("duration", false)) d.error(f.child("duration"), "must be positive");
-          } else if (f.get("duration", false)) {
-            d.error(f.child("duration"), "only npu_stall takes a duration");
           }
           if (auto n = f.str("npu", true)) {
             PendingRef r{idx, fp, "", "", *n};
@@ -227,12 +283,12 @@ void read_faults(const ObjectReader& top, const json* wl, Scenario& sc, Diagnost
             refs.push_back(r);
           }
         } else if (kind == FaultKind::RankCrash) {
-          ObjectReader f(fj, fp, d, {"type", "at", "rank"});
+          ObjectReader f(src, fp, d, HCSIM_ALL_FAULT_KEYS);
           read_at(f, ft, sc, wl);
           ft.rank = static_cast<std::uint32_t>(f.uint("rank", true, 0, 1u << 20).value_or(0));
           ft.what = "rank " + std::to_string(ft.rank) + " crashed";
         } else if (kind == FaultKind::DropRate) {
-          ObjectReader f(fj, fp, d, {"type", "at", "rate"});
+          ObjectReader f(src, fp, d, HCSIM_ALL_FAULT_KEYS);
           read_at(f, ft, sc, wl);
           ft.rate = f.number("rate", true, 0, 1).value_or(0);
           ft.what = "packet drop rate " + fmt_rate(ft.rate);
@@ -242,6 +298,10 @@ void read_faults(const ObjectReader& top, const json* wl, Scenario& sc, Diagnost
           d.error(fp + "/type", "unknown fault type \"" + type + "\" (" + list + ")");
           continue;
         }
+        // The flow tier has no packets: faults acting on packets change nothing there.
+        if (sc.net.flow && (ft.kind == FaultKind::DropRate || ft.kind == FaultKind::PacketCorruption))
+          d.warn(fp + "/type", std::string(fault_kind_name(ft.kind)) + " has no effect in the flow tier (\"fidelity\": \"flow\" has no packets to " +
+                                   (ft.kind == FaultKind::DropRate ? "drop" : "corrupt") + "); use the chunk or packet tier");
         sc.faults.push_back(ft);
       }
   }

@@ -40,7 +40,10 @@ void read_network(const ObjectReader& top, Scenario& sc, Diagnostics& d) {
     }
     if (auto v = n.uint("timeout_exp", false, 0, 31)) p.timeout_exp = static_cast<std::uint32_t>(*v);
     if (auto v = n.uint("retry_count", false, 0, 7)) p.retry_count = static_cast<std::uint32_t>(*v);
-    if (auto v = n.number("drop_rate", false, 0, 1)) p.drop_rate = *v;
+    if (auto v = n.number("drop_rate", false, 0, 1)) {
+      p.drop_rate = *v;
+      if (p.flow && *v > 0) d.warn(n.child("drop_rate"), "drop_rate has no effect in the flow tier (\"fidelity\": \"flow\" has no packets to drop); use the chunk or packet tier");
+    }
     // The NIC's port-error event (docs/failover.md#nic-port-event): a delay of 1 us .. 1 s, or
     // "off"; the debounce 0 .. the delay (the event is raised once the debounce has passed).
     if (const json* pe = n.get("port_event", false)) {

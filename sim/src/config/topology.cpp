@@ -228,7 +228,7 @@ void read_as_built(const json& ab, Topology& t, Diagnostics& d) {
       auto ip = o.str("ip", true);
       if (!name || !ip) continue;
       auto v = parse_ipv4(*ip);
-      if (!v) { d.error(o.child("ip"), "expected an IPv4 address"); continue; }
+      if (!v) { d.error(o.child("ip"), "expected an IPv4 address (four decimal fields 0-255, no leading zeros), got \"" + *ip + "\""); continue; }
       bool found = false;
       for (std::uint32_t n = 0; n < t.npus.size() && !found; ++n)
         if (t.npus[n].name == *name) { t.as_built.device_ips.emplace_back(n, *v); found = true; }
@@ -256,7 +256,7 @@ std::optional<Topology> topology_from_json(const json& j, Diagnostics& d, const 
   auto fmt = top.str("format", true);
   if (fmt && *fmt != "hcsim-topology") d.error(top.child("format"), "expected \"hcsim-topology\", got \"" + *fmt + "\"");
   top.uint("version", true, 1, 1);
-  t.name = top.str("name", true).value_or("");
+  t.name = top.name("name", true).value_or("");
   t.description = top.str("description", false).value_or("");
   Builder b(d, t);
   const json* servers = top.get("servers", false);

@@ -28,7 +28,7 @@ void Builder::server(const json& j, const std::string& ptr, std::uint64_t index_
   }
   if (auto ip = s.str("host_ip", true)) {
     auto v = parse_ipv4(*ip);
-    if (!v) d_.error(s.child("host_ip"), "not an IPv4 address: \"" + *ip + "\"");
+    if (!v) d_.error(s.child("host_ip"), "not an IPv4 address (four decimal fields 0-255, no leading zeros): \"" + *ip + "\"");
     else {
       std::uint64_t x = *v + index_in_group;
       if (x > 0xffffffffULL) d_.error(s.child("host_ip"), "host_ip range overflows");
@@ -84,7 +84,7 @@ void Builder::server(const json& j, const std::string& ptr, std::uint64_t index_
     if (auto v = c.bandwidth("bandwidth", false)) nic_bw = *v;
     if (auto v = c.str("device_ip", false)) {
       if (auto ip = parse_ipv4(*v)) dev_ip = *ip;
-      else d_.error(c.child("device_ip"), "not an IPv4 address: \"" + *v + "\"");
+      else d_.error(c.child("device_ip"), "not an IPv4 address (four decimal fields 0-255, no leading zeros): \"" + *v + "\"");
     }
   }
   if (hccs_topo == "groups-of-4" && count % 4 != 0)

@@ -2,34 +2,88 @@
 
 #include <cctype>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 
 namespace sim {
 namespace {
 
-// Split "  12.5 GB/s " into number and unit. Only plain decimal numbers are accepted.
-bool split(const std::string& s, double* num, std::string* unit, std::string* why) {
-  std::size_t i = 0, n = s.size();
-  while (i < n && std::isspace(static_cast<unsigned char>(s[i]))) ++i;
-  std::size_t start = i;
-  bool digits = false, dot = false;
-  while (i < n && (std::isdigit(static_cast<unsigned char>(s[i])) || (s[i] == '.' && !dot))) {
-    if (s[i] == '.') dot = true; else digits = true;
-    ++i;
+constexpr const char* kGrammar = "no sign, hex or exponent";
+
+bool digit(char c) { return c >= '0' && c <= '9'; }
+
+// The length of the longest prefix of s matching [0-9]+(\.[0-9]+)?, 0 if none.
+std::size_t decimal_prefix(const std::string& s) {
+  std::size_t i = 0;
+  while (i < s.size() && digit(s[i])) ++i;
+  if (i == 0) return 0;
+  if (i + 1 < s.size() && s[i] == '.' && digit(s[i + 1])) {
+    i += 2;
+    while (i < s.size() && digit(s[i])) ++i;
   }
-  if (!digits) {
-    *why = (start < n && s[start] == '-') ? "negative values are not allowed: \"" + s + "\""
-                                          : "expected a number followed by a unit, got \"" + s + "\"";
+  return i;
+}
+
+}  // namespace
+
+std::optional<std::uint64_t> parse_uint(const std::string& s, std::string* why) {
+  if (s.empty() || s.find_first_not_of("0123456789") != std::string::npos) {
+    *why = "expected an integer (digits 0-9 only: " + std::string(kGrammar) + ", no spaces), got \"" + s + "\"";
+    return std::nullopt;
+  }
+  std::uint64_t v = 0;
+  for (char c : s) {
+    const auto d = static_cast<std::uint64_t>(c - '0');
+    if (v > (UINT64_MAX - d) / 10) { *why = "\"" + s + "\" is larger than 18446744073709551615 (2^64 - 1)"; return std::nullopt; }
+    v = v * 10 + d;
+  }
+  return v;
+}
+
+std::optional<double> parse_decimal(const std::string& s, std::string* why) {
+  if (s.empty() || decimal_prefix(s) != s.size()) {
+    *why = "expected a decimal number (\"12\" or \"12.5\": " + std::string(kGrammar) + ", no spaces), got \"" + s + "\"";
+    return std::nullopt;
+  }
+  const double v = std::strtod(s.c_str(), nullptr);
+  if (!std::isfinite(v)) { *why = "value out of range: \"" + s + "\""; return std::nullopt; }
+  return v;
+}
+
+bool parse_decimal_unit(const std::string& s, double* num, std::string* unit, std::string* why) {
+  const std::size_t n = decimal_prefix(s);
+  if (n == 0) {
+    *why = (!s.empty() && s[0] == '-') ? "negative values are not allowed: \"" + s + "\""
+                                       : "expected a decimal number followed by a unit (" + std::string(kGrammar) + "), got \"" + s + "\"";
     return false;
   }
-  *num = std::strtod(s.substr(start, i - start).c_str(), nullptr);
-  while (i < n && std::isspace(static_cast<unsigned char>(s[i]))) ++i;
-  std::size_t e = n;
-  while (e > i && std::isspace(static_cast<unsigned char>(s[e - 1]))) --e;
-  *unit = s.substr(i, e - i);
+  // "1e3us", "1.5E-2ms", "0x10us": an exponent or hex, not a unit beginning with e or x.
+  const char c = n < s.size() ? s[n] : '\0';
+  const bool exponent = (c == 'e' || c == 'E') && n + 1 < s.size() && (digit(s[n + 1]) || s[n + 1] == '+' || s[n + 1] == '-');
+  const bool hex = (c == 'x' || c == 'X') && s.compare(0, n, "0") == 0;
+  if (exponent || hex || c == '.') {
+    *why = "expected a decimal number followed by a unit (" + std::string(kGrammar) + "), got \"" + s + "\"";
+    return false;
+  }
+  auto v = parse_decimal(s.substr(0, n), why);
+  if (!v) return false;
+  *num = *v;
+  // One space may separate the number from its unit ("512 B"); nothing else surrounds them.
+  std::size_t i = n;
+  if (i < s.size() && s[i] == ' ') ++i;
+  *unit = s.substr(i);
+  if (unit->empty() || unit->find_first_of(" \t\r\n") != std::string::npos) {
+    *why = unit->empty() ? "expected a decimal number followed by a unit, got \"" + s + "\""
+                         : "unexpected space in \"" + s + "\"";
+    return false;
+  }
   return true;
 }
+
+namespace {
+
+bool split(const std::string& s, double* num, std::string* unit, std::string* why) { return parse_decimal_unit(s, num, unit, why); }
 
 // Convert to the integer unit. Rejects NaN/inf, values of 2^63 units or more (headroom for sums
 // of times and sizes), and values that are not whole units within kUnitRelTolerance (which would
@@ -44,6 +98,18 @@ std::optional<std::uint64_t> finish(double v, const std::string& s, const char* 
     return std::nullopt;
   }
   return static_cast<std::uint64_t>(r);
+}
+
+// An integer number of units ("9007199254740993ps", "3GiB") exactly, without the double's 53-bit
+// rounding: the value when `s` starts with [0-9]+ and no fraction, and n x mult is below 2^63.
+std::optional<std::uint64_t> exact(const std::string& s, std::uint64_t mult) {
+  std::size_t n = 0;
+  while (n < s.size() && digit(s[n])) ++n;
+  if (n == 0 || (n < s.size() && s[n] == '.')) return std::nullopt;
+  std::string why;
+  auto v = parse_uint(s.substr(0, n), &why);
+  if (!v || *v > (9223372036854775807ULL) / mult) return std::nullopt;  // 2^63 or more: finish() refuses it
+  return *v * mult;
 }
 
 // Prefix multiplier of a size unit ("", K, M, G, T, Ki, Mi, Gi, Ti); returns false if unknown.
@@ -88,6 +154,7 @@ std::optional<std::uint64_t> parse_size(const std::string& s, std::string* why) 
     *why = "unknown size unit \"" + u + "\" (use B, KB, MB, GB, KiB, MiB, GiB, TiB)";
     return std::nullopt;
   }
+  if (auto e = exact(s, static_cast<std::uint64_t>(m))) return e;
   return finish(v * m, s, "B", why);
 }
 
@@ -96,7 +163,11 @@ std::optional<std::uint64_t> parse_duration(const std::string& s, std::string* w
   if (!split(s, &v, &u, why)) return std::nullopt;
   static const struct { const char* u; double ps; } tab[] = {
       {"ps", 1}, {"ns", 1e3}, {"us", 1e6}, {"\xC2\xB5s", 1e6}, {"ms", 1e9}, {"s", 1e12}};
-  for (auto& t : tab) if (u == t.u) return finish(v * t.ps, s, "ps", why);
+  for (auto& t : tab)
+    if (u == t.u) {
+      if (auto e = exact(s, static_cast<std::uint64_t>(t.ps))) return e;
+      return finish(v * t.ps, s, "ps", why);
+    }
   *why = "unknown time unit \"" + u + "\" (use ps, ns, us, ms, s)";
   return std::nullopt;
 }

@@ -124,6 +124,9 @@ class Cluster : public sc_core::sc_module {
   void announce(std::uint32_t rank, int level, const std::string& line);
   void apply_fault(std::size_t i, std::uint32_t phase);
   std::vector<bool> fault_armed_;
+  /// Ranks a rank_crash killed. A crash at time 0 can precede the rank's first run, when
+  /// SystemC's kill() of the process does not stop it: rank_main then ends at once.
+  std::vector<bool> crashed_;
   bool echo_ = true;
   void inject_bitflips(std::uint32_t r, std::uint32_t s, std::uint32_t rep, void* out);
   std::uint32_t npu_rank(std::uint32_t npu) const;

@@ -37,6 +37,7 @@ void Cluster::schedule_faults() {
   fault_last_ps_.assign(sc_.faults.size(), kNever);
   fault_due_ps_.assign(sc_.faults.size(), kNever);
   fault_transitions_.assign(sc_.faults.size(), 0);
+  crashed_.assign(nranks_, false);
   for (std::size_t i = 0; i < sc_.faults.size(); ++i) {
     const Fault& f = sc_.faults[i];
     if (f.kind == FaultKind::HbmBitflip || f.at_step >= 0) continue;  // bit flips: inject_bitflips; relative: op_started
@@ -111,6 +112,7 @@ void Cluster::apply_fault(std::size_t idx, std::uint32_t phase) {
   switch (f.kind) {
     case FaultKind::RankCrash: {  // the process dies; so does its device (streams, links, NIC)
       const std::uint32_t npu = t.rank_to_npu[f.rank];
+      if (f.rank < crashed_.size()) crashed_[f.rank] = true;
       announce(f.rank, 0, "[HCSIM_ERR] fault injected: " + f.what);
       m.crash_npu(npu);
       driver_->rank_crashed(f.rank);  // its host's heartbeat agent falls silent

@@ -27,6 +27,7 @@ hcomm_data_type_t to_hcomm(models::DType t) {
 }  // namespace
 
 void Cluster::rank_main(std::uint32_t r) {
+  if (r < crashed_.size() && crashed_[r]) return;  // crashed at time 0, before it first ran (counted as killed)
   if (program) {
     program(r);
     rank_finished(r);

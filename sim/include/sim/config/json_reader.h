@@ -50,6 +50,9 @@ class ObjectReader {
   std::string child(const std::string& key) const;
   const json* get(const char* key, bool required) const;
   std::optional<std::string> str(const char* key, bool required) const;
+  /// A name (of a scenario, topology, plan, ...): a string that name_problem accepts; an error
+  /// at the key otherwise (the string is still returned, so that later checks can go on).
+  std::optional<std::string> name(const char* key, bool required) const;
   std::optional<bool> boolean(const char* key, bool required) const;
   std::optional<std::uint64_t> uint(const char* key, bool required, std::uint64_t lo, std::uint64_t hi) const;
   std::optional<double> number(const char* key, bool required, double lo, double hi) const;
@@ -68,13 +71,20 @@ class ObjectReader {
 /// What a document is by its top level: "scenario" ("format": "hcsim-scenario", or a workload,
 /// faults, expect, hcomm_env or a topology reference), "topology" ("format": "hcsim-topology",
 /// or servers, server_groups, switches, links, fabric), "rank table" (server_count, server_list,
-/// super_pod_list), or "" when it says nothing either way.
+/// super_pod_list), "plan" ("format": "hcsim-plan", or sweep, workloads, prices, target,
+/// trace_routes), or "" when it says nothing either way.
 std::string document_kind(const json& j);
 /// When `j` is recognisably another kind than `want` ("scenario", "topology"): the reason to
 /// report at "/" ("is a scenario, not a topology: pass it to hcsim run / hcsim validate"), so that
 /// the wrong file is named as such rather than as a list of unknown keys. "" otherwise.
 std::string wrong_kind(const json& j, const std::string& want);
 
+/// Why `n` cannot be a name: empty, or a control character (C0 U+0000-U+001F, DEL U+007F, or C1
+/// U+0080-U+009F in UTF-8: terminal escapes in logs, tables and file names). "" when it can.
+std::string name_problem(const std::string& n);
+
+/// A dotted quad of four decimal fields 0-255, without leading zeros ("10.0.01.2" could be read
+/// as octal) or anything else; nullopt otherwise.
 std::optional<std::uint32_t> parse_ipv4(const std::string& s);
 std::string format_ipv4(std::uint32_t ip);
 
