@@ -56,6 +56,8 @@ TABLE=(
   "run --db|input SCENARIO|s.json|$HCSIM run s.json -q --db @OUT@"
   "run --db|the scenario's topology|t.json|$HCSIM run s.json -q --db @OUT@"
   "run --db|the topology's rank table|ranktable-2node.json|$HCSIM run s.json -q --db @OUT@"
+  "run --report|input SCENARIO|s.json|$HCSIM run s.json -q --no-trace --report @OUT@"
+  "run --report|the scenario's topology|t.json|$HCSIM run s.json -q --no-trace --report @OUT@"
   "trace -o|input DB|a.db|$HCSIM trace a.db -o @OUT@"
   "plot -o|input DB|a.db|$HCSIM plot a.db -o @OUT@"
   "routes -o|the input|a.db|$HCSIM routes a.db -o @OUT@"
@@ -112,6 +114,7 @@ rm x.svg
 cp a.db h.db && ln h.db h.svg
 md5sum h.db >> "$META/inputs.md5"
 refused "hcomm_test --plot a hard link of --db" x "--plot h.svg is the same file as --db h.db: two outputs may not share a file" -- $HTRUN --force --db h.db --plot h.svg
+refused "run --report the file of --db" x "--report x.db is the same file as --db x.db: two outputs may not share a file" -- "$HCSIM" run s.json -q --db x.db --report x.db
 refused "hcomm_test --plot the lock file of --db" x "--plot x.db.lock is the same file as --db's lock file x.db.lock" -- $HTRUN --db x.db --plot x.db.lock
 "$HCSIM" plan p.json -n -o pdir > /dev/null 2>&1 && rm pdir/plan.db && ln pdir/plan.csv pdir/plan.db
 md5sum pdir/plan.csv >> "$META/inputs.md5"
@@ -153,6 +156,7 @@ KINDS=(
   "hcomm_test --plot|<?xml version=\"1.0\" encoding=\"UTF-8\"?>|$HTRUN --plot @OUT@"
   "hcomm_test --db|SQLite format 3|$HTRUN --db @OUT@"
   "run --db|SQLite format 3|$HCSIM run s.json -q --db @OUT@"
+  "run --report|{|$HCSIM run s.json -q --no-trace --report @OUT@"
 )
 for row in "${KINDS[@]}"; do
   IFS='|' read -r what head cmd <<< "$row"

@@ -58,7 +58,9 @@ void install_stop_handlers() {
 int run_main(const std::vector<std::string>& argv) {
   std::string scenario, db;
   std::uint64_t max_memory = 0;  // 0: MemAvailable
-  bool no_trace = false, quiet = false, db_set = false, force = false, progress = false, top = false, trace_tasks = false;
+  bool no_trace = false, quiet = false, db_set = false, force = false, progress = false, top = false, trace_tasks = false,
+       all_failures = false;
+  std::string report;  // --report FILE: the outcome as JSON
   double refresh_s = 1.0;
   std::int64_t sample_interval = -1;  // -1: the scenario's /trace/sample_interval
   auto flag = [](bool& b) { return [&b](const std::string&) { b = true; return std::string(); }; };
@@ -137,6 +139,15 @@ int run_main(const std::vector<std::string>& argv) {
                       chaos_n = *n;
                       return std::string();
                     }},
+                   {"--report", "", "FILE", "a file name",
+                    "also write the run's outcome as JSON: status, the fault report, warnings, failures (docs/tools.md#fault-report)",
+                    [&](const std::string& v) {
+                      if (v.empty()) return std::string("--report needs a file name");
+                      report = v;
+                      return std::string();
+                    }},
+                   {"--all-failures", "", "", "", "list every rank that failed (default: the first 8 per distinct cause, then a count)",
+                    flag(all_failures)},
                    {"--trace-tasks", "", "", "", "trace one row per stream task the NPUs execute (the tasks table)", flag(trace_tasks)},
                    {"--quiet", "-q", "", "", "no progress line, and no library log lines on stderr (they are still traced)", flag(quiet)}},
                   {"SCENARIO", "the scenario file (default: scenarios/quickstart.json)", [&](const std::string& a) {
@@ -181,11 +192,15 @@ int run_main(const std::vector<std::string>& argv) {
     return kBadInput;
   }
   if (!db_set) db = trace_file_name(sc->name);
-  if (!no_trace) {
+  if (!no_trace || !report.empty()) {
     // The trace (and its side files) may not be the scenario, its topology or rank table, even
     // with --force; whether an existing FILE may be replaced is the trace's own rule (Trace::open).
-    std::vector<OutputFile> outs = {{"--db", db, {}, ""}};
-    for (auto& o : trace_side_files("--db", db)) outs.push_back(o);
+    std::vector<OutputFile> outs;
+    if (!no_trace) {
+      outs.push_back({"--db", db, {}, ""});
+      for (auto& o : trace_side_files("--db", db)) outs.push_back(o);
+    }
+    if (!report.empty()) outs.push_back({"--report", report, {"{"}, "a JSON report of hcsim run"});
     const std::string bad = check_outputs({{"input SCENARIO", scenario}, {"the scenario's topology", sc->topology_path},
                                            {"the topology's rank table", sc->topology.rank_table}},
                                           outs, force);
@@ -224,7 +239,17 @@ int run_main(const std::vector<std::string>& argv) {
     return kBadInput;
   }
   live.finish();
-  std::printf("%s", sim::format_summary(*sc, r).c_str());
+  std::printf("%s", sim::format_summary(*sc, r, all_failures).c_str());
+  std::fflush(stdout);
+  for (auto& w : r.warnings) std::fprintf(stderr, "hcsim: warning: %s\n", w.c_str());
+  if (!report.empty()) {
+    std::FILE* f = std::fopen(report.c_str(), "w");
+    const std::string j = sim::report_json(*sc, r);
+    if (!f || std::fwrite(j.data(), 1, j.size(), f) != j.size() || std::fclose(f) != 0) {
+      std::fprintf(stderr, "hcsim: --report %s: cannot write it\n", report.c_str());
+      return kBadInput;
+    }
+  }
   std::printf("hcsim: simulated %.3f us, %llu fabric events (at most %llu pending), %.2f s wall\n", static_cast<double>(r.sim_end_ps) / 1e6,
               static_cast<unsigned long long>(r.events), static_cast<unsigned long long>(r.events_peak), r.wall_s);
   if (!r.trace_error.empty()) {
@@ -238,8 +263,9 @@ int run_main(const std::vector<std::string>& argv) {
                 opt.db_path.empty() ? "" : ("; trace " + opt.db_path + " completed with run.status 'interrupted'").c_str());
     return r.exit_code;
   }
-  for (auto& f : r.failures) std::printf("FAIL: %s\n", f.c_str());
-  std::printf("hcsim: %s\n", r.exit_code == 0 ? "PASS: all expectations held" : "FAIL: expectations not met");
+  for (auto& f : sim::condense_by_cause(r.failures, all_failures)) std::printf("FAIL: %s\n", f.c_str());
+  const std::string w = r.warnings.empty() ? "" : " (" + std::to_string(r.warnings.size()) + (r.warnings.size() == 1 ? " warning" : " warnings") + " above)";
+  std::printf("hcsim: %s%s\n", r.exit_code == 0 ? "PASS: all expectations held" : "FAIL: expectations not met", w.c_str());
   return r.exit_code;
 }
 
@@ -247,7 +273,8 @@ int run_main(const std::vector<std::string>& argv) {
 
 const Command kRun = {
     "run", "run [SCENARIO] [--db FILE] [--force] [--no-trace] [--quiet] [--max-memory SIZE] [--progress] [--top] [--refresh SECONDS]"
-            " [--sample-interval DUR] [--trace-tasks] [--fault 'TYPE K=V ...']... [--set /POINTER=VALUE]... [--chaos SEED:N]",
+            " [--sample-interval DUR] [--trace-tasks] [--fault 'TYPE K=V ...']... [--set /POINTER=VALUE]... [--chaos SEED:N]"
+            " [--report FILE] [--all-failures]",
     "        run a scenario (default: scenarios/quickstart.json); the trace goes to FILE\n"
     "        (default: ./<scenario name>.hcsim.db); an existing FILE is replaced only if it is\n"
     "        an hcsim trace no other run is writing, or any regular file with --force; progress\n"
