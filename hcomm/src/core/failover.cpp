@@ -231,6 +231,12 @@ hcomm_result_t recover(hcomm_context_t ctx) {
     const bool by_relay = reroute_hccs(c, &relayed);
     const bool by_lender = borrow_nics(c, &borrowed);
     c->avoid = !by_relay && !by_lender;
+    if (c->avoid && g_redecide_routes) {
+      // On the ring: a route of mine through a relay with a dead hop (chosen by discovery or for an
+      // earlier fault) is decided again too; the ring's neighbours may still need it.
+      const std::vector<std::uint32_t> over = routes_over_dead(c);
+      if (!over.empty()) g_redecide_routes(c, over, "op retry: hccs " + pairs_text(c) + " down");
+    }
     const std::string rerouted = by_relay ? relayed : borrowed;
     PendingOp op = *p;
     // Resumption (docs/failover.md#resumption): the slices every rank completed are final

@@ -50,6 +50,32 @@ std::string ring_text(const hcomm_comm_t c) {
   return s;
 }
 
+// The peers whose current route from this rank crosses a dead HCCS pair: a direct HCCS route over
+// it, a relay with a dead hop (the relay's link to either end), a borrowed NIC's HCCS leg (mine to
+// my lender, or the peer's lender's onward leg to the peer). Relays and lenders chosen before a
+// later fault are decided again with every link known dead (docs/failover.md#re-deciding-relays-and-lenders).
+std::vector<std::uint32_t> routes_over_dead(hcomm_comm_t c) {
+  std::vector<std::uint32_t> out;
+  if (c->dead_pairs.empty()) return out;
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> dead;  // global ranks, (low, high)
+  auto ordered = [](std::uint32_t x, std::uint32_t y) { return std::make_pair(std::min(x, y), std::max(x, y)); };
+  for (const auto& [a, b] : c->dead_pairs) dead.push_back(ordered(global_rank(c, a), global_rank(c, b)));
+  std::sort(dead.begin(), dead.end());
+  auto is_dead = [&](std::uint32_t x, std::uint32_t y) {
+    return x != ~0u && y != ~0u && std::binary_search(dead.begin(), dead.end(), ordered(x, y));
+  };
+  const std::uint32_t me = global_rank(c, c->rank);
+  for (const auto& [rank, r] : c->route.peers) {
+    const std::uint32_t peer = global_rank(c, rank);
+    bool crosses = false;
+    if (r.relay_rank != ~0u) crosses = is_dead(me, r.relay_rank) || (!r.borrow && is_dead(r.relay_rank, peer));
+    else if (r.link == PairLink::Hccs) crosses = is_dead(me, peer);
+    if (r.via_rank != ~0u) crosses = crosses || is_dead(r.via_rank, peer);
+    if (crosses) out.push_back(rank);
+  }
+  return out;
+}
+
 // HCCS faults only (no dead NIC, nobody lost): every dead pair's traffic moves to another path
 // inside its server — PCIe peer-to-peer where the pair has it, else a relay NPU k over two HCCS
 // hops (route/, docs/routing.md#relay) — and the operation re-runs with the algorithm the
@@ -91,6 +117,11 @@ bool reroute_hccs(hcomm_comm_t c, std::string* text) {
     if (a == c->rank) mine.push_back(b);
     if (b == c->rank) mine.push_back(a);
   }
+  // And every route of mine through a relay one of whose hops is dead now (a relay chosen for an
+  // earlier fault, or by discovery): decided again over the links known live.
+  for (std::uint32_t p : routes_over_dead(c)) mine.push_back(p);
+  std::sort(mine.begin(), mine.end());
+  mine.erase(std::unique(mine.begin(), mine.end()), mine.end());
   g_redecide_routes(c, mine, "op retry: hccs " + pairs_text(c) + " down");
   *text = "as selected, hccs " + how;
   return true;

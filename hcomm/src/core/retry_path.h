@@ -17,6 +17,9 @@ std::string pairs_text(const hcomm_comm_t c);
 std::string ring_text(const hcomm_comm_t c);
 /// The coordinator's description of a ring order.
 std::string describe_order(const RingOrderIn& in, const std::vector<std::uint32_t>& order);
+/// The comm ranks whose route from this rank crosses a dead HCCS pair of c->dead_pairs (a direct
+/// HCCS route, a relay hop, a borrowed NIC's HCCS leg): to be decided again.
+std::vector<std::uint32_t> routes_over_dead(hcomm_comm_t c);
 /// HCCS faults only: move every dead pair to PCIe or a relay NPU and re-decide the two ends'
 /// routes; *text is the path_after. False: no such path for some pair (use the ring order).
 bool reroute_hccs(hcomm_comm_t c, std::string* text);

@@ -84,8 +84,11 @@ PairLink discovered_link(hcomm_comm_t comm, const RankDesc& peer);
 /// HCCS or PCIe between them (docs/routing.md#relay): the server rank k with HCCS links up to
 /// both, largest bottleneck rate first, then fewest pairs already relayed through k, then lowest
 /// rank. Discovery's choice when it still holds (the caller's own link to k re-read), else chosen
-/// now. False: no relay exists.
-bool relay_for(hcomm_context_t ctx, std::uint32_t a, std::uint32_t b, std::uint32_t* k, std::uint64_t* Bps);
+/// now. `dead`: HCCS links known to be down besides the caller's own (world-rank pairs, e.g. the
+/// ones an op retry's agreement merged from every member's ports): no hop may use one. False: no
+/// relay exists.
+bool relay_for(hcomm_context_t ctx, std::uint32_t a, std::uint32_t b, std::uint32_t* k, std::uint64_t* Bps,
+               const std::vector<std::pair<std::uint32_t, std::uint32_t>>* dead = nullptr);
 
 // Nominal figures where nothing is probed (docs/discovery.md#costs): assumptions.
 constexpr std::uint64_t kHccsLatencyNs = 500, kPcieLatencyNs = 2500, kRoceLatencyNs = 3000;

@@ -169,12 +169,19 @@ PairLink discovered_link(hcomm_comm_t comm, const RankDesc& peer) {
   return facts(ra, rb, a, b).use;
 }
 
-bool relay_for(hcomm_context_t ctx, std::uint32_t a, std::uint32_t b, std::uint32_t* k, std::uint64_t* Bps) {
+bool relay_for(hcomm_context_t ctx, std::uint32_t a, std::uint32_t b, std::uint32_t* k, std::uint64_t* Bps,
+               const std::vector<std::pair<std::uint32_t, std::uint32_t>>* dead) {
   const Topo* t = ctx->topo.get();
   TopoRecord ra, rb;
   if (!t || !t->exchanged || a == b || !t->record(ctx, a, &ra) || !t->record(ctx, b, &rb) || ra.server != rb.server) return false;
-  probe_hccs_ports(ctx, &ra);  // my own ports as they are now
-  auto hop = [&](const TopoRecord& x, std::uint32_t xr, const TopoRecord& y, std::uint32_t yr) {
+  probe_hccs_ports(ctx, &ra);  // my own ports as they are now; the others' as discovered, less the known-dead links
+  auto known_dead = [&](std::uint32_t x, std::uint32_t y) {
+    return dead && std::any_of(dead->begin(), dead->end(), [&](const std::pair<std::uint32_t, std::uint32_t>& p) {
+             return (p.first == x && p.second == y) || (p.first == y && p.second == x);
+           });
+  };
+  auto hop = [&](const TopoRecord& x, std::uint32_t xr, const TopoRecord& y, std::uint32_t yr) -> std::uint64_t {
+    if (known_dead(xr, yr)) return 0;
     const LinkFacts f = facts(x, y, xr, yr);
     return f.use == PairLink::Hccs ? f.bandwidth_Bps : 0;
   };

@@ -324,12 +324,16 @@ void decide(hcomm_comm_t comm, const std::vector<const RankDesc*>& peers, const 
       default: break;
     }
     // A peer of my server without HCCS or PCIe: HCCS through a relay NPU (docs/routing.md#relay),
-    // ahead of RoCE (the collectives need every pair of a server reachable by SDMA).
+    // ahead of RoCE (the collectives need every pair of a server reachable by SDMA). Neither hop
+    // may be a link the communicator knows is down (the op retry's merged dead pairs: the relay's
+    // own links are known from its READY, not from my ports).
     const RankDesc* me = peer_desc(comm, comm->rank);
     std::uint32_t relay = 0;
     std::uint64_t kbw = 0;
+    std::vector<std::pair<std::uint32_t, std::uint32_t>> dead;
+    for (const auto& [a, b] : comm->dead_pairs) dead.emplace_back(global_rank(comm, a), global_rank(comm, b));
     if (me && d->server == me->server && comm->ctx->relay_bytes &&
-        relay_for(comm->ctx, global_rank(comm, comm->rank), global_rank(comm, d->rank), &relay, &kbw)) {
+        relay_for(comm->ctx, global_rank(comm, comm->rank), global_rank(comm, d->rank), &relay, &kbw, &dead)) {
       RankDesc kd;
       if (port::rank_desc(comm->ctx, relay, &kd) == HCOMM_SUCCESS) {
         r.link = PairLink::Hccs;

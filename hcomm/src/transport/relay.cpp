@@ -35,25 +35,58 @@ hcomm_stream_t relay_stream(hcomm_context_t ctx, std::uint32_t device) {
 
 constexpr std::uint32_t kMaxChannels = 64;  // channel numbers fit the keys' 6 bits
 
-// A new channel (its own hop streams on the relay) numbered ctx->relay_chan_list.size().
+// A new channel (its own hop streams on the relay): a retired channel's number when one is free
+// (its key sequences go on, so no key of the old relay is reused), else the next number.
 RelayChan* new_channel(hcomm_comm_t comm, const PeerRoute& r, const RankDesc& peer) {
   hcomm_context_t ctx = comm->ctx;
-  RelayChan ch;
-  ch.index = static_cast<std::uint32_t>(ctx->relay_chan_list.size());
-  ch.relay_device = r.relay_device;
   RankDesc kd;
   if (port::rank_desc(ctx, r.relay_rank, &kd) != HCOMM_SUCCESS) return nullptr;
-  ch.relay_device_id = kd.device_id;
-  ch.hop1 = relay_stream(ctx, r.relay_device);
-  ch.hop2 = relay_stream(ctx, r.relay_device);
-  if (!ch.hop1 || !ch.hop2) {
-    for (hcomm_stream_t x : {ch.hop1, ch.hop2})
+  hcomm_stream_t h1 = relay_stream(ctx, r.relay_device), h2 = h1 ? relay_stream(ctx, r.relay_device) : nullptr;
+  if (!h1 || !h2) {
+    for (hcomm_stream_t x : {h1, h2})
       if (x) { port::stream_destroy(x); delete x; }
     logf(ctx, 0, "Rank%u HCCS relay to rank %u: cannot create streams on relay rank %u", comm->rank, peer.rank, r.relay_rank);
     return nullptr;
   }
-  ctx->relay_chan_list.push_back(ch);
-  return &ctx->relay_chan_list.back();
+  RelayChan* ch = nullptr;
+  for (RelayChan& c : ctx->relay_chan_list)
+    if (!c.hop1) { ch = &c; break; }
+  if (!ch) {
+    ctx->relay_chan_list.emplace_back();
+    ch = &ctx->relay_chan_list.back();
+    ch->index = static_cast<std::uint32_t>(ctx->relay_chan_list.size() - 1);
+  }
+  ch->relay_device = r.relay_device;
+  ch->relay_device_id = kd.device_id;
+  ch->hop1 = h1;
+  ch->hop2 = h2;
+  ch->stage = -1;
+  return ch;
+}
+
+// A channel no (origin stream, peer) maps to any more (its peer's route left that relay or lender,
+// docs/failover.md#re-deciding-relays-and-lenders): its hop streams on the old relay are destroyed
+// (idle: a route changes at a recovery, after every stream was aborted, or at a collective's start)
+// and its staging area and number are free for the next channel.
+void retire_if_unused(hcomm_context_t ctx, std::uint32_t index) {
+  for (const auto& [k, i] : ctx->relay_chans)
+    if (i == index) return;
+  RelayChan& ch = ctx->relay_chan_list[index];
+  for (hcomm_stream_t x : {ch.hop1, ch.hop2})
+    if (x) { port::stream_destroy(x); delete x; }
+  ch.hop1 = ch.hop2 = nullptr;
+  ch.relay_device = ~0u;
+  ch.stage = -1;
+}
+
+// The lowest staging area of mine on `relay_device` no live channel holds (-1: all bound).
+int free_stage(hcomm_context_t ctx, std::uint32_t relay_device) {
+  for (std::uint32_t n = 0; n < kRelayStages; ++n)
+    if (std::none_of(ctx->relay_chan_list.begin(), ctx->relay_chan_list.end(), [&](const RelayChan& c) {
+          return c.hop1 && c.relay_device == relay_device && c.stage == static_cast<int>(n);
+        }))
+      return static_cast<int>(n);
+  return -1;
 }
 
 // The channel of (origin stream, peer). A transfer needs a channel with a staging area: when the
@@ -61,18 +94,30 @@ RelayChan* new_channel(hcomm_comm_t comm, const PeerRoute& r, const RankDesc& pe
 // the data channel of area (n mod kRelayStages) — its transfers then queue behind that channel's
 // (still correct: a channel finishes one transfer before the next; a cycle of waits through a
 // shared channel would end in a synchronize timeout, not in wrong bytes). Logged once per stream.
+// A channel bound to another relay than the route's (the route was decided again since: a relay
+// or lender replaced after a later fault, or borrowing ended) is let go and a new one made.
 RelayChan* channel(hcomm_stream_t s, hcomm_comm_t comm, const PeerRoute& r, const RankDesc& peer, bool data) {
   hcomm_context_t ctx = comm->ctx;
   if (r.relay_device == ~0u) return nullptr;
   const auto k = std::make_pair(s->id, peer.device);
   auto it = ctx->relay_chans.find(k);
+  if (it != ctx->relay_chans.end() && ctx->relay_chan_list[it->second].relay_device != r.relay_device) {
+    const std::uint32_t old = it->second;
+    ctx->relay_chans.erase(it);
+    retire_if_unused(ctx, old);
+    it = ctx->relay_chans.end();
+  }
   if (it != ctx->relay_chans.end()) {
     RelayChan& ch = ctx->relay_chan_list[it->second];
     if (!data || ch.stage >= 0) return &ch;
   }
   RelayChan* ch = it != ctx->relay_chans.end() ? &ctx->relay_chan_list[it->second] : nullptr;
+  auto room = [&] {
+    return ctx->relay_chan_list.size() < kMaxChannels ||
+           std::any_of(ctx->relay_chan_list.begin(), ctx->relay_chan_list.end(), [](const RelayChan& c) { return !c.hop1; });
+  };
   if (!data) {  // notifies only: a channel without staging
-    if (ctx->relay_chan_list.size() >= kMaxChannels) {
+    if (!room()) {
       logf(ctx, 0, "Rank%u HCCS relay to rank %u: out of relay channels (%u)", comm->rank, peer.rank, kMaxChannels);
       return nullptr;
     }
@@ -82,15 +127,16 @@ RelayChan* channel(hcomm_stream_t s, hcomm_comm_t comm, const PeerRoute& r, cons
   }
   std::uint32_t& asked = ctx->relay_stages[r.relay_device];
   const std::uint32_t n = asked++;
-  if (n < kRelayStages && (ch || ctx->relay_chan_list.size() < kMaxChannels)) {
+  const int stage = free_stage(ctx, r.relay_device);
+  if (stage >= 0 && (ch || room())) {
     if (!ch) ch = new_channel(comm, r, peer);
     if (!ch) return nullptr;
-    ch->stage = static_cast<int>(n);
+    ch->stage = stage;
     ctx->relay_chans[k] = ch->index;
     return ch;
   }
   for (RelayChan& c : ctx->relay_chan_list)
-    if (c.relay_device == r.relay_device && c.stage == static_cast<int>(n % kRelayStages)) {
+    if (c.hop1 && c.relay_device == r.relay_device && c.stage == static_cast<int>(n % kRelayStages)) {
       logf(ctx, 1, "Rank%u HCCS relay to rank %u: all %u staging areas on relay rank %u are bound; this stream shares channel %u",
            comm->rank, peer.rank, kRelayStages, r.relay_rank, c.index);
       ctx->relay_chans[k] = c.index;
