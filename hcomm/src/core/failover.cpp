@@ -195,8 +195,16 @@ hcomm_result_t recover(hcomm_context_t ctx) {
       continue;
     }
     const bool can = p && p->retryable;
+    // One agreement per fault: a fault that hits the re-execution (its rank reports it, marked with
+    // the re-execution, so every member's re-execution ends) starts another agreement over
+    // everything known dead by then, up to kMaxRounds per operation
+    // (docs/failover.md#a-failure-during-the-re-execution).
+    constexpr std::uint32_t kMaxRounds = 8;
+    std::uint64_t resume_at = 0;  // the later rounds resume where the first agreed (their slices are not tracked)
+    for (std::uint32_t round = 1;; ++round) {
     const std::string before = c->dead_pairs.empty() ? "as selected" : "as selected; dead hccs " + pairs_text(c);
-    if (!agree(c, can, can ? delivered(c, *p) : 0)) {
+    const std::uint64_t done = !can ? 0 : round == 1 ? delivered(c, *p) : resume_at;
+    if (!agree(c, can, done, can ? p->seq : ~0ULL)) {
       std::string why;
       if (!can) why += "; this rank holds no re-executable operation";
       if (!c->lost.empty()) {
@@ -207,7 +215,7 @@ hcomm_result_t recover(hcomm_context_t ctx) {
       logf(c->ctx, 0, "Rank%u comm %u: op retry not possible (%s); the error stands", c->rank, c->id, why.c_str() + 2);
       report(c, "abort", before, "", 0, 0, p);
       if (out == HCOMM_E_AGAIN) out = c->error.code;
-      continue;
+      break;
     }
     // An RDMA write failed somewhere: before re-executing, every rank re-probes its RoCE QPs'
     // paths and moves those whose probe is lost (a dead cable between switches) to new source
@@ -243,6 +251,7 @@ hcomm_result_t recover(hcomm_context_t ctx) {
     // everywhere (out of place, the inputs intact): the re-execution starts after them, and
     // re-sends only the rest.
     op.from = c->resume_from < op.count ? c->resume_from : 0;
+    if (round == 1) resume_at = op.from;
     op.mark_base = 0;
     const std::uint64_t resent = op.count ? op.in_bytes / op.count * (op.count - op.from) : op.in_bytes;
     const char* action = op.from ? "resume" : "retry";
@@ -261,13 +270,29 @@ hcomm_result_t recover(hcomm_context_t ctx) {
     c->stale_below = c->op_seq;  // the other reports of this fault are stale from now on
     hcomm_result_t rc = g_rerun_op ? g_rerun_op(c, op) : HCOMM_E_NOT_SUPPORT;
     if (rc == HCOMM_SUCCESS) rc = sync_timeout(op.stream, c->cfg.timeout_ms);
+    const CommError news = c->error;  // a fault that hit the re-execution (its own task, or a member's report)
     c->error = err;
     if (rc != HCOMM_SUCCESS) {
       logf(c->ctx, 0, "Rank%u comm %u: op retry of %s seq %llu failed: %s", c->rank, c->id, op.kind,
            static_cast<unsigned long long>(op.seq), hcomm_result_string(rc));
       report(c, action, before, after, resent, 0, &op);
+      if (c->cfg.op_retry && can && news.code != HCOMM_SUCCESS && news.code != HCOMM_E_RANK_LOST && round < kMaxRounds) {
+        // Another fault: stop what is left of this re-execution and agree again, on what is dead now.
+        logf(c->ctx, 0, "Rank%u comm %u: a fault during the re-execution of %s seq %llu: agreeing again (round %u)", c->rank, c->id,
+             op.kind, static_cast<unsigned long long>(op.seq), round + 1);
+        c->error = news;
+        c->recovered_round = c->error.at_ns + 1;
+        port::device_abort(ctx);
+        ctx->mesh_owed.clear();
+        probe_dead_links(c);
+        continue;
+      }
+      if (news.code != HCOMM_SUCCESS) {
+        c->error = news;  // the latest fault stands
+        c->recovered_round = c->error.at_ns + 1;
+      }
       if (out == HCOMM_E_AGAIN) out = c->error.code;
-      continue;
+      break;
     }
     {  // always logged (whatever HCOMM_DEBUG says): the run recovered from a fault
       const std::string line = "[HCOMM_WARN] Rank" + std::to_string(c->rank) + " comm " + std::to_string(c->id) + ": " + op.kind + " seq " +
@@ -278,6 +303,8 @@ hcomm_result_t recover(hcomm_context_t ctx) {
     report(c, action, before, after, resent, resumed, &op);
     c->error = CommError{};  // recovered: the communicator is healthy again (on the avoiding paths)
     c->retry_wanted = false;
+    break;
+    }
   }
   ctx->pending.clear();
   ctx->recovering = false;
@@ -351,7 +378,8 @@ hcomm_result_t handle(hcomm_stream_t s, hcomm_result_t rc, const std::string& wh
         hcomm_comm_t c = p.comm;
         if (p.stream != s || c->nranks < 2) continue;
         set_error(c, HCOMM_E_RUNTIME, c->rank, "rank " + std::to_string(me_global(c)) + " (comm rank " + std::to_string(c->rank) + "): " + why);
-        broadcast_abort(c, false);
+        probe_dead_links(c);
+        broadcast_abort(c, c->cfg.op_retry && p.retryable);
       }
       return rc;
     }

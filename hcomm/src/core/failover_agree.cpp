@@ -42,7 +42,11 @@ void probe_dead_links(hcomm_comm_t c) {
 // GO's list: the lost ranks, the dead NICs, the ring order as the positions where it differs from
 // comm-rank order (position, rank), then the dead pairs, each list with its count first but the
 // pairs (to the end); its text: the order's description (GO) or why not (NO-GO).
-bool agree(hcomm_comm_t c, bool can, std::uint64_t done) {
+bool agree(hcomm_comm_t c, bool can, std::uint64_t done, std::uint64_t op_seq) {
+  // READY's code names the operation the rank would re-execute (its seq + 1, 31 bits; 0: none), so
+  // that ranks holding different operations (one finished a re-execution another's later fault
+  // then hit, and went on) are a NO-GO rather than two re-executions of different operations.
+  const std::int32_t op_tag = can ? static_cast<std::int32_t>((op_seq + 1) & 0x7fffffff) : 0;
   const std::uint64_t round = ++c->retries;
   std::uint32_t coord = 0;
   while (std::binary_search(c->lost.begin(), c->lost.end(), coord) && coord < c->nranks) ++coord;
@@ -64,6 +68,7 @@ bool agree(hcomm_comm_t c, bool can, std::uint64_t done) {
     m.kind = kReady; m.comm = c->id; m.origin = c->rank; m.seq = round;
     m.flag = static_cast<std::uint8_t>((can ? 1 : 0) | (my_nic_down ? 2 : 0) | (my_roce ? 4 : 0));
     m.value = can ? done : 0;
+    m.code = op_tag;
     m.list = pairs();
     send_ctrl(c, coord, m);
     Msg in;
@@ -120,6 +125,11 @@ bool agree(hcomm_comm_t c, bool can, std::uint64_t done) {
       continue;
     }
     if (!(in.flag & 1) && go) { go = false; why = "comm rank " + std::to_string(r) + " holds no re-executable operation"; }
+    if ((in.flag & 1) && can && in.code != op_tag && go) {
+      go = false;
+      why = "comm rank " + std::to_string(r) + " holds another operation than the coordinator's (seq " +
+            std::to_string(static_cast<std::uint32_t>(in.code) - 1) + ", not " + std::to_string(op_seq) + ")";
+    }
     if (in.flag & 2) dead_nics.push_back(r);
     if (in.flag & 4) roce = true;
     from = std::min(from, in.value);

@@ -29,6 +29,40 @@ RingOrderIn ring_input(hcomm_comm_t c, const std::vector<std::uint32_t>& dead_ni
   in.nic_dead.assign(c->nranks, false);
   for (std::uint32_t r : dead_nics)
     if (r < c->nranks) in.nic_dead[r] = true;
+  // On a server holding a dead pair or a dead NIC, a pair with no path left at all — no live HCCS
+  // link, PCIe path or relay NPU over live links, and not both NICs live (RoCE through the leaf) —
+  // cannot be ring neighbours either (a server whose HCCS links are not a full mesh: its relayed
+  // pairs may have lost their relays).
+  const Topo* t = c->ctx->topo.get();
+  if (!t || !t->exchanged || (c->dead_pairs.empty() && dead_nics.empty())) return in;
+  auto dead = [&](std::uint32_t x, std::uint32_t y) {
+    return std::binary_search(c->dead_pairs.begin(), c->dead_pairs.end(), std::make_pair(std::min(x, y), std::max(x, y)));
+  };
+  auto link = [&](std::uint32_t x, std::uint32_t y, std::uint32_t type) {
+    LinkFacts f;
+    return link_facts(c->ctx, global_rank(c, x), global_rank(c, y), &f) && (f.types & type) != 0;
+  };
+  auto hccs = [&](std::uint32_t x, std::uint32_t y) { return !dead(x, y) && link(x, y, HCOMM_LINK_HCCS); };
+  std::vector<std::uint32_t> hit;  // servers holding a dead pair or a dead NIC
+  for (const auto& [a, b] : c->dead_pairs) hit.push_back(in.server[a]);
+  for (std::uint32_t r : dead_nics)
+    if (r < c->nranks) hit.push_back(in.server[r]);
+  std::sort(hit.begin(), hit.end());
+  hit.erase(std::unique(hit.begin(), hit.end()), hit.end());
+  for (std::uint32_t sv : hit) {
+    std::vector<std::uint32_t> m;
+    for (std::uint32_t x = 0; x < c->nranks; ++x)
+      if (in.server[x] == sv) m.push_back(x);
+    for (std::size_t i = 0; i < m.size(); ++i)
+      for (std::size_t j = i + 1; j < m.size(); ++j) {
+        const std::uint32_t a = m[i], b = m[j];
+        if (dead(a, b) || hccs(a, b) || link(a, b, HCOMM_LINK_PCIE)) continue;
+        if (!in.nic_dead[a] && !in.nic_dead[b] && link(a, b, HCOMM_LINK_ROCE)) continue;
+        if (std::any_of(m.begin(), m.end(), [&](std::uint32_t k) { return k != a && k != b && hccs(a, k) && hccs(k, b); })) continue;
+        in.dead_pairs.emplace_back(a, b);
+      }
+  }
+  std::sort(in.dead_pairs.begin(), in.dead_pairs.end());
   return in;
 }
 
@@ -97,6 +131,32 @@ bool reroute_hccs(hcomm_comm_t c, std::string* text) {
     TopoRecord r;
     return t->record(c->ctx, global_rank(c, x), &r) ? r.server : ~0u;
   };
+  auto hccs = [&](std::uint32_t x, std::uint32_t y) {
+    LinkFacts f;
+    return !dead(x, y) && facts(x, y, &f) && (f.types & HCOMM_LINK_HCCS);
+  };
+  // The mesh needs every pair of a server reachable by SDMA, not only the dead pairs: a pair that
+  // discovery relayed may have lost its relay's link (e.g. 1-3 through 0 or 2 with 0-1 and 2-3
+  // dead). Checked on each server holding a dead pair.
+  std::vector<std::uint32_t> servers;
+  for (const auto& [a, b] : c->dead_pairs) servers.push_back(server(a));
+  std::sort(servers.begin(), servers.end());
+  servers.erase(std::unique(servers.begin(), servers.end()), servers.end());
+  for (std::uint32_t sv : servers) {
+    std::vector<std::uint32_t> m;
+    for (std::uint32_t x = 0; x < c->nranks; ++x)
+      if (server(x) == sv) m.push_back(x);
+    for (std::size_t i = 0; i < m.size(); ++i)
+      for (std::size_t j = i + 1; j < m.size(); ++j) {
+        LinkFacts f;
+        if (hccs(m[i], m[j]) || (facts(m[i], m[j], &f) && (f.types & HCOMM_LINK_PCIE))) continue;
+        if (std::none_of(m.begin(), m.end(), [&](std::uint32_t k) { return k != m[i] && k != m[j] && hccs(m[i], k) && hccs(k, m[j]); })) {
+          logf(c->ctx, 1, "Rank%u comm %u: comm ranks %u and %u have no live HCCS link, PCIe path or relay NPU: no relaying (ring order)",
+               c->rank, c->id, m[i], m[j]);
+          return false;
+        }
+      }
+  }
   std::string how;
   std::vector<std::uint32_t> mine;  // my dead partners
   for (const auto& [a, b] : c->dead_pairs) {
