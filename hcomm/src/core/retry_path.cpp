@@ -200,6 +200,13 @@ bool borrow_nics(hcomm_comm_t c, std::string* text) {
   if (!g_redecide_routes || !c->ctx->nic_borrow || !c->ctx->relay_bytes || c->dead_nics.empty() || !c->dead_pairs.empty() ||
       !c->lost.empty())
     return undo();
+  // An RDMA write failed too (a dead cable between switches): the borrowed routes keep their NICs'
+  // hash ports, unprobed, and the lender's writes could cross that cable again; the ring, whose
+  // RoCE edges the re-route just re-probed, is used instead.
+  if (c->roce_failed) {
+    logf(c->ctx, 1, "Rank%u comm %u: an RDMA write failed as well: no NIC borrowing (ring order)", c->rank, c->id);
+    return undo();
+  }
   const Topo* t = c->ctx->topo.get();
   if (!t || !t->exchanged) return undo();
   auto server = [&](std::uint32_t x) {

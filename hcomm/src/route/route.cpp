@@ -190,6 +190,27 @@ void route_roce(hcomm_comm_t comm, std::vector<Pending>& ps, const std::string& 
     PeerRoute& r = *x.r;
     r.control_only = false;  // routed in full now (first data, or a re-route)
     const bool any = std::any_of(x.up.begin(), x.up.end(), [](std::uint32_t u) { return u != kLost && u != kNoUplink; });
+    const bool lost = std::any_of(x.up.begin(), x.up.end(), [](std::uint32_t u) { return u == kLost; });
+    if (!failed && any && U < 2 && (r.epoch > 0 || lost)) {
+      // One live uplink left after a cable died (some probes lost, or a re-route after an RDMA
+      // write failure): nothing to choose, but no stripe may keep a hashed or old port across the
+      // dead cable: each takes a port whose probe came back.
+      std::size_t c = 0;
+      for (std::uint32_t i = 0; i < k; ++i) {
+        while (c < x.up.size() && (x.up[c] == kLost || x.up[c] == kNoUplink)) ++c;
+        if (c >= x.up.size() || port::qp_connect(comm->ctx, x.peer.device, rdma_policy(comm).qp_base + i, x.sports[c]) != HCOMM_SUCCESS) {
+          report(comm, x.peer, r, i, bw, lat, "NIC hash (no live probed port)", trigger);
+          continue;
+        }
+        if (r.sports.size() <= i) r.sports.resize(i + 1, 0);
+        r.sports[i] = x.sports[c];
+        r.uplinks[i] = x.up[c];
+        ++load_of(st, x.up[c]);
+        report(comm, x.peer, r, i, bw, lat, "probed path (the one uplink left)", trigger);
+        ++c;
+      }
+      continue;
+    }
     if (failed || !any || U < 2) {  // no probe came back, or nothing to choose: the NIC's own ports
       const char* reason = failed ? "NIC hash (path probe failed)" : !any ? "NIC hash (probes lost)" : "single path (one uplink)";
       for (std::uint32_t i = 0; i < k; ++i) report(comm, x.peer, r, i, bw, lat, reason, trigger);
