@@ -191,10 +191,12 @@ void route_roce(hcomm_comm_t comm, std::vector<Pending>& ps, const std::string& 
     r.control_only = false;  // routed in full now (first data, or a re-route)
     const bool any = std::any_of(x.up.begin(), x.up.end(), [](std::uint32_t u) { return u != kLost && u != kNoUplink; });
     const bool lost = std::any_of(x.up.begin(), x.up.end(), [](std::uint32_t u) { return u == kLost; });
-    if (!failed && any && U < 2 && (r.epoch > 0 || lost)) {
-      // One live uplink left after a cable died (some probes lost, or a re-route after an RDMA
-      // write failure): nothing to choose, but no stripe may keep a hashed or old port across the
-      // dead cable: each takes a port whose probe came back.
+    if (!failed && any && U < 2 && (r.epoch > 0 || (lost && comm->retries > 0))) {
+      // One live uplink left after a cable died, in a re-route (after an RDMA write failure) or at
+      // a first use after an op retry (probes lost; docs/failover.md#several-faults): nothing to
+      // choose, but no stripe may keep a hashed or old port across the dead cable: each takes a
+      // port whose probe came back. (Outside a recovery a first use keeps the NIC's hash, as
+      // switch faults are documented to fail the QPs that cross them.)
       std::size_t c = 0;
       for (std::uint32_t i = 0; i < k; ++i) {
         while (c < x.up.size() && (x.up[c] == kLost || x.up[c] == kNoUplink)) ++c;
