@@ -202,108 +202,108 @@ hcomm_result_t recover(hcomm_context_t ctx) {
     constexpr std::uint32_t kMaxRounds = 8;
     std::uint64_t resume_at = 0;  // the later rounds resume where the first agreed (their slices are not tracked)
     for (std::uint32_t round = 1;; ++round) {
-    const std::string before = c->dead_pairs.empty() ? "as selected" : "as selected; dead hccs " + pairs_text(c);
-    const std::uint64_t done = !can ? 0 : round == 1 ? delivered(c, *p) : resume_at;
-    if (!agree(c, can, done, can ? p->seq : ~0ULL)) {
-      std::string why;
-      if (!can) why += "; this rank holds no re-executable operation";
-      if (!c->lost.empty()) {
-        why += "; lost comm rank(s)";
-        for (std::uint32_t l : c->lost) why += " " + std::to_string(l);
+      const std::string before = c->dead_pairs.empty() ? "as selected" : "as selected; dead hccs " + pairs_text(c);
+      const std::uint64_t done = !can ? 0 : round == 1 ? delivered(c, *p) : resume_at;
+      if (!agree(c, can, done, can ? p->seq : ~0ULL)) {
+        std::string why;
+        if (!can) why += "; this rank holds no re-executable operation";
+        if (!c->lost.empty()) {
+          why += "; lost comm rank(s)";
+          for (std::uint32_t l : c->lost) why += " " + std::to_string(l);
+        }
+        if (why.empty()) why = "; the coordinator found no safe re-execution (logged above)";
+        logf(c->ctx, 0, "Rank%u comm %u: op retry not possible (%s); the error stands", c->rank, c->id, why.c_str() + 2);
+        report(c, "abort", before, "", 0, 0, p);
+        if (out == HCOMM_E_AGAIN) out = c->error.code;
+        break;
       }
-      if (why.empty()) why = "; the coordinator found no safe re-execution (logged above)";
-      logf(c->ctx, 0, "Rank%u comm %u: op retry not possible (%s); the error stands", c->rank, c->id, why.c_str() + 2);
-      report(c, "abort", before, "", 0, 0, p);
-      if (out == HCOMM_E_AGAIN) out = c->error.code;
+      // An RDMA write failed somewhere: before re-executing, every rank re-probes its RoCE QPs'
+      // paths and moves those whose probe is lost (a dead cable between switches) to new source
+      // ports (route/route.cpp), so the re-execution does not fail on the same cable.
+      std::string after_extra;
+      if (c->roce_failed && c->ctx->retry_reroute && g_reroute_broken) {
+        // The trigger names the fault as the error's text does: "RDMA write failed: ... (...)".
+        const std::size_t at = c->error.text.find("RDMA write failed");
+        std::string what = at == std::string::npos ? c->error.text : c->error.text.substr(at);
+        if (const std::size_t close = what.find(')'); close != std::string::npos) what.resize(close + 1);
+        char trig[192];
+        std::snprintf(trig, sizeof trig, "op retry of %s seq %llu: %s", p->kind, static_cast<unsigned long long>(p->seq), what.c_str());
+        const std::uint32_t moved = g_reroute_broken(c, trig);
+        after_extra = "; RoCE re-routed: " + std::to_string(moved) + " QPs on new source ports";
+      }
+      // Re-execute from the inputs: with the dead HCCS pairs moved to a relay NPU or PCIe where
+      // that is all that failed, else on a flat ring that avoids the dead links (coll/run.cpp).
+      // Dead NICs only: each borrowed from a server peer's NIC (borrow_nics; it also ends an earlier
+      // borrowing when there is nothing to borrow for now). The two are exclusive when they succeed.
+      std::string relayed, borrowed;
+      const bool by_relay = reroute_hccs(c, &relayed);
+      const bool by_lender = borrow_nics(c, &borrowed);
+      c->avoid = !by_relay && !by_lender;
+      if (c->avoid && g_redecide_routes) {
+        // On the ring: a route of mine through a relay with a dead hop (chosen by discovery or for an
+        // earlier fault) is decided again too; the ring's neighbours may still need it.
+        const std::vector<std::uint32_t> over = routes_over_dead(c);
+        if (!over.empty()) g_redecide_routes(c, over, "op retry: hccs " + pairs_text(c) + " down");
+      }
+      const std::string rerouted = by_relay ? relayed : borrowed;
+      PendingOp op = *p;
+      // Resumption (docs/failover.md#resumption): the slices every rank completed are final
+      // everywhere (out of place, the inputs intact): the re-execution starts after them, and
+      // re-sends only the rest.
+      op.from = c->resume_from < op.count ? c->resume_from : 0;
+      if (round == 1) resume_at = op.from;
+      op.mark_base = 0;
+      const std::uint64_t resent = op.count ? op.in_bytes / op.count * (op.count - op.from) : op.in_bytes;
+      const char* action = op.from ? "resume" : "retry";
+      std::string resume_text;
+      if (op.from) {
+        char b[160];
+        std::snprintf(b, sizeof b, "; from element %llu of %llu (%.1f %% delivered to every rank before the fault)",
+                      static_cast<unsigned long long>(op.from), static_cast<unsigned long long>(op.count), 100.0 * op.from / op.count);
+        resume_text = b;
+      }
+      const std::string after = (c->avoid ? ring_text(c) : rerouted) + after_extra + resume_text;
+      const std::uint64_t resumed = port::now_ns(ctx);
+      const CommError err = c->error;
+      c->error = CommError{};
+      c->stale_attempt = c->stale_below == c->op_seq ? c->stale_attempt + 1 : 1;
+      c->stale_below = c->op_seq;  // the other reports of this fault are stale from now on
+      hcomm_result_t rc = g_rerun_op ? g_rerun_op(c, op) : HCOMM_E_NOT_SUPPORT;
+      if (rc == HCOMM_SUCCESS) rc = sync_timeout(op.stream, c->cfg.timeout_ms);
+      const CommError news = c->error;  // a fault that hit the re-execution (its own task, or a member's report)
+      c->error = err;
+      if (rc != HCOMM_SUCCESS) {
+        logf(c->ctx, 0, "Rank%u comm %u: op retry of %s seq %llu failed: %s", c->rank, c->id, op.kind,
+             static_cast<unsigned long long>(op.seq), hcomm_result_string(rc));
+        report(c, action, before, after, resent, 0, &op);
+        if (c->cfg.op_retry && can && news.code != HCOMM_SUCCESS && news.code != HCOMM_E_RANK_LOST && round < kMaxRounds) {
+          // Another fault: stop what is left of this re-execution and agree again, on what is dead now.
+          logf(c->ctx, 0, "Rank%u comm %u: a fault during the re-execution of %s seq %llu: agreeing again (round %u)", c->rank, c->id,
+               op.kind, static_cast<unsigned long long>(op.seq), round + 1);
+          c->error = news;
+          c->recovered_round = c->error.at_ns + 1;
+          port::device_abort(ctx);
+          ctx->mesh_owed.clear();
+          probe_dead_links(c);
+          continue;
+        }
+        if (news.code != HCOMM_SUCCESS) {
+          c->error = news;  // the latest fault stands
+          c->recovered_round = c->error.at_ns + 1;
+        }
+        if (out == HCOMM_E_AGAIN) out = c->error.code;
+        break;
+      }
+      {  // always logged (whatever HCOMM_DEBUG says): the run recovered from a fault
+        const std::string line = "[HCOMM_WARN] Rank" + std::to_string(c->rank) + " comm " + std::to_string(c->id) + ": " + op.kind + " seq " +
+                                 std::to_string(op.seq) + (op.from ? " resumed from its inputs " : " re-executed from its inputs ") +
+                                 (c->avoid ? "on a " : "") + after + " (op retry, " + std::to_string(resent) + " B)";
+        port::log(ctx, 1, line.c_str());
+      }
+      report(c, action, before, after, resent, resumed, &op);
+      c->error = CommError{};  // recovered: the communicator is healthy again (on the avoiding paths)
+      c->retry_wanted = false;
       break;
-    }
-    // An RDMA write failed somewhere: before re-executing, every rank re-probes its RoCE QPs'
-    // paths and moves those whose probe is lost (a dead cable between switches) to new source
-    // ports (route/route.cpp), so the re-execution does not fail on the same cable.
-    std::string after_extra;
-    if (c->roce_failed && c->ctx->retry_reroute && g_reroute_broken) {
-      // The trigger names the fault as the error's text does: "RDMA write failed: ... (...)".
-      const std::size_t at = c->error.text.find("RDMA write failed");
-      std::string what = at == std::string::npos ? c->error.text : c->error.text.substr(at);
-      if (const std::size_t close = what.find(')'); close != std::string::npos) what.resize(close + 1);
-      char trig[192];
-      std::snprintf(trig, sizeof trig, "op retry of %s seq %llu: %s", p->kind, static_cast<unsigned long long>(p->seq), what.c_str());
-      const std::uint32_t moved = g_reroute_broken(c, trig);
-      after_extra = "; RoCE re-routed: " + std::to_string(moved) + " QPs on new source ports";
-    }
-    // Re-execute from the inputs: with the dead HCCS pairs moved to a relay NPU or PCIe where
-    // that is all that failed, else on a flat ring that avoids the dead links (coll/run.cpp).
-    // Dead NICs only: each borrowed from a server peer's NIC (borrow_nics; it also ends an earlier
-    // borrowing when there is nothing to borrow for now). The two are exclusive when they succeed.
-    std::string relayed, borrowed;
-    const bool by_relay = reroute_hccs(c, &relayed);
-    const bool by_lender = borrow_nics(c, &borrowed);
-    c->avoid = !by_relay && !by_lender;
-    if (c->avoid && g_redecide_routes) {
-      // On the ring: a route of mine through a relay with a dead hop (chosen by discovery or for an
-      // earlier fault) is decided again too; the ring's neighbours may still need it.
-      const std::vector<std::uint32_t> over = routes_over_dead(c);
-      if (!over.empty()) g_redecide_routes(c, over, "op retry: hccs " + pairs_text(c) + " down");
-    }
-    const std::string rerouted = by_relay ? relayed : borrowed;
-    PendingOp op = *p;
-    // Resumption (docs/failover.md#resumption): the slices every rank completed are final
-    // everywhere (out of place, the inputs intact): the re-execution starts after them, and
-    // re-sends only the rest.
-    op.from = c->resume_from < op.count ? c->resume_from : 0;
-    if (round == 1) resume_at = op.from;
-    op.mark_base = 0;
-    const std::uint64_t resent = op.count ? op.in_bytes / op.count * (op.count - op.from) : op.in_bytes;
-    const char* action = op.from ? "resume" : "retry";
-    std::string resume_text;
-    if (op.from) {
-      char b[160];
-      std::snprintf(b, sizeof b, "; from element %llu of %llu (%.1f %% delivered to every rank before the fault)",
-                    static_cast<unsigned long long>(op.from), static_cast<unsigned long long>(op.count), 100.0 * op.from / op.count);
-      resume_text = b;
-    }
-    const std::string after = (c->avoid ? ring_text(c) : rerouted) + after_extra + resume_text;
-    const std::uint64_t resumed = port::now_ns(ctx);
-    const CommError err = c->error;
-    c->error = CommError{};
-    c->stale_attempt = c->stale_below == c->op_seq ? c->stale_attempt + 1 : 1;
-    c->stale_below = c->op_seq;  // the other reports of this fault are stale from now on
-    hcomm_result_t rc = g_rerun_op ? g_rerun_op(c, op) : HCOMM_E_NOT_SUPPORT;
-    if (rc == HCOMM_SUCCESS) rc = sync_timeout(op.stream, c->cfg.timeout_ms);
-    const CommError news = c->error;  // a fault that hit the re-execution (its own task, or a member's report)
-    c->error = err;
-    if (rc != HCOMM_SUCCESS) {
-      logf(c->ctx, 0, "Rank%u comm %u: op retry of %s seq %llu failed: %s", c->rank, c->id, op.kind,
-           static_cast<unsigned long long>(op.seq), hcomm_result_string(rc));
-      report(c, action, before, after, resent, 0, &op);
-      if (c->cfg.op_retry && can && news.code != HCOMM_SUCCESS && news.code != HCOMM_E_RANK_LOST && round < kMaxRounds) {
-        // Another fault: stop what is left of this re-execution and agree again, on what is dead now.
-        logf(c->ctx, 0, "Rank%u comm %u: a fault during the re-execution of %s seq %llu: agreeing again (round %u)", c->rank, c->id,
-             op.kind, static_cast<unsigned long long>(op.seq), round + 1);
-        c->error = news;
-        c->recovered_round = c->error.at_ns + 1;
-        port::device_abort(ctx);
-        ctx->mesh_owed.clear();
-        probe_dead_links(c);
-        continue;
-      }
-      if (news.code != HCOMM_SUCCESS) {
-        c->error = news;  // the latest fault stands
-        c->recovered_round = c->error.at_ns + 1;
-      }
-      if (out == HCOMM_E_AGAIN) out = c->error.code;
-      break;
-    }
-    {  // always logged (whatever HCOMM_DEBUG says): the run recovered from a fault
-      const std::string line = "[HCOMM_WARN] Rank" + std::to_string(c->rank) + " comm " + std::to_string(c->id) + ": " + op.kind + " seq " +
-                               std::to_string(op.seq) + (op.from ? " resumed from its inputs " : " re-executed from its inputs ") +
-                               (c->avoid ? "on a " : "") + after + " (op retry, " + std::to_string(resent) + " B)";
-      port::log(ctx, 1, line.c_str());
-    }
-    report(c, action, before, after, resent, resumed, &op);
-    c->error = CommError{};  // recovered: the communicator is healthy again (on the avoiding paths)
-    c->retry_wanted = false;
-    break;
     }
   }
   ctx->pending.clear();

@@ -87,7 +87,7 @@ std::string ring_text(const hcomm_comm_t c) {
 // The peers whose current route from this rank crosses a dead HCCS pair: a direct HCCS route over
 // it, a relay with a dead hop (the relay's link to either end), a borrowed NIC's HCCS leg (mine to
 // my lender, or the peer's lender's onward leg to the peer). Relays and lenders chosen before a
-// later fault are decided again with every link known dead (docs/failover.md#re-deciding-relays-and-lenders).
+// later fault are decided again with every link known dead (docs/failover.md#several-faults).
 std::vector<std::uint32_t> routes_over_dead(hcomm_comm_t c) {
   std::vector<std::uint32_t> out;
   if (c->dead_pairs.empty()) return out;

@@ -65,7 +65,7 @@ RelayChan* new_channel(hcomm_comm_t comm, const PeerRoute& r, const RankDesc& pe
 }
 
 // A channel no (origin stream, peer) maps to any more (its peer's route left that relay or lender,
-// docs/failover.md#re-deciding-relays-and-lenders): its hop streams on the old relay are destroyed
+// docs/failover.md#several-faults): its hop streams on the old relay are destroyed
 // (idle: a route changes at a recovery, after every stream was aborted, or at a collective's start)
 // and its staging area and number are free for the next channel.
 void retire_if_unused(hcomm_context_t ctx, std::uint32_t index) {
