@@ -175,6 +175,23 @@ std::uint64_t delivered(hcomm_comm_t c, const PendingOp& p) {
   return v > p.mark_base ? std::max(p.from, v - p.mark_base) : p.from;
 }
 
+// Before a later round's re-execution (every member has stopped its device since the GO): the
+// relay channels this rank drives on other NPUs (transport/relay.cpp) are let go — their hop
+// streams destroyed, their numbers and staging areas free, their key sequences kept — and made
+// anew at the next transfer, so nothing an interrupted re-execution left on a relay's streams
+// holds the next one up.
+void drop_relay_channels(hcomm_context_t ctx) {
+  for (RelayChan& ch : ctx->relay_chan_list) {
+    for (hcomm_stream_t x : {ch.hop1, ch.hop2})
+      if (x) { port::stream_destroy(x); delete x; }
+    ch.hop1 = ch.hop2 = nullptr;
+    ch.relay_device = ~0u;
+    ch.stage = -1;
+  }
+  ctx->relay_chans.clear();
+  ctx->relay_stages.clear();
+}
+
 // Run the recoveries the communicators of `ctx` need. Returns HCOMM_E_AGAIN when every one that
 // had the failure re-executed its operation successfully, else the first error code.
 hcomm_result_t recover(hcomm_context_t ctx) {
@@ -268,6 +285,7 @@ hcomm_result_t recover(hcomm_context_t ctx) {
       c->error = CommError{};
       c->stale_attempt = c->stale_below == c->op_seq ? c->stale_attempt + 1 : 1;
       c->stale_below = c->op_seq;  // the other reports of this fault are stale from now on
+      if (round > 1) drop_relay_channels(ctx);
       hcomm_result_t rc = g_rerun_op ? g_rerun_op(c, op) : HCOMM_E_NOT_SUPPORT;
       if (rc == HCOMM_SUCCESS) rc = sync_timeout(op.stream, c->cfg.timeout_ms);
       const CommError news = c->error;  // a fault that hit the re-execution (its own task, or a member's report)
