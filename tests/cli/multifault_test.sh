@@ -6,7 +6,7 @@
 #     the relay channels of the old one rebuilt, results correct on all 16 ranks.
 #  3. The randomized multi-fault test (tests/cli/multifault.py): two or three overlapping faults
 #     per seed on tests/fixtures/multifault, each outcome against the script's own verdict.
-#     Seeds: $HCSIM_MULTIFAULT_SEEDS (e.g. "1-500"), default 1-80 (about 40 s in Release).
+#     Seeds: $HCSIM_MULTIFAULT_SEEDS (e.g. "1-700"), default 1-80 (6 s of CPU in Release).
 # Usage: multifault_test.sh HCSIM_BINARY SOURCE_DIR
 set -u
 HCSIM=$(realpath "$1")
