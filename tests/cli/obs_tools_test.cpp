@@ -361,8 +361,10 @@ TEST(TopView, RendersFromPlainNumbers) {
 TEST_F(ObsTools, HealthCleanRunPasses) {
   Result r = run({g_hcsim, "health", "small.db"});
   EXPECT_EQ(r.code, 0) << r.out << r.err;
-  EXPECT_NE(r.out.find("0 of 6 rules failed"), std::string::npos) << r.out;
-  for (const char* rule : {"crc_replay_rate", "cnp_rate", "pfc_storm", "link_below_peers", "ecmp_imbalance", "slow_rank"})
+  EXPECT_NE(r.out.find("0 of 13 rules failed"), std::string::npos) << r.out;
+  for (const char* rule : {"crc_replay_rate", "cnp_rate", "pfc_storm", "link_below_peers", "ecmp_imbalance", "slow_rank",
+                           "failed_operations", "slow_failover", "rdma_timeouts", "rdma_retransmits", "drops",
+                           "outlier_repetition", "unfired_faults"})
     EXPECT_NE(r.out.find(rule), std::string::npos) << rule;
 }
 
