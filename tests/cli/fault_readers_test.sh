@@ -62,6 +62,19 @@ sys.exit(1 if bad or not rows else 0)
 EOF
 [ $? -eq 0 ] && ok "trace: failed operations with their real span, status and error" || bad "trace: failed operations" py1.txt
 
+# A failed row that never started (a step failed before it announced an operation): an instant on
+# its rank's track at the time of the error, with its status.
+cp crash.db ns.db
+q ns.db "UPDATE operations SET start_ns=NULL, end_ns=1234567.0, seq=0, algorithm='' WHERE rank=5"
+expect "trace: a failed row that never started" 0 "" -- "$HCSIM" trace ns.db -o ns.json
+python3 - ns.json > py2.txt 2>&1 <<'EOF'
+import json, sys
+ev = [e for e in json.load(open(sys.argv[1]))["traceEvents"] if e.get("cat") == "op" and e["tid"] == 5 * 1024]
+ok = len(ev) == 1 and ev[0]["ph"] == "i" and ev[0]["s"] == "t" and ev[0]["ts"] == 1234.567 and ev[0]["args"]["status"] == "failed"
+print(ev); sys.exit(0 if ok else 1)
+EOF
+[ $? -eq 0 ] && ok "trace: a failed row that never started is an instant at its error, with its status" || bad "trace: never-started row" py2.txt
+
 # diff: the same trace with one rank's operation turned ok and the run ok: status and failed
 # operations differ (exit 1), listed before times and routes; the trace against itself: none.
 expect "diff: a failed trace against itself" 0 "hcsim diff: no differences" -- "$HCSIM" diff crash.db crash.db
