@@ -161,7 +161,7 @@ check writing-then-top 0 "status interrupted" "warning" -- "$HCSIM" top w.db
 size=$(stat -c %s f.db)
 psize=$(($(od -An -tu1 -j16 -N1 f.db) * 256 + $(od -An -tu1 -j17 -N1 f.db)))
 pages=$((size / psize))
-head -c $((size / 2)) f.db > half.db
+head -c $((pages / 2 * psize)) f.db > half.db  # whole pages: the header check, not the page-size one
 head -c 60 f.db > head.db
 mid=$((pages / 2))
 mid2=$((pages / 2 + 1))
