@@ -94,7 +94,9 @@ cat > flap.json <<EOF
 { "format": "hcsim-scenario", "version": 1, "name": "flap20", "topology": "$SRC/topologies/a2-2node.json",
   "workload": [ { "op": "allreduce", "bytes": "16MiB", "repeat": 4 } ], "expect": { "checks_pass": true } }
 EOF
-"$HCSIM" run flap.json --db flap.db -q --fault 'nic_flap npu=node0/npu3 at.step=0 at.rep=1 at.after=60% duration=20us count=1 period=100us' > run2.txt 2>&1
+# A second fault, timed after the run's end (10 s), never fires.
+"$HCSIM" run flap.json --db flap.db -q --fault 'nic_flap npu=node0/npu3 at.step=0 at.rep=1 at.after=60% duration=20us count=1 period=100us' \
+  --fault 'link_down a=node0/npu0 b=node0/npu1 at=10s' > run2.txt 2>&1
 timeouts=$(q flap.db "SELECT CAST(value AS INTEGER) FROM counters WHERE name = 'rdma_timeouts'")
 [ "${timeouts:-0}" -gt 0 ] && ok "flap: the run hit an RDMA retransmit timeout (precondition)" || bad "flap: no rdma_timeouts" run2.txt
 expect "health fails the flap" 1 "rdma_timeouts +FAIL" -- "$HCSIM" health flap.db
@@ -118,12 +120,31 @@ else bad "flap: no outlier repetition (precondition)" run2.txt; fi
 ports=$(q flap.db "SELECT node || ':' || port || ' ' || drops FROM port_counters WHERE drops > 0 ORDER BY node, port" | tr '\n' ',')
 got=$(grep '^  FAIL drops: port ' h2.txt | sed -E 's/^  FAIL drops: port ([^,]+), .*: ([0-9]+) packets dropped.*/\1 \2/' | tr '\n' ',')
 eq "health: drops per port = port_counters" "$got" "$ports" h2.txt
+unfired=$(q flap.db "SELECT group_concat('fault ' || id, ',') FROM faults WHERE fired = 0")
+if [ -n "$unfired" ]; then
+  got=$(grep '^  FAIL unfired_faults: ' h2.txt | sed -E 's/^  FAIL unfired_faults: (fault [0-9]+) .*/\1/' | tr '\n' ',' | sed 's/,$//')
+  eq "health: unfired_faults = the faults rows with fired 0" "$got" "$unfired" h2.txt
+  expect "top: the fault that never fired" 0 "NOT FIRED" -- "$HCSIM" top flap.db
+  expect "trace: the flap" 0 "" -- "$HCSIM" trace flap.db -o flap-trace.json
+  python3 - flap.db flap-trace.json > py3.txt 2>&1 <<'EOF'
+import json, sqlite3, sys
+db = sqlite3.connect(sys.argv[1]); j = json.load(open(sys.argv[2]))
+fired = db.execute("SELECT id, injected_at_ns FROM faults WHERE fired = 1 ORDER BY id").fetchall()
+f = sorted((e["args"]["id"], e["ts"]) for e in j["traceEvents"] if e["ph"] == "i" and e.get("cat") == "fault" and "fired" in e["args"])
+want = [(i, round(t / 1e3, 3)) for i, t in fired]
+print(f, want, j["otherData"])
+sys.exit(0 if f == want and j["otherData"]["faults_not_fired"] == len(db.execute("SELECT id FROM faults WHERE fired = 0").fetchall()) else 1)
+EOF
+  [ $? -eq 0 ] && ok "trace: one instant per fired faults row, at its injection" || bad "trace: the flap's fault instants" py3.txt
+else
+  bad "flap: the fault at 10 s has no faults row with fired 0 (precondition)" run2.txt
+fi
 # Fewer than 3 other repetitions: not judged.
 cp flap.db flap3.db
 q flap3.db "DELETE FROM summary WHERE rep = 3"
 expect "health: a step with 3 repetitions has no outlier" 1 "outlier_repetition +- .*no step with 4 or more repetitions" -- "$HCSIM" health flap3.db
 # Thresholds from the rules file, as for the other rules.
-echo '{"rules": {"rdma_timeouts": {"threshold": 1000}, "rdma_retransmits": {"enabled": false}, "drops": {"threshold": 1e9}, "outlier_repetition": {"threshold": 1e9}}}' > r.json
+echo '{"rules": {"rdma_timeouts": {"threshold": 1000}, "rdma_retransmits": {"enabled": false}, "drops": {"threshold": 1e9}, "outlier_repetition": {"threshold": 1e9}, "unfired_faults": {"threshold": 1}}}' > r.json
 expect "health: the new rules take thresholds from --rules" 0 "0 of 13 rules failed" -- "$HCSIM" health flap.db --rules r.json
 echo '{"rules": {"drops": {"min_bytes": 1}}}' > r2.json
 expect "health: a key the rule does not take is exit 2" 2 "r2.json: /rules/drops/min_bytes: unknown key \(allowed: enabled, threshold\)" -- "$HCSIM" health flap.db --rules r2.json
@@ -145,9 +166,11 @@ has "health: the unfired fault named" "FAIL unfired_faults: fault 1 \(link_down 
 hasnt "health: the fired fault not named" "FAIL unfired_faults: fault 0" out.txt
 expect "top: a FAULTS section" 0 "^FAULTS \(2 injected, 1 fired\)" -- "$HCSIM" top faults.db
 cp out.txt t4.txt
-has "top: the fired fault with its times" "^ +0 rank_crash +rank 9 +1400\.000 +1400\.272 +1412\.096 +-$" t4.txt
+has "top: the fired fault" "^ +0 rank_crash +rank 9$" t4.txt
+has "top: its times" "^ +fired 1400\.000 us, detected 1400\.272 us to 1412\.096 us, not resumed$" t4.txt
 has "top: its actions" "abort: ranks 0-15" t4.txt
-has "top: the unfired fault" "^ +1 link_down +node0/npu0-node0/npu1 +NOT FIRED" t4.txt
+has "top: the unfired fault" "^ +1 link_down +node0/npu0-node0/npu1$" t4.txt
+has "top: not fired" "^ +NOT FIRED" t4.txt
 nfo=$(q faults.db "SELECT COUNT(*) FROM failovers"); nab=$(q faults.db "SELECT COUNT(*) FROM failovers WHERE action='abort'")
 has "top: failovers per action" "^FAILOVERS \($nfo rows\): abort $nab$" t4.txt
 awk 'length > 100 { exit 1 }' t4.txt && ok "top: lines of at most 100 characters" || bad "top: a line over 100 characters" t4.txt

@@ -139,18 +139,20 @@ std::string render_top(const TopData& d, const TopOptions& o) {
     for (auto& f : d.faults) fired += f.fired;
     s += fmt("\nFAULTS (%zu injected, %zu fired)\n", d.faults.size(), fired);
     if (d.faults.empty()) s += d.have_faults ? "  (none)\n" : "  (no faults table in this trace)\n";
-    if (!d.faults.empty())
-      s += fmt("  %3s %-12s %-22s %12s %12s %12s %12s\n", "id", "type", "target", "fired (us)", "detected", "last det.", "resumed");
-    auto t_us = [](double ns) { return ns < 0 ? std::string("-") : fmt("%.3f", ns / 1e3); };
+    auto t_us = [](double ns) { return fmt("%.3f us", ns / 1e3); };
     for (std::size_t k = 0; k < d.faults.size() && k < o.rows; ++k) {
       const TopFault& f = d.faults[k];
+      s += fmt("  %3lld %-12s %s\n", static_cast<long long>(f.id), fit(f.type, 12).c_str(), fit(f.target, 80).c_str());
       if (!f.fired) {
-        s += fmt("  %3lld %-12s %-22s %12s\n", static_cast<long long>(f.id), fit(f.type, 12).c_str(), fit(f.target, 22).c_str(), "NOT FIRED");
+        s += "      NOT FIRED (the run ended first)\n";
         continue;
       }
-      s += fmt("  %3lld %-12s %-22s %12s %12s %12s %12s\n", static_cast<long long>(f.id), fit(f.type, 12).c_str(),
-               fit(f.target, 22).c_str(), t_us(f.injected_ns).c_str(), t_us(f.first_detected_ns).c_str(),
-               t_us(f.last_detected_ns).c_str(), t_us(f.resumed_ns).c_str());
+      std::string when = "fired " + t_us(f.injected_ns);
+      when += f.first_detected_ns < 0 ? ", no detection"
+                                      : ", detected " + t_us(f.first_detected_ns) +
+                                            (f.last_detected_ns > f.first_detected_ns ? " to " + t_us(f.last_detected_ns) : "");
+      when += f.resumed_ns < 0 ? ", not resumed" : ", resumed " + t_us(f.resumed_ns);
+      s += "      " + fit(when, 92) + "\n";
       std::string hit;
       if (f.step >= 0) {
         hit = fmt("step %lld rep %lld", static_cast<long long>(f.step), static_cast<long long>(f.rep));
