@@ -43,7 +43,7 @@ std::vector<Rule> default_rules() {
       r("ecmp_imbalance", "max / mean bytes over a switch's uplinks", true, 2.0, "", 1 << 20),
       r("slow_rank", "a rank's total operation time / the median rank's", true, 1.5),
       r("failed_operations", "operations whose status is not ok (failed, timeout, unfinished)", true, 0),
-      r("slow_failover", "us from an injected fault to traffic resumed, per failovers row (never resumed: fails)", true, 10000),
+      r("slow_failover", "us from an injected fault to traffic resumed, per rank and fault (never resumed: fails)", true, 10000),
       r("rdma_timeouts", "RDMA retransmit timeouts, cluster-wide (counter rdma_timeouts)", true, 0),
       r("rdma_retransmits", "packets the NICs retransmitted, cluster-wide (counter rdma_retransmits)", true, 0),
       r("drops", "packets dropped, per RoCE port (port_counters.drops; counter drops)", true, 0),
@@ -409,22 +409,37 @@ int health_main(const std::vector<std::string>& argv) {
         if (std::isnan(res.worst)) res.worst = 0;
       }
     } else if (name == "slow_failover") {
-      res.unit = "failovers";
+      res.unit = "rank recoveries";
       if (!db.has_table("failovers")) res.note = "no failovers table (a trace before schema 7)";
       else if (failovers.empty()) res.note = "no failovers";
+      // A rank's rows for one fault (an abort then a shrink, or retries) are one recovery: it
+      // resumed when the last of them resumed traffic, and never if none did.
+      struct Recovery { const Failover* first; std::string actions; double resumed = -1; };
+      std::map<std::pair<std::int64_t, double>, Recovery> rec;
+      std::vector<std::pair<std::int64_t, double>> order;
       for (auto& f : failovers) {
         if (f.action == "warn") continue;  // a non-fatal report: nothing to resume
+        const std::pair<std::int64_t, double> key{f.rank, f.has_fault_at ? f.fault_at : f.detected};
+        auto [it, fresh] = rec.emplace(key, Recovery{&f, f.action, -1});
+        if (fresh) order.push_back(key);
+        else if (it->second.actions.find(f.action) == std::string::npos) it->second.actions += ", " + f.action;
+        if (f.has_resumed) it->second.resumed = std::max(it->second.resumed, f.resumed);
+      }
+      for (auto& key : order) {
+        const Recovery& rc = rec[key];
+        const Failover& f = *rc.first;
         ++res.checked;
-        const double from = f.has_fault_at ? f.fault_at : f.detected;
+        const double from = key.second;
         const std::string where = "rank " + std::to_string(f.rank) + " (comm " + std::to_string(f.comm) + ", op seq " +
-                                  std::to_string(f.op_seq) + ", " + f.action + ")";
+                                  std::to_string(f.op_seq) + ", " + rc.actions + ")";
         const std::string when = (f.has_fault_at ? "fault at " : "detected at ") + at_us(from);
-        if (!f.has_resumed) {
+        if (rc.resumed < 0) {
           res.worst = INFINITY;
-          res.findings.push_back({name, where, when, "never resumed (code " + std::to_string(f.code) + "): " + (f.fault.size() > 90 ? f.fault.substr(0, 87) + "..." : f.fault)});
+          res.findings.push_back({name, where, when, "never resumed (code " + std::to_string(f.code) + "): " +
+                                                         (f.fault.size() > 90 ? f.fault.substr(0, 87) + "..." : f.fault)});
           continue;
         }
-        const double v = (f.resumed - from) / 1e3;
+        const double v = (rc.resumed - from) / 1e3;
         if (consider(v))
           res.findings.push_back({name, where, when, "resumed " + g(v) + " us after the " + (f.has_fault_at ? "fault" : "detection") +
                                                          " > " + g(rule.threshold)});

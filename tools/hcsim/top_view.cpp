@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdarg>
 #include <cstdio>
+#include <map>
 
 namespace hcsim {
 namespace {
@@ -170,24 +171,30 @@ std::string render_top(const TopData& d, const TopOptions& o) {
     }
     // Failovers: rows per action, how many never resumed, the slowest recovery.
     std::vector<std::pair<std::string, std::size_t>> per_action;
-    std::size_t never = 0;
-    double slowest = -1;
-    std::int64_t slowest_rank = -1;
+    // A rank's rows for one fault (an abort then a shrink, retries) are one recovery: resumed when
+    // the last of them resumed, never if none did.
+    std::map<std::pair<std::int64_t, double>, double> recovery;  // (rank, fault or detection) → resumed (-1: never)
     for (auto& f : d.failovers) {
       auto it = std::find_if(per_action.begin(), per_action.end(), [&](const auto& p) { return p.first == f.action; });
       if (it == per_action.end()) per_action.emplace_back(f.action, 1);
       else ++it->second;
       if (f.action == "warn") continue;
-      if (f.resumed_ns < 0) { ++never; continue; }
-      const double from = f.fault_ns >= 0 ? f.fault_ns : f.detected_ns;
-      if (f.resumed_ns - from > slowest) { slowest = f.resumed_ns - from; slowest_rank = f.rank; }
+      auto [r, fresh] = recovery.emplace(std::make_pair(f.rank, f.fault_ns >= 0 ? f.fault_ns : f.detected_ns), f.resumed_ns);
+      if (!fresh) r->second = std::max(r->second, f.resumed_ns);
+    }
+    std::size_t never = 0;
+    double slowest = -1;
+    std::int64_t slowest_rank = -1;
+    for (auto& [key, resumed] : recovery) {
+      if (resumed < 0) { ++never; continue; }
+      if (resumed - key.second > slowest) { slowest = resumed - key.second; slowest_rank = key.first; }
     }
     std::sort(per_action.begin(), per_action.end());
     std::string acts;
     for (auto& [a, n] : per_action) acts += fmt("%s%s %zu", acts.empty() ? "" : ", ", a.c_str(), n);
     s += fmt("FAILOVERS (%zu rows)%s%s\n", d.failovers.size(), acts.empty() ? "" : ": ", acts.c_str());
     if (!d.failovers.empty())
-      s += fmt("  never resumed %zu   slowest resume %s\n", never,
+      s += fmt("  ranks' recoveries %zu, never resumed %zu   slowest resume %s\n", recovery.size(), never,
                slowest < 0 ? "-" : fmt("%.3f us after its fault (rank %lld)", slowest / 1e3, static_cast<long long>(slowest_rank)).c_str());
   }
   return s;
