@@ -220,17 +220,17 @@ int trace_main(const std::vector<std::string>& argv) {
     ok = db.query("SELECT DISTINCT rank FROM operations WHERE end_ns IS NULL AND start_ns IS NOT NULL",
                   [&](const Row& r) { open_ranks[r.i(0)] = true; }, &why);
     if (ok && !open_ranks.empty()) {
-      auto add = [&](std::map<std::int64_t, std::vector<double>>& m) {
-        return [&](const Row& r) {
-          if (open_ranks.count(r.i(0))) m[r.i(0)].push_back(r.d(1));
+      auto add = [&open_ranks](std::map<std::int64_t, std::vector<double>>* m) {
+        return [&open_ranks, m](const Row& r) {
+          if (open_ranks.count(r.i(0))) (*m)[r.i(0)].push_back(r.d(1));
         };
       };
       if (db.has_table("logs"))
-        ok = db.query("SELECT rank, sim_time_ns FROM logs WHERE level = 0 ORDER BY rank, sim_time_ns", add(err_times), &why);
+        ok = db.query("SELECT rank, sim_time_ns FROM logs WHERE level = 0 ORDER BY rank, sim_time_ns", add(&err_times), &why);
       if (ok && db.has_column("failovers", "detected_by") && db.has_column("failovers", "detected_at_ns"))
         ok = db.query("SELECT detected_by, detected_at_ns FROM failovers WHERE detected_at_ns IS NOT NULL ORDER BY detected_by, detected_at_ns",
-                      add(err_times), &why);
-      ok = ok && db.query("SELECT rank, start_ns FROM operations WHERE start_ns IS NOT NULL ORDER BY rank, start_ns", add(op_starts), &why);
+                      add(&err_times), &why);
+      ok = ok && db.query("SELECT rank, start_ns FROM operations WHERE start_ns IS NOT NULL ORDER BY rank, start_ns", add(&op_starts), &why);
       for (auto& [r, v] : err_times) std::sort(v.begin(), v.end());
     }
   }
