@@ -58,7 +58,7 @@ if [ $have_sqlite = 1 ]; then
   cmp -s d1.db d2.db && ok determinism || bad determinism "two runs of s.json differ beyond run.wall_seconds"
 else skipped determinism "no sqlite3"; fi
 before=$(sums f.db)
-check finished-health 0 "0 of 6 rules failed" "warning|unfinished|being written" -- "$HCSIM" health f.db
+check finished-health 0 "0 of 13 rules failed" "warning|unfinished|being written" -- "$HCSIM" health f.db
 check finished-top 0 "status ok" "warning|unfinished|being written" -- "$HCSIM" top f.db
 check finished-diff 0 "no differences" -- "$HCSIM" diff f.db f2.db
 [ "$(sums f.db)" = "$before" ] && [ "$(ls f.db* | tr '\n' ' ')" = "f.db " ] && ok finished-unmodified || bad finished-unmodified "the trace or its directory changed"
@@ -161,7 +161,7 @@ check writing-then-top 0 "status interrupted" "warning" -- "$HCSIM" top w.db
 size=$(stat -c %s f.db)
 psize=$(($(od -An -tu1 -j16 -N1 f.db) * 256 + $(od -An -tu1 -j17 -N1 f.db)))
 pages=$((size / psize))
-head -c $((size / 2)) f.db > half.db
+head -c $((pages / 2 * psize)) f.db > half.db  # whole pages: the header check, not the page-size one
 head -c 60 f.db > head.db
 mid=$((pages / 2))
 mid2=$((pages / 2 + 1))

@@ -42,6 +42,13 @@ std::vector<Rule> default_rules() {
         "bandwidth", 1 << 20),
       r("ecmp_imbalance", "max / mean bytes over a switch's uplinks", true, 2.0, "", 1 << 20),
       r("slow_rank", "a rank's total operation time / the median rank's", true, 1.5),
+      r("failed_operations", "operations whose status is not ok (failed, timeout, unfinished)", true, 0),
+      r("slow_failover", "us from an injected fault to traffic resumed, per rank and fault (never resumed: fails)", true, 10000),
+      r("rdma_timeouts", "RDMA retransmit timeouts, cluster-wide (counter rdma_timeouts)", true, 0),
+      r("rdma_retransmits", "packets the NICs retransmitted, cluster-wide (counter rdma_retransmits)", true, 0),
+      r("drops", "packets dropped, per RoCE port (port_counters.drops; counter drops)", true, 0),
+      r("outlier_repetition", "a repetition's time / the median of its step's other repetitions (at least 3)", true, 10),
+      r("unfired_faults", "injected faults that never fired (faults.fired = 0)", true, 0),
   };
 }
 
@@ -115,6 +122,7 @@ struct RuleResult {
   std::string unit;          ///< "link directions", "ports", ...
   double worst = NAN;        ///< the value closest to failing
   std::string note;          ///< why it was skipped, if it was
+  std::string summary;       ///< a line printed above the findings (e.g. counts per status)
   std::vector<Finding> findings;
 };
 
@@ -170,11 +178,11 @@ int health_main(const std::vector<std::string>& argv) {
     ok = db.query("SELECT l.name, l.kind, c.direction, c.bytes, c.busy_ns, c.rx_retry FROM link_counters c JOIN links l ON l.id = c.link_id "
                   "ORDER BY l.id, c.direction",
                   [&](const Row& r) { links.push_back({r.s(0), r.s(1), r.s(2), r.d(3), r.d(4), r.d(5)}); }, &why);
-  struct Port { std::string node; std::int64_t port; double tx_bytes, tx_packets, paused_ns; };
+  struct Port { std::string node; std::int64_t port; double tx_bytes, tx_packets, paused_ns, drops; };
   std::vector<Port> ports;
   if (ok && db.has_table("port_counters"))
-    ok = db.query("SELECT node, port, tx_bytes, tx_packets, paused_ns FROM port_counters ORDER BY node, port",
-                  [&](const Row& r) { ports.push_back({r.s(0), r.i(1), r.d(2), r.d(3), r.d(4)}); }, &why);
+    ok = db.query("SELECT node, port, tx_bytes, tx_packets, paused_ns, drops FROM port_counters ORDER BY node, port",
+                  [&](const Row& r) { ports.push_back({r.s(0), r.i(1), r.d(2), r.d(3), r.d(4), r.d(5)}); }, &why);
   std::set<std::string> npu_names;
   if (ok && db.has_table("npus")) ok = db.query("SELECT name FROM npus", [&](const Row& r) { npu_names.insert(r.s(0)); }, &why);
   std::map<std::string, double> counters;
@@ -191,6 +199,41 @@ int health_main(const std::vector<std::string>& argv) {
       ++t.ops;
       if (d > t.longest) { t.longest = d; t.longest_start = r.d(1); }
     }, &why);
+  // Operations that did not end well (schema 6: operations.status).
+  std::string run_status;
+  if (ok) ok = db.query("SELECT status FROM run WHERE id=1", [&](const Row& r) { run_status = r.s(0); }, &why);
+  const bool have_status = db.has_column("operations", "status");
+  struct BadOp { std::int64_t rank, step, rep; std::string kind, status, error; double start, end; bool has_start, has_end; };
+  std::vector<BadOp> bad_ops;
+  double n_operations = 0;
+  if (ok && have_status) {
+    n_operations = db.scalar("SELECT COUNT(*) FROM operations");
+    ok = db.query("SELECT rank, step, rep, kind, status, error, start_ns, end_ns FROM operations WHERE status IS NOT 'ok' "
+                  "ORDER BY rank, step, rep, seq, id",
+                  [&](const Row& r) {
+                    bad_ops.push_back({r.i(0), r.i(1), r.i(2), r.s(3), r.null(4) ? "unknown" : r.s(4), r.s(5), r.d(6), r.d(7),
+                                       !r.null(6), !r.null(7)});
+                  }, &why);
+  }
+  struct Failover { std::int64_t comm, rank, op_seq, code; std::string action, fault; double fault_at, detected, resumed; bool has_fault_at, has_resumed; };
+  std::vector<Failover> failovers;
+  if (ok && db.has_table("failovers"))
+    ok = db.query("SELECT comm, detected_by, op_seq, code, action, fault, fault_at_ns, detected_at_ns, resumed_at_ns FROM failovers "
+                  "ORDER BY id",
+                  [&](const Row& r) {
+                    failovers.push_back({r.i(0), r.i(1), r.i(2), r.i(3), r.s(4), r.s(5), r.d(6), r.d(7), r.d(8), !r.null(6), !r.null(8)});
+                  }, &why);
+  struct Rep { std::int64_t step, rep; std::string kind; std::int64_t bytes; double time_us; };
+  std::vector<Rep> reps;
+  if (ok && db.has_table("summary"))
+    ok = db.query("SELECT step, rep, kind, bytes, time_us FROM summary ORDER BY step, rep",
+                  [&](const Row& r) { reps.push_back({r.i(0), r.i(1), r.s(2), r.i(3), r.d(4)}); }, &why);
+  struct FaultRow { std::int64_t id; std::string type, target; bool fired; };
+  std::vector<FaultRow> faults;
+  const bool have_faults = db.has_table("faults");
+  if (ok && have_faults)
+    ok = db.query("SELECT id, type, target, fired FROM faults ORDER BY id",
+                  [&](const Row& r) { faults.push_back({r.i(0), r.s(1), r.s(2), r.i(3) != 0}); }, &why);
   if (!ok) { std::fprintf(stderr, "hcsim: %s\n", why.c_str()); return kBadInput; }
 
   std::vector<std::pair<const Rule*, RuleResult>> results;
@@ -325,6 +368,151 @@ int health_main(const std::vector<std::string>& argv) {
       } else {
         res.note = "fewer than 2 ranks with operations";
       }
+    } else if (name == "failed_operations") {
+      res.unit = "operations";
+      if (!have_status) {
+        res.note = "no operations.status (a trace before schema 6)";
+      } else {
+        res.checked = static_cast<std::size_t>(n_operations);
+        // One finding per rank: its operations that are not ok, the first of them named.
+        std::map<std::string, std::size_t> per_status;
+        for (std::size_t k = 0; k < bad_ops.size();) {
+          std::size_t e = k;
+          std::map<std::string, std::size_t> mine;
+          while (e < bad_ops.size() && bad_ops[e].rank == bad_ops[k].rank) ++mine[bad_ops[e++].status];
+          for (auto& [st, n] : mine) per_status[st] += n;
+          const BadOp& b = bad_ops[k];
+          const double n = static_cast<double>(e - k);
+          consider(n);
+          if (n > rule.threshold) {
+            std::string counts;
+            for (auto& [st, c] : mine) counts += (counts.empty() ? "" : ", ") + st + " " + std::to_string(c);
+            res.findings.push_back({name, "rank " + std::to_string(b.rank),
+                                    b.has_start ? "from " + at_us(b.start) : b.has_end ? "at " + at_us(b.end) : "never started",
+                                    std::to_string(e - k) + " operation(s) not ok (" + counts + "), first: step " +
+                                        std::to_string(b.step) + " rep " + std::to_string(b.rep) + " " + b.kind + " " + b.status +
+                                        (b.error.empty() ? "" : ": " + b.error)});
+          }
+          k = e;
+        }
+        std::set<std::int64_t> bad_ranks;
+        for (auto& b : bad_ops) bad_ranks.insert(b.rank);
+        if (!bad_ops.empty()) {
+          res.summary = std::to_string(bad_ops.size()) + " of " + g(n_operations) + " operations not ok on " +
+                        std::to_string(bad_ranks.size()) + " of " + std::to_string(npu_names.size()) + " ranks:";
+          for (auto& [st, c] : per_status) res.summary += " " + st + " " + std::to_string(c);
+        }
+        if (bad_ops.empty() && run_status == "failed") {  // a failure with no operation row to show for it
+          consider(1);
+          res.findings.push_back({name, "run", "by run end (" + at_us(sim_end) + ")", "run.status is failed"});
+        }
+        if (std::isnan(res.worst)) res.worst = 0;
+      }
+    } else if (name == "slow_failover") {
+      res.unit = "rank recoveries";
+      if (!db.has_table("failovers")) res.note = "no failovers table (a trace before schema 7)";
+      else if (failovers.empty()) res.note = "no failovers";
+      // A rank's rows for one fault (an abort then a shrink, or retries) are one recovery: it
+      // resumed when the last of them resumed traffic, and never if none did.
+      struct Recovery { const Failover* first; std::string actions; double resumed = -1; };
+      std::map<std::pair<std::int64_t, double>, Recovery> rec;
+      std::vector<std::pair<std::int64_t, double>> order;
+      for (auto& f : failovers) {
+        if (f.action == "warn") continue;  // a non-fatal report: nothing to resume
+        const std::pair<std::int64_t, double> key{f.rank, f.has_fault_at ? f.fault_at : f.detected};
+        auto [it, fresh] = rec.emplace(key, Recovery{&f, f.action, -1});
+        if (fresh) order.push_back(key);
+        else if (it->second.actions.find(f.action) == std::string::npos) it->second.actions += ", " + f.action;
+        if (f.has_resumed) it->second.resumed = std::max(it->second.resumed, f.resumed);
+      }
+      for (auto& key : order) {
+        const Recovery& rc = rec[key];
+        const Failover& f = *rc.first;
+        ++res.checked;
+        const double from = key.second;
+        const std::string where = "rank " + std::to_string(f.rank) + " (comm " + std::to_string(f.comm) + ", op seq " +
+                                  std::to_string(f.op_seq) + ", " + rc.actions + ")";
+        const std::string when = (f.has_fault_at ? "fault at " : "detected at ") + at_us(from);
+        if (rc.resumed < 0) {
+          res.worst = INFINITY;
+          res.findings.push_back({name, where, when, "never resumed (code " + std::to_string(f.code) + "): " +
+                                                         (f.fault.size() > 90 ? f.fault.substr(0, 87) + "..." : f.fault)});
+          continue;
+        }
+        const double v = (rc.resumed - from) / 1e3;
+        if (consider(v))
+          res.findings.push_back({name, where, when, "resumed " + g(v) + " us after the " + (f.has_fault_at ? "fault" : "detection") +
+                                                         " > " + g(rule.threshold)});
+      }
+      if (res.checked == 0 && res.note.empty()) res.note = "no failovers that act (only warn rows)";
+    } else if (name == "rdma_timeouts" || name == "rdma_retransmits") {
+      res.unit = "cluster";
+      auto it = counters.find(name);
+      if (it == counters.end()) {
+        res.note = "no counter " + name;
+      } else {
+        res.checked = 1;
+        if (consider(it->second))
+          res.findings.push_back({name, "cluster (all NICs)", "by run end (" + at_us(sim_end) + ")",
+                                  g(it->second) + (name == "rdma_timeouts" ? " retransmit timeouts" : " packets retransmitted") + " > " +
+                                      g(rule.threshold)});
+      }
+    } else if (name == "drops") {
+      res.unit = "RoCE ports";
+      double sum = 0;
+      for (auto& p : ports) {
+        ++res.checked;
+        sum += p.drops;
+        if (consider(p.drops))
+          res.findings.push_back({name, "port " + p.node + ":" + std::to_string(p.port), when_for(p.node),
+                                  g(p.drops) + " packets dropped > " + g(rule.threshold)});
+      }
+      // Drops the ports do not account for (the cluster counter is their sum and more).
+      auto it = counters.find("drops");
+      if (it != counters.end() && it->second > sum) {
+        if (res.checked == 0) res.checked = 1, res.unit = "cluster";
+        if (consider(it->second - sum))
+          res.findings.push_back({name, "cluster (counter drops)", "by run end (" + at_us(sim_end) + ")",
+                                  g(it->second) + " packets dropped, " + g(it->second - sum) + " of them at no port in port_counters > " +
+                                      g(rule.threshold)});
+      }
+    } else if (name == "outlier_repetition") {
+      res.unit = "repetitions";
+      std::map<std::int64_t, std::vector<const Rep*>> by_step;
+      for (auto& r : reps) by_step[r.step].push_back(&r);
+      for (auto& [step, v] : by_step) {
+        if (v.size() < 4) continue;  // fewer than 3 others
+        for (std::size_t k = 0; k < v.size(); ++k) {
+          std::vector<double> others;
+          for (std::size_t j = 0; j < v.size(); ++j)
+            if (j != k) others.push_back(v[j]->time_us);
+          const double med = median(others);
+          if (med <= 0) continue;
+          ++res.checked;
+          const double ratio = v[k]->time_us / med;
+          if (consider(ratio))
+            res.findings.push_back({name, "step " + std::to_string(step) + " rep " + std::to_string(v[k]->rep) + " (" + v[k]->kind +
+                                              " " + std::to_string(v[k]->bytes) + " B)",
+                                    "by run end (" + at_us(sim_end) + ")",
+                                    "time " + g(v[k]->time_us) + " us = " + g(ratio) + " x the median " + g(med) + " us of its " +
+                                        std::to_string(others.size()) + " other repetitions > " + g(rule.threshold)});
+        }
+      }
+      if (res.checked == 0) res.note = "no step with 4 or more repetitions";
+    } else if (name == "unfired_faults") {
+      res.unit = "faults";
+      if (!have_faults) res.note = "no faults table (a trace before schema 9)";
+      else if (faults.empty()) res.note = "no faults injected";
+      std::size_t unfired = 0;
+      for (auto& f : faults) {
+        ++res.checked;
+        if (!f.fired) ++unfired;
+      }
+      if (!faults.empty() && consider(static_cast<double>(unfired)))
+        for (auto& f : faults)
+          if (!f.fired)
+            res.findings.push_back({name, "fault " + std::to_string(f.id) + " (" + f.type + " " + f.target + ")",
+                                    "run ended at " + at_us(sim_end), "never fired: its time was not reached before the run ended"});
     }
     if (res.note.empty() && res.checked == 0) res.note = "nothing to check (no " + res.unit + " with traffic)";
     results.emplace_back(&rule, std::move(res));
@@ -344,6 +532,7 @@ int health_main(const std::vector<std::string>& argv) {
   for (auto& [rule, res] : results) {
     if (res.findings.empty()) continue;
     std::printf("\n%s (%s): %zu finding(s)\n", rule->name, rule->what, res.findings.size());
+    if (!res.summary.empty()) std::printf("  %s\n", res.summary.c_str());
     for (std::size_t k = 0; k < res.findings.size() && k < max_findings; ++k) {
       const Finding& f = res.findings[k];
       std::printf("  FAIL %s: %s, %s: %s\n", f.rule.c_str(), f.where.c_str(), f.when.c_str(), f.detail.c_str());
@@ -359,7 +548,8 @@ int health_main(const std::vector<std::string>& argv) {
 const Command kHealth = {
     "health", "health DB [--rules FILE] [-n N]",
     "        check a trace against health rules (CRC replays, CNPs, PFC storms, links below their\n"
-    "        peers, ECMP imbalance, slow ranks); exit 1 when a rule fails\n",
+    "        peers, ECMP imbalance, slow ranks, failed operations, slow failovers, RDMA timeouts and\n"
+    "        retransmits, drops, outlier repetitions, unfired faults); exit 1 when a rule fails\n",
     health_main};
 
 }  // namespace hcsim

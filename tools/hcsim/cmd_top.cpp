@@ -82,6 +82,34 @@ int top_main(const std::vector<std::string>& argv) {
                           "rdma_timeouts", "rdma_access_errors", "hccs_credit_stall_ns", "pcie_flow_ctrl_ns"})
       if (c.count(n)) d.errors.emplace_back(n, c[n]);
   }
+  d.have_faults = db.has_table("faults");
+  if (ok && d.have_faults)
+    ok = db.query("SELECT id, type, target, fired, injected_at_ns, first_detected_ns, last_detected_ns, resumed_at_ns, actions, "
+                  "step, rep, op_time_us, median_us FROM faults ORDER BY id",
+                  [&](const Row& r) {
+                    TopFault f;
+                    f.id = r.i(0);
+                    f.type = r.s(1);
+                    f.target = r.s(2);
+                    f.fired = r.i(3) != 0;
+                    f.injected_ns = r.null(4) ? -1 : r.d(4);
+                    f.first_detected_ns = r.null(5) ? -1 : r.d(5);
+                    f.last_detected_ns = r.null(6) ? -1 : r.d(6);
+                    f.resumed_ns = r.null(7) ? -1 : r.d(7);
+                    f.actions = r.s(8);
+                    f.step = r.null(9) ? -1 : r.i(9);
+                    f.rep = r.null(10) ? -1 : r.i(10);
+                    f.op_time_us = r.null(11) ? -1 : r.d(11);
+                    f.median_us = r.null(12) ? -1 : r.d(12);
+                    d.faults.push_back(f);
+                  },
+                  &why);
+  if (ok && db.has_column("failovers", "action") && db.has_column("failovers", "resumed_at_ns"))
+    ok = db.query("SELECT detected_by, action, fault_at_ns, detected_at_ns, resumed_at_ns FROM failovers ORDER BY id",
+                  [&](const Row& r) {
+                    d.failovers.push_back({r.i(0), r.s(1), r.null(2) ? -1 : r.d(2), r.d(3), r.null(4) ? -1 : r.d(4)});
+                  },
+                  &why);
   if (!ok) { std::fprintf(stderr, "hcsim: %s\n", why.c_str()); return kBadInput; }
   std::fputs(render_top(d, opt).c_str(), stdout);
   return kOk;
@@ -92,7 +120,7 @@ int top_main(const std::vector<std::string>& argv) {
 const Command kTop = {
     "top", "top DB [-n N]",
     "        the hcomm_top view of a finished trace: sim time, operations per rank, the slowest\n"
-    "        ranks, the busiest HCCS/PCIe links and RoCE ports, error counters\n",
+    "        ranks, the busiest HCCS/PCIe links and RoCE ports, error counters, faults and failovers\n",
     top_main};
 
 }  // namespace hcsim

@@ -204,27 +204,81 @@ int trace_main(const std::vector<std::string>& argv) {
   }
   const std::int64_t pid_links = max_server + 2, pid_ports = max_server + 3;
 
-  // Operations: one complete event per row.
+  // Operations: one complete event per row. One that did not end (operations.status, schema 6)
+  // spans from its start to the time its failure was known: its rank's first error (a level-0
+  // log line or a failovers detection of that rank) at or after its start, else its rank's next
+  // operation's start, else the run's end. A row that never started is an instant at its end_ns
+  // (the time of the error), or at the run's end.
   bool ok = true;
   std::uint64_t n_ops = 0, n_tasks = 0, n_samples = 0, n_instants = 0;
+  const bool status_cols = db.has_column("operations", "status");
+  double run_end = db.scalar("SELECT sim_end_ns FROM run WHERE id=1", 0);
+  if (run_end <= 0) run_end = db.scalar("SELECT MAX(COALESCE(end_ns, start_ns)) FROM operations", 0);
+  std::map<std::int64_t, std::vector<double>> err_times, op_starts;  // only ranks with an operation that did not end
+  if (status_cols) {
+    std::map<std::int64_t, bool> open_ranks;
+    ok = db.query("SELECT DISTINCT rank FROM operations WHERE end_ns IS NULL AND start_ns IS NOT NULL",
+                  [&](const Row& r) { open_ranks[r.i(0)] = true; }, &why);
+    if (ok && !open_ranks.empty()) {
+      auto add = [&open_ranks](std::map<std::int64_t, std::vector<double>>* m) {
+        return [&open_ranks, m](const Row& r) {
+          if (open_ranks.count(r.i(0))) (*m)[r.i(0)].push_back(r.d(1));
+        };
+      };
+      if (db.has_table("logs"))
+        ok = db.query("SELECT rank, sim_time_ns FROM logs WHERE level = 0 ORDER BY rank, sim_time_ns", add(&err_times), &why);
+      if (ok && db.has_column("failovers", "detected_by") && db.has_column("failovers", "detected_at_ns"))
+        ok = db.query("SELECT detected_by, detected_at_ns FROM failovers WHERE detected_at_ns IS NOT NULL ORDER BY detected_by, detected_at_ns",
+                      add(&err_times), &why);
+      ok = ok && db.query("SELECT rank, start_ns FROM operations WHERE start_ns IS NOT NULL ORDER BY rank, start_ns", add(&op_starts), &why);
+      for (auto& [r, v] : err_times) std::sort(v.begin(), v.end());
+    }
+  }
+  // The first time in `m[rank]` at or after (strictly after) `t`, or NAN.
+  auto first_from = [](const std::map<std::int64_t, std::vector<double>>& m, std::int64_t rank, double t, bool strict) -> double {
+    auto it = m.find(rank);
+    if (it == m.end()) return NAN;
+    auto p = strict ? std::upper_bound(it->second.begin(), it->second.end(), t) : std::lower_bound(it->second.begin(), it->second.end(), t);
+    return p == it->second.end() ? NAN : *p;
+  };
   ok = ok && db.query(std::string("SELECT id, rank, seq, kind, algorithm, bytes, step, rep, peer, start_ns, end_ns") +
-                          (choice_cols ? ", chosen_by, est_us, runner_up, runner_up_est_us" : "") +
-                          " FROM operations ORDER BY rank, start_ns, id",
+                          (choice_cols ? ", chosen_by, est_us, runner_up, runner_up_est_us" : ", 0, 0, 0, 0") +
+                          (status_cols ? ", status, error" : "") + " FROM operations ORDER BY rank, start_ns, id",
                       [&](const Row& r) {
                         const std::int64_t rank = r.i(1);
-                        if (r.null(9)) return;  // never started (a failed step's row, schema 6): nothing to draw
-                        const double s = r.d(9), e = r.null(10) ? s : r.d(10);
+                        const std::string status = status_cols ? (r.null(15) ? std::string("ok") : r.s(15)) : std::string("ok");
+                        std::string end_from;  // how the end of an operation that did not end was found
+                        double s = 0, e = 0;
+                        const bool instant = r.null(9);
+                        if (instant) {  // never started: the time of its error, else the run's end
+                          s = e = r.null(10) ? run_end : r.d(10);
+                          end_from = r.null(10) ? "run end" : "error";
+                        } else {
+                          s = r.d(9);
+                          e = r.null(10) ? NAN : r.d(10);
+                          if (std::isnan(e)) {
+                            if (!std::isnan(e = first_from(err_times, rank, s, false))) end_from = "error";
+                            else if (!std::isnan(e = first_from(op_starts, rank, s, true))) end_from = "next operation";
+                            else e = std::max(s, run_end), end_from = "run end";
+                          }
+                        }
                         if (!selected(rank) || !in_window(s, e)) return;
-                        std::string b = "\"ph\":\"X\",\"cat\":\"op\",\"name\":" + json_str(r.s(3)) + ",\"ts\":" + us(s) +
-                                        ",\"dur\":" + us(std::max(0.0, e - s)) + ",\"pid\":" + std::to_string(pid_of(rank)) +
-                                        ",\"tid\":" + std::to_string(rank * kTidPerRank) + ",\"args\":{\"id\":" +
-                                        std::to_string(r.i(0)) + ",\"seq\":" + std::to_string(r.i(2)) +
-                                        ",\"algorithm\":" + json_str(r.s(4)) + ",\"bytes\":" + std::to_string(r.i(5)) +
-                                        ",\"step\":" + std::to_string(r.i(6)) + ",\"rep\":" + std::to_string(r.i(7)) +
-                                        ",\"peer\":" + std::to_string(r.i(8));
+                        std::string b = std::string(instant ? "\"ph\":\"i\",\"s\":\"t\"" : "\"ph\":\"X\"") + ",\"cat\":\"op\",\"name\":" +
+                                        json_str(status == "ok" ? r.s(3) : r.s(3) + " (" + status + ")") + ",\"ts\":" + us(s);
+                        if (!instant) b += ",\"dur\":" + us(std::max(0.0, e - s));
+                        if (status != "ok") b += ",\"cname\":\"terrible\"";
+                        b += ",\"pid\":" + std::to_string(pid_of(rank)) + ",\"tid\":" + std::to_string(rank * kTidPerRank) +
+                             ",\"args\":{\"id\":" + std::to_string(r.i(0)) + ",\"seq\":" + std::to_string(r.i(2)) +
+                             ",\"algorithm\":" + json_str(r.s(4)) + ",\"bytes\":" + std::to_string(r.i(5)) +
+                             ",\"step\":" + std::to_string(r.i(6)) + ",\"rep\":" + std::to_string(r.i(7)) +
+                             ",\"peer\":" + std::to_string(r.i(8));
                         if (choice_cols)
                           b += ",\"chosen_by\":" + json_str(r.s(11)) + ",\"est_us\":" + json_num(r.d(12)) +
                                ",\"runner_up\":" + json_str(r.s(13)) + ",\"runner_up_est_us\":" + json_num(r.d(14));
+                        if (status_cols) {
+                          b += ",\"status\":" + json_str(status) + ",\"error\":" + (r.null(16) ? std::string("null") : json_str(r.s(16)));
+                          if (!end_from.empty()) b += ",\"end\":" + json_str(end_from);
+                        }
                         w.event(b + "}");
                         ++n_ops;
                       },
@@ -285,23 +339,68 @@ int trace_main(const std::vector<std::string>& argv) {
                   &why);
   }
 
-  // Faults (logged as "fault injected: ...") and failovers: global instant events.
-  if (ok && db.has_table("logs")) {
-    ok = db.query("SELECT id, sim_time_ns, rank, level, message FROM logs WHERE message LIKE '%fault injected:%' OR "
+  // Faults and failovers: global instant events. A fired `faults` row (schema 9) is one event at
+  // its injected_at_ns, every column in args, named by the log line "fault injected: ..." logged
+  // then for it (that line is not exported again); the other log lines containing "fault
+  // injected:" (a flap's later transitions, faults of a trace without the table) or "failover"
+  // are events of their own.
+  struct LogLine { double t; std::int64_t id, rank; std::string msg; bool used = false; };
+  std::vector<LogLine> log_lines;
+  if (ok && db.has_table("logs"))
+    ok = db.query("SELECT id, sim_time_ns, rank, message FROM logs WHERE message LIKE '%fault injected:%' OR "
                   "message LIKE '%failover%' ORDER BY sim_time_ns, id",
-                  [&](const Row& r) {
-                    const double t = r.d(1);
-                    if (!in_window(t, t)) return;
-                    const std::string m = r.s(4);
-                    const auto k = m.find("fault injected: ");
-                    const bool fault = k != std::string::npos;
-                    const std::string name = fault ? "fault: " + m.substr(k + 16) : "failover";
-                    w.event("\"ph\":\"i\",\"s\":\"g\",\"cat\":\"" + std::string(fault ? "fault" : "failover") + "\",\"name\":" +
-                            json_str(name) + ",\"ts\":" + us(t) + ",\"pid\":0,\"tid\":0,\"args\":{\"rank\":" +
-                            std::to_string(r.i(2)) + ",\"message\":" + json_str(m) + "}");
-                    ++n_instants;
-                  },
-                  &why);
+                  [&](const Row& r) { log_lines.push_back({r.d(1), r.i(0), r.i(2), r.s(3)}); }, &why);
+  std::vector<std::pair<double, std::string>> instants;  // (time, event body), in time order (stable)
+  std::uint64_t unfired = 0;
+  if (ok && db.has_table("faults")) {
+    std::vector<std::string> cols;
+    ok = db.query("SELECT name FROM pragma_table_info('faults') ORDER BY cid", [&](const Row& r) { cols.push_back(r.s(0)); }, &why);
+    int c_type = -1, c_target = -1, c_fired = -1, c_at = -1;
+    for (std::size_t k = 0; k < cols.size(); ++k) {
+      const int i = static_cast<int>(k);
+      if (cols[k] == "type") c_type = i;
+      if (cols[k] == "target") c_target = i;
+      if (cols[k] == "fired") c_fired = i;
+      if (cols[k] == "injected_at_ns") c_at = i;
+    }
+    if (ok && c_fired >= 0 && c_at >= 0)
+      ok = db.query("SELECT * FROM faults ORDER BY rowid", [&](const Row& r) {
+        if (r.i(c_fired) == 0 || r.null(c_at)) { ++unfired; return; }
+        const double t = r.d(c_at);
+        std::string msg;
+        for (auto& l : log_lines)
+          if (!l.used && std::fabs(l.t - t) < 0.5 && l.msg.find("fault injected: ") != std::string::npos) {
+            l.used = true;
+            msg = l.msg;
+            break;
+          }
+        if (!in_window(t, t)) return;
+        std::string a;
+        for (std::size_t k = 0; k < cols.size(); ++k) {
+          const int i = static_cast<int>(k);
+          a += (a.empty() ? "" : ",") + json_str(cols[k]) + ":" +
+               (r.null(i) ? std::string("null") : r.number(i) ? json_num(r.d(i)) : json_str(r.s(i)));
+        }
+        if (!msg.empty()) a += ",\"message\":" + json_str(msg);
+        const std::string what = msg.empty() ? (c_type >= 0 ? r.s(c_type) : "") + (c_target >= 0 ? " " + r.s(c_target) : "")
+                                             : msg.substr(msg.find("fault injected: ") + 16);
+        instants.emplace_back(t, "\"ph\":\"i\",\"s\":\"g\",\"cat\":\"fault\",\"name\":" + json_str("fault: " + what) + ",\"ts\":" + us(t) +
+                                     ",\"pid\":0,\"tid\":0,\"args\":{" + a + "}");
+      }, &why);
+  }
+  for (auto& l : log_lines) {
+    if (l.used || !in_window(l.t, l.t)) continue;
+    const auto k = l.msg.find("fault injected: ");
+    const bool fault = k != std::string::npos;
+    const std::string name = fault ? "fault: " + l.msg.substr(k + 16) : "failover";
+    instants.emplace_back(l.t, "\"ph\":\"i\",\"s\":\"g\",\"cat\":\"" + std::string(fault ? "fault" : "failover") + "\",\"name\":" +
+                                   json_str(name) + ",\"ts\":" + us(l.t) + ",\"pid\":0,\"tid\":0,\"args\":{\"rank\":" +
+                                   std::to_string(l.rank) + ",\"message\":" + json_str(l.msg) + "}");
+  }
+  std::stable_sort(instants.begin(), instants.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+  for (auto& [t, body] : instants) {
+    w.event(body);
+    ++n_instants;
   }
   if (ok && db.has_table("failovers")) {
     // Schema 7 (docs/trace-schema.md#failovers): every column goes into args; the time is the
@@ -331,7 +430,8 @@ int trace_main(const std::vector<std::string>& argv) {
   db.query("SELECT scenario FROM run WHERE id=1", [&](const Row& r) { scenario = r.s(0); }, &why);
   w.end("{\"generator\":\"hcsim trace\",\"trace\":" + json_str(scenario) + ",\"detail\":" + json_str(detail) +
         ",\"operations\":" + std::to_string(n_ops) + ",\"tasks\":" + std::to_string(n_tasks) + ",\"counter_samples\":" +
-        std::to_string(n_samples) + ",\"instants\":" + std::to_string(n_instants) + "}");
+        std::to_string(n_samples) + ",\"instants\":" + std::to_string(n_instants) +
+        ",\"faults_not_fired\":" + std::to_string(unfired) + "}");
   bool write_ok = std::fflush(f) == 0 && !std::ferror(f);
   const int write_errno = errno;
   struct stat st {};

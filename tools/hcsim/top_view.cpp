@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdarg>
 #include <cstdio>
+#include <map>
 
 namespace hcsim {
 namespace {
@@ -132,6 +133,70 @@ std::string render_top(const TopData& d, const TopOptions& o) {
     line += (line.empty() ? "" : "   ") + item;
   }
   if (!line.empty()) s += "  " + line + "\n";
+
+  // Faults (one line each, the first `rows`; the rest counted) and what the ranks did about them.
+  if (d.have_faults || !d.failovers.empty()) {
+    std::size_t fired = 0;
+    for (auto& f : d.faults) fired += f.fired;
+    s += fmt("\nFAULTS (%zu injected, %zu fired)\n", d.faults.size(), fired);
+    if (d.faults.empty()) s += d.have_faults ? "  (none)\n" : "  (no faults table in this trace)\n";
+    auto t_us = [](double ns) { return fmt("%.3f us", ns / 1e3); };
+    for (std::size_t k = 0; k < d.faults.size() && k < o.rows; ++k) {
+      const TopFault& f = d.faults[k];
+      s += fmt("  %3lld %-12s %s\n", static_cast<long long>(f.id), fit(f.type, 12).c_str(), fit(f.target, 80).c_str());
+      if (!f.fired) {
+        s += "      NOT FIRED (the run ended first)\n";
+        continue;
+      }
+      std::string when = "fired " + t_us(f.injected_ns);
+      when += f.first_detected_ns < 0 ? ", no detection"
+                                      : ", detected " + t_us(f.first_detected_ns) +
+                                            (f.last_detected_ns > f.first_detected_ns ? " to " + t_us(f.last_detected_ns) : "");
+      when += f.resumed_ns < 0 ? ", not resumed" : ", resumed " + t_us(f.resumed_ns);
+      s += "      " + fit(when, 92) + "\n";
+      std::string hit;
+      if (f.step >= 0) {
+        hit = fmt("step %lld rep %lld", static_cast<long long>(f.step), static_cast<long long>(f.rep));
+        if (f.op_time_us >= 0) hit += fmt(" took %.3f us", f.op_time_us);
+        if (f.median_us >= 0) hit += fmt(" (median %.3f us)", f.median_us);
+      }
+      if (!f.actions.empty()) hit += (hit.empty() ? "" : "; ") + f.actions;
+      if (!hit.empty()) s += "      " + fit(hit, 92) + "\n";
+    }
+    if (d.faults.size() > o.rows) {
+      std::size_t more_fired = 0;
+      for (std::size_t k = o.rows; k < d.faults.size(); ++k) more_fired += d.faults[k].fired;
+      s += fmt("  ... and %zu more (%zu fired, %zu not fired; -n to show more)\n", d.faults.size() - o.rows, more_fired,
+               d.faults.size() - o.rows - more_fired);
+    }
+    // Failovers: rows per action, how many never resumed, the slowest recovery.
+    std::vector<std::pair<std::string, std::size_t>> per_action;
+    // A rank's rows for one fault (an abort then a shrink, retries) are one recovery: resumed when
+    // the last of them resumed, never if none did.
+    std::map<std::pair<std::int64_t, double>, double> recovery;  // (rank, fault or detection) → resumed (-1: never)
+    for (auto& f : d.failovers) {
+      auto it = std::find_if(per_action.begin(), per_action.end(), [&](const auto& p) { return p.first == f.action; });
+      if (it == per_action.end()) per_action.emplace_back(f.action, 1);
+      else ++it->second;
+      if (f.action == "warn") continue;
+      auto [r, fresh] = recovery.emplace(std::make_pair(f.rank, f.fault_ns >= 0 ? f.fault_ns : f.detected_ns), f.resumed_ns);
+      if (!fresh) r->second = std::max(r->second, f.resumed_ns);
+    }
+    std::size_t never = 0;
+    double slowest = -1;
+    std::int64_t slowest_rank = -1;
+    for (auto& [key, resumed] : recovery) {
+      if (resumed < 0) { ++never; continue; }
+      if (resumed - key.second > slowest) { slowest = resumed - key.second; slowest_rank = key.first; }
+    }
+    std::sort(per_action.begin(), per_action.end());
+    std::string acts;
+    for (auto& [a, n] : per_action) acts += fmt("%s%s %zu", acts.empty() ? "" : ", ", a.c_str(), n);
+    s += fmt("FAILOVERS (%zu rows)%s%s\n", d.failovers.size(), acts.empty() ? "" : ": ", acts.c_str());
+    if (!d.failovers.empty())
+      s += fmt("  ranks' recoveries %zu, never resumed %zu   slowest resume %s\n", recovery.size(), never,
+               slowest < 0 ? "-" : fmt("%.3f us after its fault (rank %lld)", slowest / 1e3, static_cast<long long>(slowest_rank)).c_str());
+  }
   return s;
 }
 

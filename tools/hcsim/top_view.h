@@ -33,6 +33,24 @@ struct TopPort {  ///< a RoCE port (NIC or switch)
   double paused_ns = 0;
 };
 
+struct TopFault {  ///< a `faults` row (schema 9)
+  std::int64_t id = 0;
+  std::string type, target;
+  bool fired = false;
+  double injected_ns = 0;           ///< when it fired (fired only)
+  double first_detected_ns = -1, last_detected_ns = -1;  ///< -1: no detection
+  double resumed_ns = -1;           ///< -1: nothing resumed
+  std::string actions;              ///< "retry: ranks 0-15; warn: rank 3"
+  std::int64_t step = -1, rep = -1; ///< the repetition in flight when it fired (-1: none)
+  double op_time_us = -1, median_us = -1;  ///< its time, the untouched repetitions' median (-1: none)
+};
+
+struct TopFailover {  ///< a `failovers` row
+  std::int64_t rank = 0;            ///< detected_by
+  std::string action;               ///< abort, retry, resume, shrink, warn
+  double fault_ns = -1, detected_ns = 0, resumed_ns = -1;  ///< -1: NULL
+};
+
 struct TopData {
   std::string title;         ///< the scenario
   std::string status;        ///< "ok", "running", "interrupted", ...
@@ -42,6 +60,9 @@ struct TopData {
   std::vector<TopPort> ports;
   /// Cluster-wide error counters in display order, e.g. {"drops", 0}, {"ecn_marked", 273}.
   std::vector<std::pair<std::string, double>> errors;
+  bool have_faults = false;         ///< the trace has a faults table (else: no FAULTS section)
+  std::vector<TopFault> faults;
+  std::vector<TopFailover> failovers;
 };
 
 struct TopOptions {

@@ -22,6 +22,10 @@ namespace hcsim {
 std::int64_t Row::i(int c) const { return sqlite3_column_int64(s_, c); }
 double Row::d(int c) const { return sqlite3_column_double(s_, c); }
 bool Row::null(int c) const { return sqlite3_column_type(s_, c) == SQLITE_NULL; }
+bool Row::number(int c) const {
+  const int t = sqlite3_column_type(s_, c);
+  return t == SQLITE_INTEGER || t == SQLITE_FLOAT;
+}
 std::string Row::s(int c) const {
   const unsigned char* t = sqlite3_column_text(s_, c);
   return t ? std::string(reinterpret_cast<const char*>(t), static_cast<std::size_t>(sqlite3_column_bytes(s_, c))) : std::string();

@@ -22,6 +22,7 @@ class Row {
   double d(int col) const;
   std::string s(int col) const;  ///< "" for NULL
   bool null(int col) const;
+  bool number(int col) const;  ///< an INTEGER or REAL value
 
  private:
   sqlite3_stmt* s_;
