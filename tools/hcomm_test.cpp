@@ -31,6 +31,7 @@
 #include "sim/host_limits.h"
 #include "sim/host_process.h"
 #include "sim/payload.h"
+#include "sim/provenance.h"
 #include "sim/runner.h"
 #include "sim/stop.h"
 #include "sim/units.h"
@@ -313,6 +314,17 @@ int sc_main(int argc, char* argv[]) {
     std::fprintf(stderr, "hcomm_test: %s\n", fit.c_str());
     return 2;
   }
+  // The library reads its knobs from this process's environment, as HCCL's reads HCCL_*
+  // (hccl_test's convention; hcsim runs are hermetic instead): each checked as the library
+  // parses it, and named on one line.
+  sim::CallerEnv env;
+  std::string env_why;
+  if (!sim::take_caller_env(true, &env, &env_why)) {
+    std::fprintf(stderr, "hcomm_test: %s\n", env_why.c_str());
+    return 2;
+  }
+  std::string env_line;
+  for (const auto& [k, v] : env.inherited) env_line += (env_line.empty() ? "" : " ") + k + "=" + v;
   // The collective buffer: 512 MiB unless the user set one (HCCL_BUFFSIZE counts only when
   // HCOMM_BUFFSIZE_MB is unset, so do not set that over it).
   std::string buf_source = "hcomm_test's default; HCOMM_BUFFSIZE_MB or HCCL_BUFFSIZE override it";
@@ -350,6 +362,8 @@ int sc_main(int argc, char* argv[]) {
   else
     std::printf("ranks: %zu server(s) of unequal size, %u in all\n", per_srv.size(), nranks);
   std::printf("fidelity: %s\n", fidelity.c_str());
+  std::printf("environment: %s\n", env_line.empty() ? "no HCOMM_*/HCCL_* variables (the library's defaults)"
+                                                    : (env_line + " (HCOMM_*/HCCL_* read by the library)").c_str());
   std::printf("operation: %s, dtype %s, reduce op %s, root %s\n", od->name, dtype.c_str(), od->reduces ? rop.c_str() : "-",
               od->rooted ? std::to_string(rootr).c_str() : "-");
   std::fflush(stdout);

@@ -19,6 +19,7 @@
 #include "run/report.h"
 #include "run/summary.h"
 #include "run/trace_sink.h"
+#include "sim/provenance.h"
 #include "sim/counters.h"
 #include "sim/kernel.h"
 #include "sim/stop.h"
@@ -119,6 +120,11 @@ RunResult run_scenario(const Scenario& sc, const RunOptions& opt) {
   const std::uint32_t n = cluster->nranks();
   trace.run(sc.file, sc.topology.file, sc.seed, n, sc.store_bytes ? "real" : "timing");
   trace_devices(trace, sc.topology, cluster->machine(), n);
+  trace.provenance("hcsim_version", build_version());
+  trace.provenance("hcsim_commit", build_commit());
+  for (const auto& [k, v] : opt.provenance) trace.provenance(k, v);
+  trace.provenance("scenario_json", sc.scenario_json);
+  trace.provenance("topology_json", sc.topology_json);
   for (const auto& [k, v] : sc.hcomm_env) setenv(k.c_str(), v.c_str(), 1);  // the library reads them at init
   cluster->schedule_faults();
   cluster->start_ranks();

@@ -15,6 +15,7 @@
 #include "hcomm/driver.h"
 #include "hcomm/hcomm.h"
 #include "sim/driver.h"
+#include "sim/provenance.h"
 #include "sim/runner.h"
 #include "sim/scenario.h"
 #include "sim/topology.h"
@@ -52,7 +53,7 @@ std::uint32_t pair_bit(hcomm::PairLink l) {
 
 int discover_main(const std::vector<std::string>& argv) {
   std::string file;
-  bool cross_check = false, quiet = false;
+  bool cross_check = false, quiet = false, inherit_env = false;
   std::uint64_t timeout_ms = 1000;
   const Args args(kDiscover,
                   {{"--cross-check", "", "", "", "also compare the library's link choice with the simulator's oracle (Driver::pair_link) pair by pair",
@@ -65,7 +66,9 @@ int discover_main(const std::vector<std::string>& argv) {
                       timeout_ms = *x;
                       return std::string();
                     }},
-                   {"--quiet", "-q", "", "", "print only the differences and the verdict", [&](const std::string&) { quiet = true; return std::string(); }}},
+                   {"--quiet", "-q", "", "", "print only the differences and the verdict", [&](const std::string&) { quiet = true; return std::string(); }},
+                   {"--inherit-env", "", "", "", "let the library read this shell's HCOMM_*/HCCL_* variables (default: ignored)",
+                    [&](const std::string&) { inherit_env = true; return std::string(); }}},
                   {"SCENARIO|TOPOLOGY", "a scenario (its topology is used) or a topology file", [&](const std::string& a) {
                      if (!file.empty()) return std::string("discover takes one file");
                      file = a;
@@ -73,6 +76,12 @@ int discover_main(const std::vector<std::string>& argv) {
                    }});
   if (auto rc = args.parse(argv)) return *rc;
   if (file.empty()) return args.usage_error("discover needs a scenario or topology file");
+  {
+    sim::CallerEnv env;
+    std::string why;
+    if (!sim::take_caller_env(inherit_env, &env, &why)) { std::fprintf(stderr, "hcsim: %s\n", why.c_str()); return kBadInput; }
+    if (const std::string note = sim::env_ignored_note(env); !note.empty()) std::fprintf(stderr, "hcsim: %s\n", note.c_str());
+  }
 
   sim::Topology topo;
   {
@@ -268,7 +277,7 @@ int discover_main(const std::vector<std::string>& argv) {
 }  // namespace
 
 const Command kDiscover = {
-    "discover", "discover SCENARIO|TOPOLOGY [--cross-check] [--timeout-ms MS] [--quiet]",
+    "discover", "discover SCENARIO|TOPOLOGY [--cross-check] [--timeout-ms MS] [--quiet] [--inherit-env]",
     "        run the library's topology discovery (probe + bootstrap) on the hardware as built\n"
     "        (/as_built) and report its differences from the description per NPU and HCCS port;\n"
     "        exit 0 when everything matches, 1 with a report of expected vs found, 2 for bad input\n",

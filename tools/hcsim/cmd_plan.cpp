@@ -22,6 +22,7 @@
 #include "outputs.h"
 #include "plan.h"
 #include "plan_mpi.h"
+#include "sim/provenance.h"
 #include "sim/scenario.h"
 #include "sim/topology.h"
 #include "sim/units.h"
@@ -152,7 +153,7 @@ int setup(const std::string& file, std::string& out, bool force, bool write, Pla
 int plan_ranks(const std::vector<std::string>& argv, int rank, int size) {
   std::string file, out;
   unsigned jobs = 1;
-  bool force = false, dry = false;
+  bool force = false, dry = false, inherit_env = false;
   const Args args(
       kPlan,
       {{"-j", "--jobs", "N", "a number", "simulate up to N points at once, one process each (default 1; per MPI rank)",
@@ -168,7 +169,9 @@ int plan_ranks(const std::vector<std::string>& argv, int rank, int size) {
        {"--force", "", "", "", "use an existing DIR that an earlier hcsim plan did not create",
         [&](const std::string&) { force = true; return std::string(); }},
        {"--dry-run", "-n", "", "", "validate and list the points without simulating them",
-        [&](const std::string&) { dry = true; return std::string(); }}},
+        [&](const std::string&) { dry = true; return std::string(); }},
+       {"--inherit-env", "", "", "", "the points' runs read this shell's HCOMM_*/HCCL_* variables (default: ignored; the plan's hcomm_env wins)",
+        [&](const std::string&) { inherit_env = true; return std::string(); }}},
       {"PLAN", "the plan file (docs/plan-format.md)", [&](const std::string& a) {
          if (!file.empty()) return std::string("plan takes one plan file, got a second: ") + a;
          file = a;
@@ -179,6 +182,12 @@ int plan_ranks(const std::vector<std::string>& argv, int rank, int size) {
     QuietStderr quiet(rank != 0);
     if (auto rc = args.parse(argv)) return *rc;
     if (file.empty()) return args.usage_error("plan needs a plan file");
+    // The points' runs are hermetic: the caller's HCOMM_*/HCCL_* are removed here, so the
+    // children never see them, unless --inherit-env (then checked here, and passed on).
+    sim::CallerEnv env;
+    std::string why;
+    if (!sim::take_caller_env(inherit_env, &env, &why)) { std::fprintf(stderr, "hcsim: %s\n", why.c_str()); return kBadInput; }
+    if (const std::string note = sim::env_ignored_note(env); !note.empty()) std::fprintf(stderr, "hcsim plan: %s\n", note.c_str());
   }
 
   Plan p;
@@ -187,6 +196,7 @@ int plan_ranks(const std::vector<std::string>& argv, int rank, int size) {
   std::vector<int> shared(static_cast<std::size_t>(size), 1);  // rank k reads rank 0's DIR
   rc = share_dir(rank, size, rc, file, out, [&](bool write) { return setup(file, out, force, write, p, layouts); }, shared);
   if (rc != kOk) return rc;
+  p.inherit_env = inherit_env;
 
   // Points: (layout, workload), each a child `hcsim run`.
   std::vector<Point> points;
@@ -311,7 +321,7 @@ int plan_main(const std::vector<std::string>& argv) {
 
 }  // namespace
 
-const Command kPlan{"plan", "plan PLAN [-j N] [-o DIR] [--force] [--dry-run]",
+const Command kPlan{"plan", "plan PLAN [-j N] [-o DIR] [--force] [--dry-run] [--inherit-env]",
                     "        Capacity planning: simulate every layout of a sweep (JSON pointers into a base\n"
                     "        topology) with every workload, one `hcsim run` process per point; table on stdout,\n"
                     "        DIR/plan.csv, DIR/plan.db, SVG plots, the cheapest layout meeting a target\n",

@@ -12,6 +12,7 @@
 #include "commands.h"
 #include "outputs.h"
 #include "top_live.h"
+#include "sim/provenance.h"
 #include "sim/host_limits.h"
 #include "sim/runner.h"
 #include "sim/scenario.h"
@@ -40,6 +41,15 @@ std::string trace_file_name(const std::string& name) {
   return f + ".hcsim.db";
 }
 
+// The overrides given, as the provenance row records them: {"set": [{"pointer", "value"}...],
+// "fault": [TEXT...], "chaos": "SEED:N" or null}.
+std::string overrides_json(const sim::ScenarioOverrides& ov, const std::string& chaos) {
+  sim::json sets = sim::json::array(), faults = sim::json::array();
+  for (const auto& [ptr, value] : ov.sets) sets.push_back({{"pointer", ptr}, {"value", value}});
+  for (const auto& f : ov.faults) faults.push_back(f.text);
+  return sim::json{{"set", sets}, {"fault", faults}, {"chaos", chaos.empty() ? sim::json() : sim::json(chaos)}}.dump();
+}
+
 extern "C" void on_stop_signal(int sig) { sim::request_stop(sig); }  // only sets a flag
 
 // SIGINT/SIGTERM: stop the simulation at its next time step and finalise the trace (runner).
@@ -61,6 +71,7 @@ int run_main(const std::vector<std::string>& argv) {
   bool no_trace = false, quiet = false, db_set = false, force = false, progress = false, top = false, trace_tasks = false,
        all_failures = false;
   std::string report;  // --report FILE: the outcome as JSON
+  bool inherit_env = false;
   double refresh_s = 1.0;
   std::int64_t sample_interval = -1;  // -1: the scenario's /trace/sample_interval
   auto flag = [](bool& b) { return [&b](const std::string&) { b = true; return std::string(); }; };
@@ -149,6 +160,8 @@ int run_main(const std::vector<std::string>& argv) {
                    {"--all-failures", "", "", "", "list every rank that failed (default: the first 8 per distinct cause, then a count)",
                     flag(all_failures)},
                    {"--trace-tasks", "", "", "", "trace one row per stream task the NPUs execute (the tasks table)", flag(trace_tasks)},
+                   {"--inherit-env", "", "", "", "let the library read this shell's HCOMM_*/HCCL_* variables (default: ignored; the scenario's hcomm_env wins)",
+                    flag(inherit_env)},
                    {"--quiet", "-q", "", "", "no progress line, and no library log lines on stderr (they are still traced)", flag(quiet)}},
                   {"SCENARIO", "the scenario file (default: scenarios/quickstart.json)", [&](const std::string& a) {
                      if (!scenario.empty()) return "run takes one scenario, got a second: " + a;
@@ -157,6 +170,12 @@ int run_main(const std::vector<std::string>& argv) {
                    }});
   if (auto rc = args.parse(argv)) return *rc;
   if (db_set && db.empty()) return args.usage_error("--db needs a file name");
+  // How the run was made, before --chaos adds its faults (docs/trace-schema.md#provenance).
+  const std::string command_line = sim::shell_words("hcsim run", argv), overrides = overrides_json(ov, chaos);
+  sim::CallerEnv env;
+  std::string env_why;
+  if (!sim::take_caller_env(inherit_env, &env, &env_why)) { std::fprintf(stderr, "hcsim: %s\n", env_why.c_str()); return kBadInput; }
+  if (const std::string note = sim::env_ignored_note(env); !note.empty()) std::fprintf(stderr, "hcsim: %s\n", note.c_str());
   if (scenario.empty()) scenario = default_scenario();
   std::vector<std::string> errs, warns;
   auto sc = sim::load_scenario(scenario, ov, &errs, &warns);
@@ -212,6 +231,8 @@ int run_main(const std::vector<std::string>& argv) {
   opt.echo_logs = !quiet;
   opt.sample_interval_ps = sample_interval;
   opt.trace_tasks = trace_tasks;
+  opt.provenance = {{"command_line", command_line}, {"overrides", overrides}, {"env_ignored", sim::env_ignored_json(env)},
+                    {"env_inherited", sim::env_inherited_json(env)}};
   std::printf("hcsim: scenario %s (%s)\n", sc->name.c_str(), scenario.c_str());
   std::size_t by_type[3] = {0, 0, 0};  // HCCS, PCIe, RoCE: an Atlas 800 (910) has PCIe links besides HCCS
   for (const auto& l : sc->topology.links) ++by_type[static_cast<int>(l.type)];
@@ -274,7 +295,7 @@ int run_main(const std::vector<std::string>& argv) {
 const Command kRun = {
     "run", "run [SCENARIO] [--db FILE] [--force] [--no-trace] [--quiet] [--max-memory SIZE] [--progress] [--top] [--refresh SECONDS]"
             " [--sample-interval DUR] [--trace-tasks] [--fault 'TYPE K=V ...']... [--set /POINTER=VALUE]... [--chaos SEED:N]"
-            " [--report FILE] [--all-failures]",
+            " [--report FILE] [--all-failures] [--inherit-env]",
     "        run a scenario (default: scenarios/quickstart.json); the trace goes to FILE\n"
     "        (default: ./<scenario name>.hcsim.db); an existing FILE is replaced only if it is\n"
     "        an hcsim trace no other run is writing, or any regular file with --force; progress\n"

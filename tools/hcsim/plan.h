@@ -45,6 +45,7 @@ struct Target {
 struct Plan {
   std::string file, dir, name, topology_path, fidelity = "flow", payload = "timing";
   bool trace_routes = true;  ///< /trace_routes: the points' traces keep their `routes` rows
+  bool inherit_env = false;  ///< --inherit-env: the points' runs read the caller's HCOMM_*/HCCL_* variables
   json base;
   std::vector<Sweep> sweeps;
   std::vector<Workload> workloads;

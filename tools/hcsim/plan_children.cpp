@@ -80,7 +80,8 @@ bool Children::find_self(std::string* why) {
 
 bool Children::spawn(std::size_t i, std::string* why) {
   Point& pt = points_[i];
-  const char* argv[] = {"hcsim", "run", pt.scen.c_str(), "--db", pt.db.c_str(), "-q", nullptr};
+  // Without --inherit-env the plan has already removed the caller's HCOMM_*/HCCL_* (cmd_plan.cpp).
+  const char* argv[] = {"hcsim", "run", pt.scen.c_str(), "--db", pt.db.c_str(), "-q", p_.inherit_env ? "--inherit-env" : nullptr, nullptr};
   std::fflush(nullptr);
   const pid_t pid = fork();
   if (pid < 0) { *why = std::string("fork: ") + std::strerror(errno); return false; }

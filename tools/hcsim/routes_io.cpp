@@ -134,7 +134,7 @@ bool from_text(const std::string& file, std::vector<RouteLine>* out, std::string
   return true;
 }
 
-bool from_scenario(const std::string& file, std::vector<RouteLine>* out, std::string* why, std::string* db_path) {
+bool from_scenario(const std::string& file, std::vector<RouteLine>* out, std::string* why, std::string* db_path, bool inherit_env) {
   char self[4096];
   const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
   if (n <= 0) { *why = "cannot find hcsim's own executable"; return false; }
@@ -148,7 +148,8 @@ bool from_scenario(const std::string& file, std::vector<RouteLine>* out, std::st
   if (pid == 0) {
     std::FILE* f = std::freopen(log.c_str(), "w", stdout);
     if (f) dup2(fileno(stdout), 2);
-    execl(self, "hcsim", "run", file.c_str(), "--db", db.c_str(), "-q", static_cast<char*>(nullptr));
+    if (inherit_env) execl(self, "hcsim", "run", file.c_str(), "--db", db.c_str(), "-q", "--inherit-env", static_cast<char*>(nullptr));
+    else execl(self, "hcsim", "run", file.c_str(), "--db", db.c_str(), "-q", static_cast<char*>(nullptr));
     _exit(2);
   }
   int status = 0;
@@ -171,7 +172,8 @@ bool from_scenario(const std::string& file, std::vector<RouteLine>* out, std::st
 
 }  // namespace
 
-bool load_routes(const std::string& file, bool allow_scenario, std::vector<RouteLine>* out, std::string* why, std::string* db_path) {
+bool load_routes(const std::string& file, bool allow_scenario, std::vector<RouteLine>* out, std::string* why, std::string* db_path,
+                 bool inherit_env) {
   out->clear();
   struct stat st {};
   if (stat(file.c_str(), &st) != 0) { *why = file + ": no such file"; return false; }
@@ -182,7 +184,7 @@ bool load_routes(const std::string& file, bool allow_scenario, std::vector<Route
   while (in.get(c) && std::isspace(static_cast<unsigned char>(c))) {}
   if (c == '{') {
     if (!allow_scenario) { *why = file + ": a JSON file: give a trace database or a routes file"; return false; }
-    return from_scenario(file, out, why, db_path);
+    return from_scenario(file, out, why, db_path, inherit_env);
   }
   return from_text(file, out, why);
 }

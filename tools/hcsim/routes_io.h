@@ -24,9 +24,10 @@ struct RouteLine {
 extern const char* const kRoutesHeader;
 
 /// Load from FILE: a trace database (SQLite), a routes file, or (with `allow_scenario`) a scenario
-/// that is run with `hcsim run` into a temporary trace first. False + `why` on failure.
+/// that is run with `hcsim run` into a temporary trace first (with --inherit-env when
+/// `inherit_env`). False + `why` on failure.
 bool load_routes(const std::string& file, bool allow_scenario, std::vector<RouteLine>* out, std::string* why,
-                 std::string* db_path = nullptr);
+                 std::string* db_path = nullptr, bool inherit_env = false);
 
 /// The routes file text of `rs` (sorted by key; tab-separated).
 std::string routes_text(const std::vector<RouteLine>& rs);

@@ -6,6 +6,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "sim/config/scenario.h"
@@ -25,6 +26,10 @@ struct RunOptions {
   /// counter_samples interval in ps (0: off); -1: the scenario's /trace/sample_interval.
   std::int64_t sample_interval_ps = -1;
   bool trace_tasks = false;        ///< write the `tasks` table (also when the scenario's /trace/tasks says so)
+  /// run_scenario: `provenance` rows the caller knows (command_line, overrides, env_ignored,
+  /// env_inherited); it adds hcsim_version, hcsim_commit, scenario_json and topology_json
+  /// (docs/trace-schema.md#provenance).
+  std::vector<std::pair<std::string, std::string>> provenance;
 };
 
 struct StepSummary {

@@ -280,7 +280,11 @@ std::optional<Scenario> load_scenario(const std::string& path, const ScenarioOve
   // can. A check that needs the JSON index of a step or fault runs only when none was skipped.
   if (sc.topology_path.empty()) return finish();  // no topology to check against (already an error)
   Diagnostics td(sc.topology_path);
-  auto topo = load_topology(sc.topology_path, td);
+  std::optional<Topology> topo;
+  if (auto tj = read_json_file(sc.topology_path, td)) {  // load_topology, keeping the document
+    topo = topology_from_json(*tj, td, dir_of(sc.topology_path));
+    if (topo) sc.topology_json = tj->dump();
+  }
   if (!topo) {
     std::vector<std::string> all = d.messages();
     all.push_back(path + ": /topology: topology file is invalid");
@@ -298,6 +302,7 @@ std::optional<Scenario> load_scenario(const std::string& path, const ScenarioOve
   resolve_faults(refs, sc, d, fl && fl->is_array() && fl->size() == sc.faults.size());
   if (wl && wl->size() == sc.workload.size()) check_workload(sc, d);
   if (!d.ok()) return finish();
+  sc.scenario_json = j->dump();
   sc.warnings = d.warnings();
   name_overrides(sc.warnings, path, ov, file_faults);
   if (warnings) *warnings = sc.warnings;

@@ -30,13 +30,20 @@ std::optional<models::ReduceOp> op_from(const std::string& s) {
 
 void read_hcomm_env(const ObjectReader& top, Scenario& sc, Diagnostics& d) {
   if (const json* ej = top.get("hcomm_env", false)) {
-    if (!ej->is_object()) d.error(top.child("hcomm_env"), "expected an object of HCOMM_* variables");
+    if (!ej->is_object()) d.error(top.child("hcomm_env"), "expected an object of HCOMM_*/HCCL_* variables");
     else
       for (auto it = ej->begin(); it != ej->end(); ++it) {
         const std::string p = top.child("hcomm_env") + "/" + it.key();
-        if (it.key().rfind("HCOMM_", 0) != 0) { d.error(p, "only HCOMM_* variables can be set"); continue; }
-        if (!it.value().is_string()) { d.error(p, "expected a string value"); continue; }
-        const std::string v = it.value().get<std::string>();
+        if (it.key().rfind("HCOMM_", 0) != 0 && it.key().rfind("HCCL_", 0) != 0) {
+          d.error(p, "only HCOMM_* and HCCL_* variables can be set");
+          continue;
+        }
+        // A string, or an integer (as from --set /hcomm_env/HCOMM_OP_RETRY=1): its decimal string.
+        std::string v;
+        if (it.value().is_string()) v = it.value().get<std::string>();
+        else if (it.value().is_number_unsigned()) v = std::to_string(it.value().get<std::uint64_t>());
+        else if (it.value().is_number_integer()) v = std::to_string(it.value().get<std::int64_t>());
+        else { d.error(p, std::string("expected a string or an integer, got ") + (it.value().is_number() ? "a fractional number" : it.value().type_name())); continue; }
         // The library's own table and parser decide (docs/config.md): a value it would refuse at
         // hcomm_create_context / hcomm_comm_init is bad input here, not a failed run.
         char why[256];

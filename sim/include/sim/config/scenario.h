@@ -112,7 +112,7 @@ struct Scenario {
   std::uint64_t seed = 1;
   bool store_bytes = true;    ///< payload "real" (bytes checked) or "timing" (no bytes stored)
   models::NetParams net = default_net();  ///< RoCE network parameters (scenario "fidelity", "network")
-  std::map<std::string, std::string> hcomm_env;  ///< HCOMM_* variables set for the run
+  std::map<std::string, std::string> hcomm_env;  ///< HCOMM_*/HCCL_* variables set for the run (numbers as decimal strings)
   /// /on_rank_loss "shrink": after a failed operation whose recovery agreement named lost ranks,
   /// the survivors shrink the communicator and re-run the operation on it (docs/failover.md#shrink).
   bool shrink_on_rank_loss = false;
@@ -125,6 +125,9 @@ struct Scenario {
   bool trace_tasks = false;             ///< /trace/tasks: one `tasks` row per stream task
   bool trace_routes = true;             ///< /trace/routes: the `routes` rows (false: none)
   std::vector<std::string> warnings;  ///< "file: /pointer: warning: ..." (e.g. an HCOMM_* name hcomm does not read)
+  /// The documents as read, compact JSON: the scenario after --set and --fault, and its topology
+  /// file (the trace's provenance, docs/trace-schema.md#provenance).
+  std::string scenario_json, topology_json;
 };
 
 /// hcsim run --chaos SEED:N: N faults drawn reproducibly from SEED (splitmix64) among the types
