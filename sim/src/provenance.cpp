@@ -50,9 +50,9 @@ bool take_caller_env(bool inherit, CallerEnv* out, std::string* why) {
 
 std::string env_ignored_note(const CallerEnv& e) {
   if (e.ignored.empty()) return "";
-  std::string s = "ignoring the environment's ";
+  std::string s = "ignoring ";
   for (std::size_t i = 0; i < e.ignored.size(); ++i) s += (i ? ", " : "") + e.ignored[i];
-  return s + " (runs are hermetic: the scenario's hcomm_env is what the library sees; --inherit-env passes them on)";
+  return s + " from the environment (runs are hermetic; --inherit-env passes them to the library)";
 }
 
 std::string env_ignored_json(const CallerEnv& e) { return nlohmann::json(e.ignored).dump(); }
