@@ -11,6 +11,7 @@
 
 #include "commands.h"
 #include "sim/host_process.h"
+#include "sim/provenance.h"
 
 namespace hcsim {
 namespace {
@@ -42,7 +43,7 @@ int sc_main(int argc, char* argv[]) {
   const std::string cmd = args[0];
   if (cmd == "--help" || cmd == "-h" || cmd == "help") { std::printf("%s", usage().c_str()); return kOk; }
   if (cmd == "--version") {
-    std::printf("hcsim %s (SystemC %s)\n", HCSIM_VERSION, sc_core::sc_release());
+    std::printf("hcsim %s (commit %s, SystemC %s)\n", sim::build_version(), sim::build_commit(), sc_core::sc_release());
     std::printf("heap: %s\n", sim::heap_pages().c_str());
     return kOk;
   }
