@@ -153,8 +153,10 @@ if p["hcsim_version"] != ver: bad.append("hcsim_version %r, --version says %r" %
 g = subprocess.run(["git", "-C", sys.argv[4], "rev-parse", "--show-toplevel"], capture_output=True, text=True)
 import os
 if g.returncode == 0 and os.path.realpath(g.stdout.strip()) == os.path.realpath(sys.argv[4]):
-    head = subprocess.run(["git", "-C", sys.argv[4], "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
-    ok_commit = p["hcsim_commit"] in (head, head + "-dirty")
+    # The commit the build was made from (HEAD may have moved since): a commit of this repository.
+    c = p["hcsim_commit"].removesuffix("-dirty")
+    ok_commit = len(c) == 40 and subprocess.run(["git", "-C", sys.argv[4], "cat-file", "-e", c + "^{commit}"]).returncode == 0
+    if p["hcsim_commit"] not in subprocess.run([sys.argv[3], "--version"], capture_output=True, text=True).stdout: ok_commit = False
 else:
     ok_commit = p["hcsim_commit"] == "unknown"
 if not ok_commit: bad.append("hcsim_commit %r" % p["hcsim_commit"])

@@ -74,7 +74,7 @@ s["topology"] = "oversub.topology.json"; print(json.dumps(s))
 PY
 "$HCSIM" run oversub.json --db oversub.db -q > run.txt 2>&1
 expect "oversubscription 3:1 moves cross-leaf routes" 1 "changed comm 1 rank 0 -> 8 qp 0 #0: roce" -- "$HCSIM" diff "$G/clos-nr-4.routes" oversub.db
-HCOMM_ROUTE_SPORT=hash "$HCSIM" run "$G/clos-nr-4.scenario.json" --db hash.db -q > run.txt 2>&1
+"$HCSIM" run "$G/clos-nr-4.scenario.json" --db hash.db -q --set /hcomm_env/HCOMM_ROUTE_SPORT=hash > run.txt 2>&1
 expect "hash policy differs from probe" 1 "NIC hash \(HCOMM_ROUTE_SPORT=hash\)" -- "$HCSIM" diff "$G/clos-nr-4.routes" hash.db
 expect "trace vs trace: summary time moved" 1 "summary: .* [1-9][0-9]* outside" -- "$HCSIM" diff clos-nr-4.db hash.db
 
@@ -97,7 +97,7 @@ if [ "$n2" -gt 0 ]; then ok "congestion re-routes ($n2 second decisions)"; else 
 expect "dead spine cable: probed routes avoid it" 0 "PASS" -- "$HCSIM" run "$SRC/scenarios/spine-link-down.json" --db dead.db -q
 n_dead=$(sqlite3 dead.db "SELECT COUNT(*) FROM routes WHERE hops LIKE 'leaf0:_>4 %' OR hops LIKE '% spine0:%>0 leaf0:%'")
 if [ "$n_dead" = 0 ]; then ok "no stripe on leaf0 port 4"; else bad "$n_dead stripes on the dead uplink"; fi
-HCOMM_ROUTE_SPORT=hash "$HCSIM" run "$SRC/scenarios/spine-link-down.json" --no-trace -q > hash.txt 2>&1
+"$HCSIM" run "$SRC/scenarios/spine-link-down.json" --no-trace -q --set /hcomm_env/HCOMM_ROUTE_SPORT=hash > hash.txt 2>&1
 if [ $? -eq 1 ]; then ok "dead spine cable: the NIC hash fails"; else bad "dead spine cable with hash did not fail" hash.txt; fi
 
 # 5. An unrelated change does not.
