@@ -112,6 +112,12 @@ HCOMM_ALGO="level0:NA;level1:H-D_R" "$HCSIM" plan plan.json -o p2 --inherit-env 
 got=$(python3 -c "import sqlite3; print(sorted(set(sqlite3.connect('p2/l0-w0.hcsim.db').execute(\"select algorithm, chosen_by from operations where kind='allreduce'\").fetchall())))")
 if [ "$got" = "[('mesh+H-D_R', 'HCOMM_ALGO')]" ]; then ok "plan --inherit-env: passed to the points"; else bad "plan --inherit-env: $got" out.txt; fi
 
+# A plan's hcomm_env takes HCCL_* names too (its points are scenarios).
+python3 -c "import json; p = json.load(open('plan.json')); p['hcomm_env'] = {'HCCL_ALGO': 'level0:NA;level1:H-D_R'}; print(json.dumps(p))" > plan-hccl.json
+"$HCSIM" plan plan-hccl.json -o p3 > out.txt 2>&1
+got=$(python3 -c "import sqlite3; print(sorted(set(sqlite3.connect('p3/l0-w0.hcsim.db').execute(\"select algorithm, chosen_by from operations where kind='allreduce'\").fetchall())))" 2>&1)
+if [ "$got" = "[('mesh+H-D_R', 'HCCL_ALGO')]" ]; then ok "plan: HCCL_ALGO in the plan's hcomm_env"; else bad "plan hcomm_env HCCL_ALGO: $got" out.txt; fi
+
 # ---- routes SCENARIO: the same routes with an exported HCOMM_ROUTE_SPORT; --inherit-env takes it ----
 scen sport '{"HCOMM_ROUTE_SPORT": "hash"}'
 "$HCSIM" routes plain.json > r-ref.txt 2>/dev/null && "$HCSIM" routes sport.json > r-hash.txt 2>/dev/null

@@ -22,7 +22,7 @@ constexpr const char* kOps[] = {"allreduce", "allgather", "reducescatter", "broa
 void read_env(const json* e, const std::string& ptr, sim::Diagnostics& d, std::map<std::string, std::string>* out) {
   if (!e) return;
   if (!e->is_object()) {
-    d.error(ptr, "must be an object of HCOMM_* names to strings");
+    d.error(ptr, "must be an object of HCOMM_*/HCCL_* names to strings");
     return;
   }
   for (auto& [k, v] : e->items()) {
