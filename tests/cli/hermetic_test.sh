@@ -45,6 +45,35 @@ scen plain
 scen envset '{"HCCL_BUFFSIZE": "1", "HCCL_ALGO": "level0:NA;level1:H-D_R"}'
 scen buf1 '{"HCCL_BUFFSIZE": "1", "HCOMM_OP_RETRY": "1"}'
 
+# ---- what makes removing HCOMM_*/HCCL_* enough: the library reads no other variable ----
+# Every getenv in hcomm/ names an HCOMM_/HCCL_ literal, or is one of the table reads audited here
+# (env_u64's name and resolve's k.env: the knob tables of config.cpp; the HCCL_ALGO/HCOMM_ALGO loop).
+python3 - "$SRC/hcomm" > audit.txt <<'PY'
+import pathlib, re, sys
+bad = []
+for f in pathlib.Path(sys.argv[1]).rglob("*"):
+    if f.suffix not in (".c", ".cc", ".cpp", ".h", ".hpp"): continue
+    text = f.read_text(errors="replace")
+    if re.search(r"\benviron\b|secure_getenv", text): bad.append(f"{f}: environ / secure_getenv")
+    for m in re.finditer(r"getenv\(\s*([^)]*)\)", text):
+        arg = m.group(1).strip()
+        if re.fullmatch(r'"(HCOMM|HCCL)_[A-Z0-9_]+"', arg): continue
+        if (f.name, arg) in (("config.cpp", "name"), ("config.cpp", "k.env"), ("algo_knob.cpp", "env")): continue
+        bad.append(f"{f}: getenv({arg})")
+    if f.name == "config.cpp":  # the tables env_u64 and resolve read
+        names = re.findall(r'\{\s*"([A-Za-z0-9_]+)",\s*\d', text) + re.findall(r'&hcomm_config_t::\w+,\s*"\w+",\s*"([A-Za-z0-9_]+)"', text)
+        if len(names) < 20: bad.append(f"{f}: found only {len(names)} knob table entries")
+        for name in names:
+            if not re.match(r"(HCOMM|HCCL)_", name): bad.append(f"{f}: knob {name}")
+    if f.name == "algo_knob.cpp":
+        for names in re.findall(r"for \(const char\* env : \{([^}]*)\}\)", text):
+            for name in re.findall(r'"([^"]+)"', names):
+                if not re.match(r"(HCOMM|HCCL)_", name): bad.append(f"{f}: algo variable {name}")
+print("\n".join(bad))
+sys.exit(1 if bad else 0)
+PY
+if [ $? -eq 0 ]; then ok "hcomm reads only HCOMM_*/HCCL_* variables"; else bad "hcomm reads other variables" audit.txt; fi
+
 # ---- references: no variables at all; the same knobs in the scenario's hcomm_env (HCCL_* names) ----
 expect "reference run" 0 "PASS" -- "$HCSIM" run plain.json --db ref.db -q
 ref=$(what ref.db)

@@ -87,7 +87,8 @@ struct Finished {
 };
 
 /// Up to -j child `hcsim run` processes on this machine (plan_children.cpp). The child's
-/// environment is this one's without Open MPI's and PMIx's variables (OMPI_*, PMIX_*, PMI_*), built
+/// environment is this one's without Open MPI's and PMIx's variables (OMPI_*, PMIX_*, PMI_*) (and
+/// without HCOMM_*/HCCL_*, which plan_ranks removed unless --inherit-env), built
 /// before fork so the child only calls async-signal-safe functions before exec
 /// (docs/plan-format.md#mpi).
 class Children {
