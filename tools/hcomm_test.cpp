@@ -323,8 +323,10 @@ int sc_main(int argc, char* argv[]) {
     std::fprintf(stderr, "hcomm_test: %s\n", env_why.c_str());
     return 2;
   }
-  std::string env_line;
-  for (const auto& [k, v] : env.inherited) env_line += (env_line.empty() ? "" : " ") + k + "=" + v;
+  std::string env_line, unread;
+  for (const auto& [k, v] : env.inherited)
+    if (std::find(env.unread.begin(), env.unread.end(), k) == env.unread.end()) env_line += (env_line.empty() ? "" : " ") + k + "=" + v;
+  for (const auto& k : env.unread) unread += (unread.empty() ? "; not read by hcomm: " : ", ") + k;
   // The collective buffer: 512 MiB unless the user set one (HCCL_BUFFSIZE counts only when
   // HCOMM_BUFFSIZE_MB is unset, so do not set that over it).
   std::string buf_source = "hcomm_test's default; HCOMM_BUFFSIZE_MB or HCCL_BUFFSIZE override it";
@@ -362,8 +364,9 @@ int sc_main(int argc, char* argv[]) {
   else
     std::printf("ranks: %zu server(s) of unequal size, %u in all\n", per_srv.size(), nranks);
   std::printf("fidelity: %s\n", fidelity.c_str());
-  std::printf("environment: %s\n", env_line.empty() ? "no HCOMM_*/HCCL_* variables (the library's defaults)"
-                                                    : (env_line + " (HCOMM_*/HCCL_* read by the library)").c_str());
+  std::printf("environment: %s%s\n",
+              env_line.empty() ? "no HCOMM_*/HCCL_* variables the library reads (its defaults)" : (env_line + " (read by the library)").c_str(),
+              unread.c_str());
   std::printf("operation: %s, dtype %s, reduce op %s, root %s\n", od->name, dtype.c_str(), od->reduces ? rop.c_str() : "-",
               od->rooted ? std::to_string(rootr).c_str() : "-");
   std::fflush(stdout);

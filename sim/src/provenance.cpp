@@ -43,6 +43,7 @@ bool take_caller_env(bool inherit, CallerEnv* out, std::string* why) {
       *why = std::string(buf) + " (from the environment, taken by --inherit-env; docs/config.md)";
       return false;
     }
+    if (rc == HCOMM_E_NOT_FOUND) out->unread.push_back(name);
     out->inherited.emplace_back(name, value);
   }
   return true;

@@ -215,7 +215,8 @@ done
 
 # ---- hcomm_test keeps hccl_test's convention: reads the environment, and says what it read ----
 expect "hcomm_test names the variables it read" 0 "^environment: HCCL_BUFFSIZE=64 HCOMM_ALGO=level1:ring " -- env HCCL_BUFFSIZE=64 HCOMM_ALGO=level1:ring "$HT" allreduce -b 8K -e 8K -n 1 -w 0
-expect "hcomm_test: and when there are none" 0 "^environment: no HCOMM_\*/HCCL_\* variables" -- "$HT" allreduce -b 8K -e 8K -n 1 -w 0
+expect "hcomm_test: and when there are none" 0 "^environment: no HCOMM_\*/HCCL_\* variables the library reads \(its defaults\)$" -- "$HT" allreduce -b 8K -e 8K -n 1 -w 0
+expect "hcomm_test: a variable hcomm does not read" 0 "^environment: HCOMM_NUM_QP=4 \(read by the library\); not read by hcomm: HCCL_CONNECT_TIMEOUT$" -- env HCCL_CONNECT_TIMEOUT=120 HCOMM_NUM_QP=4 "$HT" allreduce -b 8K -e 8K -n 1 -w 0
 expect "hcomm_test: a bad value exits 2 naming it" 2 'HCCL_BUFFSIZE="0" is out of range' -- env HCCL_BUFFSIZE=0 "$HT" allreduce -b 8K -e 8K -n 1 -w 0
 
 echo "hermetic_test: $pass passed, $fail failed"

@@ -13,6 +13,7 @@ namespace sim {
 struct CallerEnv {
   std::vector<std::string> ignored;                              ///< names removed, sorted
   std::vector<std::pair<std::string, std::string>> inherited;    ///< (name, value) kept, sorted
+  std::vector<std::string> unread;  ///< of those kept, the names hcomm reads no knob from (HCCL_CONNECT_TIMEOUT, ...)
 };
 
 /// inherit false: remove every HCOMM_*/HCCL_* variable from this process's environment (children
