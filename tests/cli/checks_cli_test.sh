@@ -5,14 +5,9 @@
 set -u
 HCSIM=$(realpath "$1"); HT=$(realpath "$2"); SRC=$(realpath "$3")
 TMP=$(mktemp -d); trap 'rm -rf "$TMP"' EXIT
-pass=0 fail=0
-ok() { echo "ok   $1"; pass=$((pass + 1)); }
-bad() { echo "FAIL $1"; fail=$((fail + 1)); }
-expect_exit() {  # name expected-exit command...
-  local name=$1 want=$2; shift 2
-  "$@" > "$TMP/out.txt" 2>&1; local got=$?
-  if [ "$got" -eq "$want" ]; then ok "$name (exit $got)"; else bad "$name: exit $got, want $want"; tail -5 "$TMP/out.txt" | sed 's/^/    /'; fi
-}
+cd "$TMP" || exit 1
+. "$SRC/tests/cli/check_lib.sh"
+expect_exit() { local name=$1 want=$2; shift 2; expect "$name" "$want" "" -- "$@"; }
 q() { sqlite3 "$1" "$2"; }
 
 # 1. The quickstart at 4 MiB with the lowest mantissa bit of one element of rank 3's second

@@ -7,9 +7,7 @@ set -u
 HCSIM=$(realpath "$1"); SRC=$(realpath "$2")
 TMP=$(mktemp -d); trap 'rm -rf "$TMP"' EXIT
 cd "$TMP" || exit 1
-pass=0 fail=0
-ok() { echo "ok   $1"; pass=$((pass + 1)); }
-bad() { echo "FAIL $1"; fail=$((fail + 1)); [ -n "${2:-}" ] && sed 's/^/    /' "$2" | tail -25; }
+. "$SRC/tests/cli/check_lib.sh"
 has() {  # name file pattern (grep -E)
   if grep -qE -- "$3" "$2"; then ok "$1"; else bad "$1: no /$3/ in $2" "$2"; fi
 }
