@@ -186,6 +186,16 @@ void route_roce(hcomm_comm_t comm, std::vector<Pending>& ps, const std::string& 
   const double lat = static_cast<double>(port::now_ns(comm->ctx) - t0) / 2;  // the probes' round trips, one way
   const std::uint32_t U = static_cast<std::uint32_t>(st.uplinks.size());
   char why[96];
+  // Stripe i of a peer onto its probed port c: the QP connected to that source port, the uplink
+  // it reaches counted. False if the connect failed (the stripe keeps the NIC's hash).
+  auto bind = [&](const Pending& x, PeerRoute& r, std::uint32_t i, std::size_t c) {
+    if (port::qp_connect(comm->ctx, x.peer.device, rdma_policy(comm).qp_base + i, x.sports[c]) != HCOMM_SUCCESS) return false;
+    if (r.sports.size() <= i) r.sports.resize(i + 1, 0);
+    r.sports[i] = x.sports[c];
+    r.uplinks[i] = x.up[c];
+    ++load_of(st, x.up[c]);
+    return true;
+  };
   for (Pending& x : ps) {
     PeerRoute& r = *x.r;
     r.control_only = false;  // routed in full now (first data, or a re-route)
@@ -200,14 +210,10 @@ void route_roce(hcomm_comm_t comm, std::vector<Pending>& ps, const std::string& 
       std::size_t c = 0;
       for (std::uint32_t i = 0; i < k; ++i) {
         while (c < x.up.size() && (x.up[c] == kLost || x.up[c] == kNoUplink)) ++c;
-        if (c >= x.up.size() || port::qp_connect(comm->ctx, x.peer.device, rdma_policy(comm).qp_base + i, x.sports[c]) != HCOMM_SUCCESS) {
+        if (c >= x.up.size() || !bind(x, r, i, c)) {
           report(comm, x.peer, r, i, bw, lat, "NIC hash (no live probed port)", trigger);
           continue;
         }
-        if (r.sports.size() <= i) r.sports.resize(i + 1, 0);
-        r.sports[i] = x.sports[c];
-        r.uplinks[i] = x.up[c];
-        ++load_of(st, x.up[c]);
         report(comm, x.peer, r, i, bw, lat, "probed path (the one uplink left)", trigger);
         ++c;
       }
@@ -229,14 +235,10 @@ void route_roce(hcomm_comm_t comm, std::vector<Pending>& ps, const std::string& 
           if (l < best) { best = l; c = j; }
         }
       }
-      if (port::qp_connect(comm->ctx, x.peer.device, rdma_policy(comm).qp_base + i, x.sports[c]) != HCOMM_SUCCESS) {
+      if (!bind(x, r, i, c)) {
         report(comm, x.peer, r, i, bw, lat, "NIC hash (connect failed)", trigger);
         continue;
       }
-      if (r.sports.size() <= i) r.sports.resize(i + 1, 0);
-      r.sports[i] = x.sports[c];
-      r.uplinks[i] = x.up[c];
-      ++load_of(st, x.up[c]);
       const auto slot = static_cast<std::uint32_t>(std::lower_bound(st.uplinks.begin(), st.uplinks.end(), x.up[c]) - st.uplinks.begin());
       std::snprintf(why, sizeof why, "%s uplink %u of %u", found ? "probed" : "least loaded", slot, U);
       report(comm, x.peer, r, i, bw, lat, why, trigger);
