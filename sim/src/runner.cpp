@@ -88,9 +88,10 @@ void record_outcomes(const Scenario& sc, Cluster& c, Trace& trace, RunResult& re
     };
     if (!c.step_errors_[r].empty()) {
       const auto& [k, e] = *c.step_errors_[r].begin();
-      res.rank_outcomes.push_back("rank " + std::to_string(r) + " (" + npu + "): " + status_of(&e) + where(k) + ": " + e.error +
+      const bool recovered = !c.rank_recovery_[r].empty() && c.done_[r] && !c.stopped_[r];
+      (recovered ? res.rank_recovered : res.rank_outcomes).push_back("rank " + std::to_string(r) + " (" + npu + "): " + status_of(&e) + where(k) + ": " + e.error +
                                   (c.step_errors_[r].size() > 1 ? " (and in " + std::to_string(c.step_errors_[r].size() - 1) + " later steps)" : "") +
-                                  (c.rank_recovery_[r].empty() ? "" : "; then " + c.rank_recovery_[r] + (c.done_[r] && c.ops_done_[r] >= c.ops_total_ ? ", finished its workload" : "")));
+                                  (c.rank_recovery_[r].empty() ? "" : "; then " + c.rank_recovery_[r] + (c.done_[r] && !c.stopped_[r] ? ", finished its workload" : "")));
     } else {
       res.rank_outcomes.push_back("rank " + std::to_string(r) + " (" + npu + "): did not finish" + where(c.rank_at_[r]));
     }
@@ -184,10 +185,26 @@ RunResult run_scenario(const Scenario& sc, const RunOptions& opt) {
     }
   res.fault_reports = fault_reports(sc, firings, cluster->driver().failovers(), spans);
   pathologies(sc, res.steps, res.counters, cluster->network(), res.sim_end_ps, res.fault_reports, &res.warnings, &failures);
+  // The hint to turn op retry on: only when it was off (an abort with it on was its NO-GO).
+  const char* op_retry = std::getenv("HCOMM_OP_RETRY");
+  const bool op_retry_off = op_retry && std::string(op_retry) == "0";
   for (const auto& fo : cluster->driver().failovers())
-    if (fo.action == "abort") res.op_retry_off_abort = true;
+    if (fo.action == "abort" && op_retry_off) res.op_retry_off_abort = true;
   trace_faults(trace, res.fault_reports);
   expect_outcome(sc.expect, failures);
+  {  // what the run did, in expect/outcome's terms
+    RunOutcome o;
+    bool api = false, crash = false, shrunk = false;
+    for (const auto& f : cluster->failures) api = api || f.kind == FailureKind::ApiCall;
+    for (std::uint32_t r = 0; r < n; ++r) {
+      if (cluster->crashed(r)) { crash = true; continue; }
+      shrunk = shrunk || !cluster->rank_recovery_[r].empty();
+      if (!cluster->done_[r] || cluster->stopped_[r]) o.unfinished.push_back(r);
+    }
+    o.what = !api && !crash && o.unfinished.empty() ? "survived" : shrunk && o.unfinished.empty() ? "shrunk" : "aborted";
+    res.outcome = o.what;
+    expect_run_outcome(sc.expect, o, failures);
+  }
   for (auto& f : failures) res.failures.push_back(f.message);
   trace_link_counters(trace, cluster->machine(), res.sim_end_ps);
   trace_port_counters(trace, cluster->network());

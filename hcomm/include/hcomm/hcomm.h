@@ -33,7 +33,10 @@ typedef enum {
   HCOMM_E_AGAIN = 20,
   HCOMM_E_REMOTE = 21,       /* the peer reported an error */
   E_HCOMM_ADDR_MISMATCH = 64, /* rank descriptor disagrees with the device (host_ip / base address) */
-  HCOMM_E_RANK_LOST = 65     /* a member was found LOST by the heartbeat (hcomm's own code, outside HCCL's numbering) */
+  HCOMM_E_RANK_LOST = 65,    /* a member was lost: its process crashed (its host connections closed) or the heartbeat
+                                found it LOST (hcomm's own code, outside HCCL's numbering) */
+  HCOMM_I_FAILOVER = 66      /* informational, not an error: a fault was survived (op retry re-executed the operation
+                                around it); only from hcomm_get_async_error and the error callback (docs/failover.md) */
 } hcomm_result_t;
 
 typedef enum {
@@ -162,8 +165,9 @@ typedef struct {
   const char* algo;          /* HCOMM_ALGO syntax ("level0:NA;level1:NHR", or per operation
                                 "allreduce=level0:NA;level1:ring/allgather=level0:NA;level1:NB");
                                 NULL = the environment (HCOMM_ALGO, HCCL_ALGO, HCOMM_ALLREDUCE_ALGO) */
-  uint64_t op_retry;         /* 1: a collective that fails mid-operation is re-executed from its
-                                inputs on paths avoiding the fault (HCCL's op retry; docs/failover.md) */
+  uint64_t op_retry;         /* 1 (default): a collective that fails mid-operation is re-executed from
+                                its inputs on paths avoiding the fault (HCCL's op retry; docs/failover.md);
+                                0: the error is returned (HCCL's default) */
   uint64_t heartbeat_timeout_ms; /* 0 = no heartbeat; else silence / no progress for this long
                                     makes a rank LOST / STUCK (docs/failover.md) */
   uint64_t multi_qp_threshold;   /* KiB: an RDMA write uses at most bytes / (this * 1024) of its

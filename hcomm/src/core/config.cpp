@@ -74,7 +74,7 @@ const Knob kKnobs[] = {
     {&hcomm_config_t::multi_qp_threshold, "multi_qp_threshold", "HCOMM_MULTI_QP_THRESHOLD", 512, 1, 8192, {}},  // KiB
     {&hcomm_config_t::buffer_size, "buffer_size", "HCOMM_BUFFER_SIZE", 8 * MB, MB, 64 * MB, {}},
     // Failover (docs/failover.md).
-    {&hcomm_config_t::op_retry, "op_retry", "HCOMM_OP_RETRY", 0, 0, 1, {}},
+    {&hcomm_config_t::op_retry, "op_retry", "HCOMM_OP_RETRY", 1, 0, 1, {}},  // on: faults it can route around are survived (HCCL: 0)
     {&hcomm_config_t::heartbeat_timeout_ms, "heartbeat_timeout_ms", "HCOMM_HEARTBEAT_TIMEOUT_MS", 0, 0, 300000, {}},
 };
 

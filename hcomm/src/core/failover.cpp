@@ -62,6 +62,20 @@ void report(hcomm_comm_t c, const char* action, const std::string& path_before, 
   f.detected_ns = c->error.at_ns;
   f.resumed_ns = resumed_ns;
   port::failover_reported(c->ctx, f);
+  // The application's report (docs/failover.md#the-applications-view): a survived fault is a
+  // notice (HCOMM_I_FAILOVER, read once by hcomm_get_async_error), not an error; the callback
+  // held back while op retry decided is told the outcome now.
+  if (resumed_ns) {
+    c->notice = HCOMM_I_FAILOVER;
+    c->notice_text = "fault survived (" + std::string(action) + (path_after.empty() ? "" : " on " + path_after) + "): " + c->error.text;
+  }
+  if (c->cb_owed) {
+    c->cb_owed = false;
+    if (c->error_cb) {
+      if (resumed_ns) c->error_cb(c, HCOMM_I_FAILOVER, c->notice_text.c_str(), c->error_cb_data);
+      else c->error_cb(c, c->error.code, c->error.text.c_str(), c->error_cb_data);
+    }
+  }
 }
 
 // The first error the communicator learns: sticky, logged, and the callback told.
@@ -72,7 +86,19 @@ void set_error(hcomm_comm_t c, hcomm_result_t code, std::int64_t origin, const s
   c->error.text = text;
   c->error.at_ns = port::now_ns(c->ctx);
   logf(c->ctx, 0, "Rank%u comm %u: %s (%s)", c->rank, c->id, hcomm_result_string(code), text.c_str());
-  if (c->error_cb) c->error_cb(c, code, c->error.text.c_str(), c->error_cb_data);
+  if (c->cfg.op_retry && c->nranks > 1) c->cb_owed = true;  // told with the recovery's outcome (report)
+  else if (c->error_cb) c->error_cb(c, code, c->error.text.c_str(), c->error_cb_data);
+}
+
+// A member is lost (its connection closed, the heartbeat, or silent in an agreement): the
+// communicator's error says so, whatever was learned first (a failed transfer to it, a report).
+void mark_rank_lost(hcomm_comm_t c) {
+  if (c->lost.empty() || c->error.code == HCOMM_SUCCESS || c->error.code == HCOMM_E_RANK_LOST) return;
+  std::string who;
+  for (std::uint32_t l : c->lost) who += (who.empty() ? "" : ", ") + std::to_string(l) + " (rank " + std::to_string(global_rank(c, l)) + ")";
+  c->error.code = HCOMM_E_RANK_LOST;
+  c->error.text = "comm rank " + who + " lost; first learned: " + c->error.text;
+  logf(c->ctx, 0, "Rank%u comm %u: %s", c->rank, c->id, c->error.text.c_str());
 }
 
 const PendingOp* pending_of(hcomm_comm_t c) {
@@ -93,9 +119,18 @@ bool nic_down(hcomm_comm_t c) {
 // path may cross a dead cable between switches, which no port event shows (docs/failover.md).
 bool roce_failure(hcomm_comm_t c) { return c->error.text.find("RDMA write failed") != std::string::npos; }
 
+// The bound within which every survivor learns that a member is lost (docs/failover.md#rank-loss):
+// a crashed process's connections close within kCloseBoundNs; with the heartbeat agent, its
+// periods x (misses + 1); with HCOMM_HEARTBEAT_TIMEOUT_MS, that timeout. The largest applies.
+std::uint64_t loss_bound_ns(hcomm_comm_t c) {
+  std::uint64_t b = kCloseBoundNs;
+  b = std::max<std::uint64_t>(b, c->ctx->hb_period_ns * (c->ctx->hb_misses + 1ULL));
+  b = std::max<std::uint64_t>(b, c->cfg.heartbeat_timeout_ms * 1000000ULL);
+  return b;
+}
+
 std::uint64_t agree_timeout_ns(hcomm_comm_t c) {
-  const std::uint64_t hb = c->cfg.heartbeat_timeout_ms;
-  return (hb ? hb : std::min<std::uint64_t>(c->cfg.timeout_ms, 1000)) * 1000000ULL;
+  return std::min<std::uint64_t>(kAgreeBounds * loss_bound_ns(c), c->cfg.timeout_ms * 1000000ULL);
 }
 
 namespace {
@@ -162,6 +197,7 @@ bool settle_without_work(hcomm_context_t ctx) {
   for (hcomm_comm_t c : ctx->comms) {
     if (c->error.code == HCOMM_SUCCESS || c->recovered_round == c->error.at_ns + 1) continue;
     c->recovered_round = c->error.at_ns + 1;
+    mark_rank_lost(c);
     report(c, "abort", "", "", 0, 0, pending_of(c));
   }
   return true;
@@ -207,6 +243,7 @@ hcomm_result_t recover(hcomm_context_t ctx) {
     const PendingOp* p = pending_of(c);
     const bool want = c->retry_wanted && c->cfg.op_retry;
     if (!want) {
+      mark_rank_lost(c);
       report(c, "abort", "", "", 0, 0, p);
       if (out == HCOMM_E_AGAIN) out = c->error.code;
       continue;
@@ -230,6 +267,7 @@ hcomm_result_t recover(hcomm_context_t ctx) {
         }
         if (why.empty()) why = "; the coordinator found no safe re-execution (logged above)";
         logf(c->ctx, 0, "Rank%u comm %u: op retry not possible (%s); the error stands", c->rank, c->id, why.c_str() + 2);
+        mark_rank_lost(c);
         report(c, "abort", before, "", 0, 0, p);
         if (out == HCOMM_E_AGAIN) out = c->error.code;
         break;
@@ -337,6 +375,10 @@ hcomm_result_t check(hcomm_comm_t comm) {
     if (!aborts && settle_without_work(comm->ctx)) return comm->error.code;
     const hcomm_result_t rc = recover(comm->ctx);
     if (rc == HCOMM_E_AGAIN) return HCOMM_SUCCESS;
+  }
+  if (comm->cb_owed && !comm->ctx->recovering && comm->error.code != HCOMM_SUCCESS) {  // no recovery ran for it
+    comm->cb_owed = false;
+    if (comm->error_cb) comm->error_cb(comm, comm->error.code, comm->error.text.c_str(), comm->error_cb_data);
   }
   return comm->error.code;
 }

@@ -13,6 +13,10 @@ hcomm_result_t hcomm_get_async_error(hcomm_comm_t comm, hcomm_result_t* error) {
   if (!live(comm, kComm)) return HCOMM_E_UNAVAIL;
   if (!error) return HCOMM_E_PTR;
   *error = failover::check(comm);
+  if (*error == HCOMM_SUCCESS && comm->notice != HCOMM_SUCCESS) {  // a survived fault: reported once
+    *error = comm->notice;
+    comm->notice = HCOMM_SUCCESS;
+  }
   return HCOMM_SUCCESS;
 }
 
@@ -20,7 +24,7 @@ hcomm_result_t hcomm_get_async_error_string(hcomm_comm_t comm, const char** msg)
   if (!live(comm, kComm)) return HCOMM_E_UNAVAIL;
   if (!msg) return HCOMM_E_PTR;
   failover::check(comm);
-  *msg = comm->error.text.c_str();
+  *msg = comm->error.code != HCOMM_SUCCESS ? comm->error.text.c_str() : comm->notice_text.c_str();
   return HCOMM_SUCCESS;
 }
 

@@ -43,14 +43,23 @@ void peer_lost(hcomm_context_t ctx, const DeviceEvent& ev) {
     const std::uint32_t cr = c->nranks >= 2 ? comm_rank_of(c, g) : ~0u;
     if (cr == ~0u) continue;
     add_lost(c, cr);
-    if (c->error.code != HCOMM_SUCCESS) continue;
-    const std::uint32_t by = ev.reporter == static_cast<std::uint32_t>(ctx->grank) ? ~0u : comm_rank_of(c, ev.reporter);
-    const std::string who = ev.reporter == static_cast<std::uint32_t>(ctx->grank) ? "this rank's heartbeat agent"
-                                                                                   : "rank " + std::to_string(ev.reporter) + "'s heartbeat agent";
+    if (c->error.code != HCOMM_SUCCESS) {  // learned otherwise first: the error names the loss now
+      if (!ctx->recovering) mark_rank_lost(c);
+      continue;
+    }
+    // reporter == the lost rank: its host connection closed (the process died), no agent involved.
+    const bool closed = ev.reporter == g;
+    const std::uint32_t by = closed || ev.reporter == static_cast<std::uint32_t>(ctx->grank) ? ~0u : comm_rank_of(c, ev.reporter);
+    const std::string who = closed ? "its host connection closing"
+                            : ev.reporter == static_cast<std::uint32_t>(ctx->grank) ? "this rank's heartbeat agent"
+                                                                                     : "rank " + std::to_string(ev.reporter) + "'s heartbeat agent";
     set_error(c, HCOMM_E_RANK_LOST, by == ~0u ? -1 : static_cast<std::int64_t>(by),
               "comm rank " + std::to_string(cr) + " (rank " + std::to_string(g) + ") LOST, reported by " + who + ": " + ev.text);
     c->error.at_ns = ev.at_ns;  // when the host learned it (the application may have been away)
-    c->retry_wanted = false;
+    // With a collective in flight and op retry on, this rank joins the recovery agreement as the
+    // members that saw the failure otherwise do (its NO-GO names the lost rank to all alike).
+    const PendingOp* p = pending_of(c);
+    c->retry_wanted = c->cfg.op_retry && p && p->retryable;
     ctx->lost_news = true;
   }
 }

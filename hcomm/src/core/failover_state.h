@@ -26,8 +26,17 @@ const PendingOp* pending_of(hcomm_comm_t c);
 bool nic_down(hcomm_comm_t c);
 /// The rank's error is an RDMA write's failure (its own or a peer's report).
 bool roce_failure(hcomm_comm_t c);
-/// How long an agreement waits for a member.
+/// A crashed process's closed connections reach every survivor's host within this bound (an
+/// assumption: one small control message; docs/failover.md#rank-loss).
+constexpr std::uint64_t kCloseBoundNs = 1000000;
+/// An agreement waits this many loss bounds for a member before naming it lost.
+constexpr std::uint64_t kAgreeBounds = 4;
+/// The bound within which every member learns that a member is lost.
+std::uint64_t loss_bound_ns(hcomm_comm_t c);
+/// How long an agreement waits for a member: kAgreeBounds x loss_bound_ns, at most timeout_ms.
 std::uint64_t agree_timeout_ns(hcomm_comm_t c);
+/// Upgrade the communicator's error to HCOMM_E_RANK_LOST when a member is known lost.
+void mark_rank_lost(hcomm_comm_t c);
 
 /// Add this rank's dead HCCS links (its port registers) to c's dead pairs (failover_agree.cpp).
 void probe_dead_links(hcomm_comm_t c);

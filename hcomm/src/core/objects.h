@@ -215,6 +215,9 @@ struct hcomm_comm_s {
   hcomm::detail::CommError error;                  // sticky: every later call returns error.code
   void (*error_cb)(hcomm_comm_t, hcomm_result_t, const char*, void*) = nullptr;
   void* error_cb_data = nullptr;
+  bool cb_owed = false;                            // op retry on: the callback waits for the recovery's outcome
+  hcomm_result_t notice = HCOMM_SUCCESS;           // HCOMM_I_FAILOVER: a survived fault not yet read by hcomm_get_async_error
+  std::string notice_text;                         // the last survived fault's text
   std::vector<std::uint32_t> lost;                 // comm ranks found lost (agreement / heartbeat), sorted
   std::vector<std::pair<std::uint32_t, std::uint32_t>> dead_pairs;  // comm-rank pairs whose HCCS link is down (a < b)
   bool avoid = false;                              // re-executing: run on paths that avoid dead_pairs

@@ -141,8 +141,12 @@ class SimDriver final : public hcomm::Driver, public models::MachineListener {
   hcomm::DrvStatus device_event_poll(std::uint32_t device, hcomm::DeviceEvent* out) override;
   /// The host's heartbeat agent (docs/failover.md#heartbeat-with-neighbours), in driver_heartbeat.cpp.
   hcomm::DrvStatus heartbeat_register(std::uint32_t rank, const hcomm::HeartbeatSpec& spec) override;
-  /// The rank's process died (rank_crash): its agent stops sending.
+  /// The rank's process died (rank_crash): its agent stops sending, and its host's kernel closes
+  /// the process's control-channel connections (docs/failover.md#rank-loss): unless set off, every
+  /// other live rank's host sees its connection close (a PeerLost event, reporter = the lost rank)
+  /// one control message after the crash, and a ctrl_recv from it fails from then on.
   void rank_crashed(std::uint32_t rank);
+  void set_close_notice(bool on) { close_notice_ = on; }
   /// The rank's program ended: its agent stops and its neighbours stop watching it (the process
   /// closed its connections: not a loss).
   void rank_exited(std::uint32_t rank);
@@ -292,6 +296,9 @@ class SimDriver final : public hcomm::Driver, public models::MachineListener {
   };
   void queue_event(std::uint32_t npu, PortEvt e);  // in arrival order; notifies the device's event
   bool dev_events_ = false;  // some event other than port-down may be queued (synchronize waits on port_ev_)
+  // A crashed rank's closed connections: (from << 32 | to) -> when `to` sees `from`'s close.
+  bool close_notice_ = true;
+  std::unordered_map<std::uint64_t, models::Tick> closed_;
   // The heartbeat agents (driver_heartbeat.cpp): per rank its registration, per ordered pair the
   // heartbeats in flight and the last arrived, and one method process ticking the agents.
   struct HbAgent {

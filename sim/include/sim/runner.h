@@ -69,6 +69,10 @@ struct RunResult {
   std::map<std::string, double> counters;  ///< hardware counters at the end (counter_names())
   /// Ranks that failed or did not finish: "rank 3 (node0/npu3): failed in step 0 rep 1: hcomm_...: ..."
   std::vector<std::string> rank_outcomes;
+  /// Ranks whose call failed on a rank loss and that finished their workload on a shrunk
+  /// communicator (/on_rank_loss "shrink"): "rank 3 (node0/npu3): ..., then shrunk to 15 ranks ..."
+  std::vector<std::string> rank_recovered;
+  std::string outcome;                 ///< survived, aborted or shrunk (expect/outcome's terms)
   std::vector<std::string> faults;     ///< every fault injection, as logged
   std::vector<FaultReport> fault_reports;  ///< one per fault of the scenario, in its order
   std::vector<std::string> warnings;   ///< pathologies the run showed (timeouts, drops, PFC storms, outliers, unfired faults)

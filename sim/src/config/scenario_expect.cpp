@@ -10,12 +10,21 @@ void read_expect(const ObjectReader& top, Scenario& sc, Diagnostics& d) {
   if (const json* ej = top.get("expect", false)) {
     ObjectReader e(*ej, top.child("expect"), d, {"checks_pass", "api_errors", "max_op_time_us", "min_busbw_GBps", "counters_min", "counters_max",
                                             "failovers_min", "max_failover_us", "detections_min", "max_detection_us",
-                                            "faults_fired", "max_step_slowdown"});
+                                            "faults_fired", "max_step_slowdown", "outcome"});
     sc.expect.checks_pass = e.boolean("checks_pass", false).value_or(true);
     if (auto v = e.str("api_errors", false)) {
       if (*v == "none") sc.expect.api_errors = false;
       else if (*v == "expected") sc.expect.api_errors = true;
       else d.error(e.child("api_errors"), "expected \"none\" or \"expected\", got \"" + *v + "\"");
+    }
+    if (auto v = e.str("outcome", false)) {
+      if (*v != "survived" && *v != "aborted" && *v != "shrunk")
+        d.error(e.child("outcome"), "expected \"survived\", \"aborted\" or \"shrunk\", got \"" + *v + "\"");
+      else if (sc.expect.api_errors && *v == "survived")
+        d.error(e.child("outcome"), "\"survived\" contradicts api_errors \"expected\"");
+      else if (e.get("api_errors", false) && !sc.expect.api_errors && *v != "survived")
+        d.error(e.child("outcome"), "\"" + *v + "\" contradicts api_errors \"none\" (a failed call is part of it)");
+      else sc.expect.outcome = *v;
     }
     sc.expect.max_op_time_us = e.number("max_op_time_us", false, 0, 1e15);
     sc.expect.min_busbw_GBps = e.number("min_busbw_GBps", false, 0, 1e9);

@@ -20,7 +20,7 @@ void read_network(const ObjectReader& top, Scenario& sc, Diagnostics& d) {
   const std::string tier = top.str("fidelity", false).value_or("chunk");
   if (!set_fidelity(sc.net, tier)) d.error(top.child("fidelity"), "expected \"packet\", \"chunk\" or \"flow\", got \"" + tier + "\"");
   if (const json* nj = top.get("network", false)) {
-    ObjectReader n(*nj, top.child("network"), d, {"mtu", "chunk", "ecmp_hash", "ack_every", "nic_latency", "timeout_exp", "retry_count", "drop_rate", "dcqcn", "ecn", "pfc", "port_event", "port_debounce"});
+    ObjectReader n(*nj, top.child("network"), d, {"mtu", "chunk", "ecmp_hash", "ack_every", "nic_latency", "timeout_exp", "retry_count", "drop_rate", "dcqcn", "ecn", "pfc", "port_event", "port_debounce", "close_notice"});
     models::NetParams& p = sc.net;
     if (auto v = n.size("mtu", false)) { if (*v < 256 || *v > 9216) d.error(n.child("mtu"), "MTU must be 256 B .. 9216 B (jumbo frames)"); else p.mtu = static_cast<std::uint32_t>(*v); }
     if (auto v = n.size("chunk", false)) {
@@ -53,6 +53,10 @@ void read_network(const ObjectReader& top, Scenario& sc, Diagnostics& d) {
         if (*v < models::kPsPerUs || *v > models::kPsPerSec) d.error(n.child("port_event"), "port_event must be 1 us .. 1 s, or \"off\"");
         else p.port_event_ps = *v;
       }
+    }
+    if (auto v = n.str("close_notice", false)) {  // docs/failover.md#rank-loss
+      if (*v == "on" || *v == "off") p.close_notice = *v == "on";
+      else d.error(n.child("close_notice"), "expected \"on\" or \"off\", got \"" + *v + "\"");
     }
     if (auto v = n.duration("port_debounce", false)) {
       if (*v > p.port_event_ps) d.error(n.child("port_debounce"), "port_debounce must not exceed port_event (the event is raised after the debounce)");

@@ -12,9 +12,11 @@ Cluster::Cluster(sc_core::sc_module_name n, const Scenario& sc, const RunOptions
   driver_ = std::make_unique<SimDriver>(elab_.machine, sc.topology, trace, opt.echo_logs);
   driver_->set_wait_queue(&elab_.sched);
   driver_->set_port_event_params({sc.net.port_events, sc.net.port_event_ps, sc.net.port_debounce_ps});
+  driver_->set_close_notice(sc.net.close_notice);
   hcomm::set_driver(driver_.get());
   checks_.assign(sc.workload.size(), {});
   done_.assign(nranks_, false);
+  stopped_.assign(nranks_, false);
   ops_done_.assign(nranks_, 0);
   for (const auto& w : sc.workload) ops_total_ += w.repeat;
   departed_.assign(nranks_, false);
@@ -46,7 +48,7 @@ void Cluster::rank_finished(std::uint32_t r) {
   driver_->rank_exited(r);  // its heartbeat agent stops; not a loss
   depart(r);
   done_[r] = true;
-  if (!program) ops_done_[r] = ops_total_;
+  if (!program && !stopped_[r]) ops_done_[r] = ops_total_;
   if (++finished_ == nranks_) sc_core::sc_stop();
 }
 

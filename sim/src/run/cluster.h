@@ -52,6 +52,7 @@ class Cluster : public sc_core::sc_module {
   std::vector<bool> done_;          ///< per rank: finished its workload
   std::vector<std::uint64_t> ops_done_;  ///< per rank: workload operations (step repetitions) completed (live.h)
   std::uint64_t ops_total_ = 0;          ///< workload operations per rank (sum of repeats)
+  std::vector<bool> stopped_;            ///< per rank: its program ended on a failed call (/on_rank_loss stop)
   /// Per rank: the first error it got ("hcomm_stream_synchronize: HCOMM_E_TIMEOUT ..."; "" none)
   /// and the step/rep it was in then (operations.status/error, the summary's rank outcomes).
   std::vector<std::string> rank_error_;
@@ -70,6 +71,9 @@ class Cluster : public sc_core::sc_module {
   std::vector<std::uint32_t> fault_transitions_;
   /// Per rank: "shrunk to 15 ranks (lost 9) at 1585.751 us" for each /on_rank_loss shrink it did.
   std::vector<std::string> rank_recovery_;
+
+  /// Whether a rank_crash fault killed rank r.
+  bool crashed(std::uint32_t r) const { return r < crashed_.size() && crashed_[r]; }
 
   // cluster.cpp
   void start_ranks();

@@ -114,4 +114,24 @@ void expect_outcome(const Expectations& e, std::vector<Failure>& failures) {
   }
 }
 
+void expect_run_outcome(const Expectations& e, const RunOutcome& o, std::vector<Failure>& failures) {
+  if (e.outcome.empty()) return;
+  if (o.what != e.outcome) {
+    std::string why = "expect/outcome is \"" + e.outcome + "\", but the run " +
+                      (o.what == "survived" ? "survived (no call failed)" : o.what == "shrunk" ? "shrunk (a rank lost, the survivors went on)" : "aborted");
+    if (e.outcome == "shrunk" && !o.unfinished.empty()) {
+      why += ": survivor rank(s)";
+      for (std::size_t i = 0; i < o.unfinished.size() && i < 8; ++i) why += " " + std::to_string(o.unfinished[i]);
+      why += o.unfinished.size() > 8 ? " ... did not finish their workload" : " did not finish their workload";
+    }
+    failures.push_back({FailureKind::Outcome, why});
+    return;
+  }
+  if (o.what == "survived") return;  // nothing to forgive: any failure stands
+  std::vector<Failure> other;
+  for (auto& f : failures)
+    if (f.kind != FailureKind::ApiCall && f.kind != FailureKind::Unfinished && f.kind != FailureKind::Incomplete) other.push_back(f);
+  failures = other;
+}
+
 }  // namespace sim

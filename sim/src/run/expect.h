@@ -24,5 +24,14 @@ void expect_failovers(const Expectations& e, const std::vector<hcomm::FailoverIn
 /// Applies api_errors and checks_pass: failures the scenario asked for are removed, their absence
 /// becomes a failure.
 void expect_outcome(const Expectations& e, std::vector<Failure>& failures);
+/// What the run did, as expect/outcome names it: "survived", "aborted" or "shrunk".
+struct RunOutcome {
+  std::string what;                      ///< survived, aborted, shrunk
+  std::vector<std::uint32_t> unfinished;  ///< survivors (ranks not crashed) that did not finish their workload
+};
+/// expect/outcome: the run's outcome must be the one stated; the failures that outcome consists
+/// of (failed calls, ranks that stopped or were lost, operations that did not complete) are then
+/// not failures. Result check failures always stay.
+void expect_run_outcome(const Expectations& e, const RunOutcome& o, std::vector<Failure>& failures);
 
 }  // namespace sim

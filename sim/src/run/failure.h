@@ -20,6 +20,7 @@ enum class FailureKind {
   NoCheckFailure,   ///< checks_pass: false, but every check passed
   Failover,         ///< expect/failovers_min or max_failover_us not met (docs/failover.md)
   FaultNotFired,    ///< a fault's time was not reached before the run ended (expect/faults_fired)
+  Outcome,          ///< expect/outcome (survived, aborted, shrunk) not what the run did
 };
 
 struct Failure {

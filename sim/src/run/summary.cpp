@@ -171,6 +171,10 @@ std::string format_summary(const Scenario& sc, const RunResult& r, bool all_fail
     os << "warnings: " << r.warnings.size() << "\n";
     for (const auto& w : r.warnings) os << "  " << w << "\n";
   }
+  if (!r.rank_recovered.empty()) {
+    os << "ranks that went on after a rank loss: " << r.rank_recovered.size() << "\n";
+    for (const auto& o : condense_by_cause(r.rank_recovered, all_failures)) os << "  " << o << "\n";
+  }
   if (!r.rank_outcomes.empty()) {
     os << "ranks that failed or did not finish: " << r.rank_outcomes.size() << "\n";
     for (const auto& o : condense_by_cause(r.rank_outcomes, all_failures)) os << "  " << o << "\n";
@@ -220,6 +224,8 @@ std::string report_json(const Scenario& sc, const RunResult& r) {
   }
   j["warnings"] = r.warnings;
   j["failures"] = r.failures;
+  j["outcome"] = r.outcome;
+  j["ranks_recovered"] = r.rank_recovered.size();
   j["ranks_failed"] = r.rank_outcomes.size();
   j["rank_outcomes"] = condense_by_cause(r.rank_outcomes, false);
   j["op_retry_off_abort"] = r.op_retry_off_abort;

@@ -46,6 +46,7 @@ void Cluster::rank_main(std::uint32_t r) {
     return;
   }
   std::uint64_t started = 0;  // operations begun: the ones before the current are done (live.h)
+  bool stopped = false;       // a call failed and /on_rank_loss is "stop" (or the shrink could not go on)
   // The communicator's ranks in its rank order (original rank numbers) and this rank's index: all
   // of them, until /on_rank_loss "shrink" replaces the communicator by a lost rank's survivors.
   Members members{nranks_, {}};
@@ -163,13 +164,15 @@ void Cluster::rank_main(std::uint32_t r) {
     failed:
       // /on_rank_loss "shrink": the survivors of the lost ranks go on, on a shrunk communicator,
       // from this repetition (re-run from its inputs); otherwise this rank's program ends here.
-      if (!shrink_comm(r, &comm, &members, &me)) goto out;
+      // "stop" (the default) ends the program at once: no later repetition or step, no wait.
+      if (!shrink_comm(r, &comm, &members, &me)) { stopped = stopped_[r] = true; goto out; }
       redo = true;
       --rep;
     }
   out:
     hcomm_free(ctx, in);
     hcomm_free(ctx, out);
+    if (stopped) break;
   }
   hcomm_destroy_stream(st);
   hcomm_destroy_stream(st2);

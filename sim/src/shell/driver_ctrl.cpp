@@ -84,6 +84,14 @@ DrvStatus SimDriver::ctrl_recv(std::uint32_t to, std::uint32_t from, std::uint64
       next = std::min(next, it->arrival);
       break;  // per receiver in arrival order: the first match is the earliest
     }
+    // The sender crashed: its connection's close ends the wait (what it sent before arrived first).
+    if (from != hcomm::kCtrlAnyRank && !closed_.empty()) {
+      auto c = closed_.find(static_cast<std::uint64_t>(from) << 32 | to);
+      if (c != closed_.end()) {
+        if (c->second <= now) return DrvStatus::Failed;
+        next = std::min(next, c->second);
+      }
+    }
     if (now >= deadline) return DrvStatus::Timeout;
     wait_until(next, to | kCtrlWait, *ctrl_ev_[to]);
   }

@@ -154,6 +154,30 @@ void SimDriver::rank_crashed(std::uint32_t rank) {
   if (rank >= hb_state_.size()) { if (rank >= rank_count()) return; hb_.resize(rank_count()); hb_state_.resize(rank_count(), 0); }
   hb_state_[rank] = 1;
   hb_[rank].on = false;
+  if (!close_notice_) return;
+  // The kernel closes the dead process's sockets: each peer host reads the close (a FIN, one
+  // small control message serialized on the dead host's link) and raises PeerLost on its device.
+  ctrl_size();
+  const models::Tick now = now_ps();
+  const std::uint32_t n = static_cast<std::uint32_t>(topo_.rank_to_npu.size());
+  for (std::uint32_t x = 0; x < n; ++x) {
+    if (x == rank || (x < hb_state_.size() && hb_state_[x] != 0)) continue;  // itself, dead or exited hosts
+    const models::Tick arrival = ctrl_arrival(rank, x, kHeartbeatBytes, now);
+    closed_[pair_key(rank, x)] = arrival;
+    char b[200];
+    std::snprintf(b, sizeof b, "rank %u's host connection closed at %.3f us: its process died at %.3f us", rank,
+                  static_cast<double>(arrival) / 1e6, static_cast<double>(now) / 1e6);
+    PortEvt e;
+    e.kind = hcomm::DeviceEventKind::PeerLost;
+    e.since = now;
+    e.arrival = arrival;
+    e.peer = rank;
+    e.reporter = rank;  // the lost rank itself: its connection closed (no agent detected it)
+    e.text = b;
+    queue_event(topo_.rank_to_npu[x], e);
+    if (!ctrl_ev_[x]) ctrl_ev_[x] = std::make_unique<sc_core::sc_event>();
+    wake_at(*ctrl_ev_[x], arrival);  // a ctrl_recv from it waiting now fails at the close
+  }
 }
 
 void SimDriver::rank_exited(std::uint32_t rank) {

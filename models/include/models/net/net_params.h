@@ -55,6 +55,9 @@ struct NetParams {
   /// the link stayed down for at least port_debounce_ps (a shorter flap raises none). Assumptions
   /// (docs/failover.md): 100 us, 50 us. port_events false: no events (network/port_event "off").
   bool port_events = true;
+  /// A crashed rank's host connections close and every other rank's host sees it (PeerLost,
+  /// docs/failover.md#rank-loss); false (network/close_notice "off"): no notice (a host that hangs).
+  bool close_notice = true;
   Tick port_event_ps = 100 * kPsPerUs;
   Tick port_debounce_ps = 50 * kPsPerUs;
   std::uint64_t seed = 1;                ///< ECN marking and drop PRNG

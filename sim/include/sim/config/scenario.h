@@ -87,6 +87,10 @@ struct Expectations {
   /// Fail when a repetition takes more than this many times the median of its step's other
   /// repetitions (at least 3 of them).
   std::optional<double> max_step_slowdown;
+  /// expect/outcome (docs/scenario-format.md#expect): "survived" (every rank finished, no call
+  /// failed), "aborted" (a call failed and the ranks stopped), "shrunk" (a rank was lost and every
+  /// survivor finished its workload on a shrunk communicator); empty: not stated.
+  std::string outcome;
 };
 
 
