@@ -102,6 +102,12 @@ void link_storm(hcomm_context_t ctx, const DeviceEvent& ev) {
     port::failover_reported(ctx, f);
     break;  // one row per rank (the first communicator)
   }
+  // The application is told as of any survived fault: a notice, not an error.
+  for (hcomm_comm_t c : ctx->comms) {
+    c->notice = HCOMM_I_FAILOVER;
+    c->notice_text = "fault survived (non-fatal): " + ev.text;
+    if (c->error_cb) c->error_cb(c, HCOMM_I_FAILOVER, c->notice_text.c_str(), c->error_cb_data);
+  }
 }
 
 }  // namespace

@@ -27,7 +27,7 @@ const char* hcomm_result_string(hcomm_result_t r) {
     case HCOMM_E_REMOTE: return "remote error";
     case E_HCOMM_ADDR_MISMATCH: return "rank descriptor address mismatch";
     case HCOMM_E_RANK_LOST: return "rank lost";
-    case HCOMM_I_FAILOVER: return "fault survived (op retry)";
+    case HCOMM_I_FAILOVER: return "fault survived (informational)";
   }
   return "unknown";
 }

@@ -27,6 +27,8 @@ Cluster::Cluster(sc_core::sc_module_name n, const Scenario& sc, const RunOptions
   rank_err_at_.assign(nranks_, {0u, 0u});
   step_errors_.assign(nranks_, {});
   rank_recovery_.assign(nranks_, "");
+  async_reports_.assign(nranks_, {});
+  for (std::uint32_t r = 0; r < nranks_; ++r) cb_ctx_.push_back({this, r});
   echo_ = opt.echo_logs;
   rv_expected_ = nranks_;
 }

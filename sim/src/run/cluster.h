@@ -71,6 +71,9 @@ class Cluster : public sc_core::sc_module {
   std::vector<std::uint32_t> fault_transitions_;
   /// Per rank: "shrunk to 15 ranks (lost 9) at 1585.751 us" for each /on_rank_loss shrink it did.
   std::vector<std::string> rank_recovery_;
+  /// Per rank: the asynchronous reports its communicator's error callback got (the simulated
+  /// application registers one, docs/failover.md#the-applications-view), e.g. HCOMM_I_FAILOVER.
+  std::vector<std::vector<hcomm_result_t>> async_reports_;
 
   /// Whether a rank_crash fault killed rank r.
   bool crashed(std::uint32_t r) const { return r < crashed_.size() && crashed_[r]; }
@@ -103,6 +106,10 @@ class Cluster : public sc_core::sc_module {
 
   // workload.cpp
   void rank_main(std::uint32_t r);
+  struct CallbackCtx { Cluster* c; std::uint32_t r; };
+  std::vector<CallbackCtx> cb_ctx_;
+  static void on_async_report(hcomm_comm_t comm, hcomm_result_t code, const char* msg, void* user);
+  void watch(std::uint32_t r, hcomm_comm_t comm);
   bool incast(std::uint32_t r, const WorkloadStep& w, std::uint32_t s, std::uint32_t rep, hcomm_context_t ctx, hcomm_comm_t comm,
               hcomm_stream_t st, void* in, unsigned char* host);
   /// /on_rank_loss "shrink": replace *comm by the survivors of its recovery agreement's lost ranks

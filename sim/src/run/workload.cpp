@@ -45,6 +45,7 @@ void Cluster::rank_main(std::uint32_t r) {
     depart(r);
     return;
   }
+  watch(r, comm);
   std::uint64_t started = 0;  // operations begun: the ones before the current are done (live.h)
   bool stopped = false;       // a call failed and /on_rank_loss is "stop" (or the shrink could not go on)
   // The communicator's ranks in its rank order (original rank numbers) and this rank's index: all
@@ -181,6 +182,20 @@ void Cluster::rank_main(std::uint32_t r) {
   rank_finished(r);
 }
 
+// The simulated application's error callback (docs/failover.md#the-applications-view): every
+// report is kept per rank and logged (a survived fault's HCOMM_I_FAILOVER as a warning).
+void Cluster::on_async_report(hcomm_comm_t, hcomm_result_t code, const char* msg, void* user) {
+  const auto* x = static_cast<const CallbackCtx*>(user);
+  x->c->async_reports_[x->r].push_back(code);
+  const bool info = code == HCOMM_I_FAILOVER;
+  x->c->driver_->note(x->r, info ? 1 : 0, std::string(info ? "[HCSIM_WARN]" : "[HCSIM_ERR]") + " rank " + std::to_string(x->r) +
+                                                ": error callback: " + hcomm_result_string(code) + " (" + std::to_string(code) + "): " + (msg ? msg : ""));
+}
+
+void Cluster::watch(std::uint32_t r, hcomm_comm_t comm) {
+  if (comm && r < cb_ctx_.size()) hcomm_comm_set_error_callback(comm, &Cluster::on_async_report, &cb_ctx_[r]);
+}
+
 // After a failed call: with /on_rank_loss "shrink", ask the library which ranks its recovery
 // agreement found lost (HCOMM_OP_RETRY=1 runs one), shrink the communicator to the survivors and
 // go on with it. The operations a shrunk communicator cannot re-run (sendrecv and incast pair
@@ -204,6 +219,7 @@ bool Cluster::shrink_comm(std::uint32_t r, hcomm_comm_t* comm, Members* members,
   for (std::uint32_t l : lost) names += (names.empty() ? "" : ",") + std::to_string((*members)[l]);
   hcomm_comm_destroy(*comm);
   *comm = next;
+  watch(r, next);
   auto same = std::find_if(member_lists_.begin(), member_lists_.end(), [&](const auto& l) { return *l == survivors; });
   if (same == member_lists_.end()) same = member_lists_.insert(member_lists_.end(), std::make_shared<const std::vector<std::uint32_t>>(std::move(survivors)));
   members->list = *same;
