@@ -60,6 +60,9 @@ struct DrvTask {
   /// as a one-sided write's caller needs), not when its doorbell is rung (rtRDMADBSend, the
   /// default: the stream goes on and peers learn of the data from the notify behind it).
   bool wait_cqe = false;
+  /// EventRecord: a progress mark, written with the previous task's completion instead of being
+  /// dispatched as a task (costs the stream no time; op retry's slice markers, docs/failover.md#resumption).
+  bool passive = false;
 };
 
 // ---- RoCE routing (docs/routing.md) ----

@@ -371,21 +371,25 @@ hcomm_result_t hcomm_finalize(void);
  * control channel; a rank blocked in a synchronize or wait is woken by that message and gets
  * HCOMM_E_REMOTE, a rank not blocked gets it from its next call on the communicator. The error is
  * sticky: every later operation on the communicator returns it, until it is destroyed (or shrunk).
- * With op_retry (HCOMM_OP_RETRY=1) the ranks first agree, through a coordinator, to re-execute
- * the failed collective from its inputs on a path that avoids the dead link; when that works no
- * error is returned at all. With HCOMM_HEARTBEAT_PERIOD_US set, the host's heartbeat agent finds a
+ * With op_retry (on by default; HCOMM_OP_RETRY=0 turns it off, HCCL's default) the ranks first
+ * agree, through a coordinator, to re-execute the failed collective from its inputs on a path that
+ * avoids the dead link; when that works no error is returned, and the application is told through
+ * the informational HCOMM_I_FAILOVER (callback, hcomm_get_async_error). A rank whose process died
+ * is reported to every member as HCOMM_E_RANK_LOST when its host connections close. With HCOMM_HEARTBEAT_PERIOD_US set, the host's heartbeat agent finds a
  * silent ring neighbour LOST and tells every member, even while no call is in progress: every
  * communicator holding the lost rank gets HCOMM_E_RANK_LOST (docs/failover.md#heartbeat-with-neighbours). */
 /* The communicator's asynchronous error (HCCL's HcclGetCommAsyncError): HCOMM_SUCCESS into *error
  * while healthy, else the first error it learned (HCOMM_E_RUNTIME on the rank that saw the fault,
- * HCOMM_E_REMOTE on the others, HCOMM_E_RANK_LOST for a member the heartbeat found LOST). Reads the
+ * HCOMM_E_REMOTE on the others, HCOMM_E_RANK_LOST once a member is known lost); HCOMM_I_FAILOVER,
+ * once, after a fault was survived (not an error). Reads the
  * abort messages and device events that have arrived without blocking. */
 hcomm_result_t hcomm_get_async_error(hcomm_comm_t comm, hcomm_result_t* error);
 /* The same as text ("rank 2 (comm rank 2): link ... went down during a transfer"); "" while
  * healthy. The string lives until the next failover call on the communicator or its destruction. */
 hcomm_result_t hcomm_get_async_error_string(hcomm_comm_t comm, const char** msg);
-/* Called once, on the rank's own thread, when the communicator first learns an error (from inside
- * the call that learned it); NULL unregisters. */
+/* Called once per fault, on the rank's own thread, from inside the call that learned it: with the
+ * error, or HCOMM_I_FAILOVER when the fault was survived (with op retry on, once the recovery's
+ * outcome is known); NULL unregisters. */
 typedef void (*hcomm_error_callback_t)(hcomm_comm_t comm, hcomm_result_t error, const char* msg, void* user_data);
 hcomm_result_t hcomm_comm_set_error_callback(hcomm_comm_t comm, hcomm_error_callback_t cb, void* user_data);
 /* Comm ranks the library found lost (they did not answer a recovery agreement), ascending: up to

@@ -218,6 +218,9 @@ class Machine final : public EventHandler, public NetworkListener {
   // npu/stream_engine.cpp
   void dispatch(std::uint32_t s);
   void complete(std::uint32_t s);
+  /// Apply the passive event records (Task::passive) now at the head of stream s: each sets its
+  /// event as the task before it completed, without a dispatch of its own.
+  void take_marks(std::uint32_t s);
   void fail(std::uint32_t s, const std::string& why);
   void orphan(std::uint32_t s);  ///< fail / abort_stream: empty the queue, orphan the task in flight
   // npu/notify.cpp

@@ -60,6 +60,7 @@ bool Machine::mmio_write(std::uint32_t npu, std::uint32_t off, std::uint64_t v) 
     if (st.failed) st.pending.pop_front();  // a failed stream drops work until the error is cleared
     else st.pending.move_front_to(st.q);
   }
+  if (!st.busy) take_marks(s);  // an idle engine writes progress marks at once
   if (!st.busy && !st.q.empty()) {
     st.busy = true;
     sch_.schedule(sch_.now() + st.dispatch_ps, this, stream_ev(kDispatch, s), 0);

@@ -85,6 +85,7 @@ void Machine::complete(std::uint32_t s) {
   if (report_tasks_ && listener_) listener_->on_task_done(s, st.q.front(), st.head_start, sch_.now());
   st.q.pop_front();
   ++st.completed;
+  take_marks(s);
   if (st.space_at != ~0ULL && st.q.size() + st.pending.size() <= st.space_at) {
     st.space_at = ~0ULL;
     if (listener_) listener_->on_sq_space(s);
@@ -95,6 +96,28 @@ void Machine::complete(std::uint32_t s) {
   } else {
     __builtin_prefetch(st.q.front_entry());  // read at the dispatch, task_dispatch_ps from now
     sch_.schedule(sch_.now() + st.dispatch_ps, this, stream_ev(kDispatch, s), 0);
+  }
+}
+
+void Machine::take_marks(std::uint32_t s) {
+  auto& st = streams_[s];
+  while (!st.q.empty() && st.q.front().passive && st.q.front().kind == TaskKind::EventRecord) {
+    const Task t = st.q.front();
+    ++st.started;
+    st.head_start = sch_.now();
+    if (report_tasks_ && listener_) listener_->on_task_done(s, t, st.head_start, sch_.now());
+    st.q.pop_front();
+    ++st.completed;
+    EventReg& e = npus_[st.npu].events[t.key];
+    e.completed = std::max(e.completed, t.value);
+    e.t = sch_.now();
+    auto& w = e.waiters;
+    std::vector<std::uint32_t> wake;
+    for (auto it = w.begin(); it != w.end();) {
+      if (streams_[*it].q.front().value <= e.completed) { wake.push_back(*it); it = w.erase(it); }
+      else ++it;
+    }
+    for (auto ws : wake) complete(ws);
   }
 }
 

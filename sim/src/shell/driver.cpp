@@ -216,6 +216,8 @@ DrvStatus SimDriver::submit(std::uint32_t s, const hcomm::DrvTask& t) {
   }
   k.via = t.via;
   k.wait_ack = t.wait_cqe;
+  if (t.passive && k.kind != models::TaskKind::EventRecord) return DrvStatus::Invalid;
+  k.passive = t.passive;
   if (const std::uint32_t npu = m_.stream_npu(s); npu < open_op_.size()) {
     k.tag = open_op_[npu].first;
     if (k.kind == models::TaskKind::Marker && k.key == open_op_[npu].second) open_op_[npu] = {-1, 0};  // the op's end marker

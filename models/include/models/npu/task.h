@@ -40,6 +40,9 @@ struct Task {
   std::uint32_t retry_count = ~0u; ///< RdmaWrite: QP retransmit retries (~0u: the network's default)
   std::uint32_t via = ~0u;     ///< RdmaWrite: the NPU whose NIC receives (it writes on into the target over HCCS); ~0u: the target's
   bool wait_ack = false;       ///< RdmaWrite: complete when every write is acknowledged, not at the doorbell
+  /// EventRecord: a progress mark — the engine writes the event when the task before it completes
+  /// (with that task's completion), without dispatching it as a task of its own: no stream time.
+  bool passive = false;
   std::int64_t tag = -1;       ///< opaque to the models: given back with the task (MachineListener::on_task_done)
   /// Copy / ReduceCopy: strided (2-D) when width != 0 — bytes / width rows of `width` bytes, row i
   /// read at src + i * spitch and written at dst + i * dpitch (aclrtMemcpy2dAsync's shape).

@@ -1,7 +1,7 @@
 // A stream's submission queue as the NPU holds it (docs/models/npu.md#submission-queue): 64-byte
 // entries, the size of the hardware's SQEs, instead of the 128-byte Task the driver builds. The
 // fields every task uses sit in the entry; a task with one of the rare ones (a host buffer, a 2-D
-// shape, a rate cap, a borrowed NIC, a QP range past 16 bits, an RDMA write that waits for its acks) keeps its whole Task in a side pool
+// shape, a rate cap, a borrowed NIC, a QP range past 16 bits, an RDMA write that waits for its acks, a passive event record) keeps its whole Task in a side pool
 // and the entry points to it. At 8192 ranks, each with a few full 1024-entry queues, the queues
 // were most of a run's memory.
 #pragma once
@@ -128,7 +128,7 @@ class TaskQueue {
 
  private:
   static bool rare(const Task& t) {
-    return t.host != nullptr || t.wait_ack || t.width != 0 || t.spitch != 0 || t.dpitch != 0 || t.rate_cap_Bps != 0 || t.via != ~0u ||
+    return t.host != nullptr || t.wait_ack || t.passive || t.width != 0 || t.spitch != 0 || t.dpitch != 0 || t.rate_cap_Bps != 0 || t.via != ~0u ||
            t.qp_count > 0xffff || t.qp_base > 0xffff || (t.retry_count != ~0u && t.retry_count >= 0xff);
   }
   Task unpack(const PackedTask& p) const {
