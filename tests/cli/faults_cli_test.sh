@@ -191,9 +191,14 @@ check "shrink: rep 0 re-run ok on 15 ranks after the failed attempt on 16" \
 "$HCSIM" run "$SRC/scenarios/rank-crash-shrink.json" --no-trace 2> /dev/null > shrink.txt
 if grep -q 'rank 0 (node0/npu0): failed in step 0 rep 0 (allreduce): .*; then shrunk to 15 ranks (lost 9) at .* us, finished its workload' shrink.txt
 then ok "shrink: summary says who shrank and finished"; else bad "shrink: summary says who shrank and finished" shrink.txt; fi
-expect "shrink without op retry: no lost ranks known, the error stands" 0 "PASS" -- \
-  "$HCSIM" run "$SRC/scenarios/rank-crash-shrink.json" --db noshrink.db -q --set '/hcomm_env/HCOMM_OP_RETRY="0"' --set /expect/failovers_min=0
-check "shrink without op retry: nothing re-run, said so" \
+expect "shrink without op retry: rank 9's closed connection names it lost" 0 "PASS" -- \
+  "$HCSIM" run "$SRC/scenarios/rank-crash-shrink.json" --db closeshrink.db -q --set '/hcomm_env/HCOMM_OP_RETRY="0"' --set /expect/failovers_min=0
+check "shrink without op retry: 60 checks ok, 15 shrink rows" \
+  "$(q closeshrink.db "SELECT (SELECT SUM(ok) FROM checks), (SELECT COUNT(*) FROM failovers WHERE action = 'shrink')")" "60|15"
+expect "shrink without op retry or a closed connection: no lost ranks known, the error stands" 0 "PASS" -- \
+  "$HCSIM" run "$SRC/scenarios/rank-crash-shrink.json" --db noshrink.db -q --set '/hcomm_env/HCOMM_OP_RETRY="0"' --set /expect/failovers_min=0 \
+  --set '/network/close_notice="off"' --set '/expect/outcome="aborted"'
+check "shrink without op retry or a closed connection: nothing re-run, said so" \
   "$(q noshrink.db "SELECT (SELECT COUNT(*) FROM checks), (SELECT COUNT(*) FROM failovers WHERE action = 'shrink'), (SELECT COUNT(*) > 0 FROM logs WHERE message LIKE '%on_rank_loss shrink: no lost ranks known%')")" "0|0|1"
 
 # 15. A campaign in the scenario (/chaos): the shipped chaos-20 survives its 20 faults with every
@@ -276,7 +281,7 @@ check "heartbeat: 15 survivors, code 65, first by a ring neighbour of rank 9, al
 "$HCSIM" run "$HB" --db hb2.db -q > /dev/null 2>&1
 check "heartbeat: two runs, the same rows" \
   "$(q hb.db "SELECT * FROM failovers; SELECT sim_time_ns, rank, message FROM logs" | md5sum)" "$(q hb2.db "SELECT * FROM failovers; SELECT sim_time_ns, rank, message FROM logs" | md5sum)"
-expect "heartbeat LOST, then shrink (no op retry)" 0 "PASS" -- "$HCSIM" run "$HB" --db hbs.db -q --set /on_rank_loss=shrink
+expect "heartbeat LOST, then shrink (no op retry)" 0 "PASS" -- "$HCSIM" run "$HB" --db hbs.db -q --set /on_rank_loss=shrink --set '/expect/outcome="shrunk"'
 check "heartbeat + shrink: 15 shrink rows, step 2 re-run ok on the 15 survivors" \
   "$(q hbs.db "SELECT (SELECT COUNT(*) FROM failovers WHERE action = 'shrink'), (SELECT COUNT(*) FROM operations WHERE step = 2 AND status = 'ok')")" "15|15"
 expect "bad HCOMM_HEARTBEAT_MISSES" 2 "HCOMM_HEARTBEAT_MISSES" -- "$HCSIM" run "$HB" --no-trace --set '/hcomm_env/HCOMM_HEARTBEAT_MISSES="0"'
