@@ -541,6 +541,12 @@ void slice_done(hcomm_comm_t comm, hcomm_stream_t s, std::uint64_t done, std::ui
 
 void op_submitted(hcomm_comm_t comm, hcomm_stream_t s, const PendingOp& op) {
   if (!comm->cfg.op_retry || comm->ctx->recovering) return;
+  // Two entries per communicator and stream say "more than one" as well as a thousand (op retry
+  // re-executes only a lone pending operation): memory stays bounded when the caller submits
+  // many collectives before it synchronizes.
+  std::uint32_t same = 0;
+  for (const PendingOp& q : comm->ctx->pending) same += q.comm == comm && q.stream == s;
+  if (same >= 2) return;
   PendingOp p = op;
   p.comm = comm;
   p.stream = s;

@@ -298,6 +298,7 @@ class SimDriver final : public hcomm::Driver, public models::MachineListener {
   bool dev_events_ = false;  // some event other than port-down may be queued (synchronize waits on port_ev_)
   // A crashed rank's closed connections: (from << 32 | to) -> when `to` sees `from`'s close.
   bool close_notice_ = true;
+  std::vector<bool> ctrl_open_;  // per rank: its process has used the control channel (it has connections to close)
   std::unordered_map<std::uint64_t, models::Tick> closed_;
   // The heartbeat agents (driver_heartbeat.cpp): per rank its registration, per ordered pair the
   // heartbeats in flight and the last arrived, and one method process ticking the agents.

@@ -60,6 +60,8 @@ DrvStatus SimDriver::ctrl_send(std::uint32_t from, std::uint32_t to, hcomm::Ctrl
   const models::Tick arrival = ctrl_arrival(from, to, msg->size(), now);
   post(ctrl_box_[to], ctrl_ev_[to], CtrlEntry{from, arrival, std::move(msg)});
   ++ctrl_msgs_;
+  if (ctrl_open_.size() < n) ctrl_open_.resize(n, false);
+  ctrl_open_[from] = true;
   return DrvStatus::Ok;
 }
 

@@ -154,7 +154,9 @@ void SimDriver::rank_crashed(std::uint32_t rank) {
   if (rank >= hb_state_.size()) { if (rank >= rank_count()) return; hb_.resize(rank_count()); hb_state_.resize(rank_count(), 0); }
   hb_state_[rank] = 1;
   hb_[rank].on = false;
-  if (!close_notice_) return;
+  // A process that never used the control channel (e.g. killed before it first ran) has no
+  // connection to close.
+  if (!close_notice_ || rank >= ctrl_open_.size() || !ctrl_open_[rank]) return;
   // The kernel closes the dead process's sockets: each peer host reads the close (a FIN, one
   // small control message serialized on the dead host's link) and raises PeerLost on its device.
   ctrl_size();
