@@ -42,7 +42,7 @@ check "packet_corruption: checks ok" "$(q pc.db "SELECT COUNT(*) FROM checks WHE
 # 2. switch_link_down on a Clos uplink: drops on that port, operations fail with a status and error.
 expect "switch_link_down: ops fail" 1 "ranks that failed or did not finish" -- \
   "$HCSIM" run "$CLOS" --db sw.db -q "${FAST[@]}" --set /workload/0/bytes=1MiB --set /workload/1/bytes=1MiB \
-  --fault 'switch_link_down switch=leaf0 port=2 at=0us'
+  --fault 'switch_link_down switch=leaf0 port=2 at=0us' --set '/hcomm_env/HCOMM_OP_RETRY="0"'
 check "switch_link_down: drops on leaf0 port 2" "$(q sw.db "SELECT drops > 0 FROM port_counters WHERE node = 'leaf0' AND port = 2")" 1
 check "switch_link_down: failed operations have status and error" \
   "$(q sw.db "SELECT COUNT(*) > 0, SUM(status NOT IN ('failed', 'timeout') OR error IS NULL) FROM operations WHERE status != 'ok'")" "1|0"
