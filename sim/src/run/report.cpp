@@ -62,13 +62,38 @@ std::vector<FaultReport> fault_reports(const Scenario& sc, const FaultFirings& f
     r.last_transition_ps = fired.last_ps[i];
     r.transitions = fired.transitions[i];
   }
-  // Each failovers row to the latest fault fired at or before its detection.
+  // The device names of each fault's target ("node0/npu3", "server0/hccs2-5"): the library names
+  // what it found by them.
+  std::vector<std::vector<std::string>> names(nf);
+  for (std::size_t i = 0; i < nf; ++i) {
+    std::string word;
+    for (char c : out[i].target + " ") {
+      if (c == ' ' || c == '(' || c == ')' || c == ',' || c == '<' || c == '>') {
+        if (word.find('/') != std::string::npos) names[i].push_back(word);
+        word.clear();
+      } else {
+        word += c;
+      }
+    }
+  }
+  auto named = [&](std::size_t i, const std::string& text) {
+    for (const auto& n : names[i])
+      if (text.find(n) != std::string::npos) return true;
+    return false;
+  };
+  // Each failovers row to a fault fired at or before its detection: one whose devices the row
+  // names if any, else the latest fired.
   for (const auto& fo : failovers) {
     const std::uint64_t t = fo.detected_ns * 1000;
     std::int64_t best = -1;
-    for (std::size_t i = 0; i < nf; ++i)
-      if (out[i].fired && out[i].injected_ps <= t && (best < 0 || out[i].injected_ps >= out[static_cast<std::size_t>(best)].injected_ps))
-        best = static_cast<std::int64_t>(i);
+    bool best_named = false;
+    for (std::size_t i = 0; i < nf; ++i) {
+      if (!out[i].fired || out[i].injected_ps > t) continue;
+      const bool nm = named(i, fo.fault);
+      if (best < 0 || (nm && !best_named) ||
+          (nm == best_named && out[i].injected_ps >= out[static_cast<std::size_t>(best)].injected_ps))
+        best = static_cast<std::int64_t>(i), best_named = nm;
+    }
     if (best < 0) continue;
     FaultReport& r = out[static_cast<std::size_t>(best)];
     if (r.detections == 0 || fo.detected_ns < r.first_detect_ns) r.first_detect_ns = fo.detected_ns;
