@@ -35,7 +35,7 @@ PY
 "$HCSIM" plan "$TMP/plan.json" -o j1 -j 1 > j1.txt 2> j1.err || bad "-j 1 run failed" j1.err
 
 # same DIR ...: the per-run columns removed from the CSV, plan.db's points and the stdout table
-# (the table's last three fields are wall(s), peak(MiB) and status: one word in this plan).
+# (the table's last four fields are wall(s), peak(MiB), tier and status: one word in this plan).
 same() {  # same NAME DIR STDOUT
   if python3 - j1 "$2" j1.txt "$3" <<'PY'
 import csv, sqlite3, sys
@@ -49,7 +49,7 @@ def table(f):
     out = []
     for l in open(f):
         w = l.split()
-        out.append(w[:-3] + w[-1:] if len(w) > 8 and l[0].isdigit() else w)
+        out.append(w[:-4] + w[-2:] if len(w) > 8 and l[0].isdigit() else w)
     return out
 bad = [n for n, x, y in (("plan.csv", rows(a), rows(b)), ("plan.db", db(a), db(b)), ("stdout", table(ta), table(tb))) if x != y]
 for n in bad: print("differs:", n)

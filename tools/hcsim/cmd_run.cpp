@@ -236,9 +236,10 @@ int run_main(const std::vector<std::string>& argv) {
   std::printf("hcsim: scenario %s (%s)\n", sc->name.c_str(), scenario.c_str());
   std::size_t by_type[3] = {0, 0, 0};  // HCCS, PCIe, RoCE: an Atlas 800 (910) has PCIe links besides HCCS
   for (const auto& l : sc->topology.links) ++by_type[static_cast<int>(l.type)];
-  std::printf("hcsim: topology %s: %zu servers, %zu NPUs, %zu HCCS links, %zu PCIe links, %zu RoCE links; payload %s\n",
+  std::printf("hcsim: topology %s: %zu servers, %zu NPUs, %zu HCCS links, %zu PCIe links, %zu RoCE links; payload %s; %s tier\n",
               sc->topology.name.c_str(), sc->topology.servers.size(), sc->topology.npus.size(), by_type[0], by_type[1],
-              by_type[2], sc->store_bytes ? "real bytes (checked)" : "timing only");
+              by_type[2], sc->store_bytes ? "real bytes (checked)" : "timing only",
+              sc->net.flow ? "flow" : sc->net.unit_bytes ? "chunk" : "packet");
   if (!opt.db_path.empty()) std::printf("hcsim: trace database %s\n", opt.db_path.c_str());
   std::fflush(stdout);
   install_stop_handlers();

@@ -95,18 +95,18 @@ int report(const Plan& p, const std::vector<Layout>& layouts, const std::vector<
   std::string csv = "layout";
   for (auto& s : p.sweeps) csv += "," + csv_escape("sweep." + s.name);
   csv += ",servers,npus,switches,cables,cost,op,algo_requested,fidelity,bytes,algorithm,time_us,algbw_GBps,busbw_GBps,wall_s,peak_MiB,status\n";
-  std::printf("%-6s %-28s %6s %-13s %10s %-12s %12s %10s %10s %8s %9s %s\n", "layout", "parameters", "npus", "op", "size",
-              "algorithm", "time(us)", "algbw", "busbw", "wall(s)", "peak(MiB)", "status");
+  std::printf("%-6s %-28s %6s %-13s %10s %-12s %12s %10s %10s %8s %9s %-6s %s\n", "layout", "parameters", "npus", "op", "size",
+              "algorithm", "time(us)", "algbw", "busbw", "wall(s)", "peak(MiB)", "tier", "status");
   std::vector<const Result*> flat;
   for (auto& rs : results)
     for (auto& r : rs) flat.push_back(&r);
   for (const Result* r : flat) {
     const Layout& L = layouts[r->layout];
     const Workload& w = p.workloads[r->workload];
-    std::printf("%-6zu %-28s %6zu %-13s %10s %-12s %12s %10s %10s %8s %9s %s\n", r->layout, L.label.c_str(), L.npus, w.op.c_str(),
+    std::printf("%-6zu %-28s %6zu %-13s %10s %-12s %12s %10s %10s %8s %9s %-6s %s\n", r->layout, L.label.c_str(), L.npus, w.op.c_str(),
                 w.op == "barrier" ? "-" : sim::format_bytes(r->bytes).c_str(), r->algorithm.empty() ? "-" : r->algorithm.c_str(),
                 fmt(r->time_us, 3).c_str(), fmt(r->algbw, 2).c_str(), fmt(r->busbw, 2).c_str(), fmt(r->wall_s, 1).c_str(),
-                fmt(r->peak_mib, 0).c_str(), r->status.c_str());
+                fmt(r->peak_mib, 0).c_str(), w.fidelity.c_str(), r->status.c_str());
     csv += std::to_string(r->layout);
     for (auto& v : L.values) csv += "," + csv_escape(value_text(v));
     csv += "," + std::to_string(L.servers) + "," + std::to_string(L.npus) + "," + std::to_string(L.switches) + "," +
@@ -246,9 +246,9 @@ int report(const Plan& p, const std::vector<Layout>& layouts, const std::vector<
     } else {
       auto [L, r] = meets.front();
       const Workload& w = p.workloads[r->workload];
-      std::printf("\ntarget %s: cheapest layout %zu (%s): %s us, %s GB/s busbw with %s%s; %zu of %zu layouts meet it\n",
+      std::printf("\ntarget %s: cheapest layout %zu (%s): %s us, %s GB/s busbw with %s in the %s tier%s; %zu of %zu layouts meet it\n",
                   what.c_str(), r->layout, L->label.c_str(), fmt(r->time_us, 1).c_str(), fmt(r->busbw, 1).c_str(),
-                  (r->algorithm.empty() ? w.algo : r->algorithm).c_str(),
+                  (r->algorithm.empty() ? w.algo : r->algorithm).c_str(), w.fidelity.c_str(),
                   p.prices.given ? (", cost " + fmt(L->cost, 0) + (p.prices.currency.empty() ? "" : " " + p.prices.currency)).c_str() : "",
                   meets.size(), all.size());
     }
