@@ -178,9 +178,23 @@ void Network::host_kick(std::uint32_t host) {
         if (x.next_psn < x.acked) x.next_psn = x.acked;
         if (q.failed || x.next_psn >= q.end_psn) { n.qp_active[w] &= ~(1ULL << (pos & 63)); continue; }
         Tick t = std::max(q.next_tx, q.ready_at);
-        if (t > now) { wake = std::min(wake, t); continue; }
+        if (q.next_tx > now && q.next_tx >= q.ready_at) {
+          // The rate limiter's gap in progress: a rate changed since the last packet (a timer
+          // tick) shortens or stretches what is left of it, as a token bucket refilled at the new rate.
+          const double r = cc_->rate_Bps(qi);
+          if (r != x.pace_Bps && x.pace_Bps > 0) {
+            q.next_tx = now + static_cast<Tick>(static_cast<double>(q.next_tx - now) * x.pace_Bps / r);
+            x.pace_Bps = r;
+            t = std::max(q.next_tx, q.ready_at);
+          }
+          if (t > now) { wake = std::min({wake, t, cc_->next_rate_change(qi)}); continue; }
+        } else if (t > now) {
+          wake = std::min(wake, t);
+          continue;
+        }
         n.rr = static_cast<std::uint32_t>((pos + 1) % nq);
         const double rc = cc_->rate_Bps(qi);
+        x.pace_Bps = rc;
         Pkt k;
         k.kind = kData;
         k.qp = qi;

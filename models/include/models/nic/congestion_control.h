@@ -26,6 +26,9 @@ class CongestionControl {
   /// Current pacing rate of the QP (bytes/s), read when the NIC sends (it may apply timer
   /// ticks due by now first).
   virtual double rate_Bps(std::uint32_t qp) = 0;
+  /// The next instant after `now` at which the QP's rate may rise without a CNP or a send (a
+  /// timer tick), or kTickMax: a paced QP waiting for its next packet re-reads its rate then.
+  virtual Tick next_rate_change(std::uint32_t qp) const = 0;
   /// `wire_bytes` of the QP left the NIC.
   virtual void on_sent(std::uint32_t qp, std::uint64_t wire_bytes) = 0;
   /// A congestion notification packet for the QP arrived.

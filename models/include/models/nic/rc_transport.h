@@ -102,6 +102,7 @@ struct RcQpTx {
   Tick last_cnp = 0, last_rx = 0;  // last CNP sent, last data unit received
   std::uint64_t retransmits = 0, naks = 0, cnp_rcv = 0, cnp_sent = 0;  // QpStats
   std::uint32_t retries = 0;
+  double pace_Bps = 0;             // the rate the gap to next_tx was paced at (rate limiter)
   bool rto_queued = false;         // one timer event of this QP is in the event queue (at or before rto_at)
   bool nak_sent = false;
   bool any_cnp = false, seen_rx = false;
