@@ -3,8 +3,10 @@
 #include "models/nic/dcqcn.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace models {
+
 
 void Dcqcn::add_qp(std::uint32_t qp, double line) {
   if (qps_.size() <= qp) qps_.resize(qp + 1);
@@ -46,12 +48,19 @@ void Dcqcn::on_cnp(std::uint32_t qi) {
   const Tick now = host_.cc_now();
   ri_ticks(qi, now);
   alpha_ticks(q, now, true);  // an alpha tick at this instant counts first (see alpha_ticks)
-  q.rt = q.rc;
-  q.rc = std::max(static_cast<double>(d.min_rate_Bps), q.rc * (1 - q.alpha / 2));
+  // At most one cut per rate_reduce_period: a CNP inside it raises alpha only.
+  const bool cut = !q.limited || d.rate_reduce_period_ps == 0 || now - q.last_cut >= d.rate_reduce_period_ps;
+  if (cut) {
+    if (!q.limited || d.clamp_target || (d.clamp_target_after_timer && q.timer_inc)) q.rt = q.rc;
+    q.rc = std::max(static_cast<double>(d.min_rate_Bps), q.rc * (1 - q.alpha / 2));
+    q.last_cut = now;
+    q.timer_inc = false;
+  }
   q.alpha = (1 - d.g) * q.alpha + d.g;
+  q.cnp_this_period = true;
+  if (!cut) return;
   q.t_stage = q.bc_stage = 0;
   q.bytes_since = 0;
-  q.cnp_this_period = true;
   q.ri_next = now + d.rate_increase_timer_ps;  // restart the rate-increase timer
   if (!q.limited) {
     q.limited = true;
@@ -92,15 +101,21 @@ void Dcqcn::ri_ticks(std::uint32_t qi, Tick t) {
 // (scheduled earlier), or, with equal periods, when the last CNP fell on an alpha tick
 // (alpha_first: that tick re-armed the alpha timer before the CNP re-armed the other).
 void Dcqcn::alpha_ticks(State& q, Tick t, bool inclusive) {
-  while (q.limited && (q.alpha_next < t || (inclusive && q.alpha_next == t))) {
-    if (!q.cnp_this_period) q.alpha = (1 - p_.g) * q.alpha;
-    q.cnp_this_period = false;
-    q.alpha_next += p_.alpha_timer_ps;
-  }
+  if (!q.limited || q.alpha_next > t || (!inclusive && q.alpha_next == t)) return;
+  // Ticks due: those at alpha_next + k * period before t (at t too when inclusive). The first
+  // spares alpha when a CNP came in its period; the others decay it, (1 - g) each.
+  const Tick per = p_.alpha_timer_ps;
+  std::uint64_t n = (t - q.alpha_next) / per + 1;
+  if (!inclusive && q.alpha_next + (n - 1) * per == t) --n;
+  if (!q.cnp_this_period) q.alpha = (1 - p_.g) * q.alpha;
+  q.cnp_this_period = false;
+  if (n > 1) q.alpha *= std::pow(1 - p_.g, static_cast<double>(n - 1));
+  q.alpha_next += n * per;
 }
 
 void Dcqcn::rate_increase(std::uint32_t qi, Tick at, bool timer) {
   State& q = qps_[qi];
+  if (timer) q.timer_inc = true;
   const std::uint32_t F = p_.fast_recovery_stages;
   if (std::max(q.t_stage, q.bc_stage) < F) {
     // fast recovery: towards the target rate

@@ -20,8 +20,15 @@ void read_network(const ObjectReader& top, Scenario& sc, Diagnostics& d) {
   const std::string tier = top.str("fidelity", false).value_or("chunk");
   if (!set_fidelity(sc.net, tier)) d.error(top.child("fidelity"), "expected \"packet\", \"chunk\" or \"flow\", got \"" + tier + "\"");
   if (const json* nj = top.get("network", false)) {
-    ObjectReader n(*nj, top.child("network"), d, {"mtu", "chunk", "ecmp_hash", "ack_every", "nic_latency", "timeout_exp", "retry_count", "drop_rate", "dcqcn", "ecn", "pfc", "port_event", "port_debounce", "close_notice"});
+    ObjectReader n(*nj, top.child("network"), d, {"profile", "mtu", "chunk", "ecmp_hash", "ack_every", "nic_latency", "timeout_exp", "retry_count", "drop_rate", "dcqcn", "ecn", "pfc", "port_event", "port_debounce", "close_notice"});
     models::NetParams& p = sc.net;
+    // Congestion-control profile (docs/models/roce-nic.md#dcqcn-profiles): the NIC's DCQCN and the
+    // switches' ECN marking as a set; "dcqcn" and "ecn" below override single values of it.
+    if (auto v = n.str("profile", false)) {
+      if (*v == "nvidia") { p.dcqcn = models::DcqcnParams::nvidia(); p.ecn = models::EcnParams::nvidia(); }
+      else if (*v == "sigcomm2015") { p.dcqcn = models::DcqcnParams::sigcomm2015(); p.ecn = models::EcnParams::sigcomm2015(); }
+      else d.error(n.child("profile"), "expected \"nvidia\" or \"sigcomm2015\", got \"" + *v + "\"");
+    }
     if (auto v = n.size("mtu", false)) { if (*v < 256 || *v > 9216) d.error(n.child("mtu"), "MTU must be 256 B .. 9216 B (jumbo frames)"); else p.mtu = static_cast<std::uint32_t>(*v); }
     if (auto v = n.size("chunk", false)) {
       if (tier != "chunk") d.error(n.child("chunk"), "a chunk size needs \"fidelity\": \"chunk\"");
@@ -65,7 +72,7 @@ void read_network(const ObjectReader& top, Scenario& sc, Diagnostics& d) {
       p.port_debounce_ps = p.port_event_ps;  // a detection faster than the default debounce: debounce as long as it
     }
     if (const json* dj = n.get("dcqcn", false)) {
-      ObjectReader q(*dj, n.child("dcqcn"), d, {"enabled", "g", "alpha_timer", "rate_increase_timer", "byte_counter", "fast_recovery_stages", "rai", "rhai", "min_rate", "cnp_interval"});
+      ObjectReader q(*dj, n.child("dcqcn"), d, {"enabled", "g", "alpha_timer", "rate_increase_timer", "byte_counter", "fast_recovery_stages", "rai", "rhai", "min_rate", "cnp_interval", "rate_reduce_period", "clamp_target", "clamp_target_after_timer"});
       models::DcqcnParams& c = p.dcqcn;
       if (auto v = q.boolean("enabled", false)) c.enabled = *v;
       if (auto v = q.number("g", false, 1e-6, 1)) c.g = *v;
@@ -82,6 +89,12 @@ void read_network(const ObjectReader& top, Scenario& sc, Diagnostics& d) {
       if (auto v = q.bandwidth("rhai", false)) c.rhai_Bps = *v;
       if (auto v = q.bandwidth("min_rate", false)) c.min_rate_Bps = *v;
       if (auto v = q.duration("cnp_interval", false)) c.cnp_interval_ps = *v;
+      if (auto v = q.duration("rate_reduce_period", false)) {
+        if (*v > models::kPsPerSec) d.error(q.child("rate_reduce_period"), "rate_reduce_period must be 0 .. 1 s");
+        else c.rate_reduce_period_ps = *v;
+      }
+      if (auto v = q.boolean("clamp_target", false)) c.clamp_target = *v;
+      if (auto v = q.boolean("clamp_target_after_timer", false)) c.clamp_target_after_timer = *v;
     }
     if (const json* ej = n.get("ecn", false)) {
       ObjectReader e(*ej, n.child("ecn"), d, {"enabled", "mode", "kmin", "kmax", "pmax"});

@@ -11,20 +11,32 @@ namespace models {
 
 /// ECN marking policy on an egress queue. RED: mark if q > Kmax, else with probability
 /// Pmax (q-Kmin)/(Kmax-Kmin) above Kmin. Step (DCTCP's K): mark every packet while q > Kmin.
+/// Defaults: NVIDIA's RoCE switch configuration (nvidia(): 150 KB .. 1.5 MB, marking every packet
+/// at Kmax); sigcomm2015(): the DCQCN paper's 5 KB .. 200 KB at 1 %.
 struct EcnParams {
   enum class Mode : std::uint8_t { Red, Step };
   bool enabled = true;
   Mode mode = Mode::Red;
-  std::uint64_t kmin_bytes = 5 * 1000;
-  std::uint64_t kmax_bytes = 200 * 1000;
-  double pmax = 0.01;
+  std::uint64_t kmin_bytes = 150 * 1000;
+  std::uint64_t kmax_bytes = 1500 * 1000;
+  double pmax = 1.0;
+
+  static EcnParams nvidia() { return EcnParams{}; }
+  static EcnParams sigcomm2015() {
+    EcnParams e;
+    e.kmin_bytes = 5 * 1000;
+    e.kmax_bytes = 200 * 1000;
+    e.pmax = 0.01;
+    return e;
+  }
 };
 
 /// PFC, one priority: an ingress queue above xoff pauses the upstream sender, below xon resumes it.
 /// Thresholds are derived: headroom = 3 x rate x link delay + 2 MTU per ingress port (HPCC's ns-3
 /// setup); xoff = (buffer - ports x headroom) / ports; xon = xoff - 2 MTU.
+/// On by default: RoCE runs lossless (PFC on the RoCE priority); false is the lossy fabric.
 struct PfcParams {
-  bool enabled = false;
+  bool enabled = true;
 };
 
 /// ECMP policy: which header fields choose among equal-cost next hops. FiveTuple: source,

@@ -17,6 +17,7 @@ class Dcqcn final : public CongestionControl {
   void add_qp(std::uint32_t qp, double line_Bps) override;
   void set_line_rate(std::uint32_t qp, double line_Bps) override;
   double rate_Bps(std::uint32_t qp) override;
+  Tick next_rate_change(std::uint32_t qp) const override { return qps_[qp].limited ? qps_[qp].ri_next : kTickMax; }
   void on_sent(std::uint32_t qp, std::uint64_t wire_bytes) override;
   void on_cnp(std::uint32_t qp) override;
 
@@ -27,6 +28,8 @@ class Dcqcn final : public CongestionControl {
     std::uint64_t bytes_since = 0;
     bool limited = false, cnp_this_period = false;
     bool alpha_first = false;  // at an instant where both timers tick, the alpha tick comes first
+    bool timer_inc = false;    // the rate-increase timer raised the rate since the last cut
+    Tick last_cut = 0;         // the last rate cut (rate_reduce_period)
     Tick ri_next = 0;     // while limited: the rate-increase timer's next tick (ri_ticks)
     Tick alpha_next = 0;  // while limited: the alpha timer's next tick (alpha_ticks)
   };
