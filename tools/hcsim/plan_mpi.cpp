@@ -42,7 +42,8 @@ json to_json(const Finished& f) {
   auto num = [](double v) { return std::isfinite(v) ? json(v) : json(nullptr); };
   json rows = json::array();
   for (auto& r : f.rows)
-    rows.push_back({r.status, r.algorithm, num(r.time_us), num(r.algbw), num(r.busbw), num(r.wall_s), num(r.peak_mib), num(r.peak_util), r.peak_port});
+    rows.push_back({r.status, r.algorithm, num(r.time_us), num(r.algbw), num(r.busbw), num(r.wall_s), num(r.peak_mib),
+                    num(r.peak_util), r.peak_port});
   return {{"i", f.index}, {"code", f.code}, {"rows", rows}};
 }
 

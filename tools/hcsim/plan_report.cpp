@@ -89,7 +89,7 @@ std::string csv_escape(const std::string& s) {
 std::string pct(double v) {
   if (!std::isfinite(v)) return "-";
   char b[32];
-  std::snprintf(b, sizeof b, "%+.2f %%", 100 * v);
+  std::snprintf(b, sizeof b, "%+.2f %%", std::fabs(v) < 5e-5 ? 0.0 : 100 * v);  // no "-0.00"
   return b;
 }
 
@@ -156,9 +156,8 @@ int report(const Plan& p, const std::vector<Layout>& layouts, const std::vector<
       }
     std::string tcsv = "layout,workload,op,algo_requested,bytes,peak_port,peak_util,coarse_tier,coarse_time_us,finer_tier,"
                        "finer_time_us,spread,status,trace\n";
-    std::printf("\ntier check: each layout's %s with the busiest switch port (busy time / span of the run's operations), "
-                "re-run in the next finer tier; spread = (finer - coarse) / finer\n",
-                checks->empty() ? "points" : "picked points");
+    std::printf("\ntier check: the points of each layout with the busiest switch egress port (util: its busy time / the span of the "
+                "run's operations), re-run in the next finer tier; spread = (finer - coarse) / finer\n");
     std::printf("%-6s %-28s %-13s %10s %-14s %6s %-6s %12s %-6s %12s %10s %s\n", "layout", "parameters", "op", "size", "busiest port",
                 "util", "tier", "time(us)", "finer", "time(us)", "spread", "status");
     std::size_t beyond = 0, compared = 0, nothing_finer = 0;
