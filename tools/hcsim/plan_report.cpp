@@ -197,13 +197,14 @@ int report(const Plan& p, const std::vector<Layout>& layouts, const std::vector<
     else {
       const Point& wp = points[worst->check->point];
       const Workload& ww = p.workloads[wp.workload];
-      tier_summary = std::to_string(compared) + " re-run rows, " +
+      tier_summary = std::to_string(compared) + (compared == 1 ? " re-run row, " : " re-run rows, ") +
                      (beyond == 0 ? std::string("every spread within ±5 %")
                                   : std::to_string(beyond) + " beyond ±5 % (believe the finer tier there)") +
                      ", largest " + pct(worst->spread) + " (layout " + std::to_string(wp.layout) + " " + ww.op +
                      (ww.op == "barrier" ? "" : " " + sim::format_bytes(worst->coarse->bytes)) + ", " + worst->check->coarse + " against " +
                      worst->check->finer + ")";
-      if (nothing_finer) tier_summary += "; " + std::to_string(nothing_finer) + " rows in the packet tier, nothing finer";
+      if (nothing_finer)
+        tier_summary += "; " + std::to_string(nothing_finer) + (nothing_finer == 1 ? " row" : " rows") + " in the packet tier, nothing finer";
     }
     std::printf("tier check: %s\n", tier_summary.c_str());
   }
