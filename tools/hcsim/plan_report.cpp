@@ -183,8 +183,8 @@ int report(const Plan& p, const std::vector<Layout>& layouts, const std::vector<
       if (std::fabs(t.spread) > kTierSpreadWarn) {
         ++beyond;
         std::fprintf(stderr,
-                     "hcsim plan: warning: tier check: layout %zu (%s) %s %s: %s us in the %s tier, %s us in the %s tier, spread %s "
-                     "beyond ±%.0f %%: believe the %s tier\n",
+                     "hcsim plan: warning: tier check: layout %zu (%s) %s %s: %s us in the %s tier, %s us in the %s tier, spread %s, "
+                     "beyond %.0f %%: believe the %s tier\n",
                      pt.layout, layouts[pt.layout].label.c_str(), w.op.c_str(), size.c_str(), fmt(t.coarse->time_us, 3).c_str(),
                      t.check->coarse.c_str(), fmt(t.finer->time_us, 3).c_str(), t.check->finer.c_str(), pct(t.spread).c_str(),
                      100 * kTierSpreadWarn, t.check->finer.c_str());
@@ -198,8 +198,8 @@ int report(const Plan& p, const std::vector<Layout>& layouts, const std::vector<
       const Point& wp = points[worst->check->point];
       const Workload& ww = p.workloads[wp.workload];
       tier_summary = std::to_string(compared) + (compared == 1 ? " re-run row, " : " re-run rows, ") +
-                     (beyond == 0 ? std::string("every spread within ±5 %")
-                                  : std::to_string(beyond) + " beyond ±5 % (believe the finer tier there)") +
+                     (beyond == 0 ? std::string("every spread within 5 %")
+                                  : std::to_string(beyond) + " beyond 5 % (believe the finer tier there)") +
                      ", largest " + pct(worst->spread) + " (layout " + std::to_string(wp.layout) + " " + ww.op +
                      (ww.op == "barrier" ? "" : " " + sim::format_bytes(worst->coarse->bytes)) + ", " + worst->check->coarse + " against " +
                      worst->check->finer + ")";
@@ -369,7 +369,7 @@ int report(const Plan& p, const std::vector<Layout>& layouts, const std::vector<
         if (tr.coarse == on) row = &tr;
       if (row && row->finer && std::isfinite(row->spread)) {
         tier_note = "; tier check: " + fmt(row->finer->time_us, 1) + " us in the " + row->check->finer + " tier, spread " + pct(row->spread);
-        if (std::fabs(row->spread) > kTierSpreadWarn) tier_note += ", beyond ±5 %: believe the " + row->check->finer + " tier";
+        if (std::fabs(row->spread) > kTierSpreadWarn) tier_note += ", beyond 5 %: believe the " + row->check->finer + " tier";
         if (!meets_target(row->finer->time_us, row->finer->busbw)) tier_note += ", whose time does not meet the target";
       } else if (row && !row->finer) {
         tier_note = "; tier check: nothing is finer than the " + row->check->coarse + " tier";
