@@ -160,7 +160,7 @@ int report(const Plan& p, const std::vector<Layout>& layouts, const std::vector<
                 "run's operations), re-run in the next finer tier; spread = (finer - coarse) / finer\n");
     std::printf("%-6s %-28s %-13s %10s %-14s %6s %-6s %12s %-6s %12s %10s %s\n", "layout", "parameters", "op", "size", "busiest port",
                 "util", "tier", "time(us)", "finer", "time(us)", "spread", "status");
-    std::size_t beyond = 0, compared = 0, nothing_finer = 0;
+    std::size_t beyond = 0, compared = 0, nothing_finer = 0, no_time = 0;
     const TierRow* worst = nullptr;
     for (const TierRow& t : tier_rows) {
       const Point& pt = points[t.check->point];
@@ -177,7 +177,7 @@ int report(const Plan& p, const std::vector<Layout>& layouts, const std::vector<
               (t.finer ? fmt(t.finer->time_us, 3) : "") + "," + (std::isfinite(t.spread) ? fmt(t.spread, 6) : "") + "," +
               csv_escape(status) + "," + (t.finer ? t.check->run.db.substr(out.size() + 1) : "") + "\n";
       if (!t.finer) { ++nothing_finer; continue; }
-      if (!std::isfinite(t.spread)) continue;
+      if (!std::isfinite(t.spread)) { ++no_time; continue; }
       ++compared;
       if (!worst || std::fabs(t.spread) > std::fabs(worst->spread)) worst = &t;
       if (std::fabs(t.spread) > kTierSpreadWarn) {
@@ -205,6 +205,7 @@ int report(const Plan& p, const std::vector<Layout>& layouts, const std::vector<
                      worst->check->finer + ")";
       if (nothing_finer)
         tier_summary += "; " + std::to_string(nothing_finer) + (nothing_finer == 1 ? " row" : " rows") + " in the packet tier, nothing finer";
+      if (no_time) tier_summary += "; " + std::to_string(no_time) + (no_time == 1 ? " row" : " rows") + " without a time to compare";
     }
     std::printf("tier check: %s\n", tier_summary.c_str());
   }
