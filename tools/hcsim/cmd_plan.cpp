@@ -46,12 +46,15 @@ std::string check_plan_outputs(const Plan& p, const std::string& out) {
   const std::string d = out + "/";
   std::vector<OutputFile> outs = {{"-o", out, {}, ""}};
   auto add = [&](const std::string& name) { outs.push_back({"-o", d + name, {}, ""}); };
-  for (const char* f : {kMarker, ".hcsim-plan-mpi", "plan.csv", "plan.db", "plan.db-journal", "busbw.svg", "time-vs-servers.svg", "cost.svg"}) add(f);
+  for (const char* f : {kMarker, ".hcsim-plan-mpi", "plan.csv", "plan.db", "plan.db-journal", "busbw.svg", "time-vs-servers.svg", "cost.svg",
+                        "tier_check.csv"})
+    add(f);
   for (std::size_t li = 0; li < layouts; ++li) {
     add("layout" + std::to_string(li) + ".topology.json");
     for (std::size_t wi = 0; wi < p.workloads.size(); ++wi) {
       const std::string stem = "l" + std::to_string(li) + "-w" + std::to_string(wi);
-      for (const char* ext : {".scenario.json", ".log", ".hcsim.db", ".hcsim.db.lock", ".hcsim.db-journal"}) add(stem + ext);
+      for (const char* tier : {"", ".chunk", ".packet"})  // the sweep's run, --tier-check's finer ones
+        for (const char* ext : {".scenario.json", ".log", ".hcsim.db", ".hcsim.db.lock", ".hcsim.db-journal"}) add(stem + tier + ext);
     }
   }
   return check_outputs(inputs, outs, false);
@@ -153,7 +156,8 @@ int setup(const std::string& file, std::string& out, bool force, bool write, Pla
 int plan_ranks(const std::vector<std::string>& argv, int rank, int size) {
   std::string file, out;
   unsigned jobs = 1;
-  bool force = false, dry = false, inherit_env = false;
+  std::size_t tier_check = 0;  // --tier-check K (0: none)
+  bool force = false, dry = false, inherit_env = false, tier_check_given = false;
   const Args args(
       kPlan,
       {{"-j", "--jobs", "N", "a number", "simulate up to N points at once, one process each (default 1; per MPI rank)",
@@ -170,6 +174,17 @@ int plan_ranks(const std::vector<std::string>& argv, int rank, int size) {
         [&](const std::string&) { force = true; return std::string(); }},
        {"--dry-run", "-n", "", "", "validate and list the points without simulating them",
         [&](const std::string&) { dry = true; return std::string(); }},
+       {"--tier-check", "", "K", "a number",
+        "then re-run each layout's K points with the busiest switch port in the next finer tier and report the spread",
+        [&](const std::string& v) {
+          std::string why;
+          const auto n = sim::parse_uint(v, &why);
+          if (!n || *n > 1000)
+            return std::string("--tier-check needs a number of points per layout from 0 to 1000, got \"" + v + "\"");
+          tier_check = static_cast<std::size_t>(*n);
+          tier_check_given = true;
+          return std::string();
+        }},
        {"--inherit-env", "", "", "", "the points' runs read this shell's HCOMM_*/HCCL_* variables (default: ignored; the plan's hcomm_env wins)",
         [&](const std::string&) { inherit_env = true; return std::string(); }}},
       {"PLAN", "the plan file (docs/plan-format.md)", [&](const std::string& a) {
@@ -305,7 +320,18 @@ int plan_ranks(const std::vector<std::string>& argv, int rank, int size) {
       for (auto n : by_rank) counts += (counts.empty() ? "" : ",") + std::to_string(n);
       meta = {{"mpi_ranks", std::to_string(size)}, {"points_by_rank", counts}};
     }
-    rc = report(p, layouts, points, results, out, dry, rc, meta);
+    // --tier-check: rank 0 re-runs the picked points with its own -j children once the sweep is
+    // done (the other ranks wait for the exit status).
+    std::vector<TierCheck> checks;
+    const bool check = tier_check_given && tier_check > 0 && !dry;
+    if (check) {
+      checks = pick_tier_checks(p, points, results, tier_check);
+      rc = std::max(rc, run_tier_checks(p, layouts, points, out, jobs, checks));
+    } else {
+      std::remove((out + "/tier_check.csv").c_str());  // an earlier run's would be stale
+      if (tier_check_given && dry) std::fprintf(stderr, "hcsim plan: --dry-run: no tier check\n");
+    }
+    rc = report(p, layouts, points, results, out, dry, rc, meta, check ? &checks : nullptr);
   }
   broadcast_rc(rc, size);
   return rc;
@@ -321,10 +347,11 @@ int plan_main(const std::vector<std::string>& argv) {
 
 }  // namespace
 
-const Command kPlan{"plan", "plan PLAN [-j N] [-o DIR] [--force] [--dry-run] [--inherit-env]",
+const Command kPlan{"plan", "plan PLAN [-j N] [-o DIR] [--force] [--dry-run] [--tier-check K] [--inherit-env]",
                     "        Capacity planning: simulate every layout of a sweep (JSON pointers into a base\n"
                     "        topology) with every workload, one `hcsim run` process per point; table on stdout,\n"
-                    "        DIR/plan.csv, DIR/plan.db, SVG plots, the cheapest layout meeting a target\n",
+                    "        DIR/plan.csv, DIR/plan.db, SVG plots, the cheapest layout meeting a target;\n"
+                    "        --tier-check K: each layout's K busiest points again in the next finer tier\n",
                     plan_main};
 
 }  // namespace hcsim

@@ -66,6 +66,12 @@ struct Result {
   std::uint64_t bytes = 0;
   std::string algorithm, status = "not run";
   double time_us = NAN, algbw = NAN, busbw = NAN, wall_s = NAN, peak_mib = NAN;
+  /// The point's (its whole run's, the same on each of its rows) peak port utilisation: the
+  /// busiest Ethernet switch egress port's busy time over the run's span of operations (first
+  /// start to last end), and that port as "switch:port" ("-" without switch traffic); for
+  /// --tier-check (docs/plan-format.md#tier-check).
+  double peak_util = NAN;
+  std::string peak_port;
 };
 
 
@@ -112,6 +118,30 @@ class Children {
   std::map<pid_t, std::size_t> by_pid_;
 };
 
+/// --tier-check (docs/plan-format.md#tier-check): one (layout, workload) point of the sweep picked
+/// for its peak port utilisation and re-run whole in the next finer fidelity tier.
+struct TierCheck {
+  std::size_t point = 0;     ///< index of the sweep's (coarse) point
+  std::string coarse, finer;  ///< the point's tier and the next finer one ("" after packet: none)
+  Point run;                  ///< the finer run's files (`finer` not empty)
+  std::vector<Result> rows;   ///< the finer run's rows, one per size, as the sweep's
+  int code = 0;
+};
+
+/// The tiers from coarse to fine, and the one after `tier` ("" for packet, the finest).
+std::string finer_tier(const std::string& tier);
+/// The K points of each layout with the highest peak port utilisation (ties: workload order),
+/// among the points whose run was ok; in (layout, workload) order.
+std::vector<TierCheck> pick_tier_checks(const Plan& p, const std::vector<Point>& points,
+                                        const std::vector<std::vector<Result>>& results, std::size_t k);
+/// Write each picked point's finer scenario (DIR/lK-wJ.TIER.scenario.json: its scenario with the
+/// finer tier) and run them, up to `jobs` at once, progress on stderr. Returns kOk, or the worst
+/// exit code of a finer run (kBadInput also when a scenario cannot be written or a child started).
+int run_tier_checks(const Plan& p, const std::vector<Layout>& layouts, const std::vector<Point>& points,
+                    const std::string& out, unsigned jobs, std::vector<TierCheck>& checks);
+/// The --tier-check threshold: a |spread| above it is warned about.
+constexpr double kTierSpreadWarn = 0.05;
+
 /// The most points a plan may have (docs/plan-format.md): layouts (the product of every sweep's
 /// values) times the sizes of all workloads, i.e. the rows of its table. A plan beyond it is
 /// refused before anything is written.
@@ -141,8 +171,12 @@ bool write_file(const std::string& path, const std::string& text, std::string* w
 /// The table on stdout, DIR/plan.csv, DIR/plan.db, the SVG plots and the target's verdict (not
 /// judged for a dry run). Returns `rc` raised to 1 when the target is not met, 2 on a write error.
 /// `meta` adds rows to plan.db's meta table (under MPI: the ranks and the points each ran).
+/// `checks`: the --tier-check re-runs (null without --tier-check): DIR/tier_check.csv, plan.db's
+/// tier_check table, a table on stdout, a warning on stderr per row whose |spread| > 5 %, and a
+/// mention in the verdict.
 int report(const Plan& p, const std::vector<Layout>& layouts, const std::vector<Point>& points,
            const std::vector<std::vector<Result>>& results, const std::string& out, bool dry, int rc,
-           const std::vector<std::pair<std::string, std::string>>& meta = {});
+           const std::vector<std::pair<std::string, std::string>>& meta = {},
+           const std::vector<TierCheck>* checks = nullptr);
 
 }  // namespace hcsim::plan

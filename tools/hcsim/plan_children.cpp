@@ -47,6 +47,23 @@ void read_trace(const std::string& db_path, const Workload& w, std::vector<Resul
     rows[k].busbw = it->second[2] / it->second[3];
     if (auto a = algo.find(static_cast<std::int64_t>(k)); a != algo.end()) rows[k].algorithm = a->second.first;
   }
+  // Peak port utilisation (--tier-check): the busiest switch egress port (a port_counters row
+  // whose node is not an NPU's NIC) over the span of the run's operations, which leaves out the
+  // set-up before the first collective.
+  const double span = db.scalar("SELECT MAX(end_ns) - MIN(start_ns) FROM operations", 0);
+  double util = span > 0 ? 0 : NAN;
+  std::string port = "-";
+  db.query("SELECT node || ':' || port, busy_ns FROM port_counters WHERE node NOT IN (SELECT name FROM npus) AND busy_ns > 0"
+           " ORDER BY busy_ns DESC, node, port LIMIT 1",
+           [&](const Row& r) {
+             port = r.s(0);
+             if (span > 0) util = r.d(1) / span;
+           },
+           why);
+  for (auto& r : rows) {
+    r.peak_util = util;
+    r.peak_port = port;
+  }
 }
 
 std::string last_line(const std::string& path) {

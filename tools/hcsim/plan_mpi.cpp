@@ -42,7 +42,8 @@ json to_json(const Finished& f) {
   auto num = [](double v) { return std::isfinite(v) ? json(v) : json(nullptr); };
   json rows = json::array();
   for (auto& r : f.rows)
-    rows.push_back({r.status, r.algorithm, num(r.time_us), num(r.algbw), num(r.busbw), num(r.wall_s), num(r.peak_mib)});
+    rows.push_back({r.status, r.algorithm, num(r.time_us), num(r.algbw), num(r.busbw), num(r.wall_s), num(r.peak_mib),
+                    num(r.peak_util), r.peak_port});
   return {{"i", f.index}, {"code", f.code}, {"rows", rows}};
 }
 
@@ -56,7 +57,7 @@ bool from_json(const std::string& text, const std::vector<std::vector<Result>>& 
   auto num = [](const json& v) { return v.is_number() ? v.get<double>() : NAN; };
   for (std::size_t k = 0; k < f.rows.size(); ++k) {
     const json& r = j["rows"][k];
-    if (!r.is_array() || r.size() != 7 || !r[0].is_string() || !r[1].is_string()) return false;
+    if (!r.is_array() || r.size() != 9 || !r[0].is_string() || !r[1].is_string() || !r[8].is_string()) return false;
     Result& o = f.rows[k];
     o.status = r[0].get<std::string>();
     o.algorithm = r[1].get<std::string>();
@@ -65,6 +66,8 @@ bool from_json(const std::string& text, const std::vector<std::vector<Result>>& 
     o.busbw = num(r[4]);
     o.wall_s = num(r[5]);
     o.peak_mib = num(r[6]);
+    o.peak_util = num(r[7]);
+    o.peak_port = r[8].get<std::string>();
   }
   return true;
 }

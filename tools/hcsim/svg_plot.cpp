@@ -75,7 +75,8 @@ std::string svg_line_plot(const PlotSpec& spec, const std::vector<PlotSeries>& s
     if (!c.points.empty()) ss.push_back(std::move(c));
   }
   const double W = spec.width, H = spec.height;
-  const double left = 70, right = 190, top = 40, bottom = 60;  // legend on the right
+  // Legend on the right; a subtitle moves the plot down by its line.
+  const double left = 70, right = 190, top = spec.subtitle.empty() ? 40 : 54, bottom = 60;
   const double pw = W - left - right, ph = H - top - bottom;
   double xmin = INFINITY, xmax = -INFINITY, ymax = 0;
   for (auto& s : ss)
@@ -100,6 +101,9 @@ std::string svg_line_plot(const PlotSpec& spec, const std::vector<PlotSeries>& s
        " " + num(H) + "\" font-family=\"sans-serif\" font-size=\"12\">\n";
   o += "<rect x=\"0\" y=\"0\" width=\"" + num(W) + "\" height=\"" + num(H) + "\" fill=\"white\"/>\n";
   o += "<text x=\"" + num(left + pw / 2) + "\" y=\"24\" text-anchor=\"middle\" font-size=\"15\">" + xml(spec.title) + "</text>\n";
+  if (!spec.subtitle.empty())
+    o += "<text x=\"" + num(left + pw / 2) + "\" y=\"41\" text-anchor=\"middle\" font-size=\"12\" fill=\"#555555\">" +
+         xml(spec.subtitle) + "</text>\n";
   // Grid and ticks.
   o += "<g stroke=\"#dddddd\" stroke-width=\"1\">\n";
   for (double v = 0; v <= ytop + ystep / 2; v += ystep) o += "<line x1=\"" + num(left) + "\" y1=\"" + num(Y(v)) + "\" x2=\"" + num(left + pw) + "\" y2=\"" + num(Y(v)) + "\"/>\n";

@@ -16,6 +16,7 @@ struct PlotSeries {
 
 struct PlotSpec {
   std::string title, x_label = "size (bytes)", y_label = "busbw (GB/s)";
+  std::string subtitle;  ///< a smaller line under the title (e.g. "flow tier"); none when empty
   bool log2_x = true;   ///< x > 0 on a log-2 axis, ticks at powers of two labelled 1K, 64M, ...
   int width = 800, height = 480;
 };
