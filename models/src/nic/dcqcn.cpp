@@ -50,12 +50,7 @@ void Dcqcn::on_cnp(std::uint32_t qi) {
   alpha_ticks(q, now, true);  // an alpha tick at this instant counts first (see alpha_ticks)
   // At most one cut per rate_reduce_period: a CNP inside it raises alpha only.
   const bool cut = !q.limited || d.rate_reduce_period_ps == 0 || now - q.last_cut >= d.rate_reduce_period_ps;
-  if (cut) {
-    if (!q.limited || d.clamp_target || (d.clamp_target_after_timer && q.timer_inc)) q.rt = q.rc;
-    q.rc = std::max(static_cast<double>(d.min_rate_Bps), q.rc * (1 - q.alpha / 2));
-    q.last_cut = now;
-    q.timer_inc = false;
-  }
+  if (cut) cut_rate(q, now);
   q.alpha = (1 - d.g) * q.alpha + d.g;
   q.cnp_this_period = true;
   if (!cut) return;
@@ -68,6 +63,41 @@ void Dcqcn::on_cnp(std::uint32_t qi) {
     q.alpha_first = false;  // the alpha timer starts after the rate-increase timer
   } else {
     q.alpha_first = q.alpha_next == now + d.alpha_timer_ps;  // a tick fell now, before this CNP restarted the other timer
+  }
+}
+
+// The rate cut of one CNP: the target rate is clamped to the current one unless the profile
+// keeps it (clamp_target false: only after a timer increase, or on the first cut).
+void Dcqcn::cut_rate(State& q, Tick now) {
+  const DcqcnParams& d = p_;
+  if (!q.limited || d.clamp_target || (d.clamp_target_after_timer && q.timer_inc)) q.rt = q.rc;
+  q.rc = std::max(static_cast<double>(d.min_rate_Bps), q.rc * (1 - q.alpha / 2));
+  q.last_cut = now;
+  q.timer_inc = false;
+}
+
+// A batch of CNPs that a packet-level receiver would have sent spacing_ps apart. The first reacts
+// now as one CNP does; each later one is spacing_ps after the previous: it cuts the rate if a
+// rate_reduce_period has passed since the batch's last cut, and raises alpha; between two of
+// them the alpha timer ticks spacing_ps / alpha_timer_ps times, the first spared (a CNP came in
+// its period). The rate-increase timer, restarted by every cut, does not tick inside a batch
+// spaced closer than its period (4 us against 300 us and 50 us against 55 us in the profiles).
+void Dcqcn::on_cnps(std::uint32_t qi, std::uint64_t count, Tick spacing_ps) {
+  if (!p_.enabled || count == 0) return;
+  on_cnp(qi);
+  State& q = qps_[qi];
+  const Tick now = host_.cc_now();
+  const std::uint64_t decays = p_.alpha_timer_ps > 0 ? spacing_ps / p_.alpha_timer_ps : 0;
+  const double decay = decays > 1 ? std::pow(1 - p_.g, static_cast<double>(decays - 1)) : 1.0;
+  Tick since_cut = now - q.last_cut;  // 0 if the first CNP cut; else less than a period since the last cut
+  for (std::uint64_t i = 1; i < count; ++i) {
+    since_cut += spacing_ps;
+    q.alpha *= decay;
+    if (since_cut >= p_.rate_reduce_period_ps) {
+      cut_rate(q, now);
+      since_cut = 0;
+    }
+    q.alpha = (1 - p_.g) * q.alpha + p_.g;
   }
 }
 
@@ -109,7 +139,12 @@ void Dcqcn::alpha_ticks(State& q, Tick t, bool inclusive) {
   if (!inclusive && q.alpha_next + (n - 1) * per == t) --n;
   if (!q.cnp_this_period) q.alpha = (1 - p_.g) * q.alpha;
   q.cnp_this_period = false;
-  if (n > 1) q.alpha *= std::pow(1 - p_.g, static_cast<double>(n - 1));
+  // One multiplication per tick, as the timer's events made them, for the first 1024 ticks (the
+  // same bits); beyond them alpha is below (1 - g)^1024 (0.7 % of its value in the NVIDIA
+  // profile, 1.8 % in SIGCOMM 2015's) and the rest is applied in closed form.
+  const std::uint64_t exact = std::min<std::uint64_t>(n - 1, 1024);
+  for (std::uint64_t i = 0; i < exact; ++i) q.alpha *= 1 - p_.g;
+  if (n - 1 > exact) q.alpha *= std::pow(1 - p_.g, static_cast<double>(n - 1 - exact));
   q.alpha_next += n * per;
 }
 

@@ -329,10 +329,9 @@ void Network::host_rx(std::uint32_t host, std::uint32_t id) {
     }
     case kCnp:  // carries the number of CNPs it stands for (1 in the packet tier)
       sample(host, 0, SampleCount::Cnp, std::max<std::uint64_t>(k.psn, 1));
-      for (std::uint64_t i = 0; i < std::max<std::uint64_t>(k.psn, 1); ++i) {
-        ++x.cnp_rcv;
-        cc_->on_cnp(qi);
-      }
+      x.cnp_rcv += std::max<std::uint64_t>(k.psn, 1);
+      if (k.psn > 1) cc_->on_cnps(qi, k.psn, p_.dcqcn.cnp_interval_ps);
+      else cc_->on_cnp(qi);
       break;
     default: break;
   }

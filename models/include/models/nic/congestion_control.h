@@ -33,6 +33,10 @@ class CongestionControl {
   virtual void on_sent(std::uint32_t qp, std::uint64_t wire_bytes) = 0;
   /// A congestion notification packet for the QP arrived.
   virtual void on_cnp(std::uint32_t qp) = 0;
+  /// `count` CNPs for the QP that a packet-level receiver would have sent `spacing_ps` apart, the
+  /// last of them now (the chunk tier's units stand for trains of packets; one frame carries
+  /// the CNPs of a unit's marked packets). Each reacts as its own CNP would have.
+  virtual void on_cnps(std::uint32_t qp, std::uint64_t count, Tick spacing_ps) = 0;
 };
 
 }  // namespace models

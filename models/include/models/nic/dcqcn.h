@@ -20,6 +20,7 @@ class Dcqcn final : public CongestionControl {
   Tick next_rate_change(std::uint32_t qp) const override { return qps_[qp].limited ? qps_[qp].ri_next : kTickMax; }
   void on_sent(std::uint32_t qp, std::uint64_t wire_bytes) override;
   void on_cnp(std::uint32_t qp) override;
+  void on_cnps(std::uint32_t qp, std::uint64_t count, Tick spacing_ps) override;
 
  private:
   struct State {
@@ -33,6 +34,7 @@ class Dcqcn final : public CongestionControl {
     Tick ri_next = 0;     // while limited: the rate-increase timer's next tick (ri_ticks)
     Tick alpha_next = 0;  // while limited: the alpha timer's next tick (alpha_ticks)
   };
+  void cut_rate(State& q, Tick now);
   void rate_increase(std::uint32_t qp, Tick at, bool timer);
   void ri_ticks(std::uint32_t qp, Tick t);
   void alpha_ticks(State& q, Tick t, bool inclusive);
