@@ -1,0 +1,239 @@
+// The packet tier against published DCQCN behaviour (docs/models/roce-nic.md#reference-check-dcqcn-fluid-model):
+// N:1 incasts against the DCQCN fluid model of Zhu et al., "ECN or Delay: Lessons Learnt from
+// Analysis of DCQCN and TIMELY" (CoNEXT 2016), integrated here on its own, with the SIGCOMM 2015
+// parameters; and PFC's pause behaviour in a 2:1 fan-in with DCQCN off.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+#include "models/network.h"
+#include "incast_rig.h"
+
+using namespace models;
+using namespace models_test;
+
+namespace {
+
+// ---- The DCQCN fluid model (CoNEXT 2016, section 3) ----
+//
+// N flows share one bottleneck of capacity C. Per flow: current rate RC, target rate RT, alpha.
+// The switch marks with RED's probability p(q) (Kmin, Kmax, Pmax); the receiver sends at most one
+// CNP per tau (the CNP interval), so a flow at RC packets/s is cut in an interval of length tau
+// with probability 1 - (1-p)^(tau RC). With every delayed quantity taken at t - tau*:
+//   dq/dt    = sum RC_i - C
+//   dalpha/dt = g/tau' ((1 - (1-p)^(tau' RC)) - alpha)
+//   dRT/dt   = -(RT - RC)/tau (1 - (1-p)^(tau RC))
+//              + R_AI RC (1-p)^(F B) p / ((1-p)^-B - 1)             byte counter, additive stage
+//              + R_AI RC (1-p)^(F T RC) p / ((1-p)^-(T RC) - 1)      timer, additive stage
+//   dRC/dt   = -RC alpha/(2 tau) (1 - (1-p)^(tau RC))
+//              + (RT - RC)/2 RC p / ((1-p)^-B - 1)                   byte-counter events
+//              + (RT - RC)/2 RC p / ((1-p)^-(T RC) - 1)              timer events
+// Rates in the exponents are in packets/s and B in packets (the model counts packets); the
+// state itself is kept in wire bytes/s (the rate the NIC paces). Like the paper's model it has
+// no hyper-increase stage (both counters past F), and rates are clamped to [min rate, line].
+// Written from the paper's equations: nothing of the simulator's DCQCN (models/nic/dcqcn.cpp) is used.
+struct Fluid {
+  // inputs
+  int n = 2;
+  double C = 0, line = 0;  // bottleneck capacity and the senders' line rate, wire bytes/s
+  double pkt = 0;          // wire bytes per packet
+  double kmin = 0, kmax = 0, pmax = 0;
+  double g = 0, tau = 0, tau_a = 0, T = 0, B = 0, F = 0, rai = 0, rmin = 0;  // s, bytes, bytes/s
+  double delay0 = 0;       // tau*: feedback delay at an empty queue (s); the queue's delay q/C is added
+  double dt = 200e-9;  // results agree to 0.1 KB and 0.001 Gb/s with 25, 50 and 100 ns
+  // state
+  double q = 0;
+  std::vector<double> rc, rt, alpha;
+  // History for the delayed terms, a ring of kRing steps: q, and every RC (n a step).
+  static constexpr std::size_t kRing = 1 << 16;  // 3.3 ms at 50 ns: far beyond any feedback delay here
+  std::vector<double> hist_q, hist_rc;
+  std::size_t step = 0, fb = 0;  // this step; the step whose marks and rates the senders see now
+
+  double p_of(double qq) const {
+    if (qq <= kmin) return 0;
+    if (qq > kmax) return 1;
+    return pmax * (qq - kmin) / (kmax - kmin);
+  }
+  void start() {
+    rc.assign(n, line);
+    rt.assign(n, line);
+    alpha.assign(n, 1.0);
+    q = 0;
+    hist_q.assign(kRing, 0);
+    hist_rc.assign(kRing * static_cast<std::size_t>(n), 0);
+    step = fb = 0;
+  }
+  // (1-p)^x for x >= 0
+  static double surv(double p, double x) { return p >= 1 ? (x > 0 ? 0 : 1) : std::exp(x * std::log1p(-p)); }
+  // Rate of increase events of a counter that needs k unmarked packets: RC p / ((1-p)^-k - 1),
+  // events per second (RC in packets/s); RC / k at p = 0; none at p = 1.
+  static double events(double rc_pk, double p, double k) {
+    if (p <= 0) return rc_pk / k;
+    if (p >= 1) return 0;
+    return rc_pk * p / std::expm1(-k * std::log1p(-p));
+  }
+  void advance() {
+    hist_q[step % kRing] = q;
+    std::copy(rc.begin(), rc.end(), hist_rc.begin() + static_cast<std::ptrdiff_t>((step % kRing) * static_cast<std::size_t>(n)));
+    // The feedback arriving now left the queue's tail at the latest t_m with
+    // t_m + q(t_m)/C + tau*_0 <= now (t_m + q(t_m)/C never decreases: the queue drains at most at C).
+    while (fb + 1 <= step && static_cast<double>(fb + 1) * dt + hist_q[(fb + 1) % kRing] / C + delay0 <= static_cast<double>(step) * dt) ++fb;
+    if (step - fb >= kRing) std::abort();  // the ring is too short for this delay
+    const std::size_t k = fb % kRing;
+    const double pd = p_of(hist_q[k]);
+    double sum = 0;
+    for (int i = 0; i < n; ++i) {
+      const double xd = hist_rc[k * static_cast<std::size_t>(n) + static_cast<std::size_t>(i)] / pkt;  // delayed rate, packets/s
+      const double cut = 1 - surv(pd, tau * xd);
+      const double acut = 1 - surv(pd, tau_a * xd);
+      const double bc = events(xd, pd, B / pkt);
+      const double tm = events(xd, pd, T * xd);
+      const double ai = rai * (surv(pd, F * B / pkt) * bc + surv(pd, F * T * xd) * tm);
+      const double da = g / tau_a * (acut - alpha[i]);
+      const double drt = -(rt[i] - rc[i]) / tau * cut + ai;
+      const double drc = -rc[i] * alpha[i] / (2 * tau) * cut + (rt[i] - rc[i]) / 2 * (bc + tm);
+      alpha[i] += da * dt;
+      rt[i] = std::clamp(rt[i] + drt * dt, rmin, line);
+      rc[i] = std::clamp(rc[i] + drc * dt, rmin, line);
+      sum += rc[i];
+    }
+    q = std::max(0.0, q + (sum - C) * dt);
+    ++step;
+  }
+};
+
+constexpr Tick kMs = kPsPerSec / 1000;
+
+struct Measured {
+  double mean_q = 0, q_p99 = 0, q_max = 0;  // bottleneck queue over the window, bytes
+  std::vector<double> rate;                 // per flow, wire bytes/s over the window
+  double jain = 0;
+};
+
+Fluid fluid_for(int n, const NetParams& np) {
+  const DcqcnParams& d = np.dcqcn;
+  Fluid f;
+  f.n = n;
+  f.C = f.line = static_cast<double>(G100);
+  f.pkt = static_cast<double>(np.mtu + np.header_bytes);
+  f.kmin = static_cast<double>(np.ecn.kmin_bytes);
+  f.kmax = static_cast<double>(np.ecn.kmax_bytes);
+  f.pmax = np.ecn.pmax;
+  f.g = d.g;
+  f.tau = static_cast<double>(d.cnp_interval_ps) / 1e12;
+  f.tau_a = static_cast<double>(d.alpha_timer_ps) / 1e12;
+  f.T = static_cast<double>(d.rate_increase_timer_ps) / 1e12;
+  f.B = static_cast<double>(d.byte_counter);
+  f.F = d.fast_recovery_stages;
+  f.rai = static_cast<double>(d.rai_Bps);
+  f.rmin = static_cast<double>(d.min_rate_Bps);
+  // The loop of the rig (incast_rig.h): marked at the switch's enqueue, the packet leaves after
+  // the queue (added per step), is serialised and crosses 1 us to the receiver; the CNP crosses
+  // 1 us, the switch (0.6 us) and 1 us back; the sender's next packet is serialised and crosses
+  // 1 us and the switch (0.6 us) to the queue.
+  f.delay0 = (2 * f.pkt / f.C) + 4e-6 + 1.2e-6;
+  return f;
+}
+
+Measured run_fluid(Fluid& f, double t0, double t1) {
+  f.start();
+  Measured m;
+  m.rate.assign(static_cast<std::size_t>(f.n), 0);
+  std::vector<double> qs;
+  const std::size_t s0 = static_cast<std::size_t>(t0 / f.dt), s1 = static_cast<std::size_t>(t1 / f.dt);
+  for (std::size_t s = 0; s < s1; ++s) {
+    f.advance();
+    if (std::getenv("DCQCN_REF_TRACE") && s % 2000 == 0)
+      std::printf("fl t=%.1f us q=%.1fKB rc0=%.2f rt0=%.2f a0=%.4f\n", static_cast<double>(s) * f.dt * 1e6, f.q / 1e3, f.rc[0] * 8e-9, f.rt[0] * 8e-9, f.alpha[0]);
+    if (s >= s0) {
+      qs.push_back(f.q);
+      for (int i = 0; i < f.n; ++i) m.rate[static_cast<std::size_t>(i)] += f.rc[static_cast<std::size_t>(i)];
+    }
+  }
+  for (double& r : m.rate) r /= static_cast<double>(qs.size());
+  double sum = 0;
+  for (double v : qs) sum += v;
+  m.mean_q = sum / static_cast<double>(qs.size());
+  std::sort(qs.begin(), qs.end());
+  m.q_p99 = qs[qs.size() * 99 / 100];
+  m.q_max = qs.back();
+  m.jain = jain(m.rate);
+  return m;
+}
+
+// The packet tier's N:1 incast of incast_rig.h, every sender with one endless write.
+Measured run_packets(int n, const NetParams& np, Tick t0, Tick t1, std::uint64_t* pauses, std::uint64_t* drops) {
+  Incast t(static_cast<std::uint32_t>(n), np);
+  for (auto q : t.qps) t.net.post_write(q, 1ULL << 40, q);
+  const Tick step = kPsPerUs;  // the queue, sampled every 1 us
+  std::vector<double> qs, b0, b1;
+  t.sch.run(std::getenv("DCQCN_REF_TRACE") ? 0 : t0);
+  for (auto q : t.qps) b0.push_back(static_cast<double>(t.net.qp_stats(q).rx_bytes));
+  const bool trace = std::getenv("DCQCN_REF_TRACE") != nullptr;
+  std::vector<double> prev = b0;
+  for (Tick now = t0 + step; now <= t1; now += step) {
+    t.sch.run(now);
+    qs.push_back(static_cast<double>(t.net.queue_bytes(t.sw, static_cast<std::uint32_t>(n))));
+    if (trace && now % kMs == 0) {
+      std::printf("pk t=%llu ms q=%.1fKB", static_cast<unsigned long long>(now / kMs), qs.back() / 1e3);
+      for (std::size_t i = 0; i < t.qps.size(); ++i) {
+        const double b = static_cast<double>(t.net.qp_stats(t.qps[i]).rx_bytes);
+        std::printf(" %.2f", (b - prev[i]) * 8e-9 / 1e-3);
+        prev[i] = b;
+      }
+      std::printf("\n");
+    }
+  }
+  for (auto q : t.qps) b1.push_back(static_cast<double>(t.net.qp_stats(q).rx_bytes));
+  Measured m;
+  const double secs = static_cast<double>(t1 - t0) / 1e12;
+  const double wire = static_cast<double>(np.mtu + np.header_bytes) / np.mtu;  // every packet is a full MTU
+  for (std::size_t i = 0; i < b0.size(); ++i) m.rate.push_back((b1[i] - b0[i]) * wire / secs);
+  double sum = 0;
+  for (double v : qs) sum += v;
+  m.mean_q = sum / static_cast<double>(qs.size());
+  std::sort(qs.begin(), qs.end());
+  m.q_p99 = qs[qs.size() * 99 / 100];
+  m.q_max = qs.back();
+  m.jain = jain(m.rate);
+  *pauses = 0;
+  for (int i = 0; i <= n; ++i) *pauses += t.net.port_stats(t.sw, static_cast<std::uint32_t>(i)).pause_sent;
+  *drops = t.net.total_drops();
+  return m;
+}
+
+void compare(int n) {
+  NetParams np;
+  np.dcqcn = DcqcnParams::sigcomm2015();
+  np.ecn = EcnParams::sigcomm2015();
+  if (const char* e = std::getenv("DCQCN_REF_SEED")) np.seed = std::strtoull(e, nullptr, 10);
+  np.pfc.enabled = true;  // lossless, as deployed; the queue stays far below xoff (no pause is sent)
+  const double t0 = 60e-3, t1 = 160e-3;
+  Fluid f = fluid_for(n, np);
+  if (const char* e = std::getenv("DCQCN_REF_DT")) f.dt = std::atof(e);
+  const auto c0 = std::chrono::steady_clock::now();
+  const Measured fl = run_fluid(f, t0, t1);
+  std::printf("fluid wall %.3f s\n", std::chrono::duration<double>(std::chrono::steady_clock::now() - c0).count());
+  std::uint64_t pauses = 0, drops = 0;
+  const Measured pk = run_packets(n, np, static_cast<Tick>(t0 * 1e12), static_cast<Tick>(t1 * 1e12), &pauses, &drops);
+  double pr = 0, fr = 0;
+  for (double r : pk.rate) pr += r / n;
+  for (double r : fl.rate) fr += r / n;
+  std::printf("N=%d  packet: mean q %.1f KB (p99 %.1f, max %.1f), rate/flow %.3f Gb/s (min %.3f max %.3f), Jain %.4f, pauses %llu, drops %llu\n",
+              n, pk.mean_q / 1e3, pk.q_p99 / 1e3, pk.q_max / 1e3, pr * 8e-9, *std::min_element(pk.rate.begin(), pk.rate.end()) * 8e-9,
+              *std::max_element(pk.rate.begin(), pk.rate.end()) * 8e-9, pk.jain, static_cast<unsigned long long>(pauses),
+              static_cast<unsigned long long>(drops));
+  std::printf("N=%d  fluid:  mean q %.1f KB (p99 %.1f, max %.1f), rate/flow %.3f Gb/s, Jain %.4f\n", n, fl.mean_q / 1e3, fl.q_p99 / 1e3,
+              fl.q_max / 1e3, fr * 8e-9, fl.jain);
+}
+
+}  // namespace
+
+TEST(DcqcnReference, Incast2) { compare(2); }
+TEST(DcqcnReference, Incast4) { compare(4); }
+TEST(DcqcnReference, Incast8) { compare(8); }
