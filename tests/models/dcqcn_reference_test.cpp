@@ -237,3 +237,57 @@ void compare(int n) {
 TEST(DcqcnReference, Incast2) { compare(2); }
 TEST(DcqcnReference, Incast4) { compare(4); }
 TEST(DcqcnReference, Incast8) { compare(8); }
+
+// PFC alone (DCQCN and ECN off): two senders at line rate into one port of the same rate. Each
+// ingress port fills at half the line rate until it crosses xoff and pauses its sender; it
+// resumes below xon (2 packets lower). In steady state each sender gets half the port, so it is
+// paused half of the time; nothing is dropped; an ingress port holds at most xoff plus what was
+// in flight when the pause landed, which the headroom covers (net_params.h: 3 x rate x link
+// delay + 2 MTU).
+TEST(DcqcnReference, PfcFanIn) {
+  NetParams np;
+  np.dcqcn.enabled = false;
+  np.ecn.enabled = false;
+  np.pfc.enabled = true;
+  const std::uint64_t buffer = 4ULL << 20;
+  Incast t(2, np, buffer);
+  for (auto q : t.qps) t.net.post_write(q, 1ULL << 40, q);
+  // The thresholds as the switch derives them (3 ports, 100 Gb/s, 1 us links).
+  const std::uint64_t pkt = np.mtu + np.header_bytes;
+  const std::uint64_t headroom = 3 * G100 * kPsPerUs / kPsPerSec + 2 * pkt;
+  std::uint64_t xoff = 0, xon = 0;
+  Network::pfc_thresholds(buffer, 3, headroom, pkt, &xoff, &xon);
+  // Each ingress port reaches xoff after xoff / (C/2) (216 us); measure from 0.5 ms to 2.5 ms.
+  const Tick t0 = kMs / 2, t1 = 5 * kMs / 2;
+  auto paused = [&](std::uint32_t host) {  // time the host's port has spent paused so far
+    const NetPort& p = t.net.port(host, 0);
+    return t.net.port_stats(host, 0).paused_ps + (p.paused ? t.sch.now() - p.paused_since : 0);
+  };
+  t.sch.run(t0);
+  t.sch.advance_to(t0);
+  std::vector<Tick> p0;
+  std::vector<std::uint64_t> r0;
+  for (std::uint32_t i = 0; i < 2; ++i) {
+    p0.push_back(paused(t.senders[i]));
+    r0.push_back(t.net.qp_stats(t.qps[i]).rx_bytes);
+  }
+  t.sch.run(t1);
+  t.sch.advance_to(t1);
+  std::uint64_t pauses = 0;
+  for (std::uint32_t i = 0; i < 2; ++i) {
+    const double frac = static_cast<double>(paused(t.senders[i]) - p0[i]) / static_cast<double>(t1 - t0);
+    const double gbps = static_cast<double>(t.net.qp_stats(t.qps[i]).rx_bytes - r0[i]) * 8 / (static_cast<double>(t1 - t0) / 1e12) / 1e9;
+    const NetPortStats in = t.net.port_stats(t.sw, i);
+    pauses += in.pause_sent;
+    std::printf("PFC 2:1, sender %u: paused %.4f of [0.5, 2.5] ms, goodput %.2f Gb/s; ingress port: %llu pauses sent, peak %llu B "
+                "(xoff %llu B, xon %llu B, headroom %llu B)\n",
+                i, frac, gbps, static_cast<unsigned long long>(in.pause_sent), static_cast<unsigned long long>(in.max_in_bytes),
+                static_cast<unsigned long long>(xoff), static_cast<unsigned long long>(xon), static_cast<unsigned long long>(headroom));
+    // Half the port: a sender is unpaused for its share of it, C/2 at line rate C.
+    EXPECT_NEAR(frac, 0.5, 0.02) << i;
+    EXPECT_GT(in.max_in_bytes, xoff) << i;  // it did pause there ...
+    EXPECT_LE(in.max_in_bytes, xoff + headroom) << i;  // ... and the headroom absorbed what was in flight
+  }
+  EXPECT_GT(pauses, 10u);
+  EXPECT_EQ(t.net.total_drops(), 0u);
+}
