@@ -5,7 +5,6 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -109,11 +108,21 @@ struct Fluid {
 
 constexpr Tick kMs = kPsPerSec / 1000;
 
+// What both sides report over the converged window.
 struct Measured {
-  double mean_q = 0, q_p99 = 0, q_max = 0;  // bottleneck queue over the window, bytes
-  std::vector<double> rate;                 // per flow, wire bytes/s over the window
-  double jain = 0;
+  double mean_q = 0, q_p99 = 0, q_max = 0;  // bottleneck queue, bytes (time average, 99th percentile, peak)
+  std::vector<double> rate;                 // per flow, wire bytes/s averaged over the window
+  double mean_rate() const { double s = 0; for (double r : rate) s += r; return s / static_cast<double>(rate.size()); }
 };
+
+void summarise_queue(std::vector<double>& qs, Measured& m) {
+  double sum = 0;
+  for (double v : qs) sum += v;
+  m.mean_q = sum / static_cast<double>(qs.size());
+  std::sort(qs.begin(), qs.end());
+  m.q_p99 = qs[qs.size() * 99 / 100];
+  m.q_max = qs.back();
+}
 
 Fluid fluid_for(int n, const NetParams& np) {
   const DcqcnParams& d = np.dcqcn;
@@ -140,6 +149,8 @@ Fluid fluid_for(int n, const NetParams& np) {
   return f;
 }
 
+// Integrate from t = 0 (every flow at line rate, alpha 1, empty queue, as the packet tier starts)
+// and average over [t0, t1].
 Measured run_fluid(Fluid& f, double t0, double t1) {
   f.start();
   Measured m;
@@ -148,88 +159,96 @@ Measured run_fluid(Fluid& f, double t0, double t1) {
   const std::size_t s0 = static_cast<std::size_t>(t0 / f.dt), s1 = static_cast<std::size_t>(t1 / f.dt);
   for (std::size_t s = 0; s < s1; ++s) {
     f.advance();
-    if (std::getenv("DCQCN_REF_TRACE") && s % 2000 == 0)
-      std::printf("fl t=%.1f us q=%.1fKB rc0=%.2f rt0=%.2f a0=%.4f\n", static_cast<double>(s) * f.dt * 1e6, f.q / 1e3, f.rc[0] * 8e-9, f.rt[0] * 8e-9, f.alpha[0]);
-    if (s >= s0) {
-      qs.push_back(f.q);
-      for (int i = 0; i < f.n; ++i) m.rate[static_cast<std::size_t>(i)] += f.rc[static_cast<std::size_t>(i)];
-    }
+    if (s < s0) continue;
+    qs.push_back(f.q);
+    for (std::size_t i = 0; i < m.rate.size(); ++i) m.rate[i] += f.rc[i];
   }
   for (double& r : m.rate) r /= static_cast<double>(qs.size());
-  double sum = 0;
-  for (double v : qs) sum += v;
-  m.mean_q = sum / static_cast<double>(qs.size());
-  std::sort(qs.begin(), qs.end());
-  m.q_p99 = qs[qs.size() * 99 / 100];
-  m.q_max = qs.back();
-  m.jain = jain(m.rate);
+  summarise_queue(qs, m);
   return m;
 }
 
-// The packet tier's N:1 incast of incast_rig.h, every sender with one endless write.
+// The packet tier's N:1 incast of incast_rig.h, every sender with one endless write; the
+// bottleneck queue (the switch's port to the receiver) sampled every 1 us over [t0, t1].
 Measured run_packets(int n, const NetParams& np, Tick t0, Tick t1, std::uint64_t* pauses, std::uint64_t* drops) {
   Incast t(static_cast<std::uint32_t>(n), np);
   for (auto q : t.qps) t.net.post_write(q, 1ULL << 40, q);
-  const Tick step = kPsPerUs;  // the queue, sampled every 1 us
-  std::vector<double> qs, b0, b1;
-  t.sch.run(std::getenv("DCQCN_REF_TRACE") ? 0 : t0);
+  std::vector<double> qs, b0;
+  t.sch.run(t0);
   for (auto q : t.qps) b0.push_back(static_cast<double>(t.net.qp_stats(q).rx_bytes));
-  const bool trace = std::getenv("DCQCN_REF_TRACE") != nullptr;
-  std::vector<double> prev = b0;
-  for (Tick now = t0 + step; now <= t1; now += step) {
+  for (Tick now = t0 + kPsPerUs; now <= t1; now += kPsPerUs) {
     t.sch.run(now);
     qs.push_back(static_cast<double>(t.net.queue_bytes(t.sw, static_cast<std::uint32_t>(n))));
-    if (trace && now % kMs == 0) {
-      std::printf("pk t=%llu ms q=%.1fKB", static_cast<unsigned long long>(now / kMs), qs.back() / 1e3);
-      for (std::size_t i = 0; i < t.qps.size(); ++i) {
-        const double b = static_cast<double>(t.net.qp_stats(t.qps[i]).rx_bytes);
-        std::printf(" %.2f", (b - prev[i]) * 8e-9 / 1e-3);
-        prev[i] = b;
-      }
-      std::printf("\n");
-    }
   }
-  for (auto q : t.qps) b1.push_back(static_cast<double>(t.net.qp_stats(q).rx_bytes));
   Measured m;
   const double secs = static_cast<double>(t1 - t0) / 1e12;
   const double wire = static_cast<double>(np.mtu + np.header_bytes) / np.mtu;  // every packet is a full MTU
-  for (std::size_t i = 0; i < b0.size(); ++i) m.rate.push_back((b1[i] - b0[i]) * wire / secs);
-  double sum = 0;
-  for (double v : qs) sum += v;
-  m.mean_q = sum / static_cast<double>(qs.size());
-  std::sort(qs.begin(), qs.end());
-  m.q_p99 = qs[qs.size() * 99 / 100];
-  m.q_max = qs.back();
-  m.jain = jain(m.rate);
+  for (std::size_t i = 0; i < b0.size(); ++i)
+    m.rate.push_back((static_cast<double>(t.net.qp_stats(t.qps[i]).rx_bytes) - b0[i]) * wire / secs);
+  summarise_queue(qs, m);
   *pauses = 0;
   for (int i = 0; i <= n; ++i) *pauses += t.net.port_stats(t.sw, static_cast<std::uint32_t>(i)).pause_sent;
   *drops = t.net.total_drops();
   return m;
 }
 
+// N:1 incast, SIGCOMM 2015 profile (DCQCN and RED marking), PFC on. Both sides start at t = 0
+// with every flow at line rate; the window [60, 160] ms starts after both converged: the fluid
+// model's first cut takes the flows far below C/N and they climb back by additive increase alone
+// (the queue is empty meanwhile; about 0.74 Gb/s per ms), reaching C/N after about 31 ms (N = 2
+// and 4) and 18 ms (N = 8), its queue within 1.5 % of its fixed point by 60 ms; the packet
+// tier's two flows at N = 2 still share 64 : 36 at 30 ms and are within 10 % of each other from
+// about 76 ms (1 ms samples).
+//
+// Tolerances, and why:
+//  - Mean queue within 40 % of the fluid model's. The model is a mean-field approximation: it
+//    replaces the random marks, the cuts at CNP instants and the rate sawtooth by their means and
+//    settles on a fixed point, while the packet tier's queue swings over most of Kmin..Kmax (99th
+//    percentile 100-204 KB). Measured with seeds 1-6, the packet tier's mean queue lies above the
+//    fluid one by 13-38 % (N = 2: 19-35 %, N = 4: 23-38 %, N = 8: 8-13 %), never below; seed 1,
+//    the default, gives 27 %, 29 %, 13 %.
+//  - Per-flow mean rate (the bottleneck's throughput / N) within 2 % of C/N and of the model's:
+//    a queue that is rarely empty keeps the port busy (measured: within 0.2 %).
+//  - Jain index of the per-flow rates over the window >= 0.99 (measured 0.992-1.000 over seeds
+//    1-6; the fluid model's flows start equal and stay equal, its index is 1 by symmetry).
+//  - The queue stays within Kmin..Kmax: its mean strictly between them, its 99th percentile
+//    at most 5 % above Kmax and its peak at most 25 % above (above Kmax every packet is marked,
+//    but a flow hears at most one CNP per 50 us, so the queue overshoots briefly; measured peak
+//    220 KB = 1.10 Kmax, 99th percentile <= 203.5 KB).
+//  - No pause and no drop: DCQCN keeps the queue far below PFC's xoff (3.7 MB at N = 8).
 void compare(int n) {
   NetParams np;
   np.dcqcn = DcqcnParams::sigcomm2015();
   np.ecn = EcnParams::sigcomm2015();
-  if (const char* e = std::getenv("DCQCN_REF_SEED")) np.seed = std::strtoull(e, nullptr, 10);
-  np.pfc.enabled = true;  // lossless, as deployed; the queue stays far below xoff (no pause is sent)
+  np.pfc.enabled = true;  // lossless, as deployed
   const double t0 = 60e-3, t1 = 160e-3;
   Fluid f = fluid_for(n, np);
-  if (const char* e = std::getenv("DCQCN_REF_DT")) f.dt = std::atof(e);
-  const auto c0 = std::chrono::steady_clock::now();
   const Measured fl = run_fluid(f, t0, t1);
-  std::printf("fluid wall %.3f s\n", std::chrono::duration<double>(std::chrono::steady_clock::now() - c0).count());
   std::uint64_t pauses = 0, drops = 0;
   const Measured pk = run_packets(n, np, static_cast<Tick>(t0 * 1e12), static_cast<Tick>(t1 * 1e12), &pauses, &drops);
-  double pr = 0, fr = 0;
-  for (double r : pk.rate) pr += r / n;
-  for (double r : fl.rate) fr += r / n;
-  std::printf("N=%d  packet: mean q %.1f KB (p99 %.1f, max %.1f), rate/flow %.3f Gb/s (min %.3f max %.3f), Jain %.4f, pauses %llu, drops %llu\n",
-              n, pk.mean_q / 1e3, pk.q_p99 / 1e3, pk.q_max / 1e3, pr * 8e-9, *std::min_element(pk.rate.begin(), pk.rate.end()) * 8e-9,
-              *std::max_element(pk.rate.begin(), pk.rate.end()) * 8e-9, pk.jain, static_cast<unsigned long long>(pauses),
+  const double fair = static_cast<double>(G100) / n;
+  std::printf("DCQCN reference, N=%d over [60, 160] ms: mean queue %.1f KB packet / %.1f KB fluid (%+.0f %%); "
+              "per-flow rate %.3f / %.3f Gb/s (C/N %.3f; packet flows %.3f..%.3f); Jain %.4f / %.4f; "
+              "packet queue p99 %.1f KB, peak %.1f KB (fluid %.1f, %.1f); pauses %llu, drops %llu\n",
+              n, pk.mean_q / 1e3, fl.mean_q / 1e3, 100 * (pk.mean_q / fl.mean_q - 1), pk.mean_rate() * 8e-9, fl.mean_rate() * 8e-9,
+              fair * 8e-9, *std::min_element(pk.rate.begin(), pk.rate.end()) * 8e-9,
+              *std::max_element(pk.rate.begin(), pk.rate.end()) * 8e-9, jain(pk.rate), jain(fl.rate), pk.q_p99 / 1e3,
+              pk.q_max / 1e3, fl.q_p99 / 1e3, fl.q_max / 1e3, static_cast<unsigned long long>(pauses),
               static_cast<unsigned long long>(drops));
-  std::printf("N=%d  fluid:  mean q %.1f KB (p99 %.1f, max %.1f), rate/flow %.3f Gb/s, Jain %.4f\n", n, fl.mean_q / 1e3, fl.q_p99 / 1e3,
-              fl.q_max / 1e3, fr * 8e-9, fl.jain);
+  EXPECT_NEAR(pk.mean_q, fl.mean_q, 0.40 * fl.mean_q);
+  EXPECT_NEAR(pk.mean_rate(), fair, 0.02 * fair);
+  EXPECT_NEAR(fl.mean_rate(), fair, 0.02 * fair);
+  EXPECT_NEAR(pk.mean_rate(), fl.mean_rate(), 0.02 * fl.mean_rate());
+  EXPECT_GE(jain(pk.rate), 0.99);
+  const double kmin = static_cast<double>(np.ecn.kmin_bytes), kmax = static_cast<double>(np.ecn.kmax_bytes);
+  for (const Measured* m : {&pk, &fl}) {
+    EXPECT_GT(m->mean_q, kmin);
+    EXPECT_LT(m->mean_q, kmax);
+    EXPECT_LE(m->q_p99, 1.05 * kmax);
+    EXPECT_LE(m->q_max, 1.25 * kmax);
+  }
+  EXPECT_EQ(pauses, 0u);
+  EXPECT_EQ(drops, 0u);
 }
 
 }  // namespace
