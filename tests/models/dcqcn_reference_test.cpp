@@ -18,7 +18,7 @@ using namespace models_test;
 
 namespace {
 
-// ---- The DCQCN fluid model (CoNEXT 2016, section 3) ----
+// ---- The DCQCN fluid model (CoNEXT 2016) ----
 //
 // N flows share one bottleneck of capacity C. Per flow: current rate RC, target rate RT, alpha.
 // The switch marks with RED's probability p(q) (Kmin, Kmax, Pmax); the receiver sends at most one
@@ -49,7 +49,7 @@ struct Fluid {
   double q = 0;
   std::vector<double> rc, rt, alpha;
   // History for the delayed terms, a ring of kRing steps: q, and every RC (n a step).
-  static constexpr std::size_t kRing = 1 << 16;  // 3.3 ms at 50 ns: far beyond any feedback delay here
+  static constexpr std::size_t kRing = 1 << 16;  // 13 ms at 200 ns: far beyond any feedback delay here
   std::vector<double> hist_q, hist_rc;
   std::size_t step = 0, fb = 0;  // this step; the step whose marks and rates the senders see now
 
@@ -79,7 +79,7 @@ struct Fluid {
   void advance() {
     hist_q[step % kRing] = q;
     std::copy(rc.begin(), rc.end(), hist_rc.begin() + static_cast<std::ptrdiff_t>((step % kRing) * static_cast<std::size_t>(n)));
-    // The feedback arriving now left the queue's tail at the latest t_m with
+    // The marks reaching the senders now were made (at enqueue) at the latest t_m with
     // t_m + q(t_m)/C + tau*_0 <= now (t_m + q(t_m)/C never decreases: the queue drains at most at C).
     while (fb + 1 <= step && static_cast<double>(fb + 1) * dt + hist_q[(fb + 1) % kRing] / C + delay0 <= static_cast<double>(step) * dt) ++fb;
     if (step - fb >= kRing) std::abort();  // the ring is too short for this delay
@@ -178,7 +178,7 @@ Measured run_packets(int n, const NetParams& np, Tick t0, Tick t1, std::uint64_t
   std::vector<double> qs, b0;
   t.sch.run(t0);
   for (auto q : t.qps) b0.push_back(static_cast<double>(t.net.qp_stats(q).rx_bytes));
-  // Per flow, the most payload sent between two CNPs the sender received (to 1 us).
+  // Per flow, the most payload sent between two CNPs the sender received (or since t0), to 1 us.
   std::vector<std::uint64_t> cnps(t.qps.size()), since(t.qps.size());
   for (std::size_t i = 0; i < t.qps.size(); ++i) {
     cnps[i] = t.net.qp_stats(t.qps[i]).cnp_rcv;
