@@ -209,7 +209,7 @@ Measured run_packets(int n, const NetParams& np, Tick t0, Tick t1, std::uint64_t
 // flows far below C/N and they climb back by additive increase alone (the queue is empty
 // meanwhile; about 0.74 Gb/s per ms), reaching C/N after about 31 ms (N = 2 and 4) and 18 ms
 // (N = 8), its queue within 1.5 % of its fixed point by 60 ms. The packet tier converges to
-// fairness slowly: its two flows at N = 2 get 64 : 36 of the port in the 1 ms at 30 ms, 55 : 45 at
+// fairness slowly: its two flows at N = 2 get 65 : 35 of the port in the 1 ms at 30 ms, 55 : 45 at
 // 60 ms, within 10 % of each other at 76 ms, and later 1 ms samples still stray up to 20 % apart
 // (180 ms); over the window their Jain index is 1.0000.
 //
