@@ -56,6 +56,7 @@ void Network::mmu_ingress(std::uint32_t node, std::uint32_t port, Pkt& k) {
   k.in_port = port;
   Port& in = n.ports[port];
   in.in_bytes += k.bytes;
+  in.st.max_in_bytes = std::max(in.st.max_in_bytes, in.in_bytes);
   if (p_.pfc.enabled && !in.upstream_paused && in.in_bytes > n.xoff) {
     in.upstream_paused = true;
     ++in.st.pause_sent;

@@ -33,6 +33,7 @@ struct NetPortStats {
   std::uint64_t tx_bytes = 0, tx_packets = 0, drops = 0, ecn_marked = 0, pause_sent = 0, pause_rcv = 0;
   std::uint64_t fcs_errors = 0;  ///< received packets that failed the FCS check (packet_corruption), counted in drops too
   std::uint64_t max_queue_bytes = 0;
+  std::uint64_t max_in_bytes = 0;  ///< switch ports: peak PFC ingress occupancy (bytes buffered that arrived here)
   Tick paused_ps = 0;
   Tick busy_ps = 0;  ///< time spent transmitting (bytes at the line rate)
 };
