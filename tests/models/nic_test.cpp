@@ -317,7 +317,7 @@ TEST(Dcqcn, CnpBatchActsAsSpacedCnps) {
       batch.on_cnps(0, c, iv);
       const double a = batch.rate_Bps(0), b = single.rate_Bps(0);
       EXPECT_NEAR(a / b, 1.0, 0.01) << a << " vs " << b;
-      if (c >= 5) EXPECT_LT(a, 0.2 * line);  // not one cut: alpha starts at 1, each cut halves or so
+      if (c >= 5) { EXPECT_LT(a, 0.2 * line); }  // not one cut: alpha starts at 1, each cut halves or so
     }
   }
 }

@@ -179,6 +179,11 @@ TEST(SimFailover, NicBorrow) {
     x.bytes = 8ULL << 20;
     x.pattern = "halves";
     sc.workload.push_back(x);
+    // The closed form below assumes the NICs share their rate per QP, which the paper's DCQCN
+    // profile keeps here (788.8 us); the NVIDIA profile's DCQCN takes the relayed pair to 990.7 us
+    // with PFC on, 1067 us with it off, beyond the bound (not analysed further: issue 48).
+    sc.net.dcqcn = models::DcqcnParams::sigcomm2015();
+    sc.net.ecn = models::EcnParams::sigcomm2015();
   });
   ASSERT_NO_FATAL_FAILURE(expect_checked(r, 3, 16));  // real bytes against the host reference, every rank
   // One retry per rank, on the borrowed NIC, not the ring.
