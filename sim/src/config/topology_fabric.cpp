@@ -39,8 +39,14 @@ void Builder::fabric(const json& j, const std::string& ptr) {
   auto bw = f.bandwidth("link_bandwidth", true);
   const models::Tick lat = latency(f, "link_latency").value_or(500 * models::kPsPerNs);
   const models::Tick sw_lat = latency(f, "switch_latency").value_or(600 * models::kPsPerNs);
-  const std::uint64_t buf = f.size("switch_buffer", false).value_or(32ULL << 20);
+  auto buf_opt = f.size("switch_buffer", false);
   if (!bw || !d_.ok()) return;
+  // Default shared buffer: 3.125 MB per Tb/s of switching capacity (radix x link speed), the
+  // ratio of NVIDIA's Spectrum-4 (160 MB at 51.2 Tb/s; Spectrum-3 64 MB at 12.8, Spectrum-2 42 MB
+  // at 6.4 have more per Tb/s), at least 1 MiB: a radix-64 switch of 200 Gb/s ports gets 40 MB
+  // (docs/models/ethernet-switch.md#parameters).
+  const std::uint64_t buf =
+      buf_opt.value_or(std::max<std::uint64_t>(1ULL << 20, static_cast<std::uint64_t>(static_cast<double>(R) * static_cast<double>(*bw) * 8.0 / 1e12 * 3.125e6)));
   // k:1 on a leaf of radix R: u = floor(R / (k + 1)) up ports and k·u down ports; when k + 1 does
   // not divide R the other ports stay dark, as 2:1 is built from 128-port switches (84 down, 42 up).
   if (tiers > 1 && R / (over + 1) == 0) {
