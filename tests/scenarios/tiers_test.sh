@@ -2,7 +2,7 @@
 # Fidelity tiers agree on a small case: the same 2-server, 16-NPU exchange (every rank swaps
 # 16 MiB with its partner on the other server over RoCE), an all-reduce and an 8:1 DCQCN incast
 # simulated at the packet tier (4 KiB MTU, per-hop queues) and the chunk tier (64 KiB units on the
-# same mechanism): completion times within 10 % (measured 0.27, 0.10, 3.0 %). The flow tier
+# same mechanism): completion times within 5 % (measured 0.27, 0.10, 2.7 % with the default lossless fabric and NVIDIA DCQCN profile). The flow tier
 # (ideal congestion control) must agree on the exchange and the all-reduce; its incast is not
 # comparable (no DCQCN). The exchange and the all-reduce are repeated with the library's default
 # 8 QPs per peer (measured 0.26 and 0.10 %). Each run is its own process.
@@ -36,7 +36,7 @@ for cmp in tier:chunk:0 tier:chunk:1 tier:chunk:2 tier:flow:0 tier:flow:1 q8:chu
   a=$(sqlite3 "$TMP/$run-packet.db" "SELECT time_us FROM summary WHERE step=$step")
   b=$(sqlite3 "$TMP/$run-$other.db" "SELECT time_us FROM summary WHERE step=$step")
   err=$(awk -v a="$a" -v b="$b" 'BEGIN { d = (b - a) / a; if (d < 0) d = -d; printf "%.4f", d }')
-  ok=$(awk -v e="$err" 'BEGIN { print (e <= 0.10) ? 1 : 0 }')
+  ok=$(awk -v e="$err" 'BEGIN { print (e <= 0.05) ? 1 : 0 }')
   echo "$run step $step: packet tier $a us, $other tier $b us, difference $(awk -v e="$err" 'BEGIN { printf "%.2f", e * 100 }') %"
   [ "$ok" -eq 1 ] || fail=1
 done
