@@ -394,3 +394,74 @@ TEST(Network, QpResetFlushesPostedWrites) {
     }
   }
 }
+
+// Go-back-N's two recoveries (docs/models/roce-nic.md#faults): one 4 MiB write (1024 packets)
+// over one switch, 100 Gb/s links of 1 us. One packet lost mid-stream (the cable to the receiver
+// corrupts every data packet that starts onto it within one packet time: exactly one) is repaired by the
+// NAK of the next packet to arrive: the write ends later by about one round trip (the NAK back,
+// the resent packet out) plus the packets resent after it that were on the wire (go-back-N),
+// i.e. between 1 and 3 round trips. The last packet lost: nothing follows it to draw a NAK, so
+// the sender waits out its retransmit timer (4.096 us x 2^timeout_exp) and the write ends one
+// timeout plus about a round trip late. Packet tier.
+TEST(Network, MidStreamLossCostsARoundTripTailLossTheTimeout) {
+  NetParams p;
+  p.unit_bytes = 0;
+  p.timeout_exp = 8;  // 1.049 ms
+  const double rto = 4.096e-6 * 256 * 1e12;  // ps
+  const std::uint64_t B = 4ULL << 20;
+  double landed = 0;
+  auto run = [&](double lose_at_fraction) {
+    Incast t(1, p);
+    t.net.post_write(t.qps[0], B, 1);
+    if (lose_at_fraction >= 0) {
+      const double pkt = static_cast<double>(p.mtu + p.header_bytes) / G100 * 1e12;  // one packet's time on the wire
+      // The packet that starts onto the receiver's cable at this instant: the write's packets
+      // leave the switch back to back from about one hop after they start.
+      const Tick at = static_cast<Tick>(lose_at_fraction * 1024 * pkt) + 3 * kPsPerUs;
+      t.sch.run(at);
+      t.net.set_link_corruption(t.sw, 1, 1.0);
+      t.sch.run(at + static_cast<Tick>(pkt) - 1);  // under one packet time: one packet starts in it
+      t.net.set_link_corruption(t.sw, 1, 0.0);
+    }
+    t.sch.run();
+    EXPECT_TRUE(t.done.done.count(1) && t.done.done[1].second);
+    landed = static_cast<double>(t.done.landed[1]);
+    return std::make_pair(static_cast<double>(t.done.done[1].first), t.net.port_stats(t.rx, 0).fcs_errors);
+  };
+  const double pkt = static_cast<double>(p.mtu + p.header_bytes) / G100 * 1e12;
+  const double rtt = 2 * (2 * kPsPerUs + 600e3) + pkt + 2.0 * p.ctrl_bytes / G100 * 1e12;  // data out, ACK back
+  const auto clean = run(-1);
+  const double clean_landed = landed;
+  const auto mid = run(0.5);
+  for (double f : {0.1, 0.9}) {  // anywhere mid-stream
+    const auto m = run(f);
+    EXPECT_EQ(m.second, 1u) << f;
+    EXPECT_GE(m.first - clean.first, 1.0 * rtt) << f;
+    EXPECT_LE(m.first - clean.first, 3.0 * rtt) << f;
+  }
+  // The tail: the last packet landed at clean_landed, having started onto the receiver's cable a
+  // packet time and the cable's 1 us earlier. Corrupt from three packet times before that start
+  // until it landed: the last packet, and at most the two before it.
+  const double last_start = clean_landed - kPsPerUs - pkt;
+  Incast tail_rig(1, p);
+  tail_rig.net.post_write(tail_rig.qps[0], B, 1);
+  tail_rig.sch.run(static_cast<Tick>(last_start - 3 * pkt));
+  tail_rig.net.set_link_corruption(tail_rig.sw, 1, 1.0);
+  tail_rig.sch.run(static_cast<Tick>(clean.first));
+  tail_rig.net.set_link_corruption(tail_rig.sw, 1, 0.0);
+  tail_rig.sch.run();
+  ASSERT_TRUE(tail_rig.done.done.count(1) && tail_rig.done.done[1].second);
+  const double tail = static_cast<double>(tail_rig.done.done[1].first);
+  const std::uint64_t tail_lost = tail_rig.net.port_stats(tail_rig.rx, 0).fcs_errors;
+  std::printf("clean %.3f us; mid-stream loss of %llu packet(s): +%.3f us (round trip %.3f us); tail loss of %llu packet(s): +%.3f us (timeout %.3f us)\n",
+              clean.first / 1e6, static_cast<unsigned long long>(mid.second), (mid.first - clean.first) / 1e6, rtt / 1e6,
+              static_cast<unsigned long long>(tail_lost), (tail - clean.first) / 1e6, rto / 1e6);
+  EXPECT_EQ(clean.second, 0u);
+  EXPECT_EQ(mid.second, 1u);
+  EXPECT_GE(mid.first - clean.first, 1.0 * rtt);
+  EXPECT_LE(mid.first - clean.first, 3.0 * rtt);
+  EXPECT_GE(tail_lost, 1u);
+  EXPECT_LE(tail_lost, 3u);
+  EXPECT_GE(tail - clean.first, rto);
+  EXPECT_LE(tail - clean.first, rto + 3.0 * rtt);
+}
