@@ -465,3 +465,37 @@ TEST(Network, MidStreamLossCostsARoundTripTailLossTheTimeout) {
   EXPECT_GE(tail - clean.first, rto);
   EXPECT_LE(tail - clean.first, rto + 3.0 * rtt);
 }
+
+// Flow tier, fan-in bookkeeping (NetPortStats::fanin_ps, the trigger of its congestion warning):
+// two senders into one receiver through one switch fill the receiver's port from two ingress
+// ports for the whole transfer (closed form: 2 x wire / line rate); one sender alone, or two QPs
+// of one sender (one ingress port, rates split at its NIC), never make it a fan-in bottleneck.
+TEST(Network, FlowTierFaninTime) {
+  NetParams p;
+  p.flow = true;
+  const std::uint64_t B = 8 << 20;
+  const double wire = static_cast<double>(B + (B / p.mtu) * p.header_bytes);
+  {
+    Incast t(2, p);
+    t.net.post_write(t.qps[0], B, 0);
+    t.net.post_write(t.qps[1], B, 1);
+    t.sch.run();
+    EXPECT_NEAR(static_cast<double>(t.net.port_stats(t.sw, 2).fanin_ps), 2 * wire / G100 * 1e12, 1e3);
+    EXPECT_EQ(t.net.port_stats(t.sw, 0).fanin_ps, 0u);  // the senders' ports carry ACKs only
+  }
+  {
+    Incast t(2, p);
+    t.net.post_write(t.qps[0], B, 0);
+    t.sch.run();
+    EXPECT_EQ(t.net.port_stats(t.sw, 2).fanin_ps, 0u);
+  }
+  {
+    Incast t(1, p);
+    const std::uint32_t q2 = t.net.create_qp(t.senders[0], t.rx, 50000);
+    t.net.post_write(t.qps[0], B, 0);
+    t.net.post_write(q2, B, 1);
+    t.sch.run();
+    EXPECT_EQ(t.done.done.size(), 2u);
+    EXPECT_EQ(t.net.port_stats(t.sw, 1).fanin_ps, 0u);
+  }
+}

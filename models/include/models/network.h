@@ -78,6 +78,7 @@ class Network final : public EventHandler, private CcHost {
   std::uint32_t node_ports(std::uint32_t n) const { return static_cast<std::uint32_t>(nodes_[n].ports.size()); }
   PortStats port_stats(std::uint32_t node, std::uint32_t port) const {
     PortStats st = nodes_[node].ports[port].st;
+    if (nodes_[node].ports[port].fanin_since != kTickMax) st.fanin_ps += sch_.now() - nodes_[node].ports[port].fanin_since;  // still one
     const std::size_t g = node + 1 < port_base_.size() ? port_base_[node] + port : tiny_tx_.size();
     if (g < tiny_tx_.size()) {  // the flow tier's one-packet messages, counted apart (flow_taken)
       st.tx_bytes += tiny_tx_[g].bytes;
@@ -177,6 +178,7 @@ class Network final : public EventHandler, private CcHost {
   double path_min_Bps(const PortPath& path) const;      // the slowest line rate along a path
   void flow_project(std::uint32_t id);                  // (re)project a flow's completion at its rate: a kFlowDone event with its stamp
   void flow_rates();                                    // max-min fair rates (progressive filling)
+  void flow_fanin(std::uint32_t g, Tick now);          // fan-in bottleneck time of a refilled port (NetPortStats::fanin_ps)
   void flow_done(std::uint32_t id);
   void flow_event(std::uint64_t type, std::uint64_t id, std::uint64_t b);
   void index_ports();                                   // global port ids
@@ -320,6 +322,7 @@ class Network final : public EventHandler, private CcHost {
   std::vector<std::uint32_t> fill_open_;  // during a refill: ports that still have unfrozen flows
   std::vector<std::uint32_t> fill_cnt_, fill_ports_, fill_flows_;
   std::vector<std::uint8_t> port_seen_, flow_seen_, fill_frozen_;
+  std::vector<std::uint32_t> flow_bneck_;  // flow tier: per flow slot, the port that set its rate at the last refill (kNoPkt: a tie or none)
 };
 
 }  // namespace models

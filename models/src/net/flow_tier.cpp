@@ -200,6 +200,7 @@ void Network::flow_rates() {
   if (fill_cap_.size() < P) { fill_cap_.assign(P, 0); fill_cnt_.assign(P, 0); port_seen_.assign(P, 0); }
   if (port_alloc_.size() < P) port_alloc_.resize(P, 0.0);
   if (flow_seen_.size() < flows_.size()) { flow_seen_.resize(flows_.size(), 0); fill_frozen_.resize(flows_.size(), 0); }
+  if (flow_bneck_.size() < flows_.size()) flow_bneck_.resize(flows_.size(), kNoPkt);
   fill_ports_.clear();
   fill_flows_.clear();
   for (std::uint32_t g : flow_seeds_)
@@ -299,6 +300,12 @@ void Network::flow_rates() {
         if (fill_frozen_[id] || !flow_seen_[id]) continue;
         fill_frozen_[id] = 1;
         flows_[id].rate = share;
+        // This port sets the flow's rate, unless another port of its path offers no more (a tie:
+        // e.g. two flows each halved at its NIC meeting here fill it without overrunning it).
+        bool tie = false;
+        for (std::uint32_t h : flows_[id].gports)
+          if (h != g && fill_cnt_[h] > 0 && fill_cap_[h] / fill_cnt_[h] <= share * (1 + 1e-9)) { tie = true; break; }
+        flow_bneck_[id] = tie ? kNoPkt : g;
         for (std::uint32_t h : flows_[id].gports) { fill_cap_[h] = std::max(0.0, fill_cap_[h] - share); --fill_cnt_[h]; }
         ++frozen;
       }
@@ -310,6 +317,7 @@ void Network::flow_rates() {
     flow_seen_[id] = 0;
     for (std::uint32_t h : flows_[id].gports) port_alloc_[h] += flows_[id].rate;
   }
+  for (std::uint32_t g : fill_ports_) flow_fanin(g, now);
   // Re-project the refilled flows whose rate changed: a flow refilled at its old rate keeps its
   // projected completion (most refills on a balanced fabric change few rates). A projection is a
   // kFlowDone event carrying the flow's stamp; one whose stamp is no longer the flow's is stale and
@@ -318,6 +326,37 @@ void Network::flow_rates() {
     const std::uint32_t id = fill_flows_[i];
     if (flows_[id].rate != fill_old_rate_[i] || fill_old_rate_[i] <= 0) flow_project(id);
   }
+}
+
+// Fan-in bookkeeping after a refill (NetPortStats::fanin_ps): the port is saturated (its flows'
+// rates fill its line rate), they enter its switch through two or more ports, and either it is
+// what sets the rate of at least one of them (the port progressive filling froze it at, with no
+// other port of its path at the same share) or it leads to another switch. A port to a NIC that
+// is full only because its senders' NICs split their rates (two halved flows meeting there) is
+// not: there the packet tier's senders arrive paced to fit and build no queue (measured: no ECN
+// mark, 9.7 KB at most). Between switches, flows merged over several hops arrive in bursts and a
+// full port queues even at equal shares (an all-to-all at 2:1 whose uplinks carry 4 flows of 4
+// NICs sending 4 each: 2 MB queues and 48356 marks in the packet tier). A flow's first hop is
+// its NIC's port, not a switch's: not counted.
+void Network::flow_fanin(std::uint32_t g, Tick now) {
+  Port& P = gport(g);
+  bool fan = false;
+  if (port_alloc_[g] >= static_cast<double>(P.Bps) * (1 - 1e-9)) {
+    std::uint32_t first = kNoPkt;
+    bool several = false, sets = false;
+    for (std::uint32_t id : port_flows_[g]) {
+      const auto& gp = flows_[id].gports;
+      const auto it = std::find(gp.begin(), gp.end(), g);
+      if (it == gp.begin() || it == gp.end()) continue;
+      const std::uint32_t in = gport(*(it - 1)).peer_port;
+      if (first == kNoPkt) first = in;
+      else if (in != first) several = true;
+      sets = sets || flow_bneck_[id] == g || P.peer_switch;
+      if (several && sets) { fan = true; break; }
+    }
+  }
+  if (fan && P.fanin_since == kTickMax) P.fanin_since = now;
+  else if (!fan && P.fanin_since != kTickMax) { P.st.fanin_ps += now - P.fanin_since; P.fanin_since = kTickMax; }
 }
 
 void Network::flow_done(std::uint32_t id) {

@@ -159,6 +159,27 @@ void pathologies(const Scenario& sc, const std::vector<StepSummary>& steps, cons
       warnings->push_back("PFC storm: " + std::to_string(storms) + " RoCE port(s) paused for over " + fmt("%.0f", kPfcStormShare * 100) +
                           "% of the run (worst " + where + ", " + fmt("%.1f", worst * 100) + "%)");
   }
+  // The flow tier has no queues, ECN, DCQCN or PFC: where flows from several ingress ports fill
+  // one switch egress, the packet tier queues, marks and pauses, and this tier is optimistic.
+  if (net && sim_end_ps > 0 && sc.net.flow) {
+    std::uint32_t ports = 0;
+    double worst = 0;
+    std::string where;
+    for (std::uint32_t n = 0; n < net->nodes(); ++n) {
+      if (!net->is_switch(n)) continue;
+      for (std::uint32_t k = 0; k < net->node_ports(n); ++k) {
+        const double share = static_cast<double>(net->port_stats(n, k).fanin_ps) / static_cast<double>(sim_end_ps);
+        if (share <= kFlowFaninShare) continue;
+        ++ports;
+        if (share > worst) worst = share, where = net->node_name(n) + ":" + std::to_string(k);
+      }
+    }
+    if (ports)
+      warnings->push_back("flow tier: " + std::to_string(ports) + " switch port(s) were fan-in bottlenecks (flows from several ingress ports filling them) for over " +
+                          fmt("%.0f", kFlowFaninShare * 100) + "% of the run (worst " + where + ", " + fmt("%.1f", worst * 100) +
+                          "%): this tier has no congestion control and is optimistic there; the packet tier is the reference "
+                          "(--set /fidelity=\"packet\", or hcsim plan --tier-check; docs/models/tiers.md)");
+  }
   // Repetitions against the median of their step's other repetitions (at least 3 of them).
   std::map<std::uint32_t, std::vector<const StepSummary*>> by_step;
   for (const auto& s : steps) by_step[s.step].push_back(&s);

@@ -32,10 +32,14 @@ std::vector<FaultReport> fault_reports(const Scenario& sc, const FaultFirings& f
                                        const std::vector<StepSummary>& steps);
 
 /// Warnings for pathologies (RDMA retransmit timeouts, drops, a RoCE port paused by PFC for more
-/// than `kPfcStormShare` of the run, a repetition over `kOutlierFactor` times the median of its
+/// than `kPfcStormShare` of the run, in the flow tier a fan-in bottleneck for more than
+/// `kFlowFaninShare` of it, a repetition over `kOutlierFactor` times the median of its
 /// step's other repetitions, a fault that never fired), and the failures the scenario's
 /// expectations make of them (expect/max_step_slowdown, expect/faults_fired).
 constexpr double kPfcStormShare = 0.05;
+/// The flow tier's congestion warning: a switch egress port was a fan-in bottleneck
+/// (NetPortStats::fanin_ps) for more than this share of the run (docs/models/tiers.md).
+constexpr double kFlowFaninShare = 0.05;
 constexpr double kOutlierFactor = 10;
 void pathologies(const Scenario& sc, const std::vector<StepSummary>& steps, const std::map<std::string, double>& counters,
                  const models::Network* net, std::uint64_t sim_end_ps, const std::vector<FaultReport>& faults,

@@ -36,6 +36,10 @@ struct NetPortStats {
   std::uint64_t max_in_bytes = 0;  ///< switch ports: peak PFC ingress occupancy (bytes buffered that arrived here)
   Tick paused_ps = 0;
   Tick busy_ps = 0;  ///< time spent transmitting (bytes at the line rate)
+  /// Flow tier: time this switch egress port was a saturated bottleneck shared by flows from two
+  /// or more of the switch's ingress ports (fan-in: where the packet and chunk tiers queue, mark
+  /// and pause, and this tier's ideal congestion control is optimistic).
+  Tick fanin_ps = 0;
 };
 
 // Field order: what every packet reads (cabling, state, the egress queue, its byte counts) first,
@@ -61,6 +65,7 @@ struct NetPort {
   double corrupt_rate = 0;  ///< probability a data packet sent on this cable arrives corrupted (fault injection)
   NetPortStats st;
   Tick paused_since = 0;
+  Tick fanin_since = kTickMax;  ///< flow tier: a fan-in bottleneck since then (kTickMax: not one)
   // Chunk tier, ECN: the queue a packet-tier port would hold. Units reach it as fluid at their
   // senders' paced rates (ending at the Tick), and it drains at the line rate.
   double vq = 0;
