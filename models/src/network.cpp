@@ -89,6 +89,8 @@ void Network::on_event(std::uint64_t a, std::uint64_t b) {
     case kArrive: arrive(static_cast<std::uint32_t>(id), static_cast<std::uint32_t>(b >> 32), static_cast<std::uint32_t>(b)); break;
     case kHostKick: host_kick(static_cast<std::uint32_t>(id)); break;
     case kPfcFrame: pfc_frame(static_cast<std::uint32_t>(id), static_cast<std::uint32_t>(b & 0xffffffffu), (b >> 32) != 0); break;
+    case kPfcWd: pfc_wd(static_cast<std::uint32_t>(id), static_cast<std::uint32_t>(b)); break;
+    case kPfcStorm: pfc_storm_tick(static_cast<std::uint32_t>(id)); break;
     case kFlowStart:
     case kFlowDone:
     case kFlowRates:

@@ -55,6 +55,8 @@ const Counter kCounters[] = {
        return over_net_ports(n, [](const auto& s) { return d(s.pause_sent); }); }},
     {"drops", [](const models::Machine&, const models::Network* n) {
        return over_net_ports(n, [](const auto& s) { return d(s.drops); }); }},
+    {"pfcwd_storms", [](const models::Machine&, const models::Network* n) {  // pause storms the switches' PFC watchdogs acted on
+       return over_net_ports(n, [](const auto& s) { return d(s.pfcwd_storms); }); }},
     {"fcs_errors", [](const models::Machine&, const models::Network* n) {  // packet_corruption: dropped by the receiver's FCS check
        return over_net_ports(n, [](const auto& s) { return d(s.fcs_errors); }); }},
     {"ecn_marked", [](const models::Machine&, const models::Network* n) {

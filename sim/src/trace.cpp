@@ -30,7 +30,7 @@ CREATE TABLE link_counters(link_id INTEGER, direction TEXT, sim_time_ns REAL, by
                            busy_ns REAL, rx_retry INTEGER, credit_stall_ns REAL);
 CREATE TABLE port_counters(node TEXT, port INTEGER, tx_bytes INTEGER, tx_packets INTEGER, drops INTEGER, ecn_marked INTEGER,
                            pause_sent INTEGER, pause_rcv INTEGER, paused_ns REAL, max_queue_bytes INTEGER, busy_ns REAL,
-                           peer TEXT, peer_port INTEGER);
+                           peer TEXT, peer_port INTEGER, pfcwd_storms INTEGER);
 CREATE TABLE counter_samples(t_ns REAL, interval_ns REAL, kind TEXT, object TEXT, metric TEXT, value REAL);
 CREATE TABLE tasks(rank INTEGER, stream INTEGER, op_seq INTEGER, kind TEXT, start_ns REAL, end_ns REAL, bytes INTEGER,
                    peer INTEGER);
@@ -207,7 +207,7 @@ bool Trace::open(const std::string& path, std::string* why, bool force, const ch
   st_link_ = prep("INSERT INTO links VALUES(?,?,?,?,?,?,?)");
   st_op_ = prep("INSERT INTO operations(rank,seq,kind,algorithm,bytes,dtype,reduce_op,peer,step,rep,start_ns,end_ns,chosen_by,est_us,runner_up,runner_up_est_us,status,error) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
   st_ctr_ = prep("INSERT INTO link_counters VALUES(?,?,?,?,?,?,?,?)");
-  st_port_ = prep("INSERT INTO port_counters VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)");
+  st_port_ = prep("INSERT INTO port_counters VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
   st_sample_ = prep("INSERT INTO counter_samples VALUES(?,?,?,?,?,?)");
   st_task_ = prep("INSERT INTO tasks VALUES(?,?,?,?,?,?,?,?)");
   st_route_ = prep("INSERT INTO routes VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
@@ -374,10 +374,10 @@ void Trace::link_counter(std::uint32_t link, const std::string& dir, double t, s
 
 void Trace::port_counter(const std::string& node, std::uint32_t port, std::uint64_t tx_bytes, std::uint64_t tx_packets,
                          std::uint64_t drops, std::uint64_t ecn, std::uint64_t ps, std::uint64_t pr, double paused, std::uint64_t maxq,
-                         double busy, const std::string& peer, std::int64_t peer_port) {
+                         double busy, const std::string& peer, std::int64_t peer_port, std::uint64_t pfcwd_storms) {
   if (!writable()) return;
   if (!put(Binder{st_port_}(node)(static_cast<I>(port))(static_cast<I>(tx_bytes))(static_cast<I>(tx_packets))(static_cast<I>(drops))(static_cast<I>(ecn))(
-      static_cast<I>(ps))(static_cast<I>(pr))(paused)(static_cast<I>(maxq))(busy)(peer)(peer_port).done())) return;
+      static_cast<I>(ps))(static_cast<I>(pr))(paused)(static_cast<I>(maxq))(busy)(peer)(peer_port)(static_cast<I>(pfcwd_storms)).done())) return;
   row_done();
 }
 

@@ -506,6 +506,49 @@ TEST(Workloads, PortEventKeysAreBounded) {
   EXPECT_EQ(set->net.port_debounce_ps, 0u);
 }
 
+// The PFC watchdog's keys (docs/models/ethernet-switch.md#pfc-watchdog): bounded, errors naming
+// the key's pointer; defaults SONiC's (on, 200 ms, 200 ms, drop).
+TEST(Workloads, PfcWatchdogKeysAreBounded) {
+  const std::string a2 = kSrc + "/topologies/a2-2node.json";
+  auto load = [&](const std::string& name, const std::string& net, std::vector<std::string>* errs) {
+    std::string p = write_tmp(name, R"({"format":"hcsim-scenario","version":1,"name":"n","topology":")" + a2 + R"(","network":)" + net +
+                                        R"(,"workload":[{"op":"barrier"}]})");
+    return std::make_pair(p, load_scenario(p, errs));
+  };
+  const std::pair<const char*, const char*> cases[] = {
+      {R"({"pfc":{"watchdog":"yes"}})", "/network/pfc/watchdog: expected \"on\" or \"off\", got \"yes\""},
+      {R"({"pfc":{"watchdog":true}})", "/network/pfc/watchdog: "},
+      {R"({"pfc":{"detect":"999ns"}})", "/network/pfc/detect: detect must be 1 us .. 5 s"},
+      {R"({"pfc":{"detect":"6s"}})", "/network/pfc/detect: detect must be 1 us .. 5 s"},
+      {R"({"pfc":{"detect":"soon"}})", "/network/pfc/detect: "},
+      {R"({"pfc":{"restore":"0ms"}})", "/network/pfc/restore: restore must be 1 us .. 60 s"},
+      {R"({"pfc":{"restore":"61s"}})", "/network/pfc/restore: restore must be 1 us .. 60 s"},
+      {R"({"pfc":{"action":"alert"}})", "/network/pfc/action: expected \"drop\" or \"forward\", got \"alert\""},
+      {R"({"pfc":{"quantum":"1ms"}})", "/network/pfc/quantum: unknown key (allowed: enabled, watchdog, detect, restore, action)"},
+  };
+  int k = 0;
+  for (auto& [net, expect] : cases) {
+    std::vector<std::string> errs;
+    auto [p, sc] = load("pfc" + std::to_string(k++) + ".json", net, &errs);
+    EXPECT_FALSE(sc) << net;
+    EXPECT_TRUE(any_contains(errs, p + ": " + expect)) << net << "\n" << join(errs);
+  }
+  std::vector<std::string> errs;
+  auto d = load("pfc-default.json", "{}", &errs).second;
+  ASSERT_TRUE(d) << join(errs);
+  EXPECT_TRUE(d->net.pfc.enabled);
+  EXPECT_TRUE(d->net.pfc.watchdog);
+  EXPECT_EQ(d->net.pfc.detect_ps, 200 * 1000 * models::kPsPerUs);
+  EXPECT_EQ(d->net.pfc.restore_ps, 200 * 1000 * models::kPsPerUs);
+  EXPECT_EQ(d->net.pfc.action, models::PfcParams::WdAction::Drop);
+  auto set = load("pfc-set.json", R"({"pfc":{"enabled":true,"watchdog":"off","detect":"1us","restore":"60s","action":"forward"}})", &errs).second;
+  ASSERT_TRUE(set) << join(errs);
+  EXPECT_FALSE(set->net.pfc.watchdog);
+  EXPECT_EQ(set->net.pfc.detect_ps, models::kPsPerUs);
+  EXPECT_EQ(set->net.pfc.restore_ps, 60 * models::kPsPerSec);
+  EXPECT_EQ(set->net.pfc.action, models::PfcParams::WdAction::Forward);
+}
+
 // 16,384 NPUs: 8192 per half. The max flow's source arcs were 2^50 each, whose sum (the source's
 // excess) overflowed 64 bits (UBSan: signed overflow in push_relabel); now each is the NPU's own
 // link capacity. Bisection = 8192 NICs x 25 GB/s.
@@ -704,6 +747,7 @@ TEST(Faults, KeysATypeDoesNotTakeAreErrorsNamingItsKeys) {
       {"hbm_bitflip rank=1 step=1 at=1us", "at", "hbm_bitflip takes type, rank, step, rep, byte, bit)"},
       {"nic_flap npu=node0/npu0 at=1us duration=5us lanes=2", "lanes", "nic_flap takes type, at, npu, duration, count, period)"},
       {"packet_corruption npu=node0/npu0 at=1us rate=0.1 bogus=1", "bogus", "packet_corruption takes type, at, switch, port, npu, rate)"},
+      {"pfc_storm npu=node0/npu0 at=1us duration=5us rate=0.1", "rate", "pfc_storm takes type, at, npu, duration)"},
   };
   for (const auto& c : cases) {
     std::vector<std::string> errs;
@@ -778,6 +822,36 @@ TEST(Faults, PacketFaultsWarnInTheFlowTierAndChaosDoesNotDrawThem) {
   ASSERT_TRUE(load_with({"drop_rate rate=0.01 at=0us", "packet_corruption npu=node0/npu0 rate=0.01 at=0us"}, &errs, &warns, {{"/fidelity", "packet"}}))
       << join(errs);
   EXPECT_TRUE(warns.empty()) << join(warns);
+}
+
+// pfc_storm: the NIC of an NPU, a positive duration; no effect (a warning) in the flow tier or
+// with PFC off.
+TEST(Faults, PfcStormIsValidated) {
+  std::vector<std::string> errs, warns;
+  std::optional<Scenario> sc;
+  ASSERT_TRUE(load_with({"pfc_storm npu=node0/npu0 at=1us duration=5ms"}, &errs, &warns, {}, &sc)) << join(errs);
+  EXPECT_TRUE(warns.empty()) << join(warns);
+  ASSERT_EQ(sc->faults.size(), 1u);
+  EXPECT_EQ(sc->faults[0].kind, FaultKind::PfcStorm);
+  EXPECT_EQ(sc->faults[0].duration_ps, 5000 * models::kPsPerUs);
+  EXPECT_GE(sc->faults[0].roce_link, 0);
+  EXPECT_NE(sc->faults[0].what.find("sends PFC pause frames for 5000 us"), std::string::npos) << sc->faults[0].what;
+  struct C { const char* text; const char* want; } cases[] = {
+      {"pfc_storm npu=node0/npu0 at=1us", "duration: "},
+      {"pfc_storm npu=node0/npu0 at=1us duration=0us", "duration: must be positive"},
+      {"pfc_storm npu=node0/npu0 at=1us duration=2h", "duration: "},
+      {"pfc_storm at=1us duration=1ms", "npu: "},
+      {"pfc_storm npu=node9/npu0 at=1us duration=1ms", "npu: no NPU named \"node9/npu0\""},
+  };
+  for (const auto& c : cases) {
+    EXPECT_FALSE(load_with({c.text}, &errs)) << c.text;
+    EXPECT_TRUE(any_contains(errs, "--fault '" + std::string(c.text) + "': " + c.want)) << c.text << "\n" << join(errs);
+  }
+  ASSERT_TRUE(load_with({"pfc_storm npu=node0/npu0 at=1us duration=1ms"}, &errs, &warns, {{"/fidelity", "flow"}})) << join(errs);
+  EXPECT_TRUE(any_contains(warns, "--fault 'pfc_storm npu=node0/npu0 at=1us duration=1ms': type: warning: pfc_storm has no effect in the flow tier"))
+      << join(warns);
+  ASSERT_TRUE(load_with({"pfc_storm npu=node0/npu0 at=1us duration=1ms"}, &errs, &warns, {{"/network/pfc/enabled", "false"}})) << join(errs);
+  EXPECT_TRUE(any_contains(warns, "pfc_storm has no effect with /network/pfc/enabled false")) << join(warns);
 }
 
 TEST(Names, ControlCharactersAndEmptyNamesAreRefused) {

@@ -70,6 +70,14 @@ class Network final : public EventHandler, private CcHost {
   /// corrupted with probability `rate` and the receiver's FCS check drops it (fcs_errors, drops);
   /// go-back-N recovers it. Packet and chunk tiers (a unit of n packets is lost with 1-(1-rate)^n).
   void set_link_corruption(std::uint32_t node, std::uint32_t port, double rate);
+  /// PFC pause storm (a stuck receiver): host `host`'s NIC sends pause frames to its switch port
+  /// from now for `duration`, one every pause_quantum_ps of its link (a refreshed maximal pause),
+  /// then a resume. The switch port stays paused unless its PFC watchdog acts. A storm already
+  /// running is extended. Packet and chunk tiers with PFC on; nothing otherwise.
+  void pfc_storm(std::uint32_t host, Tick duration);
+  /// A PFC pause frame's longest pause: 65535 quanta of 512 bit times at the line rate (IEEE
+  /// 802.1Qbb), 335.5 us at 100 Gb/s.
+  static Tick pause_quantum_ps(std::uint64_t Bps) { return Bps ? static_cast<Tick>(65535.0 * 512 / 8 / static_cast<double>(Bps) * 1e12) : 0; }
 
   // Observation.
   std::uint32_t nodes() const { return static_cast<std::uint32_t>(nodes_.size()); }
@@ -151,7 +159,7 @@ class Network final : public EventHandler, private CcHost {
   using Node = NetNode;
   using Qp = RcQp;
   using Msg = RcMsg;
-  enum Ev : std::uint64_t { kTxDone = 1, kArrive, kHostKick, kRto, kPfcFrame, kFlowStart, kFlowDone, kFlowDeliver, kFlowAck, kFlowRates, kFlowTinyDone };
+  enum Ev : std::uint64_t { kTxDone = 1, kArrive, kHostKick, kRto, kPfcFrame, kFlowStart, kFlowDone, kFlowDeliver, kFlowAck, kFlowRates, kFlowTinyDone, kPfcWd, kPfcStorm };
 
   // CcHost: the congestion control reads this network's time.
   Tick cc_now() const override { return sch_.now(); }
@@ -219,6 +227,11 @@ class Network final : public EventHandler, private CcHost {
   void mmu_ingress(std::uint32_t node, std::uint32_t port, Pkt& k);
   void mmu_release(std::uint32_t node, const Pkt& k);
   void pfc_frame(std::uint32_t node, std::uint32_t port, bool pause);
+  // PFC watchdog: a switch egress port paused with packets queued starts its detection clock.
+  void wd_arm(std::uint32_t node, std::uint32_t port);
+  void pfc_wd(std::uint32_t node, std::uint32_t port);      // detection / restoration check
+  void wd_drop_queue(std::uint32_t node, std::uint32_t port);
+  void pfc_storm_tick(std::uint32_t host);                   // the stuck NIC's next pause frame
 
   // ---- chunk tier (net/chunk_tier.cpp) ----
   void chunk_ecn_mark(double in_Bps, Port& out, Pkt& k);

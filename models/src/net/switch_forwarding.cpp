@@ -29,6 +29,7 @@ void Network::enqueue(std::uint32_t node, std::uint32_t port, std::uint32_t pkt)
   q_push_back(p, pkt);
   p.qbytes += pkts_[pkt].bytes;
   p.st.max_queue_bytes = std::max(p.st.max_queue_bytes, p.qbytes);
+  if (p.paused && p.wd_since == ~0ULL && p_.pfc.watchdog && nodes_[node].is_switch) wd_arm(node, port);  // PFC watchdog
   try_tx(node, port);
   // Samples count the bytes waiting, not a unit that went straight onto the wire.
   if (port_samples_.on()) port_samples_.queue(port_base_[node] + port, sch_.now(), p.qbytes);

@@ -25,7 +25,7 @@ namespace sim {
 // 4: counter_samples, tasks, port_counters.busy_ns.
 // 5: routes; port_counters.peer, peer_port.
 // 6: operations.status, error (failed, timed-out and unfinished operations have rows).
-constexpr int kTraceSchemaVersion = 9;  // 9: faults, provenance (docs/trace-schema.md#versions)
+constexpr int kTraceSchemaVersion = 10;  // 10: port_counters.pfcwd_storms (docs/trace-schema.md#versions)
 
 /// One `routes` row: a route the library chose, with the path the hardware forwards it on.
 /// One row of `failovers` (docs/trace-schema.md): what one rank's library did about a fault.
@@ -109,7 +109,7 @@ class Trace {
   void port_counter(const std::string& node, std::uint32_t port, std::uint64_t tx_bytes, std::uint64_t tx_packets,
                     std::uint64_t drops, std::uint64_t ecn_marked, std::uint64_t pause_sent, std::uint64_t pause_rcv,
                     double paused_ns, std::uint64_t max_queue_bytes, double busy_ns, const std::string& peer = "",
-                    std::int64_t peer_port = -1);
+                    std::int64_t peer_port = -1, std::uint64_t pfcwd_storms = 0);
   /// One `counter_samples` row: `metric` of `object` in [t_ns, t_ns + interval_ns).
   void sample(double t_ns, double interval_ns, const char* kind, const std::string& object, const char* metric, double value);
   /// One `tasks` row: a stream task the NPU executed.

@@ -15,7 +15,7 @@ constexpr FaultKind kAllKinds[] = {FaultKind::HbmBitflip,     FaultKind::LinkDow
                                    FaultKind::LaneDegrade,    FaultKind::DropRate,       FaultKind::NicDown,      FaultKind::NicUp,
                                    FaultKind::RankCrash,      FaultKind::SwitchLinkDown, FaultKind::SwitchLinkUp, FaultKind::LinkFlap,
                                    FaultKind::NicFlap,        FaultKind::PacketCorruption, FaultKind::PcieLinkDown, FaultKind::PcieLinkUp,
-                                   FaultKind::NpuStall};
+                                   FaultKind::NpuStall,       FaultKind::PfcStorm};
 
 // The keys each fault type takes (docs/scenario-format.md#faults); any other key is an error
 // naming the type and these, not ignored.
@@ -35,7 +35,8 @@ std::vector<const char*> fault_keys(FaultKind k) {
     case FaultKind::PcieLinkDown:
     case FaultKind::PcieLinkUp: return {"type", "at", "npu"};
     case FaultKind::NicFlap: return {"type", "at", "npu", "duration", "count", "period"};
-    case FaultKind::NpuStall: return {"type", "at", "npu", "duration"};
+    case FaultKind::NpuStall:
+    case FaultKind::PfcStorm: return {"type", "at", "npu", "duration"};
     case FaultKind::RankCrash: return {"type", "at", "rank"};
     case FaultKind::DropRate: return {"type", "at", "rate"};
   }
@@ -98,6 +99,7 @@ const char* fault_kind_name(FaultKind k) {
     case FaultKind::PcieLinkDown: return "pcie_link_down";
     case FaultKind::PcieLinkUp: return "pcie_link_up";
     case FaultKind::NpuStall: return "npu_stall";
+    case FaultKind::PfcStorm: return "pfc_storm";
   }
   return "?";
 }
@@ -261,10 +263,15 @@ void read_faults(const ObjectReader& top, const json* wl, Scenario& sc, Diagnost
           read_at(f, ft, sc, wl);
           if (kind == FaultKind::PacketCorruption) ft.rate = f.number("rate", true, 0, 1).value_or(0);
           cable_ref(f, fp, idx, refs);
-        } else if (kind == FaultKind::NicDown || kind == FaultKind::NicUp || kind == FaultKind::NicFlap) {
+        } else if (kind == FaultKind::NicDown || kind == FaultKind::NicUp || kind == FaultKind::NicFlap || kind == FaultKind::PfcStorm) {
           ObjectReader f(src, fp, d, HCSIM_ALL_FAULT_KEYS);
           read_at(f, ft, sc, wl);
           if (kind == FaultKind::NicFlap) read_flap(f, ft);
+          if (kind == FaultKind::PfcStorm) {  // the NIC pauses its switch port for `duration`
+            ft.duration_ps = f.duration("duration", true).value_or(0);
+            if (ft.duration_ps == 0 && f.get("duration", false)) d.error(f.child("duration"), "must be positive");
+            else if (ft.duration_ps > 3600 * models::kPsPerSec) d.error(f.child("duration"), "a pause storm of at most 1 h");
+          }
           if (auto n = f.str("npu", true)) {
             PendingRef r{idx, fp, "", "", *n};
             r.target = PendingRef::Nic;
@@ -302,6 +309,12 @@ void read_faults(const ObjectReader& top, const json* wl, Scenario& sc, Diagnost
         if (sc.net.flow && (ft.kind == FaultKind::DropRate || ft.kind == FaultKind::PacketCorruption))
           d.warn(fp + "/type", std::string(fault_kind_name(ft.kind)) + " has no effect in the flow tier (\"fidelity\": \"flow\" has no packets to " +
                                    (ft.kind == FaultKind::DropRate ? "drop" : "corrupt") + "); use the chunk or packet tier");
+        if (ft.kind == FaultKind::PfcStorm) {  // nor PFC; a lossy fabric's switches ignore pause frames
+          if (sc.net.flow)
+            d.warn(fp + "/type", "pfc_storm has no effect in the flow tier (\"fidelity\": \"flow\" has no queues to pause); use the chunk or packet tier");
+          else if (!sc.net.pfc.enabled)
+            d.warn(fp + "/type", "pfc_storm has no effect with /network/pfc/enabled false (the switches ignore pause frames)");
+        }
         sc.faults.push_back(ft);
       }
   }
@@ -368,6 +381,7 @@ void resolve_faults(const std::vector<PendingRef>& refs, Scenario& sc, Diagnosti
                    (r.target == PendingRef::Nic ? ")" : "");
       switch (f.kind) {
         case FaultKind::PacketCorruption: f.what = cable_name + " corrupts packets with probability " + fmt_rate(f.rate); break;
+        case FaultKind::PfcStorm: f.what = cable_name + " sends PFC pause frames for " + format_duration(f.duration_ps) + " (pause storm)"; break;
         case FaultKind::LinkFlap:
         case FaultKind::NicFlap: f.what = cable_name + flap_text(f); break;
         case FaultKind::NicDown:

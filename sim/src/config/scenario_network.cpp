@@ -110,8 +110,28 @@ void read_network(const ObjectReader& top, Scenario& sc, Diagnostics& d) {
       if (p.ecn.kmax_bytes <= p.ecn.kmin_bytes) d.error(e.child("kmax"), "kmax must be larger than kmin");
     }
     if (const json* pj = n.get("pfc", false)) {
-      ObjectReader f(*pj, n.child("pfc"), d, {"enabled"});
+      ObjectReader f(*pj, n.child("pfc"), d, {"enabled", "watchdog", "detect", "restore", "action"});
       if (auto v = f.boolean("enabled", false)) p.pfc.enabled = *v;
+      // PFC watchdog (docs/models/ethernet-switch.md#pfc-watchdog): SONiC's defaults; detection
+      // 1 us .. 5 s and restoration 1 us .. 60 s (SONiC takes 100 ms .. 5 s and 100 ms .. 60 s;
+      // shorter times keep simulations short).
+      if (auto v = f.str("watchdog", false)) {
+        if (*v == "on" || *v == "off") p.pfc.watchdog = *v == "on";
+        else d.error(f.child("watchdog"), "expected \"on\" or \"off\", got \"" + *v + "\"");
+      }
+      if (auto v = f.duration("detect", false)) {
+        if (*v < models::kPsPerUs || *v > 5 * models::kPsPerSec) d.error(f.child("detect"), "detect must be 1 us .. 5 s");
+        else p.pfc.detect_ps = *v;
+      }
+      if (auto v = f.duration("restore", false)) {
+        if (*v < models::kPsPerUs || *v > 60 * models::kPsPerSec) d.error(f.child("restore"), "restore must be 1 us .. 60 s");
+        else p.pfc.restore_ps = *v;
+      }
+      if (auto v = f.str("action", false)) {
+        if (*v == "drop") p.pfc.action = models::PfcParams::WdAction::Drop;
+        else if (*v == "forward") p.pfc.action = models::PfcParams::WdAction::Forward;
+        else d.error(f.child("action"), "expected \"drop\" or \"forward\", got \"" + *v + "\"");
+      }
     }
   }
 }

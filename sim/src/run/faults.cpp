@@ -13,15 +13,15 @@ namespace sim {
 namespace {
 
 // Events of one fault: flaps go down and up `count` times (phase 2k down, 2k+1 up); npu_stall
-// has its end (phase 1, only logged); everything else one event.
+// and pfc_storm have their end (phase 1, only logged); everything else one event.
 std::uint32_t phases(const Fault& f) {
   if (f.kind == FaultKind::LinkFlap || f.kind == FaultKind::NicFlap) return 2 * f.count;
-  if (f.kind == FaultKind::NpuStall) return 2;
+  if (f.kind == FaultKind::NpuStall || f.kind == FaultKind::PfcStorm) return 2;
   return 1;
 }
 
 models::Tick phase_offset(const Fault& f, std::uint32_t ph) {
-  if (f.kind == FaultKind::NpuStall) return ph ? f.duration_ps : 0;
+  if (f.kind == FaultKind::NpuStall || f.kind == FaultKind::PfcStorm) return ph ? f.duration_ps : 0;
   return static_cast<models::Tick>(ph / 2) * f.period_ps + (ph % 2 ? f.duration_ps : 0);
 }
 
@@ -100,7 +100,7 @@ void Cluster::apply_fault(std::size_t idx, std::uint32_t phase) {
       *port = l.a.port;
     }
   };
-  if (phase == 0 || (f.kind != FaultKind::NpuStall)) driver_->fault_injected();
+  if (phase == 0 || (f.kind != FaultKind::NpuStall && f.kind != FaultKind::PfcStorm)) driver_->fault_injected();
   if (fault_first_ps_[idx] == kNever) fault_first_ps_[idx] = now_ps();
   fault_last_ps_[idx] = now_ps();
   ++fault_transitions_[idx];
@@ -198,11 +198,16 @@ void Cluster::apply_fault(std::size_t idx, std::uint32_t phase) {
       if (phase == 0) m.stall_npu(static_cast<std::uint32_t>(f.npu), now_ps() + f.duration_ps);
       else what = t.npus[static_cast<std::size_t>(f.npu)].name + " stream engine runs again (npu_stall ended)";
       break;
+    case FaultKind::PfcStorm:  // the NIC's pause frames, for its duration (the network ends the storm itself)
+      if (phase == 0 && net && f.npu >= 0 && static_cast<std::size_t>(f.npu) < nic.size() && nic[f.npu] != ~0u)
+        net->pfc_storm(nic[f.npu], f.duration_ps);
+      else if (phase) what = f.what.substr(0, f.what.find(" sends PFC")) + " stops sending PFC pause frames (pfc_storm ended)";
+      break;
     case FaultKind::HbmBitflip: break;  // not timed: inject_bitflips
   }
   const std::uint32_t rank = f.npu >= 0 ? npu_rank(static_cast<std::uint32_t>(f.npu))
                                         : f.link >= 0 ? npu_rank(t.links[f.link].a.index) : 0;
-  announce(rank, 1, (f.kind == FaultKind::NpuStall && phase ? "[HCSIM_WARN] fault ended: " : "[HCSIM_WARN] fault injected: ") + what);
+  announce(rank, 1, ((f.kind == FaultKind::NpuStall || f.kind == FaultKind::PfcStorm) && phase ? "[HCSIM_WARN] fault ended: " : "[HCSIM_WARN] fault injected: ") + what);
 }
 
 // HBM bit flips scheduled for rank r's output of (step s, rep): flip them in device memory.

@@ -33,7 +33,7 @@ double median(std::vector<double> v) {
   return v.size() % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
 }
 
-bool ends_up(FaultKind k) { return k == FaultKind::LinkFlap || k == FaultKind::NicFlap || k == FaultKind::NpuStall; }
+bool ends_up(FaultKind k) { return k == FaultKind::LinkFlap || k == FaultKind::NicFlap || k == FaultKind::NpuStall || k == FaultKind::PfcStorm; }
 
 std::string fmt(const char* f, double v) {
   char b[64];
@@ -143,7 +143,10 @@ void pathologies(const Scenario& sc, const std::vector<StepSummary>& steps, cons
     warnings->push_back(fmt("%.0f", t) + " RDMA retransmit timeout(s): a lost packet waited the QP's retransmit timeout (counter rdma_timeouts; " +
                         fmt("%.0f", ctr("rdma_retransmits")) + " retransmissions)");
   if (const double d = ctr("drops"); d > 0)
-    warnings->push_back(fmt("%.0f", d) + " packet(s) dropped (counter drops: a lossy fabric's full buffer, corruption or a dead port; go-back-N resent them)");
+    warnings->push_back(fmt("%.0f", d) + " packet(s) dropped (counter drops: a lossy fabric's full buffer, corruption, a dead port or a PFC watchdog; go-back-N resent them)");
+  if (const double w = ctr("pfcwd_storms"); w > 0)
+    warnings->push_back(fmt("%.0f", w) + " PFC pause storm(s) caught by the switches' watchdog (counter pfcwd_storms; action " +
+                        (sc.net.pfc.action == models::PfcParams::WdAction::Drop ? "drop: the paused ports' packets dropped)" : "forward: their pauses ignored)"));
   if (net && sim_end_ps > 0) {
     std::uint32_t storms = 0;
     double worst = 0;

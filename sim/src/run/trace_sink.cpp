@@ -79,7 +79,7 @@ void trace_port_counters(Trace& trace, const models::Network* net) {
       trace.port_counter(net->node_name(n), k, ps.tx_bytes, ps.tx_packets, ps.drops, ps.ecn_marked, ps.pause_sent, ps.pause_rcv,
                          static_cast<double>(ps.paused_ps) / 1e3, ps.max_queue_bytes, static_cast<double>(ps.busy_ps) / 1e3,
                          net->port(n, k).cabled ? net->node_name(net->port(n, k).peer) : std::string(),
-                         net->port(n, k).cabled ? static_cast<std::int64_t>(net->port(n, k).peer_port) : -1);
+                         net->port(n, k).cabled ? static_cast<std::int64_t>(net->port(n, k).peer_port) : -1, ps.pfcwd_storms);
     }
 }
 

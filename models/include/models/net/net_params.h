@@ -35,8 +35,20 @@ struct EcnParams {
 /// Thresholds are derived: headroom = 3 x rate x link delay + 2 MTU per ingress port (HPCC's ns-3
 /// setup); xoff = (buffer - ports x headroom) / ports; xon = xoff - 2 MTU.
 /// On by default: RoCE runs lossless (PFC on the RoCE priority); false is the lossy fabric.
+///
+/// PFC watchdog (docs/models/ethernet-switch.md#pfc-watchdog), per switch egress port: paused by its
+/// peer continuously for `detect_ps` while it has packets queued, the port enters the storm state:
+/// it ignores pause frames and, with action Drop, drops what is queued for it and every packet that
+/// comes for it; Forward only ignores the pauses. It leaves the state once no pause has been
+/// asserted for `restore_ps`. Defaults are SONiC's (sonic-utilities pfcwd/main.py:
+/// DEFAULT_DETECTION_TIME = 200 ms, DEFAULT_RESTORATION_TIME = 200 ms, DEFAULT_ACTION = 'drop').
 struct PfcParams {
+  enum class WdAction : std::uint8_t { Drop, Forward };
   bool enabled = true;
+  bool watchdog = true;
+  Tick detect_ps = 200 * 1000 * kPsPerUs;
+  Tick restore_ps = 200 * 1000 * kPsPerUs;
+  WdAction action = WdAction::Drop;
 };
 
 /// ECMP policy: which header fields choose among equal-cost next hops. FiveTuple: source,

@@ -32,6 +32,8 @@ struct Pkt {
 struct NetPortStats {
   std::uint64_t tx_bytes = 0, tx_packets = 0, drops = 0, ecn_marked = 0, pause_sent = 0, pause_rcv = 0;
   std::uint64_t fcs_errors = 0;  ///< received packets that failed the FCS check (packet_corruption), counted in drops too
+  std::uint64_t pfcwd_storms = 0;  ///< times the PFC watchdog found this (switch egress) port in a pause storm
+  std::uint64_t pfcwd_drops = 0;   ///< packets the watchdog's drop action discarded here (counted in drops too)
   std::uint64_t max_queue_bytes = 0;
   std::uint64_t max_in_bytes = 0;  ///< switch ports: peak PFC ingress occupancy (bytes buffered that arrived here)
   Tick paused_ps = 0;
@@ -58,6 +60,10 @@ struct NetPort {
   bool cabled = false, up = true, busy = false, paused = false;
   bool peer_switch = false;  ///< the node at the other end is a switch (copied at connect: read per packet)
   bool upstream_paused = false;
+  // PFC watchdog (switch egress ports, switch_mmu.cpp): in the storm state pauses are ignored
+  // (`paused` stays false) and, with action drop, `wd_drop` drops every packet for the port.
+  bool wd_storm = false, wd_drop = false;
+  bool wd_held = false;  ///< storm state: the peer still asserts its pause
   // A switch port that started its last unit with nothing queued behind it schedules no
   // transmit-done event: it is busy until this time, and a unit enqueued before then schedules
   // the event (switch_forwarding.cpp, try_tx).
@@ -66,6 +72,9 @@ struct NetPort {
   NetPortStats st;
   Tick paused_since = 0;
   Tick fanin_since = kTickMax;  ///< flow tier: a fan-in bottleneck since then (kTickMax: not one)
+  Tick wd_since = ~0ULL;  ///< paused with packets queued since (~0: not both); the watchdog's detection runs from here
+  Tick wd_last_pause = 0; ///< storm state: when a pause was last asserted (a frame, or the end of a held pause)
+  Tick storm_until = 0;   ///< hosts (pfc_storm fault): the NIC sends pause frames until then
   // Chunk tier, ECN: the queue a packet-tier port would hold. Units reach it as fluid at their
   // senders' paced rates (ending at the Tick), and it drains at the line rate.
   double vq = 0;

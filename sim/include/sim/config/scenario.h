@@ -33,7 +33,7 @@ struct WorkloadStep {
 /// What a fault does (docs/scenario-format.md#faults); parsed once, at load.
 enum class FaultKind {
   HbmBitflip, LinkDown, LinkUp, CrcRate, LaneDegrade, DropRate, NicDown, NicUp, RankCrash,
-  SwitchLinkDown, SwitchLinkUp, LinkFlap, NicFlap, PacketCorruption, PcieLinkDown, PcieLinkUp, NpuStall
+  SwitchLinkDown, SwitchLinkUp, LinkFlap, NicFlap, PacketCorruption, PcieLinkDown, PcieLinkUp, NpuStall, PfcStorm
 };
 /// The scenario file's name of a kind ("hbm_bitflip", ...); fault_kind_from is its inverse.
 const char* fault_kind_name(FaultKind k);
@@ -50,11 +50,11 @@ struct Fault {
   std::uint32_t at_rep = 0;
   double after_pct = -1;      ///< "after": "40%": that share of the operation's estimate (operations.est_us); <0: at_ps
   std::int64_t link = -1;     ///< HCCS faults (and link_flap of an HCCS link): index into topology.links
-  std::int64_t roce_link = -1;  ///< switch-link / NIC faults, packet_corruption: index of the RoCE cable in topology.links
+  std::int64_t roce_link = -1;  ///< switch-link / NIC faults, packet_corruption, pfc_storm: index of the RoCE cable in topology.links
   std::int64_t npu = -1;      ///< NIC, PCIe, stall faults: NPU index
   double rate = 0;            ///< crc_rate, drop_rate, packet_corruption
   std::uint32_t lanes = 0;    ///< lane_degrade
-  models::Tick duration_ps = 0;  ///< flaps: how long each down lasts; npu_stall: how long
+  models::Tick duration_ps = 0;  ///< flaps: how long each down lasts; npu_stall, pfc_storm: how long
   std::uint32_t count = 1;       ///< flaps: how many times
   models::Tick period_ps = 0;    ///< flaps: from one down to the next
   std::string what;           ///< human description for logs
