@@ -147,39 +147,35 @@ void pathologies(const Scenario& sc, const std::vector<StepSummary>& steps, cons
   if (const double w = ctr("pfcwd_storms"); w > 0)
     warnings->push_back(fmt("%.0f", w) + " PFC pause storm(s) caught by the switches' watchdog (counter pfcwd_storms; action " +
                         (sc.net.pfc.action == models::PfcParams::WdAction::Drop ? "drop: the paused ports' packets dropped)" : "forward: their pauses ignored)"));
-  if (net && sim_end_ps > 0) {
-    std::uint32_t storms = 0;
-    double worst = 0;
-    std::string where;
-    for (std::uint32_t n = 0; n < net->nodes(); ++n)
+  // Ports that spent over `limit` of the run in some state (time per port from `time_of`):
+  // how many, and the worst one's name and share.
+  struct PortsOver { std::uint32_t count = 0; double worst = 0; std::string where; };
+  auto ports_over = [&](double limit, bool switches_only, auto time_of) {
+    PortsOver r;
+    for (std::uint32_t n = 0; n < net->nodes(); ++n) {
+      if (switches_only && !net->is_switch(n)) continue;
       for (std::uint32_t k = 0; k < net->node_ports(n); ++k) {
-        const double share = static_cast<double>(net->port_stats(n, k).paused_ps) / static_cast<double>(sim_end_ps);
-        if (share <= kPfcStormShare) continue;
-        ++storms;
-        if (share > worst) worst = share, where = net->node_name(n) + ":" + std::to_string(k);
+        const double share = static_cast<double>(time_of(net->port_stats(n, k))) / static_cast<double>(sim_end_ps);
+        if (share <= limit) continue;
+        ++r.count;
+        if (share > r.worst) r.worst = share, r.where = net->node_name(n) + ":" + std::to_string(k);
       }
-    if (storms)
-      warnings->push_back("PFC storm: " + std::to_string(storms) + " RoCE port(s) paused for over " + fmt("%.0f", kPfcStormShare * 100) +
-                          "% of the run (worst " + where + ", " + fmt("%.1f", worst * 100) + "%)");
+    }
+    return r;
+  };
+  if (net && sim_end_ps > 0) {
+    const PortsOver st = ports_over(kPfcStormShare, false, [](const models::NetPortStats& ps) { return ps.paused_ps; });
+    if (st.count)
+      warnings->push_back("PFC storm: " + std::to_string(st.count) + " RoCE port(s) paused for over " + fmt("%.0f", kPfcStormShare * 100) +
+                          "% of the run (worst " + st.where + ", " + fmt("%.1f", st.worst * 100) + "%)");
   }
   // The flow tier has no queues, ECN, DCQCN or PFC: where flows from several ingress ports fill
   // one switch egress, the packet tier queues, marks and pauses, and this tier is optimistic.
   if (net && sim_end_ps > 0 && sc.net.flow) {
-    std::uint32_t ports = 0;
-    double worst = 0;
-    std::string where;
-    for (std::uint32_t n = 0; n < net->nodes(); ++n) {
-      if (!net->is_switch(n)) continue;
-      for (std::uint32_t k = 0; k < net->node_ports(n); ++k) {
-        const double share = static_cast<double>(net->port_stats(n, k).fanin_ps) / static_cast<double>(sim_end_ps);
-        if (share <= kFlowFaninShare) continue;
-        ++ports;
-        if (share > worst) worst = share, where = net->node_name(n) + ":" + std::to_string(k);
-      }
-    }
-    if (ports)
-      warnings->push_back("flow tier: " + std::to_string(ports) + " switch port(s) were fan-in bottlenecks (flows from several ingress ports filling them) for over " +
-                          fmt("%.0f", kFlowFaninShare * 100) + "% of the run (worst " + where + ", " + fmt("%.1f", worst * 100) +
+    const PortsOver fi = ports_over(kFlowFaninShare, true, [](const models::NetPortStats& ps) { return ps.fanin_ps; });
+    if (fi.count)
+      warnings->push_back("flow tier: " + std::to_string(fi.count) + " switch port(s) were fan-in bottlenecks (flows from several ingress ports filling them) for over " +
+                          fmt("%.0f", kFlowFaninShare * 100) + "% of the run (worst " + fi.where + ", " + fmt("%.1f", fi.worst * 100) +
                           "%): this tier has no congestion control and is optimistic there; the packet tier is the reference "
                           "(--set /fidelity=\"packet\", or hcsim plan --tier-check; docs/models/tiers.md)");
   }
