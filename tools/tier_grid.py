@@ -268,6 +268,7 @@ def write_outputs(out, points, results, skipped, cmdline, lossy_seeds, not_run):
              "| servers | leaves | oversub | NICs | op | size | net | packet µs | chunk | flow | chunk class | flow class |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     per_tier = {t: {} for t in ("chunk", "flow")}
+    per_op = {}
     wall = {t: [] for t in TIERS}
     complete = 0
     for p in points:
@@ -287,6 +288,7 @@ def write_outputs(out, points, results, skipped, cmdline, lossy_seeds, not_run):
             e = pct(agg[tier]["time_us"], agg["packet"]["time_us"])
             cells[tier], classes[tier] = e, cls
             per_tier[tier].setdefault(cls, []).append(e)
+            per_op.setdefault((tier, p.op, p.net), []).append((cls, e))
         ref = agg["packet"]["time_us"]
         lines.append(f"| {p.servers} | {p.leaves // 2 if p.nic == 'rail' else p.leaves}{'/rail' if p.nic == 'rail' else ''} | {p.k}:1 | {p.nic} | {p.op} | "
                      f"{p.size} MiB | {p.net} | {'—' if ref is None else f'{ref:.1f}'} | {fmt_pct(cells['chunk'])} | "
@@ -305,6 +307,14 @@ def write_outputs(out, points, results, skipped, cmdline, lossy_seeds, not_run):
             med = f"{statistics.median(ae):.1f} %" if ae else "—"
             mx = f"{max(ae):.1f} %" if ae else "—"
             lines.append(f"| {tier} | {cls} | {len(es)} | {med} | {mx} |")
+    lines += ["", "| tier | op | net | points | agrees | median \\|error\\| | max \\|error\\| | worst point's error |",
+              "|---|---|---|---|---|---|---|---|"]
+    for (tier, op, net), v in sorted(per_op.items(), key=lambda kv: (kv[0][0], OPS.index(kv[0][1]), kv[0][2])):
+        ae = [abs(e) for _, e in v if e is not None]
+        worst = max((e for _, e in v if e is not None), key=abs, default=None)
+        lines.append(f"| {tier} | {op} | {net} | {len(v)} | {sum(1 for c, _ in v if c == 'agrees')} | "
+                     f"{f'{statistics.median(ae):.1f} %' if ae else '—'} | {f'{max(ae):.1f} %' if ae else '—'} | "
+                     f"{fmt_pct(worst)} |")
     lines += ["", "| tier | runs | median wall s per run | max wall s | total wall s |", "|---|---|---|---|---|"]
     for tier in TIERS:
         ws = [float(r["wall_s"]) for r in rows if r["tier"] == tier and r.get("wall_s") not in ("", None)]
