@@ -81,8 +81,17 @@ const json* read_workload(const ObjectReader& top, Scenario& sc, Diagnostics& d)
       } else if (st.op == "incast") {
         st.root = static_cast<std::uint32_t>(w.uint("root", false, 0, 1u << 20).value_or(0));
         if (auto v = w.str("senders", false)) {
-          if (*v != "all" && *v != "remote") d.error(w.child("senders"), "expected \"all\" or \"remote\" (ranks on other servers than the root)");
-          else st.senders = *v;
+          if (v->rfind("remote:", 0) == 0) {
+            const std::string num = v->substr(7);
+            const bool digits = !num.empty() && num.size() <= 7 && num.find_first_not_of("0123456789") == std::string::npos;
+            const unsigned long n = digits ? std::strtoul(num.c_str(), nullptr, 10) : 0;
+            if (n == 0) d.error(w.child("senders"), "\"remote:N\" takes N as a decimal number of senders, 1 or more, got \"" + *v + "\"");
+            else { st.senders = "remote"; st.senders_count = static_cast<std::uint32_t>(n); }
+          } else if (*v != "all" && *v != "remote") {
+            d.error(w.child("senders"), "expected \"all\", \"remote\" (ranks on other servers than the root) or \"remote:N\" (the first N of them after the root)");
+          } else {
+            st.senders = *v;
+          }
         }
       } else {
         if (w.get("root", false)) d.error(w.child("root"), "root applies to incast and broadcast only");
@@ -131,9 +140,12 @@ void check_workload(Scenario& sc, Diagnostics& d) {
       if (w.root >= nranks) { d.error(wp + "/root", "rank " + std::to_string(w.root) + " does not exist (" + std::to_string(nranks) + " ranks)"); continue; }
       if (w.senders == "remote") {
         const auto root_server = sc.topology.npus[sc.topology.rank_to_npu[w.root]].server;
-        bool any = false;
-        for (auto n : sc.topology.rank_to_npu) any = any || sc.topology.npus[n].server != root_server;
-        if (!any) d.error(wp + "/senders", "\"remote\" senders: no rank is on another server than the root");
+        std::uint64_t remote = 0;
+        for (auto n : sc.topology.rank_to_npu) remote += sc.topology.npus[n].server != root_server ? 1 : 0;
+        if (!remote) d.error(wp + "/senders", "\"remote\" senders: no rank is on another server than the root");
+        else if (w.senders_count > remote)
+          d.error(wp + "/senders", "\"remote:" + std::to_string(w.senders_count) + "\" senders: only " + std::to_string(remote) +
+                                       " ranks are on other servers than the root");
       }
       if (w.bytes * nranks > sym_bytes)
         d.error(wp + "/bytes", "incast writes bytes x ranks = " + format_bytes(w.bytes * nranks) + " into the root's symmetric region of " +

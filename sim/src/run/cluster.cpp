@@ -93,7 +93,18 @@ bool Cluster::incast_sender(const WorkloadStep& w, std::uint32_t r) const {
   if (r == w.root) return false;
   if (w.senders == "all") return true;
   const auto& t = sc_.topology;
-  return t.npus[t.rank_to_npu[r]].server != t.npus[t.rank_to_npu[w.root]].server;
+  const auto root_server = t.npus[t.rank_to_npu[w.root]].server;
+  if (t.npus[t.rank_to_npu[r]].server == root_server) return false;
+  if (w.senders_count == 0) return true;
+  // "remote:N": the first N remote ranks after the root in rank order (wrapping around).
+  const auto n = static_cast<std::uint32_t>(t.rank_to_npu.size());
+  std::uint32_t k = 0;
+  for (std::uint32_t q = (w.root + 1) % n; k < w.senders_count; q = (q + 1) % n) {
+    if (t.npus[t.rank_to_npu[q]].server == root_server) continue;
+    if (q == r) return true;
+    ++k;
+  }
+  return false;
 }
 
 std::uint32_t Cluster::partner(const WorkloadStep& w, std::uint32_t r) const {

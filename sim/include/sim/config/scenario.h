@@ -24,7 +24,8 @@ struct WorkloadStep {
   bool check = true;
   std::string pattern = "pairs";  ///< sendrecv: "pairs" (r <-> r^1) or "halves" (r <-> r +- n/2)
   std::uint32_t root = 0;         ///< incast: the rank every sender writes to
-  std::string senders = "all";    ///< incast: "all" other ranks or "remote" (other servers)
+  std::string senders = "all";    ///< incast: "all" other ranks, "remote" (other servers) or "remote:N"
+  std::uint32_t senders_count = 0;  ///< incast "remote:N": N, the first N remote ranks after the root
   /// /workload/i/expect: this step's own limits, besides the global ones.
   std::optional<double> max_op_time_us;
   std::optional<bool> checks_pass;
