@@ -192,7 +192,9 @@ def run_one(hcsim, scen, db, timeout):
         return {"status": "wall-timeout", "exit_code": None, "wall_s": round(time.monotonic() - t0, 3),
                 "error": f"over {timeout} s"}
     wall = time.monotonic() - t0
-    r = {"exit_code": proc.returncode, "wall_s": round(wall, 3), "error": ""}
+    # The flow tier's congestion warning (docs/models/tiers.md#warnings-at-run-time), on stderr even with -q.
+    r = {"exit_code": proc.returncode, "wall_s": round(wall, 3), "error": "",
+         "fanin_warning": int("fan-in bottlenecks" in (err or ""))}
     try:
         r.update(read_db(db))
     except Exception as e:  # no trace (a load error) or an unreadable one
@@ -208,7 +210,7 @@ def run_one(hcsim, scen, db, timeout):
 
 CSV_FIELDS = ["point", "servers", "leaves", "oversub", "nics", "op", "size_MiB", "net", "tier", "seed", "status",
               "time_us", "ecn_marked", "drops", "pfc_pause_sent", "rdma_timeouts", "rdma_retransmits",
-              "max_queue_bytes", "algorithm", "wall_s", "leaf_switches", "spine_switches", "radix", "error"]
+              "max_queue_bytes", "algorithm", "wall_s", "leaf_switches", "spine_switches", "radix", "fanin_warning", "error"]
 
 
 def pct(a, b):
@@ -480,6 +482,17 @@ def main(argv=None):
                 bad.append(f"{r['point']} {r['tier']} seed {r['seed']}: {r.get('status')} {r.get('error') or ''}")
             elif r["net"] == "lossless" and int(r.get("rdma_timeouts") or 0) > 0:
                 bad.append(f"{r['point']} {r['tier']}: {r['rdma_timeouts']} RDMA timeouts on a lossless point")
+        # The flow tier's warning must fire wherever it is optimistic by more than AGREE_PCT against
+        # the packet tier on a lossless point (it may fire where the tiers agree: a conservative trigger).
+        for p in points:
+            if p.net != "lossless":
+                continue
+            fr, pr = results.get((p.name, "flow", 1)), results.get((p.name, "packet", 1))
+            if not fr or not pr or fr.get("time_us") is None or pr.get("time_us") is None or "fanin_warning" not in fr:
+                continue
+            e = pct(fr["time_us"], pr["time_us"])
+            if e < -AGREE_PCT and not fr["fanin_warning"]:
+                bad.append(f"{p.name} flow: {e:+.1f} % against the packet tier without the flow tier's fan-in warning")
         expected = sum(len(TIERS) * len(p.seeds(lossy_seeds)) for p in points)
         if len(rows) < expected:
             bad.append(f"{expected - len(rows)} runs missing (budget)")
@@ -487,7 +500,8 @@ def main(argv=None):
             print("tier_grid: FAIL: " + b, file=sys.stderr)
         if bad:
             return 1
-        print(f"tier_grid: check passed: {len(rows)} runs, none failed, no RDMA timeout on a lossless point",
+        print(f"tier_grid: check passed: {len(rows)} runs, none failed, no RDMA timeout on a lossless point, "
+              "the flow tier's warning on every lossless point it is optimistic on by more than 5 %",
               file=sys.stderr)
     return 0
 
