@@ -194,7 +194,8 @@ def run_one(hcsim, scen, db, timeout):
     wall = time.monotonic() - t0
     # The flow tier's congestion warning (docs/models/tiers.md#warnings-at-run-time), on stderr even with -q.
     r = {"exit_code": proc.returncode, "wall_s": round(wall, 3), "error": "",
-         "fanin_warning": int("fan-in bottlenecks" in (err or ""))}
+         "fanin_warning": int("fan-in bottlenecks" in (err or "")),
+         "chunk_warning": int("chunk tier: congestion" in (err or ""))}
     try:
         r.update(read_db(db))
     except Exception as e:  # no trace (a load error) or an unreadable one
@@ -210,7 +211,7 @@ def run_one(hcsim, scen, db, timeout):
 
 CSV_FIELDS = ["point", "servers", "leaves", "oversub", "nics", "op", "size_MiB", "net", "tier", "seed", "status",
               "time_us", "ecn_marked", "drops", "pfc_pause_sent", "rdma_timeouts", "rdma_retransmits",
-              "max_queue_bytes", "algorithm", "wall_s", "leaf_switches", "spine_switches", "radix", "fanin_warning", "error"]
+              "max_queue_bytes", "algorithm", "wall_s", "leaf_switches", "spine_switches", "radix", "fanin_warning", "chunk_warning", "error"]
 
 
 def pct(a, b):
@@ -482,8 +483,9 @@ def main(argv=None):
                 bad.append(f"{r['point']} {r['tier']} seed {r['seed']}: {r.get('status')} {r.get('error') or ''}")
             elif r["net"] == "lossless" and int(r.get("rdma_timeouts") or 0) > 0:
                 bad.append(f"{r['point']} {r['tier']}: {r['rdma_timeouts']} RDMA timeouts on a lossless point")
-        # The flow tier's warning must fire wherever it is optimistic by more than AGREE_PCT against
-        # the packet tier on a lossless point (it may fire where the tiers agree: a conservative trigger).
+        # The flow and chunk tiers' warnings must fire wherever the tier is optimistic by more than
+        # AGREE_PCT against the packet tier on a lossless point (they may fire where the tiers agree:
+        # conservative triggers).
         for p in points:
             if p.net != "lossless":
                 continue
@@ -493,6 +495,11 @@ def main(argv=None):
             e = pct(fr["time_us"], pr["time_us"])
             if e < -AGREE_PCT and not fr["fanin_warning"]:
                 bad.append(f"{p.name} flow: {e:+.1f} % against the packet tier without the flow tier's fan-in warning")
+            cr = results.get((p.name, "chunk", 1))
+            if cr and cr.get("time_us") is not None and "chunk_warning" in cr:
+                e = pct(cr["time_us"], pr["time_us"])
+                if e < -AGREE_PCT and not cr["chunk_warning"]:
+                    bad.append(f"{p.name} chunk: {e:+.1f} % against the packet tier without the chunk tier's congestion warning")
         expected = sum(len(TIERS) * len(p.seeds(lossy_seeds)) for p in points)
         if len(rows) < expected:
             bad.append(f"{expected - len(rows)} runs missing (budget)")
@@ -501,7 +508,7 @@ def main(argv=None):
         if bad:
             return 1
         print(f"tier_grid: check passed: {len(rows)} runs, none failed, no RDMA timeout on a lossless point, "
-              "the flow tier's warning on every lossless point it is optimistic on by more than 5 %",
+              "the flow and chunk tiers' warnings on every lossless point they are optimistic on by more than 5 %",
               file=sys.stderr)
     return 0
 

@@ -179,6 +179,16 @@ void pathologies(const Scenario& sc, const std::vector<StepSummary>& steps, cons
                           "%): this tier has no congestion control and is optimistic there; the packet tier is the reference "
                           "(--set /fidelity=\"packet\", or hcsim plan --tier-check; docs/models/tiers.md)");
   }
+  // The chunk tier agrees with the packet tier where the fabric stays uncongested; where switches
+  // mark ECN or pause, it is off by up to tens of percent either way (docs/models/tiers.md).
+  if (!sc.net.flow && sc.net.unit_bytes > sc.net.mtu) {
+    const double marks = ctr("ecn_marked"), pauses = ctr("pfc_pause_sent");
+    if (marks > 0 || pauses > 0)
+      warnings->push_back("chunk tier: congestion (" + fmt("%.0f", marks) + " ECN-marked units, " + fmt("%.0f", pauses) +
+                          " PFC pauses): where the fabric congests this tier may be off the packet tier by tens of percent "
+                          "either way; the packet tier is the reference (--set /fidelity=\"packet\", or hcsim plan --tier-check; "
+                          "docs/models/tiers.md)");
+  }
   // Repetitions against the median of their step's other repetitions (at least 3 of them).
   std::map<std::uint32_t, std::vector<const StepSummary*>> by_step;
   for (const auto& s : steps) by_step[s.step].push_back(&s);

@@ -33,7 +33,7 @@ std::vector<FaultReport> fault_reports(const Scenario& sc, const FaultFirings& f
 
 /// Warnings for pathologies (RDMA retransmit timeouts, drops, a RoCE port paused by PFC for more
 /// than `kPfcStormShare` of the run, in the flow tier a fan-in bottleneck for more than
-/// `kFlowFaninShare` of it, a repetition over `kOutlierFactor` times the median of its
+/// `kFlowFaninShare` of it, in the chunk tier any ECN mark or PFC pause, a repetition over `kOutlierFactor` times the median of its
 /// step's other repetitions, a fault that never fired), and the failures the scenario's
 /// expectations make of them (expect/max_step_slowdown, expect/faults_fired).
 constexpr double kPfcStormShare = 0.05;
