@@ -136,7 +136,11 @@ for p in "/sweep/0/pointer: \"/fabric/no_such_key\" names nothing" "/sweep/1/val
          "/target: no workload runs allreduce at 1 GiB"; do
   if grep -qF -- "$p" out.txt; then ok "bad plan names $p"; else bad "bad plan lacks $p" out.txt; fi
 done
-expect "impossible layout named" 2 "layout 1 \\(radix=32\\).*/fabric/tiers" -- "$HCSIM" plan impossible.json -o imp
+# An impossible layout is an infeasible cell, named with its reason; the other layouts run.
+expect "impossible layout: an infeasible cell, the rest runs" 0 "^1 +radix=32 .*infeasible: .*/fabric/tiers" -- "$HCSIM" plan impossible.json -o imp
+if grep -qE '^0 +radix=128 .* ok$' out.txt; then ok "the feasible layout ran"; else bad "layout 0 did not run" out.txt; fi
+if [ "$(sqlite3 imp/plan.db "select count(*) from points where status like 'infeasible: %/fabric/tiers%' and layout = 1")" = 1 ]; then ok "plan.db: the infeasible cell with its reason"
+else bad "plan.db lacks the infeasible cell" imp/plan.csv; fi
 mkdir mine && echo keep > mine/notes.txt
 expect "a directory it did not make is refused" 2 "not made by hcsim plan" -- "$HCSIM" plan plan.json -o mine
 if [ "$(cat mine/notes.txt)" = keep ]; then ok "the user's file is untouched"; else bad "mine/notes.txt changed"; fi

@@ -51,18 +51,21 @@ std::string check_plan_outputs(const Plan& p, const std::string& out) {
     add(f);
   for (std::size_t li = 0; li < layouts; ++li) {
     add("layout" + std::to_string(li) + ".topology.json");
-    for (std::size_t wi = 0; wi < p.workloads.size(); ++wi) {
-      const std::string stem = "l" + std::to_string(li) + "-w" + std::to_string(wi);
-      for (const char* tier : {"", ".chunk", ".packet"})  // the sweep's run, --tier-check's finer ones
-        for (const char* ext : {".scenario.json", ".log", ".hcsim.db", ".hcsim.db.lock", ".hcsim.db-journal"}) add(stem + tier + ext);
-    }
+    for (std::size_t wi = 0; wi < p.workloads.size(); ++wi)
+      for (std::size_t vi = 0; vi < p.variants().size(); ++vi) {
+        const std::string stem = point_stem(p, li, wi, vi);
+        for (const char* tier : {"", ".chunk", ".packet"})  // the sweep's run, --tier-check's finer ones
+          for (const char* ext : {".scenario.json", ".log", ".hcsim.db", ".hcsim.db.lock", ".hcsim.db-journal", ".done"})
+            add(stem + tier + ext);
+      }
   }
   return check_outputs(inputs, outs, false);
 }
 
 // Load the plan, make DIR and write every layout's topology and every point's scenario into it,
 // validating them; `write` false (an MPI rank that shares rank 0's DIR) only computes the layouts.
-int setup(const std::string& file, std::string& out, bool force, bool write, Plan& p, std::vector<Layout>& layouts) {
+int setup(const std::string& file, std::string& out, bool force, bool write, Plan& p, std::vector<Layout>& layouts,
+          std::vector<Point>& points, std::vector<std::vector<Result>>& results) {
   sim::Diagnostics d(file);
   if (!load_plan(file, p, d)) {
     for (auto& m : d.messages()) std::fprintf(stderr, "%s\n", m.c_str());
@@ -94,59 +97,10 @@ int setup(const std::string& file, std::string& out, bool force, bool write, Pla
     }
   }
 
-  // Layouts: the cartesian product of the sweeps, the first sweep outermost.
-  layouts = plan_layouts(p);
-  bool bad = false;
-  for (std::size_t li = 0; li < layouts.size(); ++li) {
-    Layout& L = layouts[li];
-    if (!write) continue;  // an MPI rank sharing rank 0's DIR: the files are there
-    const json t = layout_topology(p, L, li);
-    const std::string tpath = out + "/layout" + std::to_string(li) + ".topology.json";
-    if (!write_file(tpath, t.dump(2) + "\n", &why)) { std::fprintf(stderr, "hcsim: %s\n", why.c_str()); return kBadInput; }
-    sim::Diagnostics td(tpath);
-    auto topo = sim::topology_from_json(t, td, dir_of(p.topology_path));
-    if (!topo) {
-      for (auto& m : td.messages())
-        std::fprintf(stderr, "%s: layout %zu (%s): %s\n", file.c_str(), li, L.label.c_str(), m.c_str());
-      bad = true;
-      continue;
-    }
-    L.servers = topo->servers.size();
-    L.npus = topo->npus.size();
-    for (auto& s : topo->switches) L.switches += s.tier >= 1;
-    for (auto& l : topo->links) L.cables += l.type == sim::LinkType::Roce;
-    L.cost = p.prices.server * L.servers + p.prices.sw * L.switches + p.prices.cable * L.cables;
-    for (std::size_t wi = 0; wi < p.workloads.size(); ++wi) {
-      const Workload& w = p.workloads[wi];
-      json sc = {{"format", "hcsim-scenario"}, {"version", 1}, {"name", p.name + "-l" + std::to_string(li) + "-w" + std::to_string(wi)},
-                 {"topology", "layout" + std::to_string(li) + ".topology.json"}, {"fidelity", w.fidelity}, {"payload", p.payload}};
-      json steps = json::array();
-      for (auto b : w.sizes) {
-        json s = {{"op", w.op}, {"repeat", w.repeat}};
-        if (w.op != "barrier") s["bytes"] = std::to_string(b) + "B";
-        if (!w.dtype.empty()) s["dtype"] = w.dtype;
-        steps.push_back(s);
-      }
-      sc["workload"] = steps;
-      if (!p.trace_routes) sc["trace"] = {{"routes", false}};
-      json env = json::object();
-      for (auto& [k, v] : p.env) env[k] = v;
-      for (auto& [k, v] : w.env) env[k] = v;  // the workload's own win
-      if (w.algo != "auto") env["HCOMM_ALGO"] = w.algo;
-      if (!env.empty()) sc["hcomm_env"] = env;
-      const std::string spath = out + "/l" + std::to_string(li) + "-w" + std::to_string(wi) + ".scenario.json";
-      if (!write_file(spath, sc.dump(2) + "\n", &why)) { std::fprintf(stderr, "hcsim: %s\n", why.c_str()); return kBadInput; }
-      // Validate one scenario per workload (the layout's topology was checked above).
-      if (li == 0) {
-        std::vector<std::string> errs;
-        if (!sim::load_scenario(spath, &errs)) {
-          for (auto& e : errs) std::fprintf(stderr, "%s: /workloads/%zu: %s\n", file.c_str(), wi, e.c_str());
-          bad = true;
-        }
-      }
-    }
-  }
-  if (bad) return kBadInput;
+  // Layouts (the cartesian product of the sweeps, the first outermost) and points, checked.
+  points.clear();
+  results.clear();
+  if (!build_points(p, out, write, layouts, points, results)) return kBadInput;
   return kOk;
 }
 
@@ -157,7 +111,7 @@ int plan_ranks(const std::vector<std::string>& argv, int rank, int size) {
   std::string file, out;
   unsigned jobs = 1;
   std::size_t tier_check = 0;  // --tier-check K (0: none)
-  bool force = false, dry = false, inherit_env = false, tier_check_given = false;
+  bool force = false, dry = false, inherit_env = false, tier_check_given = false, resume = false;
   const Args args(
       kPlan,
       {{"-j", "--jobs", "N", "a number", "simulate up to N points at once, one process each (default 1; per MPI rank)",
@@ -185,6 +139,8 @@ int plan_ranks(const std::vector<std::string>& argv, int rank, int size) {
           tier_check_given = true;
           return std::string();
         }},
+       {"--resume", "", "", "", "keep the points an earlier run of this plan into DIR finished whose scenario, topology and hcsim are unchanged",
+        [&](const std::string&) { resume = true; return std::string(); }},
        {"--inherit-env", "", "", "", "the points' runs read this shell's HCOMM_*/HCCL_* variables (default: ignored; the plan's hcomm_env wins)",
         [&](const std::string&) { inherit_env = true; return std::string(); }}},
       {"PLAN", "the plan file (docs/plan-format.md)", [&](const std::string& a) {
@@ -207,30 +163,14 @@ int plan_ranks(const std::vector<std::string>& argv, int rank, int size) {
 
   Plan p;
   std::vector<Layout> layouts;
-  int rc = rank == 0 ? setup(file, out, force, true, p, layouts) : kOk;
+  std::vector<Point> points;  // (layout, workload, seed run), each a child `hcsim run`
+  std::vector<std::vector<Result>> results;
+  int rc = rank == 0 ? setup(file, out, force, true, p, layouts, points, results) : kOk;
   std::vector<int> shared(static_cast<std::size_t>(size), 1);  // rank k reads rank 0's DIR
-  rc = share_dir(rank, size, rc, file, out, [&](bool write) { return setup(file, out, force, write, p, layouts); }, shared);
+  rc = share_dir(rank, size, rc, file, out, [&](bool write) { return setup(file, out, force, write, p, layouts, points, results); },
+                 shared);
   if (rc != kOk) return rc;
   p.inherit_env = inherit_env;
-
-  // Points: (layout, workload), each a child `hcsim run`.
-  std::vector<Point> points;
-  for (std::size_t li = 0; li < layouts.size(); ++li)
-    for (std::size_t wi = 0; wi < p.workloads.size(); ++wi) {
-      const std::string stem = out + "/l" + std::to_string(li) + "-w" + std::to_string(wi);
-      points.push_back({li, wi, stem + ".scenario.json", stem + ".hcsim.db", stem + ".log", 0, {}});
-    }
-  std::vector<std::vector<Result>> results(points.size());
-  for (std::size_t i = 0; i < points.size(); ++i) {
-    const Workload& w = p.workloads[points[i].workload];
-    for (auto b : w.sizes) {
-      Result r;
-      r.layout = points[i].layout;
-      r.workload = points[i].workload;
-      r.bytes = b;
-      results[i].push_back(r);
-    }
-  }
   if (rank == 0) {
     std::string ranks;
     if (size > 1) {
@@ -238,23 +178,52 @@ int plan_ranks(const std::vector<std::string>& argv, int rank, int size) {
       const auto n = std::count(shared.begin(), shared.end(), 1);
       if (n != size) ranks += " (" + std::to_string(size - n) + " with their own copy of DIR)";
     }
-    std::fprintf(stderr, "hcsim plan: %s: %zu layouts x %zu workloads = %zu runs, -j %u%s, results in %s/\n", file.c_str(),
-                 layouts.size(), p.workloads.size(), points.size(), jobs, ranks.c_str(), out.c_str());
+    std::size_t infeasible = 0;
+    for (auto& rs : results)
+      for (auto& r : rs) infeasible += r.step < 0;
+    const std::size_t nv = p.variants().size();
+    std::fprintf(stderr, "hcsim plan: %s: %zu layouts x %zu workloads%s = %zu runs, -j %u%s, results in %s/\n", file.c_str(),
+                 layouts.size(), p.workloads.size(), nv > 1 ? (" x " + std::to_string(nv) + " seed runs").c_str() : "", points.size(), jobs,
+                 ranks.c_str(), out.c_str());
+    if (infeasible)
+      std::fprintf(stderr, "hcsim plan: %zu of the plan's rows are infeasible (the table says why); the others run\n", infeasible);
   }
   // Hand-out order, longest first (what -j and MPI ranks start first; the results and the
   // table keep the (layout, workload) order): a point's simulation work is estimated from the
   // events its operations make per rank — an all-to-all's grow with the ranks (every rank
   // writes to every other server: ranks^2 in all), the other collectives' with log2(ranks) steps
   // — times the sizes' count, plus a share for their bytes (the large ones move more chunks).
-  std::vector<double> est(points.size(), 0.0);
-  std::vector<std::size_t> order(points.size());
+  std::vector<double> est(points.size(), 0.0), est_mib(points.size(), 0.0);
+  std::vector<std::size_t> order;  // the points to run: feasible, not kept by --resume
   for (std::size_t i = 0; i < points.size(); ++i) {
-    const Workload& w = p.workloads[points[i].workload];
-    const double n = std::max<double>(2, static_cast<double>(layouts[points[i].layout].npus));
-    for (auto b : w.sizes) est[i] += n * (w.op == "alltoall" ? n : std::log2(n)) * (1 + static_cast<double>(b) / (64.0 * 1048576));
-    order[i] = i;
+    const Estimate e = estimate(p, layouts[points[i].layout], p.workloads[points[i].workload], results[i]);
+    est[i] = e.wall_s;
+    est_mib[i] = e.peak_mib;
+    for (auto& r : results[i])
+      if (r.step >= 0) {
+        r.est_wall_s = e.wall_s;
+        r.est_peak_mib = e.peak_mib;
+      }
+    if (runnable(results[i])) order.push_back(i);
   }
   std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return est[a] > est[b]; });
+  if (resume && rank == 0 && !dry) {
+    Children probe(p, points, results);
+    std::vector<std::size_t> left;
+    std::size_t kept = 0;
+    for (std::size_t i : order) {
+      Finished f;
+      if (probe.resume(i, f)) {
+        results[i] = f.rows;
+        if (f.code != kOk) rc = std::max(rc, f.code);
+        ++kept;
+      } else {
+        left.push_back(i);
+      }
+    }
+    std::fprintf(stderr, "hcsim plan: --resume: %zu of %zu points kept from the earlier run, %zu to run\n", kept, order.size(), left.size());
+    order = std::move(left);
+  }
   std::vector<std::size_t> by_rank(static_cast<std::size_t>(size), 0);
   if (!dry) {
     Children kids(p, points, results);
@@ -273,28 +242,31 @@ int plan_ranks(const std::vector<std::string>& argv, int rank, int size) {
       const auto t0 = std::chrono::steady_clock::now();
       std::size_t next = 0, done = 0;
       double est_done = 0, est_all = 0;  // estimated work: finished points, all points (the ETA)
-      for (double e : est) est_all += e;
+      for (std::size_t i : order) est_all += est[i];
       Handout handout(size, results);
+      MemoryGate mem(est_mib, available_mib());
       auto record = [&](const Finished& f, int from) {
+        if (from == 0) mem.finished(f.index);
         results[f.index] = f.rows;
         if (f.code != kOk) rc = std::max(rc, f.code);
         ++done;
         ++by_rank[static_cast<std::size_t>(from)];
         const Point& pt = points[f.index];
-        const Result& r0 = f.rows.front();
+        const Result& r0 = *std::find_if(f.rows.begin(), f.rows.end(), [](const Result& r) { return r.step >= 0; });
         const double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         // ETA: the estimated work left at the rate the finished points' estimated work took
         // (longest first, a count of points would overstate it early and understate it late).
         est_done += est[f.index];
         const double eta = est_done > 0 ? el / est_done * (est_all - est_done) : 0;
         std::fprintf(stderr, "hcsim plan: [%zu/%zu] %slayout %zu (%s) %s: %s, %.1f s, %.0f MiB; elapsed %.0f s, ETA %.0f s\n", done,
-                     points.size(), size > 1 ? ("rank " + std::to_string(from) + ": ").c_str() : "", pt.layout,
+                     order.size(), size > 1 ? ("rank " + std::to_string(from) + ": ").c_str() : "", pt.layout,
                      layouts[pt.layout].label.c_str(), p.workloads[pt.workload].op.c_str(), r0.status.c_str(), r0.wall_s,
                      r0.peak_mib, el, eta);
       };
-      while (done < points.size() || !handout.all_done()) {
+      while (done < order.size() || !handout.all_done()) {
         bool busy = false;
-        while (handout.all_asked() && kids.running() < jobs && next < points.size()) {
+        while (handout.all_asked() && kids.running() < jobs && next < order.size() && mem.admits(order[next])) {
+          mem.started(order[next]);
           if (!kids.spawn(order[next++], &why)) return fail(why);
           busy = true;
         }
@@ -326,7 +298,7 @@ int plan_ranks(const std::vector<std::string>& argv, int rank, int size) {
     const bool check = tier_check_given && tier_check > 0 && !dry;
     if (check) {
       checks = pick_tier_checks(p, points, results, tier_check);
-      rc = std::max(rc, run_tier_checks(p, layouts, points, out, jobs, checks));
+      rc = std::max(rc, run_tier_checks(p, layouts, points, results, out, jobs, checks));
     } else {
       std::remove((out + "/tier_check.csv").c_str());  // an earlier run's would be stale
       if (tier_check_given && dry) std::fprintf(stderr, "hcsim plan: --dry-run: no tier check\n");

@@ -19,11 +19,15 @@ using sim::json;
 
 struct Sweep {
   std::string pointer, name;
+  bool scenario = false;            ///< /sweep/i/in "scenario": the pointer is into every point's scenario
   std::vector<json> values;
+  std::vector<std::string> labels;  ///< /sweep/i/labels: the table's text per value (else the value's own)
 };
 
 struct Workload {
   std::string op, algo = "auto", fidelity, dtype;
+  /// The sizes as the plan states them; `bytes` of the rows and the scenarios' step sizes follow
+  /// from them by size_convention (nccl-tests' size in version 2).
   std::vector<std::uint64_t> sizes;
   std::uint64_t repeat = 1;
   std::map<std::string, std::string> env;  ///< HCOMM_* for this workload's runs, over the plan's
@@ -36,36 +40,67 @@ struct Prices {
 };
 
 struct Target {
-  bool given = false;
   std::string op;
   std::uint64_t bytes = 0;
   double max_time_us = 0, min_busbw = 0;  // 0: not stated
+  /// "allreduce 64 MiB under 1500.0 us"
+  std::string what() const;
+  bool met(double time_us, double busbw) const {
+    return (max_time_us <= 0 || time_us <= max_time_us) && (min_busbw <= 0 || busbw >= min_busbw);
+  }
+};
+
+/// One run of a point: the ECN/drop/payload seed (scenario /seed) and the ECMP hash salt
+/// (scenario /network/ecmp_salt) it runs with; `set` false: the scenario's default.
+struct Variant {
+  bool seed_set = false, salt_set = false;
+  std::uint64_t seed = 1, salt = 0;
+  std::string label() const;  ///< "seed=2 salt=1", "" for the default
 };
 
 struct Plan {
   std::string file, dir, name, topology_path, fidelity = "flow", payload = "timing";
   bool trace_routes = true;  ///< /trace_routes: the points' traces keep their `routes` rows
   bool inherit_env = false;  ///< --inherit-env: the points' runs read the caller's HCOMM_*/HCCL_* variables
+  int version = 2;           ///< 1: all-gather sizes are per-rank inputs (docs/plan-format.md#sizes)
   json base;
   std::vector<Sweep> sweeps;
   std::vector<Workload> workloads;
   std::map<std::string, std::string> env;
   Prices prices;
-  Target target;
+  std::vector<Target> targets;           ///< /targets (or version 1's /target)
+  std::vector<std::uint64_t> seeds, salts;  ///< /seeds/seed, /seeds/ecmp_salt (empty: not varied)
+  /// The runs of every point: the product of seeds and salts (one default run without /seeds).
+  std::vector<Variant> variants() const;
 };
+
+/// A row's size in nccl-tests' convention (hcomm_test's and `hcsim run`'s: the larger buffer, an
+/// all-gather's output) from the plan's size of workload `w` on `npus` ranks, and the per-rank
+/// input bytes its scenario step gets; false (*why) when the size does not divide.
+bool size_convention(const Plan& p, const Workload& w, std::uint64_t size, std::size_t npus, std::uint64_t* row_bytes,
+                     std::uint64_t* step_bytes, std::string* why);
 
 struct Layout {
   std::vector<json> values;  // one per sweep
   std::string label;         // "servers=64 oversub=1:1"
-  std::size_t servers = 0, npus = 0, switches = 0, cables = 0;
+  std::size_t servers = 0, npus = 0, nics = 0, switches = 0, cables = 0;
   double cost = 0;
+  std::string infeasible;  ///< why its topology cannot be built ("" when it can)
 };
 
 struct Result {
-  std::size_t layout = 0, workload = 0;
-  std::uint64_t bytes = 0;
+  std::size_t layout = 0, workload = 0, variant = 0;
+  std::uint64_t size = 0;   ///< the plan's size (its workload's sizes[k])
+  std::uint64_t bytes = 0;  ///< nccl-tests' size (size_convention)
+  int step = -1;            ///< its step in the point's scenario; -1: infeasible (status says why)
   std::string algorithm, status = "not run";
   double time_us = NAN, algbw = NAN, busbw = NAN, wall_s = NAN, peak_mib = NAN;
+  /// Over the variants (seeds, salts): the row is the lower-median run's, with the fastest and
+  /// slowest runs' times and the number of runs with a time.
+  double time_min = NAN, time_max = NAN;
+  std::size_t runs = 0;
+  /// --dry-run's and -j's estimates of the point's wall time and peak memory (docs/plan-format.md#estimates).
+  double est_wall_s = NAN, est_peak_mib = NAN;
   /// The point's (its whole run's, the same on each of its rows) peak port utilisation: the
   /// busiest Ethernet switch egress port's busy time over the run's span of operations (first
   /// start to last end), and that port as "switch:port" ("-" without switch traffic); for
@@ -77,7 +112,7 @@ struct Result {
 
 /// One (layout, workload) point: a child `hcsim run` of `scen` writing the trace `db`.
 struct Point {
-  std::size_t layout, workload;
+  std::size_t layout, workload, variant = 0;
   std::string scen, db, log;
   pid_t pid = 0;
   std::chrono::steady_clock::time_point start;
@@ -105,6 +140,10 @@ class Children {
   std::size_t running() const { return by_pid_.size(); }
   /// Start point i's `hcsim run`, its output into the point's log.
   bool spawn(std::size_t i, std::string* why);
+  /// --resume: point i as an earlier run of this plan finished it (its DIR/STEM.done names the
+  /// same inputs: scenario, topology, hcsim version and commit; its trace is there); false when
+  /// it must run again.
+  bool resume(std::size_t i, Finished& f) const;
   /// Reap one finished child (waiting for one when `block`); false when none finished (or none runs).
   bool reap(bool block, Finished& f, std::string* why);
 
@@ -138,7 +177,8 @@ std::vector<TierCheck> pick_tier_checks(const Plan& p, const std::vector<Point>&
 /// finer tier) and run them, up to `jobs` at once, progress on stderr. Returns kOk, or the worst
 /// exit code of a finer run (kBadInput also when a scenario cannot be written or a child started).
 int run_tier_checks(const Plan& p, const std::vector<Layout>& layouts, const std::vector<Point>& points,
-                    const std::string& out, unsigned jobs, std::vector<TierCheck>& checks);
+                    const std::vector<std::vector<Result>>& results, const std::string& out, unsigned jobs,
+                    std::vector<TierCheck>& checks);
 /// The --tier-check threshold: a |spread| above it is warned about.
 constexpr double kTierSpreadWarn = 0.05;
 
@@ -158,6 +198,43 @@ std::vector<Layout> plan_layouts(const Plan& p);
 /// Layout `li`'s topology document: the base with the layout's values, named after the plan, its
 /// rank table (if any) made absolute.
 json layout_topology(const Plan& p, const Layout& L, std::size_t li);
+/// "lK-wJ" (and "-vV" with more than one seed run): the stem of a point's files in DIR.
+std::string point_stem(const Plan& p, std::size_t li, std::size_t wi, std::size_t vi);
+/// Every layout (its counts, cost, or why it is infeasible) and every (layout, workload, seed run)
+/// point with its rows: the layouts' topologies and the points' scenarios written into `out`
+/// (when `write`) and checked by the loaders; a size or point that cannot run gets the status
+/// "infeasible: <reason>" and step -1. False on a write error (reported on stderr).
+bool build_points(const Plan& p, const std::string& out, bool write, std::vector<Layout>& layouts, std::vector<Point>& points,
+                  std::vector<std::vector<Result>>& results);
+/// Whether a point has a step to run (a feasible size).
+inline bool runnable(const std::vector<Result>& rows) {
+  for (auto& r : rows)
+    if (r.step >= 0) return true;
+  return false;
+}
+/// A point's estimated wall time and peak memory (plan_estimate.cpp, docs/plan-format.md#estimates).
+struct Estimate {
+  double wall_s = 0, peak_mib = 0;
+};
+Estimate estimate(const Plan& p, const Layout& L, const Workload& w, const std::vector<Result>& rows);
+/// /proc/meminfo's MemAvailable in MiB (NaN when unknown).
+double available_mib();
+/// -j under memory (docs/plan-format.md#estimates): a child starts only while the estimated peaks
+/// of the running children and its own fit in 90 % of the memory available when the plan started
+/// (the first child always starts).
+class MemoryGate {
+ public:
+  MemoryGate(const std::vector<double>& peak_mib, double available_mib);
+  bool admits(std::size_t i) const;
+  void started(std::size_t i);
+  void finished(std::size_t i);
+
+ private:
+  std::vector<double> peak_;
+  double budget_, reserved_ = 0;
+  std::size_t running_ = 0;
+};
+
 /// hcsim validate of a plan: every layout's topology checked as hcsim plan checks it, the errors
 /// as "FILE: /sweep: layout N (LABEL): TOPOLOGY-ERROR". False when one is invalid.
 bool check_layouts(const Plan& p, sim::Diagnostics& d);

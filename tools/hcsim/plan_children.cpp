@@ -17,8 +17,11 @@
 #include <string>
 #include <vector>
 
+#include <sstream>
+
 #include "commands.h"
 #include "plan.h"
+#include "sim/provenance.h"
 #include "trace_db.h"
 
 namespace hcsim::plan {
@@ -40,12 +43,13 @@ void read_trace(const std::string& db_path, const Workload& w, std::vector<Resul
     a[3] += 1;
   }, why);
   for (std::size_t k = 0; k < rows.size() && k < w.sizes.size(); ++k) {
-    auto it = acc.find(static_cast<std::int64_t>(k));
+    if (rows[k].step < 0) continue;  // infeasible: not in the scenario
+    auto it = acc.find(rows[k].step);
     if (it == acc.end() || it->second[3] == 0) continue;
     rows[k].time_us = it->second[0] / it->second[3];
     rows[k].algbw = it->second[1] / it->second[3];
     rows[k].busbw = it->second[2] / it->second[3];
-    if (auto a = algo.find(static_cast<std::int64_t>(k)); a != algo.end()) rows[k].algorithm = a->second.first;
+    if (auto a = algo.find(rows[k].step); a != algo.end()) rows[k].algorithm = a->second.first;
   }
   // Peak port utilisation (--tier-check): the busiest switch egress port (a port_counters row
   // whose node is not an NPU's NIC) over the span of the run's operations, which leaves out the
@@ -61,9 +65,37 @@ void read_trace(const std::string& db_path, const Workload& w, std::vector<Resul
            },
            why);
   for (auto& r : rows) {
+    if (r.step < 0) continue;
     r.peak_util = util;
     r.peak_port = port;
   }
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream t;
+  t << f.rdbuf();
+  return t.str();
+}
+
+// FNV-1a 64 of a point's inputs: its scenario, its layout's topology, this hcsim's version and
+// commit (--resume, docs/plan-format.md#resume).
+std::string inputs_key(const Point& pt) {
+  json sc = json::parse(read_text(pt.scen), nullptr, false);
+  std::string topo = sc.is_object() && sc.contains("topology") && sc["topology"].is_string()
+                         ? read_text(dir_of(pt.scen) + sc["topology"].get<std::string>())
+                         : std::string();
+  const std::string all = read_text(pt.scen) + '\0' + topo + '\0' + sim::build_version() + ' ' + sim::build_commit();
+  std::uint64_t h = 1469598103934665603ULL;
+  for (unsigned char c : all) h = (h ^ c) * 1099511628211ULL;
+  char b[32];
+  std::snprintf(b, sizeof b, "%016llx", static_cast<unsigned long long>(h));
+  return b;
+}
+
+std::string done_path(const Point& pt) {
+  const std::string suffix = ".hcsim.db";
+  return pt.db.substr(0, pt.db.size() - suffix.size()) + ".done";
 }
 
 std::string last_line(const std::string& path) {
@@ -110,9 +142,29 @@ bool Children::spawn(std::size_t i, std::string* why) {
     (void)!write(2, msg, sizeof msg - 1);
     _exit(2);
   }
+  std::remove(done_path(pt).c_str());  // until this run ends well
   pt.pid = pid;
   pt.start = std::chrono::steady_clock::now();
   by_pid_[pid] = i;
+  return true;
+}
+
+bool Children::resume(std::size_t i, Finished& f) const {
+  const Point& pt = points_[i];
+  const json done = json::parse(read_text(done_path(pt)), nullptr, false);
+  if (!done.is_object() || done.value("key", "") != inputs_key(pt) || access(pt.db.c_str(), R_OK) != 0) return false;
+  f.index = i;
+  f.rows = results_[i];
+  f.code = done.value("code", int(kBadInput));
+  std::string why;
+  read_trace(pt.db, p_.workloads[pt.workload], f.rows, &why);
+  if (!why.empty()) return false;
+  for (auto& r : f.rows) {
+    if (r.step < 0) continue;
+    r.status = done.value("status", "ok");
+    r.wall_s = done.value("wall_s", NAN);
+    r.peak_mib = done.value("peak_mib", NAN);
+  }
   return true;
 }
 
@@ -144,10 +196,19 @@ bool Children::reap(bool block, Finished& f, std::string* why) {
       status_text = "killed by signal " + std::to_string(WTERMSIG(status));
       f.code = kBadInput;
     }
+    const double peak = static_cast<double>(ru.ru_maxrss) / 1024.0;
     for (auto& r : f.rows) {
+      if (r.step < 0) continue;
       r.status = status_text;
       r.wall_s = wall;
-      r.peak_mib = static_cast<double>(ru.ru_maxrss) / 1024.0;
+      r.peak_mib = peak;
+    }
+    // What --resume needs to keep this point: its inputs' key and how it ended (its rows come
+    // back from its trace). Not for a point that ended in error or by a signal.
+    if (f.code == kOk || f.code == kExpectationFailed) {
+      const json done = {{"key", inputs_key(pt)}, {"code", f.code}, {"status", status_text}, {"wall_s", wall}, {"peak_mib", peak}};
+      std::string ignored2;
+      write_file(done_path(pt), done.dump() + "\n", &ignored2);
     }
     return true;
   }

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <fstream>
 
+#include "hcomm/hcomm.h"
 #include "plan.h"
 #include "sim/topology.h"
 #include "sim/units.h"
@@ -26,10 +27,42 @@ void read_env(const json* e, const std::string& ptr, sim::Diagnostics& d, std::m
     return;
   }
   for (auto& [k, v] : e->items()) {
-    if (!v.is_string()) d.error(ptr + "/" + k, "must be a string");
-    else (*out)[k] = v.get<std::string>();
+    if (!v.is_string()) { d.error(ptr + "/" + k, "must be a string"); continue; }
+    // Checked here as the library reads it (the scenarios' loader checks it again): a bad value is
+    // an error of the plan, not an infeasible cell of every layout.
+    const std::string val = v.get<std::string>();
+    char why[256] = "";
+    if (k.rfind("HCOMM_", 0) != 0 && k.rfind("HCCL_", 0) != 0) d.error(ptr + "/" + k, "only HCOMM_* and HCCL_* variables can be set");
+    else if (val.find('\0') != std::string::npos) d.error(ptr + "/" + k, "value contains a NUL byte");
+    else if (hcomm_config_check(k.c_str(), val.c_str(), why, sizeof why) == HCOMM_E_PARA) d.error(ptr + "/" + k, why);
+    (*out)[k] = val;
   }
 }
+
+// The scenario keys a scenario-side sweep may not set: the ones the plan writes itself.
+bool plan_owned(const std::string& pointer) {
+  for (const char* k : {"/format", "/version", "/name", "/topology", "/workload", "/fidelity", "/payload", "/seed", "/network/ecmp_salt"})
+    if (pointer == k || pointer.rfind(std::string(k) + "/", 0) == 0) return true;
+  return false;
+}
+
+// A plan's uint list (/seeds/seed): non-empty, distinct, each 0..max.
+std::vector<std::uint64_t> read_uints(const json* v, const std::string& ptr, std::uint64_t max, sim::Diagnostics& d) {
+  std::vector<std::uint64_t> out;
+  if (!v) return out;
+  if (!v->is_array() || v->empty()) { d.error(ptr, "must be a non-empty array of integers"); return out; }
+  for (std::size_t k = 0; k < v->size(); ++k) {
+    const json& x = (*v)[k];
+    if (!x.is_number_unsigned() || x.get<std::uint64_t>() > max) {
+      d.error(ptr + "/" + std::to_string(k), "must be an integer from 0 to " + std::to_string(max));
+      continue;
+    }
+    if (std::find(out.begin(), out.end(), x.get<std::uint64_t>()) != out.end()) d.error(ptr + "/" + std::to_string(k), "repeats a value");
+    out.push_back(x.get<std::uint64_t>());
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string value_text(const json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
@@ -62,7 +95,52 @@ bool write_file(const std::string& path, const std::string& text, std::string* w
   return true;
 }
 
-/// Reads the per-step means of a point's trace.
+std::string Target::what() const {
+  return op + (op == "barrier" ? "" : " " + sim::format_bytes(bytes)) + (max_time_us > 0 ? " under " + fmt(max_time_us, 1) + " us" : "") +
+         (min_busbw > 0 ? " at >= " + fmt(min_busbw, 1) + " GB/s busbw" : "");
+}
+
+std::string Variant::label() const {
+  std::string s;
+  if (seed_set) s = "seed=" + std::to_string(seed);
+  if (salt_set) s += (s.empty() ? "" : " ") + std::string("salt=") + std::to_string(salt);
+  return s;
+}
+
+std::vector<Variant> Plan::variants() const {
+  std::vector<Variant> v;
+  const std::size_t ns = std::max<std::size_t>(1, seeds.size()), nt = std::max<std::size_t>(1, salts.size());
+  for (std::size_t i = 0; i < ns; ++i)
+    for (std::size_t k = 0; k < nt; ++k) {
+      Variant x;
+      if (!seeds.empty()) { x.seed_set = true; x.seed = seeds[i]; }
+      if (!salts.empty()) { x.salt_set = true; x.salt = salts[k]; }
+      v.push_back(x);
+    }
+  return v;
+}
+
+bool size_convention(const Plan& p, const Workload& w, std::uint64_t size, std::size_t npus, std::uint64_t* row_bytes,
+                     std::uint64_t* step_bytes, std::string* why) {
+  *row_bytes = *step_bytes = size;
+  if (w.op != "allgather") return true;
+  const std::uint64_t n = std::max<std::size_t>(1, npus);
+  if (p.version == 1) {  // the per-rank input
+    *row_bytes = size * n;
+    return true;
+  }
+  // The element size of the workload's dtype (scenario-format.md's names; fp32 by default; an
+  // unknown name is the scenario loader's error).
+  const std::string& dt = w.dtype;
+  const std::uint64_t esz = dt == "int8" ? 1 : dt == "int16" || dt == "fp16" || dt == "bf16" ? 2 : dt == "int64" || dt == "fp64" ? 8 : 4;
+  if (size % (n * esz) != 0) {
+    *why = "allgather of " + sim::format_bytes(size) + " does not divide into " + std::to_string(n) + " ranks' inputs of whole " +
+           std::to_string(esz) + "-byte elements";
+    return false;
+  }
+  *step_bytes = size / n;
+  return true;
+}
 
 bool load_plan(const std::string& path, Plan& p, sim::Diagnostics& d) {
   p.file = path;
@@ -74,10 +152,10 @@ bool load_plan(const std::string& path, Plan& p, sim::Diagnostics& d) {
     return false;
   }
   sim::ObjectReader top(*j, "", d, {"format", "version", "name", "description", "topology", "sweep", "workloads", "fidelity",
-                                    "payload", "hcomm_env", "prices", "target", "trace_routes"});
+                                    "payload", "hcomm_env", "prices", "target", "targets", "seeds", "trace_routes"});
   if (!top.valid()) return false;
   if (auto f = top.str("format", true); f && *f != "hcsim-plan") d.error("/format", "is \"" + *f + "\", expected \"hcsim-plan\"");
-  top.uint("version", true, 1, 1);
+  p.version = static_cast<int>(top.uint("version", true, 1, 2).value_or(2));
   p.name = top.name("name", true).value_or("");
   for (char& c : p.name)
     if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.') c = '_';
@@ -110,14 +188,19 @@ bool load_plan(const std::string& path, Plan& p, sim::Diagnostics& d) {
     else
       for (std::size_t i = 0; i < s->size(); ++i) {
         const std::string ptr = "/sweep/" + std::to_string(i);
-        sim::ObjectReader r((*s)[i], ptr, d, {"pointer", "values", "name"});
+        sim::ObjectReader r((*s)[i], ptr, d, {"pointer", "values", "name", "in", "labels"});
         if (!r.valid()) continue;
         Sweep w;
         w.pointer = r.str("pointer", true).value_or("");
+        const std::string in = r.str("in", false).value_or("topology");
+        if (in != "topology" && in != "scenario") d.error(ptr + "/in", "is \"" + in + "\", expected \"topology\" or \"scenario\"");
+        w.scenario = in == "scenario";
         if (!w.pointer.empty()) {
           try {
             json::json_pointer jp(w.pointer);
-            if (!p.base.is_null() && !p.base.contains(jp))
+            if (w.scenario && (w.pointer == "/" || plan_owned(w.pointer)))
+              d.error(ptr + "/pointer", "\"" + w.pointer + "\" is a scenario key the plan sets itself (use /workloads, /fidelity, /payload or /seeds)");
+            else if (!w.scenario && !p.base.is_null() && !p.base.contains(jp))
               d.error(ptr + "/pointer", "\"" + w.pointer + "\" names nothing in " + p.topology_path);
           } catch (const std::exception&) {
             d.error(ptr + "/pointer", "\"" + w.pointer + "\" is not a JSON pointer (\"/fabric/oversubscription\")");
@@ -128,6 +211,15 @@ bool load_plan(const std::string& path, Plan& p, sim::Diagnostics& d) {
         if (v && (!v->is_array() || v->empty())) d.error(ptr + "/values", "must be a non-empty array");
         else if (v)
           for (auto& x : *v) w.values.push_back(x);
+        if (const json* lb = r.get("labels", false)) {
+          if (!lb->is_array() || lb->size() != w.values.size())
+            d.error(ptr + "/labels", "must be an array of one string per value (" + std::to_string(w.values.size()) + ")");
+          else
+            for (std::size_t k = 0; k < lb->size(); ++k) {
+              if (!(*lb)[k].is_string() || (*lb)[k].get<std::string>().empty()) d.error(ptr + "/labels/" + std::to_string(k), "must be a non-empty string");
+              else w.labels.push_back((*lb)[k].get<std::string>());
+            }
+        }
         p.sweeps.push_back(std::move(w));
       }
   }
@@ -176,21 +268,36 @@ bool load_plan(const std::string& path, Plan& p, sim::Diagnostics& d) {
       p.prices.currency = r.str("currency", false).value_or("");
     }
   }
-  if (const json* tg = top.get("target", false)) {
-    sim::ObjectReader r(*tg, "/target", d, {"op", "bytes", "max_time_us", "min_busbw_GBps"});
+  // Targets: /targets (an array), or one /target object (version 1's form, accepted in both).
+  auto read_target = [&](const json& tj, const std::string& ptr) {
+    sim::ObjectReader r(tj, ptr, d, {"op", "bytes", "max_time_us", "min_busbw_GBps"});
+    if (!r.valid()) return;
+    Target t;
+    t.op = r.str("op", true).value_or("");
+    t.bytes = r.size("bytes", t.op != "barrier").value_or(0);
+    t.max_time_us = r.number("max_time_us", false, 0, 1e15).value_or(0);
+    t.min_busbw = r.number("min_busbw_GBps", false, 0, 1e9).value_or(0);
+    if (t.max_time_us <= 0 && t.min_busbw <= 0) d.error(ptr, "states neither max_time_us nor min_busbw_GBps");
+    bool found = false;
+    for (auto& w : p.workloads)
+      if (w.op == t.op && std::find(w.sizes.begin(), w.sizes.end(), t.bytes) != w.sizes.end()) found = true;
+    if (!t.op.empty() && !found)
+      d.error(ptr, "no workload runs " + t.op + " at " + sim::format_bytes(t.bytes) + ": add it to /workloads");
+    p.targets.push_back(t);
+  };
+  const json* tg = top.get("target", false);
+  const json* tgs = top.get("targets", false);
+  if (tg && tgs) d.error("/target", "give /targets or /target, not both");
+  else if (tg) read_target(*tg, "/target");
+  else if (tgs && (!tgs->is_array() || tgs->empty())) d.error("/targets", "must be a non-empty array of {op, bytes, max_time_us, min_busbw_GBps}");
+  else if (tgs)
+    for (std::size_t i = 0; i < tgs->size(); ++i) read_target((*tgs)[i], "/targets/" + std::to_string(i));
+  if (const json* sd = top.get("seeds", false)) {
+    sim::ObjectReader r(*sd, "/seeds", d, {"seed", "ecmp_salt"});
     if (r.valid()) {
-      Target& t = p.target;
-      t.given = true;
-      t.op = r.str("op", true).value_or("");
-      t.bytes = r.size("bytes", t.op != "barrier").value_or(0);
-      t.max_time_us = r.number("max_time_us", false, 0, 1e15).value_or(0);
-      t.min_busbw = r.number("min_busbw_GBps", false, 0, 1e9).value_or(0);
-      if (t.max_time_us <= 0 && t.min_busbw <= 0) d.error("/target", "states neither max_time_us nor min_busbw_GBps");
-      bool found = false;
-      for (auto& w : p.workloads)
-        if (w.op == t.op && std::find(w.sizes.begin(), w.sizes.end(), t.bytes) != w.sizes.end()) found = true;
-      if (!t.op.empty() && !found)
-        d.error("/target", "no workload runs " + t.op + " at " + sim::format_bytes(t.bytes) + ": add it to /workloads");
+      p.seeds = read_uints(r.get("seed", false), "/seeds/seed", ~0ULL >> 1, d);
+      p.salts = read_uints(r.get("ecmp_salt", false), "/seeds/ecmp_salt", 0xffffffffULL, d);
+      if (p.seeds.empty() && p.salts.empty()) d.error("/seeds", "names neither seed nor ecmp_salt");
     }
   }
   // The bound on the work and files a plan makes, checked before anything is written: every sweep
@@ -200,7 +307,7 @@ bool load_plan(const std::string& path, Plan& p, sim::Diagnostics& d) {
     long double layouts = 1, sizes = 0;
     for (auto& s : p.sweeps) layouts *= static_cast<long double>(s.values.size());
     for (auto& w : p.workloads) sizes += static_cast<long double>(w.sizes.size());
-    const long double points = layouts * sizes;
+    const long double points = layouts * sizes * static_cast<long double>(p.variants().size());
     if (points > static_cast<long double>(kMaxPoints)) {
       auto count = [](long double v) {
         char b[64];
@@ -209,8 +316,10 @@ bool load_plan(const std::string& path, Plan& p, sim::Diagnostics& d) {
       };
       std::string dims;
       for (auto& s : p.sweeps) dims += std::to_string(s.values.size()) + " " + s.name + " x ";
+      const std::size_t nv = p.variants().size();
       d.error("", count(points) + " points (" + dims + count(sizes) + " workload sizes over " + std::to_string(p.workloads.size()) +
-                      " workloads) exceed the cap of " + std::to_string(kMaxPoints) + " points per plan; split the sweep");
+                      " workloads" + (nv > 1 ? " x " + std::to_string(nv) + " seed runs" : "") + ") exceed the cap of " +
+                      std::to_string(kMaxPoints) + " points per plan; split the sweep");
     }
   }
   return d.ok();
@@ -221,10 +330,10 @@ std::vector<Layout> plan_layouts(const Plan& p) {
   for (const auto& s : p.sweeps) {
     std::vector<Layout> next;
     for (const auto& l : layouts)
-      for (const auto& v : s.values) {
+      for (std::size_t k = 0; k < s.values.size(); ++k) {
         Layout m = l;
-        m.values.push_back(v);
-        m.label += (m.label.empty() ? "" : " ") + s.name + "=" + value_text(v);
+        m.values.push_back(s.values[k]);
+        m.label += (m.label.empty() ? "" : " ") + s.name + "=" + (s.labels.empty() ? value_text(s.values[k]) : s.labels[k]);
         next.push_back(std::move(m));
       }
     layouts = std::move(next);
@@ -236,7 +345,8 @@ std::vector<Layout> plan_layouts(const Plan& p) {
 
 json layout_topology(const Plan& p, const Layout& L, std::size_t li) {
   json t = p.base;
-  for (std::size_t k = 0; k < p.sweeps.size(); ++k) t[json::json_pointer(p.sweeps[k].pointer)] = L.values[k];
+  for (std::size_t k = 0; k < p.sweeps.size(); ++k)
+    if (!p.sweeps[k].scenario) t[json::json_pointer(p.sweeps[k].pointer)] = L.values[k];
   t["name"] = p.name + "-layout" + std::to_string(li);
   if (t.contains("rank_table") && t["rank_table"].is_string()) {
     std::string rt = t["rank_table"].get<std::string>();

@@ -111,33 +111,106 @@ struct TierRow {
 
 }  // namespace
 
+std::vector<std::vector<Result>> aggregate(const Plan& p, const std::vector<Point>& points, const std::vector<std::vector<Result>>& raw) {
+  const std::size_t nv = p.variants().size();
+  std::vector<std::vector<Result>> agg;
+  for (std::size_t i = 0; i < points.size(); i += nv) {  // a (layout, workload)'s runs are consecutive
+    std::vector<Result> rows = raw[i];
+    for (std::size_t k = 0; k < rows.size(); ++k) {
+      std::vector<const Result*> runs;
+      std::string bad;
+      for (std::size_t v = 0; v < nv && i + v < points.size(); ++v) {
+        const Result& r = raw[i + v][k];
+        if (std::isfinite(r.time_us)) runs.push_back(&r);
+        if (r.status != "ok" && bad.empty())
+          bad = (nv > 1 && r.step >= 0 ? "run " + p.variants()[v].label() + ": " : "") + r.status;
+      }
+      if (!runs.empty()) {
+        std::stable_sort(runs.begin(), runs.end(), [](const Result* a, const Result* b) { return a->time_us < b->time_us; });
+        rows[k] = *runs[(runs.size() - 1) / 2];
+        rows[k].time_min = runs.front()->time_us;
+        rows[k].time_max = runs.back()->time_us;
+      }
+      rows[k].runs = runs.size();
+      rows[k].variant = 0;
+      if (!bad.empty()) rows[k].status = bad;
+    }
+    agg.push_back(std::move(rows));
+  }
+  return agg;
+}
+
 int report(const Plan& p, const std::vector<Layout>& layouts, const std::vector<Point>& points,
-           const std::vector<std::vector<Result>>& results, const std::string& out, bool dry, int rc,
+           const std::vector<std::vector<Result>>& raw, const std::string& out, bool dry, int rc,
            const std::vector<std::pair<std::string, std::string>>& meta, const std::vector<TierCheck>* checks) {
   std::string why;
+  const std::size_t nv = p.variants().size();
+  const std::vector<std::vector<Result>> results = aggregate(p, points, raw);
+  const std::string cur = p.prices.currency.empty() ? "" : " " + p.prices.currency;
+  // The layouts: their counts and cost, or why they cannot be built.
+  std::printf("%-6s %-40s %7s %6s %6s %8s %7s %14s %s\n", "layout", "parameters", "servers", "npus", "nics", "switches", "cables",
+              ("cost" + cur).c_str(), "status");
+  for (std::size_t li = 0; li < layouts.size(); ++li) {
+    const Layout& L = layouts[li];
+    std::printf("%-6zu %-40s %7zu %6zu %6zu %8zu %7zu %14s %s\n", li, L.label.c_str(), L.servers, L.npus, L.nics, L.switches, L.cables,
+                p.prices.given && L.infeasible.empty() ? fmt(L.cost, 0).c_str() : "-",
+                L.infeasible.empty() ? "ok" : ("infeasible: " + L.infeasible).c_str());
+  }
+  std::printf("\nsizes in nccl-tests' convention (hcomm_test's and hcsim run's: an all-gather's gathered output, a reduce-scatter's "
+              "input); algbw = size / time%s%s\n",
+              nv > 1 ? "; time: the median of the seed runs (min, max beside it)" : "",
+              dry ? "; --dry-run: est wall and peak are estimates" : "");
   // The table (stdout), CSV and SQLite, in layout, workload, size order.
   std::string csv = "layout";
   for (auto& s : p.sweeps) csv += "," + csv_escape("sweep." + s.name);
-  csv += ",servers,npus,switches,cables,cost,op,algo_requested,fidelity,bytes,algorithm,time_us,algbw_GBps,busbw_GBps,wall_s,peak_MiB,status\n";
-  std::printf("%-6s %-28s %6s %-13s %10s %-12s %12s %10s %10s %8s %9s %-6s %s\n", "layout", "parameters", "npus", "op", "size",
-              "algorithm", "time(us)", "algbw", "busbw", "wall(s)", "peak(MiB)", "tier", "status");
+  csv += ",servers,npus,nics,switches,cables,cost,op,algo_requested,fidelity,bytes,algorithm,time_us,time_min_us,time_max_us,runs,"
+         "algbw_GBps,busbw_GBps,cost_per_busbw_GBps,wall_s,peak_MiB,est_wall_s,est_peak_MiB,status\n";
+  const bool spread = nv > 1;
+  std::printf("%-6s %-28s %6s %-13s %10s %-12s %12s%s %9s %9s %12s %8s %9s %-6s %s\n", "layout", "parameters", "npus", "op", "size",
+              "algorithm", "time(us)", spread ? "      min(us)      max(us)" : "", "algbw", "busbw", p.prices.given ? "cost/busbw" : "-",
+              dry ? "est(s)" : "wall(s)", dry ? "est(MiB)" : "peak(MiB)", "tier", "status");
   std::vector<const Result*> flat;
   for (auto& rs : results)
     for (auto& r : rs) flat.push_back(&r);
+  auto per_busbw = [&](const Result* r) {
+    const Layout& L = layouts[r->layout];
+    return p.prices.given && std::isfinite(r->busbw) && r->busbw > 0 ? L.cost / r->busbw : NAN;
+  };
   for (const Result* r : flat) {
     const Layout& L = layouts[r->layout];
     const Workload& w = p.workloads[r->workload];
-    std::printf("%-6zu %-28s %6zu %-13s %10s %-12s %12s %10s %10s %8s %9s %-6s %s\n", r->layout, L.label.c_str(), L.npus, w.op.c_str(),
+    const std::string mm = spread ? " " + std::string(12 - std::min<std::size_t>(12, fmt(r->time_min, 3).size()), ' ') + fmt(r->time_min, 3) +
+                                        " " + std::string(12 - std::min<std::size_t>(12, fmt(r->time_max, 3).size()), ' ') + fmt(r->time_max, 3)
+                                  : "";
+    std::printf("%-6zu %-28s %6zu %-13s %10s %-12s %12s%s %9s %9s %12s %8s %9s %-6s %s\n", r->layout, L.label.c_str(), L.npus, w.op.c_str(),
                 w.op == "barrier" ? "-" : sim::format_bytes(r->bytes).c_str(), r->algorithm.empty() ? "-" : r->algorithm.c_str(),
-                fmt(r->time_us, 3).c_str(), fmt(r->algbw, 2).c_str(), fmt(r->busbw, 2).c_str(), fmt(r->wall_s, 1).c_str(),
-                fmt(r->peak_mib, 0).c_str(), w.fidelity.c_str(), r->status.c_str());
+                fmt(r->time_us, 3).c_str(), mm.c_str(), fmt(r->algbw, 2).c_str(), fmt(r->busbw, 2).c_str(), fmt(per_busbw(r), 0).c_str(),
+                fmt(dry ? r->est_wall_s : r->wall_s, 1).c_str(), fmt(dry ? r->est_peak_mib : r->peak_mib, 0).c_str(), w.fidelity.c_str(),
+                r->status.c_str());
     csv += std::to_string(r->layout);
     for (auto& v : L.values) csv += "," + csv_escape(value_text(v));
-    csv += "," + std::to_string(L.servers) + "," + std::to_string(L.npus) + "," + std::to_string(L.switches) + "," +
-           std::to_string(L.cables) + "," + (p.prices.given ? fmt(L.cost, 2) : "") + "," + w.op + "," + csv_escape(w.algo) + "," +
-           w.fidelity + "," + std::to_string(r->bytes) + "," + csv_escape(r->algorithm) + "," + fmt(r->time_us, 3) + "," +
-           fmt(r->algbw, 3) + "," + fmt(r->busbw, 3) + "," + fmt(r->wall_s, 2) + "," + fmt(r->peak_mib, 1) + "," +
-           csv_escape(r->status) + "\n";
+    csv += "," + std::to_string(L.servers) + "," + std::to_string(L.npus) + "," + std::to_string(L.nics) + "," +
+           std::to_string(L.switches) + "," + std::to_string(L.cables) + "," + (p.prices.given ? fmt(L.cost, 2) : "") + "," + w.op + "," +
+           csv_escape(w.algo) + "," + w.fidelity + "," + std::to_string(r->bytes) + "," + csv_escape(r->algorithm) + "," +
+           fmt(r->time_us, 3) + "," + fmt(r->time_min, 3) + "," + fmt(r->time_max, 3) + "," + std::to_string(r->runs) + "," +
+           fmt(r->algbw, 3) + "," + fmt(r->busbw, 3) + "," + (p.prices.given ? fmt(per_busbw(r), 2) : "") + "," + fmt(r->wall_s, 2) +
+           "," + fmt(r->peak_mib, 1) + "," + fmt(r->est_wall_s, 2) + "," + fmt(r->est_peak_mib, 1) + "," + csv_escape(r->status) + "\n";
+  }
+  if (dry) {
+    double wall = 0, peak = 0;
+    std::size_t n = 0;
+    for (std::size_t i = 0; i < points.size(); ++i) {
+      const Result* r = nullptr;
+      for (auto& x : raw[i])
+        if (!r && x.step >= 0) r = &x;
+      if (!r) continue;
+      ++n;
+      wall += r->est_wall_s;
+      peak = std::max(peak, r->est_peak_mib);
+    }
+    std::printf("\n--dry-run: %zu runs to simulate, estimated %.0f s of simulation in all (divide by -j when memory allows), the "
+                "largest peak %.0f MiB\n",
+                n, wall, peak);
   }
   if (!write_file(out + "/plan.csv", csv, &why)) { std::fprintf(stderr, "hcsim: %s\n", why.c_str()); return kBadInput; }
 
@@ -146,8 +219,9 @@ int report(const Plan& p, const std::vector<Layout>& layouts, const std::vector<
   std::string tier_summary;  // one clause for the verdict
   if (checks) {
     for (const TierCheck& c : *checks)
-      for (std::size_t k = 0; k < results[c.point].size(); ++k) {
-        const Result* coarse = &results[c.point][k];
+      for (std::size_t k = 0; k < raw[c.point].size(); ++k) {
+        if (raw[c.point][k].step < 0) continue;
+        const Result* coarse = &raw[c.point][k];
         const Result* finer = c.finer.empty() || k >= c.rows.size() ? nullptr : &c.rows[k];
         double spread = NAN;
         if (finer && std::isfinite(coarse->time_us) && std::isfinite(finer->time_us) && finer->time_us > 0)
@@ -223,10 +297,13 @@ int report(const Plan& p, const std::vector<Layout>& layouts, const std::vector<
     const char* schema =
         "BEGIN;"
         "CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);"
-        "CREATE TABLE layouts(id INTEGER PRIMARY KEY, parameters TEXT, servers INTEGER, npus INTEGER, switches INTEGER,"
-        " cables INTEGER, cost REAL, topology TEXT);"
+        "CREATE TABLE layouts(id INTEGER PRIMARY KEY, parameters TEXT, servers INTEGER, npus INTEGER, nics INTEGER, switches INTEGER,"
+        " cables INTEGER, cost REAL, topology TEXT, infeasible TEXT);"
         "CREATE TABLE points(layout INTEGER, workload INTEGER, op TEXT, algo_requested TEXT, fidelity TEXT, bytes INTEGER,"
-        " algorithm TEXT, time_us REAL, algbw_GBps REAL, busbw_GBps REAL, wall_s REAL, peak_MiB REAL, status TEXT, trace TEXT);";
+        " algorithm TEXT, time_us REAL, time_min_us REAL, time_max_us REAL, runs INTEGER, algbw_GBps REAL, busbw_GBps REAL,"
+        " cost_per_busbw_GBps REAL, wall_s REAL, peak_MiB REAL, est_wall_s REAL, est_peak_MiB REAL, status TEXT, trace TEXT);"
+        "CREATE TABLE runs(layout INTEGER, workload INTEGER, seed INTEGER, ecmp_salt INTEGER, bytes INTEGER, algorithm TEXT,"
+        " time_us REAL, algbw_GBps REAL, busbw_GBps REAL, wall_s REAL, peak_MiB REAL, status TEXT, trace TEXT);";
     bool ok = sqlite3_exec(db, schema, nullptr, nullptr, nullptr) == SQLITE_OK;
     auto exec_bind = [&](const char* sql, const std::vector<json>& vals) {
       sqlite3_stmt* s = nullptr;
@@ -246,24 +323,40 @@ int report(const Plan& p, const std::vector<Layout>& layouts, const std::vector<
       sqlite3_finalize(s);
       return r;
     };
-    ok = ok && exec_bind("INSERT INTO meta VALUES('generator','hcsim plan'),('plan',?),('name',?)", {absolute(p.file), p.name});
+    ok = ok && exec_bind("INSERT INTO meta VALUES('generator','hcsim plan'),('plan',?),('name',?),('plan_version',?),"
+                         "('size_convention','nccl-tests: an all-gather''s gathered output, a reduce-scatter''s input; algbw = bytes / time')",
+                         {absolute(p.file), p.name, std::to_string(p.version)});
     for (auto& [k, v] : meta) ok = ok && exec_bind("INSERT INTO meta VALUES(?,?)", {k, v});
     for (std::size_t li = 0; ok && li < layouts.size(); ++li) {
       const Layout& L = layouts[li];
       json params = json::object();
       for (std::size_t k = 0; k < p.sweeps.size(); ++k) params[p.sweeps[k].pointer] = L.values[k];
-      ok = exec_bind("INSERT INTO layouts VALUES(?,?,?,?,?,?,?,?)",
+      ok = exec_bind("INSERT INTO layouts VALUES(?,?,?,?,?,?,?,?,?,?)",
                      {static_cast<std::int64_t>(li), params.dump(), static_cast<std::int64_t>(L.servers),
-                      static_cast<std::int64_t>(L.npus), static_cast<std::int64_t>(L.switches), static_cast<std::int64_t>(L.cables),
-                      p.prices.given ? json(L.cost) : json(nullptr), "layout" + std::to_string(li) + ".topology.json"});
+                      static_cast<std::int64_t>(L.npus), static_cast<std::int64_t>(L.nics), static_cast<std::int64_t>(L.switches),
+                      static_cast<std::int64_t>(L.cables), p.prices.given ? json(L.cost) : json(nullptr),
+                      "layout" + std::to_string(li) + ".topology.json", L.infeasible.empty() ? json(nullptr) : json(L.infeasible)});
     }
-    for (std::size_t i = 0; ok && i < points.size(); ++i)
+    for (std::size_t i = 0; ok && i < results.size(); ++i)
       for (const Result& r : results[i]) {
         const Workload& w = p.workloads[r.workload];
-        ok = ok && exec_bind("INSERT INTO points VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+        ok = ok && exec_bind("INSERT INTO points VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                              {static_cast<std::int64_t>(r.layout), static_cast<std::int64_t>(r.workload), w.op, w.algo, w.fidelity,
-                              static_cast<std::int64_t>(r.bytes), r.algorithm, r.time_us, r.algbw, r.busbw, r.wall_s, r.peak_mib,
-                              r.status, points[i].db.substr(out.size() + 1)});
+                              static_cast<std::int64_t>(r.bytes), r.algorithm, r.time_us, r.time_min, r.time_max,
+                              static_cast<std::int64_t>(r.runs), r.algbw, r.busbw, per_busbw(&r), r.wall_s, r.peak_mib, r.est_wall_s,
+                              r.est_peak_mib, r.status,
+                              r.step >= 0 ? json(points[i * nv + r.variant].db.substr(out.size() + 1)) : json(nullptr)});
+      }
+    const auto variants = p.variants();
+    for (std::size_t i = 0; ok && i < points.size(); ++i)
+      for (const Result& r : raw[i]) {
+        const Variant& v = variants[points[i].variant];
+        ok = ok && exec_bind("INSERT INTO runs VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                             {static_cast<std::int64_t>(r.layout), static_cast<std::int64_t>(r.workload),
+                              v.seed_set ? json(static_cast<std::int64_t>(v.seed)) : json(nullptr),
+                              v.salt_set ? json(static_cast<std::int64_t>(v.salt)) : json(nullptr), static_cast<std::int64_t>(r.bytes),
+                              r.algorithm, r.time_us, r.algbw, r.busbw, r.wall_s, r.peak_mib, r.status,
+                              r.step >= 0 ? json(points[i].db.substr(out.size() + 1)) : json(nullptr)});
       }
     if (checks) {
       ok = ok && sqlite3_exec(db,
@@ -294,11 +387,12 @@ int report(const Plan& p, const std::vector<Layout>& layouts, const std::vector<
   {
     std::vector<PlotSeries> series;
     std::set<std::string> tiers;
-    for (std::size_t i = 0; i < points.size(); ++i) {
-      const Workload& w = p.workloads[points[i].workload];
+    for (std::size_t i = 0; i < results.size(); ++i) {
+      const Point& pt = points[i * nv];
+      const Workload& w = p.workloads[pt.workload];
       if (w.op == "barrier") continue;
       tiers.insert(w.fidelity);
-      PlotSeries s{layouts[points[i].layout].label + " " + w.op + (w.algo == "auto" ? "" : " " + w.algo), {}};
+      PlotSeries s{layouts[pt.layout].label + " " + w.op + (w.algo == "auto" ? "" : " " + w.algo), {}};
       for (auto& r : results[i]) s.points.emplace_back(static_cast<double>(r.bytes), r.busbw);
       series.push_back(std::move(s));
     }
@@ -334,86 +428,143 @@ int report(const Plan& p, const std::vector<Layout>& layouts, const std::vector<
     if (!write_file(out + "/time-vs-servers.svg", svg_line_plot(spec, series), &why)) std::fprintf(stderr, "hcsim: %s\n", why.c_str());
   }
 
-  // The target: the cheapest layout (or, without prices, the fewest NPUs) that meets it.
-  if (p.target.given && !dry) {
-    const Target& t = p.target;
-    // Per layout, its fastest row at the target's op and size (any requested algorithm).
-    std::map<std::size_t, const Result*> best;
-    for (const Result* r : flat) {
-      if (p.workloads[r->workload].op != t.op || r->bytes != t.bytes || !std::isfinite(r->time_us)) continue;
-      auto it = best.find(r->layout);
-      if (it == best.end() || r->time_us < it->second->time_us) best[r->layout] = r;
+  // The targets: per target each layout's fastest row at its op and size (any requested
+  // algorithm); the cheapest layout (without prices: the fewest NPUs) that meets every target, and
+  // the Pareto set over (cost, each target's time) (docs/plan-format.md#targets).
+  if (!p.targets.empty() && !dry) {
+    const std::size_t nt = p.targets.size();
+    std::vector<std::map<std::size_t, const Result*>> best(nt);
+    for (std::size_t ti = 0; ti < nt; ++ti) {
+      const Target& t = p.targets[ti];
+      for (const Result* r : flat) {
+        if (p.workloads[r->workload].op != t.op || r->size != t.bytes || !std::isfinite(r->time_us)) continue;
+        auto it = best[ti].find(r->layout);
+        if (it == best[ti].end() || r->time_us < it->second->time_us) best[ti][r->layout] = r;
+      }
     }
-    std::vector<std::pair<const Layout*, const Result*>> meets, all;
-    for (auto& [li, r] : best) {
-      all.emplace_back(&layouts[li], r);
-      const bool ok = (t.max_time_us <= 0 || r->time_us <= t.max_time_us) && (t.min_busbw <= 0 || r->busbw >= t.min_busbw);
-      if (ok) meets.emplace_back(&layouts[li], r);
+    auto order_key = [&](std::size_t li) {
+      const Layout& L = layouts[li];
+      const Result* r0 = best[0].count(li) ? best[0].at(li) : nullptr;
+      return std::make_tuple(p.prices.given ? L.cost : 0.0, L.npus, r0 ? r0->time_us : INFINITY, li);
+    };
+    std::vector<std::size_t> complete, meets;  // layouts with a time for every target; of those, meeting them all
+    for (std::size_t li = 0; li < layouts.size(); ++li) {
+      bool all = true, ok = true;
+      for (std::size_t ti = 0; ti < nt; ++ti) {
+        auto it = best[ti].find(li);
+        if (it == best[ti].end()) { all = false; break; }
+        if (!p.targets[ti].met(it->second->time_us, it->second->busbw)) ok = false;
+      }
+      if (!all) continue;
+      complete.push_back(li);
+      if (ok) meets.push_back(li);
     }
-    auto key = [&](const std::pair<const Layout*, const Result*>& a) {
-      return std::make_tuple(p.prices.given ? a.first->cost : 0.0, a.first->npus, a.second->time_us, a.second->layout);
-    };
-    std::sort(meets.begin(), meets.end(), [&](auto& a, auto& b) { return key(a) < key(b); });
-    std::string what = t.op + " " + sim::format_bytes(t.bytes) +
-                       (t.max_time_us > 0 ? " under " + fmt(t.max_time_us, 1) + " us" : "") +
-                       (t.min_busbw > 0 ? " at >= " + fmt(t.min_busbw, 1) + " GB/s busbw" : "");
-    auto meets_target = [&](double time_us, double busbw) {
-      return (t.max_time_us <= 0 || time_us <= t.max_time_us) && (t.min_busbw <= 0 || busbw >= t.min_busbw);
-    };
-    // The tier check's word on the verdict: on the row it rests on, if that row was re-run; else
-    // the check's summary (and, when no layout meets the target, any finer row that would).
-    std::string tier_note;
-    if (checks) {
-      const Result* on = meets.empty() ? nullptr : meets.front().second;
+    std::sort(meets.begin(), meets.end(), [&](std::size_t a, std::size_t b) { return order_key(a) < order_key(b); });
+    // The tier check's word on a row: its finer time and spread, if that row was re-run.
+    auto tier_note_of = [&](const Result* on, const Target& t) {
+      if (!checks) return std::string();
       const TierRow* row = nullptr;
       for (const TierRow& tr : tier_rows)
-        if (tr.coarse == on) row = &tr;
+        if (on && tr.coarse->layout == on->layout && tr.coarse->workload == on->workload && tr.coarse->bytes == on->bytes) row = &tr;
+      std::string note;
       if (row && row->finer && std::isfinite(row->spread)) {
-        tier_note = "; tier check: " + fmt(row->finer->time_us, 1) + " us in the " + row->check->finer + " tier, spread " + pct(row->spread);
-        if (std::fabs(row->spread) > kTierSpreadWarn) tier_note += ", beyond 5 %: believe the " + row->check->finer + " tier";
-        if (!meets_target(row->finer->time_us, row->finer->busbw)) tier_note += ", whose time does not meet the target";
+        note = "; tier check: " + fmt(row->finer->time_us, 1) + " us in the " + row->check->finer + " tier, spread " + pct(row->spread);
+        if (std::fabs(row->spread) > kTierSpreadWarn) note += ", beyond 5 %: believe the " + row->check->finer + " tier";
+        if (!t.met(row->finer->time_us, row->finer->busbw)) note += ", whose time does not meet the target";
       } else if (row && !row->finer) {
-        tier_note = "; tier check: nothing is finer than the " + row->check->coarse + " tier";
+        note = "; tier check: nothing is finer than the " + row->check->coarse + " tier";
       } else {
-        tier_note = "; tier check: " + std::string(on ? "this row not re-run; " : "") + tier_summary;
+        note = "; tier check: " + std::string(on ? "this row not re-run; " : "") + tier_summary;
         if (!on)
           for (const TierRow& tr : tier_rows)
-            if (tr.finer && p.workloads[tr.coarse->workload].op == t.op && tr.coarse->bytes == t.bytes &&
-                std::isfinite(tr.finer->time_us) && meets_target(tr.finer->time_us, tr.finer->busbw))
-              tier_note += "; layout " + std::to_string(tr.coarse->layout) + " meets it in the " + tr.check->finer + " tier (" +
-                           fmt(tr.finer->time_us, 1) + " us)";
+            if (tr.finer && p.workloads[tr.coarse->workload].op == t.op && tr.coarse->size == t.bytes &&
+                std::isfinite(tr.finer->time_us) && t.met(tr.finer->time_us, tr.finer->busbw))
+              note += "; layout " + std::to_string(tr.coarse->layout) + " meets it in the " + tr.check->finer + " tier (" +
+                      fmt(tr.finer->time_us, 1) + " us)";
       }
+      return note;
+    };
+    std::printf("\n");
+    for (std::size_t ti = 0; nt > 1 && ti < nt; ++ti) {
+      const Target& t = p.targets[ti];
+      std::size_t n = 0;
+      for (auto& [li, r] : best[ti]) n += t.met(r->time_us, r->busbw);
+      std::printf("target %s: %zu of %zu layouts meet it\n", t.what().c_str(), n, best[ti].size());
     }
+    const std::string cur = p.prices.currency.empty() ? "" : " " + p.prices.currency;
     if (meets.empty()) {
-      std::printf("\ntarget %s: no layout meets it%s\n", what.c_str(), tier_note.c_str());
+      const Result* none = nullptr;
+      if (nt == 1) std::printf("target %s: no layout meets it%s\n", p.targets[0].what().c_str(), tier_note_of(none, p.targets[0]).c_str());
+      else std::printf("targets: no layout meets every target\n");
       rc = std::max(rc, int(kExpectationFailed));
     } else {
-      auto [L, r] = meets.front();
-      const Workload& w = p.workloads[r->workload];
-      std::printf("\ntarget %s: cheapest layout %zu (%s): %s us, %s GB/s busbw with %s in the %s tier%s; %zu of %zu layouts meet it%s\n",
-                  what.c_str(), r->layout, L->label.c_str(), fmt(r->time_us, 1).c_str(), fmt(r->busbw, 1).c_str(),
-                  (r->algorithm.empty() ? w.algo : r->algorithm).c_str(), w.fidelity.c_str(),
-                  p.prices.given ? (", cost " + fmt(L->cost, 0) + (p.prices.currency.empty() ? "" : " " + p.prices.currency)).c_str() : "",
-                  meets.size(), all.size(), tier_note.c_str());
+      const std::size_t li = meets.front();
+      const Layout& L = layouts[li];
+      std::string times;
+      for (std::size_t ti = 0; ti < nt; ++ti) {
+        const Result* r = best[ti].at(li);
+        const Workload& w = p.workloads[r->workload];
+        times += std::string(ti ? "; " : "") + p.targets[ti].op + (p.targets[ti].op == "barrier" ? "" : " " + sim::format_bytes(r->bytes)) +
+                 " " + fmt(r->time_us, 1) + " us, " + fmt(r->busbw, 1) + " GB/s busbw with " + (r->algorithm.empty() ? w.algo : r->algorithm) +
+                 " in the " + w.fidelity + " tier" + (r->runs > 1 ? " (median of " + std::to_string(r->runs) + " seed runs, max " + fmt(r->time_max, 1) + " us)" : "") +
+                 tier_note_of(r, p.targets[ti]);
+      }
+      std::printf("%s: cheapest layout %zu (%s)%s: %s; %zu of %zu layouts meet %s\n",
+                  nt == 1 ? ("target " + p.targets[0].what()).c_str() : "targets, all met", li, L.label.c_str(),
+                  p.prices.given ? (", cost " + fmt(L.cost, 0) + cur).c_str() : "", times.c_str(), meets.size(), complete.size(),
+                  nt == 1 ? "it" : "them all");
     }
-    if (p.prices.given && !all.empty()) {
-      std::sort(all.begin(), all.end(), [&](auto& a, auto& b) { return key(a) < key(b); });
-      PlotSeries pts{"layouts", {}}, front{"Pareto front", {}};
-      pts.markers_only = true;
-      double best = std::numeric_limits<double>::infinity();
+    // The Pareto set over (cost, each target's time): the layouts no other beats on every count.
+    if (p.prices.given && !complete.empty()) {
+      std::vector<std::size_t> pareto;
+      for (std::size_t a : complete) {
+        bool dominated = false;
+        for (std::size_t b : complete) {
+          if (a == b) continue;
+          bool le = layouts[b].cost <= layouts[a].cost, lt = layouts[b].cost < layouts[a].cost;
+          for (std::size_t ti = 0; ti < nt && le; ++ti) {
+            const double ta = best[ti].at(a)->time_us, tb = best[ti].at(b)->time_us;
+            le = tb <= ta;
+            lt = lt || tb < ta;
+          }
+          if (le && lt) { dominated = true; break; }
+        }
+        if (!dominated) pareto.push_back(a);
+      }
+      std::sort(pareto.begin(), pareto.end(), [&](std::size_t a, std::size_t b) { return order_key(a) < order_key(b); });
+      std::string list;
+      for (std::size_t li : pareto) list += std::string(list.empty() ? "" : ", ") + std::to_string(li) + " (" + layouts[li].label + ", " + fmt(layouts[li].cost, 0) + cur + ")";
+      std::printf("Pareto set over cost and %s: %s\n", nt == 1 ? "the target's time" : "every target's time", list.c_str());
+    }
+    // cost.svg (the first target; cost-tK.svg for target K): each layout's time against its cost,
+    // labelled, the Pareto front of that target and its time limit.
+    for (std::size_t ti = 0; p.prices.given && ti < nt; ++ti) {
+      const Target& t = p.targets[ti];
+      std::vector<std::size_t> lis;
+      for (auto& [li, r] : best[ti]) lis.push_back(li);
+      if (lis.empty()) continue;
+      std::sort(lis.begin(), lis.end(), [&](std::size_t a, std::size_t b) {
+        return std::make_tuple(layouts[a].cost, best[ti].at(a)->time_us, a) < std::make_tuple(layouts[b].cost, best[ti].at(b)->time_us, b);
+      });
+      PlotSeries pts{"layouts", {}, true}, front{"Pareto front", {}};
+      double fastest = std::numeric_limits<double>::infinity();
       std::set<std::string> tiers;
-      for (auto& [L, r] : all) {
+      for (std::size_t li : lis) {
+        const Result* r = best[ti].at(li);
         tiers.insert(p.workloads[r->workload].fidelity);
-        pts.points.emplace_back(L->cost, r->time_us);
-        if (r->time_us < best) { best = r->time_us; front.points.emplace_back(L->cost, r->time_us); }
+        pts.points.emplace_back(layouts[li].cost, r->time_us);
+        pts.labels.push_back(std::to_string(li) + ": " + layouts[li].label);
+        if (r->time_us < fastest) { fastest = r->time_us; front.points.emplace_back(layouts[li].cost, r->time_us); }
       }
       PlotSpec spec;
-      spec.title = p.name + ": " + t.op + " " + sim::format_bytes(t.bytes) + " time against cost";
+      spec.title = p.name + ": " + t.op + (t.op == "barrier" ? "" : " " + sim::format_bytes(best[ti].begin()->second->bytes)) + " time against cost";
       spec.subtitle = tier_subtitle(tiers);
       spec.x_label = "cost" + (p.prices.currency.empty() ? "" : " (" + p.prices.currency + ")");
       spec.y_label = "time (us)";
       spec.log2_x = false;
-      if (!write_file(out + "/cost.svg", svg_line_plot(spec, {pts, front}), &why)) std::fprintf(stderr, "hcsim: %s\n", why.c_str());
+      if (t.max_time_us > 0) spec.hlines.emplace_back(t.max_time_us, "target " + fmt(t.max_time_us, 0) + " us");
+      const std::string f = out + (ti == 0 ? "/cost.svg" : "/cost-t" + std::to_string(ti) + ".svg");
+      if (!write_file(f, svg_line_plot(spec, {pts, front}), &why)) std::fprintf(stderr, "hcsim: %s\n", why.c_str());
     }
   }
   if (!dry) selection_report(p, layouts, flat);

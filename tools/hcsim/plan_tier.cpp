@@ -21,6 +21,14 @@ std::string finer_tier(const std::string& tier) {
   return "";  // packet: nothing finer
 }
 
+namespace {
+double peak_util(const std::vector<Result>& rows) {
+  for (auto& r : rows)
+    if (r.step >= 0) return r.peak_util;
+  return NAN;
+}
+}  // namespace
+
 std::vector<TierCheck> pick_tier_checks(const Plan& p, const std::vector<Point>& points,
                                         const std::vector<std::vector<Result>>& results, std::size_t k) {
   std::vector<TierCheck> picked;
@@ -30,12 +38,14 @@ std::vector<TierCheck> pick_tier_checks(const Plan& p, const std::vector<Point>&
   for (std::size_t li = 0; li < layouts; ++li) {
     std::vector<std::size_t> cand;  // this layout's points whose run was ok and measured
     for (std::size_t i = 0; i < points.size(); ++i) {
-      if (points[i].layout != li || results[i].empty()) continue;
-      const Result& r = results[i].front();
-      if (r.status == "ok" && std::isfinite(r.peak_util)) cand.push_back(i);
+      if (points[i].layout != li || points[i].variant != 0 || !runnable(results[i])) continue;
+      const Result* r = nullptr;  // the point's first run size (its rows share the run's figures)
+      for (auto& x : results[i])
+        if (!r && x.step >= 0) r = &x;
+      if (r->status == "ok" && std::isfinite(r->peak_util)) cand.push_back(i);
     }
     std::stable_sort(cand.begin(), cand.end(),
-                     [&](std::size_t a, std::size_t b) { return results[a].front().peak_util > results[b].front().peak_util; });
+                     [&](std::size_t a, std::size_t b) { return peak_util(results[a]) > peak_util(results[b]); });
     cand.resize(std::min(cand.size(), k));
     std::sort(cand.begin(), cand.end());
     for (std::size_t i : cand) {
@@ -50,7 +60,8 @@ std::vector<TierCheck> pick_tier_checks(const Plan& p, const std::vector<Point>&
 }
 
 int run_tier_checks(const Plan& p, const std::vector<Layout>& layouts, const std::vector<Point>& points,
-                    const std::string& out, unsigned jobs, std::vector<TierCheck>& checks) {
+                    const std::vector<std::vector<Result>>& results, const std::string& out, unsigned jobs,
+                    std::vector<TierCheck>& checks) {
   // The finer runs as points of their own: same layout and workload (the rows' sizes), another
   // scenario, trace and log.
   std::vector<Point> runs;
@@ -60,7 +71,7 @@ int run_tier_checks(const Plan& p, const std::vector<Layout>& layouts, const std
   for (std::size_t c = 0; c < checks.size(); ++c) {
     TierCheck& tc = checks[c];
     const Point& pt = points[tc.point];
-    const std::string stem = out + "/l" + std::to_string(pt.layout) + "-w" + std::to_string(pt.workload);
+    const std::string stem = out + "/" + point_stem(p, pt.layout, pt.workload, pt.variant);
     if (tc.finer.empty()) continue;
     std::ifstream f(pt.scen);
     std::stringstream text;
@@ -72,17 +83,17 @@ int run_tier_checks(const Plan& p, const std::vector<Layout>& layouts, const std
     }
     sc["fidelity"] = tc.finer;
     sc["name"] = sc.value("name", p.name) + "-" + tc.finer;
-    tc.run = {pt.layout, pt.workload, stem + "." + tc.finer + ".scenario.json", stem + "." + tc.finer + ".hcsim.db",
+    tc.run = {pt.layout, pt.workload, pt.variant, stem + "." + tc.finer + ".scenario.json", stem + "." + tc.finer + ".hcsim.db",
               stem + "." + tc.finer + ".log", 0, {}};
     if (!write_file(tc.run.scen, sc.dump(2) + "\n", &why)) {
       std::fprintf(stderr, "hcsim: %s\n", why.c_str());
       return kBadInput;
     }
-    std::vector<Result> rows(p.workloads[pt.workload].sizes.size());
-    for (std::size_t k = 0; k < rows.size(); ++k) {
-      rows[k].layout = pt.layout;
-      rows[k].workload = pt.workload;
-      rows[k].bytes = p.workloads[pt.workload].sizes[k];
+    std::vector<Result> rows = results[tc.point];  // the same sizes, steps and infeasible cells
+    for (auto& r : rows) {
+      if (r.step < 0) continue;
+      r.status = "not run";
+      r.time_us = r.algbw = r.busbw = r.wall_s = r.peak_mib = r.peak_util = NAN;
     }
     tc.rows = rows;
     runs.push_back(tc.run);
@@ -117,7 +128,7 @@ int run_tier_checks(const Plan& p, const std::vector<Layout>& layouts, const std
     rc = std::max(rc, f.code);
     ++done;
     const Point& pt = runs[f.index];
-    const Result& r0 = f.rows.front();
+    const Result& r0 = *std::find_if(f.rows.begin(), f.rows.end(), [](const Result& r) { return r.step >= 0; });
     const double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     std::fprintf(stderr, "hcsim plan: tier check [%zu/%zu] layout %zu (%s) %s in the %s tier: %s, %.1f s, %.0f MiB; elapsed %.0f s\n",
                  done, runs.size(), pt.layout, layouts[pt.layout].label.c_str(), p.workloads[pt.workload].op.c_str(),

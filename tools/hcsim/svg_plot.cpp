@@ -39,18 +39,27 @@ double nice_step(double hi, int n) {
   return 10 * p;
 }
 
-std::string y_label_text(double v, double step) {
-  char b[32];
-  if (step >= 1) std::snprintf(b, sizeof b, "%.0f", v);
-  else if (step >= 0.1) std::snprintf(b, sizeof b, "%.1f", v);
-  else std::snprintf(b, sizeof b, "%.3g", v);
-  return b;
-}
+std::string y_label_text(double v, double step) { return tick_label(v, step); }
 
 const char* const kColors[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd",
                                "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
 
 }  // namespace
+
+std::string tick_label(double v, double step) {
+  char b[32];
+  if (std::fabs(v) >= 1e4 && step >= 1) {
+    const char* units[] = {"k", "M", "G", "T"};
+    int k = -1;
+    double m = v, st = step;
+    while (std::fabs(m) >= 1e3 && k < 3) { m /= 1e3; st /= 1e3; ++k; }
+    const int prec = st >= 1 ? 0 : st >= 0.1 ? 1 : 2;
+    std::snprintf(b, sizeof b, "%.*f%s", prec, m, units[k]);
+  } else if (step >= 1) std::snprintf(b, sizeof b, "%.0f", v);
+  else if (step >= 0.1) std::snprintf(b, sizeof b, "%.1f", v);
+  else std::snprintf(b, sizeof b, "%.3g", v);
+  return b;
+}
 
 std::string size_label(double b) {
   const char* units[] = {"", "K", "M", "G", "T", "P"};
@@ -69,9 +78,16 @@ std::string svg_line_plot(const PlotSpec& spec, const std::vector<PlotSeries>& s
   std::vector<PlotSeries> ss;
   for (const auto& s : series) {
     PlotSeries c{s.name, {}, s.markers_only};
-    for (auto [x, y] : s.points)
-      if (std::isfinite(x) && std::isfinite(y) && (!spec.log2_x || x > 0)) c.points.emplace_back(x, y);
-    std::stable_sort(c.points.begin(), c.points.end(), [](auto& a, auto& b) { return a.first < b.first; });
+    std::vector<std::size_t> idx;
+    for (std::size_t k = 0; k < s.points.size(); ++k) {
+      auto [x, y] = s.points[k];
+      if (std::isfinite(x) && std::isfinite(y) && (!spec.log2_x || x > 0)) idx.push_back(k);
+    }
+    std::stable_sort(idx.begin(), idx.end(), [&](std::size_t a, std::size_t b) { return s.points[a].first < s.points[b].first; });
+    for (std::size_t k : idx) {
+      c.points.push_back(s.points[k]);
+      if (!s.labels.empty()) c.labels.push_back(k < s.labels.size() ? s.labels[k] : std::string());
+    }
     if (!c.points.empty()) ss.push_back(std::move(c));
   }
   const double W = spec.width, H = spec.height;
@@ -85,11 +101,17 @@ std::string svg_line_plot(const PlotSpec& spec, const std::vector<PlotSeries>& s
       xmax = std::max(xmax, x);
       ymax = std::max(ymax, y);
     }
+  for (auto& [y, t] : spec.hlines)
+    if (std::isfinite(y)) ymax = std::max(ymax, y);
   if (ss.empty()) { xmin = spec.log2_x ? 1 : 0; xmax = spec.log2_x ? 2 : 1; }
   auto tx = [&](double x) { return spec.log2_x ? std::log2(x) : x; };
   double lo = tx(xmin), hi = tx(xmax);
   if (spec.log2_x) { lo = std::floor(lo); hi = std::ceil(hi); }
-  if (hi <= lo) hi = lo + 1;
+  if (hi <= lo) {  // one x value: centre it in a window of +-10 % (or +-1)
+    const double d = lo != 0 && !spec.log2_x ? std::fabs(lo) * 0.1 : 1;
+    lo -= d;
+    hi += d;
+  }
   if (ymax <= 0) ymax = 1;
   const double ystep = nice_step(ymax, 5);
   const double ytop = std::ceil(ymax / ystep) * ystep;
@@ -142,11 +164,23 @@ std::string svg_line_plot(const PlotSpec& spec, const std::vector<PlotSeries>& s
     if (!ss[k].markers_only)
       o += "<polyline fill=\"none\" stroke=\"" + std::string(c) + "\" stroke-width=\"2\" points=\"" + pts + "\"/>\n";
     for (auto [x, y] : ss[k].points) o += "<circle cx=\"" + num(X(x)) + "\" cy=\"" + num(Y(y)) + "\" r=\"3\" fill=\"" + c + "\"/>\n";
+    for (std::size_t i = 0; i < ss[k].labels.size(); ++i) {
+      if (ss[k].labels[i].empty()) continue;
+      auto [x, y] = ss[k].points[i];
+      o += "<text x=\"" + num(X(x) + 6) + "\" y=\"" + num(Y(y) - 6) + "\" font-size=\"10\" fill=\"#333333\">" + xml(ss[k].labels[i]) + "</text>\n";
+    }
     o += "</g>\n";
     const double ly = top + 10 + 20.0 * static_cast<double>(k);
     o += "<line x1=\"" + num(left + pw + 15) + "\" y1=\"" + num(ly) + "\" x2=\"" + num(left + pw + 40) + "\" y2=\"" + num(ly) +
          "\" stroke=\"" + c + "\" stroke-width=\"2\"/>\n";
     o += "<text x=\"" + num(left + pw + 46) + "\" y=\"" + num(ly + 4) + "\">" + xml(ss[k].name) + "</text>\n";
+  }
+  for (auto& [y, t] : spec.hlines) {
+    if (!std::isfinite(y)) continue;
+    o += "<line x1=\"" + num(left) + "\" y1=\"" + num(Y(y)) + "\" x2=\"" + num(left + pw) + "\" y2=\"" + num(Y(y)) +
+         "\" stroke=\"#d62728\" stroke-width=\"1.5\" stroke-dasharray=\"6 4\"/>\n";
+    o += "<text x=\"" + num(left + pw - 4) + "\" y=\"" + num(Y(y) - 5) + "\" text-anchor=\"end\" font-size=\"11\" fill=\"#d62728\">" +
+         xml(t) + "</text>\n";
   }
   o += "</svg>\n";
   return o;
