@@ -71,6 +71,8 @@ int setup(const std::string& file, std::string& out, bool force, bool write, Pla
     for (auto& m : d.messages()) std::fprintf(stderr, "%s\n", m.c_str());
     return kBadInput;
   }
+  if (write)
+    for (auto& m : d.warnings()) std::fprintf(stderr, "%s\n", m.c_str());
   if (out.empty()) out = p.name + ".plan";
   std::string why;
   if (write) {

@@ -156,6 +156,9 @@ bool load_plan(const std::string& path, Plan& p, sim::Diagnostics& d) {
   if (!top.valid()) return false;
   if (auto f = top.str("format", true); f && *f != "hcsim-plan") d.error("/format", "is \"" + *f + "\", expected \"hcsim-plan\"");
   p.version = static_cast<int>(top.uint("version", true, 1, 2).value_or(2));
+  if (p.version == 1)
+    d.warn("/version", "version 1: an all-gather's sizes are per-rank inputs (its rows show the gathered size); version 2 "
+                       "states every size as hcomm_test and hcsim run do (nccl-tests' convention, docs/plan-format.md#sizes)");
   p.name = top.name("name", true).value_or("");
   for (char& c : p.name)
     if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.') c = '_';

@@ -122,8 +122,8 @@ std::vector<std::vector<Result>> aggregate(const Plan& p, const std::vector<Poin
       for (std::size_t v = 0; v < nv && i + v < points.size(); ++v) {
         const Result& r = raw[i + v][k];
         if (std::isfinite(r.time_us)) runs.push_back(&r);
-        if (r.status != "ok" && bad.empty())
-          bad = (nv > 1 && r.step >= 0 ? "run " + p.variants()[v].label() + ": " : "") + r.status;
+        if (r.status != "ok" && r.status != raw[i][k].status && bad.empty())
+          bad = "run " + p.variants()[v].label() + ": " + r.status;
       }
       if (!runs.empty()) {
         std::stable_sort(runs.begin(), runs.end(), [](const Result* a, const Result* b) { return a->time_us < b->time_us; });
