@@ -72,7 +72,7 @@ for r in rows:
     L = int(r["layout"]); ov = "13"[L // 2]; f = L % 2
     wi = 0 if r["op"] == "alltoall" else 1
     if r["op"] == "allgather" and r["bytes"] == "100000":
-        if not r["status"].startswith("infeasible: allgather of 97.7 KiB does not divide into 32 ranks"): bad.append("the 100000 B all-gather not infeasible: " + r["status"])
+        if not r["status"].startswith("infeasible: allgather of 97.66 KiB does not divide into 32 ranks"): bad.append("the 100000 B all-gather not infeasible: " + r["status"])
         continue
     if r["status"] != "ok":
         if not all(failed(ov, wi, f, s) for s in (1, 2, 3)): bad.append(f"row {L} {r['op']}: {r['status']}, but the direct runs did not fail")
@@ -82,7 +82,7 @@ for r in rows:
     if abs(med - times[1]) > 5e-4 or abs(lo - times[0]) > 5e-4 or abs(hi - times[2]) > 5e-4 or r["runs"] != "3":
         bad.append(f"row {L} {r['op']}: median/min/max {med}/{lo}/{hi} runs {r['runs']}, direct runs {times}")
     b = int(r["bytes"]); alg = float(r["algbw_GBps"])
-    if abs(b / med / 1e3 - alg) > 1e-3 * alg: bad.append(f"row {L} {r['op']}: algbw {alg} is not bytes/time {b / med / 1e3}")
+    if abs(b / med / 1e3 - alg) > 1e-3 * alg + 6e-4: bad.append(f"row {L} {r['op']}: algbw {alg} is not bytes/time {b / med / 1e3}")
     if r["op"] == "allgather" and b != 3 * 1048576: bad.append(f"all-gather row bytes {b}, expected the 3 MiB gathered size")
 # The what-if moves the all-to-all (two of leaf0's uplinks down: slower, or failed): the direct runs.
 for ov in "13":
