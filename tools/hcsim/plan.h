@@ -95,6 +95,7 @@ struct Result {
   int step = -1;            ///< its step in the point's scenario; -1: infeasible (status says why)
   std::string algorithm, status = "not run";
   double time_us = NAN, algbw = NAN, busbw = NAN, wall_s = NAN, peak_mib = NAN;
+  double cpu_s = NAN;  ///< the child's user + system CPU time (its wall time on an idle core)
   /// Over the variants (seeds, salts): the row is the lower-median run's, with the fastest and
   /// slowest runs' times and the number of runs with a time.
   double time_min = NAN, time_max = NAN;

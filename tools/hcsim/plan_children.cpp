@@ -163,6 +163,7 @@ bool Children::resume(std::size_t i, Finished& f) const {
     if (r.step < 0) continue;
     r.status = done.value("status", "ok");
     r.wall_s = done.value("wall_s", NAN);
+    r.cpu_s = done.value("cpu_s", NAN);
     r.peak_mib = done.value("peak_mib", NAN);
   }
   return true;
@@ -197,16 +198,18 @@ bool Children::reap(bool block, Finished& f, std::string* why) {
       f.code = kBadInput;
     }
     const double peak = static_cast<double>(ru.ru_maxrss) / 1024.0;
+    const double cpu = static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) + 1e-6 * static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
     for (auto& r : f.rows) {
       if (r.step < 0) continue;
       r.status = status_text;
       r.wall_s = wall;
+      r.cpu_s = cpu;
       r.peak_mib = peak;
     }
     // What --resume needs to keep this point: its inputs' key and how it ended (its rows come
     // back from its trace). Not for a point that ended in error or by a signal.
     if (f.code == kOk || f.code == kExpectationFailed) {
-      const json done = {{"key", inputs_key(pt)}, {"code", f.code}, {"status", status_text}, {"wall_s", wall}, {"peak_mib", peak}};
+      const json done = {{"key", inputs_key(pt)}, {"code", f.code}, {"status", status_text}, {"wall_s", wall}, {"cpu_s", cpu}, {"peak_mib", peak}};
       std::string ignored2;
       write_file(done_path(pt), done.dump() + "\n", &ignored2);
     }

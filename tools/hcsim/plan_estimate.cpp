@@ -43,7 +43,7 @@ Estimate estimate(const Plan&, const Layout& L, const Workload& w, const std::ve
   const TierCost& c = cost_of(w.fidelity);
   const double n = std::max<double>(2, static_cast<double>(L.npus));
   // Start-up: process, elaboration of the fabric, communicator set-up and discovery.
-  e.wall_s = 0.3 + 3e-4 * n + 8e-8 * n * n;
+  e.wall_s = 0.15 + 3e-4 * n + 8e-8 * n * n;
   e.peak_mib = 17 + 0.068 * n;
   double biggest = 0;
   for (auto& r : rows) {

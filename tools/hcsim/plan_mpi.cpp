@@ -43,7 +43,7 @@ json to_json(const Finished& f) {
   json rows = json::array();
   for (auto& r : f.rows)
     rows.push_back({r.status, r.algorithm, num(r.time_us), num(r.algbw), num(r.busbw), num(r.wall_s), num(r.peak_mib),
-                    num(r.peak_util), r.peak_port});
+                    num(r.peak_util), r.peak_port, num(r.cpu_s)});
   return {{"i", f.index}, {"code", f.code}, {"rows", rows}};
 }
 
@@ -57,7 +57,7 @@ bool from_json(const std::string& text, const std::vector<std::vector<Result>>& 
   auto num = [](const json& v) { return v.is_number() ? v.get<double>() : NAN; };
   for (std::size_t k = 0; k < f.rows.size(); ++k) {
     const json& r = j["rows"][k];
-    if (!r.is_array() || r.size() != 9 || !r[0].is_string() || !r[1].is_string() || !r[8].is_string()) return false;
+    if (!r.is_array() || r.size() != 10 || !r[0].is_string() || !r[1].is_string() || !r[8].is_string()) return false;
     Result& o = f.rows[k];
     o.status = r[0].get<std::string>();
     o.algorithm = r[1].get<std::string>();
@@ -68,6 +68,7 @@ bool from_json(const std::string& text, const std::vector<std::vector<Result>>& 
     o.peak_mib = num(r[6]);
     o.peak_util = num(r[7]);
     o.peak_port = r[8].get<std::string>();
+    o.cpu_s = num(r[9]);
   }
   return true;
 }

@@ -164,7 +164,7 @@ int report(const Plan& p, const std::vector<Layout>& layouts, const std::vector<
   std::string csv = "layout";
   for (auto& s : p.sweeps) csv += "," + csv_escape("sweep." + s.name);
   csv += ",servers,npus,nics,switches,cables,cost,op,algo_requested,fidelity,bytes,algorithm,time_us,time_min_us,time_max_us,runs,"
-         "algbw_GBps,busbw_GBps,cost_per_busbw_GBps,wall_s,peak_MiB,est_wall_s,est_peak_MiB,status\n";
+         "algbw_GBps,busbw_GBps,cost_per_busbw_GBps,wall_s,cpu_s,peak_MiB,est_wall_s,est_peak_MiB,status\n";
   const bool spread = nv > 1;
   std::printf("%-6s %-28s %6s %-13s %10s %-12s %12s%s %9s %9s %12s %8s %9s %-6s %s\n", "layout", "parameters", "npus", "op", "size",
               "algorithm", "time(us)", spread ? "      min(us)      max(us)" : "", "algbw", "busbw", p.prices.given ? "cost/busbw" : "-",
@@ -194,7 +194,7 @@ int report(const Plan& p, const std::vector<Layout>& layouts, const std::vector<
            csv_escape(w.algo) + "," + w.fidelity + "," + std::to_string(r->bytes) + "," + csv_escape(r->algorithm) + "," +
            fmt(r->time_us, 3) + "," + fmt(r->time_min, 3) + "," + fmt(r->time_max, 3) + "," + std::to_string(r->runs) + "," +
            fmt(r->algbw, 3) + "," + fmt(r->busbw, 3) + "," + (p.prices.given ? fmt(per_busbw(r), 2) : "") + "," + fmt(r->wall_s, 2) +
-           "," + fmt(r->peak_mib, 1) + "," + fmt(r->est_wall_s, 2) + "," + fmt(r->est_peak_mib, 1) + "," + csv_escape(r->status) + "\n";
+           "," + fmt(r->cpu_s, 2) + "," + fmt(r->peak_mib, 1) + "," + fmt(r->est_wall_s, 2) + "," + fmt(r->est_peak_mib, 1) + "," + csv_escape(r->status) + "\n";
   }
   if (dry) {
     double wall = 0, peak = 0;
@@ -301,9 +301,9 @@ int report(const Plan& p, const std::vector<Layout>& layouts, const std::vector<
         " cables INTEGER, cost REAL, topology TEXT, infeasible TEXT);"
         "CREATE TABLE points(layout INTEGER, workload INTEGER, op TEXT, algo_requested TEXT, fidelity TEXT, bytes INTEGER,"
         " algorithm TEXT, time_us REAL, time_min_us REAL, time_max_us REAL, runs INTEGER, algbw_GBps REAL, busbw_GBps REAL,"
-        " cost_per_busbw_GBps REAL, wall_s REAL, peak_MiB REAL, est_wall_s REAL, est_peak_MiB REAL, status TEXT, trace TEXT);"
+        " cost_per_busbw_GBps REAL, wall_s REAL, cpu_s REAL, peak_MiB REAL, est_wall_s REAL, est_peak_MiB REAL, status TEXT, trace TEXT);"
         "CREATE TABLE runs(layout INTEGER, workload INTEGER, seed INTEGER, ecmp_salt INTEGER, bytes INTEGER, algorithm TEXT,"
-        " time_us REAL, algbw_GBps REAL, busbw_GBps REAL, wall_s REAL, peak_MiB REAL, status TEXT, trace TEXT);";
+        " time_us REAL, algbw_GBps REAL, busbw_GBps REAL, wall_s REAL, cpu_s REAL, peak_MiB REAL, status TEXT, trace TEXT);";
     bool ok = sqlite3_exec(db, schema, nullptr, nullptr, nullptr) == SQLITE_OK;
     auto exec_bind = [&](const char* sql, const std::vector<json>& vals) {
       sqlite3_stmt* s = nullptr;
@@ -340,10 +340,10 @@ int report(const Plan& p, const std::vector<Layout>& layouts, const std::vector<
     for (std::size_t i = 0; ok && i < results.size(); ++i)
       for (const Result& r : results[i]) {
         const Workload& w = p.workloads[r.workload];
-        ok = ok && exec_bind("INSERT INTO points VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+        ok = ok && exec_bind("INSERT INTO points VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                              {static_cast<std::int64_t>(r.layout), static_cast<std::int64_t>(r.workload), w.op, w.algo, w.fidelity,
                               static_cast<std::int64_t>(r.bytes), r.algorithm, r.time_us, r.time_min, r.time_max,
-                              static_cast<std::int64_t>(r.runs), r.algbw, r.busbw, per_busbw(&r), r.wall_s, r.peak_mib, r.est_wall_s,
+                              static_cast<std::int64_t>(r.runs), r.algbw, r.busbw, per_busbw(&r), r.wall_s, r.cpu_s, r.peak_mib, r.est_wall_s,
                               r.est_peak_mib, r.status,
                               r.step >= 0 ? json(points[i * nv + r.variant].db.substr(out.size() + 1)) : json(nullptr)});
       }
@@ -351,11 +351,11 @@ int report(const Plan& p, const std::vector<Layout>& layouts, const std::vector<
     for (std::size_t i = 0; ok && i < points.size(); ++i)
       for (const Result& r : raw[i]) {
         const Variant& v = variants[points[i].variant];
-        ok = ok && exec_bind("INSERT INTO runs VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)",
+        ok = ok && exec_bind("INSERT INTO runs VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                              {static_cast<std::int64_t>(r.layout), static_cast<std::int64_t>(r.workload),
                               v.seed_set ? json(static_cast<std::int64_t>(v.seed)) : json(nullptr),
                               v.salt_set ? json(static_cast<std::int64_t>(v.salt)) : json(nullptr), static_cast<std::int64_t>(r.bytes),
-                              r.algorithm, r.time_us, r.algbw, r.busbw, r.wall_s, r.peak_mib, r.status,
+                              r.algorithm, r.time_us, r.algbw, r.busbw, r.wall_s, r.cpu_s, r.peak_mib, r.status,
                               r.step >= 0 ? json(points[i].db.substr(out.size() + 1)) : json(nullptr)});
       }
     if (checks) {
