@@ -40,7 +40,7 @@ same() {  # same NAME DIR STDOUT
   if python3 - j1 "$2" j1.txt "$3" <<'PY'
 import csv, sqlite3, sys
 a, b, ta, tb = sys.argv[1:5]
-def rows(d): return [{k: v for k, v in r.items() if k not in ("wall_s", "peak_MiB")} for r in csv.DictReader(open(d + "/plan.csv"))]
+def rows(d): return [{k: v for k, v in r.items() if k not in ("wall_s", "cpu_s", "peak_MiB")} for r in csv.DictReader(open(d + "/plan.csv"))]
 def db(d):
     c = sqlite3.connect(d + "/plan.db")
     return (c.execute("SELECT layout, workload, op, algo_requested, fidelity, bytes, algorithm, time_us, algbw_GBps, busbw_GBps,"
