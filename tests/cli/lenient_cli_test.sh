@@ -90,7 +90,7 @@ mkplan() {  # mkplan FILE NAME-JSON [SWEEP-NAME-JSON]
 JSON
 }
 sed "s|../../../topologies|$SRC/topologies|" "$SRC/tests/fixtures/plan/impossible.json" > impossible.json
-expect "validate checks a plan's layouts" 2 "impossible.json: /sweep: layout 1 \(radix=32\): layout1.topology.json: /fabric/tiers" -- "$HCSIM" validate impossible.json
+expect "validate checks a plan's layouts (an impossible one warned: an infeasible cell)" 0 "impossible.json: /sweep: warning: layout 1 \(radix=32\) is infeasible: layout1.topology.json: /fabric/tiers" -- "$HCSIM" validate impossible.json
 mkplan noformat.json '"x"'
 sed -i 's/"format": "hcsim-plan", //' noformat.json
 expect "validate: a plan without format is read as a plan" 2 "noformat.json: /format: missing required key" -- "$HCSIM" validate noformat.json

@@ -32,6 +32,7 @@ int validate_main(const std::vector<std::string>& argv) {
       plan::Plan p;
       if (!plan::load_plan(f, p, d) || !plan::check_layouts(p, d)) rc = kBadInput;  // the layouts as hcsim plan checks them
       errs = d.messages();
+      warns = d.warnings();
     } else if (j) {
       auto k = f.find_last_of('/');
       if (!sim::topology_from_json(*j, d, k == std::string::npos ? "" : f.substr(0, k + 1))) rc = kBadInput;

@@ -236,8 +236,9 @@ class MemoryGate {
   std::size_t running_ = 0;
 };
 
-/// hcsim validate of a plan: every layout's topology checked as hcsim plan checks it, the errors
-/// as "FILE: /sweep: layout N (LABEL): TOPOLOGY-ERROR". False when one is invalid.
+/// hcsim validate of a plan: every layout's topology checked as hcsim plan checks it; one that
+/// cannot be built is a warning (hcsim plan makes its rows infeasible cells), "FILE: /sweep:
+/// warning: layout N (LABEL) is infeasible: TOPOLOGY-ERROR". False when no layout can be built.
 bool check_layouts(const Plan& p, sim::Diagnostics& d);
 
 std::string value_text(const json& v);       ///< a sweep value as the table shows it ("1:1", 64)

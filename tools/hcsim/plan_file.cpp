@@ -360,15 +360,16 @@ json layout_topology(const Plan& p, const Layout& L, std::size_t li) {
 
 bool check_layouts(const Plan& p, sim::Diagnostics& d) {
   const auto layouts = plan_layouts(p);
-  bool ok = true;
+  std::size_t infeasible = 0;
   for (std::size_t li = 0; li < layouts.size(); ++li) {
     const std::string tpath = "layout" + std::to_string(li) + ".topology.json";
     sim::Diagnostics td(tpath);
     if (sim::topology_from_json(layout_topology(p, layouts[li], li), td, dir_of(p.topology_path))) continue;
-    ok = false;
-    for (auto& m : td.messages()) d.error("/sweep", "layout " + std::to_string(li) + " (" + layouts[li].label + "): " + m);
+    ++infeasible;
+    for (auto& m : td.messages()) d.warn("/sweep", "layout " + std::to_string(li) + " (" + layouts[li].label + ") is infeasible: " + m);
   }
-  return ok;
+  if (infeasible == layouts.size()) d.error("/sweep", "no layout can be built (the warnings above say why)");
+  return infeasible < layouts.size();
 }
 
 }  // namespace hcsim::plan
