@@ -321,10 +321,11 @@ int plan_main(const std::vector<std::string>& argv) {
 
 }  // namespace
 
-const Command kPlan{"plan", "plan PLAN [-j N] [-o DIR] [--force] [--dry-run] [--tier-check K] [--inherit-env]",
+const Command kPlan{"plan", "plan PLAN [-j N] [-o DIR] [--force] [--dry-run] [--resume] [--tier-check K] [--inherit-env]",
                     "        Capacity planning: simulate every layout of a sweep (JSON pointers into a base\n"
                     "        topology) with every workload, one `hcsim run` process per point; table on stdout,\n"
-                    "        DIR/plan.csv, DIR/plan.db, SVG plots, the cheapest layout meeting a target;\n"
+                    "        DIR/plan.csv, DIR/plan.db, SVG plots, the cheapest layout meeting the targets;\n"
+                    "        what-if faults and seeds as dimensions, infeasible cells, --resume;\n"
                     "        --tier-check K: each layout's K busiest points again in the next finer tier\n",
                     plan_main};
 

@@ -301,6 +301,11 @@ bool load_plan(const std::string& path, Plan& p, sim::Diagnostics& d) {
       p.seeds = read_uints(r.get("seed", false), "/seeds/seed", ~0ULL >> 1, d);
       p.salts = read_uints(r.get("ecmp_salt", false), "/seeds/ecmp_salt", 0xffffffffULL, d);
       if (p.seeds.empty() && p.salts.empty()) d.error("/seeds", "names neither seed nor ecmp_salt");
+      if (p.seeds.size() > 1)
+        for (std::size_t i = 0; i < p.workloads.size(); ++i)
+          if (p.workloads[i].fidelity == "flow")
+            d.warn("/seeds/seed", "workload " + std::to_string(i) + " runs in the flow tier, where the seed changes nothing (no ECN, no "
+                                  "drops): its seed runs repeat one result (the ECMP salt does move flows there)");
     }
   }
   // The bound on the work and files a plan makes, checked before anything is written: every sweep
