@@ -31,6 +31,8 @@ struct Workload {
   std::vector<std::uint64_t> sizes;
   std::uint64_t repeat = 1;
   std::map<std::string, std::string> env;  ///< HCOMM_* for this workload's runs, over the plan's
+  json step;  ///< train_step: model, parallel, micro_batches, bucket, efficiency (docs/training-steps.md)
+  bool is_step() const { return op == "train_step"; }
 };
 
 struct Prices {
@@ -99,6 +101,9 @@ struct Result {
   /// Over the variants (seeds, salts): the row is the lower-median run's, with the fastest and
   /// slowest runs' times and the number of runs with a time.
   double time_min = NAN, time_max = NAN;
+  /// train_step rows: the iteration's exposed communication (µs) and overlap (0..1), from the
+  /// trace's train_steps table (the mean over repetitions); time_us is the iteration time.
+  double exposed_us = NAN, overlap = NAN;
   std::size_t runs = 0;
   /// --dry-run's and -j's estimates of the point's wall time and peak memory (docs/plan-format.md#estimates).
   double est_wall_s = NAN, est_peak_mib = NAN;
@@ -207,6 +212,9 @@ std::string point_stem(const Plan& p, std::size_t li, std::size_t wi, std::size_
 /// "infeasible: <reason>" and step -1. False on a write error (reported on stderr).
 bool build_points(const Plan& p, const std::string& out, bool write, std::vector<Layout>& layouts, std::vector<Point>& points,
                   std::vector<std::vector<Result>>& results);
+/// A train_step's /parallel for a layout of `npus` ranks: as given, or with dp = npus / (tp x pp)
+/// when it names no dp; false (*why) when that does not divide.
+bool step_parallel(const Workload& w, std::size_t npus, json* out, std::string* why);
 /// Whether a point has a step to run (a feasible size).
 inline bool runnable(const std::vector<Result>& rows) {
   for (auto& r : rows)

@@ -64,8 +64,22 @@ void read_trace(const std::string& db_path, const Workload& w, std::vector<Resul
              if (span > 0) util = r.d(1) / span;
            },
            why);
+  // Training steps: the iteration's exposed communication and overlap (mean over repetitions).
+  std::map<std::int64_t, std::array<double, 3>> steps;  // step -> exposed, overlap, count
+  db.query("SELECT step, exposed_comm_us, overlap FROM train_steps ORDER BY step, rep", [&](const Row& r) {
+    auto& a = steps[r.i(0)];
+    a[0] += r.d(1);
+    a[1] += r.d(2);
+    a[2] += 1;
+  }, why);
+  if (why->find("no such table") != std::string::npos) why->clear();  // a trace of a collectives-only run
   for (auto& r : rows) {
     if (r.step < 0) continue;
+    if (auto it = steps.find(r.step); it != steps.end() && it->second[2] > 0) {
+      r.exposed_us = it->second[0] / it->second[2];
+      r.overlap = it->second[1] / it->second[2];
+      r.algbw = r.busbw = NAN;  // an iteration moves no one size
+    }
     r.peak_util = util;
     r.peak_port = port;
   }

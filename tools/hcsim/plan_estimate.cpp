@@ -50,6 +50,11 @@ Estimate estimate(const Plan&, const Layout& L, const Workload& w, const std::ve
     if (r.step < 0) continue;
     const double b = static_cast<double>(r.bytes);
     double op = c.per_step * n * std::log2(n);
+    if (w.is_step()) {  // its collectives: 4 tensor-parallel all-reduces per layer and micro-batch, the gradient buckets
+      const json& m = w.step.value("model", json::object());
+      const double layers = m.is_object() ? m.value("layers", 1.0) : 1.0, mb = w.step.value("micro_batches", 1.0);
+      op *= 4 * layers * mb + 8;
+    }
     if (w.op == "alltoall") op += c.per_pair * n * n;
     const double scale = c.unit >= 1048576 ? 1.0 : n / 1024;  // below the flow tier the fabric's hops and queues grow with it
     op += c.per_unit * n * (b / c.unit) * scale;

@@ -16,7 +16,10 @@
 namespace hcsim::plan {
 
 namespace {
-constexpr const char* kOps[] = {"allreduce", "allgather", "reducescatter", "broadcast", "alltoall", "barrier"};
+constexpr const char* kOps[] = {"allreduce", "allgather", "reducescatter", "broadcast", "alltoall", "barrier", "train_step"};
+// A train_step workload's keys that go to its scenario step as they are (docs/training-steps.md;
+// the ObjectReader below lists them too).
+constexpr const char* kStepKeys[] = {"model", "parallel", "micro_batches", "bucket", "efficiency"};
 
 // An hcomm_env object (plan-wide or a workload's): names to strings. The values are checked as
 // the library reads them when each generated scenario is loaded (hcomm_config_check).
@@ -231,12 +234,25 @@ bool load_plan(const std::string& path, Plan& p, sim::Diagnostics& d) {
   else if (wl)
     for (std::size_t i = 0; i < wl->size(); ++i) {
       const std::string ptr = "/workloads/" + std::to_string(i);
-      sim::ObjectReader r((*wl)[i], ptr, d, {"op", "sizes", "algo", "fidelity", "dtype", "repeat", "hcomm_env"});
+      const json& wj = (*wl)[i];
+      const bool step = wj.is_object() && wj.value("op", json()).is_string() && wj["op"].get<std::string>() == "train_step";
+      sim::ObjectReader r = step ? sim::ObjectReader(wj, ptr, d, {"op", "algo", "fidelity", "repeat", "hcomm_env", "model", "parallel",
+                                                                 "micro_batches", "bucket", "efficiency"})
+                                 : sim::ObjectReader(wj, ptr, d, {"op", "algo", "fidelity", "repeat", "hcomm_env", "sizes", "dtype"});
       if (!r.valid()) continue;
       Workload w;
       w.op = r.str("op", true).value_or("");
       if (!w.op.empty() && std::find_if(std::begin(kOps), std::end(kOps), [&](const char* o) { return w.op == o; }) == std::end(kOps))
-        d.error(ptr + "/op", "unknown op \"" + w.op + "\" (allreduce, allgather, reducescatter, broadcast, alltoall, barrier)");
+        d.error(ptr + "/op", "unknown op \"" + w.op + "\" (allreduce, allgather, reducescatter, broadcast, alltoall, barrier, train_step)");
+      if (step) {
+        // The step's own keys are checked by the scenario loader, per layout (with the layout's
+        // data-parallel degree when /parallel/dp is not given).
+        w.step = json::object();
+        for (const char* k : kStepKeys)
+          if (wj.contains(k)) w.step[k] = wj[k];
+        if (!w.step.contains("parallel") || !w.step["parallel"].is_object())
+          d.error(ptr + "/parallel", "a train_step needs {tp, pp, dp} (dp may be left out: the layout's ranks / (tp x pp))");
+      }
       w.algo = r.str("algo", false).value_or("auto");
       if (w.algo.empty()) d.error(ptr + "/algo", "is empty (\"auto\", or an HCOMM_ALGO value such as \"level1:ring\")");
       w.fidelity = r.str("fidelity", false).value_or(p.fidelity);
@@ -245,7 +261,7 @@ bool load_plan(const std::string& path, Plan& p, sim::Diagnostics& d) {
       w.dtype = r.str("dtype", false).value_or("");
       w.repeat = r.uint("repeat", false, 1, 1000).value_or(1);
       read_env(r.get("hcomm_env", false), ptr + "/hcomm_env", d, &w.env);
-      const json* sz = r.get("sizes", w.op != "barrier");
+      const json* sz = step ? nullptr : r.get("sizes", w.op != "barrier");
       if (sz && (!sz->is_array() || sz->empty())) d.error(ptr + "/sizes", "must be a non-empty array of sizes (\"1MiB\")");
       else if (sz)
         for (std::size_t k = 0; k < sz->size(); ++k) {
@@ -258,7 +274,7 @@ bool load_plan(const std::string& path, Plan& p, sim::Diagnostics& d) {
           if (!b) d.error(ptr + "/sizes/" + std::to_string(k), why);
           else w.sizes.push_back(*b);
         }
-      if (w.op == "barrier" && w.sizes.empty()) w.sizes.push_back(0);
+      if ((w.op == "barrier" || step) && w.sizes.empty()) w.sizes.push_back(0);
       p.workloads.push_back(std::move(w));
     }
   if (const json* pr = top.get("prices", false)) {

@@ -164,27 +164,40 @@ int report(const Plan& p, const std::vector<Layout>& layouts, const std::vector<
   std::string csv = "layout";
   for (auto& s : p.sweeps) csv += "," + csv_escape("sweep." + s.name);
   csv += ",servers,npus,nics,switches,cables,cost,op,algo_requested,fidelity,bytes,algorithm,time_us,time_min_us,time_max_us,runs,"
-         "algbw_GBps,busbw_GBps,cost_per_busbw_GBps,wall_s,cpu_s,peak_MiB,est_wall_s,est_peak_MiB,status\n";
+         "exposed_comm_us,overlap,algbw_GBps,busbw_GBps,cost_metric,wall_s,cpu_s,peak_MiB,est_wall_s,est_peak_MiB,status\n";
   const bool spread = nv > 1;
-  std::printf("%-6s %-28s %6s %-13s %10s %-12s %12s%s %9s %9s %12s %8s %9s %-6s %s\n", "layout", "parameters", "npus", "op", "size",
-              "algorithm", "time(us)", spread ? "      min(us)      max(us)" : "", "algbw", "busbw", p.prices.given ? "cost/busbw" : "-",
+  bool steps = false;
+  for (auto& w : p.workloads) steps = steps || w.is_step();
+  if (steps)
+    std::printf("train_step rows: time = the iteration, exposed = its communication not hidden behind compute, overlap = 1 - "
+                "exposed / communication; cost x s = the layout's cost x the iteration time\n");
+  std::printf("%-6s %-28s %6s %-13s %10s %-12s %12s%s%s %9s %9s %12s %8s %9s %-6s %s\n", "layout", "parameters", "npus", "op", "size",
+              "algorithm", "time(us)", spread ? "      min(us)      max(us)" : "", steps ? "  exposed(us) overlap" : "", "algbw", "busbw",
+              p.prices.given ? (steps ? "cost/busbw|xs" : "cost/busbw") : "-",
               dry ? "est(s)" : "wall(s)", dry ? "est(MiB)" : "peak(MiB)", "tier", "status");
   std::vector<const Result*> flat;
   for (auto& rs : results)
     for (auto& r : rs) flat.push_back(&r);
+  // The cost metric: a collective's cost per GB/s of busbw; a training step's cost x iteration
+  // time (cost-seconds per iteration).
   auto per_busbw = [&](const Result* r) {
     const Layout& L = layouts[r->layout];
-    return p.prices.given && std::isfinite(r->busbw) && r->busbw > 0 ? L.cost / r->busbw : NAN;
+    if (!p.prices.given) return double(NAN);
+    if (p.workloads[r->workload].is_step()) return std::isfinite(r->time_us) ? L.cost * r->time_us * 1e-6 : double(NAN);
+    return std::isfinite(r->busbw) && r->busbw > 0 ? L.cost / r->busbw : double(NAN);
   };
+
   for (const Result* r : flat) {
     const Layout& L = layouts[r->layout];
     const Workload& w = p.workloads[r->workload];
     const std::string mm = spread ? " " + std::string(12 - std::min<std::size_t>(12, fmt(r->time_min, 3).size()), ' ') + fmt(r->time_min, 3) +
                                         " " + std::string(12 - std::min<std::size_t>(12, fmt(r->time_max, 3).size()), ' ') + fmt(r->time_max, 3)
                                   : "";
-    std::printf("%-6zu %-28s %6zu %-13s %10s %-12s %12s%s %9s %9s %12s %8s %9s %-6s %s\n", r->layout, L.label.c_str(), L.npus, w.op.c_str(),
-                w.op == "barrier" ? "-" : sim::format_bytes(r->bytes).c_str(), r->algorithm.empty() ? "-" : r->algorithm.c_str(),
-                fmt(r->time_us, 3).c_str(), mm.c_str(), fmt(r->algbw, 2).c_str(), fmt(r->busbw, 2).c_str(), fmt(per_busbw(r), 0).c_str(),
+    char st[40] = "";
+    if (steps) std::snprintf(st, sizeof st, " %12s %7s", fmt(r->exposed_us, 1).c_str(), fmt(r->overlap, 3).c_str());
+    std::printf("%-6zu %-28s %6zu %-13s %10s %-12s %12s%s%s %9s %9s %12s %8s %9s %-6s %s\n", r->layout, L.label.c_str(), L.npus, w.op.c_str(),
+                w.op == "barrier" || w.is_step() ? "-" : sim::format_bytes(r->bytes).c_str(), r->algorithm.empty() ? "-" : r->algorithm.c_str(),
+                fmt(r->time_us, 3).c_str(), mm.c_str(), st, fmt(r->algbw, 2).c_str(), fmt(r->busbw, 2).c_str(), fmt(per_busbw(r), 0).c_str(),
                 fmt(dry ? r->est_wall_s : r->wall_s, 1).c_str(), fmt(dry ? r->est_peak_mib : r->peak_mib, 0).c_str(), w.fidelity.c_str(),
                 r->status.c_str());
     csv += std::to_string(r->layout);
@@ -193,7 +206,7 @@ int report(const Plan& p, const std::vector<Layout>& layouts, const std::vector<
            std::to_string(L.switches) + "," + std::to_string(L.cables) + "," + (p.prices.given ? fmt(L.cost, 2) : "") + "," + w.op + "," +
            csv_escape(w.algo) + "," + w.fidelity + "," + std::to_string(r->bytes) + "," + csv_escape(r->algorithm) + "," +
            fmt(r->time_us, 3) + "," + fmt(r->time_min, 3) + "," + fmt(r->time_max, 3) + "," + std::to_string(r->runs) + "," +
-           fmt(r->algbw, 3) + "," + fmt(r->busbw, 3) + "," + (p.prices.given ? fmt(per_busbw(r), 2) : "") + "," + fmt(r->wall_s, 2) +
+           fmt(r->exposed_us, 3) + "," + fmt(r->overlap, 4) + "," + fmt(r->algbw, 3) + "," + fmt(r->busbw, 3) + "," + (p.prices.given ? fmt(per_busbw(r), 2) : "") + "," + fmt(r->wall_s, 2) +
            "," + fmt(r->cpu_s, 2) + "," + fmt(r->peak_mib, 1) + "," + fmt(r->est_wall_s, 2) + "," + fmt(r->est_peak_mib, 1) + "," + csv_escape(r->status) + "\n";
   }
   if (dry) {
@@ -301,7 +314,7 @@ int report(const Plan& p, const std::vector<Layout>& layouts, const std::vector<
         " cables INTEGER, cost REAL, topology TEXT, infeasible TEXT);"
         "CREATE TABLE points(layout INTEGER, workload INTEGER, op TEXT, algo_requested TEXT, fidelity TEXT, bytes INTEGER,"
         " algorithm TEXT, time_us REAL, time_min_us REAL, time_max_us REAL, runs INTEGER, algbw_GBps REAL, busbw_GBps REAL,"
-        " cost_per_busbw_GBps REAL, wall_s REAL, cpu_s REAL, peak_MiB REAL, est_wall_s REAL, est_peak_MiB REAL, status TEXT, trace TEXT);"
+        " exposed_comm_us REAL, overlap REAL, cost_metric REAL, wall_s REAL, cpu_s REAL, peak_MiB REAL, est_wall_s REAL, est_peak_MiB REAL, status TEXT, trace TEXT);"
         "CREATE TABLE runs(layout INTEGER, workload INTEGER, seed INTEGER, ecmp_salt INTEGER, bytes INTEGER, algorithm TEXT,"
         " time_us REAL, algbw_GBps REAL, busbw_GBps REAL, wall_s REAL, cpu_s REAL, peak_MiB REAL, status TEXT, trace TEXT);";
     bool ok = sqlite3_exec(db, schema, nullptr, nullptr, nullptr) == SQLITE_OK;
@@ -340,10 +353,10 @@ int report(const Plan& p, const std::vector<Layout>& layouts, const std::vector<
     for (std::size_t i = 0; ok && i < results.size(); ++i)
       for (const Result& r : results[i]) {
         const Workload& w = p.workloads[r.workload];
-        ok = ok && exec_bind("INSERT INTO points VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+        ok = ok && exec_bind("INSERT INTO points VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                              {static_cast<std::int64_t>(r.layout), static_cast<std::int64_t>(r.workload), w.op, w.algo, w.fidelity,
                               static_cast<std::int64_t>(r.bytes), r.algorithm, r.time_us, r.time_min, r.time_max,
-                              static_cast<std::int64_t>(r.runs), r.algbw, r.busbw, per_busbw(&r), r.wall_s, r.cpu_s, r.peak_mib, r.est_wall_s,
+                              static_cast<std::int64_t>(r.runs), r.algbw, r.busbw, r.exposed_us, r.overlap, per_busbw(&r), r.wall_s, r.cpu_s, r.peak_mib, r.est_wall_s,
                               r.est_peak_mib, r.status,
                               r.step >= 0 ? json(points[i * nv + r.variant].db.substr(out.size() + 1)) : json(nullptr)});
       }

@@ -38,6 +38,25 @@ std::string reason(const std::string& msg, const std::string& file) {
 
 }  // namespace
 
+bool step_parallel(const Workload& w, std::size_t npus, json* out, std::string* why) {
+  json par = w.step.value("parallel", json::object());
+  if (!par.is_object() || par.contains("dp")) {
+    if (out) *out = par;
+    return true;
+  }
+  auto degree = [&](const char* k) -> std::uint64_t {
+    return par.contains(k) && par[k].is_number_unsigned() ? par[k].get<std::uint64_t>() : 1;
+  };
+  const std::uint64_t tp = std::max<std::uint64_t>(1, degree("tp")), pp = std::max<std::uint64_t>(1, degree("pp"));
+  if (npus == 0 || npus % (tp * pp) != 0) {
+    *why = "tp x pp = " + std::to_string(tp * pp) + " does not divide the layout's " + std::to_string(npus) + " ranks";
+    return false;
+  }
+  par["dp"] = npus / (tp * pp);
+  if (out) *out = par;
+  return true;
+}
+
 std::string point_stem(const Plan& p, std::size_t li, std::size_t wi, std::size_t vi) {
   std::string s = "l" + std::to_string(li) + "-w" + std::to_string(wi);
   if (p.variants().size() > 1) s += "-v" + std::to_string(vi);
@@ -107,6 +126,7 @@ bool build_points(const Plan& p, const std::string& out, bool write, std::vector
         for (std::size_t k = 0; k < rows.size(); ++k) {
           if (!L.infeasible.empty()) { bad[k] = L.infeasible; continue; }
           if (!size_convention(p, w, w.sizes[k], L.npus, &rows[k].bytes, &step_bytes[k], &why)) bad[k] = why;
+          if (w.is_step() && !step_parallel(w, L.npus, nullptr, &why)) bad[k] = why;
         }
         // The scenario of the feasible sizes; a size its loader refuses for this layout is left
         // out and the scenario written again (at most once per size).
@@ -120,7 +140,12 @@ bool build_points(const Plan& p, const std::string& out, bool write, std::vector
             rows[k].step = -1;
             if (!bad[k].empty()) continue;
             json s = {{"op", w.op}, {"repeat", w.repeat}};
-            if (w.op != "barrier") s["bytes"] = std::to_string(step_bytes[k]) + "B";
+            if (w.is_step()) {
+              for (auto& [key, v] : w.step.items()) s[key] = v;
+              step_parallel(w, L.npus, &s["parallel"], &why);
+            } else if (w.op != "barrier") {
+              s["bytes"] = std::to_string(step_bytes[k]) + "B";
+            }
             if (!w.dtype.empty()) s["dtype"] = w.dtype;
             rows[k].step = static_cast<int>(steps.size());
             step_row.push_back(k);
