@@ -79,4 +79,8 @@ bool parse_time_ns(const std::string& s, double* ns);
 /// "0-7,12" → sorted distinct ranks; false with `why` on a malformed list.
 bool parse_rank_list(const std::string& s, std::vector<std::int64_t>* ranks, std::string* why);
 
+/// Natural order of names: runs of digits compare as numbers ("leaf2:4" < "leaf10:4",
+/// "rank 0 -> 8" < "rank 0 -> 16"), the rest byte by byte; ties broken by plain order.
+bool natural_less(const std::string& a, const std::string& b);
+
 }  // namespace hcsim
