@@ -1,5 +1,5 @@
 // Read-only access to an hcsim trace (docs/trace-schema.md#reading) for the commands that read
-// one: trace, top, health, plot, routes, diff (docs/tools.md). Never modifies the trace. open()
+// one: trace, top, health, plot, routes, diff, summary (docs/tools.md). Never modifies the trace. open()
 // tells apart a trace that is finished, unfinished (no end recorded and no run writing it: killed
 // or crashed), being written (a run holds FILE.lock: read through the writer's WAL, one
 // consistent snapshot) and corrupt (a truncated file, a damaged page: open() fails, "corrupt").
