@@ -1,10 +1,12 @@
 // hcsim diff: compare two runs for CI (docs/tools.md#diff): between two traces their run status and
 // provenance, failed operations, faults and failovers, summary times within a tolerance; and the
 // route decisions of traces or routes files. Exit 0 nothing moved, 1 something did, 2 bad input.
-// --junit FILE writes one test case per compared item kind for CI systems.
+// A timing golden (hcsim summary) against a trace compares their timing only. --junit FILE writes
+// one test case per section, per workload step's times and per changed route aggregate.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <string>
@@ -13,7 +15,9 @@
 
 #include "commands.h"
 #include "outputs.h"
+#include "diff_sections.h"
 #include "routes_io.h"
+#include "summary_tsv.h"
 #include "trace_db.h"
 #include "sim/units.h"
 
@@ -112,21 +116,53 @@ std::string us_s(double ns) {
   return b;
 }
 
-// How a JUnit report of hcsim diff begins (what --junit may replace without --force).
-constexpr const char* kJunitHead = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuite name=\"hcsim diff\"";
+bool write_junit(const std::string& file, const std::string& x) {
+  std::ofstream f(file, std::ios::binary | std::ios::trunc);
+  if (!f || !(f << x) || !f.flush()) { std::fprintf(stderr, "hcsim: %s: cannot write it\n", file.c_str()); return false; }
+  return true;
+}
 
-std::string xml(const std::string& s) {
-  std::string o;
-  for (char c : s) {
-    switch (c) {
-      case '<': o += "&lt;"; break;
-      case '>': o += "&gt;"; break;
-      case '&': o += "&amp;"; break;
-      case '"': o += "&quot;"; break;
-      default: o += c;
+// A timing golden (hcsim summary) against a trace or another golden: their timing only.
+int timing_main(const std::vector<std::string>& files, double tol, std::size_t max_lines, const std::string& junit) {
+  std::vector<TimingRow> rows[2];
+  std::string why;
+  for (int k = 0; k < 2; ++k) {
+    const std::string& f = files[k];
+    if (is_timing_tsv(f)) {
+      if (!read_timing_tsv(f, &rows[k], &why)) { std::fprintf(stderr, "hcsim: %s\n", why.c_str()); return kBadInput; }
+      continue;
+    }
+    TraceDb db;
+    if (!is_sqlite_file(f)) {
+      std::fprintf(stderr, "hcsim: %s: a timing golden (%s) is compared with a trace or another timing golden, not with this file\n",
+                   f.c_str(), files[1 - k].c_str());
+      return kBadInput;
+    }
+    if (!db.open(f, &why) || !timing_rows(db, &rows[k], &why)) { std::fprintf(stderr, "hcsim: %s\n", why.c_str()); return kBadInput; }
+    for (auto& r : rows[k]) {  // as a golden holds it (--tolerance 0: a golden of the same trace passes)
+      char b[64];
+      std::snprintf(b, sizeof b, "%.3f", r.time_us);
+      r.time_us = std::strtod(b, nullptr);
     }
   }
-  return o;
+  const std::vector<DiffCase> cases = diff_timing(rows[0], rows[1], tol);
+  std::vector<std::string> items;
+  for (const auto& c : cases) items.insert(items.end(), c.items.begin(), c.items.end());
+  std::printf("hcsim diff: %s -> %s\n", files[0].c_str(), files[1].c_str());
+  std::printf("run, failed operations, faults: not compared (a timing golden has none)\n");
+  std::printf("summary: %zu vs %zu steps (median time over repetitions), %zu differ (tolerance %.2f %%)\n", rows[0].size(),
+              rows[1].size(), items.size(), tol);
+  print_list(items, max_lines);
+  std::printf("routes: not compared (a timing golden has none)\n");
+  std::printf("hcsim diff: %s\n", items.empty() ? "no differences" : "DIFFERENT");
+  if (!junit.empty()) {
+    std::vector<DiffCase> all = {{"run", false, {}}, {"failed_operations", false, {}}, {"faults", false, {}}};
+    if (cases.empty()) all.push_back({"summary", true, {}});
+    all.insert(all.end(), cases.begin(), cases.end());
+    all.push_back({"routes", false, {}});
+    if (!write_junit(junit, junit_xml(all, max_lines))) return kBadInput;
+  }
+  return items.empty() ? kOk : kExpectationFailed;
 }
 
 int diff_main(const std::vector<std::string>& argv) {
@@ -148,9 +184,9 @@ int diff_main(const std::vector<std::string>& argv) {
                       if (!x || tol > 1000) return "--tolerance needs a percentage from 0 to 1000, got \"" + v + "\"";
                       return std::string();
                     }},
-                   {"-n", "", "N", "a number", "differences listed per kind (default 50)",
+                   {"-n", "", "N", "a number", "differences listed per kind, JUnit cases per aggregate kind (default 50)",
                     [&](const std::string& v) { return parse_count("-n", v, &max_lines); }}},
-                  {"A B", "two trace databases or routes files (A is the reference, e.g. a golden file)", [&](const std::string& a) {
+                  {"A B", "two trace databases, routes files or timing goldens of hcsim summary (A is the reference, e.g. a golden file)", [&](const std::string& a) {
                      if (files.size() == 2) return std::string("diff compares two inputs, got a third: ") + a;
                      files.push_back(a);
                      return std::string();
@@ -162,7 +198,6 @@ int diff_main(const std::vector<std::string>& argv) {
                                           {{"--junit", junit, {kJunitHead}, "a JUnit report of hcsim diff"}}, force);
     if (!bad.empty()) { std::fprintf(stderr, "hcsim: %s\n", bad.c_str()); return kBadInput; }
   }
-  std::vector<RouteLine> ra, rb;
   std::string why;
   for (const auto& f : files)  // a trace must be finished (and not corrupt) to be compared
     if (is_sqlite_file(f)) {
@@ -172,22 +207,12 @@ int diff_main(const std::vector<std::string>& argv) {
         return kBadInput;
       }
     }
+  if (is_timing_tsv(files[0]) || is_timing_tsv(files[1])) return timing_main(files, tol, max_lines, junit);
+  std::vector<RouteLine> ra, rb;
   for (int k = 0; k < 2; ++k)
     if (!load_routes(files[k], false, k ? &rb : &ra, &why)) { std::fprintf(stderr, "hcsim: %s\n", why.c_str()); return kBadInput; }
-
-  // Routes: by key; a decision that differs, one only in A (removed), one only in B (added).
-  std::map<std::string, const RouteLine*> ma, mb;
-  for (const auto& r : ra) ma[r.key()] = &r;
-  for (const auto& r : rb) mb[r.key()] = &r;
-  std::vector<std::string> moved;
-  for (const auto& [k, a] : ma) {
-    auto it = mb.find(k);
-    if (it == mb.end()) moved.push_back("removed " + k + ": " + a->decision());
-    else if (a->decision() != it->second->decision() || a->trigger != it->second->trigger)
-      moved.push_back("changed " + k + ": " + a->decision() + "  ->  " + it->second->decision());
-  }
-  for (const auto& [k, b] : mb)
-    if (!ma.count(k)) moved.push_back("added   " + k + ": " + b->decision());
+  const RoutesDiff routes = diff_routes(ra, rb);
+  const std::vector<std::string>& moved = routes.moved;
 
   // Summary figures, when both are traces.
   std::map<SumKey, SumRow> sa, sb;
@@ -196,22 +221,31 @@ int diff_main(const std::vector<std::string>& argv) {
     std::fprintf(stderr, "hcsim: cannot read the summary tables\n");
     return kBadInput;
   }
+  // One JUnit case per (step, kind, bytes): its repetitions' differences.
+  std::map<std::tuple<std::int64_t, std::string, std::int64_t>, std::vector<std::string>> groups;
   std::vector<std::string> figures;
   if (ha && hb) {
     char b[256];
-    for (const auto& [k, a] : sa) {
-      auto it = sb.find(k);
+    std::map<SumKey, std::pair<const SumRow*, const SumRow*>> all;
+    for (const auto& [k, r] : sa) all[k].first = &r;
+    for (const auto& [k, r] : sb) all[k].second = &r;
+    for (const auto& [k, ab] : all) {
+      const auto [x, y] = ab;
       const std::string name = "step " + std::to_string(std::get<0>(k)) + " rep " + std::to_string(std::get<1>(k)) + " " +
                                std::get<2>(k) + " " + std::to_string(std::get<3>(k)) + " B";
-      if (it == sb.end()) { figures.push_back("removed " + name); continue; }
-      const double d = a.time_us > 0 ? 100.0 * (it->second.time_us - a.time_us) / a.time_us : 0;
-      if (std::fabs(d) > tol) {
-        std::snprintf(b, sizeof b, "%s: time %.3f -> %.3f us (%+.2f %%, tolerance %.2f %%)", name.c_str(), a.time_us, it->second.time_us, d, tol);
-        figures.push_back(b);
+      auto& g = groups[{std::get<0>(k), std::get<2>(k), std::get<3>(k)}];
+      const std::size_t had = g.size();
+      if (!y) g.push_back("removed " + name);
+      else if (!x) g.push_back("added   " + name);
+      else {
+        const double d = x->time_us > 0 ? 100.0 * (y->time_us - x->time_us) / x->time_us : 0;
+        if (std::fabs(d) > tol) {
+          std::snprintf(b, sizeof b, "%s: time %.3f -> %.3f us (%+.2f %%, tolerance %.2f %%)", name.c_str(), x->time_us, y->time_us, d, tol);
+          g.push_back(b);
+        }
       }
+      if (g.size() > had) figures.push_back(g.back());
     }
-    for (const auto& [k, b2] : sb)
-      if (!sa.count(k)) figures.push_back("added step " + std::to_string(std::get<0>(k)) + " " + std::get<2>(k));
   }
 
   // Run status and provenance, failed operations, faults and failovers, when both are traces.
@@ -321,10 +355,7 @@ int diff_main(const std::vector<std::string>& argv) {
                   ", " + (fa.have_failovers && fb.have_failovers ? std::to_string(rows_a) + " vs " + std::to_string(rows_b) + " failovers rows"
                                                                  : std::string("failovers not compared (no failovers table)"));
   }
-  auto list = [&](const std::vector<std::string>& v) {
-    for (std::size_t i = 0; i < v.size() && i < max_lines; ++i) std::printf("  %s\n", v[i].c_str());
-    if (v.size() > max_lines) std::printf("  ... and %zu more (-n to show more)\n", v.size() - max_lines);
-  };
+  auto list = [&](const std::vector<std::string>& v) { print_list(v, max_lines); };
 
   std::printf("hcsim diff: %s -> %s\n", files[0].c_str(), files[1].c_str());
   if (facts) {
@@ -359,31 +390,42 @@ int diff_main(const std::vector<std::string>& argv) {
     std::printf("summary: not compared (a routes file has none)\n");
   }
   std::printf("routes: %zu vs %zu decisions, %zu moved\n", ra.size(), rb.size(), moved.size());
-  list(moved);
+  std::vector<std::string> lines;
+  for (const auto& u : routes.uplinks) lines.push_back(u.line);
+  std::printf("  uplinks used per switch (distinct uplink ports carrying a decision): %zu of %zu switches changed\n",
+              routes.uplinks.size(), routes.switches);
+  print_list(lines, max_lines, "    ");
+  lines.clear();
+  for (const auto& p : routes.ports) lines.push_back(p.line);
+  std::printf("  load per switch port or link (decisions crossing it): %zu of %zu changed\n", routes.ports.size(), routes.links);
+  print_list(lines, max_lines, "    ");
+  std::printf("  decisions: %zu moved\n", moved.size());
+  print_list(moved, max_lines, "    ");
   const bool same = moved.empty() && figures.empty() && run_diffs.empty() && op_diffs.empty() && fault_diffs.empty();
   std::printf("hcsim diff: %s\n", same ? "no differences" : "DIFFERENT");
 
   if (!junit.empty()) {
-    const int failures = !moved.empty() + !figures.empty() + !run_diffs.empty() + !op_diffs.empty() + !fault_diffs.empty();
-    std::string x = std::string(kJunitHead) + " tests=\"5\" failures=\"" + std::to_string(failures) + "\">\n";
-    auto cas = [&](const char* name, const std::vector<std::string>& items, bool compared) {
-      x += std::string("  <testcase classname=\"hcsim.diff\" name=\"") + name + "\">";
-      if (!compared) x += "<skipped message=\"not compared\"/>";
-      else if (!items.empty()) {
-        x += "<failure message=\"" + std::to_string(items.size()) + " differences\">";
-        for (const auto& s : items) x += xml(s) + "\n";
-        x += "</failure>";
+    std::vector<DiffCase> cases;
+    cases.push_back({"run", facts, run_diffs});
+    cases.push_back({"failed_operations", facts && fa.have_status && fb.have_status, op_diffs});
+    cases.push_back({"faults", facts && ((fa.have_faults && fb.have_faults) || (fa.have_failovers && fb.have_failovers)), fault_diffs});
+    if (!(ha && hb) || groups.empty()) cases.push_back({"summary", ha && hb, {}});
+    for (const auto& [k, items] : groups)
+      cases.push_back({"summary step " + std::to_string(std::get<0>(k)) + " " + std::get<1>(k) + " " + std::to_string(std::get<2>(k)) + " B",
+                       true, items});
+    cases.push_back({"routes", true, moved});
+    // One failing case per changed aggregate, the first N of each kind; the rest in one case.
+    auto aggregates = [&](const std::vector<Aggregate>& v, const std::string& kind) {
+      for (std::size_t i = 0; i < v.size() && i < max_lines; ++i) cases.push_back({"routes " + kind + " " + v[i].name, true, {v[i].line}});
+      if (v.size() > max_lines) {
+        std::vector<std::string> rest;
+        for (std::size_t i = max_lines; i < v.size(); ++i) rest.push_back(v[i].line);
+        cases.push_back({"routes " + kind + " (" + std::to_string(rest.size()) + " more)", true, rest});
       }
-      x += "</testcase>\n";
     };
-    cas("run", run_diffs, facts);
-    cas("failed_operations", op_diffs, facts && fa.have_status && fb.have_status);
-    cas("faults", fault_diffs, facts && ((fa.have_faults && fb.have_faults) || (fa.have_failovers && fb.have_failovers)));
-    cas("summary", figures, ha && hb);
-    cas("routes", moved, true);
-    x += "</testsuite>\n";
-    std::ofstream f(junit, std::ios::binary | std::ios::trunc);
-    if (!f || !(f << x) || !f.flush()) { std::fprintf(stderr, "hcsim: %s: cannot write it\n", junit.c_str()); return kBadInput; }
+    aggregates(routes.uplinks, "uplinks");
+    aggregates(routes.ports, "load");
+    if (!write_junit(junit, junit_xml(cases, max_lines))) return kBadInput;
   }
   return same ? kOk : kExpectationFailed;
 }
@@ -394,7 +436,9 @@ const Command kDiff = {
     "diff", "diff A B [--tolerance PCT] [--junit FILE] [--force] [-n N]",
     "        compare two runs: between traces their status and provenance, failed operations,\n"
     "        faults and failovers, summary times within a tolerance; and the route decisions of\n"
-    "        traces or routes files (e.g. a golden file); exit 1 when something moved\n",
+    "        traces or routes files (e.g. a golden file): load per switch port and uplinks used\n"
+    "        per switch, then the decisions; or a timing golden of hcsim summary against a trace;\n"
+    "        exit 1 when something moved\n",
     diff_main};
 
 }  // namespace hcsim

@@ -214,4 +214,26 @@ std::string routes_json(const std::vector<RouteLine>& rs) {
   return a.dump(1) + "\n";
 }
 
+RouteLoad route_load(const std::vector<RouteLine>& rs) {
+  RouteLoad load;
+  for (const auto& r : rs) {
+    std::vector<std::pair<std::string, std::string>> sw;  // (switch, egress port) per switch hop
+    std::set<std::string> crossed;
+    std::stringstream ss(r.hops);
+    std::string hop;
+    while (ss >> hop) {
+      const std::size_t colon = hop.rfind(':'), gt = hop.rfind('>');
+      if (colon != std::string::npos && gt != std::string::npos && gt > colon) {
+        sw.emplace_back(hop.substr(0, colon), hop.substr(gt + 1));
+        crossed.insert(sw.back().first + ":" + sw.back().second);
+      } else {
+        crossed.insert(hop);
+      }
+    }
+    for (const auto& p : crossed) ++load.ports[p];
+    for (std::size_t i = 0; sw.size() > 1 && i < (sw.size() - 1) / 2; ++i) load.uplinks[sw[i].first].insert(sw[i].second);
+  }
+  return load;
+}
+
 }  // namespace hcsim

@@ -2,7 +2,10 @@
 // read from a trace's `routes` table, from a routes file (`hcsim routes` output, e.g. a golden
 // file under tests/golden/), or from a scenario run for the purpose.
 #pragma once
+#include <cstddef>
 #include <cstdint>
+#include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -19,6 +22,18 @@ struct RouteLine {
   /// What a regression compares: transport, NIC, source port, hops and reason.
   std::string decision() const;
 };
+
+/// What a set of decisions loads (docs/tools.md#diff). Every decision counts (a re-routed
+/// stripe's earlier decisions too). `ports`: per switch egress port ("leaf0:4", from a hop
+/// "leaf0:0>4") or other link a hop names ("node0/hccs0-1"), the decisions crossing it.
+/// `uplinks`: per switch the uplink ports that carry at least one decision — on a path through k
+/// switches the egress ports of the first ⌊(k−1)/2⌋ (a Clos path climbs to its middle switch,
+/// then descends).
+struct RouteLoad {
+  std::map<std::string, std::size_t> ports;
+  std::map<std::string, std::set<std::string>> uplinks;
+};
+RouteLoad route_load(const std::vector<RouteLine>& rs);
 
 /// Header line of a routes file.
 extern const char* const kRoutesHeader;

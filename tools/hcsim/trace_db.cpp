@@ -315,4 +315,29 @@ bool parse_rank_list(const std::string& s, std::vector<std::int64_t>* ranks, std
   return true;
 }
 
+bool natural_less(const std::string& a, const std::string& b) {
+  std::size_t i = 0, j = 0;
+  auto digit = [](char c) { return c >= '0' && c <= '9'; };
+  while (i < a.size() && j < b.size()) {
+    if (digit(a[i]) && digit(b[j])) {
+      std::size_t ei = i, ej = j;
+      while (ei < a.size() && a[ei] == '0') ++ei;  // leading zeros do not count
+      while (ej < b.size() && b[ej] == '0') ++ej;
+      std::size_t ni = ei, nj = ej;
+      while (ni < a.size() && digit(a[ni])) ++ni;
+      while (nj < b.size() && digit(b[nj])) ++nj;
+      if (ni - ei != nj - ej) return ni - ei < nj - ej;  // more significant digits: larger
+      if (int c = a.compare(ei, ni - ei, b, ej, nj - ej)) return c < 0;
+      i = ni;
+      j = nj;
+    } else {
+      if (a[i] != b[j]) return static_cast<unsigned char>(a[i]) < static_cast<unsigned char>(b[j]);
+      ++i;
+      ++j;
+    }
+  }
+  if ((i < a.size()) != (j < b.size())) return j < b.size();
+  return a < b;
+}
+
 }  // namespace hcsim

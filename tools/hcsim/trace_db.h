@@ -1,5 +1,5 @@
 // Read-only access to an hcsim trace (docs/trace-schema.md#reading) for the commands that read
-// one: trace, top, health, plot, routes, diff (docs/tools.md). Never modifies the trace. open()
+// one: trace, top, health, plot, routes, diff, summary (docs/tools.md). Never modifies the trace. open()
 // tells apart a trace that is finished, unfinished (no end recorded and no run writing it: killed
 // or crashed), being written (a run holds FILE.lock: read through the writer's WAL, one
 // consistent snapshot) and corrupt (a truncated file, a damaged page: open() fails, "corrupt").
@@ -78,5 +78,9 @@ bool parse_time_ns(const std::string& s, double* ns);
 
 /// "0-7,12" → sorted distinct ranks; false with `why` on a malformed list.
 bool parse_rank_list(const std::string& s, std::vector<std::int64_t>* ranks, std::string* why);
+
+/// Natural order of names: runs of digits compare as numbers ("leaf2:4" < "leaf10:4",
+/// "rank 0 -> 8" < "rank 0 -> 16"), the rest byte by byte; ties broken by plain order.
+bool natural_less(const std::string& a, const std::string& b);
 
 }  // namespace hcsim
