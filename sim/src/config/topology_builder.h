@@ -86,4 +86,7 @@ class Builder {
 /// error in `d`) if not. `fabric`: the topology has a generated fabric (where the error points).
 bool check_reachable(const Topology& t, Diagnostics& d, bool fabric);
 
+/// /as_built (topology_as_built.cpp): read after the links and the fabric, whose cables it names.
+void read_as_built(const json& ab, Topology& t, Diagnostics& d);
+
 }  // namespace sim::topology_detail
