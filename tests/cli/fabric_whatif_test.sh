@@ -144,6 +144,14 @@ for tier in flow chunk packet; do
       bad "$tier $t: the write took $w us, expected $want us"
   done
 done
+# hcsim topo: the description's bisection (ranks 0, 1 under leaf0: its two uplinks, 2 x 25 GB/s) and
+# the bisection as built (one uplink left: 25 GB/s; a NIC cable at half rate: ranks 0, 1 send 25 +
+# 12.5 GB/s at most, 37.5).
+expect "topo: as built" 0 "as built +1 RoCE cable missing" -- "$HCSIM" topo miss.json
+grep -qE "^  bisection +50.0 GB/s" out.txt && grep -qE "bisection as built 25.0 GB/s" out.txt && grep -q "missing  leaf0/3<->spine1/0" out.txt &&
+  ok "topo: bisection 50 GB/s as described, 25 GB/s as built" || bad "topo: bisections" out.txt
+expect "topo: degraded" 0 "degraded node1/npu0<->leaf0/1: 12.5 GB/s \(100 Gb/s\) of 25.0 GB/s" -- "$HCSIM" topo half.json
+grep -q "bisection as built 37.5 GB/s" out.txt && ok "topo: half-rate NIC cable, bisection 37.5 GB/s" || bad "topo: degraded bisection" out.txt
 # Bad entries: the pointer and the reason.
 bad_ab() {  # bad_ab NAME AS_BUILT PATTERN
   topo bad "$2"

@@ -106,6 +106,7 @@ struct TopologySummary {
   std::size_t switches_by_tier[4] = {0, 0, 0, 0};
   double bisection_Bps = 0;   ///< max flow from the first half of the ranks to the second, per direction
   std::uint32_t diameter = 0; ///< hops between the farthest pair of NPUs
+  double bisection_as_built_Bps = -1;  ///< the same with /as_built's RoCE cables missing or degraded; -1 when none is
 };
 TopologySummary summarize(const Topology& t);
 std::string format_summary(const Topology& t, const TopologySummary& s);
