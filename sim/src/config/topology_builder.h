@@ -1,6 +1,7 @@
 // Internals of the topology loader (docs/topology-format.md), shared by its files: the schema
 // reader (topology.cpp), the generators (topology_servers.cpp, topology_fabric.cpp), the server
-// presets (topology_presets.cpp) and the checks (topology_checks.cpp). Plain C++.
+// presets (topology_presets.cpp), the checks (topology_checks.cpp) and /as_built
+// (topology_as_built.cpp). Plain C++.
 #pragma once
 #include <cstdint>
 #include <cstdio>
