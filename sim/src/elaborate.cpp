@@ -71,13 +71,19 @@ void Elaboration::build_network(const Topology& t, const models::NetParams& p) {
   std::vector<Endpoint> sw_end(t.links.size());
   for (std::size_t k = 0; k < t.links.size(); ++k) sw_end[k] = t.links[k].a.is_switch ? t.links[k].a : t.links[k].b;
   for (const auto& s : t.as_built.nic_swaps) std::swap(sw_end[s.first], sw_end[s.second]);
+  // As built (/as_built cable_missing, cable_degraded): a cable left out (its ports stay uncabled,
+  // so the routes built below avoid it from the start), or one running below its rate.
+  std::vector<std::uint64_t> Bps(t.links.size());
+  for (std::size_t k = 0; k < t.links.size(); ++k) Bps[k] = t.links[k].params.bandwidth_Bps;
+  for (std::uint32_t k : t.as_built.cables_missing) Bps[k] = 0;
+  for (const auto& c : t.as_built.cables_degraded) Bps[c.first] = c.second;
   for (std::size_t k = 0; k < t.links.size(); ++k) {
     const auto& l = t.links[k];
-    if (l.type != LinkType::Roce) continue;
+    if (l.type != LinkType::Roce || Bps[k] == 0) continue;
     Endpoint ea = l.a, eb = l.b;
     if (ea.is_switch != eb.is_switch) (ea.is_switch ? ea : eb) = sw_end[k];
     std::uint32_t a = node(ea), b = node(eb);
-    net->connect(a, ea.is_switch ? ea.port : 0, b, eb.is_switch ? eb.port : 0, l.params.bandwidth_Bps, l.params.latency_ps);
+    net->connect(a, ea.is_switch ? ea.port : 0, b, eb.is_switch ? eb.port : 0, Bps[k], l.params.latency_ps);
   }
   net->build_routes();
   machine.attach_network(net.get(), nic);

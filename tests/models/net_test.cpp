@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <map>
 #include <numeric>
+#include <set>
 
 #include "models/network.h"
 #include "incast_rig.h"
@@ -89,6 +90,56 @@ TEST(Network, EcmpSpreadsFlowsOverEqualCostPaths) {
   ASSERT_EQ(used.size(), 4u);
   for (auto& [port, c] : used) EXPECT_NEAR(c, 100, 35) << port;  // binomial(400, 1/4): sd 8.7
   }
+}
+
+// The ECMP salt (network/ecmp_salt): 0 is the unseeded key; another salt redraws each flow's
+// next hop (about 3/4 of them move among 4 uplinks), still spread evenly and the same every time;
+// src-dst stays one path per pair whatever the salt.
+TEST(Network, EcmpSaltRedrawsNextHops) {
+  auto ports = [](std::uint32_t salt, EcmpHash h) {
+    StandaloneScheduler sch;
+    NetParams np;
+    np.ecmp_salt = salt;
+    np.ecmp_hash = h;
+    Network net(sch, np);
+    auto l0 = net.add_switch("leaf0", 8, 32 << 20, 0), l1 = net.add_switch("leaf1", 8, 32 << 20, 0);
+    for (std::uint32_t s = 0; s < 4; ++s) {
+      auto sp = net.add_switch("spine" + std::to_string(s), 2, 32 << 20, 0);
+      net.connect(l0, 4 + s, sp, 0, G100, kPsPerUs);
+      net.connect(l1, 4 + s, sp, 1, G100, kPsPerUs);
+    }
+    auto a = net.add_host("a"), b = net.add_host("b");
+    net.connect(a, 0, l0, 0, G100, kPsPerUs);
+    net.connect(b, 0, l1, 0, G100, kPsPerUs);
+    net.build_routes();
+    std::vector<std::uint32_t> out;
+    std::vector<Network::Hop> hops;
+    for (int i = 0; i < 400; ++i) {
+      const auto sport = static_cast<std::uint16_t>(1000 + i);
+      out.push_back(net.ecmp_port(l0, net.create_qp(a, b, sport)));
+      // The path probes and the trace's routes (trace_path) choose as the QP's packets do.
+      EXPECT_TRUE(net.trace_path(a, b, sport, &hops, nullptr));
+      EXPECT_EQ(hops.at(0).out_port, out.back());
+    }
+    return out;
+  };
+  const auto base = ports(0, EcmpHash::FiveTuple);
+  for (std::uint32_t salt : {1u, 0xffffffffu}) {
+    const auto salted = ports(salt, EcmpHash::FiveTuple);
+    EXPECT_EQ(salted, ports(salt, EcmpHash::FiveTuple));  // deterministic
+    int moved = 0;
+    std::map<std::uint32_t, int> used;
+    for (std::size_t i = 0; i < base.size(); ++i) {
+      moved += salted[i] != base[i];
+      used[salted[i]]++;
+    }
+    EXPECT_NEAR(moved, 300, 45) << salt;  // independent draws: binomial(400, 3/4), sd 8.7
+    ASSERT_EQ(used.size(), 4u);
+    for (auto& [port, c] : used) EXPECT_NEAR(c, 100, 35) << port;
+  }
+  EXPECT_NE(Network::ecmp_flow_key(EcmpHash::FiveTuple, 3, 7, 4242, 1), Network::ecmp_flow_key(EcmpHash::FiveTuple, 3, 7, 4242));
+  const auto pair = ports(9, EcmpHash::SrcDst);
+  EXPECT_EQ(std::set<std::uint32_t>(pair.begin(), pair.end()).size(), 1u);
 }
 
 // Marking and PFC policies as pure functions, against their definitions.

@@ -147,7 +147,7 @@ class Network final : public EventHandler, private CcHost {
 
   // Policies, apart from the forwarding mechanism (models/net/policies.h; kept here for callers).
   static double ecn_mark_probability(const EcnParams& e, double queue_bytes);
-  static std::uint64_t ecmp_flow_key(EcmpHash h, std::uint32_t src, std::uint32_t dst, std::uint16_t udp_sport);
+  static std::uint64_t ecmp_flow_key(EcmpHash h, std::uint32_t src, std::uint32_t dst, std::uint16_t udp_sport, std::uint32_t salt = 0);
   static void pfc_thresholds(std::uint64_t buffer, std::uint64_t ports, std::uint64_t headroom, std::uint64_t unit_wire,
                              std::uint64_t* xoff, std::uint64_t* xon);
 

@@ -14,9 +14,12 @@ double ecn_mark_probability(const EcnParams& e, double q) {
   return e.pmax * (q - static_cast<double>(e.kmin_bytes)) / static_cast<double>(e.kmax_bytes - e.kmin_bytes);
 }
 
-std::uint64_t ecmp_flow_key(EcmpHash h, std::uint32_t src, std::uint32_t dst, std::uint16_t sport) {
+std::uint64_t ecmp_flow_key(EcmpHash h, std::uint32_t src, std::uint32_t dst, std::uint16_t sport, std::uint32_t salt) {
   const std::uint64_t port = h == EcmpHash::FiveTuple ? sport : 0;
-  return mix64((static_cast<std::uint64_t>(src) << 40) ^ (static_cast<std::uint64_t>(dst) << 16) ^ port) ^ 4791;
+  const std::uint64_t key = mix64((static_cast<std::uint64_t>(src) << 40) ^ (static_cast<std::uint64_t>(dst) << 16) ^ port) ^ 4791;
+  // The hash seed every switch of the fabric is configured with: the key mixed once more with
+  // it, so that each flow's choice at every switch is redrawn (salt 0: the unseeded hash).
+  return salt == 0 ? key : mix64(key ^ (static_cast<std::uint64_t>(salt) * 0xc2b2ae3d27d4eb4fULL));
 }
 
 void pfc_thresholds(std::uint64_t buffer, std::uint64_t ports, std::uint64_t headroom, std::uint64_t unit_wire,
@@ -31,8 +34,8 @@ void pfc_thresholds(std::uint64_t buffer, std::uint64_t ports, std::uint64_t hea
 
 // The Network's static names for the policies (callers in sim/ and tests use them).
 double Network::ecn_mark_probability(const EcnParams& e, double q) { return policy::ecn_mark_probability(e, q); }
-std::uint64_t Network::ecmp_flow_key(EcmpHash h, std::uint32_t src, std::uint32_t dst, std::uint16_t sport) {
-  return policy::ecmp_flow_key(h, src, dst, sport);
+std::uint64_t Network::ecmp_flow_key(EcmpHash h, std::uint32_t src, std::uint32_t dst, std::uint16_t sport, std::uint32_t salt) {
+  return policy::ecmp_flow_key(h, src, dst, sport, salt);
 }
 void Network::pfc_thresholds(std::uint64_t buffer, std::uint64_t ports, std::uint64_t headroom, std::uint64_t unit_wire,
                              std::uint64_t* xoff, std::uint64_t* xon) {

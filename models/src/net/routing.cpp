@@ -143,7 +143,7 @@ bool Network::ctrl_path_up(std::uint32_t from, std::uint32_t to, std::uint64_t h
 bool Network::trace_path(std::uint32_t src, std::uint32_t dst, std::uint16_t sport, std::vector<Hop>* hops, Tick* rtt_ps) const {
   hops->clear();
   Tick one_way = 0;
-  const std::uint64_t hash = ecmp_flow_key(p_.ecmp_hash, src, dst, sport);
+  const std::uint64_t hash = ecmp_flow_key(p_.ecmp_hash, src, dst, sport, p_.ecmp_salt);
   const Port* p = &nodes_.at(src).ports.at(0);
   if (!p->cabled || !p->up) return false;
   one_way += p->latency;

@@ -13,7 +13,7 @@ std::uint32_t Network::create_qp(std::uint32_t src, std::uint32_t dst, std::uint
   q.src = src;
   q.dst = dst;
   q.sport = sport;
-  q.hash = ecmp_flow_key(p_.ecmp_hash, src, dst, sport);  // the ECMP policy (models/net/policies.h)
+  q.hash = ecmp_flow_key(p_.ecmp_hash, src, dst, sport, p_.ecmp_salt);  // the ECMP policy (models/net/policies.h)
   auto id = static_cast<std::uint32_t>(qps_.size() - 1);
   // The packet and chunk tiers' transport and congestion-control state; the flow tier's rates
   // are max-min fair, and it keeps neither.

@@ -44,8 +44,11 @@ std::string fault_text(const json& f) {
 std::vector<std::string> chaos_faults(const Scenario& sc, std::uint64_t seed, std::uint32_t n) {
   const Topology& t = sc.topology;
   std::vector<std::size_t> hccs, nic_cables, switch_cables;
+  std::vector<char> missing(t.links.size(), 0);  // /as_built cable_missing: no cable to fault
+  for (std::uint32_t k : t.as_built.cables_missing) missing[k] = 1;
   for (std::size_t k = 0; k < t.links.size(); ++k) {
     const auto& l = t.links[k];
+    if (missing[k]) continue;
     if (l.type == LinkType::Hccs) hccs.push_back(k);
     else if (l.type == LinkType::Roce) (l.a.is_switch && l.b.is_switch ? switch_cables : nic_cables).push_back(k);
   }

@@ -377,6 +377,13 @@ void resolve_faults(const std::vector<PendingRef>& refs, Scenario& sc, Diagnosti
         if (!l.a.is_switch) f.npu = l.a.index;
         else if (!l.b.is_switch) f.npu = l.b.index;
       }
+      // A cable the topology lists as missing (/as_built cable_missing) has no port to act on.
+      if (std::find(t.as_built.cables_missing.begin(), t.as_built.cables_missing.end(), static_cast<std::uint32_t>(f.roce_link)) !=
+          t.as_built.cables_missing.end()) {
+        d.error(r.ptr + (r.target == PendingRef::Nic ? "/npu" : "/port"),
+                "cable " + t.links[static_cast<std::size_t>(f.roce_link)].name + " is missing (/as_built in " + sc.topology_path + "): a fault on it has nothing to act on");
+        continue;
+      }
       cable_name = (r.target == PendingRef::Nic ? "NIC of " + r.npu + " (cable " : "cable ") + t.links[static_cast<std::size_t>(f.roce_link)].name +
                    (r.target == PendingRef::Nic ? ")" : "");
       switch (f.kind) {

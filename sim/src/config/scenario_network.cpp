@@ -19,8 +19,13 @@ void read_network(const ObjectReader& top, Scenario& sc, Diagnostics& d) {
   // default: units of network/chunk bytes on the same mechanism) or as fluid flows.
   const std::string tier = top.str("fidelity", false).value_or("chunk");
   if (!set_fidelity(sc.net, tier)) d.error(top.child("fidelity"), "expected \"packet\", \"chunk\" or \"flow\", got \"" + tier + "\"");
+  // The seed draws the payload and, in the packet and chunk tiers, the switches' ECN marks and the
+  // drop_rate drops; the flow tier has neither, so another seed changes only the payload's bytes.
+  if (sc.net.flow && sc.seed != 1 && top.get("seed", false))
+    d.warn(top.child("seed"), "the flow tier draws no ECN marks or drops from the seed (it has none): seed " + std::to_string(sc.seed) +
+                                  " changes only the payload's bytes, not the timing; use the chunk or packet tier to vary them");
   if (const json* nj = top.get("network", false)) {
-    ObjectReader n(*nj, top.child("network"), d, {"profile", "mtu", "chunk", "ecmp_hash", "ack_every", "nic_latency", "timeout_exp", "retry_count", "drop_rate", "dcqcn", "ecn", "pfc", "port_event", "port_debounce", "close_notice"});
+    ObjectReader n(*nj, top.child("network"), d, {"profile", "mtu", "chunk", "ecmp_hash", "ecmp_salt", "ack_every", "nic_latency", "timeout_exp", "retry_count", "drop_rate", "dcqcn", "ecn", "pfc", "port_event", "port_debounce", "close_notice"});
     models::NetParams& p = sc.net;
     // Congestion-control profile (docs/models/roce-nic.md#dcqcn-profiles): the NIC's DCQCN and the
     // switches' ECN marking as a set; "dcqcn" and "ecn" below override single values of it.
@@ -40,6 +45,8 @@ void read_network(const ObjectReader& top, Scenario& sc, Diagnostics& d) {
       else if (*v == "src-dst") p.ecmp_hash = models::EcmpHash::SrcDst;
       else d.error(n.child("ecmp_hash"), "expected \"5-tuple\" or \"src-dst\", got \"" + *v + "\"");
     }
+    // The switches' ECMP hash seed (docs/models/ethernet-switch.md#ecmp): 0 .. 2^32 - 1.
+    if (auto v = n.uint("ecmp_salt", false, 0, 0xffffffffULL)) p.ecmp_salt = static_cast<std::uint32_t>(*v);
     if (auto v = n.uint("ack_every", false, 1, 1024)) p.ack_every = static_cast<std::uint32_t>(*v);
     if (auto v = n.duration("nic_latency", false)) {
       if (*v > models::kPsPerSec) d.error(n.child("nic_latency"), "latency above 1 s");

@@ -274,6 +274,13 @@ TopologySummary summarize(const Topology& t) {
   }
   s.bisection_Bps = bisection(t);
   s.diameter = diameter(t);
+  if (!t.as_built.cables_missing.empty() || !t.as_built.cables_degraded.empty()) {
+    // The fabric as built: missing cables carry nothing, degraded ones their lower rate.
+    Topology b = t;
+    for (std::uint32_t k : t.as_built.cables_missing) b.links[k].params.bandwidth_Bps = 0;
+    for (const auto& c : t.as_built.cables_degraded) b.links[c.first].params.bandwidth_Bps = c.second;
+    s.bisection_as_built_Bps = bisection(b);
+  }
   return s;
 }
 
@@ -291,6 +298,29 @@ std::string format_summary(const Topology& t, const TopologySummary& s) {
        << " up per leaf" << (t.fabric.rail_optimized ? ", rail-optimised" : "") << "\n";
   os << "  bisection        " << gbps(s.bisection_Bps) << " per direction (ranks 0.." << (s.npus / 2 ? s.npus / 2 - 1 : 0) << " vs the rest)\n";
   os << "  diameter         " << s.diameter << " hops between NPUs\n";
+  if (!t.as_built.empty()) {  // docs/topology-format.md#as-built
+    const AsBuilt& ab = t.as_built;
+    std::string what;
+    auto add = [&](std::size_t n, const char* one, const char* many) {
+      if (n) what += (what.empty() ? "" : ", ") + std::to_string(n) + " " + (n == 1 ? one : many);
+    };
+    add(ab.cables_missing.size(), "RoCE cable missing", "RoCE cables missing");
+    add(ab.cables_degraded.size(), "RoCE cable degraded", "RoCE cables degraded");
+    add(ab.hccs_down.size(), "HCCS link down", "HCCS links down");
+    add(ab.hccs_swaps.size(), "HCCS cable swap", "HCCS cable swaps");
+    add(ab.npus_missing.size(), "NPU missing", "NPUs missing");
+    add(ab.nic_swaps.size(), "NIC cable swap", "NIC cable swaps");
+    add(ab.device_ips.size(), "device IP changed", "device IPs changed");
+    os << "  as built         " << what << "\n";
+    // The cables by name, while the list stays short.
+    if (ab.cables_missing.size() + ab.cables_degraded.size() <= 8) {
+      for (std::uint32_t k : ab.cables_missing) os << "                     missing  " << t.links[k].name << "\n";
+      for (const auto& c : ab.cables_degraded)
+        os << "                     degraded " << t.links[c.first].name << ": " << gbps(static_cast<double>(c.second)) << " of "
+           << gbps(static_cast<double>(t.links[c.first].params.bandwidth_Bps)) << "\n";
+    }
+    if (s.bisection_as_built_Bps >= 0) os << "  bisection as built " << gbps(s.bisection_as_built_Bps) << " per direction\n";
+  }
   if (!t.rank_table.empty()) os << "  rank table       " << t.rank_table << "\n";
   return os.str();
 }

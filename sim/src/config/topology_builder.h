@@ -1,6 +1,7 @@
 // Internals of the topology loader (docs/topology-format.md), shared by its files: the schema
 // reader (topology.cpp), the generators (topology_servers.cpp, topology_fabric.cpp), the server
-// presets (topology_presets.cpp) and the checks (topology_checks.cpp). Plain C++.
+// presets (topology_presets.cpp), the checks (topology_checks.cpp) and /as_built
+// (topology_as_built.cpp). Plain C++.
 #pragma once
 #include <cstdint>
 #include <cstdio>
@@ -85,5 +86,8 @@ class Builder {
 /// Every NPU reaches every other one, and the RoCE network joins every cabled NIC; false (with the
 /// error in `d`) if not. `fabric`: the topology has a generated fabric (where the error points).
 bool check_reachable(const Topology& t, Diagnostics& d, bool fabric);
+
+/// /as_built (topology_as_built.cpp): read after the links and the fabric, whose cables it names.
+void read_as_built(const json& ab, Topology& t, Diagnostics& d);
 
 }  // namespace sim::topology_detail

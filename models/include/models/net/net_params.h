@@ -59,6 +59,9 @@ enum class EcmpHash : std::uint8_t { FiveTuple, SrcDst };
 struct NetParams {
   bool flow = false;                     ///< flow tier: messages as fluid flows at max-min fair rates
   EcmpHash ecmp_hash = EcmpHash::FiveTuple;
+  /// The switches' ECMP hash seed (scenario /network/ecmp_salt): 0 is the unseeded hash; another
+  /// value moves flows to other equal-cost next hops, the same in every tier (policy::ecmp_flow_key).
+  std::uint32_t ecmp_salt = 0;
   std::uint32_t mtu = 4096;              ///< payload bytes per packet
   /// Chunk tier: payload bytes per simulated unit (a train of back-to-back MTU packets that moves
   /// as one; wire bytes, ECN, drops and ACKs still count its packets). 0: one packet (packet tier).

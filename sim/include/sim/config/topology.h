@@ -73,7 +73,12 @@ struct AsBuilt {
   std::vector<std::uint32_t> npus_missing;                            ///< NPUs that never join (their rank does not start)
   std::vector<std::pair<std::uint32_t, std::uint32_t>> nic_swaps;     ///< RoCE links whose switch ends are swapped
   std::vector<std::pair<std::uint32_t, std::uint32_t>> device_ips;    ///< (NPU, IPv4) the NIC is configured with instead
-  bool empty() const { return hccs_down.empty() && hccs_swaps.empty() && npus_missing.empty() && nic_swaps.empty() && device_ips.empty(); }
+  std::vector<std::uint32_t> cables_missing;                          ///< RoCE links not cabled (routes avoid them from the start)
+  std::vector<std::pair<std::uint32_t, std::uint64_t>> cables_degraded;  ///< (RoCE link, bytes/s it runs at, below its rate)
+  bool empty() const {
+    return hccs_down.empty() && hccs_swaps.empty() && npus_missing.empty() && nic_swaps.empty() && device_ips.empty() && cables_missing.empty() &&
+           cables_degraded.empty();
+  }
 };
 
 struct Topology {
@@ -101,6 +106,7 @@ struct TopologySummary {
   std::size_t switches_by_tier[4] = {0, 0, 0, 0};
   double bisection_Bps = 0;   ///< max flow from the first half of the ranks to the second, per direction
   std::uint32_t diameter = 0; ///< hops between the farthest pair of NPUs
+  double bisection_as_built_Bps = -1;  ///< the same with /as_built's RoCE cables missing or degraded; -1 when none is
 };
 TopologySummary summarize(const Topology& t);
 std::string format_summary(const Topology& t, const TopologySummary& s);
