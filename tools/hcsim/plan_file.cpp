@@ -317,6 +317,15 @@ bool load_plan(const std::string& path, Plan& p, sim::Diagnostics& d) {
       p.seeds = read_uints(r.get("seed", false), "/seeds/seed", ~0ULL >> 1, d);
       p.salts = read_uints(r.get("ecmp_salt", false), "/seeds/ecmp_salt", 0xffffffffULL, d);
       if (p.seeds.empty() && p.salts.empty()) d.error("/seeds", "names neither seed nor ecmp_salt");
+      if (p.salts.size() > 1)
+        for (std::size_t i = 0; i < p.workloads.size(); ++i) {
+          auto it = p.workloads[i].env.find("HCOMM_ROUTE_SPORT");
+          const std::string sport = it != p.workloads[i].env.end() ? it->second : p.env.count("HCOMM_ROUTE_SPORT") ? p.env.at("HCOMM_ROUTE_SPORT") : "probe";
+          if (sport != "hash")
+            d.warn("/seeds/ecmp_salt", "workload " + std::to_string(i) + " runs with HCOMM_ROUTE_SPORT=" + sport +
+                                           ": the library probes source ports for the uplinks it wants, so a salt moves no flow; set "
+                                           "/hcomm_env/HCOMM_ROUTE_SPORT to \"hash\" to vary the placement the NICs' hash makes");
+        }
       if (p.seeds.size() > 1)
         for (std::size_t i = 0; i < p.workloads.size(); ++i)
           if (p.workloads[i].fidelity == "flow")
