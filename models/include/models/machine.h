@@ -37,6 +37,11 @@
 
 namespace models {
 
+/// The AI-core peak of an NPU for dtype t, operations per second (0: none documented).
+double compute_peak(const NpuParams& p, DType t);
+/// A compute task's duration on an NPU of parameters p (npu/stream_engine.cpp).
+Tick compute_ps(const NpuParams& p, const Task& t);
+
 class Machine final : public EventHandler, public NetworkListener {
  public:
   struct Stats {
@@ -114,6 +119,9 @@ class Machine final : public EventHandler, public NetworkListener {
   std::uint32_t stream_count() const { return static_cast<std::uint32_t>(streams_.size()); }
   void destroy_stream(std::uint32_t s) { streams_[s].alive = false; }
   std::uint32_t stream_npu(std::uint32_t s) const { return streams_[s].npu; }
+  /// AI-core time of the compute tasks NPU npu's streams dispatched so far (their whole durations).
+  Tick npu_compute_ps(std::uint32_t npu) const { return npus_.at(npu).compute_ps; }
+
   bool stream_idle(std::uint32_t s) const { return streams_[s].q.empty(); }
   /// Tasks in the stream's submission queue (doorbell rung or not) that the engine has not finished.
   std::uint64_t stream_queued(std::uint32_t s) const { return streams_[s].q.size() + streams_[s].pending.size(); }
