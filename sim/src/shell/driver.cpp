@@ -410,6 +410,7 @@ void SimDriver::on_marker(std::uint32_t npu, std::uint32_t, std::uint64_t key, m
   r.ended = true;
   end_key_.erase(e);
   free_pending_.push_back(idx);
+  if (npu < op_iv_.size()) op_iv_[npu].emplace_back(r.start, r.end);
   finish_op(r);
   if (trace_)
     trace_->operation(r.info.rank, r.info.seq, r.info.kind, r.info.algorithm, r.info.bytes,
