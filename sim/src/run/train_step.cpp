@@ -123,7 +123,10 @@ bool Cluster::train_step(std::uint32_t r, std::uint32_t s, const WorkloadStep& w
   std::vector<hcomm_request_t> reqs;
   // Pipeline messages: activations (forward, tag m) and their gradients (backward, tag M + m)
   // between this rank and its counterpart (same tp and dp index) in the neighbouring stage.
+  // A receive is posted when the compute stream reaches it (as Megatron's schedule posts it), so
+  // its operation's time is the wait for the neighbour from that point on, not from the iteration's start.
   auto recv_into_cs = [&](std::uint32_t from_stage, std::uint32_t tag) {
+    after(cs, rs);
     hcomm_request_t q = nullptr;
     if (call("hcomm_irecv", good ? hcomm_irecv(precv, act_count, dt, from_stage, tag, ppc, rs, &q) : HCOMM_SUCCESS)) reqs.push_back(q);
     after(rs, cs);
