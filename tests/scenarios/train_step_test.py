@@ -11,7 +11,10 @@
 3. TP only (8 ranks on one server, no data parallelism): nothing overlaps, so the iteration is
    the compute plus 4 x layers x micro-batches all-reduces of b x s x h elements, each timed by a
    plain all-reduce run, within 3 %.
-4. Bad input: tp x pp x dp != ranks, an unknown key, efficiency 0: hcsim validate exits 2 naming
+4. PP x TP (GPipe, a stage per server): iteration = (M + 1)(F + B) + 2M x T with F + B a
+   micro-batch's compute and all-reduces on a stage and T a plain sendrecv between the servers,
+   within 3 %.
+5. Bad input: tp x pp x dp != ranks, an unknown key, efficiency 0: hcsim validate exits 2 naming
    the JSON pointer.
 Usage: train_step_test.py HCSIM SOURCE_DIR
 """
@@ -94,6 +97,30 @@ with tempfile.TemporaryDirectory() as tmp:
     check(abs(it - (comp + n_ar * ar)) <= 0.03 * n_ar * ar,
           "TP: iteration %.3f us = compute + %d all-reduces of %d B (%.3f us each) = %.3f us (3 %% of the all-reduces)" %
           (it, n_ar, act, ar, comp + n_ar * ar))
+
+    # ---- PP x TP: GPipe over two servers ----
+    # Stage = server (tp 8 inside, pp 2 across). A receive is posted when the compute stream reaches
+    # it, so each of the M forward and M backward messages of the critical chain is on the path:
+    # iteration = (M + 1)(F + B) + 2M x T, with F + B a micro-batch's compute plus its 4 x L/P
+    # tensor-parallel all-reduces on one stage, and T one message timed by a plain sendrecv between
+    # the servers' counterpart ranks (pattern halves: rank r <-> r + 8, all 8 pairs at once).
+    model = {"layers": 4, "hidden": 2048, "seq_len": 1024, "micro_batch": 1, "dtype": "bf16"}
+    eff, M, P = 0.5, 4, 2
+    con = run(tmp, scenario(tmp, "pp", "a2-2node.json", [{"op": "train_step", "model": model, "parallel": {"tp": 8, "pp": P},
+                                                          "micro_batches": M, "efficiency": eff}]))
+    it, comp, crit = con.execute("SELECT iteration_us, compute_us, critical_rank FROM train_steps").fetchone()
+    lp = model["layers"] // P
+    want = 3 * fwd_flops(model, 8) * lp * M / (PEAK_BF16 * eff) * 1e6
+    check(abs(comp - want) <= 4 * lp * M * 1e-3, "PP: compute per stage %.3f us = %.3f us" % (comp, want))
+    check(crit < 8, "PP: the first stage finishes last (critical rank %d)" % crit)
+    act = model["micro_batch"] * model["seq_len"] * model["hidden"] * 2
+    con = run(tmp, scenario(tmp, "sr_pp", "a2-2node.json", [{"op": "sendrecv", "bytes": "%dB" % act, "dtype": "bf16",
+                                                              "pattern": "halves", "repeat": 3}]))
+    msg = sorted(r[0] for r in con.execute("SELECT time_us FROM summary WHERE rep > 0"))[0]
+    fb = comp / M + 4 * lp * ar  # ar: the 8-rank all-reduce of b x s x h elements timed above
+    closed = (M + 1) * fb + 2 * M * msg
+    check(abs(it - closed) <= 0.03 * closed,
+          "PP: iteration %.3f us = (M+1)(F+B) + 2M x T = %d x %.3f + %d x %.3f = %.3f us (3 %%)" % (it, M + 1, fb, 2 * M, msg, closed))
 
     # ---- bad input ----
     good = {"op": "train_step", "model": {"layers": 2, "hidden": 1024, "seq_len": 128, "micro_batch": 1},
