@@ -14,7 +14,9 @@
 4. PP x TP (GPipe, a stage per server): iteration = (M + 1)(F + B) + 2M x T with F + B a
    micro-batch's compute and all-reduces on a stage and T a plain sendrecv between the servers,
    within 3 %.
-5. Bad input: tp x pp x dp != ranks, an unknown key, efficiency 0: hcsim validate exits 2 naming
+5. EP (MoE, dp = ep = 8 on one server): iteration = compute + the all-to-alls + the dense
+   gradients' all-reduce, each timed by a plain run, within 3 %.
+6. Bad input: tp x pp x dp != ranks, an unknown key, efficiency 0: hcsim validate exits 2 naming
    the JSON pointer.
 Usage: train_step_test.py HCSIM SOURCE_DIR
 """
@@ -122,6 +124,32 @@ with tempfile.TemporaryDirectory() as tmp:
     check(abs(it - closed) <= 0.03 * closed,
           "PP: iteration %.3f us = (M+1)(F+B) + 2M x T = %d x %.3f + %d x %.3f = %.3f us (3 %%)" % (it, M + 1, fb, 2 * M, msg, closed))
 
+    # ---- EP (MoE) on one server ----
+    # dp 8 = ep 8, 8 experts, top-2: per layer and micro-batch 4 all-to-alls of b s k h elements
+    # (dispatch and combine, forward and backward) on the critical path; the dense (attention)
+    # gradients in one bucket, reduced over the 8 ranks at the end; no expert gradients to reduce
+    # (dp / ep = 1). iteration = compute + 4 L M all-to-alls + the bucket's all-reduce, each timed
+    # by a plain run, within 3 %.
+    model = {"layers": 2, "hidden": 1024, "seq_len": 1024, "micro_batch": 1, "dtype": "bf16", "experts": 8, "top_k": 2}
+    eff, M = 0.5, 2
+    con = run(tmp, scenario(tmp, "ep", "atlas800t-a2.json", [{"op": "train_step", "model": model, "parallel": {"dp": 8, "ep": 8},
+                                                              "micro_batches": M, "bucket": "1GiB", "efficiency": eff}]))
+    it, comp, grad = con.execute("SELECT iteration_us, compute_us, grad_bytes FROM train_steps").fetchone()
+    b, sq, h, k = model["micro_batch"], model["seq_len"], model["hidden"], model["top_k"]
+    want = 3 * (8 * b * sq * h * h + 4 * b * sq * sq * h + k * 4 * b * sq * h * 4 * h) * model["layers"] * M / (PEAK_BF16 * eff) * 1e6
+    check(abs(comp - want) <= 6 * model["layers"] * M * 1e-3, "EP: compute %.3f us = attention + top_k x MLP FLOPs %.3f us" % (comp, want))
+    dense = 4 * h * h * 2 * model["layers"]
+    check(grad == dense, "EP: gradient bytes %d = the attention's 4h^2 x 2 B per layer" % grad)
+    tokens = b * sq * k * h * 2
+    con = run(tmp, scenario(tmp, "a2a_ep", "atlas800t-a2.json", [{"op": "alltoall", "bytes": "%dB" % tokens, "dtype": "bf16", "repeat": 3},
+                                                                  {"op": "allreduce", "bytes": "%dB" % dense, "dtype": "bf16", "repeat": 3}]))
+    a2a = sorted(r[0] for r in con.execute("SELECT time_us FROM summary WHERE step = 0 AND rep > 0"))[0]
+    ar_dense = sorted(r[0] for r in con.execute("SELECT time_us FROM summary WHERE step = 1 AND rep > 0"))[0]
+    closed = comp + 4 * model["layers"] * M * a2a + ar_dense
+    check(abs(it - closed) <= 0.03 * (closed - comp),
+          "EP: iteration %.3f us = compute + %d all-to-alls of %d B (%.3f us) + all-reduce %.3f us = %.3f us" %
+          (it, 4 * model["layers"] * M, tokens, a2a, ar_dense, closed))
+
     # ---- bad input ----
     good = {"op": "train_step", "model": {"layers": 2, "hidden": 1024, "seq_len": 128, "micro_batch": 1},
             "parallel": {"tp": 8, "dp": 2}}
@@ -131,6 +159,7 @@ with tempfile.TemporaryDirectory() as tmp:
         ("efficiency", {"efficiency": 0}, "/workload/0/efficiency: must be in (0, 1]"),
         ("layers", {"parallel": {"tp": 4, "pp": 4}, "model": dict(good["model"], layers=6)},
          "/workload/0/model/layers: 6 layers do not divide into 4 pipeline stages"),
+        ("ep", {"parallel": {"tp": 4, "dp": 4, "ep": 3}, "model": dict(good["model"], experts=6)}, "/workload/0/parallel/ep: ep 3 must divide dp 4"),
     ]
     for name, change, want in cases:
         p = scenario(tmp, "bad_" + name, "a2-2node.json", [dict(good, **change)])

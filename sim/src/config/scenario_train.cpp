@@ -14,7 +14,7 @@ void read_train_step(const json& j, const std::string& ptr, Scenario& sc, Diagno
   st.check = false;  // nothing to compare: the step moves gradients and activations, not a payload
   auto spec = std::make_shared<TrainStepSpec>();
   if (const json* mj = w.get("model", true)) {
-    ObjectReader m(*mj, w.child("model"), d, {"layers", "hidden", "seq_len", "micro_batch", "dtype", "vocab", "ffn"});
+    ObjectReader m(*mj, w.child("model"), d, {"layers", "hidden", "seq_len", "micro_batch", "dtype", "vocab", "ffn", "experts", "top_k"});
     if (m.valid()) {
       spec->layers = m.uint("layers", true, 1, 100000).value_or(0);
       spec->hidden = m.uint("hidden", true, 1, 1u << 20).value_or(0);
@@ -22,6 +22,11 @@ void read_train_step(const json& j, const std::string& ptr, Scenario& sc, Diagno
       spec->micro_batch = m.uint("micro_batch", true, 1, 1u << 16).value_or(0);
       spec->vocab = m.uint("vocab", false, 1, 1u << 24).value_or(0);
       spec->ffn = m.uint("ffn", false, 1, 1u << 22).value_or(4 * spec->hidden);
+      spec->experts = m.uint("experts", false, 1, 1u << 16).value_or(0);
+      spec->top_k = m.uint("top_k", false, 1, 1u << 16).value_or(1);
+      if (m.get("top_k", false) && !spec->experts) d.error(m.child("top_k"), "top_k applies to an MoE model (experts)");
+      else if (spec->experts && spec->top_k > spec->experts)
+        d.error(m.child("top_k"), "top_k " + std::to_string(spec->top_k) + " is more than the " + std::to_string(spec->experts) + " experts");
       if (auto s = m.str("dtype", false)) {
         if (*s == "fp16") spec->dtype = models::DType::Fp16;
         else if (*s == "bf16") spec->dtype = models::DType::Bf16;
@@ -34,11 +39,12 @@ void read_train_step(const json& j, const std::string& ptr, Scenario& sc, Diagno
     }
   }
   if (const json* pj = w.get("parallel", true)) {
-    ObjectReader p(*pj, w.child("parallel"), d, {"tp", "pp", "dp"});
+    ObjectReader p(*pj, w.child("parallel"), d, {"tp", "pp", "dp", "ep"});
     if (p.valid()) {
       spec->tp = static_cast<std::uint32_t>(p.uint("tp", false, 1, 1u << 20).value_or(1));
       spec->pp = static_cast<std::uint32_t>(p.uint("pp", false, 1, 1u << 20).value_or(1));
       spec->dp = static_cast<std::uint32_t>(p.uint("dp", false, 1, 1u << 20).value_or(1));
+      spec->ep = static_cast<std::uint32_t>(p.uint("ep", false, 1, 1u << 20).value_or(1));
     }
   }
   spec->micro_batches = static_cast<std::uint32_t>(w.uint("micro_batches", false, 1, 4096).value_or(1));
@@ -74,6 +80,17 @@ void check_train_step(const WorkloadStep& w, const std::string& wp, const Scenar
                                       std::to_string(t.tp) + " (Megatron splits the weight matrices evenly)");
   if (t.vocab && t.vocab % t.tp != 0)
     d.error(wp + "/model/vocab", "vocab " + std::to_string(t.vocab) + " must divide by tp " + std::to_string(t.tp));
+  if (t.ep > 1 || t.experts) {
+    // Megatron-LM carves expert-parallel groups out of the data-parallel ranks; every rank holds
+    // experts / ep experts, and the all-to-all splits a rank's b x s x top_k tokens evenly.
+    if (!t.experts) d.error(wp + "/parallel/ep", "expert parallelism needs an MoE model (model/experts)");
+    else if (t.dp % t.ep != 0) d.error(wp + "/parallel/ep", "ep " + std::to_string(t.ep) + " must divide dp " + std::to_string(t.dp));
+    else if (t.experts % t.ep != 0)
+      d.error(wp + "/model/experts", std::to_string(t.experts) + " experts do not divide among ep " + std::to_string(t.ep) + " ranks");
+    else if ((t.micro_batch * t.seq_len * t.top_k) % t.ep != 0)
+      d.error(wp + "/parallel/ep", "b x s x top_k = " + std::to_string(t.micro_batch * t.seq_len * t.top_k) +
+                                       " tokens do not divide into ep " + std::to_string(t.ep) + " equal all-to-all blocks");
+  }
   for (auto n : sc.topology.rank_to_npu) {
     if (models::compute_peak(sc.topology.npus[n].params, t.dtype) <= 0) {
       d.error(wp + "/model/dtype", "the NPU model " + sc.topology.npus[n].params.model + " has no documented " +

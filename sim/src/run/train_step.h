@@ -31,18 +31,20 @@ struct GradBucket {
 /// forward with ffn = 4h, backward twice the forward; here with the MLP size F as given):
 struct TrainCosts {
   double attn_fwd_flops = 0;    ///< (8bsh^2 + 4bs^2h) / T: QKV and output projections, scores and values
-  double mlp_fwd_flops = 0;     ///< 4bshF / T: the two MLP matrices
+  double mlp_fwd_flops = 0;     ///< 4bshF / T: the two MLP matrices (MoE: top_k times that, the experts' tokens)
   double logits_fwd_flops = 0;  ///< 2bshV / T on the last stage (0 without a vocabulary)
   std::uint64_t act_bytes = 0;  ///< b s h elements: one tensor-parallel all-reduce, one pipeline message
-  std::uint64_t layer_grad_bytes = 0;  ///< (4h^2 + 2hF) / T parameters' gradients (biases, norms ignored)
+  std::uint64_t layer_grad_bytes = 0;  ///< (4h^2 + 2hF) / T parameters' gradients (biases, norms ignored); MoE: 4h^2 / T
+  std::uint64_t expert_grad_bytes = 0; ///< MoE: (experts / ep) x 2hF / T, reduced over the expert-data-parallel group
+  std::uint64_t a2a_bytes = 0;         ///< MoE with ep > 1: b s top_k h elements, one all-to-all's send buffer
   std::uint64_t embed_grad_bytes = 0;  ///< V h / T on the first stage (0 without a vocabulary)
   std::uint64_t layers_per_stage = 0;
 };
 TrainCosts train_costs(const TrainStepSpec& t);
 
-/// The stage's gradient buckets in the order backward fills them (last layer first): a bucket
-/// closes when it holds at least bucket_bytes, or at the stage's first layer (which, on the first
-/// stage, also carries the embedding's gradients).
-std::vector<GradBucket> grad_buckets(const TrainStepSpec& t, const TrainCosts& c, bool first_stage);
+/// A stage's gradient buckets in the order backward fills them (last layer first): `layers`
+/// layers of `per_layer` bytes, the first layer `first_extra` more (the embedding on the first
+/// stage); a bucket closes when it holds at least bucket_bytes, or at the stage's first layer.
+std::vector<GradBucket> grad_buckets(std::uint64_t bucket_bytes, std::uint64_t layers, std::uint64_t per_layer, std::uint64_t first_extra);
 
 }  // namespace sim

@@ -22,8 +22,10 @@ struct TrainStepSpec {
   std::uint64_t layers = 0, hidden = 0, seq_len = 0, micro_batch = 0;  ///< model: L, h, s, b
   std::uint64_t ffn = 0;    ///< MLP inner size (default 4h)
   std::uint64_t vocab = 0;  ///< 0: no embedding / logits layer
+  std::uint64_t experts = 0, top_k = 1;  ///< MoE: experts per layer (0: dense MLP), experts per token
   models::DType dtype = models::DType::Bf16;
   std::uint32_t tp = 1, pp = 1, dp = 1;
+  std::uint32_t ep = 1;  ///< expert parallelism: a divisor of dp (groups of ep consecutive data-parallel ranks)
   std::uint32_t micro_batches = 1;                 ///< M per iteration (per data-parallel replica)
   std::uint64_t bucket_bytes = 25ULL << 20;        ///< data-parallel gradient bucket
   double efficiency = 0.5;                         ///< share of the NPU's peak the compute runs at
