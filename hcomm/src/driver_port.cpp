@@ -118,7 +118,10 @@ hcomm_result_t stream_destroy(hcomm_stream_t s) { return ok_or(s->ctx->drv->stre
 hcomm_result_t stream_create_on(hcomm_context_t ctx, std::uint32_t device, std::uint32_t* id) {
   return ok_or(ctx->drv->stream_create(device, id), HCOMM_E_DRV);
 }
-hcomm_result_t submit(hcomm_stream_t s, const DrvTask& t) { return ok_or(s->ctx->drv->submit(s->id, t), HCOMM_E_DRV); }
+hcomm_result_t submit(hcomm_stream_t s, const DrvTask& t) {
+  const DrvStatus st = s->ctx->drv->submit(s->id, t);
+  return st == DrvStatus::NotSupported ? HCOMM_E_NOT_SUPPORT : ok_or(st, HCOMM_E_DRV);
+}
 hcomm_result_t stream_synchronize(hcomm_stream_t s, std::uint64_t timeout_ns, std::string* error) {
   switch (s->ctx->drv->stream_synchronize(s->id, timeout_ns, error)) {
     case DrvStatus::Ok: return HCOMM_SUCCESS;

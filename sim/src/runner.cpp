@@ -154,6 +154,23 @@ RunResult run_scenario(const Scenario& sc, const RunOptions& opt) {
     auto tally = by_rep.find(s.rep);
     if (tally != by_rep.end()) { s.checked = tally->second.first; s.failed = tally->second.second; }
   }
+  {  // train_step repetitions: a summary row each (the iteration time) and their train_steps rows
+    res.train = cluster->train_reports();
+    for (const auto& t : res.train) {
+      StepSummary u;
+      u.step = t.step;
+      u.rep = t.rep;
+      u.kind = "train_step";
+      u.bytes = t.grad_bytes;
+      u.time_us = t.iteration_us;
+      res.steps.push_back(u);
+      trace.train_step({t.step, t.rep, t.ranks, t.critical_rank, t.iteration_us, t.compute_us, t.comm_us, t.exposed_comm_us, t.overlap,
+                        t.grad_bytes});
+    }
+    if (!res.train.empty())
+      std::stable_sort(res.steps.begin(), res.steps.end(),
+                       [](const StepSummary& a, const StepSummary& b) { return std::tie(a.step, a.rep) < std::tie(b.step, b.rep); });
+  }
   trace_summaries(trace, res.steps);
   record_outcomes(sc, *cluster, trace, res);
   expect_limits(sc.expect, res.steps, failures);

@@ -50,6 +50,8 @@ CREATE TABLE checks(rank INTEGER, step INTEGER, rep INTEGER, ok INTEGER, mismatc
                     tolerance REAL);
 CREATE TABLE summary(step INTEGER, rep INTEGER, kind TEXT, bytes INTEGER, time_us REAL, algbw_GBps REAL,
                      busbw_GBps REAL);
+CREATE TABLE train_steps(step INTEGER, rep INTEGER, ranks INTEGER, critical_rank INTEGER, iteration_us REAL,
+                         compute_us REAL, comm_us REAL, exposed_comm_us REAL, overlap REAL, grad_bytes INTEGER);
 )SQL";
 }  // namespace
 
@@ -218,6 +220,7 @@ bool Trace::open(const std::string& path, std::string* why, bool force, const ch
   st_log_ = prep("INSERT INTO logs(sim_time_ns,rank,level,message) VALUES(?,?,?,?)");
   st_check_ = prep("INSERT INTO checks VALUES(?,?,?,?,?,?,?,?)");
   st_sum_ = prep("INSERT INTO summary VALUES(?,?,?,?,?,?,?)");
+  st_train_ = prep("INSERT INTO train_steps VALUES(?,?,?,?,?,?,?,?,?,?)");
   exec("BEGIN");
   if (failed_) {
     *why = error_;
@@ -231,7 +234,7 @@ void Trace::close() noexcept {
   if (db_) {
     if (!failed_ && !sqlite3_get_autocommit(db_) && exec("COMMIT")) committed_ += pending_;
     pending_ = 0;
-    for (sqlite3_stmt** s : {&st_npu_, &st_link_, &st_op_, &st_ctr_, &st_log_, &st_check_, &st_sum_, &st_port_, &st_counter_, &st_sample_, &st_task_, &st_route_, &st_failover_, &st_fault_, &st_prov_}) {
+    for (sqlite3_stmt** s : {&st_npu_, &st_link_, &st_op_, &st_ctr_, &st_log_, &st_check_, &st_sum_, &st_train_, &st_port_, &st_counter_, &st_sample_, &st_task_, &st_route_, &st_failover_, &st_fault_, &st_prov_}) {
       sqlite3_finalize(*s);
       *s = nullptr;
     }
@@ -455,6 +458,14 @@ void Trace::summary(std::uint32_t step, std::uint32_t rep, const std::string& ki
                     double algbw, double busbw) {
   if (!writable()) return;
   if (!put(Binder{st_sum_}(static_cast<I>(step))(static_cast<I>(rep))(kind)(static_cast<I>(bytes))(t)(algbw)(busbw).done())) return;
+  row_done();
+}
+
+void Trace::train_step(const TrainStepRow& t) {
+  if (!writable()) return;
+  if (!put(Binder{st_train_}(static_cast<I>(t.step))(static_cast<I>(t.rep))(static_cast<I>(t.ranks))(static_cast<I>(t.critical_rank))(
+               t.iteration_us)(t.compute_us)(t.comm_us)(t.exposed_comm_us)(t.overlap)(static_cast<I>(t.grad_bytes)).done()))
+    return;
   row_done();
 }
 

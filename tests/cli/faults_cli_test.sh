@@ -28,7 +28,7 @@ FAST=(--set /network/timeout_exp=3 --set /network/retry_count=3)
 expect "baseline" 0 "PASS" -- "$HCSIM" run "$F" --db base.db -q
 check "baseline: every operation ok" "$(q base.db "SELECT COUNT(*) FROM operations WHERE status != 'ok' OR error IS NOT NULL")" 0
 check "baseline: run.status ok" "$(q base.db "SELECT status FROM run")" ok
-check "trace schema 10" "$(q base.db "SELECT value FROM meta WHERE key = 'schema_version'")" 10
+check "trace schema 11" "$(q base.db "SELECT value FROM meta WHERE key = 'schema_version'")" 11
 
 # 1. packet_corruption: the receiver's FCS check drops corrupted packets, go-back-N recovers them.
 expect "packet_corruption: results still correct" 0 "PASS" -- \

@@ -416,3 +416,40 @@ TEST(Collectives, BadAlgorithmKnob) {
   hcomm_finalize();
   hcomm::set_driver(nullptr);
 }
+
+// Compute tasks through the driver boundary: what the library submits (DrvTaskKind::Compute with
+// the duration, or the FLOPs, dtype and efficiency), in stream order, and what it refuses.
+TEST(Collectives, ComputeTasks) {
+  FakeDriver drv(1, 1);
+  hcomm::set_driver(&drv);
+  drv.set_rank(0);
+  hcomm_context_t ctx = nullptr;
+  ASSERT_EQ(hcomm_create_context(0, &ctx), HCOMM_SUCCESS);
+  hcomm_stream_t s = nullptr;
+  ASSERT_EQ(hcomm_create_stream(ctx, &s), HCOMM_SUCCESS);
+  const std::size_t before = drv.tasks.size();
+  EXPECT_EQ(hcomm_launch_compute(s, 1500), HCOMM_SUCCESS);
+  EXPECT_EQ(hcomm_launch_compute_flops(s, 2e12, HCOMM_DATA_TYPE_BFP16, 0.25), HCOMM_SUCCESS);
+  EXPECT_EQ(hcomm_launch_compute(s, 0), HCOMM_E_PARA);
+  EXPECT_EQ(hcomm_launch_compute_flops(s, -1, HCOMM_DATA_TYPE_BFP16, 0.5), HCOMM_E_PARA);
+  EXPECT_EQ(hcomm_launch_compute_flops(s, 1e9, HCOMM_DATA_TYPE_BFP16, 0), HCOMM_E_PARA);
+  EXPECT_EQ(hcomm_launch_compute_flops(s, 1e9, HCOMM_DATA_TYPE_BFP16, 1.01), HCOMM_E_PARA);
+  EXPECT_EQ(hcomm_launch_compute_flops(s, 1e9, HCOMM_DATA_TYPE_INT64, 0.5), HCOMM_E_NOT_SUPPORT);
+  ASSERT_EQ(drv.tasks.size(), before + 2) << "refused calls submit nothing";
+  const hcomm::DrvTask& a = drv.tasks[before].task;
+  const hcomm::DrvTask& b = drv.tasks[before + 1].task;
+  EXPECT_EQ(a.kind, hcomm::DrvTaskKind::Compute);
+  EXPECT_EQ(a.value, 1500u);
+  EXPECT_EQ(a.flops, 0.0);
+  EXPECT_EQ(b.kind, hcomm::DrvTaskKind::Compute);
+  EXPECT_EQ(b.flops, 2e12);
+  EXPECT_EQ(b.efficiency, 0.25);
+  EXPECT_EQ(b.dtype, HCOMM_DATA_TYPE_BFP16);
+  EXPECT_EQ(hcomm_stream_synchronize(s), HCOMM_SUCCESS);
+  EXPECT_EQ(drv.computes, 2u);
+  EXPECT_EQ(drv.compute_ns, 1500u);
+  hcomm_destroy_stream(s);
+  hcomm_destroy_context(ctx);
+  hcomm_finalize();
+  hcomm::set_driver(nullptr);
+}

@@ -46,6 +46,8 @@ class FakeDriver : public hcomm::Driver {
   std::vector<std::string> logs;
   /// Notify counters left after the run: (device, key) -> records not yet consumed by a wait.
   std::map<std::pair<std::uint32_t, std::uint64_t>, std::uint64_t> notifies;
+  /// Compute tasks executed, and the sum of the durations of those given in ns (no clock here).
+  std::uint64_t computes = 0, compute_ns = 0;
 
   // ---- device / topology ----
   std::uint32_t rank_count() override { return n_; }
@@ -360,6 +362,7 @@ class FakeDriver : public hcomm::Driver {
         if (t.value) ++notifies[{t.target, t.key}];
         return true;
       case DrvTaskKind::RdmaFence: return true;  // writes land when they run here
+      case DrvTaskKind::Compute: compute_ns += t.flops > 0 ? 0 : t.value; ++computes; return true;  // no clock here: counted
     }
     return false;
   }

@@ -31,8 +31,10 @@ enum class PairLink : int { None = 0, Local, Hccs, Pcie, Roce };
 enum class DrvTaskKind : std::uint8_t {
   Copy, ReduceCopy, NotifyRecord, NotifyWait, EventRecord, EventWait, HostToDevice, DeviceToHost, Marker,
   RdmaWrite,  ///< RoCE write src -> dst on device `target`, then (value != 0) notify `key` there
-  RdmaFence   ///< ends when every RDMA write the device posted before it is acknowledged (the
+  RdmaFence,  ///< ends when every RDMA write the device posted before it is acknowledged (the
               ///< completions polled before the buffers those writes read are used again)
+  Compute     ///< AI-core work: the stream is busy for `value` ns, or (flops > 0) for flops of
+              ///< `dtype` at the device's peak rate for that dtype times `efficiency`
 };
 
 /// One stream task. dtype/op use the hcomm_data_type_t / hcomm_reduce_op_t numbering.
@@ -63,6 +65,9 @@ struct DrvTask {
   /// EventRecord: a progress mark, written with the previous task's completion instead of being
   /// dispatched as a task (costs the stream no time; op retry's slice markers, docs/failover.md#resumption).
   bool passive = false;
+  /// Compute: the work's floating-point (or, int8, integer) operations, and the share in (0, 1] of
+  /// the device's peak it runs at; flops 0: `value` is the duration in ns.
+  double flops = 0, efficiency = 1;
 };
 
 // ---- RoCE routing (docs/routing.md) ----

@@ -73,6 +73,15 @@ hcomm_result_t hcomm_destroy_stream(hcomm_stream_t stream);
 /* Blocks the caller until every task on the stream finished (or the context timeout passed). */
 hcomm_result_t hcomm_stream_synchronize(hcomm_stream_t stream);
 
+/* ---- compute ---- */
+/* Enqueue AI-core work on the stream (as a kernel launch does): the stream is busy for
+ * duration_ns, or for `flops` operations of `dtype` at the device's peak rate for that dtype times
+ * `efficiency` (in (0, 1]; the peaks: docs/models/npu.md#compute). Streams order it as any task;
+ * events order it against other streams. Invalid arguments (duration 0, flops <= 0 or not finite,
+ * efficiency outside (0, 1]): HCOMM_E_PARA; a dtype the device has no peak for: HCOMM_E_NOT_SUPPORT. */
+hcomm_result_t hcomm_launch_compute(hcomm_stream_t stream, uint64_t duration_ns);
+hcomm_result_t hcomm_launch_compute_flops(hcomm_stream_t stream, double flops, hcomm_data_type_t dtype, double efficiency);
+
 /* ---- events ---- */
 hcomm_result_t hcomm_create_event(hcomm_context_t ctx, hcomm_event_t* ev);
 hcomm_result_t hcomm_destroy_event(hcomm_event_t ev);

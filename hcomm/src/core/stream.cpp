@@ -2,6 +2,7 @@
 // an id plus a host-side record count, recorded and waited on by stream tasks.
 #include "core/stream.h"
 
+#include <cmath>
 #include <cstdio>
 #include <string>
 
@@ -100,6 +101,27 @@ hcomm_result_t hcomm_destroy_stream(hcomm_stream_t s) {
 hcomm_result_t hcomm_stream_synchronize(hcomm_stream_t s) {
   if (!live(s, kStream)) return HCOMM_E_UNAVAIL;
   return sync_timeout(s, s->ctx->timeout_ns / 1000000);
+}
+
+hcomm_result_t hcomm_launch_compute(hcomm_stream_t s, std::uint64_t duration_ns) {
+  if (!live(s, kStream)) return HCOMM_E_UNAVAIL;
+  if (duration_ns == 0) return HCOMM_E_PARA;
+  DrvTask t;
+  t.kind = DrvTaskKind::Compute;
+  t.value = duration_ns;
+  return port::submit(s, t);
+}
+hcomm_result_t hcomm_launch_compute_flops(hcomm_stream_t s, double flops, hcomm_data_type_t dtype, double efficiency) {
+  if (!live(s, kStream)) return HCOMM_E_UNAVAIL;
+  if (!(flops > 0) || !std::isfinite(flops) || !(efficiency > 0) || efficiency > 1) return HCOMM_E_PARA;
+  if (dtype != HCOMM_DATA_TYPE_FP16 && dtype != HCOMM_DATA_TYPE_BFP16 && dtype != HCOMM_DATA_TYPE_FP32 && dtype != HCOMM_DATA_TYPE_INT8)
+    return HCOMM_E_NOT_SUPPORT;  // the AI cores' matrix units: no peak for other types
+  DrvTask t;
+  t.kind = DrvTaskKind::Compute;
+  t.flops = flops;
+  t.efficiency = efficiency;
+  t.dtype = dtype;
+  return port::submit(s, t);
 }
 
 hcomm_result_t hcomm_create_event(hcomm_context_t ctx, hcomm_event_t* ev) {

@@ -37,6 +37,11 @@
 
 namespace models {
 
+/// The AI-core peak of an NPU for dtype t, operations per second (0: none documented).
+double compute_peak(const NpuParams& p, DType t);
+/// A compute task's duration on an NPU of parameters p (npu/stream_engine.cpp).
+Tick compute_ps(const NpuParams& p, const Task& t);
+
 class Machine final : public EventHandler, public NetworkListener {
  public:
   struct Stats {
@@ -114,6 +119,19 @@ class Machine final : public EventHandler, public NetworkListener {
   std::uint32_t stream_count() const { return static_cast<std::uint32_t>(streams_.size()); }
   void destroy_stream(std::uint32_t s) { streams_[s].alive = false; }
   std::uint32_t stream_npu(std::uint32_t s) const { return streams_[s].npu; }
+  /// Every NPU's HBM keeps the bytes written from now on (on) or only as configured (off): a
+  /// timing-payload run's short exchange whose bytes matter (a train step's communicator splits).
+  void keep_bytes(bool on) {
+    if (hbm_configured_.empty())
+      for (const auto& h : hbm_shape_) hbm_configured_.push_back(h.stores);
+    for (std::size_t i = 0; i < npus_.size(); ++i) {
+      hbm_shape_[i].stores = on || hbm_configured_[i];
+      npus_[i].hbm.set_store(hbm_shape_[i].stores);
+    }
+  }
+  /// AI-core time of the compute tasks NPU npu's streams dispatched so far (their whole durations).
+  Tick npu_compute_ps(std::uint32_t npu) const { return npus_.at(npu).compute_ps; }
+
   bool stream_idle(std::uint32_t s) const { return streams_[s].q.empty(); }
   /// Tasks in the stream's submission queue (doorbell rung or not) that the engine has not finished.
   std::uint64_t stream_queued(std::uint32_t s) const { return streams_[s].q.size() + streams_[s].pending.size(); }
@@ -291,6 +309,7 @@ class Machine final : public EventHandler, public NetworkListener {
     bool stores;
   };
   std::vector<HbmShape> hbm_shape_;
+  std::vector<bool> hbm_configured_;  // keep_bytes: the configured HbmShape::stores
   std::vector<QpTable> qp_of_;  // per source NPU: (dst, stripe) -> QP (or kQpPending | its source port)
   QpTable& qp_table(std::uint32_t src);
   std::vector<RdmaOp> rdmas_;

@@ -3,6 +3,7 @@
 #include "models/machine.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace models {
 
@@ -19,6 +20,7 @@ const char* task_kind_name(TaskKind k) {
     case TaskKind::Marker: return "marker";
     case TaskKind::RdmaWrite: return "rdma_write";
     case TaskKind::RdmaFence: return "rdma_fence";
+    case TaskKind::Compute: return "compute";
   }
   return "?";
 }
@@ -77,7 +79,32 @@ void Machine::dispatch(std::uint32_t s) {
     case TaskKind::RdmaFence:
       rdma_fence(s);
       return;
+    case TaskKind::Compute: {
+      const Tick d = compute_ps(npus_[st.npu].params, t);
+      npus_[st.npu].compute_ps += d;
+      sch_.schedule(sch_.now() + d, this, stream_ev(kComplete, s), 0);
+      return;
+    }
   }
+}
+
+double compute_peak(const NpuParams& p, DType t) {
+  switch (t) {
+    case DType::Fp16: return p.peak_fp16_flops;
+    case DType::Bf16: return p.peak_bf16_flops;
+    case DType::Fp32: return p.peak_fp32_flops;
+    case DType::Int8: return p.peak_int8_ops;
+    default: return 0;
+  }
+}
+
+// A compute task's duration: `value` ns, or flops / (peak x efficiency) rounded to the ps. Only
+// the AI cores are busy: the HBM traffic of the work is not modelled (it does not slow SDMA).
+Tick compute_ps(const NpuParams& p, const Task& t) {
+  if (t.flops <= 0) return t.value * kPsPerNs;
+  const double peak = compute_peak(p, t.dtype);
+  if (peak <= 0 || !(t.efficiency > 0)) return 0;  // refused at submission (Machine::compute_valid)
+  return static_cast<Tick>(std::llround(t.flops / (peak * t.efficiency) * 1e12));
 }
 
 void Machine::complete(std::uint32_t s) {

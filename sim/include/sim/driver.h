@@ -57,6 +57,10 @@ class SimDriver final : public hcomm::Driver, public models::MachineListener {
   /// Called when an announced operation starts (its begin marker), with its step/rep labels:
   /// the runner's fault injector times faults relative to a step by it.
   std::function<void(std::uint32_t step, std::uint32_t rep, const hcomm::OpInfo& info, models::Tick t)> on_op_start;
+  /// Keep, per NPU, the [begin marker, end marker] interval of every announced operation that
+  /// completes from now on (a train step's communication time, run/train_step.cpp).
+  void log_op_intervals(std::uint32_t npus) { op_iv_.assign(npus, {}); }
+  std::vector<std::pair<models::Tick, models::Tick>>& op_intervals(std::uint32_t npu) { return op_iv_.at(npu); }
   /// Operations announced whose end marker was not seen (failed, timed out, or cut short).
   std::vector<OpRecord> unfinished_ops() const;
 
@@ -265,6 +269,7 @@ class SimDriver final : public hcomm::Driver, public models::MachineListener {
   std::vector<OpRecord> pending_;            // announced ops whose end marker has not been seen
   std::vector<std::size_t> free_pending_;    // slots of pending_ free for reuse
   std::map<SpanKey, OpSpan> spans_;
+  std::vector<std::vector<std::pair<models::Tick, models::Tick>>> op_iv_;  // log_op_intervals
   // Per device: the operation the library is submitting (its seq and end marker key; seq -1: none).
   // Tasks submitted meanwhile, on any stream of the device, belong to it (tasks.op_seq).
   std::vector<std::pair<std::int64_t, std::uint64_t>> open_op_;

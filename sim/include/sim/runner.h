@@ -41,6 +41,14 @@ struct StepSummary {
   std::uint64_t start_ps = 0, end_ps = 0;  ///< first rank's start, last rank's end
 };
 
+/// A train_step repetition (docs/training-steps.md#what-is-reported; the trace's `train_steps`).
+/// The critical rank is the one that finished last; exposed = iteration - compute on it.
+struct TrainStepReport {
+  std::uint32_t step = 0, rep = 0, ranks = 0, critical_rank = 0;
+  double iteration_us = 0, compute_us = 0, comm_us = 0, exposed_comm_us = 0, overlap = 0;
+  std::uint64_t grad_bytes = 0;  ///< gradient bytes the critical rank all-reduced over its data-parallel group
+};
+
 /// What an injected fault did (docs/tools.md#fault-report; the trace's `faults` table).
 struct FaultReport {
   std::string type, target;
@@ -63,6 +71,7 @@ struct RunResult {
   int signal = 0;                      ///< the signal that stopped the run, 0 if none
   std::string trace_error;             ///< why the trace could not be written (Trace::error)
   std::vector<StepSummary> steps;
+  std::vector<TrainStepReport> train;  ///< one per train_step repetition every rank finished
   std::vector<std::string> failures;   ///< why the expectations failed
   std::uint64_t sim_end_ps = 0, events = 0;
   std::uint64_t events_peak = 0;       ///< the most fabric events pending at once

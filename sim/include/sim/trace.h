@@ -25,10 +25,17 @@ namespace sim {
 // 4: counter_samples, tasks, port_counters.busy_ns.
 // 5: routes; port_counters.peer, peer_port.
 // 6: operations.status, error (failed, timed-out and unfinished operations have rows).
-constexpr int kTraceSchemaVersion = 10;  // 10: port_counters.pfcwd_storms (docs/trace-schema.md#versions)
+constexpr int kTraceSchemaVersion = 11;  // 11: train_steps; 10: port_counters.pfcwd_storms (docs/trace-schema.md#versions)
 
 /// One `routes` row: a route the library chose, with the path the hardware forwards it on.
 /// One row of `failovers` (docs/trace-schema.md): what one rank's library did about a fault.
+/// A train_steps row (the runner's TrainStepReport).
+struct TrainStepRow {
+  std::uint32_t step = 0, rep = 0, ranks = 0, critical_rank = 0;
+  double iteration_us = 0, compute_us = 0, comm_us = 0, exposed_comm_us = 0, overlap = 0;
+  std::uint64_t grad_bytes = 0;
+};
+
 struct FailoverRow {
   std::uint32_t comm = 0, detected_by = 0;
   std::int64_t origin = -1;
@@ -134,6 +141,8 @@ class Trace {
              const std::string& detail, const char* mode, double tolerance);
   void summary(std::uint32_t step, std::uint32_t rep, const std::string& kind, std::uint64_t bytes, double time_us,
                double algbw, double busbw);
+  /// One train_step repetition (docs/trace-schema.md#train_steps).
+  void train_step(const TrainStepRow& t);
 
  private:
   sqlite3_stmt* prep(const char* sql);
@@ -150,7 +159,7 @@ class Trace {
   bool failed_ = false;
   std::uint64_t committed_ = 0;
   sqlite3_stmt *st_npu_ = nullptr, *st_link_ = nullptr, *st_op_ = nullptr, *st_ctr_ = nullptr, *st_log_ = nullptr,
-               *st_check_ = nullptr, *st_sum_ = nullptr,
+               *st_check_ = nullptr, *st_sum_ = nullptr, *st_train_ = nullptr,
                *st_port_ = nullptr, *st_counter_ = nullptr, *st_sample_ = nullptr, *st_task_ = nullptr, *st_route_ = nullptr,
                *st_failover_ = nullptr, *st_fault_ = nullptr, *st_prov_ = nullptr;
   std::uint64_t pending_ = 0, batch_ = 2000;

@@ -26,6 +26,10 @@ struct PendingRef {
 void read_network(const ObjectReader& top, Scenario& sc, Diagnostics& d);
 void read_hcomm_env(const ObjectReader& top, Scenario& sc, Diagnostics& d);
 /// The workload array (null if missing or invalid).
+/// /workload/i with op "train_step" (scenario_train.cpp).
+void read_train_step(const json& j, const std::string& pointer, Scenario& sc, Diagnostics& d);
+/// Its layout against the topology (tp x pp x dp = ranks, divisibility, dtype peak).
+void check_train_step(const WorkloadStep& w, const std::string& pointer, const Scenario& sc, Diagnostics& d);
 const json* read_workload(const ObjectReader& top, Scenario& sc, Diagnostics& d);
 void read_faults(const ObjectReader& top, const json* wl, Scenario& sc, Diagnostics& d, std::vector<PendingRef>& refs);
 void read_expect(const ObjectReader& top, Scenario& sc, Diagnostics& d);

@@ -60,6 +60,11 @@ const json* read_workload(const ObjectReader& top, Scenario& sc, Diagnostics& d)
   if (wl && (!wl->is_array() || wl->empty())) { d.error(top.child("workload"), "expected a non-empty array"); wl = nullptr; }
   if (wl) {
     for (std::size_t i = 0; i < wl->size(); ++i) {
+      const json& wj = (*wl)[i];
+      if (wj.is_object() && wj.contains("op") && wj["op"].is_string() && wj["op"].get<std::string>() == "train_step") {
+        read_train_step(wj, top.child("workload") + "/" + std::to_string(i), sc, d);
+        continue;
+      }
       ObjectReader w((*wl)[i], top.child("workload") + "/" + std::to_string(i), d, {"op", "bytes", "dtype", "reduce", "repeat", "check", "pattern", "root", "senders", "expect"});
       if (!w.valid()) continue;
       WorkloadStep st;
@@ -74,7 +79,7 @@ const json* read_workload(const ObjectReader& top, Scenario& sc, Diagnostics& d)
       if (!st.op.empty() && st.op != "allreduce" && st.op != "allgather" && st.op != "reducescatter" && st.op != "broadcast" && st.op != "alltoall" &&
           st.op != "sendrecv" && st.op != "incast" && st.op != "barrier" && st.op != "h2d" && st.op != "d2h")
         d.error(w.child("op"), "unknown op \"" + st.op +
-                                   "\" (allreduce, allgather, reducescatter, broadcast, alltoall, sendrecv, incast, barrier, h2d, d2h)");
+                                   "\" (allreduce, allgather, reducescatter, broadcast, alltoall, sendrecv, incast, barrier, h2d, d2h, train_step)");
       if (st.op == "broadcast") {
         st.root = static_cast<std::uint32_t>(w.uint("root", false, 0, 1u << 20).value_or(0));
         if (w.get("senders", false)) d.error(w.child("senders"), "senders applies to incast only");
@@ -135,7 +140,9 @@ void check_workload(Scenario& sc, Diagnostics& d) {
   for (std::size_t i = 0; i < sc.workload.size(); ++i) {
     const WorkloadStep& w = sc.workload[i];
     const std::string wp = "/workload/" + std::to_string(i);
-    if (w.op == "incast") {
+    if (w.op == "train_step") {
+      check_train_step(w, wp, sc, d);
+    } else if (w.op == "incast") {
       if (nranks < 2) { d.error(wp + "/op", "incast needs at least 2 ranks (a root and a sender), the topology has " + std::to_string(nranks)); continue; }
       if (w.root >= nranks) { d.error(wp + "/root", "rank " + std::to_string(w.root) + " does not exist (" + std::to_string(nranks) + " ranks)"); continue; }
       if (w.senders == "remote") {

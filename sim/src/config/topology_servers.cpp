@@ -53,6 +53,11 @@ void Builder::server(const json& j, const std::string& ptr, std::uint64_t index_
     }
     if (auto v = n.bandwidth("hbm_bandwidth", false)) np.hbm.bandwidth_Bps = *v;
   }
+  if (np.model == "ascend910") {  // the first Ascend 910: 256 TFLOPS FP16, no BF16 (docs/models/npu.md#compute)
+    np.peak_fp16_flops = 256e12;
+    np.peak_bf16_flops = 0;
+    np.peak_int8_ops = 0;
+  }
   bool pcie_switch = pre->pcie_switch;
   models::LinkParams pcie_lp = models::NpuParams{}.host_link;  // lanes, credits: PCIe defaults
   pcie_lp.bandwidth_Bps = pre->pcie_bw;

@@ -19,6 +19,8 @@ Cluster::Cluster(sc_core::sc_module_name n, const Scenario& sc, const RunOptions
   stopped_.assign(nranks_, false);
   ops_done_.assign(nranks_, 0);
   for (const auto& w : sc.workload) ops_total_ += w.repeat;
+  for (const auto& w : sc.workload)  // a train step's communication time: the ops' intervals per NPU
+    if (w.train) { driver_->log_op_intervals(static_cast<std::uint32_t>(sc.topology.npus.size())); break; }
   departed_.assign(nranks_, false);
   rank_error_.assign(nranks_, "");
   rank_rc_.assign(nranks_, HCOMM_SUCCESS);

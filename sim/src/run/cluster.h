@@ -75,6 +75,16 @@ class Cluster : public sc_core::sc_module {
   /// application registers one, docs/failover.md#the-applications-view), e.g. HCOMM_I_FAILOVER.
   std::vector<std::vector<hcomm_result_t>> async_reports_;
 
+  /// train_step: per (step, rep), per rank, what it measured (train_step.cpp).
+  struct TrainMeas {
+    bool done = false;
+    models::Tick t0 = 0, end = 0, compute = 0, comm = 0;
+    std::uint64_t grad_bytes = 0;
+  };
+  std::map<std::pair<std::uint32_t, std::uint32_t>, std::vector<TrainMeas>> train_meas_;
+  /// The train_step repetitions every rank finished, in (step, rep) order.
+  std::vector<TrainStepReport> train_reports() const;
+
   /// Whether a rank_crash fault killed rank r.
   bool crashed(std::uint32_t r) const { return r < crashed_.size() && crashed_[r]; }
 
@@ -117,6 +127,9 @@ class Cluster : public sc_core::sc_module {
   bool shrink_comm(std::uint32_t r, hcomm_comm_t* comm, Members* members, std::uint32_t* me);
   bool host_copy(std::uint32_t r, const WorkloadStep& w, std::uint32_t s, std::uint32_t rep, hcomm_stream_t st, void* dev,
                  std::uint8_t* host, bool real);
+
+  // train_step.cpp: one train_step step of rank r (false: a call failed, the program ends).
+  bool train_step(std::uint32_t r, std::uint32_t s, const WorkloadStep& w, hcomm_context_t ctx, hcomm_comm_t comm, std::uint64_t* started);
 
   // checks.cpp
   const Reference& reference(std::uint32_t step, std::uint32_t rep, const Members& members);

@@ -120,6 +120,16 @@ std::string format_summary(const Scenario& sc, const RunResult& r, bool all_fail
     os << line;
   }
   (void)sc;
+  if (!r.train.empty()) {  // docs/training-steps.md#what-is-reported
+    std::snprintf(line, sizeof line, "%5s %5s %14s %12s %12s %14s %8s  %s\n", "step", "rep", "iteration(us)", "compute(us)", "comm(us)",
+                  "exposed(us)", "overlap", "critical rank");
+    os << "train steps (on the critical rank: exposed = iteration - compute, overlap = 1 - exposed / comm):\n" << line;
+    for (const auto& t : r.train) {
+      std::snprintf(line, sizeof line, "%5u %5u %14.3f %12.3f %12.3f %14.3f %8.3f  %u\n", t.step, t.rep, t.iteration_us, t.compute_us,
+                    t.comm_us, t.exposed_comm_us, t.overlap, t.critical_rank);
+      os << line;
+    }
+  }
   if (!r.fault_reports.empty()) {
     std::size_t fired = 0;
     for (const auto& f : r.fault_reports) fired += f.fired ? 1 : 0;

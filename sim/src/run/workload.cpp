@@ -54,6 +54,10 @@ void Cluster::rank_main(std::uint32_t r) {
   std::uint32_t me = r;
   for (std::uint32_t s = 0; s < sc_.workload.size(); ++s) {
     const WorkloadStep& w = sc_.workload[s];
+    if (w.train) {  // a training iteration (train_step.cpp)
+      if (!train_step(r, s, w, ctx, comm, &started)) { stopped = stopped_[r] = true; break; }
+      continue;
+    }
     const std::size_t esz = models::dtype_size(w.dtype);
     const std::uint64_t count = w.bytes / esz;
     const bool real = sc_.store_bytes && w.check && w.op != "barrier";

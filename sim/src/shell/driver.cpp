@@ -218,6 +218,12 @@ DrvStatus SimDriver::submit(std::uint32_t s, const hcomm::DrvTask& t) {
   k.wait_ack = t.wait_cqe;
   if (t.passive && k.kind != models::TaskKind::EventRecord) return DrvStatus::Invalid;
   k.passive = t.passive;
+  if (k.kind == models::TaskKind::Compute) {  // the library checked the arguments; the device knows its peaks
+    if (t.flops > 0 && models::compute_peak(m_.npu_params(m_.stream_npu(s)), k.dtype) <= 0) return DrvStatus::NotSupported;
+    if (t.flops > 0 && !(t.efficiency > 0 && t.efficiency <= 1)) return DrvStatus::Invalid;
+    k.flops = t.flops;
+    k.efficiency = t.efficiency;
+  }
   if (const std::uint32_t npu = m_.stream_npu(s); npu < open_op_.size()) {
     k.tag = open_op_[npu].first;
     if (k.kind == models::TaskKind::Marker && k.key == open_op_[npu].second) open_op_[npu] = {-1, 0};  // the op's end marker
@@ -404,6 +410,7 @@ void SimDriver::on_marker(std::uint32_t npu, std::uint32_t, std::uint64_t key, m
   r.ended = true;
   end_key_.erase(e);
   free_pending_.push_back(idx);
+  if (npu < op_iv_.size()) op_iv_[npu].emplace_back(r.start, r.end);
   finish_op(r);
   if (trace_)
     trace_->operation(r.info.rank, r.info.seq, r.info.kind, r.info.algorithm, r.info.bytes,

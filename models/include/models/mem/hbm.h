@@ -27,6 +27,8 @@ class SparseMemory {
 
   std::uint64_t capacity() const { return capacity_; }
   bool stores_bytes() const { return store_; }
+  /// Keep the bytes written from now on (or stop keeping them): Machine::keep_bytes.
+  void set_store(bool on) { store_ = on; }
   /// True when [offset, offset+len) lies inside the capacity.
   bool in_range(std::uint64_t offset, std::uint64_t len) const { return fits(capacity_, offset, len); }
   /// True when [offset, offset+len) lies inside `capacity` bytes (without overflow).

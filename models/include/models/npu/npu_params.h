@@ -23,6 +23,9 @@ struct NpuParams {
   Tick msi_latency_ps = 1 * kPsPerUs;                       ///< INT_STATUS bit set -> host interrupt handler runs (assumption)
   Tick mmio_latency_ps = 0;                                 ///< MMIO access latency; not modelled by the NPU (0), used
                                                             ///< as the annotated delay of its TLM face (sim/npu_tlm.h)
+  /// AI-core peak per dtype, operations per second (docs/models/npu.md#compute; sources there);
+  /// 0: no documented figure (a compute task of that dtype is refused).
+  double peak_fp16_flops = 280e12, peak_bf16_flops = 280e12, peak_fp32_flops = 0, peak_int8_ops = 560e12;
   LinkParams host_link{63ULL * 1000 * 1000 * 1000, 1000 * kPsPerNs, 16, 256, 0, 256 * 1024};  ///< PCIe Gen5 x16 to the host
 };
 

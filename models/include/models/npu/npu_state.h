@@ -77,6 +77,7 @@ struct NpuState {
   int h2d[3] = {-1, -1, -1}, d2h[3] = {-1, -1, -1};  // host DMA paths (ports in travel order)
   std::map<std::uint64_t, EventReg> events;
   std::unique_ptr<RegisterBlock> regs;
+  Tick compute_ps = 0;  ///< AI-core busy time of the compute tasks dispatched so far
   NpuState(const NpuParams& p) : params(p), hbm(p.hbm.capacity_bytes, p.hbm.store_bytes), sdma_busy(p.sdma_engines, 0) {}
 };
 

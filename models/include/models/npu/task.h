@@ -21,6 +21,8 @@ enum class TaskKind : std::uint8_t {
                  ///< when its doorbell is rung (posted), or with wait_ack when acknowledged
   RdmaFence,     ///< ends when every RDMA write this NPU's streams posted before it is acknowledged
                  ///< (the completions polled before the buffers the writes read are used again)
+  Compute,       ///< AI-core work: the stream is busy for `value` ns, or (flops > 0) for flops of
+                 ///< `dtype` at the NPU's peak for that dtype (NpuParams) times `efficiency`
 };
 const char* task_kind_name(TaskKind k);
 
@@ -47,6 +49,7 @@ struct Task {
   /// Copy / ReduceCopy: strided (2-D) when width != 0 — bytes / width rows of `width` bytes, row i
   /// read at src + i * spitch and written at dst + i * dpitch (aclrtMemcpy2dAsync's shape).
   std::uint64_t width = 0, spitch = 0, dpitch = 0;
+  double flops = 0, efficiency = 1;  ///< Compute: operations and the share of the peak (flops 0: `value` ns)
 };
 /// The bytes a 2-D task's rows span from their first address with pitch `pitch` (bytes itself when not 2-D).
 inline std::uint64_t task_extent(const Task& t, std::uint64_t pitch) {

@@ -128,7 +128,7 @@ class TaskQueue {
 
  private:
   static bool rare(const Task& t) {
-    return t.host != nullptr || t.wait_ack || t.passive || t.width != 0 || t.spitch != 0 || t.dpitch != 0 || t.rate_cap_Bps != 0 || t.via != ~0u ||
+    return t.kind == TaskKind::Compute || t.host != nullptr || t.wait_ack || t.passive || t.width != 0 || t.spitch != 0 || t.dpitch != 0 || t.rate_cap_Bps != 0 || t.via != ~0u ||
            t.qp_count > 0xffff || t.qp_base > 0xffff || (t.retry_count != ~0u && t.retry_count >= 0xff);
   }
   Task unpack(const PackedTask& p) const {

@@ -3,6 +3,7 @@
 #pragma once
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -14,6 +15,21 @@
 #include "sim/config/topology.h"
 
 namespace sim {
+
+/// A "train_step" workload step (docs/training-steps.md): one training iteration of a GPT-style
+/// transformer, laid out over tensor (tp), data (dp) and pipeline (pp) parallel groups.
+struct TrainStepSpec {
+  std::uint64_t layers = 0, hidden = 0, seq_len = 0, micro_batch = 0;  ///< model: L, h, s, b
+  std::uint64_t ffn = 0;    ///< MLP inner size (default 4h)
+  std::uint64_t vocab = 0;  ///< 0: no embedding / logits layer
+  std::uint64_t experts = 0, top_k = 1;  ///< MoE: experts per layer (0: dense MLP), experts per token
+  models::DType dtype = models::DType::Bf16;
+  std::uint32_t tp = 1, pp = 1, dp = 1;
+  std::uint32_t ep = 1;  ///< expert parallelism: a divisor of dp (groups of ep consecutive data-parallel ranks)
+  std::uint32_t micro_batches = 1;                 ///< M per iteration (per data-parallel replica)
+  std::uint64_t bucket_bytes = 25ULL << 20;        ///< data-parallel gradient bucket
+  double efficiency = 0.5;                         ///< share of the NPU's peak the compute runs at
+};
 
 struct WorkloadStep {
   std::string op;             ///< "allreduce", "sendrecv" or "incast" (one-sided RDMA writes to one root)
@@ -29,6 +45,7 @@ struct WorkloadStep {
   /// /workload/i/expect: this step's own limits, besides the global ones.
   std::optional<double> max_op_time_us;
   std::optional<bool> checks_pass;
+  std::shared_ptr<const TrainStepSpec> train;  ///< op "train_step": the model and its layout
 };
 
 /// What a fault does (docs/scenario-format.md#faults); parsed once, at load.
