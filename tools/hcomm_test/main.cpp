@@ -26,8 +26,8 @@
 
 #include "hcomm/driver.h"
 #include "hcomm/hcomm.h"
-#include "hcomm_test_cli.h"
-#include "hcomm_test_tap.h"
+#include "cli.h"
+#include "tap.h"
 #include "models/huge_alloc.h"
 #include "sim/host_limits.h"
 #include "sim/host_process.h"

@@ -1,5 +1,5 @@
-// hcomm_test's command-line surface (tools/hcomm_test_cli.h).
-#include "hcomm_test_cli.h"
+// hcomm_test's command-line surface (tools/hcomm_test/cli.h).
+#include "cli.h"
 
 #include <cstdio>
 #include <optional>

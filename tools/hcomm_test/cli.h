@@ -1,4 +1,4 @@
-// hcomm_test's command-line surface (tools/hcomm_test.cpp): the usage text, hccl_test's size
+// hcomm_test's command-line surface (tools/hcomm_test/main.cpp): the usage text, hccl_test's size
 // grammar, the operations it runs with their properties, nccl-tests' bus bandwidth factors and
 // alltoallv's uneven counts. Plain C++: no simulator state.
 #pragma once
