@@ -32,8 +32,8 @@
 
 #include <unistd.h>
 
+#include "sim/config/scenario.h"
 #include "sim/runner.h"
-#include "sim/scenario.h"
 #include "sim_test_util.h"
 
 using namespace sim;

@@ -6,11 +6,11 @@
 #include <random>
 #include <fstream>
 
-#include "sim/json_reader.h"
+#include "sim/config/json_reader.h"
+#include "sim/config/scenario.h"
+#include "sim/config/topology.h"
+#include "sim/config/units.h"
 #include "sim/payload.h"
-#include "sim/scenario.h"
-#include "sim/topology.h"
-#include "sim/units.h"
 
 using namespace sim;
 

@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <optional>
 
-#include "sim/units.h"
+#include "sim/config/units.h"
 
 namespace hcomm_test_cli {
 

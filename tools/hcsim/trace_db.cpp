@@ -15,7 +15,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "sim/units.h"
+#include "sim/config/units.h"
 
 namespace hcsim {
 
