@@ -16,6 +16,7 @@
 #include <cstring>
 
 #include "sim/config/units.h"
+#include "sim/trace.h"
 
 namespace hcsim {
 
@@ -118,13 +119,6 @@ bool TraceDb::open(const std::string& path, std::string* why) {
       return false;
     }
   }
-  std::string uri = "file:";
-  for (char c : path) {
-    if (c == '%') uri += "%25";
-    else if (c == '?') uri += "%3f";
-    else if (c == '#') uri += "%23";
-    else uri += c;
-  }
   // A finished trace is one file nobody writes: immutable (no locks, no files created). A trace
   // being written, or one a killed run left with its WAL, is read through SQLite's locking and
   // the WAL, read-only (a WAL reader may create or update FILE-shm, the WAL's index; never
@@ -132,8 +126,7 @@ bool TraceDb::open(const std::string& path, std::string* why) {
   struct stat js {};
   const bool hot = journal && ::stat((path + "-journal").c_str(), &js) == 0 && js.st_size > 0 && !held;
   const bool live = held || wal || hot;
-  if (!live) uri += "?immutable=1";
-  if (sqlite3_open_v2(uri.c_str(), &db_, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, nullptr) != SQLITE_OK) {
+  if (sim::open_sqlite_readonly(path, !live, &db_) != SQLITE_OK) {
     *why = path + ": cannot open: " + (db_ ? sqlite3_errmsg(db_) : "out of memory");
     return false;
   }
