@@ -48,7 +48,7 @@ int usage(const std::string& m) {
   return 2;
 }
 
-// The first `len` characters as an integer of the number grammar (sim/units.h: digits only, no
+// The first `len` characters as an integer of the number grammar (sim/config/units.h: digits only, no
 // sign or spaces, at most 2^64 - 1).
 bool parse_u64(const std::string& s, std::size_t len, std::uint64_t* out) {
   std::string why;

@@ -263,7 +263,7 @@ double TraceDb::scalar(const std::string& sql, double fallback) const {
 }
 
 bool parse_time_ns(const std::string& s, double* ns) {
-  // The number grammar (sim/units.h): a decimal, alone (ns) or with a unit.
+  // The number grammar (sim/config/units.h): a decimal, alone (ns) or with a unit.
   std::string why, unit;
   double v = 0;
   if (auto d = sim::parse_decimal(s, &why)) v = *d;
