@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-#include "sim/topology.h"
+#include "sim/config/topology.h"
 
 namespace hcsim::plan {
 

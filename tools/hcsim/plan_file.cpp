@@ -10,8 +10,8 @@
 
 #include "hcomm/hcomm.h"
 #include "plan.h"
-#include "sim/topology.h"
-#include "sim/units.h"
+#include "sim/config/topology.h"
+#include "sim/config/units.h"
 
 namespace hcsim::plan {
 

@@ -12,7 +12,7 @@
 
 #include "commands.h"
 #include "plan.h"
-#include "sim/units.h"
+#include "sim/config/units.h"
 #include "svg_plot.h"
 
 namespace hcsim::plan {

@@ -12,9 +12,9 @@
 #include <vector>
 
 #include "plan.h"
-#include "sim/scenario.h"
-#include "sim/topology.h"
-#include "sim/units.h"
+#include "sim/config/scenario.h"
+#include "sim/config/topology.h"
+#include "sim/config/units.h"
 
 namespace hcsim::plan {
 
