@@ -1,6 +1,6 @@
 // hcomm_barrier (docs/architecture.md#hcomm): validate, run the dissemination barrier, and
 // synchronize when the caller gave no stream.
-#include "core/failover.h"
+#include "recovery/failover.h"
 #include "algo/dissemination.h"
 #include "core/comm.h"
 #include "core/handles.h"

@@ -13,7 +13,7 @@
 #include "algo/passes.h"
 #include "algo/select.h"
 #include "core/comm.h"
-#include "core/failover.h"
+#include "recovery/failover.h"
 #include "core/log.h"
 #include "core/profile.h"
 #include "discovery/topo.h"
@@ -96,7 +96,7 @@ void log_decision(hcomm_comm_t comm, const CollReq& r, const OpInfo& info, const
        static_cast<unsigned long long>(per_pass >> 20), c.kind == Choice::Mesh ? 0u : c.family->slots ? c.family->slots : 2 * shape.local);  // 0: two per rank of a server (run_family)
 }
 
-// A flat family over all ranks. With `order` (op retry's ring, core/ring_order.h) member m is
+// A flat family over all ranks. With `order` (op retry's ring, recovery/ring_order.h) member m is
 // comm rank order[m]: blocks sit in W in member order, a root is named by its member index.
 struct Flat {
   hcomm_comm_t comm;
@@ -414,7 +414,7 @@ hcomm_result_t hier_rooted(hcomm_comm_t comm, const ServerGroups& g, const Famil
 namespace {
 hcomm_result_t run_checked(hcomm_comm_t comm, hcomm_stream_t main, CollReq r);
 
-// HCOMM_OP_RETRY's re-execution (core/failover.h): the pending operation again, from its inputs.
+// HCOMM_OP_RETRY's re-execution (recovery/failover.h): the pending operation again, from its inputs.
 hcomm_result_t rerun(hcomm_comm_t comm, const PendingOp& p) {
   CollReq r;
   r.op = static_cast<CollOp>(p.op);
@@ -495,7 +495,7 @@ hcomm_result_t run_checked(hcomm_comm_t comm, hcomm_stream_t main, CollReq r) {
   comm->mark_shift = 0;
   if (r.from && r.from < r.count && !block_op(r.op) && r.op != CollOp::AllToAll) {
     // A resumed vector operation is the same operation on the elements not yet delivered; its
-    // slice markers count from the whole vector's start (core/failover.h).
+    // slice markers count from the whole vector's start (recovery/failover.h).
     r.in += r.from * esz;
     r.out += r.from * esz;
     r.count -= r.from;
@@ -538,7 +538,7 @@ hcomm_result_t run_checked(hcomm_comm_t comm, hcomm_stream_t main, CollReq r) {
   Choice c = select_algo(comm, r.op, info.bytes, shape);
   if (comm->avoid && r.op != CollOp::AllToAll) {
     // After an op retry (docs/failover.md): a flat ring in the order the recovery agreement
-    // chose (core/ring_order.h), whose neighbours use no dead HCCS link and whose RoCE edges no
+    // chose (recovery/ring_order.h), whose neighbours use no dead HCCS link and whose RoCE edges no
     // dead NIC.
     c = Choice{};
     c.kind = Choice::Flat;

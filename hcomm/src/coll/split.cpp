@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "core/comm.h"
-#include "core/failover.h"
+#include "recovery/failover.h"
 #include "core/handles.h"
 #include "core/log.h"
 #include "core/objects.h"

@@ -5,7 +5,7 @@
 
 #include "core/algo_knob.h"
 #include "core/config.h"
-#include "core/failover.h"
+#include "recovery/failover.h"
 #include "core/handles.h"
 #include "core/log.h"
 #include "core/stream.h"

@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <string>
 
-#include "core/failover.h"
+#include "recovery/failover.h"
 #include "core/handles.h"
 #include "core/log.h"
 #include "core/objects.h"

@@ -9,7 +9,7 @@
 #include <limits>
 #include <vector>
 
-#include "core/failover.h"
+#include "recovery/failover.h"
 #include "core/handles.h"
 #include "core/objects.h"
 #include "core/stream.h"

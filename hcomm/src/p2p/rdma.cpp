@@ -1,6 +1,6 @@
 // One-sided RDMA (docs/architecture.md#hcomm): remote addresses of symmetric memory and
 // hcomm_rdma_write into a peer's registered region.
-#include "core/failover.h"
+#include "recovery/failover.h"
 #include "core/comm.h"
 #include "core/handles.h"
 #include "core/objects.h"

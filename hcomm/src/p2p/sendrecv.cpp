@@ -11,7 +11,7 @@
 // granted to one sender at a time; the user's stream is joined to it through events.
 #include <algorithm>
 
-#include "core/failover.h"
+#include "recovery/failover.h"
 #include "core/comm.h"
 #include "core/handles.h"
 #include "core/objects.h"

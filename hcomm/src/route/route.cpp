@@ -10,7 +10,7 @@
 #include <string_view>
 
 #include "core/comm.h"
-#include "core/failover.h"
+#include "recovery/failover.h"
 #include "core/log.h"
 #include "discovery/topo.h"
 #include "driver_port.h"

@@ -1,19 +1,19 @@
 // Failover (docs/failover.md), the protocol's core: a fault's report to the other members, the
-// sticky error, the recovery that runs the agreement (core/failover_agree.cpp) and re-executes.
-// See core/failover.h for the protocol.
-#include "core/failover.h"
+// sticky error, the recovery that runs the agreement (recovery/failover_agree.cpp) and re-executes.
+// See recovery/failover.h for the protocol.
+#include "recovery/failover.h"
 
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
 
 #include "core/comm.h"
-#include "core/failover_msg.h"
-#include "core/failover_state.h"
+#include "recovery/failover_msg.h"
+#include "recovery/failover_state.h"
 #include "core/handles.h"
 #include "core/log.h"
-#include "core/retry_path.h"
-#include "core/ring_order.h"
+#include "recovery/retry_path.h"
+#include "recovery/ring_order.h"
 #include "core/stream.h"
 #include "driver_port.h"
 

@@ -1,19 +1,19 @@
 // The op retry's path (docs/failover.md#op-retry-hcomm_op_retry1): the ring order's input and
 // its description, and the HCCS faults moved to a relay NPU or PCIe instead of a ring.
-#include "core/retry_path.h"
+#include "recovery/retry_path.h"
 
 #include <algorithm>
 #include <map>
 
 #include "core/comm.h"
-#include "core/failover.h"
+#include "recovery/failover.h"
 #include "core/log.h"
 #include "discovery/topo.h"
 #include "driver_port.h"
 
 namespace hcomm::detail::failover {
 
-// The op retry's ring (core/ring_order.h) over the merged dead pairs and dead NICs. The servers
+// The op retry's ring (recovery/ring_order.h) over the merged dead pairs and dead NICs. The servers
 // are read from the descriptors without caching them (the coordinator reads every rank's once).
 RingOrderIn ring_input(hcomm_comm_t c, const std::vector<std::uint32_t>& dead_nics) {
   RingOrderIn in;

@@ -2,7 +2,7 @@
 // asynchronous error, its callback and the lost ranks.
 #include <cstring>
 
-#include "core/failover.h"
+#include "recovery/failover.h"
 #include "core/handles.h"
 
 using namespace hcomm::detail;
