@@ -82,6 +82,7 @@ struct RouteState {
   std::uint64_t reroutes = 0;
 };
 struct Topo;  // discovery/topo.h
+class Recovery;  // core/recovery.h
 /// HCCS relay staging (transport/relay.h, docs/routing.md#relay): slices of 512 KiB, two slots per
 /// staging area, kRelayStages areas per origin NPU on every relay NPU.
 constexpr std::uint64_t kRelaySliceBytes = 512ULL << 10;
@@ -156,6 +157,7 @@ struct hcomm_context_s {
   std::map<hcomm_comm_t, Reservation> reservations;
   std::uint64_t nic_line_Bps = 0;  // the NIC's line rate, read at the first reservation
   // Failover (recovery/failover.h, docs/failover.md).
+  const hcomm::detail::Recovery* recovery = nullptr;  // recovery/'s hooks, given at creation (core/recovery.h)
   std::int64_t grank = -1;                          // this process's global rank (first communicator's init)
   std::vector<hcomm_comm_t> comms;                  // live communicators of this context, creation order
   std::vector<hcomm::detail::PendingOp> pending;    // collectives not yet synchronized (HCOMM_OP_RETRY)

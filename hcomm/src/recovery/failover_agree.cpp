@@ -8,14 +8,15 @@
 #include <cstring>
 
 #include "core/comm.h"
-#include "recovery/failover_msg.h"
-#include "recovery/failover_state.h"
 #include "core/handles.h"
 #include "core/log.h"
-#include "recovery/retry_path.h"
-#include "recovery/ring_order.h"
 #include "core/stream.h"
 #include "driver_port.h"
+#include "recovery/failover_msg.h"
+#include "recovery/failover_state.h"
+#include "recovery/retry_path.h"
+#include "recovery/ring_order.h"
+#include "route/route.h"
 
 namespace hcomm::detail::failover {
 
@@ -291,7 +292,7 @@ void maybe_restore(hcomm_comm_t c) {
     c->nic_lender.clear();
     c->dead_nics.clear();
     c->dead_pairs.clear();
-    if (g_redecide_routes && !peers.empty()) g_redecide_routes(c, peers, "port up: " + what + " back");
+    if (!peers.empty()) route::redecide(c, peers, "port up: " + what + " back");
     port::log(ctx, 1, ("[HCOMM_WARN] Rank" + std::to_string(c->rank) + " comm " + std::to_string(c->id) +
                        ": every dead NIC and HCCS link is up again: " + what + " back on their own paths from seq " + std::to_string(c->op_seq) +
                        " (borrowing and relays ended)").c_str());

@@ -7,14 +7,14 @@
 #include <cstring>
 
 #include "core/comm.h"
-#include "recovery/failover_msg.h"
-#include "recovery/failover_state.h"
 #include "core/handles.h"
 #include "core/log.h"
-#include "recovery/retry_path.h"
-#include "recovery/ring_order.h"
 #include "core/stream.h"
 #include "driver_port.h"
+#include "recovery/failover_msg.h"
+#include "recovery/failover_state.h"
+#include "recovery/retry_path.h"
+#include "recovery/ring_order.h"
 
 namespace hcomm::detail::failover {
 
