@@ -115,7 +115,7 @@ fi
 
 # sim/ (docs/architecture.md#sim): the loaders (sim/src/config/, sim/include/sim/config/) are
 # plain C++ — no SystemC or TLM, not even through the headers they include, and nothing from the
-# shell (sim/src/shell/, kernel.h, driver.h, npu_tlm.h), elaboration or the runner.
+# SystemC side (sim/src/systemc/, kernel.h, driver.h, npu_tlm.h), elaboration or the runner.
 sim_reach() {  # print every sim/ or models/ header reachable from file $1 (and its SystemC includes)
   local todo=("$1") seen=" " f inc
   while [ ${#todo[@]} -gt 0 ]; do
@@ -130,7 +130,7 @@ sim_reach() {  # print every sim/ or models/ header reachable from file $1 (and 
 }
 for f in "$SRC/sim/src/config"/* "$SRC/sim/include/sim/config"/*; do
   hits=$(sim_reach "$f" | grep -E '^(systemc|tlm|sysc/)|^sim/(kernel|driver|npu_tlm|runner|device_heap)\.h$' || true)
-  hits2=$(grep -nE '#\s*include\s*"(shell|run)/|#\s*include\s*"elaborate\.h"' "$f" || true)
+  hits2=$(grep -nE '#\s*include\s*"(systemc|run)/|#\s*include\s*"elaborate\.h"' "$f" || true)
   if [ -n "$hits$hits2" ]; then echo "$f (a loader) reaches SystemC, the shell or the runner:"; echo "$hits$hits2"; bad=1; fi
 done
 # Only elaboration maps a Topology to models: no other sim/ file adds NPUs, links, switches,

@@ -1,6 +1,7 @@
 #include "sim/payload.h"
 
 #include "models/mem/simd.h"
+#include "models/splitmix64.h"
 
 #include <algorithm>
 #include <cmath>
@@ -11,12 +12,7 @@
 namespace sim {
 namespace {
 
-std::uint64_t mix(std::uint64_t x) {  // splitmix64 finaliser
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
+using models::splitmix64;
 
 bool is_int(models::DType t) {
   return t == models::DType::Int8 || t == models::DType::Int16 || t == models::DType::Int32 || t == models::DType::Int64;
@@ -61,7 +57,7 @@ std::uint64_t load_bits(const void* buf, std::uint64_t i, std::size_t esz) {
 
 namespace {
 std::uint64_t stream_base(const PayloadKey& k, std::uint32_t rank) {
-  return mix(k.seed ^ mix((static_cast<std::uint64_t>(rank) << 40) ^ (static_cast<std::uint64_t>(k.step) << 20) ^ k.rep));
+  return splitmix64(k.seed ^ splitmix64((static_cast<std::uint64_t>(rank) << 40) ^ (static_cast<std::uint64_t>(k.step) << 20) ^ k.rep));
 }
 
 constexpr std::uint64_t kStride = 0x9e3779b97f4a7c15ULL;
@@ -141,7 +137,7 @@ void for_probe_runs(std::uint32_t world, std::uint64_t first, std::uint64_t n, F
 }  // namespace
 
 double input_value(const PayloadKey& k, std::uint32_t rank, std::uint64_t i, models::DType t, models::ReduceOp op) {
-  const std::uint64_t h = mix(stream_base(k, rank) + i * kStride);
+  const std::uint64_t h = splitmix64(stream_base(k, rank) + i * kStride);
   if (probe_element(k.world, i)) return i % k.world == rank ? special_value(h, t, op) : probe_other(h, t, op);
   return bulk_value(h, t, op == models::ReduceOp::Prod);
 }
@@ -157,9 +153,9 @@ namespace {
 // (exact: every value is k/512 with |k| <= 2048), so the loops vectorise (models/mem/simd.h).
 HCSIM_VECTOR_CLONES void fill_fp32(float* f, std::uint64_t n, std::uint64_t b, bool prod) {
   if (prod)  // +-1
-    for (std::uint64_t i = 0; i < n; ++i) f[i] = 1.0f - 2.0f * static_cast<float>(mix(b + i * kStride) & 1);
+    for (std::uint64_t i = 0; i < n; ++i) f[i] = 1.0f - 2.0f * static_cast<float>(splitmix64(b + i * kStride) & 1);
   else  // (h % 4096 - 2048) / 512
-    for (std::uint64_t i = 0; i < n; ++i) f[i] = static_cast<float>(static_cast<std::int32_t>(mix(b + i * kStride) & 4095) - 2048) * (1.0f / 512);
+    for (std::uint64_t i = 0; i < n; ++i) f[i] = static_cast<float>(static_cast<std::int32_t>(splitmix64(b + i * kStride) & 4095) - 2048) * (1.0f / 512);
 }
 
 // A float sum's bulk numerators (k of k/D, m a power of two) added into acc exactly in integers,
@@ -167,14 +163,14 @@ HCSIM_VECTOR_CLONES void fill_fp32(float* f, std::uint64_t n, std::uint64_t b, b
 HCSIM_VECTOR_CLONES void sum_numerators(std::int64_t* acc, std::int64_t* aacc, std::uint64_t n, std::uint64_t b, std::uint64_t mask,
                                         std::int64_t half, bool first) {
   if (first)
-    for (std::uint64_t i = 0; i < n; ++i) acc[i] = static_cast<std::int64_t>(mix(b + i * kStride) & mask) - half;
+    for (std::uint64_t i = 0; i < n; ++i) acc[i] = static_cast<std::int64_t>(splitmix64(b + i * kStride) & mask) - half;
   else
-    for (std::uint64_t i = 0; i < n; ++i) acc[i] += static_cast<std::int64_t>(mix(b + i * kStride) & mask) - half;
+    for (std::uint64_t i = 0; i < n; ++i) acc[i] += static_cast<std::int64_t>(splitmix64(b + i * kStride) & mask) - half;
   if (!aacc) return;
   if (first)
-    for (std::uint64_t i = 0; i < n; ++i) { const std::int64_t v = static_cast<std::int64_t>(mix(b + i * kStride) & mask) - half; aacc[i] = v < 0 ? -v : v; }
+    for (std::uint64_t i = 0; i < n; ++i) { const std::int64_t v = static_cast<std::int64_t>(splitmix64(b + i * kStride) & mask) - half; aacc[i] = v < 0 ? -v : v; }
   else
-    for (std::uint64_t i = 0; i < n; ++i) { const std::int64_t v = static_cast<std::int64_t>(mix(b + i * kStride) & mask) - half; aacc[i] += v < 0 ? -v : v; }
+    for (std::uint64_t i = 0; i < n; ++i) { const std::int64_t v = static_cast<std::int64_t>(splitmix64(b + i * kStride) & mask) - half; aacc[i] += v < 0 ? -v : v; }
 }
 
 template <std::uint32_t M>
@@ -188,9 +184,9 @@ inline std::uint32_t mod_u64(std::uint64_t h) {
 // residue from the 32-bit halves, h % m = ((h >> 32) % m * (2^32 % m) + (h mod 2^32) % m) % m,
 // which vectorises.
 HCSIM_VECTOR_CLONES void residues(std::uint32_t* r, std::uint64_t n, std::uint64_t b, std::uint32_t m) {
-  if (m == 201) for (std::uint64_t i = 0; i < n; ++i) r[i] = mod_u64<201>(mix(b + i * kStride));
-  else if (m == 5) for (std::uint64_t i = 0; i < n; ++i) r[i] = mod_u64<5>(mix(b + i * kStride));
-  else for (std::uint64_t i = 0; i < n; ++i) r[i] = static_cast<std::uint32_t>(mix(b + i * kStride) & (m - 1));
+  if (m == 201) for (std::uint64_t i = 0; i < n; ++i) r[i] = mod_u64<201>(splitmix64(b + i * kStride));
+  else if (m == 5) for (std::uint64_t i = 0; i < n; ++i) r[i] = mod_u64<5>(splitmix64(b + i * kStride));
+  else for (std::uint64_t i = 0; i < n; ++i) r[i] = static_cast<std::uint32_t>(splitmix64(b + i * kStride) & (m - 1));
 }
 
 // The grid's values (double) and their encodings in the dtype, by residue: store() of each, so a
@@ -249,9 +245,9 @@ void fill_input(void* buf, std::uint64_t count, models::DType t, models::ReduceO
   for_probe_runs(k.world, first, count, [&](std::uint64_t a, std::uint64_t b) {
     if (op == models::ReduceOp::Sum) std::memset(static_cast<unsigned char*>(buf) + (a - first) * esz, 0, (b - a) * esz);  // +0 in every dtype
     if (prod && ints)
-      for (std::uint64_t i = a; i < b; ++i) store_value(buf, i - first, t, probe_other(mix(sbase + i * kStride), t, op));
+      for (std::uint64_t i = a; i < b; ++i) store_value(buf, i - first, t, probe_other(splitmix64(sbase + i * kStride), t, op));
     const std::uint64_t own = a - a % k.world + rank;
-    if (rank < k.world && own >= a && own < b) store_value(buf, own - first, t, special_value(mix(sbase + own * kStride), t, op));
+    if (rank < k.world && own >= a && own < b) store_value(buf, own - first, t, special_value(splitmix64(sbase + own * kStride), t, op));
   });
 }
 
@@ -275,7 +271,7 @@ void allreduce_reference(std::uint64_t count, models::DType t, models::ReduceOp 
   std::vector<std::uint32_t> mult(k.world, 0);
   for (std::uint32_t q : ranks)
     if (q < k.world) ++mult[q];
-  auto owner_h = [&](std::uint64_t i) { return mix(stream_base(k, static_cast<std::uint32_t>(i % k.world)) + i * kStride); };
+  auto owner_h = [&](std::uint64_t i) { return splitmix64(stream_base(k, static_cast<std::uint32_t>(i % k.world)) + i * kStride); };
   out->bytes.resize(count * esz);
   out->tol.clear();
   const Grid1 g1 = grid_of(t, prod);
@@ -341,9 +337,9 @@ void allreduce_reference(std::uint64_t count, models::DType t, models::ReduceOp 
       for (std::uint64_t j = 0; j < n; ++j) v[j] = g.value[res[j]];
       for_probe_runs(k.world, i0, n, [&](std::uint64_t a, std::uint64_t b) {
         if (prod && ints)
-          for (std::uint64_t i = a; i < b; ++i) v[i - i0] = probe_other(mix(base[r] + i * kStride), t, op);
+          for (std::uint64_t i = a; i < b; ++i) v[i - i0] = probe_other(splitmix64(base[r] + i * kStride), t, op);
         const std::uint64_t own = a - a % k.world + ranks[r];
-        if (ranks[r] < k.world && own >= a && own < b) v[own - i0] = special_value(mix(base[r] + own * kStride), t, op);
+        if (ranks[r] < k.world && own >= a && own < b) v[own - i0] = special_value(splitmix64(base[r] + own * kStride), t, op);
       });
       if (r == 0) {
         for (std::uint64_t j = 0; j < n; ++j) acc[j] = v[j];

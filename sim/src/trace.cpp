@@ -57,6 +57,18 @@ CREATE TABLE train_steps(step INTEGER, rep INTEGER, ranks INTEGER, critical_rank
 
 Trace::~Trace() { close(); }
 
+int open_sqlite_readonly(const std::string& path, bool immutable, sqlite3** db) {
+  std::string uri = "file:";
+  for (char c : path) {
+    if (c == '%') uri += "%25";
+    else if (c == '?') uri += "%3f";
+    else if (c == '#') uri += "%23";
+    else uri += c;
+  }
+  if (immutable) uri += "?immutable=1";
+  return sqlite3_open_v2(uri.c_str(), db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, nullptr);
+}
+
 namespace {
 
 std::string errno_text(int e) { return std::strerror(e); }
@@ -71,17 +83,9 @@ bool is_hcsim_trace(const std::string& path, std::string* why) {
   std::fclose(f);
   if (n == 0) { *why = "an empty file"; return false; }
   if (n < sizeof head || std::memcmp(head, "SQLite format 3", 16) != 0) { *why = "not an SQLite database"; return false; }
-  std::string uri = "file:";
-  for (char c : path) {
-    if (c == '%') uri += "%25";
-    else if (c == '?') uri += "%3f";
-    else if (c == '#') uri += "%23";
-    else uri += c;
-  }
-  uri += "?immutable=1";
   sqlite3* db = nullptr;
   bool ok = false;
-  if (sqlite3_open_v2(uri.c_str(), &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, nullptr) == SQLITE_OK) {
+  if (open_sqlite_readonly(path, true, &db) == SQLITE_OK) {
     sqlite3_stmt* s = nullptr;
     if (sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key='generator'", -1, &s, nullptr) == SQLITE_OK &&
         sqlite3_step(s) == SQLITE_ROW) {

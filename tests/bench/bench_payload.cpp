@@ -6,7 +6,7 @@
 
 #include <vector>
 
-#include "models/reduce.h"
+#include "models/mem/reduce.h"
 #include "sim/payload.h"
 
 namespace {

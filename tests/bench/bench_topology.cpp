@@ -5,8 +5,8 @@
 // callback), kept to show the quadratic cost it had.
 #include <benchmark/benchmark.h>
 
-#include "sim/json_reader.h"
-#include "sim/topology.h"
+#include "sim/config/json_reader.h"
+#include "sim/config/topology.h"
 
 namespace {
 std::string wide(std::int64_t n) {

@@ -15,9 +15,9 @@
 #include <string>
 
 #include "hcomm/hcomm.h"
-#include "sim/scenario.h"
-#include "sim/topology.h"
-#include "sim/units.h"
+#include "sim/config/scenario.h"
+#include "sim/config/topology.h"
+#include "sim/config/units.h"
 
 namespace {
 

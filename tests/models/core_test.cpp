@@ -9,11 +9,12 @@
 #include <vector>
 
 #include "models/event_queue.h"
-#include "models/hbm.h"
+#include "models/mem/hbm.h"
 #include "models/machine.h"
-#include "models/reduce.h"
-#include "models/regmap.h"
+#include "models/mem/reduce.h"
+#include "models/npu/regmap.h"
 #include "models/sampler.h"
+#include "models/splitmix64.h"
 #include "machine_rig.h"
 
 using namespace models;
@@ -25,6 +26,17 @@ TEST(Time, SerializationRoundsUpToPicoseconds) {
   EXPECT_EQ(serialization_ps(64ULL << 30, 1000000000ULL), 68719476736000ULL);  // 64 GiB * 1e12 needs 128 bits
   EXPECT_EQ(serialization_ps(64ULL << 30, 1), kTickMax);                          // saturates, never wraps
   EXPECT_EQ(serialization_ps(0, 5), 0u);
+}
+
+// The published splitmix64 sequence for seed 1234567 (the reference C code of Steele, Lea and Flood
+// as printed by Rosetta Code, "Pseudo-random numbers/Splitmix64"), and the mixer as one step of it.
+TEST(SplitMix64, MatchesThePublishedSequence) {
+  SplitMix64 g{1234567};
+  const std::uint64_t want[] = {6457827717110365317ULL, 3203168211198807973ULL, 9817491932198370423ULL,
+                                4593380528125082431ULL, 16408922859458223821ULL};
+  for (std::uint64_t w : want) EXPECT_EQ(g.next(), w);
+  EXPECT_EQ(splitmix64(1234567), want[0]);
+  EXPECT_EQ(splitmix64(0), 0xe220a8397b1dcdafULL);
 }
 
 TEST(EventQueue, OrdersByTimeThenInsertion) {

@@ -10,10 +10,10 @@
 #include <vector>
 
 #include "models/event_queue.h"
-#include "models/hbm.h"
+#include "models/mem/hbm.h"
 #include "models/machine.h"
-#include "models/reduce.h"
-#include "models/regmap.h"
+#include "models/mem/reduce.h"
+#include "models/npu/regmap.h"
 #include "models/npu/task_queue.h"
 #include "machine_rig.h"
 

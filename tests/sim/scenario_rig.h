@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "sim/config/scenario.h"
 #include "sim/runner.h"
-#include "sim/scenario.h"
 #include "sim_test_db.h"
 #include "sim_test_util.h"
 

@@ -32,8 +32,9 @@
 
 #include <unistd.h>
 
+#include "sim/config/scenario.h"
 #include "sim/runner.h"
-#include "sim/scenario.h"
+#include "sim/trace.h"
 #include "sim_test_util.h"
 
 using namespace sim;
@@ -83,7 +84,7 @@ Run run(const std::string& family, const std::string& fidelity, const std::strin
   out.time_us = r.steps[0].time_us;
   out.ecn = r.counters.count("ecn_marked") ? r.counters.at("ecn_marked") : 0;
   sqlite3* db = nullptr;
-  if (sqlite3_open_v2(opt.db_path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK) {
+  if (sim::open_sqlite_readonly(opt.db_path, false, &db) == SQLITE_OK) {
     sqlite3_stmt* st = nullptr;
     if (sqlite3_prepare_v2(db, ("SELECT algorithm, COUNT(*) FROM operations WHERE kind = '" + op + "' GROUP BY algorithm").c_str(),
                            -1, &st, nullptr) == SQLITE_OK) {

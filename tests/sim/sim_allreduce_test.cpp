@@ -6,8 +6,8 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "sim/config/scenario.h"
 #include "sim/runner.h"
-#include "sim/scenario.h"
 #include "sim_test_util.h"
 
 using namespace sim;

@@ -33,7 +33,7 @@
 
 #include "hcomm/hcomm.h"
 #include "sim/runner.h"
-#include "sim/scenario.h"
+#include "sim/config/scenario.h"
 #include "sim/trace.h"
 #include "scenario_rig.h"
 

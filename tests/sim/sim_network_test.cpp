@@ -5,8 +5,8 @@
 
 #include <cstdio>
 
+#include "sim/config/scenario.h"
 #include "sim/runner.h"
-#include "sim/scenario.h"
 #include "sim_test_util.h"
 
 using namespace sim;

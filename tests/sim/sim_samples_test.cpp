@@ -20,7 +20,7 @@
 
 #include "sim/trace.h"
 #include "sim/runner.h"
-#include "sim/scenario.h"
+#include "sim/config/scenario.h"
 #include "sim_test_db.h"
 #include "sim_test_util.h"
 

@@ -6,13 +6,15 @@
 #include <string>
 #include <vector>
 
+#include "sim/trace.h"
+
 namespace sim_test {
 
 // Rows of a query as strings (NULL as "").
 inline std::vector<std::vector<std::string>> query(const std::string& db, const std::string& sql) {
   std::vector<std::vector<std::string>> rows;
   sqlite3* h = nullptr;
-  if (sqlite3_open_v2(db.c_str(), &h, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) {
+  if (sim::open_sqlite_readonly(db, false, &h) != SQLITE_OK) {
     ADD_FAILURE() << "cannot open " << db;
     sqlite3_close(h);
     return rows;

@@ -3,8 +3,8 @@
 #include <optional>
 #include <string>
 
+#include "sim/config/topology.h"
 #include "sim/runner.h"
-#include "sim/topology.h"
 
 namespace sim_test {
 

@@ -15,9 +15,9 @@
 #include "hcomm/hcomm.h"
 #include "models/event_queue.h"
 #include "models/network.h"
-#include "sim/scenario.h"
-#include "sim/topology.h"
-#include "sim/units.h"
+#include "sim/config/scenario.h"
+#include "sim/config/topology.h"
+#include "sim/config/units.h"
 
 using namespace sim;
 

@@ -8,7 +8,7 @@
 #include <cstring>
 #include <vector>
 
-#include "models/reduce.h"
+#include "models/mem/reduce.h"
 #include "sim/payload.h"
 
 namespace {

@@ -1,16 +1,19 @@
 // sim/ pieces that need no kernel: units, strict JSON reading, topology validation, payload checks.
 #include <gtest/gtest.h>
+#include <sqlite3.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstring>
 #include <random>
 #include <fstream>
 
-#include "sim/json_reader.h"
+#include "sim/config/json_reader.h"
+#include "sim/config/scenario.h"
+#include "sim/config/topology.h"
+#include "sim/config/units.h"
 #include "sim/payload.h"
-#include "sim/scenario.h"
-#include "sim/topology.h"
-#include "sim/units.h"
+#include "sim/trace.h"
 
 using namespace sim;
 
@@ -142,6 +145,31 @@ TEST(JsonReader, RejectsJunkWithoutCrashing) {
 
 // fill_input (its vectorised fp32 loops included, over a count that is no multiple of any vector
 // width) writes input_value (the scalar double formula), encoded in the dtype, for every element.
+// The read-only open (sim/trace.h): a name with URI metacharacters is the file it names, both
+// modes read it, neither can write it.
+TEST(Trace, ReadOnlyOpenTakesTheNameLiterally) {
+  char dir[] = "/tmp/hcsim_ro_XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string path = std::string(dir) + "/a%25b?c#d.db";
+  sqlite3* w = nullptr;
+  ASSERT_EQ(sqlite3_open_v2(path.c_str(), &w, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(w, "CREATE TABLE t(v); INSERT INTO t VALUES(42);", nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(w);
+  for (bool immutable : {true, false}) {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(open_sqlite_readonly(path, immutable, &db), SQLITE_OK) << immutable;
+    sqlite3_stmt* s = nullptr;
+    ASSERT_EQ(sqlite3_prepare_v2(db, "SELECT v FROM t", -1, &s, nullptr), SQLITE_OK);
+    ASSERT_EQ(sqlite3_step(s), SQLITE_ROW);
+    EXPECT_EQ(sqlite3_column_int(s, 0), 42);
+    sqlite3_finalize(s);
+    EXPECT_NE(sqlite3_exec(db, "INSERT INTO t VALUES(1)", nullptr, nullptr, nullptr), SQLITE_OK) << immutable;
+    sqlite3_close(db);
+  }
+  std::remove(path.c_str());
+  rmdir(dir);
+}
+
 TEST(Payload, FillMatchesInputValue) {
   const std::uint64_t n = 4099;
   for (models::DType t : {models::DType::Fp32, models::DType::Fp64, models::DType::Int8, models::DType::Int16, models::DType::Int32,

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <functional>
 
-#include "sim/topology.h"
+#include "sim/config/topology.h"
 
 using namespace sim;
 

@@ -3,7 +3,7 @@
 #include <cstdio>
 
 #include "commands.h"
-#include "sim/units.h"
+#include "sim/config/units.h"
 
 namespace hcsim {
 

@@ -19,7 +19,7 @@
 #include "routes_io.h"
 #include "summary_tsv.h"
 #include "trace_db.h"
-#include "sim/units.h"
+#include "sim/config/units.h"
 
 namespace hcsim {
 namespace {

@@ -14,12 +14,12 @@
 #include "commands.h"
 #include "hcomm/driver.h"
 #include "hcomm/hcomm.h"
+#include "sim/config/scenario.h"
+#include "sim/config/topology.h"
+#include "sim/config/units.h"
 #include "sim/driver.h"
 #include "sim/provenance.h"
 #include "sim/runner.h"
-#include "sim/scenario.h"
-#include "sim/topology.h"
-#include "sim/units.h"
 
 namespace hcsim {
 namespace {

@@ -12,7 +12,7 @@
 
 #include "commands.h"
 #include "sim/config/json_reader.h"
-#include "sim/topology.h"
+#include "sim/config/topology.h"
 #include "trace_db.h"
 
 namespace hcsim {

@@ -22,10 +22,10 @@
 #include "outputs.h"
 #include "plan.h"
 #include "plan_mpi.h"
+#include "sim/config/scenario.h"
+#include "sim/config/topology.h"
+#include "sim/config/units.h"
 #include "sim/provenance.h"
-#include "sim/scenario.h"
-#include "sim/topology.h"
-#include "sim/units.h"
 
 namespace hcsim {
 namespace {

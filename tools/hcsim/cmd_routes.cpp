@@ -10,8 +10,8 @@
 #include "commands.h"
 #include "outputs.h"
 #include "routes_io.h"
+#include "sim/config/scenario.h"
 #include "sim/provenance.h"
-#include "sim/scenario.h"
 
 namespace hcsim {
 namespace {

@@ -15,9 +15,9 @@
 #include "sim/provenance.h"
 #include "sim/host_limits.h"
 #include "sim/runner.h"
-#include "sim/scenario.h"
+#include "sim/config/scenario.h"
 #include "sim/stop.h"
-#include "sim/units.h"
+#include "sim/config/units.h"
 
 namespace hcsim {
 namespace {

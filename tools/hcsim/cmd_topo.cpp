@@ -7,7 +7,7 @@
 
 #include "commands.h"
 #include "outputs.h"
-#include "sim/topology.h"
+#include "sim/config/topology.h"
 
 namespace hcsim {
 namespace {

@@ -5,8 +5,8 @@
 
 #include "commands.h"
 #include "plan.h"
-#include "sim/scenario.h"
-#include "sim/topology.h"
+#include "sim/config/scenario.h"
+#include "sim/config/topology.h"
 
 namespace hcsim {
 namespace {

@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-#include "sim/topology.h"
+#include "sim/config/topology.h"
 
 namespace hcsim::plan {
 
@@ -22,6 +22,9 @@ struct Sweep {
   bool scenario = false;            ///< /sweep/i/in "scenario": the pointer is into every point's scenario
   std::vector<json> values;
   std::vector<std::string> labels;  ///< /sweep/i/labels: the table's text per value (else the value's own)
+  /// /sweep/i/whatif: a condition, not a choice (default: scenario-side sweeps and /as_built): the
+  /// verdict compares the layouts of each what-if value apart (docs/plan-format.md#what-if).
+  bool whatif = false;
 };
 
 struct Workload {

@@ -10,8 +10,8 @@
 
 #include "hcomm/hcomm.h"
 #include "plan.h"
-#include "sim/topology.h"
-#include "sim/units.h"
+#include "sim/config/topology.h"
+#include "sim/config/units.h"
 
 namespace hcsim::plan {
 
@@ -99,7 +99,7 @@ bool write_file(const std::string& path, const std::string& text, std::string* w
 }
 
 std::string Target::what() const {
-  return op + (op == "barrier" ? "" : " " + sim::format_bytes(bytes)) + (max_time_us > 0 ? " under " + fmt(max_time_us, 1) + " us" : "") +
+  return op + (op == "barrier" || op == "train_step" ? "" : " " + sim::format_bytes(bytes)) + (max_time_us > 0 ? " under " + fmt(max_time_us, 1) + " us" : "") +
          (min_busbw > 0 ? " at >= " + fmt(min_busbw, 1) + " GB/s busbw" : "");
 }
 
@@ -194,19 +194,20 @@ bool load_plan(const std::string& path, Plan& p, sim::Diagnostics& d) {
     else
       for (std::size_t i = 0; i < s->size(); ++i) {
         const std::string ptr = "/sweep/" + std::to_string(i);
-        sim::ObjectReader r((*s)[i], ptr, d, {"pointer", "values", "name", "in", "labels"});
+        sim::ObjectReader r((*s)[i], ptr, d, {"pointer", "values", "name", "in", "labels", "whatif"});
         if (!r.valid()) continue;
         Sweep w;
         w.pointer = r.str("pointer", true).value_or("");
         const std::string in = r.str("in", false).value_or("topology");
         if (in != "topology" && in != "scenario") d.error(ptr + "/in", "is \"" + in + "\", expected \"topology\" or \"scenario\"");
         w.scenario = in == "scenario";
+        w.whatif = r.boolean("whatif", false).value_or(w.scenario || w.pointer == "/as_built");
         if (!w.pointer.empty()) {
           try {
             json::json_pointer jp(w.pointer);
             if (w.scenario && (w.pointer == "/" || plan_owned(w.pointer)))
               d.error(ptr + "/pointer", "\"" + w.pointer + "\" is a scenario key the plan sets itself (use /workloads, /fidelity, /payload or /seeds)");
-            else if (!w.scenario && !p.base.is_null() && !p.base.contains(jp))
+            else if (!w.scenario && !p.base.is_null() && !p.base.contains(jp) && w.pointer != "/as_built")
               d.error(ptr + "/pointer", "\"" + w.pointer + "\" names nothing in " + p.topology_path);
           } catch (const std::exception&) {
             d.error(ptr + "/pointer", "\"" + w.pointer + "\" is not a JSON pointer (\"/fabric/oversubscription\")");
@@ -293,7 +294,7 @@ bool load_plan(const std::string& path, Plan& p, sim::Diagnostics& d) {
     if (!r.valid()) return;
     Target t;
     t.op = r.str("op", true).value_or("");
-    t.bytes = r.size("bytes", t.op != "barrier").value_or(0);
+    t.bytes = r.size("bytes", t.op != "barrier" && t.op != "train_step").value_or(0);
     t.max_time_us = r.number("max_time_us", false, 0, 1e15).value_or(0);
     t.min_busbw = r.number("min_busbw_GBps", false, 0, 1e9).value_or(0);
     if (t.max_time_us <= 0 && t.min_busbw <= 0) d.error(ptr, "states neither max_time_us nor min_busbw_GBps");

@@ -12,7 +12,7 @@
 
 #include "commands.h"
 #include "plan.h"
-#include "sim/units.h"
+#include "sim/config/units.h"
 #include "svg_plot.h"
 
 namespace hcsim::plan {
@@ -146,13 +146,17 @@ int report(const Plan& p, const std::vector<Layout>& layouts, const std::vector<
   std::string why;
   const std::size_t nv = p.variants().size();
   const std::vector<std::vector<Result>> results = aggregate(p, points, raw);
+  // The parameters column as wide as the longest layout label (at least 28).
+  std::size_t pw = 28;
+  for (auto& L : layouts) pw = std::max(pw, L.label.size());
+  auto lab = [&](const std::string& t) { return t + std::string(pw > t.size() ? pw - t.size() : 0, ' '); };
   const std::string cur = p.prices.currency.empty() ? "" : " " + p.prices.currency;
   // The layouts: their counts and cost, or why they cannot be built.
-  std::printf("%-6s %-40s %7s %6s %6s %8s %7s %14s %s\n", "layout", "parameters", "servers", "npus", "nics", "switches", "cables",
+  std::printf("%-6s %s %7s %6s %6s %8s %7s %14s %s\n", "layout", lab("parameters").c_str(), "servers", "npus", "nics", "switches", "cables",
               ("cost" + cur).c_str(), "status");
   for (std::size_t li = 0; li < layouts.size(); ++li) {
     const Layout& L = layouts[li];
-    std::printf("%-6zu %-40s %7zu %6zu %6zu %8zu %7zu %14s %s\n", li, L.label.c_str(), L.servers, L.npus, L.nics, L.switches, L.cables,
+    std::printf("%-6zu %s %7zu %6zu %6zu %8zu %7zu %14s %s\n", li, lab(L.label).c_str(), L.servers, L.npus, L.nics, L.switches, L.cables,
                 p.prices.given && L.infeasible.empty() ? fmt(L.cost, 0).c_str() : "-",
                 L.infeasible.empty() ? "ok" : ("infeasible: " + L.infeasible).c_str());
   }
@@ -171,7 +175,7 @@ int report(const Plan& p, const std::vector<Layout>& layouts, const std::vector<
   if (steps)
     std::printf("train_step rows: time = the iteration, exposed = its communication not hidden behind compute, overlap = 1 - "
                 "exposed / communication; cost x s = the layout's cost x the iteration time\n");
-  std::printf("%-6s %-28s %6s %-13s %10s %-12s %12s%s%s %9s %9s %12s %8s %9s %-6s %s\n", "layout", "parameters", "npus", "op", "size",
+  std::printf("%-6s %s %6s %-13s %10s %-12s %12s%s%s %9s %9s %12s %8s %9s %-6s %s\n", "layout", lab("parameters").c_str(), "npus", "op", "size",
               "algorithm", "time(us)", spread ? "      min(us)      max(us)" : "", steps ? "  exposed(us) overlap" : "", "algbw", "busbw",
               p.prices.given ? (steps ? "cost/busbw|xs" : "cost/busbw") : "-",
               dry ? "est(s)" : "wall(s)", dry ? "est(MiB)" : "peak(MiB)", "tier", "status");
@@ -195,7 +199,7 @@ int report(const Plan& p, const std::vector<Layout>& layouts, const std::vector<
                                   : "";
     char st[40] = "";
     if (steps) std::snprintf(st, sizeof st, " %12s %7s", fmt(r->exposed_us, 1).c_str(), fmt(r->overlap, 3).c_str());
-    std::printf("%-6zu %-28s %6zu %-13s %10s %-12s %12s%s%s %9s %9s %12s %8s %9s %-6s %s\n", r->layout, L.label.c_str(), L.npus, w.op.c_str(),
+    std::printf("%-6zu %s %6zu %-13s %10s %-12s %12s%s%s %9s %9s %12s %8s %9s %-6s %s\n", r->layout, lab(L.label).c_str(), L.npus, w.op.c_str(),
                 w.op == "barrier" || w.is_step() ? "-" : sim::format_bytes(r->bytes).c_str(), r->algorithm.empty() ? "-" : r->algorithm.c_str(),
                 fmt(r->time_us, 3).c_str(), mm.c_str(), st, fmt(r->algbw, 2).c_str(), fmt(r->busbw, 2).c_str(), fmt(per_busbw(r), 0).c_str(),
                 fmt(dry ? r->est_wall_s : r->wall_s, 1).c_str(), fmt(dry ? r->est_peak_mib : r->peak_mib, 0).c_str(), w.fidelity.c_str(),
@@ -245,7 +249,7 @@ int report(const Plan& p, const std::vector<Layout>& layouts, const std::vector<
                        "finer_time_us,spread,status,trace\n";
     std::printf("\ntier check: the points of each layout with the busiest switch egress port (util: its busy time / the span of the "
                 "run's operations), re-run in the next finer tier; spread = (finer - coarse) / finer\n");
-    std::printf("%-6s %-28s %-13s %10s %-14s %6s %-6s %12s %-6s %12s %10s %s\n", "layout", "parameters", "op", "size", "busiest port",
+    std::printf("%-6s %s %-13s %10s %-14s %6s %-6s %12s %-6s %12s %10s %s\n", "layout", lab("parameters").c_str(), "op", "size", "busiest port",
                 "util", "tier", "time(us)", "finer", "time(us)", "spread", "status");
     std::size_t beyond = 0, compared = 0, nothing_finer = 0, no_time = 0;
     const TierRow* worst = nullptr;
@@ -254,7 +258,7 @@ int report(const Plan& p, const std::vector<Layout>& layouts, const std::vector<
       const Workload& w = p.workloads[pt.workload];
       const std::string size = w.op == "barrier" ? "-" : sim::format_bytes(t.coarse->bytes);
       const std::string status = t.finer ? t.finer->status : "nothing finer: " + t.check->coarse + " is the finest tier";
-      std::printf("%-6zu %-28s %-13s %10s %-14s %5s%% %-6s %12s %-6s %12s %10s %s\n", pt.layout, layouts[pt.layout].label.c_str(),
+      std::printf("%-6zu %s %-13s %10s %-14s %5s%% %-6s %12s %-6s %12s %10s %s\n", pt.layout, lab(layouts[pt.layout].label).c_str(),
                   w.op.c_str(), size.c_str(), t.coarse->peak_port.c_str(), fmt(100 * t.coarse->peak_util, 1).c_str(),
                   t.check->coarse.c_str(), fmt(t.coarse->time_us, 3).c_str(), t.finer ? t.check->finer.c_str() : "-",
                   t.finer ? fmt(t.finer->time_us, 3).c_str() : "-", pct(t.spread).c_str(), status.c_str());
@@ -444,13 +448,32 @@ int report(const Plan& p, const std::vector<Layout>& layouts, const std::vector<
   // The targets: per target each layout's fastest row at its op and size (any requested
   // algorithm); the cheapest layout (without prices: the fewest NPUs) that meets every target, and
   // the Pareto set over (cost, each target's time) (docs/plan-format.md#targets).
-  if (!p.targets.empty() && !dry) {
+  // What-if groups (docs/plan-format.md#what-if): the layouts sharing every what-if sweep's value
+  // are the choices one verdict compares; a what-if is a condition, not a choice.
+  std::vector<std::vector<std::size_t>> groups;
+  std::vector<std::string> group_label;
+  {
+    std::map<std::string, std::size_t> idx;
+    for (std::size_t li = 0; li < layouts.size(); ++li) {
+      std::string key;
+      for (std::size_t k = 0; k < p.sweeps.size(); ++k)
+        if (p.sweeps[k].whatif)
+          key += (key.empty() ? "" : " ") + p.sweeps[k].name + "=" + (p.sweeps[k].labels.empty() ? value_text(layouts[li].values[k]) : p.sweeps[k].labels[std::find(p.sweeps[k].values.begin(), p.sweeps[k].values.end(), layouts[li].values[k]) - p.sweeps[k].values.begin()]);
+      auto [it, fresh] = idx.emplace(key, groups.size());
+      if (fresh) { groups.emplace_back(); group_label.push_back(key); }
+      groups[it->second].push_back(li);
+    }
+  }
+  for (std::size_t gi = 0; !p.targets.empty() && !dry && gi < groups.size(); ++gi) {
+    std::vector<char> in(layouts.size(), 0);
+    for (std::size_t li : groups[gi]) in[li] = 1;
+    if (groups.size() > 1) std::printf("\nwhat-if %s:", group_label[gi].c_str());
     const std::size_t nt = p.targets.size();
     std::vector<std::map<std::size_t, const Result*>> best(nt);
     for (std::size_t ti = 0; ti < nt; ++ti) {
       const Target& t = p.targets[ti];
       for (const Result* r : flat) {
-        if (p.workloads[r->workload].op != t.op || r->size != t.bytes || !std::isfinite(r->time_us)) continue;
+        if (!in[r->layout] || p.workloads[r->workload].op != t.op || r->size != t.bytes || !std::isfinite(r->time_us)) continue;
         auto it = best[ti].find(r->layout);
         if (it == best[ti].end() || r->time_us < it->second->time_us) best[ti][r->layout] = r;
       }
@@ -461,7 +484,7 @@ int report(const Plan& p, const std::vector<Layout>& layouts, const std::vector<
       return std::make_tuple(p.prices.given ? L.cost : 0.0, L.npus, r0 ? r0->time_us : INFINITY, li);
     };
     std::vector<std::size_t> complete, meets;  // layouts with a time for every target; of those, meeting them all
-    for (std::size_t li = 0; li < layouts.size(); ++li) {
+    for (std::size_t li : groups[gi]) {
       bool all = true, ok = true;
       for (std::size_t ti = 0; ti < nt; ++ti) {
         auto it = best[ti].find(li);
@@ -517,8 +540,10 @@ int report(const Plan& p, const std::vector<Layout>& layouts, const std::vector<
       for (std::size_t ti = 0; ti < nt; ++ti) {
         const Result* r = best[ti].at(li);
         const Workload& w = p.workloads[r->workload];
-        times += std::string(ti ? "; " : "") + p.targets[ti].op + (p.targets[ti].op == "barrier" ? "" : " " + sim::format_bytes(r->bytes)) +
-                 " " + fmt(r->time_us, 1) + " us, " + fmt(r->busbw, 1) + " GB/s busbw with " + (r->algorithm.empty() ? w.algo : r->algorithm) +
+        const std::string how = w.is_step() ? " us (exposed communication " + fmt(r->exposed_us, 1) + " us, overlap " + fmt(r->overlap, 3) + ")"
+                                            : " us, " + fmt(r->busbw, 1) + " GB/s busbw with " + (r->algorithm.empty() ? w.algo : r->algorithm);
+        times += std::string(ti ? "; " : "") + p.targets[ti].op +
+                 (p.targets[ti].op == "barrier" || w.is_step() ? "" : " " + sim::format_bytes(r->bytes)) + " " + fmt(r->time_us, 1) + how +
                  " in the " + w.fidelity + " tier" + (r->runs > 1 ? " (median of " + std::to_string(r->runs) + " seed runs, max " + fmt(r->time_max, 1) + " us)" : "") +
                  tier_note_of(r, p.targets[ti]);
       }
@@ -551,7 +576,7 @@ int report(const Plan& p, const std::vector<Layout>& layouts, const std::vector<
     }
     // cost.svg (the first target; cost-tK.svg for target K): each layout's time against its cost,
     // labelled, the Pareto front of that target and its time limit.
-    for (std::size_t ti = 0; p.prices.given && ti < nt; ++ti) {
+    for (std::size_t ti = 0; p.prices.given && gi == 0 && ti < nt; ++ti) {  // the first what-if group's
       const Target& t = p.targets[ti];
       std::vector<std::size_t> lis;
       for (auto& [li, r] : best[ti]) lis.push_back(li);
@@ -570,7 +595,8 @@ int report(const Plan& p, const std::vector<Layout>& layouts, const std::vector<
         if (r->time_us < fastest) { fastest = r->time_us; front.points.emplace_back(layouts[li].cost, r->time_us); }
       }
       PlotSpec spec;
-      spec.title = p.name + ": " + t.op + (t.op == "barrier" ? "" : " " + sim::format_bytes(best[ti].begin()->second->bytes)) + " time against cost";
+      spec.title = p.name + ": " + t.op + (t.op == "barrier" || t.op == "train_step" ? "" : " " + sim::format_bytes(best[ti].begin()->second->bytes)) +
+                   (t.op == "train_step" ? " iteration time against cost" : " time against cost");
       spec.subtitle = tier_subtitle(tiers);
       spec.x_label = "cost" + (p.prices.currency.empty() ? "" : " (" + p.prices.currency + ")");
       spec.y_label = "time (us)";

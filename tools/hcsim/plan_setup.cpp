@@ -12,9 +12,9 @@
 #include <vector>
 
 #include "plan.h"
-#include "sim/scenario.h"
-#include "sim/topology.h"
-#include "sim/units.h"
+#include "sim/config/scenario.h"
+#include "sim/config/topology.h"
+#include "sim/config/units.h"
 
 namespace hcsim::plan {
 
@@ -93,7 +93,6 @@ bool build_points(const Plan& p, const std::string& out, bool write, std::vector
         for (auto& n : topo->npus) b.nics += n.nic_Bps > 0;
         for (auto& s : topo->switches) b.switches += s.tier >= 1 && s.kind == sim::SwitchKind::Ethernet;
         for (auto& l : topo->links) b.cables += l.type == sim::LinkType::Roce;
-        b.cables -= std::min(b.cables, topo->as_built.cables_missing.size());  // as built: not bought
       } else {
         b.infeasible = td.messages().empty() ? "the topology does not build" : reason(td.messages().front(), tpath);
       }

@@ -15,7 +15,8 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "sim/units.h"
+#include "sim/config/units.h"
+#include "sim/trace.h"
 
 namespace hcsim {
 
@@ -118,13 +119,6 @@ bool TraceDb::open(const std::string& path, std::string* why) {
       return false;
     }
   }
-  std::string uri = "file:";
-  for (char c : path) {
-    if (c == '%') uri += "%25";
-    else if (c == '?') uri += "%3f";
-    else if (c == '#') uri += "%23";
-    else uri += c;
-  }
   // A finished trace is one file nobody writes: immutable (no locks, no files created). A trace
   // being written, or one a killed run left with its WAL, is read through SQLite's locking and
   // the WAL, read-only (a WAL reader may create or update FILE-shm, the WAL's index; never
@@ -132,8 +126,7 @@ bool TraceDb::open(const std::string& path, std::string* why) {
   struct stat js {};
   const bool hot = journal && ::stat((path + "-journal").c_str(), &js) == 0 && js.st_size > 0 && !held;
   const bool live = held || wal || hot;
-  if (!live) uri += "?immutable=1";
-  if (sqlite3_open_v2(uri.c_str(), &db_, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, nullptr) != SQLITE_OK) {
+  if (sim::open_sqlite_readonly(path, !live, &db_) != SQLITE_OK) {
     *why = path + ": cannot open: " + (db_ ? sqlite3_errmsg(db_) : "out of memory");
     return false;
   }
@@ -270,7 +263,7 @@ double TraceDb::scalar(const std::string& sql, double fallback) const {
 }
 
 bool parse_time_ns(const std::string& s, double* ns) {
-  // The number grammar (sim/units.h): a decimal, alone (ns) or with a unit.
+  // The number grammar (sim/config/units.h): a decimal, alone (ns) or with a unit.
   std::string why, unit;
   double v = 0;
   if (auto d = sim::parse_decimal(s, &why)) v = *d;

@@ -89,7 +89,7 @@ void nhr(const FabricView& v, Acc* a) {
   }
 }
 
-// NB (algo/bruck.cpp): at step k member m sends min(d, n - d) of n blocks to m + d, d = 2^k.
+// NB (algo/nb.cpp): at step k member m sends min(d, n - d) of n blocks to m + d, d = 2^k.
 void nb(const FabricView& v, Acc* a) {
   const auto n = static_cast<std::uint32_t>(v.leaf.size());
   std::vector<std::uint32_t> part(n);

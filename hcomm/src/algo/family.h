@@ -41,7 +41,7 @@ struct Family {
 extern const Family kRing;      // algo/ring.cpp
 extern const Family kHd;        // algo/halving_doubling.cpp
 extern const Family kNhr;       // algo/nhr.cpp
-extern const Family kNb;        // algo/bruck.cpp
+extern const Family kNb;        // algo/nb.cpp
 extern const Family kTree;      // algo/double_tree.cpp
 extern const Family kPairwise;  // algo/pairwise.cpp
 extern const Family kStar;      // algo/star.cpp

@@ -7,7 +7,7 @@
 //   scatter         the chain from the root, farthest block first: n-1 steps
 //   gather          the chain toward the root, own block first: n-1 steps
 // Reductions travel staged (slot k mod 2), gathered data Direct into its final place in W.
-#include "algo/ring.h"
+#include "algo/family.h"
 
 #include <algorithm>
 

@@ -11,7 +11,7 @@
 namespace models {
 
 SparseMemory::~SparseMemory() {
-  for (auto& a : arenas_) huge_free(a.base, kArenaBytes);
+  for (auto& a : arenas_) huge_free(a.base, a.size);
 }
 
 SparseMemory::SparseMemory(SparseMemory&& o) noexcept
@@ -22,10 +22,11 @@ SparseMemory::SparseMemory(SparseMemory&& o) noexcept
 std::uint8_t* SparseMemory::page_for_write(std::uint64_t page, bool) {
   auto& p = pages_[page];
   if (!p) {
-    if (arenas_.empty() || arenas_.back().used + kPageBytes > kArenaBytes) {
-      auto* base = static_cast<std::uint8_t*>(huge_alloc(kArenaBytes));  // zero-filled by the kernel
+    if (arenas_.empty() || arenas_.back().used + kPageBytes > arenas_.back().size) {
+      const std::size_t size = arenas_.empty() ? kFirstArenaBytes : kArenaBytes;
+      auto* base = static_cast<std::uint8_t*>(huge_alloc(size));  // zero-filled by the kernel
       if (!base) throw std::bad_alloc();
-      arenas_.push_back(Arena{base, 0});
+      arenas_.push_back(Arena{base, 0, size});
     }
     p = arenas_.back().base + arenas_.back().used;
     arenas_.back().used += kPageBytes;

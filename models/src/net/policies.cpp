@@ -2,6 +2,7 @@
 #include "models/net/policies.h"
 
 #include "models/network.h"
+#include "models/splitmix64.h"
 
 namespace models {
 namespace policy {
@@ -16,10 +17,10 @@ double ecn_mark_probability(const EcnParams& e, double q) {
 
 std::uint64_t ecmp_flow_key(EcmpHash h, std::uint32_t src, std::uint32_t dst, std::uint16_t sport, std::uint32_t salt) {
   const std::uint64_t port = h == EcmpHash::FiveTuple ? sport : 0;
-  const std::uint64_t key = mix64((static_cast<std::uint64_t>(src) << 40) ^ (static_cast<std::uint64_t>(dst) << 16) ^ port) ^ 4791;
+  const std::uint64_t key = splitmix64((static_cast<std::uint64_t>(src) << 40) ^ (static_cast<std::uint64_t>(dst) << 16) ^ port) ^ 4791;
   // The hash seed every switch of the fabric is configured with: the key mixed once more with
   // it, so that each flow's choice at every switch is redrawn (salt 0: the unseeded hash).
-  return salt == 0 ? key : mix64(key ^ (static_cast<std::uint64_t>(salt) * 0xc2b2ae3d27d4eb4fULL));
+  return salt == 0 ? key : splitmix64(key ^ (static_cast<std::uint64_t>(salt) * 0xc2b2ae3d27d4eb4fULL));
 }
 
 void pfc_thresholds(std::uint64_t buffer, std::uint64_t ports, std::uint64_t headroom, std::uint64_t unit_wire,

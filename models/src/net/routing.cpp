@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "models/net/policies.h"
+#include "models/splitmix64.h"
 #include "models/network.h"
 
 namespace models {
@@ -117,13 +118,13 @@ std::uint32_t Network::ecmp_port_for(std::uint32_t sw, std::uint32_t dst, std::u
   if (n == 0) return kNone;
   if (n == 1) return first[0];
   // ECMP mechanism: the policy's flow key (ecmp_flow_key), salted per switch, picks a next hop.
-  return first[policy::mix64(hash ^ (static_cast<std::uint64_t>(sw) * 0x9e3779b97f4a7c15ULL)) % n];
+  return first[splitmix64(hash ^ (static_cast<std::uint64_t>(sw) * 0x9e3779b97f4a7c15ULL)) % n];
 }
 
 std::uint32_t Network::ctrl_port_for(std::uint32_t sw, std::uint32_t dst, std::uint64_t hash) const {
   const std::uint32_t* first = nullptr;
   const std::uint32_t cnt = route_choices(sw, dst, &first);
-  return cnt ? first[cnt == 1 ? 0 : policy::mix64(hash ^ 0x5bd1e995ULL ^ sw) % cnt] : kNone;
+  return cnt ? first[cnt == 1 ? 0 : splitmix64(hash ^ 0x5bd1e995ULL ^ sw) % cnt] : kNone;
 }
 
 bool Network::ctrl_path_up(std::uint32_t from, std::uint32_t to, std::uint64_t hash) const {
@@ -186,7 +187,7 @@ bool Network::trace_path(std::uint32_t src, std::uint32_t dst, std::uint16_t spo
       const std::uint32_t lo = hs[a], n = hs[a + 1] - lo;
       if (n == 0) return false;
       const std::uint32_t* first = hops_[node].data() + lo;
-      out = n == 1 ? first[0] : first[policy::mix64(hash ^ (static_cast<std::uint64_t>(node) * 0x9e3779b97f4a7c15ULL)) % n];
+      out = n == 1 ? first[0] : first[splitmix64(hash ^ (static_cast<std::uint64_t>(node) * 0x9e3779b97f4a7c15ULL)) % n];
     }
     hops->push_back(Hop{node, in, out});
     if (fast) {  // the port's entry: every port is up

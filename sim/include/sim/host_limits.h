@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string>
 
-#include "sim/scenario.h"
+#include "sim/config/scenario.h"
 
 namespace sim {
 

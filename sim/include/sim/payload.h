@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "models/reduce.h"
+#include "models/mem/reduce.h"
 
 namespace sim {
 

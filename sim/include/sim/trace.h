@@ -25,6 +25,13 @@ namespace sim {
 // 4: counter_samples, tasks, port_counters.busy_ns.
 // 5: routes; port_counters.peer, peer_port.
 // 6: operations.status, error (failed, timed-out and unfinished operations have rows).
+/// Opens the SQLite database `path` read-only, by URI (the name's %, ? and # escaped); `immutable`
+/// adds immutable=1: no locks, no journal or WAL read, no file created (a finished trace nobody
+/// writes). Returns sqlite3_open_v2's code; *db is set as it sets it (close it in every case).
+/// The one read-only open of hcsim: the trace writer's check of a file it would replace and the
+/// trace-reading commands (tools/hcsim/trace_db.cpp) use it.
+int open_sqlite_readonly(const std::string& path, bool immutable, sqlite3** db);
+
 constexpr int kTraceSchemaVersion = 11;  // 11: train_steps; 10: port_counters.pfcwd_storms (docs/trace-schema.md#versions)
 
 /// One `routes` row: a route the library chose, with the path the hardware forwards it on.

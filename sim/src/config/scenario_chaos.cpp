@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <functional>
 
+#include "models/splitmix64.h"
 #include "sim/config/scenario.h"
 
 namespace sim {
@@ -10,13 +11,8 @@ namespace sim {
 namespace {
 
 struct Rng {  // splitmix64: the same SEED draws the same faults on every machine
-  std::uint64_t s;
-  std::uint64_t next() {
-    std::uint64_t z = (s += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-  }
+  models::SplitMix64 g;
+  std::uint64_t next() { return g.next(); }
   std::uint64_t below(std::uint64_t n) { return n ? next() % n : 0; }
   std::uint64_t in(std::uint64_t lo, std::uint64_t hi) { return lo + below(hi - lo + 1); }
 };
@@ -61,7 +57,7 @@ std::vector<std::string> chaos_faults(const Scenario& sc, std::uint64_t seed, st
   if (!nic_cables.empty() && !sc.net.flow) kinds.push_back(Corruption);
   if (!switch_cables.empty()) kinds.push_back(SwitchFlap);
   kinds.push_back(Stall);
-  Rng rng{seed};
+  Rng rng{models::SplitMix64{seed}};
   std::vector<std::string> out;
   auto npu_name = [&](std::uint32_t i) { return t.npus[i].name; };
   auto us = [](std::uint64_t v) { return std::to_string(v) + "us"; };

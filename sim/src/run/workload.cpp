@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <cstring>
 
-#include "models/huge_alloc.h"
+#include "models/mem/huge_alloc.h"
 #include "run/cluster.h"
 
 namespace sim {

@@ -6,7 +6,7 @@
 namespace models {
 
 constexpr std::size_t kArenaBytes = 32u << 20;
-void* huge_alloc(std::size_t bytes);  ///< nullptr on failure; memory reads as zero
+void* huge_alloc(std::size_t bytes);  ///< nullptr on failure; memory reads as zero; huge pages from 2 MiB up
 void huge_free(void* p, std::size_t bytes);
 
 /// Owning buffer over huge_alloc.

@@ -8,14 +8,6 @@
 namespace models {
 namespace policy {
 
-/// The 64-bit mixer every hash of the network uses (splitmix64's finaliser).
-inline std::uint64_t mix64(std::uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-
 /// Probability that a packet entering an egress queue of `queue_bytes` is ECN-marked.
 double ecn_mark_probability(const EcnParams& e, double queue_bytes);
 /// The flow key ECMP hashes for a QP (salted per switch when a next hop is chosen). `salt` is the

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "models/network.h"
-#include "models/reduce.h"
+#include "models/mem/reduce.h"
 #include "sim/counters.h"  // counter_names(): what expect/counters_min|max may name
 #include "sim/config/json_reader.h"
 #include "sim/config/topology.h"

@@ -6,6 +6,8 @@
 #include <iterator>
 #include <limits>
 
+#include "systemc/task_kinds.h"
+
 namespace sim {
 
 using hcomm::DrvStatus;
@@ -191,12 +193,12 @@ static models::DType to_dtype(int t) {
 DrvStatus SimDriver::submit(std::uint32_t s, const hcomm::DrvTask& t) {
   if (!m_.stream_valid(s)) return DrvStatus::Invalid;
   models::Task k;
-  k.kind = static_cast<models::TaskKind>(t.kind);  // enumerators are declared in the same order
+  k.kind = static_cast<models::TaskKind>(t.kind);  // same kinds at the same values (systemc/task_kinds.h)
   k.src = t.src;
   k.dst = t.dst;
   k.bytes = t.bytes;
   k.dtype = to_dtype(t.dtype);
-  k.op = static_cast<models::ReduceOp>(t.op);
+  k.op = static_cast<models::ReduceOp>(t.op);  // hcomm_reduce_op_t's values (systemc/task_kinds.h)
   k.target = t.target;
   k.key = t.key;
   k.value = t.value;

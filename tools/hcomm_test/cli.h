@@ -1,4 +1,4 @@
-// hcomm_test's command-line surface (tools/hcomm_test.cpp): the usage text, hccl_test's size
+// hcomm_test's command-line surface (tools/hcomm_test/main.cpp): the usage text, hccl_test's size
 // grammar, the operations it runs with their properties, nccl-tests' bus bandwidth factors and
 // alltoallv's uneven counts. Plain C++: no simulator state.
 #pragma once
@@ -12,7 +12,7 @@ extern const char* const kUsage;
 /// Prints `m` and the usage text on stderr; returns 2 (bad usage).
 int usage(const std::string& m);
 
-/// The first `len` characters as an integer of the number grammar (sim/units.h: digits only, no
+/// The first `len` characters as an integer of the number grammar (sim/config/units.h: digits only, no
 /// sign or spaces, at most 2^64 - 1).
 bool parse_u64(const std::string& s, std::size_t len, std::uint64_t* out);
 

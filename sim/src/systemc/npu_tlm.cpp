@@ -3,6 +3,8 @@
 
 #include <cstring>
 
+#include "systemc/task_kinds.h"  // the wire's kind and op are the models' (and the driver interface's) values
+
 namespace sim {
 
 SqeWire encode_sqe(const models::Task& t) {

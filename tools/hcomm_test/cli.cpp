@@ -1,10 +1,10 @@
-// hcomm_test's command-line surface (tools/hcomm_test_cli.h).
-#include "hcomm_test_cli.h"
+// hcomm_test's command-line surface (tools/hcomm_test/cli.h).
+#include "cli.h"
 
 #include <cstdio>
 #include <optional>
 
-#include "sim/units.h"
+#include "sim/config/units.h"
 
 namespace hcomm_test_cli {
 
@@ -48,7 +48,7 @@ int usage(const std::string& m) {
   return 2;
 }
 
-// The first `len` characters as an integer of the number grammar (sim/units.h: digits only, no
+// The first `len` characters as an integer of the number grammar (sim/config/units.h: digits only, no
 // sign or spaces, at most 2^64 - 1).
 bool parse_u64(const std::string& s, std::size_t len, std::uint64_t* out) {
   std::string why;
