@@ -2,7 +2,9 @@
 # Fails when hcomm/ includes SystemC/TLM or anything from sim/ or models/, when libhcomm contains
 # or needs SystemC symbols, when models/ includes hcomm/, SystemC or sim/, when the rooms of
 # models/ include each other's internals or form an include cycle, when hcomm/src calls the Driver
-# outside driver_port.cpp, when an hcomm/src room includes a room above it, when sim/'s loaders
+# outside driver_port.cpp, when an hcomm/src room includes a room above it (or recovery/ more than
+# core, discovery, route, coll), when hcomm declares a global function pointer or registers
+# through a static initialiser, when sim/'s loaders
 # (sim/src/config/) reach SystemC, the shell or the runner, or when sim/ constructs models
 # anywhere but sim/src/elaborate.cpp.
 # Usage: layering_test.sh SRC LIBHCOMM
@@ -25,20 +27,37 @@ fi
 hits=$(grep -rnE '(\bdrv\s*->|(\bhcomm::|[^_[:alnum:]])driver\(\)|\bDriver\s*&)' "$SRC/hcomm/src" \
          --include='*.cpp' --include='*.h' | grep -vE '^[^:]*/hcomm/src/driver_port\.(h|cpp):' | grep -vE ':[0-9]+:\s*//' || true)
 if [ -n "$hits" ]; then echo "hcomm/src calls the Driver outside driver_port.cpp:"; echo "$hits"; bad=1; fi
-# No upward includes between hcomm/src rooms: core <- discovery <- route <- transport <- {p2p, algo} <- coll; the driver
-# port sits under everything and includes core/ only.
-check_room() {  # room, forbidden rooms (regex alternation)
-  local room=$1 forbidden=$2 found
-  found=$(grep -rnE "#\s*include\s*\"($forbidden)/" $room 2>/dev/null || true)
-  if [ -n "$found" ]; then echo "upward include in hcomm/src/${room##*/src/}:"; echo "$found"; bad=1; fi
-}
-check_room "$SRC/hcomm/src/core" 'route|transport|p2p|algo|coll'
-check_room "$SRC/hcomm/src/discovery" 'route|transport|p2p|algo|coll'
-check_room "$SRC/hcomm/src/route" 'transport|p2p|algo|coll'
-check_room "$SRC/hcomm/src/transport" 'p2p|algo|coll'
-check_room "$SRC/hcomm/src/p2p" 'algo|coll'
-check_room "$SRC/hcomm/src/algo" 'p2p|coll'
-check_room "$SRC/hcomm/src/driver_port.h $SRC/hcomm/src/driver_port.cpp" 'route|transport|p2p|algo|coll'
+# No upward includes between hcomm/src rooms (docs/architecture.md#hcomm): core <- discovery <- route <-
+# transport <- {p2p, algo} <- coll <- recovery <- init. A room includes only rooms below it (p2p and
+# algo, siblings, not each other); a folder of hcomm/src not in this order fails (place it first).
+# The driver port sits under everything and includes core/ only.
+declare -A LEVEL=([core]=0 [discovery]=1 [route]=2 [transport]=3 [p2p]=4 [algo]=4 [coll]=5 [recovery]=6 [init]=7)
+for dir in "$SRC/hcomm/src"/*/; do
+  room=$(basename "$dir")
+  if [ -z "${LEVEL[$room]:-}" ]; then echo "hcomm/src/$room is not a room of the order (tests/layering_test.sh LEVEL)"; bad=1; continue; fi
+  while IFS=: read -r file line inc; do
+    [ -z "$inc" ] && continue
+    other=${inc#*\"}; other=${other%%/*}
+    [ "$other" = "$room" ] || [ "$other" = hcomm ] && continue
+    if [ -z "${LEVEL[$other]:-}" ] || [ "${LEVEL[$other]}" -ge "${LEVEL[$room]}" ]; then
+      echo "upward include in hcomm/src/$room: ${file#$SRC/}:$line: $inc"; bad=1
+    fi
+  done < <(grep -rnoE '#\s*include\s*"[a-z0-9_]+/' "$dir" 2>/dev/null)
+done
+# The recovery drives the collectives (coll/run.h rerun) and the routing (route/route.h) and reads
+# discovery's view; it reaches transport, p2p and algo only through them.
+hits=$(grep -rnE '#\s*include\s*"[a-z0-9_]+/' "$SRC/hcomm/src/recovery" | grep -vE '#\s*include\s*"(core|discovery|route|coll|recovery|hcomm)/' || true)
+if [ -n "$hits" ]; then echo "hcomm/src/recovery includes beyond core, discovery, route, coll:"; echo "$hits"; bad=1; fi
+hits=$(grep -nE '#\s*include\s*"[a-z0-9_]+/' "$SRC/hcomm/src/driver_port.h" "$SRC/hcomm/src/driver_port.cpp" | grep -vE '#\s*include\s*"(core|hcomm)/' || true)
+if [ -n "$hits" ]; then echo "the driver port includes more than core/:"; echo "$hits"; bad=1; fi
+# No global function pointers in hcomm (a room reaches a room above it through an interface it is
+# given, core/recovery.h, never through a pointer someone set): no declaration or definition of a
+# pointer to function named g_*, no extern pointer to function, no object registering itself
+# from a static initialiser (a struct whose constructor runs at load time, instantiated at
+# namespace scope: "} g_x;").
+hits=$(grep -rnE '\(\s*\*\s*g_[A-Za-z0-9_]*\s*\)|extern[^;]*\(\s*\*\s*[A-Za-z_]|^\s*\}\s*g_[A-Za-z0-9_]*\s*;' \
+         "$SRC/hcomm/src" "$SRC/hcomm/include" --include='*.cpp' --include='*.h' | grep -vE ':[0-9]+:\s*//' || true)
+if [ -n "$hits" ]; then echo "hcomm has a global function pointer or a static-initialiser registration:"; echo "$hits"; bad=1; fi
 
 # models/ is plain C++: no SystemC or TLM, nothing from sim/ (the SystemC face is sim/npu_tlm.h).
 hits=$(grep -rnE '#\s*include\s*[<"](systemc|tlm|sysc/|sim/)' "$SRC/models" || true)

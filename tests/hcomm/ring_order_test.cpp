@@ -1,4 +1,4 @@
-// The op retry's ring-order search (hcomm/src/core/ring_order.h) against brute force: on small
+// The op retry's ring-order search (hcomm/src/recovery/ring_order.h) against brute force: on small
 // random communicators (1..3 servers, 1..8 ranks in all, servers contiguous or interleaved in
 // comm-rank order) with random dead HCCS pairs and dead NICs, ring_order finds a ring exactly when
 // some permutation of the ranks is a valid ring, and then the lexicographically smallest one.
@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "core/ring_order.h"
+#include "recovery/ring_order.h"
 
 using namespace hcomm::detail;
 

@@ -23,7 +23,7 @@ namespace hcomm::detail {
 /// The communicator ranks that are a plan's members: member m is rank base + m * stride.
 struct Members {
   std::uint32_t base = 0, stride = 1, n = 1;
-  const std::uint32_t* order = nullptr;  ///< when set: member m is comm rank order[m] (op retry's ring, core/ring_order.h)
+  const std::uint32_t* order = nullptr;  ///< when set: member m is comm rank order[m] (op retry's ring, recovery/ring_order.h)
   std::uint32_t rank(std::uint32_t m) const { return order ? order[m] : base + m * stride; }
 };
 

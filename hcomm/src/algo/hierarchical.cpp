@@ -10,7 +10,7 @@
 #include "algo/exec.h"
 #include "algo/mesh.h"
 #include "algo/passes.h"
-#include "core/failover.h"
+#include "core/recovery.h"
 #include "transport/tasks.h"
 
 #include <algorithm>
@@ -42,7 +42,7 @@ hcomm_result_t allreduce_hierarchical(hcomm_comm_t comm, const ServerGroups& g, 
       if (m) copy(main, comm->ctx->ccl_addr, in + c0 * esz, m * esz);
       middle(comm->ctx->ccl_addr, m * esz);
       if (m) copy(main, out + c0 * esz, comm->ctx->ccl_addr, m * esz);
-      failover::slice_done(comm, main, c0 + m, count);  // op retry's resumption point (core/failover.h)
+      recovery::slice_done(comm, main, c0 + m, count);  // op retry's resumption point (recovery/failover.h)
     }
     return rc;
   }

@@ -21,8 +21,8 @@
 #include "algo/partition.h"
 #include "algo/passes.h"
 #include "core/comm.h"
-#include "core/failover.h"
 #include "core/log.h"
+#include "core/recovery.h"
 #include "core/stream.h"
 #include "transport/notify_keys.h"
 #include "transport/tasks.h"
@@ -174,7 +174,7 @@ hcomm_result_t mesh_chunks(hcomm_comm_t comm, const ServerGroups& g, std::uint64
     mesh_reduce_scatter(comm, g, c, dtype, op, main, true);
     if (middle && c.len[l]) middle(ctx->ccl_addr + c.ccl[l], c.len[l]);  // M
     mesh_all_gather(comm, g, c, main, true);
-    failover::slice_done(comm, main, c0 + m, count);  // op retry's resumption point (core/failover.h)
+    recovery::slice_done(comm, main, c0 + m, count);  // op retry's resumption point (recovery/failover.h)
   }
   return HCOMM_SUCCESS;
 }

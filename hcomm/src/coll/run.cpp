@@ -13,9 +13,9 @@
 #include "algo/passes.h"
 #include "algo/select.h"
 #include "core/comm.h"
-#include "core/failover.h"
 #include "core/log.h"
 #include "core/profile.h"
+#include "core/recovery.h"
 #include "discovery/topo.h"
 #include "route/route.h"
 #include "transport/tasks.h"
@@ -96,7 +96,7 @@ void log_decision(hcomm_comm_t comm, const CollReq& r, const OpInfo& info, const
        static_cast<unsigned long long>(per_pass >> 20), c.kind == Choice::Mesh ? 0u : c.family->slots ? c.family->slots : 2 * shape.local);  // 0: two per rank of a server (run_family)
 }
 
-// A flat family over all ranks. With `order` (op retry's ring, core/ring_order.h) member m is
+// A flat family over all ranks. With `order` (op retry's ring, recovery/ring_order.h) member m is
 // comm rank order[m]: blocks sit in W in member order, a root is named by its member index.
 struct Flat {
   hcomm_comm_t comm;
@@ -142,7 +142,7 @@ struct Flat {
       if (hcomm_result_t rc = plan(pi); rc != HCOMM_SUCCESS) return rc;
       if (r.op == CollOp::AllReduce || (r.op == CollOp::Broadcast && !root) || (r.op == CollOp::Reduce && root))
         copy_if(main, r.out + off, w, m * esz);
-      failover::slice_done(comm, main, c0 + m, r.count);
+      recovery::slice_done(comm, main, c0 + m, r.count);
     }
     return HCOMM_SUCCESS;
   }
@@ -190,7 +190,7 @@ struct Flat {
       } else if (r.op == CollOp::ReduceScatter || r.op == CollOp::Scatter) {
         copy_if(main, r.out + c0 * esz, w + b.off(me), b.len(me));
       }
-      failover::slice_done(comm, main, c0 + std::min(per, maxc - c0), maxc);
+      recovery::slice_done(comm, main, c0 + std::min(per, maxc - c0), maxc);
     }
     return HCOMM_SUCCESS;
   }
@@ -255,7 +255,7 @@ void mesh_block_op(hcomm_comm_t comm, const ServerGroups& g, const CollReq& r, s
     }
     if (r.op == CollOp::ReduceScatter) mesh_reduce_scatter(comm, g, c, r.dtype, r.redop, main, false);
     else mesh_all_gather(comm, g, c, main, false);
-    failover::slice_done(comm, main, c0 + m, r.count);
+    recovery::slice_done(comm, main, c0 + m, r.count);
   }
 }
 
@@ -305,7 +305,7 @@ hcomm_result_t hier_allgather(hcomm_comm_t comm, const ServerGroups& g, const Fa
     for (std::uint32_t q = 0; q < L; ++q)  // region q's S blocks to their server-major places: one 2-D copy
       copy_2d(main, r.out + (static_cast<std::uint64_t>(q) * r.count + c0) * esz, static_cast<std::uint64_t>(L) * r.count * esz,
               G + q * rb, m * esz, m * esz, S);
-    failover::slice_done(comm, main, c0 + m, r.count);
+    recovery::slice_done(comm, main, c0 + m, r.count);
   }
   return HCOMM_SUCCESS;
 }
@@ -338,7 +338,7 @@ hcomm_result_t hier_reduce_scatter(hcomm_comm_t comm, const ServerGroups& g, con
     if (hcomm_result_t rc = group_plan(comm, f, CollOp::ReduceScatter, Members{g.index, L, S}, me, 0, X, Blocks{S, esz, m, nullptr, nullptr}, 0, esz, r, main); rc != HCOMM_SUCCESS)
       return rc;
     copy_if(main, r.out + c0 * esz, X + me * m * esz, m * esz);
-    failover::slice_done(comm, main, c0 + m, r.count);
+    recovery::slice_done(comm, main, c0 + m, r.count);
   }
   return HCOMM_SUCCESS;
 }
@@ -404,7 +404,7 @@ hcomm_result_t hier_rooted(hcomm_comm_t comm, const ServerGroups& g, const Famil
           return rc;
       if (root) copy_if(main, r.out + c0 * esz, W, m * esz);
     }
-    failover::slice_done(comm, main, c0 + m, r.count);
+    recovery::slice_done(comm, main, c0 + m, r.count);
   }
   return HCOMM_SUCCESS;
 }
@@ -413,8 +413,8 @@ hcomm_result_t hier_rooted(hcomm_comm_t comm, const ServerGroups& g, const Famil
 
 namespace {
 hcomm_result_t run_checked(hcomm_comm_t comm, hcomm_stream_t main, CollReq r);
+}  // namespace
 
-// HCOMM_OP_RETRY's re-execution (core/failover.h): the pending operation again, from its inputs.
 hcomm_result_t rerun(hcomm_comm_t comm, const PendingOp& p) {
   CollReq r;
   r.op = static_cast<CollOp>(p.op);
@@ -429,13 +429,8 @@ hcomm_result_t rerun(hcomm_comm_t comm, const PendingOp& p) {
   // Not marked (mark_base stays 0): one recovery per operation.
   return run_checked(comm, p.stream, r);
 }
-struct RegisterRerun {
-  RegisterRerun() {
-    g_rerun_op = rerun;
-    g_redecide_routes = route::redecide;
-  }
-} g_register_rerun;
 
+namespace {
 // Re-executing is exactly once when the inputs are intact: out of place (or a broadcast, whose
 // root only reads), no -v arrays (their storage is the caller's), not all-to-all (no ring).
 bool retryable(const CollReq& r, std::uint64_t in_bytes, std::uint64_t out_bytes) {
@@ -447,10 +442,10 @@ bool retryable(const CollReq& r, std::uint64_t in_bytes, std::uint64_t out_bytes
 
 hcomm_result_t run_collective(hcomm_comm_t comm, hcomm_stream_t main, const CollReq& r) {
   // A communicator in error (docs/failover.md) refuses new work with its error.
-  if (hcomm_result_t e = failover::check(comm); e != HCOMM_SUCCESS) return e;
-  failover::maybe_restore(comm);  // back to the selected algorithms and direct paths once the faults are gone
+  if (hcomm_result_t e = recovery::check(comm); e != HCOMM_SUCCESS) return e;
+  recovery::maybe_restore(comm);  // back to the selected algorithms and direct paths once the faults are gone
   const std::uint64_t seq = comm->op_seq;
-  failover::uses(comm, main);
+  recovery::uses(comm, main);
   const std::uint64_t esz = hcomm_data_type_size(static_cast<hcomm_data_type_t>(r.dtype));
   const std::uint64_t n = comm->nranks;
   std::uint64_t in_b = r.count * esz, out_b = r.count * esz;
@@ -483,7 +478,7 @@ hcomm_result_t run_collective(hcomm_comm_t comm, hcomm_stream_t main, const Coll
     p.out_bytes = out_b;
     p.retryable = can_retry;
     p.mark_base = mark_base;
-    failover::op_submitted(comm, main, p);
+    recovery::op_submitted(comm, main, p);
   }
   return rc;
 }
@@ -495,7 +490,7 @@ hcomm_result_t run_checked(hcomm_comm_t comm, hcomm_stream_t main, CollReq r) {
   comm->mark_shift = 0;
   if (r.from && r.from < r.count && !block_op(r.op) && r.op != CollOp::AllToAll) {
     // A resumed vector operation is the same operation on the elements not yet delivered; its
-    // slice markers count from the whole vector's start (core/failover.h).
+    // slice markers count from the whole vector's start (recovery/failover.h).
     r.in += r.from * esz;
     r.out += r.from * esz;
     r.count -= r.from;
@@ -538,7 +533,7 @@ hcomm_result_t run_checked(hcomm_comm_t comm, hcomm_stream_t main, CollReq r) {
   Choice c = select_algo(comm, r.op, info.bytes, shape);
   if (comm->avoid && r.op != CollOp::AllToAll) {
     // After an op retry (docs/failover.md): a flat ring in the order the recovery agreement
-    // chose (core/ring_order.h), whose neighbours use no dead HCCS link and whose RoCE edges no
+    // chose (recovery/ring_order.h), whose neighbours use no dead HCCS link and whose RoCE edges no
     // dead NIC.
     c = Choice{};
     c.kind = Choice::Flat;

@@ -32,4 +32,9 @@ struct CollReq {
 /// this communicator (e.g. the collective buffer cannot hold one element per rank).
 hcomm_result_t run_collective(hcomm_comm_t comm, hcomm_stream_t main, const CollReq& r);
 
+/// HCOMM_OP_RETRY's re-execution (called by recovery/failover.cpp): the pending operation
+/// again, from its inputs (from p.from on, a resumption), on p.stream; not marked for a second
+/// resumption (one recovery per operation).
+hcomm_result_t rerun(hcomm_comm_t comm, const PendingOp& p);
+
 }  // namespace hcomm::detail

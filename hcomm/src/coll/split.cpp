@@ -15,10 +15,10 @@
 #include <vector>
 
 #include "core/comm.h"
-#include "core/failover.h"
 #include "core/handles.h"
 #include "core/log.h"
 #include "core/objects.h"
+#include "core/recovery.h"
 #include "core/stream.h"
 #include "driver_port.h"
 
@@ -91,7 +91,7 @@ hcomm_result_t make_child(hcomm_comm_t parent, std::uint32_t id, std::vector<std
   }
   hold_comm_id(c);
   track(c, kComm);
-  failover::comm_created(c);
+  recovery::comm_created(c);
   *out = c;
   return HCOMM_SUCCESS;
 }
@@ -266,7 +266,7 @@ hcomm_result_t hcomm_comm_shrink(hcomm_comm_t parent, uint32_t n_lost, const uin
   std::uint32_t used[8] = {}, all[8] = {};
   for (std::uint32_t id = 1; id < 256; ++id)
     if (ctx->comm_id_use[id]) used[id / 32] |= 1u << (id % 32);
-  if (hcomm_result_t rc = failover::agree_ids(parent, survivors, used, all); rc != HCOMM_SUCCESS) return rc;
+  if (hcomm_result_t rc = recovery::agree_ids(parent, survivors, used, all); rc != HCOMM_SUCCESS) return rc;
   std::uint32_t id = 0;
   for (std::uint32_t k = 255; k >= 1 && !id; --k)
     if (!(all[k / 32] & (1u << (k % 32)))) id = k;

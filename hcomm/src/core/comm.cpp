@@ -5,11 +5,10 @@
 
 #include "core/algo_knob.h"
 #include "core/config.h"
-#include "core/failover.h"
 #include "core/handles.h"
 #include "core/log.h"
+#include "core/recovery.h"
 #include "core/stream.h"
-#include "discovery/topo.h"
 #include "driver_port.h"
 
 using namespace hcomm;
@@ -33,60 +32,58 @@ void release_comm_id(hcomm_comm_t comm) {
   if (n) --n;
 }
 
-}  // namespace hcomm::detail
-
-extern "C" {
-
-hcomm_result_t hcomm_comm_init(hcomm_context_t ctx, uint32_t nranks, uint32_t rank, hcomm_comm_t* out) {
-  return hcomm_comm_init_config(ctx, nranks, rank, nullptr, out);
-}
-
-hcomm_result_t hcomm_comm_get_config(hcomm_comm_t comm, hcomm_config_t* cfg) {
-  if (!live(comm, kComm)) return HCOMM_E_UNAVAIL;
-  if (!cfg) return HCOMM_E_PTR;
-  *cfg = comm->cfg;
-  return HCOMM_SUCCESS;
-}
-
-hcomm_result_t hcomm_comm_init_config(hcomm_context_t ctx, uint32_t nranks, uint32_t rank, const hcomm_config_t* user,
-                                      hcomm_comm_t* out) {
+hcomm_result_t comm_init_check(hcomm_context_t ctx, std::uint32_t nranks, std::uint32_t rank, const hcomm_config_t* user,
+                               hcomm_comm_t* out, CommInit* in) {
   if (!live(ctx, kCtx)) return HCOMM_E_UNAVAIL;
   if (!out) return HCOMM_E_PTR;
-  hcomm_config_t cfg;
-  if (hcomm_result_t rc = resolve_comm_config(ctx, user, &cfg); rc != HCOMM_SUCCESS) return rc;
-  AlgoOverride algo;
-  if (hcomm_result_t rc = parse_algo_override(ctx, cfg.algo, &algo); rc != HCOMM_SUCCESS) return rc;
+  if (hcomm_result_t rc = resolve_comm_config(ctx, user, &in->cfg); rc != HCOMM_SUCCESS) return rc;
+  if (hcomm_result_t rc = parse_algo_override(ctx, in->cfg.algo, &in->algo); rc != HCOMM_SUCCESS) return rc;
   if (nranks == 0 || nranks != port::rank_count(ctx) || rank >= nranks) {
     logf(ctx, 0, "comm init: nranks %u / rank %u do not match the cluster's %u ranks", nranks, rank, port::rank_count(ctx));
     return HCOMM_E_PARA;
   }
-  RankDesc me;
+  RankDesc& me = in->me;
   if (port::rank_desc(ctx, rank, &me) != HCOMM_SUCCESS) return HCOMM_E_NOT_FOUND;
   if (me.device != ctx->device || me.device_base_addr != ctx->base) {
     logf(ctx, 0, "Rank%u descriptor does not match device %u (base 0x%llx vs 0x%llx)", rank, ctx->device_id,
          (unsigned long long)me.device_base_addr, (unsigned long long)ctx->base);
     return E_HCOMM_ADDR_MISMATCH;
   }
-  // Topology discovery (docs/discovery.md): once per context, collective over the ranks.
-  if (hcomm_result_t rc = discover(ctx, rank, nranks, me); rc != HCOMM_SUCCESS) return rc;
+  return HCOMM_SUCCESS;
+}
+
+hcomm_result_t comm_init_make(hcomm_context_t ctx, std::uint32_t nranks, std::uint32_t rank, const CommInit& in,
+                              hcomm_comm_t* out) {
+  const hcomm_config_t& cfg = in.cfg;
   auto* c = new hcomm_comm_s;
   c->ctx = ctx;
   c->cfg = cfg;
   c->rdma = rdma_policy(cfg);  // the connection policy is set once, here (docs/config.md)
-  c->algo = algo;
+  c->algo = in.algo;
   if (cfg.algo) c->algo_spec = cfg.algo;
   c->cfg.algo = cfg.algo ? c->algo_spec.c_str() : nullptr;
   c->id = ctx->next_comm_id++;
   c->rank = rank;
   c->nranks = nranks;
-  c->peers.emplace(rank, me);
+  c->peers.emplace(rank, in.me);
   hcomm_result_t r = make_stream(ctx, &c->internal);
   if (r == HCOMM_SUCCESS) r = make_stream(ctx, &c->recv_stream);
   if (r != HCOMM_SUCCESS) { delete c; return r; }
   hold_comm_id(c);
   track(c, kComm);
-  failover::comm_created(c);
+  recovery::comm_created(c);
   *out = c;
+  return HCOMM_SUCCESS;
+}
+
+}  // namespace hcomm::detail
+
+extern "C" {
+
+hcomm_result_t hcomm_comm_get_config(hcomm_comm_t comm, hcomm_config_t* cfg) {
+  if (!live(comm, kComm)) return HCOMM_E_UNAVAIL;
+  if (!cfg) return HCOMM_E_PTR;
+  *cfg = comm->cfg;
   return HCOMM_SUCCESS;
 }
 
@@ -100,8 +97,8 @@ hcomm_result_t hcomm_comm_destroy(hcomm_comm_t c) {
   if (c->grant_stream) hcomm_destroy_stream(c->grant_stream);
   if (c->batch_send) hcomm_destroy_stream(c->batch_send);
   if (c->batch_recv) hcomm_destroy_stream(c->batch_recv);
-  failover::comm_destroyed(c);
   if (live(c->ctx, kCtx)) {
+    recovery::comm_destroyed(c);  // its context still lives
     release_comm_id(c);
     c->ctx->reservations.erase(c);  // its bandwidth reservation (route/reserve.cpp) ends with it
     auto& owed = c->ctx->mesh_owed;

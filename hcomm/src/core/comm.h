@@ -16,4 +16,19 @@ inline std::uint32_t global_rank(hcomm_comm_t comm, std::uint32_t rank) {
 /// Take / give back a notify-key comm id on the communicator's context (ctx->comm_id_use).
 void hold_comm_id(hcomm_comm_t comm);
 void release_comm_id(hcomm_comm_t comm);
+
+/// hcomm_comm_init_config's two halves around topology discovery (its entry point is
+/// init/init.cpp, which runs discovery between them). comm_init_check: the context, the
+/// configuration (`user` over the environment), the algorithm override and this rank's
+/// descriptor, into `in`. comm_init_make: the communicator, its streams and comm id, announced to
+/// the recovery (core/recovery.h).
+struct CommInit {
+  hcomm_config_t cfg{};
+  AlgoOverride algo;
+  RankDesc me;
+};
+hcomm_result_t comm_init_check(hcomm_context_t ctx, std::uint32_t nranks, std::uint32_t rank, const hcomm_config_t* user,
+                               hcomm_comm_t* out, CommInit* in);
+hcomm_result_t comm_init_make(hcomm_context_t ctx, std::uint32_t nranks, std::uint32_t rank, const CommInit& in,
+                              hcomm_comm_t* out);
 }  // namespace hcomm::detail

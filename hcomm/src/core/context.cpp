@@ -1,6 +1,8 @@
 // Contexts (docs/architecture.md#hcomm): one per device a process drives. Owns the symmetric
 // communication buffers — the collective buffer, the point-to-point window and the slot region —
 // allocated and registered first so that offsets and keys are equal on every rank.
+#include "core/context.h"
+
 #include "core/config.h"
 #include "core/handles.h"
 #include "core/log.h"
@@ -10,9 +12,9 @@
 using namespace hcomm;
 using namespace hcomm::detail;
 
-extern "C" {
+namespace hcomm::detail {
 
-hcomm_result_t hcomm_create_context(uint32_t device_id, hcomm_context_t* out) {
+hcomm_result_t make_context(std::uint32_t device_id, const Recovery* recovery, hcomm_context_t* out) {
   if (!out) return HCOMM_E_PTR;
   Driver* drv = nullptr;
   std::uint32_t device = 0;
@@ -20,6 +22,7 @@ hcomm_result_t hcomm_create_context(uint32_t device_id, hcomm_context_t* out) {
   ContextEnv env;
   const bool good = read_context_env(&env);
   auto* c = new hcomm_context_s;
+  c->recovery = recovery;
   c->drv = drv;
   c->device_id = device_id;
   c->device = device;
@@ -69,6 +72,10 @@ hcomm_result_t hcomm_create_context(uint32_t device_id, hcomm_context_t* out) {
   logf(c, 2, "context created: device %u, comm buffer %llu MiB", device_id, (unsigned long long)(c->ccl_bytes >> 20));
   return HCOMM_SUCCESS;
 }
+
+}  // namespace hcomm::detail
+
+extern "C" {
 
 hcomm_result_t hcomm_destroy_context(hcomm_context_t ctx) {
   if (!live(ctx, kCtx)) return HCOMM_E_UNAVAIL;

@@ -82,6 +82,7 @@ struct RouteState {
   std::uint64_t reroutes = 0;
 };
 struct Topo;  // discovery/topo.h
+class Recovery;  // core/recovery.h
 /// HCCS relay staging (transport/relay.h, docs/routing.md#relay): slices of 512 KiB, two slots per
 /// staging area, kRelayStages areas per origin NPU on every relay NPU.
 constexpr std::uint64_t kRelaySliceBytes = 512ULL << 10;
@@ -96,7 +97,7 @@ struct RelayChan {
   std::uint32_t go = 0, back = 0, slice = 0;  ///< sequence numbers of its notify keys
 };
 /// A collective submitted since its stream's last successful synchronize, kept so that
-/// HCOMM_OP_RETRY can re-execute it from its inputs (core/failover.h, docs/failover.md).
+/// HCOMM_OP_RETRY can re-execute it from its inputs (recovery/failover.h, docs/failover.md).
 struct PendingOp {
   hcomm_comm_t comm = nullptr;
   hcomm_stream_t stream = nullptr;
@@ -110,7 +111,7 @@ struct PendingOp {
   std::uint64_t from = 0;     ///< this attempt starts at element (per block) `from` (a resumption; 0: the whole operation)
   std::uint64_t mark_base = 0;  ///< this attempt's slice markers record mark_base + elements done (0: none)
 };
-/// A communicator's failure state (core/failover.h): the first error it learned, sticky.
+/// A communicator's failure state (recovery/failover.h): the first error it learned, sticky.
 struct CommError {
   hcomm_result_t code = HCOMM_SUCCESS;
   std::string text;           ///< what failed and on which rank
@@ -155,16 +156,17 @@ struct hcomm_context_s {
   struct Reservation { std::uint64_t min_Bps = 0, max_Bps = 0; std::uint32_t qp_base = 0; };
   std::map<hcomm_comm_t, Reservation> reservations;
   std::uint64_t nic_line_Bps = 0;  // the NIC's line rate, read at the first reservation
-  // Failover (core/failover.h, docs/failover.md).
+  // Failover (recovery/failover.h, docs/failover.md).
+  const hcomm::detail::Recovery* recovery = nullptr;  // recovery/'s hooks, given at creation (core/recovery.h)
   std::int64_t grank = -1;                          // this process's global rank (first communicator's init)
   std::vector<hcomm_comm_t> comms;                  // live communicators of this context, creation order
   std::vector<hcomm::detail::PendingOp> pending;    // collectives not yet synchronized (HCOMM_OP_RETRY)
   bool recovering = false;                          // inside a recovery: no nested abort broadcasts
   std::uint64_t nic_down_known_ns = 0;              // when a recovery agreement last read this NIC's port as down (0: never):
                                                     // a port-down event of a port that went down before is stale
-  std::string port_owed;                            // a port event no communicator work was crossing the NIC for (core/failover.h)
+  std::string port_owed;                            // a port event no communicator work was crossing the NIC for (recovery/failover.h)
   std::uint64_t port_owed_since_ns = 0;
-  std::vector<hcomm::DeviceEvent> port_stash;       // port-down events taken while reading the others (core/failover_events.cpp take_events)
+  std::vector<hcomm::DeviceEvent> port_stash;       // port-down events taken while reading the others (recovery/failover_events.cpp take_events)
   std::uint64_t hb_period_ns = 0;                   // HCOMM_HEARTBEAT_PERIOD_US (docs/failover.md#heartbeat-with-neighbours), 0: off
   std::uint32_t hb_misses = 3;                      // HCOMM_HEARTBEAT_MISSES
   std::vector<std::uint32_t> hb_neighbours;         // registered with the host's agent (global ranks)
@@ -177,7 +179,7 @@ struct hcomm_context_s {
 struct hcomm_stream_s {
   hcomm_context_t ctx = nullptr;
   std::uint32_t id = 0;
-  std::vector<hcomm_comm_t> used_by;  // communicators with work on it since its last good synchronize (core/failover.h)
+  std::vector<hcomm_comm_t> used_by;  // communicators with work on it since its last good synchronize (recovery/failover.h)
 };
 
 struct hcomm_event_s {
@@ -211,7 +213,7 @@ struct hcomm_comm_s {
   std::map<std::uint32_t, hcomm::RankDesc> peers;  // descriptors of peers actually used
   hcomm::detail::RouteState route;                 // transport and path to peers actually used (route/)
   hcomm::detail::FabricView fabric;                // leaf switches under the first rail (algo/contention.h)
-  // Failover (core/failover.h, docs/failover.md).
+  // Failover (recovery/failover.h, docs/failover.md).
   hcomm::detail::CommError error;                  // sticky: every later call returns error.code
   void (*error_cb)(hcomm_comm_t, hcomm_result_t, const char*, void*) = nullptr;
   void* error_cb_data = nullptr;
@@ -221,7 +223,7 @@ struct hcomm_comm_s {
   std::vector<std::uint32_t> lost;                 // comm ranks found lost (agreement / heartbeat), sorted
   std::vector<std::pair<std::uint32_t, std::uint32_t>> dead_pairs;  // comm-rank pairs whose HCCS link is down (a < b)
   bool avoid = false;                              // re-executing: run on paths that avoid dead_pairs
-  std::vector<std::uint32_t> ring_order;           // op retry's ring: comm ranks in ring order (core/ring_order.h; empty: comm-rank order)
+  std::vector<std::uint32_t> ring_order;           // op retry's ring: comm ranks in ring order (recovery/ring_order.h; empty: comm-rank order)
   std::vector<std::uint32_t> dead_nics;            // comm ranks whose NIC the last recovery agreement found down
   std::map<std::uint32_t, std::uint32_t> nic_lender;  // op retry's NIC borrowing: dead-NIC comm rank -> lender comm rank
   std::string ring_desc;                           // the coordinator's description of ring_order (path_after)

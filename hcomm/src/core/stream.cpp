@@ -6,10 +6,10 @@
 #include <cstdio>
 #include <string>
 
-#include "core/failover.h"
 #include "core/handles.h"
 #include "core/log.h"
 #include "core/objects.h"
+#include "core/recovery.h"
 #include "driver_port.h"
 
 using namespace hcomm;
@@ -30,13 +30,13 @@ hcomm_result_t sync_timeout(hcomm_stream_t s, std::uint64_t timeout_ms) {
   const std::uint64_t deadline = port::now_ns(s->ctx) + timeout_ms * 1000000ULL;
   // HCOMM_HEARTBEAT_TIMEOUT_MS (docs/failover.md#heartbeat): wait in periods of it and check
   // that the device made progress in each; 0 (the default) waits in one piece.
-  const std::uint64_t hb_ns = failover::heartbeat_ns(s);
+  const std::uint64_t hb_ns = recovery::heartbeat_ns(s);
   // A NIC port event owed to work across servers (docs/failover.md#nic-port-event).
-  if (hcomm_result_t o = failover::owed_port_event(s); o != HCOMM_E_AGAIN) return o;
-  // A port-down event taken while reading the host's other events (failover::check) interrupts
+  if (hcomm_result_t o = recovery::owed_port_event(s); o != HCOMM_E_AGAIN) return o;
+  // A port-down event taken while reading the host's other events (recovery::check) interrupts
   // this synchronize at once, as the undelivered event would have.
   if (!s->ctx->port_stash.empty()) {
-    if (hcomm_result_t o = failover::on_sync_failure(s, HCOMM_E_REMOTE, ""); o != HCOMM_E_AGAIN) return o;
+    if (hcomm_result_t o = recovery::on_sync_failure(s, HCOMM_E_REMOTE, ""); o != HCOMM_E_AGAIN) return o;
   }
   std::uint64_t last_done = 0;
   bool have_last = false;
@@ -58,24 +58,24 @@ hcomm_result_t sync_timeout(hcomm_stream_t s, std::uint64_t timeout_ms) {
       std::snprintf(why, sizeof why, "heartbeat: device %u STUCK (no task completed for %llu ms and its engine starts none)",
                     s->ctx->device_id, static_cast<unsigned long long>(hb_ns / 1000000));
       logf(s->ctx, 0, "Device%u stream %u %s", s->ctx->device_id, s->id, why);
-      rc = failover::on_sync_failure(s, HCOMM_E_RUNTIME, why);
+      rc = recovery::on_sync_failure(s, HCOMM_E_RUNTIME, why);
       if (rc == HCOMM_E_AGAIN) { have_last = false; continue; }
       return rc;
     }
     switch (rc) {
-      case HCOMM_SUCCESS: failover::synced(s); return HCOMM_SUCCESS;
+      case HCOMM_SUCCESS: recovery::synced(s); return HCOMM_SUCCESS;
       case HCOMM_E_TIMEOUT:
         logf(s->ctx, 0, "Device%u stream %u synchronize timed out after %llu ms%s%s", s->ctx->device_id, s->id,
              (unsigned long long)timeout_ms, err.empty() ? "" : ": ", err.c_str());
         return HCOMM_E_TIMEOUT;
       case HCOMM_E_REMOTE:  // an urgent control message or a device event interrupted the wait (docs/failover.md)
-        rc = failover::on_sync_failure(s, rc, err);
+        rc = recovery::on_sync_failure(s, rc, err);
         if (rc == HCOMM_E_AGAIN) continue;
         if (rc == HCOMM_E_REMOTE) logf(s->ctx, 0, "Device%u stream %u synchronize: aborted by a peer's report", s->ctx->device_id, s->id);
         return rc;
       default:
         logf(s->ctx, 0, "Device%u stream %u task failed: %s", s->ctx->device_id, s->id, err.c_str());
-        rc = failover::on_sync_failure(s, HCOMM_E_RUNTIME, err);
+        rc = recovery::on_sync_failure(s, HCOMM_E_RUNTIME, err);
         if (rc == HCOMM_E_AGAIN) continue;  // re-executed (op retry): wait for what is left on the stream
         return rc;
     }

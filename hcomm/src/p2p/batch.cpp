@@ -9,9 +9,9 @@
 #include <limits>
 #include <vector>
 
-#include "core/failover.h"
 #include "core/handles.h"
 #include "core/objects.h"
+#include "core/recovery.h"
 #include "core/stream.h"
 #include "core/types.h"
 
@@ -26,8 +26,8 @@ constexpr std::uint32_t kBatchTag = (1u << 26) - 2;  // reserved: below the p2p 
 extern "C" hcomm_result_t hcomm_batch_send_recv(const hcomm_send_recv_item_t* items, uint32_t n_items, hcomm_comm_t comm,
                                                 hcomm_stream_t stream) {
   if (!live(comm, kComm) || !live(stream, kStream)) return HCOMM_E_UNAVAIL;
-  if (hcomm_result_t e = failover::check(comm); e != HCOMM_SUCCESS) return e;  // docs/failover.md
-  failover::uses(comm, stream);
+  if (hcomm_result_t e = recovery::check(comm); e != HCOMM_SUCCESS) return e;  // docs/failover.md
+  recovery::uses(comm, stream);
   if (!items && n_items) return HCOMM_E_PTR;
   if (stream->ctx != comm->ctx) return HCOMM_E_PARA;
   const std::uint32_t n = comm->nranks, me = comm->rank;

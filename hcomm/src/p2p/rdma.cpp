@@ -1,10 +1,10 @@
 // One-sided RDMA (docs/architecture.md#hcomm): remote addresses of symmetric memory and
 // hcomm_rdma_write into a peer's registered region.
-#include "core/failover.h"
 #include "core/comm.h"
 #include "core/handles.h"
 #include "core/objects.h"
 #include "core/profile.h"
+#include "core/recovery.h"
 #include "core/types.h"
 #include "discovery/topo.h"
 #include "route/route.h"
@@ -29,8 +29,8 @@ hcomm_result_t hcomm_remote_addr(hcomm_comm_t comm, uint32_t peer, const void* m
 hcomm_result_t hcomm_rdma_write(const void* local, uint64_t bytes, uint32_t dst, uint64_t remote_addr, uint32_t rkey,
                                 hcomm_comm_t comm, hcomm_stream_t stream) {
   if (!live(comm, kComm) || !live(stream, kStream)) return HCOMM_E_UNAVAIL;
-  if (hcomm_result_t e = failover::check(comm); e != HCOMM_SUCCESS) return e;  // docs/failover.md
-  failover::uses(comm, stream);
+  if (hcomm_result_t e = recovery::check(comm); e != HCOMM_SUCCESS) return e;  // docs/failover.md
+  recovery::uses(comm, stream);
   if (!local && bytes) return HCOMM_E_PTR;
   if (dst >= comm->nranks || stream->ctx != comm->ctx) return HCOMM_E_PARA;
   const RankDesc* peer = peer_desc(comm, dst);

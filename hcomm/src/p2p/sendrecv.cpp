@@ -11,11 +11,11 @@
 // granted to one sender at a time; the user's stream is joined to it through events.
 #include <algorithm>
 
-#include "core/failover.h"
 #include "core/comm.h"
 #include "core/handles.h"
 #include "core/objects.h"
 #include "core/profile.h"
+#include "core/recovery.h"
 #include "core/types.h"
 #include "p2p/request.h"
 #include "transport/notify_keys.h"
@@ -35,9 +35,9 @@ hcomm_result_t p2p_check(const void* buf, uint64_t count, hcomm_data_type_t dtyp
   if (stream && !live(stream, kStream)) return HCOMM_E_UNAVAIL;
   if (!valid_dtype(dtype) || peer >= comm->nranks || peer == comm->rank || tag > kMaxTag) return HCOMM_E_PARA;
   if (!buf && count) return HCOMM_E_PTR;
-  if (hcomm_result_t e = failover::check(comm); e != HCOMM_SUCCESS) return e;  // in error: refuses new work (docs/failover.md)
-  failover::uses(comm, stream ? stream : comm->internal);
-  failover::uses(comm, comm->recv_stream);
+  if (hcomm_result_t e = recovery::check(comm); e != HCOMM_SUCCESS) return e;  // in error: refuses new work (docs/failover.md)
+  recovery::uses(comm, stream ? stream : comm->internal);
+  recovery::uses(comm, comm->recv_stream);
   return HCOMM_SUCCESS;
 }
 

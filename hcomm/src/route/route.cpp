@@ -10,7 +10,6 @@
 #include <string_view>
 
 #include "core/comm.h"
-#include "core/failover.h"
 #include "core/log.h"
 #include "discovery/topo.h"
 #include "driver_port.h"
@@ -498,7 +497,6 @@ void redecide_roce(hcomm_comm_t comm, const std::string& trigger) {
   forget_and_decide(comm, ranks, trigger, false);
 }
 
-namespace {
 // Op retry after an RDMA write failure (docs/failover.md, docs/routing.md#re-routing): probe every
 // RoCE QP's current source port again, one probe call for all; a QP whose probe does not come back
 // crosses a dead cable (a switch-to-switch one: no port event shows it), so its peer is routed
@@ -557,8 +555,6 @@ std::uint32_t reroute_broken(hcomm_comm_t comm, const std::string& trigger) {
        trigger.c_str(), ps.size(), moved);
   return moved;
 }
-struct RegisterReroute { RegisterReroute() { g_reroute_broken = reroute_broken; } } g_register_reroute;
-}  // namespace
 
 void check(hcomm_comm_t comm) {
   RouteState& st = comm->route;

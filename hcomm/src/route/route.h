@@ -52,5 +52,9 @@ void redecide_roce(hcomm_comm_t comm, const std::string& trigger);
 /// Decide the routes to these communicator ranks again (a link to them went down since: the
 /// decision reads the ports as they are now), recorded with `trigger`.
 void redecide(hcomm_comm_t comm, const std::vector<std::uint32_t>& ranks, const std::string& trigger);
+/// Before an op retry's re-execution after an RDMA write failure (called by
+/// recovery/failover.cpp): re-probe the paths of the communicator's RoCE QPs and move the ones
+/// whose probe is lost onto new source ports, recorded with `trigger`. Returns how many QPs moved.
+std::uint32_t reroute_broken(hcomm_comm_t comm, const std::string& trigger);
 
 }  // namespace hcomm::detail::route

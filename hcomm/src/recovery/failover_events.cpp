@@ -1,20 +1,20 @@
 // Failover's device events (docs/failover.md): the host's heartbeat agent (its registration and
 // LOST), NIC port-active events and CRC storms, taken when the library reads the device's events.
-#include "core/failover.h"
+#include "recovery/failover.h"
 
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
 
 #include "core/comm.h"
-#include "core/failover_msg.h"
-#include "core/failover_state.h"
 #include "core/handles.h"
 #include "core/log.h"
-#include "core/retry_path.h"
-#include "core/ring_order.h"
 #include "core/stream.h"
 #include "driver_port.h"
+#include "recovery/failover_msg.h"
+#include "recovery/failover_state.h"
+#include "recovery/retry_path.h"
+#include "recovery/ring_order.h"
 
 namespace hcomm::detail::failover {
 

@@ -1,5 +1,5 @@
-// The failover protocol's messages (core/failover_msg.h): little-endian fields after a magic.
-#include "core/failover_msg.h"
+// The failover protocol's messages (recovery/failover_msg.h): little-endian fields after a magic.
+#include "recovery/failover_msg.h"
 
 #include <memory>
 

@@ -1,29 +1,25 @@
 // Failover (docs/failover.md), the protocol's core: a fault's report to the other members, the
-// sticky error, the recovery that runs the agreement (core/failover_agree.cpp) and re-executes.
-// See core/failover.h for the protocol.
-#include "core/failover.h"
+// sticky error, the recovery that runs the agreement (recovery/failover_agree.cpp) and re-executes.
+// See recovery/failover.h for the protocol.
+#include "recovery/failover.h"
 
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
 
+#include "coll/run.h"
 #include "core/comm.h"
-#include "core/failover_msg.h"
-#include "core/failover_state.h"
 #include "core/handles.h"
 #include "core/log.h"
-#include "core/retry_path.h"
-#include "core/ring_order.h"
 #include "core/stream.h"
 #include "driver_port.h"
+#include "recovery/failover_msg.h"
+#include "recovery/failover_state.h"
+#include "recovery/retry_path.h"
+#include "recovery/ring_order.h"
+#include "route/route.h"
 
 namespace hcomm::detail {
-
-// Set by the collective runner (coll/run.cpp): re-submit a pending collective. The core cannot
-// include the collectives (tests/layering_test.sh), so they register themselves.
-hcomm_result_t (*g_rerun_op)(hcomm_comm_t, const PendingOp&) = nullptr;
-void (*g_redecide_routes)(hcomm_comm_t, const std::vector<std::uint32_t>&, const std::string&) = nullptr;
-std::uint32_t (*g_reroute_broken)(hcomm_comm_t, const std::string&) = nullptr;
 
 namespace failover {
 
@@ -276,14 +272,14 @@ hcomm_result_t recover(hcomm_context_t ctx) {
       // paths and moves those whose probe is lost (a dead cable between switches) to new source
       // ports (route/route.cpp), so the re-execution does not fail on the same cable.
       std::string after_extra;
-      if (c->roce_failed && c->ctx->retry_reroute && g_reroute_broken) {
+      if (c->roce_failed && c->ctx->retry_reroute) {
         // The trigger names the fault as the error's text does: "RDMA write failed: ... (...)".
         const std::size_t at = c->error.text.find("RDMA write failed");
         std::string what = at == std::string::npos ? c->error.text : c->error.text.substr(at);
         if (const std::size_t close = what.find(')'); close != std::string::npos) what.resize(close + 1);
         char trig[192];
         std::snprintf(trig, sizeof trig, "op retry of %s seq %llu: %s", p->kind, static_cast<unsigned long long>(p->seq), what.c_str());
-        const std::uint32_t moved = g_reroute_broken(c, trig);
+        const std::uint32_t moved = route::reroute_broken(c, trig);
         after_extra = "; RoCE re-routed: " + std::to_string(moved) + " QPs on new source ports";
       }
       // Re-execute from the inputs: with the dead HCCS pairs moved to a relay NPU or PCIe where
@@ -294,11 +290,11 @@ hcomm_result_t recover(hcomm_context_t ctx) {
       const bool by_relay = reroute_hccs(c, &relayed);
       const bool by_lender = borrow_nics(c, &borrowed);
       c->avoid = !by_relay && !by_lender;
-      if (c->avoid && g_redecide_routes) {
+      if (c->avoid) {
         // On the ring: a route of mine through a relay with a dead hop (chosen by discovery or for an
         // earlier fault) is decided again too; the ring's neighbours may still need it.
         const std::vector<std::uint32_t> over = routes_over_dead(c);
-        if (!over.empty()) g_redecide_routes(c, over, "op retry: hccs " + pairs_text(c) + " down");
+        if (!over.empty()) route::redecide(c, over, "op retry: hccs " + pairs_text(c) + " down");
       }
       const std::string rerouted = by_relay ? relayed : borrowed;
       PendingOp op = *p;
@@ -324,7 +320,7 @@ hcomm_result_t recover(hcomm_context_t ctx) {
       c->stale_attempt = c->stale_below == c->op_seq ? c->stale_attempt + 1 : 1;
       c->stale_below = c->op_seq;  // the other reports of this fault are stale from now on
       if (round > 1) drop_relay_channels(ctx);
-      hcomm_result_t rc = g_rerun_op ? g_rerun_op(c, op) : HCOMM_E_NOT_SUPPORT;
+      hcomm_result_t rc = rerun(c, op);
       if (rc == HCOMM_SUCCESS) rc = sync_timeout(op.stream, c->cfg.timeout_ms);
       const CommError news = c->error;  // a fault that hit the re-execution (its own task, or a member's report)
       c->error = err;

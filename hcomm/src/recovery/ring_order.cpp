@@ -1,5 +1,5 @@
-// The op retry's ring order: see core/ring_order.h.
-#include "core/ring_order.h"
+// The op retry's ring order: see recovery/ring_order.h.
+#include "recovery/ring_order.h"
 
 #include <algorithm>
 #include <map>

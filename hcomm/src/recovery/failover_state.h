@@ -1,6 +1,6 @@
-// What the failover files share (core/failover.cpp, failover_agree.cpp, failover_events.cpp): a
+// What the failover files share (recovery/failover.cpp, failover_agree.cpp, failover_events.cpp): a
 // communicator's failure bookkeeping, the recovery agreement and the device events' intake. Not
-// part of the library's interface; core/failover.h is.
+// part of the library's interface; recovery/failover.h is.
 #pragma once
 #include <cstdint>
 #include <string>

@@ -1,4 +1,4 @@
-// The failover protocol's messages on the host control channel (core/failover_msg.cpp,
+// The failover protocol's messages on the host control channel (recovery/failover_msg.cpp,
 // docs/failover.md): the wire format and one communicator's send and receive.
 #pragma once
 #include <cstdint>

@@ -1,19 +1,20 @@
 // The op retry's path (docs/failover.md#op-retry-hcomm_op_retry1): the ring order's input and
 // its description, and the HCCS faults moved to a relay NPU or PCIe instead of a ring.
-#include "core/retry_path.h"
+#include "recovery/retry_path.h"
 
 #include <algorithm>
 #include <map>
 
 #include "core/comm.h"
-#include "core/failover.h"
 #include "core/log.h"
 #include "discovery/topo.h"
 #include "driver_port.h"
+#include "recovery/failover.h"
+#include "route/route.h"
 
 namespace hcomm::detail::failover {
 
-// The op retry's ring (core/ring_order.h) over the merged dead pairs and dead NICs. The servers
+// The op retry's ring (recovery/ring_order.h) over the merged dead pairs and dead NICs. The servers
 // are read from the descriptors without caching them (the coordinator reads every rank's once).
 RingOrderIn ring_input(hcomm_comm_t c, const std::vector<std::uint32_t>& dead_nics) {
   RingOrderIn in;
@@ -118,7 +119,7 @@ std::vector<std::uint32_t> routes_over_dead(hcomm_comm_t c) {
 // HCCS links to both); the two ends then decide their routes to each other again from their
 // ports as they are now. False: no such path for some pair (the ring order is used instead).
 bool reroute_hccs(hcomm_comm_t c, std::string* text) {
-  if (!g_redecide_routes || !c->ctx->relay_bytes || c->dead_pairs.empty() || !c->dead_nics.empty() || !c->lost.empty()) return false;
+  if (!c->ctx->relay_bytes || c->dead_pairs.empty() || !c->dead_nics.empty() || !c->lost.empty()) return false;
   const Topo* t = c->ctx->topo.get();
   if (!t || !t->exchanged) return false;
   auto dead = [&](std::uint32_t x, std::uint32_t y) {
@@ -182,7 +183,7 @@ bool reroute_hccs(hcomm_comm_t c, std::string* text) {
   for (std::uint32_t p : routes_over_dead(c)) mine.push_back(p);
   std::sort(mine.begin(), mine.end());
   mine.erase(std::unique(mine.begin(), mine.end()), mine.end());
-  g_redecide_routes(c, mine, "op retry: hccs " + pairs_text(c) + " down");
+  route::redecide(c, mine, "op retry: hccs " + pairs_text(c) + " down");
   *text = "as selected, hccs " + how;
   return true;
 }
@@ -194,10 +195,10 @@ bool borrow_nics(hcomm_comm_t c, std::string* text) {
   const bool had = !c->nic_lender.empty();
   c->nic_lender.clear();
   auto undo = [&]() {  // no borrowing: the routes that borrowed go back to the NICs' own paths
-    if (had && g_redecide_routes && !before.empty()) g_redecide_routes(c, before, "op retry: nic borrowing ended");
+    if (had && !before.empty()) route::redecide(c, before, "op retry: nic borrowing ended");
     return false;
   };
-  if (!g_redecide_routes || !c->ctx->nic_borrow || !c->ctx->relay_bytes || c->dead_nics.empty() || !c->dead_pairs.empty() ||
+  if (!c->ctx->nic_borrow || !c->ctx->relay_bytes || c->dead_nics.empty() || !c->dead_pairs.empty() ||
       !c->lost.empty())
     return undo();
   // An RDMA write failed too (a dead cable between switches): the borrowed routes keep their NICs'
@@ -245,7 +246,7 @@ bool borrow_nics(hcomm_comm_t c, std::string* text) {
   mine.erase(std::unique(mine.begin(), mine.end()), mine.end());
   std::string nics;
   for (std::uint32_t x : c->dead_nics) nics += (nics.empty() ? "" : ",") + std::to_string(x);
-  g_redecide_routes(c, mine, "op retry: nic " + nics + " down");
+  route::redecide(c, mine, "op retry: nic " + nics + " down");
   *text = "as selected, nic " + how + " (borrowed over hccs)";
   return true;
 }

@@ -1,15 +1,15 @@
-// The op retry's path (core/retry_path.cpp, docs/failover.md#op-retry-hcomm_op_retry1).
+// The op retry's path (recovery/retry_path.cpp, docs/failover.md#op-retry-hcomm_op_retry1).
 #pragma once
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "core/objects.h"
-#include "core/ring_order.h"
+#include "recovery/ring_order.h"
 
 namespace hcomm::detail::failover {
 
-/// The op retry's ring (core/ring_order.h) over the merged dead pairs and these dead NICs.
+/// The op retry's ring (recovery/ring_order.h) over the merged dead pairs and these dead NICs.
 RingOrderIn ring_input(hcomm_comm_t c, const std::vector<std::uint32_t>& dead_nics);
 /// The dead HCCS pairs as "a-b,c-d".
 std::string pairs_text(const hcomm_comm_t c);

@@ -15,19 +15,15 @@
 #include <vector>
 
 #include "core/objects.h"
-
-namespace hcomm::detail {
-/// Re-submits a pending collective (set by coll/run.cpp, which the core may not include).
-extern hcomm_result_t (*g_rerun_op)(hcomm_comm_t, const PendingOp&);
-/// Decides the routes to these comm ranks again, with a trigger (route::redecide, set by coll/run.cpp).
-extern void (*g_redecide_routes)(hcomm_comm_t, const std::vector<std::uint32_t>&, const std::string&);
-/// Before an op retry's re-execution after an RDMA write failure: re-probe the paths of the
-/// communicator's RoCE QPs and move the ones whose probe is lost onto new source ports (set by
-/// route/route.cpp, which the core may not include). Returns how many QPs moved.
-extern std::uint32_t (*g_reroute_broken)(hcomm_comm_t, const std::string& trigger);
-}  // namespace hcomm::detail
+#include "core/recovery.h"
 
 namespace hcomm::detail::failover {
+
+/// recovery/'s implementation of the interface the rooms below call it through (core/recovery.h,
+/// which documents each call); hcomm_create_context (init/init.cpp) gives it to every context.
+const Recovery& hooks();
+
+// The implementations, one per method of Recovery (core/recovery.h).
 
 /// Read the urgent messages that have arrived for this context (without blocking), then the
 /// communicator's sticky error (HCOMM_SUCCESS when healthy). A rank that learns here of a

@@ -2,8 +2,8 @@
 // asynchronous error, its callback and the lost ranks.
 #include <cstring>
 
-#include "core/failover.h"
 #include "core/handles.h"
+#include "recovery/failover.h"
 
 using namespace hcomm::detail;
 

@@ -1,21 +1,22 @@
 // Failover's agreements over the control channel (docs/failover.md): the op retry's recovery
 // (READY, RESET, GO through the coordinator), the shrink's survivors, and the return from the op
 // retry's ring to the selected algorithms.
-#include "core/failover.h"
+#include "recovery/failover.h"
 
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
 
 #include "core/comm.h"
-#include "core/failover_msg.h"
-#include "core/failover_state.h"
 #include "core/handles.h"
 #include "core/log.h"
-#include "core/retry_path.h"
-#include "core/ring_order.h"
 #include "core/stream.h"
 #include "driver_port.h"
+#include "recovery/failover_msg.h"
+#include "recovery/failover_state.h"
+#include "recovery/retry_path.h"
+#include "recovery/ring_order.h"
+#include "route/route.h"
 
 namespace hcomm::detail::failover {
 
@@ -36,7 +37,7 @@ void probe_dead_links(hcomm_comm_t c) {
   }
 }
 
-// The agreement (core/failover.h). True: every rank re-executes on the ring the coordinator
+// The agreement (recovery/failover.h). True: every rank re-executes on the ring the coordinator
 // chose (c->ring_order) avoiding the merged dead pairs and dead NICs.
 //
 // GO's list: the lost ranks, the dead NICs, the ring order as the positions where it differs from
@@ -138,7 +139,7 @@ bool agree(hcomm_comm_t c, bool can, std::uint64_t done, std::uint64_t op_seq) {
   std::sort(dead_nics.begin(), dead_nics.end());
   c->dead_nics = dead_nics;
   if (!c->lost.empty() && go) { go = false; why = "comm rank " + std::to_string(c->lost.front()) + " is lost"; }
-  // The ring order (core/ring_order.h): servers contiguous, inside each a path over its live
+  // The ring order (recovery/ring_order.h): servers contiguous, inside each a path over its live
   // links whose two ends (the RoCE edges) have live NICs.
   c->ring_order.clear();
   c->ring_desc.clear();
@@ -291,7 +292,7 @@ void maybe_restore(hcomm_comm_t c) {
     c->nic_lender.clear();
     c->dead_nics.clear();
     c->dead_pairs.clear();
-    if (g_redecide_routes && !peers.empty()) g_redecide_routes(c, peers, "port up: " + what + " back");
+    if (!peers.empty()) route::redecide(c, peers, "port up: " + what + " back");
     port::log(ctx, 1, ("[HCOMM_WARN] Rank" + std::to_string(c->rank) + " comm " + std::to_string(c->id) +
                        ": every dead NIC and HCCS link is up again: " + what + " back on their own paths from seq " + std::to_string(c->op_seq) +
                        " (borrowing and relays ended)").c_str());
