@@ -37,17 +37,17 @@ std::uint64_t payload_memory_estimate(const Scenario& sc) {
   std::uint64_t peak = 0;
   for (const auto& w : sc.workload) {
     std::uint64_t need = 0;
-    if (w.op == "allgather") {
+    if (w.kind == WorkloadOp::AllGather) {
       // per rank: input, the gathered output in HBM and its host copy, the expected blocks
       need = sat_mul(n, sat_add(sat_mul(3, sat_mul(n, w.bytes)), w.bytes));
-    } else if (w.op == "allreduce" || w.op == "sendrecv" || w.op == "reducescatter" || w.op == "broadcast" || w.op == "alltoall") {
+    } else if (is_collective(w.kind) || w.kind == WorkloadOp::SendRecv) {
       // per rank: input + output in HBM, host staging and part of the expected bytes (3.5 x),
       // one shared reference. Measured peak RSS, 8 ranks: 64 MiB 1.76 GiB (estimate 1.81),
       // 256 MiB 7.0 GiB (estimate 7.25).
       need = sat_add(sat_mul(n, sat_mul(7, w.bytes)) / 2, w.bytes);
-    } else if (w.op == "h2d" || w.op == "d2h") {
+    } else if (w.kind == WorkloadOp::H2D || w.kind == WorkloadOp::D2H) {
       need = sat_mul(n, sat_mul(3, w.bytes));  // host buffer, HBM, read-back
-    } else if (w.op == "incast") {
+    } else if (w.kind == WorkloadOp::Incast) {
       need = sat_mul(n, sat_mul(4, w.bytes));  // senders' sources and host copies, the root's region and check
     }
     peak = std::max(peak, need);

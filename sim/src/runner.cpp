@@ -69,16 +69,16 @@ void record_outcomes(const Scenario& sc, Cluster& c, Trace& trace, RunResult& re
                     OpChoice{o.info.chosen_by, o.info.runner_up, o.info.est_ns / 1e3, o.info.runner_up_ns / 1e3},
                     OpOutcome{status_of(e), e ? e->error : std::string()});
   }
-  auto lib_kind = [](const std::string& op) {
-    if (op == "reducescatter") return std::string("reduce_scatter");
-    if (op == "sendrecv") return std::string("send");
-    return op == "incast" ? std::string("rdma_write") : op;
+  auto lib_kind = [](const WorkloadStep& w) {  // the library's operation name
+    if (w.kind == WorkloadOp::ReduceScatter) return std::string("reduce_scatter");
+    if (w.kind == WorkloadOp::SendRecv) return std::string("send");
+    return w.kind == WorkloadOp::Incast ? std::string("rdma_write") : w.op;
   };
   for (std::uint32_t r = 0; r < n; ++r) {
     // A step that failed before it announced an operation (e.g. its input copy) has a row too.
     for (const auto& [k, e] : c.step_errors_[r])
       if (!has_row.count({r, k}) && k.first < sc.workload.size())
-        trace.operation(r, 0, lib_kind(sc.workload[k.first].op), "", sc.workload[k.first].bytes, "", "", -1, k.first, k.second, nan,
+        trace.operation(r, 0, lib_kind(sc.workload[k.first]), "", sc.workload[k.first].bytes, "", "", -1, k.first, k.second, nan,
                         static_cast<double>(e.t) / 1e3, OpChoice{}, OpOutcome{status_of(&e), e.error});
     if (c.done_[r] && c.step_errors_[r].empty()) continue;
     const std::string npu = sc.topology.npus[sc.topology.rank_to_npu[r]].name;

@@ -68,7 +68,7 @@ Run run(const std::string& family, const std::string& fidelity, const std::strin
   sc.store_bytes = false;  // timing payload
   if (!set_fidelity(sc.net, fidelity)) ADD_FAILURE() << fidelity;
   WorkloadStep ar;
-  ar.op = op;
+  ar.set_op(*workload_op_from(op));
   ar.bytes = 64 << 20;
   ar.check = false;
   sc.workload = {ar};

@@ -23,7 +23,7 @@ Scenario make_scenario() {
   sc.seed = 99;
   auto step = [](const char* op, std::uint64_t bytes, models::DType t, models::ReduceOp r) {
     WorkloadStep w;
-    w.op = op;
+    w.set_op(*workload_op_from(op));
     w.bytes = bytes;
     w.dtype = t;
     w.reduce = r;

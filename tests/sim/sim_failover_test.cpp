@@ -175,7 +175,7 @@ TEST(SimFailover, NicBorrow) {
   const std::string db = tmp_db("failover_borrow");
   RunResult r = run_file("nic-down-borrow.json", db, [](Scenario& sc) {
     WorkloadStep x;
-    x.op = "sendrecv";
+    x.set_op(WorkloadOp::SendRecv);
     x.bytes = 8ULL << 20;
     x.pattern = "halves";
     sc.workload.push_back(x);

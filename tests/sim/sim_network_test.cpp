@@ -18,14 +18,14 @@ TEST(SimNetwork, CrossServerP2pAndHierarchicalAllReduce) {
   sc.name = "sim_network_test";
   sc.topology = *topo;
   WorkloadStep p2p;
-  p2p.op = "sendrecv";
+  p2p.set_op(WorkloadOp::SendRecv);
   p2p.pattern = "halves";  // rank r <-> r+8: always the other server
   p2p.bytes = 16 << 20;
   WorkloadStep ar;
-  ar.op = "allreduce";
+  ar.set_op(WorkloadOp::AllReduce);
   ar.bytes = 64 << 20;
   WorkloadStep odd;  // uneven slices and blocks
-  odd.op = "allreduce";
+  odd.set_op(WorkloadOp::AllReduce);
   odd.bytes = (1 << 20) + 36;
   odd.dtype = models::DType::Int32;
   odd.reduce = models::ReduceOp::Min;

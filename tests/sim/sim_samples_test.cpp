@@ -67,7 +67,7 @@ TEST(SimSamples, Hccs) {
   sc.name = "sim_samples_hccs";
   sc.topology = *topo;
   WorkloadStep w;
-  w.op = "sendrecv";
+  w.set_op(WorkloadOp::SendRecv);
   w.bytes = 4 << 20;
   sc.workload = {w};
   sc.sample_interval_ps = 1000 * models::kPsPerNs;  // 1 us
@@ -139,7 +139,7 @@ TEST(SimSamples, Roce) {
   sc.name = "sim_samples_roce";
   sc.topology = *topo;
   WorkloadStep w;
-  w.op = "sendrecv";
+  w.set_op(WorkloadOp::SendRecv);
   w.pattern = "halves";  // r <-> r+8: always across the leaf
   w.bytes = 4 << 20;
   sc.workload = {w};

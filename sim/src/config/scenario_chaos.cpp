@@ -17,10 +17,6 @@ struct Rng {  // splitmix64: the same SEED draws the same faults on every machin
   std::uint64_t in(std::uint64_t lo, std::uint64_t hi) { return lo + below(hi - lo + 1); }
 };
 
-bool collective(const std::string& op) {
-  return op == "allreduce" || op == "allgather" || op == "reducescatter" || op == "broadcast" || op == "alltoall";
-}
-
 }  // namespace
 
 std::string fault_text(const json& f) {
@@ -66,7 +62,7 @@ std::vector<std::string> chaos_faults(const Scenario& sc, std::uint64_t seed, st
     const auto step = static_cast<std::uint32_t>(rng.below(sc.workload.size()));
     const auto rep = static_cast<std::uint32_t>(rng.below(sc.workload[step].repeat));
     std::string when = " at.step=" + std::to_string(step) + " at.rep=" + std::to_string(rep) + " at.after=";
-    if (collective(sc.workload[step].op)) when += std::to_string(rng.below(90)) + "%";
+    if (is_collective(sc.workload[step].kind)) when += std::to_string(rng.below(90)) + "%";
     else when += us(rng.below(10));
     std::string f;
     const Kind k = kinds[rng.below(kinds.size())];

@@ -64,10 +64,6 @@ json accepted_keys(const json& fj, const std::string& fp, Diagnostics& d, FaultK
   return kept;
 }
 
-bool is_collective(const std::string& op) {
-  return op == "allreduce" || op == "allgather" || op == "reducescatter" || op == "broadcast" || op == "alltoall";
-}
-
 std::string fmt_rate(double r) {
   char b[32];
   std::snprintf(b, sizeof b, "%g", r);
@@ -141,7 +137,7 @@ void read_at(const ObjectReader& f, Fault& ft, const Scenario& sc, const json* w
       r.diag().error(r.child("after"), "expected a percentage from 0% to 1000% (a decimal number and %: no sign, hex or exponent) or a duration, got \"" + *after + "\"");
       return;
     }
-    if (step && *step < sc.workload.size() && !is_collective(sc.workload[*step].op)) {
+    if (step && *step < sc.workload.size() && !is_collective(sc.workload[*step].kind)) {
       r.diag().error(r.child("after"), "a percentage is of the operation's estimate (operations.est_us), which only collectives "
                                        "(allreduce, allgather, reducescatter, broadcast, alltoall) have; step " +
                                            std::to_string(*step) + " is " + sc.workload[*step].op + ": give a duration such as \"50us\"");

@@ -10,7 +10,7 @@ void read_train_step(const json& j, const std::string& ptr, Scenario& sc, Diagno
   ObjectReader w(j, ptr, d, {"op", "model", "parallel", "micro_batches", "bucket", "efficiency", "repeat", "expect"});
   if (!w.valid()) return;
   WorkloadStep st;
-  st.op = "train_step";
+  st.set_op(WorkloadOp::TrainStep);
   st.check = false;  // nothing to compare: the step moves gradients and activations, not a payload
   auto spec = std::make_shared<TrainStepSpec>();
   if (const json* mj = w.get("model", true)) {

@@ -6,6 +6,38 @@
 #include "scenario_readers.h"
 #include "sim/config/units.h"
 
+namespace sim {
+
+const char* workload_op_name(WorkloadOp k) {
+  switch (k) {
+    case WorkloadOp::AllReduce: return "allreduce";
+    case WorkloadOp::AllGather: return "allgather";
+    case WorkloadOp::ReduceScatter: return "reducescatter";
+    case WorkloadOp::Broadcast: return "broadcast";
+    case WorkloadOp::AllToAll: return "alltoall";
+    case WorkloadOp::SendRecv: return "sendrecv";
+    case WorkloadOp::Incast: return "incast";
+    case WorkloadOp::Barrier: return "barrier";
+    case WorkloadOp::H2D: return "h2d";
+    case WorkloadOp::D2H: return "d2h";
+    case WorkloadOp::TrainStep: return "train_step";
+  }
+  return "?";
+}
+
+std::optional<WorkloadOp> workload_op_from(const std::string& name) {
+  for (int i = 0; i <= static_cast<int>(WorkloadOp::TrainStep); ++i)
+    if (name == workload_op_name(static_cast<WorkloadOp>(i))) return static_cast<WorkloadOp>(i);
+  return std::nullopt;
+}
+
+bool is_collective(WorkloadOp k) {
+  return k == WorkloadOp::AllReduce || k == WorkloadOp::AllGather || k == WorkloadOp::ReduceScatter || k == WorkloadOp::Broadcast ||
+         k == WorkloadOp::AllToAll;
+}
+
+}  // namespace sim
+
 namespace sim::scenario_detail {
 namespace {
 
@@ -76,14 +108,14 @@ const json* read_workload(const ObjectReader& top, Scenario& sc, Diagnostics& d)
         }
       }
       st.op = w.str("op", true).value_or("");
-      if (!st.op.empty() && st.op != "allreduce" && st.op != "allgather" && st.op != "reducescatter" && st.op != "broadcast" && st.op != "alltoall" &&
-          st.op != "sendrecv" && st.op != "incast" && st.op != "barrier" && st.op != "h2d" && st.op != "d2h")
+      if (auto k = workload_op_from(st.op)) st.kind = *k;
+      else if (!st.op.empty())
         d.error(w.child("op"), "unknown op \"" + st.op +
                                    "\" (allreduce, allgather, reducescatter, broadcast, alltoall, sendrecv, incast, barrier, h2d, d2h, train_step)");
-      if (st.op == "broadcast") {
+      if (st.kind == WorkloadOp::Broadcast) {
         st.root = static_cast<std::uint32_t>(w.uint("root", false, 0, 1u << 20).value_or(0));
         if (w.get("senders", false)) d.error(w.child("senders"), "senders applies to incast only");
-      } else if (st.op == "incast") {
+      } else if (st.kind == WorkloadOp::Incast) {
         st.root = static_cast<std::uint32_t>(w.uint("root", false, 0, 1u << 20).value_or(0));
         if (auto v = w.str("senders", false)) {
           if (v->rfind("remote:", 0) == 0) {
@@ -102,9 +134,9 @@ const json* read_workload(const ObjectReader& top, Scenario& sc, Diagnostics& d)
         if (w.get("root", false)) d.error(w.child("root"), "root applies to incast and broadcast only");
         if (w.get("senders", false)) d.error(w.child("senders"), "senders applies to incast only");
       }
-      if (auto b = w.size("bytes", st.op != "barrier")) {
+      if (auto b = w.size("bytes", st.kind != WorkloadOp::Barrier)) {
         if (*b > (16ULL << 30)) d.error(w.child("bytes"), "more than 16 GiB per rank");
-        else if (*b == 0 && st.op != "barrier") d.error(w.child("bytes"), "must be at least one element (0 bytes moves nothing and cannot be allocated)");
+        else if (*b == 0 && st.kind != WorkloadOp::Barrier) d.error(w.child("bytes"), "must be at least one element (0 bytes moves nothing and cannot be allocated)");
         else st.bytes = *b;
       }
       if (auto s = w.str("dtype", false)) {
@@ -120,7 +152,7 @@ const json* read_workload(const ObjectReader& top, Scenario& sc, Diagnostics& d)
       st.repeat = static_cast<std::uint32_t>(w.uint("repeat", false, 1, 100000).value_or(1));
       st.check = w.boolean("check", false).value_or(true);
       if (auto v = w.str("pattern", false)) {
-        if (st.op != "sendrecv") d.error(w.child("pattern"), "pattern applies to sendrecv only");
+        if (st.kind != WorkloadOp::SendRecv) d.error(w.child("pattern"), "pattern applies to sendrecv only");
         else if (*v != "pairs" && *v != "halves") d.error(w.child("pattern"), "unknown pattern \"" + *v + "\" (pairs, halves)");
         else st.pattern = *v;
       }
@@ -140,9 +172,9 @@ void check_workload(Scenario& sc, Diagnostics& d) {
   for (std::size_t i = 0; i < sc.workload.size(); ++i) {
     const WorkloadStep& w = sc.workload[i];
     const std::string wp = "/workload/" + std::to_string(i);
-    if (w.op == "train_step") {
+    if (w.kind == WorkloadOp::TrainStep) {
       check_train_step(w, wp, sc, d);
-    } else if (w.op == "incast") {
+    } else if (w.kind == WorkloadOp::Incast) {
       if (nranks < 2) { d.error(wp + "/op", "incast needs at least 2 ranks (a root and a sender), the topology has " + std::to_string(nranks)); continue; }
       if (w.root >= nranks) { d.error(wp + "/root", "rank " + std::to_string(w.root) + " does not exist (" + std::to_string(nranks) + " ranks)"); continue; }
       if (w.senders == "remote") {
@@ -157,15 +189,15 @@ void check_workload(Scenario& sc, Diagnostics& d) {
       if (w.bytes * nranks > sym_bytes)
         d.error(wp + "/bytes", "incast writes bytes x ranks = " + format_bytes(w.bytes * nranks) + " into the root's symmetric region of " +
                                    format_bytes(sym_bytes) + " (HCOMM_SLOT_SIZE_MB x HCOMM_SYM_SLOTS)");
-    } else if (w.op == "broadcast" && w.root >= nranks) {
+    } else if (w.kind == WorkloadOp::Broadcast && w.root >= nranks) {
       d.error(wp + "/root", "rank " + std::to_string(w.root) + " does not exist (" + std::to_string(nranks) + " ranks)");
-    } else if ((w.op == "reducescatter" || w.op == "alltoall") && nranks && w.bytes % (nranks * models::dtype_size(w.dtype)) != 0) {
+    } else if ((w.kind == WorkloadOp::ReduceScatter || w.kind == WorkloadOp::AllToAll) && nranks && w.bytes % (nranks * models::dtype_size(w.dtype)) != 0) {
       d.error(wp + "/bytes", w.op + " splits bytes into one block per rank: " + std::to_string(w.bytes) +
                                  " is not a multiple of " + std::to_string(nranks) + " ranks x " +
                                  std::to_string(models::dtype_size(w.dtype)) + " B");
-    } else if (w.op == "allgather" && w.bytes * nranks > (16ULL << 30)) {
+    } else if (w.kind == WorkloadOp::AllGather && w.bytes * nranks > (16ULL << 30)) {
       d.error(wp + "/bytes", "allgather gathers bytes x ranks = " + format_bytes(w.bytes * nranks) + " per rank, more than 16 GiB");
-    } else if (w.op == "sendrecv" && (nranks < 2 || nranks % 2)) {
+    } else if (w.kind == WorkloadOp::SendRecv && (nranks < 2 || nranks % 2)) {
       d.error(wp + "/op", "sendrecv pairs ranks and needs an even number of ranks, the topology has " + std::to_string(nranks));
     }
   }

@@ -116,6 +116,33 @@ class Cluster : public sc_core::sc_module {
 
   // workload.cpp
   void rank_main(std::uint32_t r);
+  /// One rank's program state while it runs the scenario workload.
+  struct RankState {
+    std::uint32_t r;
+    hcomm_context_t ctx;
+    hcomm_comm_t comm;
+    hcomm_stream_t st, st2;
+    std::uint64_t started;  ///< operations begun: the ones before the current are done (live.h)
+    Members members;        ///< the communicator's ranks (original numbers) in its rank order
+    std::uint32_t me;       ///< this rank's index in members
+  };
+  /// One step's buffers on one rank (real: the payload is generated and checked).
+  struct StepBuffers {
+    const WorkloadStep& w;
+    std::uint32_t s;
+    std::uint64_t count;
+    bool real;
+    void* in;
+    void* out;
+    unsigned char* host;
+  };
+  bool run_step(RankState& k, std::uint32_t s);
+  bool run_rep(RankState& k, const StepBuffers& b, std::uint32_t rep);
+  bool send_input(RankState& k, const StepBuffers& b, std::uint32_t rep);
+  bool run_barrier(RankState& k);
+  bool run_collective(RankState& k, const StepBuffers& b);
+  bool run_sendrecv(RankState& k, const StepBuffers& b, std::uint32_t rep);
+  bool check_output(RankState& k, const StepBuffers& b, std::uint32_t rep);
   struct CallbackCtx { Cluster* c; std::uint32_t r; };
   std::vector<CallbackCtx> cb_ctx_;
   static void on_async_report(hcomm_comm_t comm, hcomm_result_t code, const char* msg, void* user);

@@ -18,11 +18,19 @@ std::vector<StepSummary> summarize(const Scenario& sc, const std::map<SimDriver:
   std::map<std::pair<std::uint32_t, std::uint32_t>, StepSummary> agg;
   std::map<std::pair<std::uint32_t, std::uint32_t>, std::pair<models::Tick, models::Tick>> span;
   auto counts = [&](const WorkloadStep& w, const std::string& kind) {
-    if (w.op == "reducescatter") return kind == "reduce_scatter";  // the library's operation name
-    if (w.op == "allreduce" || w.op == "allgather" || w.op == "broadcast" || w.op == "alltoall") return kind == w.op;
-    if (w.op == "sendrecv") return kind == "send" || kind == "recv";
-    if (w.op == "barrier") return kind == "barrier";
-    if (w.op == "h2d" || w.op == "d2h") return kind == w.op;
+    switch (w.kind) {
+      case WorkloadOp::ReduceScatter: return kind == "reduce_scatter";  // the library's operation name
+      case WorkloadOp::AllReduce:
+      case WorkloadOp::AllGather:
+      case WorkloadOp::Broadcast:
+      case WorkloadOp::AllToAll:
+      case WorkloadOp::Barrier:
+      case WorkloadOp::H2D:
+      case WorkloadOp::D2H: return kind == w.op;
+      case WorkloadOp::SendRecv: return kind == "send" || kind == "recv";
+      case WorkloadOp::Incast:
+      case WorkloadOp::TrainStep: break;
+    }
     return kind == "rdma_write";
   };
   for (const auto& [key, o] : spans) {
@@ -35,8 +43,9 @@ std::vector<StepSummary> summarize(const Scenario& sc, const std::map<SimDriver:
     s.rep = rep;
     s.kind = sc.workload[step].op;
     s.bytes = sc.workload[step].bytes;
-    if (s.kind == "incast") s.bytes *= senders(step);  // aggregate into the root
-    if (s.kind == "allgather") s.bytes *= n;           // the gathered buffer, as nccl-tests counts it
+    const WorkloadOp op = sc.workload[step].kind;
+    if (op == WorkloadOp::Incast) s.bytes *= senders(step);  // aggregate into the root
+    if (op == WorkloadOp::AllGather) s.bytes *= n;           // the gathered buffer, as nccl-tests counts it
     auto it = span.find(k);
     if (it == span.end()) span[k] = {o.start, o.end};
     else { it->second.first = std::min(it->second.first, o.start); it->second.second = std::max(it->second.second, o.end); }
@@ -50,9 +59,10 @@ std::vector<StepSummary> summarize(const Scenario& sc, const std::map<SimDriver:
     s.algbw_GBps = s.time_us > 0 ? static_cast<double>(s.bytes) / (s.time_us * 1e3) : 0;
     // busbw: nccl-tests' bus bandwidth (all-reduce 2(n-1)/n, all-gather and reduce-scatter (n-1)/n
     // of the whole buffer, all-to-all (n-1)/n of a rank's send buffer, broadcast 1); for host copies the aggregate of all ranks.
-    s.busbw_GBps = s.kind == "allreduce" ? s.algbw_GBps * 2.0 * (n - 1) / n
-                   : (s.kind == "allgather" || s.kind == "reducescatter" || s.kind == "alltoall") ? s.algbw_GBps * (n - 1) / n
-                   : (s.kind == "h2d" || s.kind == "d2h") ? s.algbw_GBps * n : s.algbw_GBps;
+    const WorkloadOp op = sc.workload[s.step].kind;
+    s.busbw_GBps = op == WorkloadOp::AllReduce ? s.algbw_GBps * 2.0 * (n - 1) / n
+                   : (op == WorkloadOp::AllGather || op == WorkloadOp::ReduceScatter || op == WorkloadOp::AllToAll) ? s.algbw_GBps * (n - 1) / n
+                   : (op == WorkloadOp::H2D || op == WorkloadOp::D2H) ? s.algbw_GBps * n : s.algbw_GBps;
     out.push_back(s);
   }
   return out;

@@ -34,156 +34,217 @@ void Cluster::rank_main(std::uint32_t r) {
     return;
   }
   const auto& npu = sc_.topology.npus[sc_.topology.rank_to_npu[r]];
-  hcomm_context_t ctx = nullptr;
-  hcomm_comm_t comm = nullptr;
-  hcomm_stream_t st = nullptr, st2 = nullptr;
-  if (!ok(r, "hcomm_create_context", hcomm_create_context(npu.device_id, &ctx))) { depart(r); return; }
-  if (!ok(r, "hcomm_comm_init", hcomm_comm_init(ctx, nranks_, r, &comm)) ||
-      !ok(r, "hcomm_create_stream", hcomm_create_stream(ctx, &st)) ||
-      !ok(r, "hcomm_create_stream", hcomm_create_stream(ctx, &st2))) {
-    hcomm_destroy_context(ctx);
+  // The communicator's ranks in its rank order (original rank numbers) and this rank's index: all
+  // of them, until /on_rank_loss "shrink" replaces the communicator by a lost rank's survivors.
+  RankState k{r, nullptr, nullptr, nullptr, nullptr, 0, Members{nranks_, {}}, r};
+  if (!ok(r, "hcomm_create_context", hcomm_create_context(npu.device_id, &k.ctx))) { depart(r); return; }
+  if (!ok(r, "hcomm_comm_init", hcomm_comm_init(k.ctx, nranks_, r, &k.comm)) ||
+      !ok(r, "hcomm_create_stream", hcomm_create_stream(k.ctx, &k.st)) ||
+      !ok(r, "hcomm_create_stream", hcomm_create_stream(k.ctx, &k.st2))) {
+    hcomm_destroy_context(k.ctx);
     depart(r);
     return;
   }
-  watch(r, comm);
-  std::uint64_t started = 0;  // operations begun: the ones before the current are done (live.h)
-  bool stopped = false;       // a call failed and /on_rank_loss is "stop" (or the shrink could not go on)
-  // The communicator's ranks in its rank order (original rank numbers) and this rank's index: all
-  // of them, until /on_rank_loss "shrink" replaces the communicator by a lost rank's survivors.
-  Members members{nranks_, {}};
-  std::uint32_t me = r;
-  for (std::uint32_t s = 0; s < sc_.workload.size(); ++s) {
-    const WorkloadStep& w = sc_.workload[s];
-    if (w.train) {  // a training iteration (train_step.cpp)
-      if (!train_step(r, s, w, ctx, comm, &started)) { stopped = stopped_[r] = true; break; }
-      continue;
-    }
-    const std::size_t esz = models::dtype_size(w.dtype);
-    const std::uint64_t count = w.bytes / esz;
-    const bool real = sc_.store_bytes && w.check && w.op != "barrier";
-    void *in = nullptr, *out = nullptr;
-    // Output bytes: the gathered buffer (all-gather), one block (reduce-scatter), else the input's
-    // (sized for the whole communicator: a shrunk one needs no more).
-    const std::uint64_t max_out = w.op == "allgather" ? w.bytes * nranks_ : w.bytes;
-    if (!ok(r, "hcomm_malloc", hcomm_malloc(ctx, std::max<std::uint64_t>(w.bytes, 1), &in)) ||
-        !ok(r, "hcomm_malloc", hcomm_malloc(ctx, std::max<std::uint64_t>(max_out, 1), &out)))
-      break;
-    // Host bytes: a checked payload's input and result, and every byte of a host copy whose HBM
-    // keeps bytes (checked or not: the DMA reads or writes them all). Otherwise no mapping per
-    // rank and operation (8192 mmap/munmap pairs per operation at 1024 servers); the API still
-    // gets a valid pointer, whose bytes nothing touches.
-    alignas(64) static unsigned char no_payload[64];
-    const bool host_bytes = real || ((w.op == "h2d" || w.op == "d2h") && sc_.store_bytes);
-    models::HugeBuffer host_mem(host_bytes ? std::max(w.bytes, max_out) : 0);
-    unsigned char* const host = host_bytes ? host_mem.get() : no_payload;
-    if (!host) { failures.push_back({FailureKind::HostMemory, "rank " + std::to_string(r) + ": out of host memory"}); break; }
-    bool redo = false;  // re-running a repetition on a shrunk communicator
-    for (std::uint32_t rep = 0; rep < w.repeat; ++rep) {
-      {
-        const auto n = static_cast<std::uint32_t>(members.size());
-        const std::uint64_t out_bytes = w.op == "allgather" ? w.bytes * n : w.op == "reducescatter" ? w.bytes / n : w.bytes;
-        driver_->set_phase(r, s, rep);
-        rank_at_[r] = {s, rep};
-        if (!redo) ops_done_[r] = started++;
-        redo = false;
-        PayloadKey key{sc_.seed, s, rep, nranks_};
-        if (w.op == "h2d" || w.op == "d2h") {
-          if (!host_copy(r, w, s, rep, st, in, host, real)) goto failed;
-          continue;
-        }
-        if (real) {
-          fill_input(host, count, w.dtype, w.reduce, key, r);
-          if (!ok(r, "hcomm_memcpy_host_to_device", hcomm_memcpy_host_to_device(in, host, w.bytes, st)) ||
-              !ok(r, "hcomm_stream_synchronize", hcomm_stream_synchronize(st)))
-            goto failed;
-          rendezvous();
-        }
-        if (w.op == "barrier") {
-          if (!ok(r, "hcomm_barrier", hcomm_barrier(comm, st)) || !ok(r, "hcomm_stream_synchronize", hcomm_stream_synchronize(st))) goto failed;
-          continue;
-        }
-        if (w.op == "allreduce" || w.op == "allgather" || w.op == "reducescatter" || w.op == "broadcast" || w.op == "alltoall") {
-          const auto dt = to_hcomm(w.dtype);
-          const auto ro = static_cast<hcomm_reduce_op_t>(w.reduce);
-          const std::uint32_t root = members.index_of(w.root);
-          hcomm_result_t rc;
-          if (w.op == "allreduce") rc = hcomm_allreduce(in, out, count, dt, ro, comm, st);
-          else if (w.op == "allgather") rc = hcomm_allgather(in, out, count, dt, comm, st);
-          else if (w.op == "reducescatter") rc = hcomm_reduce_scatter(in, out, count / n, dt, ro, comm, st);
-          else if (w.op == "alltoall") rc = hcomm_alltoall(in, out, count / n, dt, comm, st);
-          else rc = hcomm_broadcast(r == w.root ? in : out, count, dt, root, comm, st);
-          if (!ok(r, ("hcomm_" + (w.op == "reducescatter" ? std::string("reduce_scatter") : w.op)).c_str(), rc) ||
-              !ok(r, "hcomm_stream_synchronize", hcomm_stream_synchronize(st)))
-            goto failed;
-        } else if (w.op == "incast") {
-          if (!incast(r, w, s, rep, ctx, comm, st, in, real ? host : nullptr)) goto failed;
-          continue;  // incast checks its own results at the root
-        } else {  // sendrecv: partners exchange buffers, send and receive on separate streams
-          const std::uint32_t peer = partner(w, r);
-          hcomm_request_t reqs[2];
-          if (!ok(r, "hcomm_isend", hcomm_isend(in, count, to_hcomm(w.dtype), peer, rep, comm, st, &reqs[0])) ||
-              !ok(r, "hcomm_irecv", hcomm_irecv(out, count, to_hcomm(w.dtype), peer, rep, comm, st2, &reqs[1])) ||
-              !ok(r, "hcomm_waitall", hcomm_waitall(2, reqs)))
-            goto failed;
-        }
-        inject_bitflips(r, s, rep, out);
-        if (real) {
-          // The broadcast root's result is its input, left in place.
-          void* result = w.op == "broadcast" && r == w.root ? in : out;
-          if (!ok(r, "hcomm_memcpy_device_to_host", hcomm_memcpy_device_to_host(host, result, out_bytes, st)) ||
-              !ok(r, "hcomm_stream_synchronize", hcomm_stream_synchronize(st)))
-            goto failed;
-          CheckResult cr;
-          if (w.op == "allreduce") {
-            const Reference& ref = reference(s, rep, members);
-            cr = compare(host, ref.bytes.data(), ref.tol_at(0), count, w.dtype);
-            release_reference(s, rep, n);
-          } else if (w.op == "reducescatter") {  // block `me` of the all-reduce of the inputs
-            const Reference& ref = reference(s, rep, members);
-            cr = compare(host, ref.bytes.data() + me * out_bytes, ref.tol_at(me * (count / n)), count / n, w.dtype);
-            release_reference(s, rep, n);
-          } else if (w.op == "allgather" || w.op == "alltoall") {
-            // Block j of the output is member j's input (all-gather) or block `me` of it (all-to-all).
-            const bool a2a = w.op == "alltoall";
-            const std::uint64_t blk = a2a ? w.bytes / n : w.bytes, bcount = a2a ? count / n : count;
-            const std::uint64_t from = a2a ? me * blk : 0;
-            for (std::uint32_t j = 0; j < n; ++j) {
-              const CheckResult b = compare_input(host + j * blk, bcount, w.dtype, w.reduce, key, members[j], from / esz);
-              if (b.mismatches && !cr.mismatches) {
-                cr = b;
-                cr.first_bad += j * bcount;
-                cr.detail = "block " + std::to_string(j) + ": " + b.detail;
-              } else {
-                cr.mismatches += b.mismatches;
-              }
-            }
-          } else if (w.op == "broadcast") {  // the root's input
-            cr = compare_input(host, count, w.dtype, w.reduce, key, w.root);
-          } else {
-            cr = compare_input(host, count, w.dtype, w.reduce, key, partner(w, r));
-          }
-          record_check(r, s, rep, w, cr, count);
-        }
-        continue;
-      }
-    failed:
+  watch(r, k.comm);
+  for (std::uint32_t s = 0; s < sc_.workload.size(); ++s)
+    if (!run_step(k, s)) break;
+  hcomm_destroy_stream(k.st);
+  hcomm_destroy_stream(k.st2);
+  hcomm_comm_destroy(k.comm);
+  hcomm_destroy_context(k.ctx);
+  rank_finished(r);
+}
+
+// One workload step, all its repetitions (false: this rank's program ends here).
+bool Cluster::run_step(RankState& k, std::uint32_t s) {
+  const std::uint32_t r = k.r;
+  const WorkloadStep& w = sc_.workload[s];
+  if (w.kind == WorkloadOp::TrainStep) {  // a training iteration (train_step.cpp)
+    if (train_step(r, s, w, k.ctx, k.comm, &k.started)) return true;
+    stopped_[r] = true;
+    return false;
+  }
+  const std::size_t esz = models::dtype_size(w.dtype);
+  const bool real = sc_.store_bytes && w.check && w.kind != WorkloadOp::Barrier;
+  void *in = nullptr, *out = nullptr;
+  // Output bytes: the gathered buffer (all-gather), one block (reduce-scatter), else the input's
+  // (sized for the whole communicator: a shrunk one needs no more).
+  const std::uint64_t max_out = w.kind == WorkloadOp::AllGather ? w.bytes * nranks_ : w.bytes;
+  if (!ok(r, "hcomm_malloc", hcomm_malloc(k.ctx, std::max<std::uint64_t>(w.bytes, 1), &in)) ||
+      !ok(r, "hcomm_malloc", hcomm_malloc(k.ctx, std::max<std::uint64_t>(max_out, 1), &out)))
+    return false;
+  // Host bytes: a checked payload's input and result, and every byte of a host copy whose HBM
+  // keeps bytes (checked or not: the DMA reads or writes them all). Otherwise no mapping per
+  // rank and operation (8192 mmap/munmap pairs per operation at 1024 servers); the API still
+  // gets a valid pointer, whose bytes nothing touches.
+  alignas(64) static unsigned char no_payload[64];
+  const bool host_bytes = real || ((w.kind == WorkloadOp::H2D || w.kind == WorkloadOp::D2H) && sc_.store_bytes);
+  models::HugeBuffer host_mem(host_bytes ? std::max(w.bytes, max_out) : 0);
+  unsigned char* const host = host_bytes ? host_mem.get() : no_payload;
+  if (!host) {
+    failures.push_back({FailureKind::HostMemory, "rank " + std::to_string(r) + ": out of host memory"});
+    return false;
+  }
+  const StepBuffers b{w, s, w.bytes / esz, real, in, out, host};
+  bool go = true;
+  for (std::uint32_t rep = 0; rep < w.repeat && go; ++rep) {
+    for (bool redo = false;; redo = true) {  // redo: re-running the repetition on a shrunk communicator
+      driver_->set_phase(r, s, rep);
+      rank_at_[r] = {s, rep};
+      if (!redo) ops_done_[r] = k.started++;
+      if (run_rep(k, b, rep)) break;
       // /on_rank_loss "shrink": the survivors of the lost ranks go on, on a shrunk communicator,
       // from this repetition (re-run from its inputs); otherwise this rank's program ends here.
       // "stop" (the default) ends the program at once: no later repetition or step, no wait.
-      if (!shrink_comm(r, &comm, &members, &me)) { stopped = stopped_[r] = true; goto out; }
-      redo = true;
-      --rep;
+      if (!shrink_comm(r, &k.comm, &k.members, &k.me)) {
+        stopped_[r] = true;
+        go = false;
+        break;
+      }
     }
-  out:
-    hcomm_free(ctx, in);
-    hcomm_free(ctx, out);
-    if (stopped) break;
   }
-  hcomm_destroy_stream(st);
-  hcomm_destroy_stream(st2);
-  hcomm_comm_destroy(comm);
-  hcomm_destroy_context(ctx);
-  rank_finished(r);
+  hcomm_free(k.ctx, in);
+  hcomm_free(k.ctx, out);
+  return go;
+}
+
+// One repetition of a step, dispatched on its kind (false: a call failed).
+bool Cluster::run_rep(RankState& k, const StepBuffers& b, std::uint32_t rep) {
+  switch (b.w.kind) {
+    case WorkloadOp::H2D:
+    case WorkloadOp::D2H: return host_copy(k.r, b.w, b.s, rep, k.st, b.in, b.host, b.real);
+    case WorkloadOp::Barrier: return run_barrier(k);
+    case WorkloadOp::Incast:  // checks its own results at the root
+      return send_input(k, b, rep) && incast(k.r, b.w, b.s, rep, k.ctx, k.comm, k.st, b.in, b.real ? b.host : nullptr);
+    case WorkloadOp::SendRecv:
+      if (!send_input(k, b, rep) || !run_sendrecv(k, b, rep)) return false;
+      break;
+    case WorkloadOp::AllReduce:
+    case WorkloadOp::AllGather:
+    case WorkloadOp::ReduceScatter:
+    case WorkloadOp::Broadcast:
+    case WorkloadOp::AllToAll:
+      if (!send_input(k, b, rep) || !run_collective(k, b)) return false;
+      break;
+    case WorkloadOp::TrainStep: return false;  // run_step runs it, never here
+  }
+  inject_bitflips(k.r, b.s, rep, b.out);
+  return !b.real || check_output(k, b, rep);
+}
+
+// A checked step's input: generated on the host, copied to the device; then the rendezvous.
+bool Cluster::send_input(RankState& k, const StepBuffers& b, std::uint32_t rep) {
+  if (!b.real) return true;
+  fill_input(b.host, b.count, b.w.dtype, b.w.reduce, PayloadKey{sc_.seed, b.s, rep, nranks_}, k.r);
+  if (!ok(k.r, "hcomm_memcpy_host_to_device", hcomm_memcpy_host_to_device(b.in, b.host, b.w.bytes, k.st)) ||
+      !ok(k.r, "hcomm_stream_synchronize", hcomm_stream_synchronize(k.st)))
+    return false;
+  rendezvous();
+  return true;
+}
+
+bool Cluster::run_barrier(RankState& k) {
+  return ok(k.r, "hcomm_barrier", hcomm_barrier(k.comm, k.st)) && ok(k.r, "hcomm_stream_synchronize", hcomm_stream_synchronize(k.st));
+}
+
+bool Cluster::run_collective(RankState& k, const StepBuffers& b) {
+  const WorkloadStep& w = b.w;
+  const std::uint32_t n = k.members.size();
+  const auto dt = to_hcomm(w.dtype);
+  const auto ro = static_cast<hcomm_reduce_op_t>(w.reduce);
+  hcomm_result_t rc;
+  const char* what;
+  switch (w.kind) {
+    case WorkloadOp::AllReduce:
+      what = "hcomm_allreduce";
+      rc = hcomm_allreduce(b.in, b.out, b.count, dt, ro, k.comm, k.st);
+      break;
+    case WorkloadOp::AllGather:
+      what = "hcomm_allgather";
+      rc = hcomm_allgather(b.in, b.out, b.count, dt, k.comm, k.st);
+      break;
+    case WorkloadOp::ReduceScatter:
+      what = "hcomm_reduce_scatter";
+      rc = hcomm_reduce_scatter(b.in, b.out, b.count / n, dt, ro, k.comm, k.st);
+      break;
+    case WorkloadOp::AllToAll:
+      what = "hcomm_alltoall";
+      rc = hcomm_alltoall(b.in, b.out, b.count / n, dt, k.comm, k.st);
+      break;
+    case WorkloadOp::Broadcast:
+      what = "hcomm_broadcast";
+      rc = hcomm_broadcast(k.r == w.root ? b.in : b.out, b.count, dt, k.members.index_of(w.root), k.comm, k.st);
+      break;
+    default: return false;  // not a collective: run_rep never calls this
+  }
+  return ok(k.r, what, rc) && ok(k.r, "hcomm_stream_synchronize", hcomm_stream_synchronize(k.st));
+}
+
+// sendrecv: partners exchange buffers, send and receive on separate streams.
+bool Cluster::run_sendrecv(RankState& k, const StepBuffers& b, std::uint32_t rep) {
+  const std::uint32_t peer = partner(b.w, k.r);
+  const auto dt = to_hcomm(b.w.dtype);
+  hcomm_request_t reqs[2];
+  return ok(k.r, "hcomm_isend", hcomm_isend(b.in, b.count, dt, peer, rep, k.comm, k.st, &reqs[0])) &&
+         ok(k.r, "hcomm_irecv", hcomm_irecv(b.out, b.count, dt, peer, rep, k.comm, k.st2, &reqs[1])) &&
+         ok(k.r, "hcomm_waitall", hcomm_waitall(2, reqs));
+}
+
+// A collective's or sendrecv's result, copied to the host and compared with its reference.
+bool Cluster::check_output(RankState& k, const StepBuffers& b, std::uint32_t rep) {
+  const WorkloadStep& w = b.w;
+  const std::uint32_t r = k.r, s = b.s, n = k.members.size(), me = k.me;
+  const std::size_t esz = models::dtype_size(w.dtype);
+  const std::uint64_t count = b.count;
+  const std::uint64_t out_bytes = w.kind == WorkloadOp::AllGather ? w.bytes * n : w.kind == WorkloadOp::ReduceScatter ? w.bytes / n : w.bytes;
+  const PayloadKey key{sc_.seed, s, rep, nranks_};
+  unsigned char* const host = b.host;
+  // The broadcast root's result is its input, left in place.
+  void* result = w.kind == WorkloadOp::Broadcast && r == w.root ? b.in : b.out;
+  if (!ok(r, "hcomm_memcpy_device_to_host", hcomm_memcpy_device_to_host(host, result, out_bytes, k.st)) ||
+      !ok(r, "hcomm_stream_synchronize", hcomm_stream_synchronize(k.st)))
+    return false;
+  CheckResult cr;
+  switch (w.kind) {
+    case WorkloadOp::AllReduce: {
+      const Reference& ref = reference(s, rep, k.members);
+      cr = compare(host, ref.bytes.data(), ref.tol_at(0), count, w.dtype);
+      release_reference(s, rep, n);
+      break;
+    }
+    case WorkloadOp::ReduceScatter: {  // block `me` of the all-reduce of the inputs
+      const Reference& ref = reference(s, rep, k.members);
+      cr = compare(host, ref.bytes.data() + me * out_bytes, ref.tol_at(me * (count / n)), count / n, w.dtype);
+      release_reference(s, rep, n);
+      break;
+    }
+    case WorkloadOp::AllGather:
+    case WorkloadOp::AllToAll: {
+      // Block j of the output is member j's input (all-gather) or block `me` of it (all-to-all).
+      const bool a2a = w.kind == WorkloadOp::AllToAll;
+      const std::uint64_t blk = a2a ? w.bytes / n : w.bytes, bcount = a2a ? count / n : count;
+      const std::uint64_t from = a2a ? me * blk : 0;
+      for (std::uint32_t j = 0; j < n; ++j) {
+        const CheckResult c = compare_input(host + j * blk, bcount, w.dtype, w.reduce, key, k.members[j], from / esz);
+        if (c.mismatches && !cr.mismatches) {
+          cr = c;
+          cr.first_bad += j * bcount;
+          cr.detail = "block " + std::to_string(j) + ": " + c.detail;
+        } else {
+          cr.mismatches += c.mismatches;
+        }
+      }
+      break;
+    }
+    case WorkloadOp::Broadcast:  // the root's input
+      cr = compare_input(host, count, w.dtype, w.reduce, key, w.root);
+      break;
+    default:  // sendrecv: the partner's input
+      cr = compare_input(host, count, w.dtype, w.reduce, key, partner(w, r));
+      break;
+  }
+  record_check(r, s, rep, w, cr, count);
+  return true;
 }
 
 // The simulated application's error callback (docs/failover.md#the-applications-view): every
@@ -232,9 +293,9 @@ bool Cluster::shrink_comm(std::uint32_t r, hcomm_comm_t* comm, Members* members,
   const WorkloadStep& w = sc_.workload[s];
   const auto n = static_cast<std::uint32_t>(members->size());
   std::string why;
-  if (w.op == "sendrecv" || w.op == "incast") why = w.op + " pairs the original ranks";
-  else if (w.op == "broadcast" && members->index_of(w.root) == n) why = "its root was lost";
-  else if ((w.op == "reducescatter" || w.op == "alltoall") && w.bytes % (models::dtype_size(w.dtype) * n) != 0)
+  if (w.kind == WorkloadOp::SendRecv || w.kind == WorkloadOp::Incast) why = w.op + " pairs the original ranks";
+  else if (w.kind == WorkloadOp::Broadcast && members->index_of(w.root) == n) why = "its root was lost";
+  else if ((w.kind == WorkloadOp::ReduceScatter || w.kind == WorkloadOp::AllToAll) && w.bytes % (models::dtype_size(w.dtype) * n) != 0)
     why = std::to_string(w.bytes) + " B do not divide into " + std::to_string(n) + " blocks";
   driver_->note(r, why.empty() ? 1 : 0,
                 std::string(why.empty() ? "[HCSIM_WARN]" : "[HCSIM_ERR]") + " rank " + std::to_string(r) + ": rank(s) " + names +
@@ -284,7 +345,7 @@ bool Cluster::host_copy(std::uint32_t r, const WorkloadStep& w, std::uint32_t s,
   const std::size_t esz = models::dtype_size(w.dtype);
   const std::uint64_t count = w.bytes / esz;
   const std::uint64_t dev_addr = reinterpret_cast<std::uint64_t>(dev);
-  const bool h2d = w.op == "h2d";
+  const bool h2d = w.kind == WorkloadOp::H2D;
   const PayloadKey key{sc_.seed, s, rep, nranks_};
   std::vector<std::uint8_t> part;
   if (real) {

@@ -31,8 +31,17 @@ struct TrainStepSpec {
   double efficiency = 0.5;                         ///< share of the NPU's peak the compute runs at
 };
 
+/// What a workload step does (docs/scenario-format.md#workload); parsed once, at load.
+enum class WorkloadOp { AllReduce, AllGather, ReduceScatter, Broadcast, AllToAll, SendRecv, Incast, Barrier, H2D, D2H, TrainStep };
+/// The scenario file's name of an op ("allreduce", ...); workload_op_from is its inverse.
+const char* workload_op_name(WorkloadOp k);
+std::optional<WorkloadOp> workload_op_from(const std::string& name);
+/// The collectives: allreduce, allgather, reducescatter, broadcast, alltoall.
+bool is_collective(WorkloadOp k);
+
 struct WorkloadStep {
-  std::string op;             ///< "allreduce", "sendrecv" or "incast" (one-sided RDMA writes to one root)
+  WorkloadOp kind = WorkloadOp::AllReduce;
+  std::string op = "allreduce";  ///< kind's name (messages, trace): "allreduce", "sendrecv", "incast" (one-sided RDMA writes to one root), ...
   std::uint64_t bytes = 0;
   models::DType dtype = models::DType::Fp32;
   models::ReduceOp reduce = models::ReduceOp::Sum;
@@ -46,6 +55,10 @@ struct WorkloadStep {
   std::optional<double> max_op_time_us;
   std::optional<bool> checks_pass;
   std::shared_ptr<const TrainStepSpec> train;  ///< op "train_step": the model and its layout
+  void set_op(WorkloadOp k) {
+    kind = k;
+    op = workload_op_name(k);
+  }
 };
 
 /// What a fault does (docs/scenario-format.md#faults); parsed once, at load.
