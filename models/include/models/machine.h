@@ -127,7 +127,6 @@ class Machine final : public EventHandler, public NetworkListener {
     for (std::size_t i = 0; i < npus_.size(); ++i) {
       hbm_shape_[i].stores = on || hbm_configured_[i];
       npus_[i].hbm.set_store(hbm_shape_[i].stores);
-      if (!hbm_shape_[i].stores) npus_[i].hbm.clear();  // the window's bytes are no longer read
     }
   }
   /// AI-core time of the compute tasks NPU npu's streams dispatched so far (their whole durations).

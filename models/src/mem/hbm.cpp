@@ -21,11 +21,6 @@ SparseMemory::SparseMemory(SparseMemory&& o) noexcept
 
 std::uint8_t* SparseMemory::page_for_write(std::uint64_t page, bool) {
   auto& p = pages_[page];
-  if (!p && !spare_.empty()) {
-    p = spare_.back();
-    spare_.pop_back();
-    std::memset(p, 0, kPageBytes);
-  }
   if (!p) {
     if (arenas_.empty() || arenas_.back().used + kPageBytes > arenas_.back().size) {
       const std::size_t size = arenas_.empty() ? kFirstArenaBytes : kArenaBytes;
@@ -37,35 +32,6 @@ std::uint8_t* SparseMemory::page_for_write(std::uint64_t page, bool) {
     arenas_.back().used += kPageBytes;
   }
   return p;
-}
-
-void SparseMemory::discard(std::uint64_t offset, std::uint64_t len) {
-  if (pages_.empty() || len < kPageBytes) return;
-  const std::uint64_t first = (offset + kPageBytes - 1) / kPageBytes, end = (offset + len) / kPageBytes;
-  if (end - first > pages_.size()) {  // a large block: walk the stored pages instead of the range
-    for (auto it = pages_.begin(); it != pages_.end();) {
-      if (it->first >= first && it->first < end) {
-        spare_.push_back(it->second);
-        it = pages_.erase(it);
-      } else {
-        ++it;
-      }
-    }
-    return;
-  }
-  for (std::uint64_t pg = first; pg < end; ++pg) {
-    auto it = pages_.find(pg);
-    if (it == pages_.end()) continue;
-    spare_.push_back(it->second);
-    pages_.erase(it);
-  }
-}
-
-void SparseMemory::clear() {
-  for (auto& a : arenas_) huge_free(a.base, a.size);
-  arenas_.clear();
-  pages_.clear();
-  spare_.clear();
 }
 
 void SparseMemory::write(std::uint64_t offset, const void* src, std::uint64_t len) {

@@ -13,9 +13,8 @@ class DeviceHeap {
   std::uint64_t capacity() const { return capacity_; }
   /// A block of at least `bytes` (> 0); its offset from the device's base in `*offset`.
   Status alloc(std::uint64_t bytes, std::uint64_t* offset);
-  /// Frees the block starting at `offset` (its size in `*bytes` when given); Invalid if no block
-  /// starts there.
-  Status free(std::uint64_t offset, std::uint64_t* bytes = nullptr);
+  /// Frees the block starting at `offset`; Invalid if no block starts there.
+  Status free(std::uint64_t offset);
 
  private:
   std::uint64_t capacity_ = 0, top_ = 0;

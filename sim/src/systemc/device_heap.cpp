@@ -24,11 +24,10 @@ DeviceHeap::Status DeviceHeap::alloc(std::uint64_t bytes, std::uint64_t* offset)
   return Status::Ok;
 }
 
-DeviceHeap::Status DeviceHeap::free(std::uint64_t offset, std::uint64_t* bytes) {
+DeviceHeap::Status DeviceHeap::free(std::uint64_t offset) {
   auto it = used_.find(offset);
   if (it == used_.end()) return Status::Invalid;
   std::uint64_t off = it->first, len = it->second;
-  if (bytes) *bytes = len;
   used_.erase(it);
   // Coalesce with neighbours.
   auto nx = free_.lower_bound(off);

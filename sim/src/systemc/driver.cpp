@@ -136,10 +136,7 @@ DrvStatus SimDriver::mem_alloc(std::uint32_t device, std::uint64_t bytes, std::u
 
 DrvStatus SimDriver::mem_free(std::uint32_t device, std::uint64_t addr) {
   if (device >= heaps_.size() || models::addr_npu(addr) != device) return DrvStatus::Invalid;
-  std::uint64_t bytes = 0;
-  if (heaps_[device].free(models::addr_offset(addr), &bytes) != DeviceHeap::Status::Ok) return DrvStatus::Invalid;
-  m_.hbm(device).discard(models::addr_offset(addr), bytes);  // freed memory's bytes are not kept
-  return DrvStatus::Ok;
+  return heaps_[device].free(models::addr_offset(addr)) == DeviceHeap::Status::Ok ? DrvStatus::Ok : DrvStatus::Invalid;
 }
 
 DrvStatus SimDriver::mr_register(std::uint32_t device, std::uint64_t addr, std::uint64_t bytes, std::uint32_t access,

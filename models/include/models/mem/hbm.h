@@ -36,12 +36,6 @@ class SparseMemory {
     return offset <= capacity && len <= capacity - offset;
   }
   void write(std::uint64_t offset, const void* src, std::uint64_t len);
-  /// Freed device memory: the whole pages inside [offset, offset+len) forget their bytes (they
-  /// read as zero again) and are kept for reuse, so a store follows the memory in use, not all
-  /// memory ever written. Pages the range only partly covers keep their bytes.
-  void discard(std::uint64_t offset, std::uint64_t len);
-  /// Forget every byte and return the arenas to the system (Machine::keep_bytes ending a window).
-  void clear();
   void read(std::uint64_t offset, void* dst, std::uint64_t len) const;
   /// In-place reduce of `len` bytes at offset with src (see reduce.h). Unwritten bytes count as 0.
   void reduce(std::uint64_t offset, const void* src, std::uint64_t len, int dtype, int op);
@@ -58,7 +52,6 @@ class SparseMemory {
   std::uint64_t capacity_;
   bool store_;
   std::unordered_map<std::uint64_t, std::uint8_t*> pages_;  // lookups only, never iterated
-  std::vector<std::uint8_t*> spare_;  // discarded pages, reused (zeroed) before a new one is carved
   // Pages are carved from arenas: the first 1 MiB (16 pages, ordinary pages), then 32 MiB ones
   // backed by transparent huge pages: touching gigabytes of simulated HBM then costs one page
   // fault per 2 MiB instead of per 4 KiB (measured: faults dominated large real-byte runs), while
