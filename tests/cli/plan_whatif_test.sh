@@ -142,7 +142,8 @@ for r in csv.DictReader(open("out/plan.csv")):
     if not (ep / 1.5 <= p <= ep * 1.5): bad.append(f"layout {r['layout']} {r['op']}: peak {p} MiB, estimate {ep} MiB")
 print("\n".join(bad) if bad else "OK")
 PY
-if grep -qx OK est.txt; then ok "estimates: wall within 2x, peak memory within 1.5x of every run"; else bad "estimates" est.txt; fi
+if [ -n "${HCSIM_NO_ESTIMATE_CHECK:-}" ]; then ok "estimates: not checked (a sanitizer build: the estimates are of a Release build)"
+elif grep -qx OK est.txt; then ok "estimates: wall within 2x, peak memory within 1.5x of every run"; else bad "estimates" est.txt; fi
 
 # --resume: nothing re-runs; an edited workload re-runs its points only; the rows stay the same.
 cp out/plan.csv before.csv
