@@ -258,6 +258,13 @@ std::string absolute(const std::string& p);  ///< relative to the working direct
 std::string fmt(double v, int prec);         ///< "-" when not finite
 bool write_file(const std::string& path, const std::string& text, std::string* why);
 
+/// Per (layout, workload), in point order: its rows over the seed runs (plan_aggregate.cpp): the
+/// lower-median run's row with the fastest and slowest times and the count of runs with a time.
+std::vector<std::vector<Result>> aggregate(const Plan& p, const std::vector<Point>& points,
+                                           const std::vector<std::vector<Result>>& raw);
+/// The automatic algorithm choice against the forced ones on stdout (docs/plan-format.md#selection).
+void selection_report(const Plan& p, const std::vector<Layout>& layouts, const std::vector<const Result*>& flat);
+
 /// The table on stdout, DIR/plan.csv, DIR/plan.db, the SVG plots and the target's verdict (not
 /// judged for a dry run). Returns `rc` raised to 1 when the target is not met, 2 on a write error.
 /// `meta` adds rows to plan.db's meta table (under MPI: the ranks and the points each ran).
