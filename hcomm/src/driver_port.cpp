@@ -1,13 +1,44 @@
 // The driver port: the only calls into the Driver (docs/architecture.md#hcomm).
 #include "driver_port.h"
 
+#include <dlfcn.h>
+
+#include <cstdio>
+#include <cstdlib>
+
 namespace hcomm {
 
 namespace {
 Driver* g_driver = nullptr;  // process-wide, as the real runtime is
+bool g_load_tried = false;
+
+// A process that set no driver loads one, as the real runtime loads its driver library: the
+// shared library named by HCOMM_DRIVER, whose C entry point hcomm_driver_open returns the
+// process-wide driver (hcsim exec's emulation driver, docs/exec.md). Tried once; a failure
+// leaves no driver (contexts then fail with HCOMM_E_DRV) and says why on stderr.
+Driver* load_driver() {
+  if (g_driver || g_load_tried) return g_driver;
+  g_load_tried = true;
+  const char* path = std::getenv("HCOMM_DRIVER");
+  if (!path || !*path) return nullptr;
+  void* h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  if (!h) {
+    std::fprintf(stderr, "[HCOMM_ERR] HCOMM_DRIVER=%s: %s\n", path, dlerror());
+    return nullptr;
+  }
+  using OpenFn = Driver* (*)();
+  auto open = reinterpret_cast<OpenFn>(dlsym(h, "hcomm_driver_open"));
+  if (!open) {
+    std::fprintf(stderr, "[HCOMM_ERR] HCOMM_DRIVER=%s: no hcomm_driver_open in it\n", path);
+    return nullptr;
+  }
+  g_driver = open();
+  if (!g_driver) std::fprintf(stderr, "[HCOMM_ERR] HCOMM_DRIVER=%s: hcomm_driver_open failed\n", path);
+  return g_driver;
+}
 }  // namespace
 void set_driver(Driver* d) { g_driver = d; }
-Driver* driver() { return g_driver; }
+Driver* driver() { return load_driver(); }
 
 namespace port {
 
@@ -16,7 +47,7 @@ hcomm_result_t ok_or(DrvStatus st, hcomm_result_t failure) { return st == DrvSta
 }  // namespace
 
 hcomm_result_t open_device(std::uint32_t device_id, Driver** drv, std::uint32_t* device) {
-  Driver* d = g_driver;
+  Driver* d = load_driver();
   if (!d) return HCOMM_E_DRV;
   if (d->device_of(device_id, device) != DrvStatus::Ok) return HCOMM_E_PARA;
   *drv = d;
@@ -143,3 +174,8 @@ void log(hcomm_context_t ctx, int level, const std::string& line) { ctx->drv->lo
 
 }  // namespace port
 }  // namespace hcomm
+
+extern "C" double hcomm_wtime(void) {
+  hcomm::Driver* d = hcomm::driver();
+  return d ? static_cast<double>(d->now_ns()) * 1e-9 : 0.0;
+}

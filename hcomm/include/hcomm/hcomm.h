@@ -413,6 +413,9 @@ hcomm_result_t hcomm_comm_lost_ranks(hcomm_comm_t comm, uint32_t cap, uint32_t* 
 hcomm_result_t hcomm_comm_shrink(hcomm_comm_t comm, uint32_t n_lost, const uint32_t* lost_ranks, hcomm_comm_t* new_comm);
 
 const char* hcomm_result_string(hcomm_result_t r);
+/* The cluster's clock in seconds (MPI_Wtime's role): the driver's device time, under hcsim exec
+ * the simulated time (docs/exec.md#time); 0 when no driver can be opened. */
+double hcomm_wtime(void);
 uint32_t hcomm_data_type_size(hcomm_data_type_t t);
 
 #ifdef __cplusplus
