@@ -9,7 +9,8 @@ ROOT=$(pwd)
 JOBS=${JOBS:-$(nproc)}
 
 PACKAGES=(build-essential cmake pkg-config ccache libsystemc-dev nlohmann-json3-dev libboost-graph-dev
-          libsqlite3-dev sqlite3 libgtest-dev libbenchmark-dev time openmpi-bin libopenmpi-dev)
+          libsqlite3-dev sqlite3 libgtest-dev libbenchmark-dev time openmpi-bin libopenmpi-dev
+          pybind11-dev python3-numpy)   # the Python module hcomm (docs/python.md)
 
 FUZZ_PACKAGES=(clang libclang-rt-14-dev)   # test only: the loaders' libFuzzer target
 TEST_PACKAGES=(python3-jsonschema)          # test only: plan_schema_test checks docs/plan.schema.json
