@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Run every adapted seed sample under hcsim exec (docs/python.md) and report each one's status.
+#   examples/seeds/run_all.sh [BUILD_DIR] [hcsim exec options...]   (default: build, --topology a2-2node -n 4)
+# Exits non-zero when a sample fails.
+set -u
+cd "$(dirname "$0")/../.."
+BUILD=${1:-build}; shift || true
+OPTS=("$@"); [ ${#OPTS[@]} -eq 0 ] && OPTS=(--topology a2-2node -n 4)
+fails=0
+for f in examples/seeds/s*.py; do
+  start=$(date +%s.%N)
+  if out=$(PYTHONPATH="$BUILD/python" timeout 300 "$BUILD/tools/hcsim" exec "${OPTS[@]}" -- /usr/bin/python3 "$f" 2>&1); then st=ok
+  else st="FAIL ($?)"; fails=$((fails + 1)); fi
+  printf '%-40s %-10s %6.1f s\n' "$f" "$st" "$(echo "$(date +%s.%N) - $start" | bc)"
+  [ "$st" = ok ] || echo "$out" | tail -15 | sed 's/^/    /'
+done
+exit $((fails > 0))
