@@ -551,6 +551,7 @@ py::array empty_like_count(const HostArr& like, uint64_t count) {
 
 hcomm_data_type_t buf_dtype(const BufferP& b, const py::object& dtype) {
   if (dtype.is_none()) return static_cast<hcomm_data_type_t>(b->dtype);
+  if (!py::isinstance<py::int_>(dtype)) return data_type_of(py::dtype::from_args(dtype));  // a numpy dtype
   const int d = dtype.cast<int>();
   dtype_size(d);
   return static_cast<hcomm_data_type_t>(d);

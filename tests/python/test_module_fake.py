@@ -181,6 +181,10 @@ class Collectives(unittest.TestCase):
         src, dst = hcomm.create_buffer(x.nbytes), hcomm.create_buffer(x.nbytes)
         hcomm.memcpy_host_to_device(src, x, x.nbytes, s)
         hcomm.allreduce(src, dst, stream=s)
+        hcomm.allreduce(src, src.view(0, 16), stream=s, count=4, dtype=np.float32)  # count, numpy dtype
+        with self.assertRaises(hcomm.HcommError) as cm:  # 96 elements into a 16-byte recv
+            hcomm.allreduce(src, src.view(0, 16), stream=s)
+        self.assertEqual(cm.exception.code, hcomm.E_PARA)
         out = np.zeros_like(x)
         hcomm.memcpy_device_to_host(out, dst, x.nbytes, s)
         hcomm.barrier(stream=s)
