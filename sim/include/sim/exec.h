@@ -24,6 +24,7 @@ struct ExecOptions {
   bool tag_output = false;           ///< prefix each line of a rank's stdout/stderr with "[rank]"
   double watchdog_s = 60;            ///< wall seconds without a driver call from a rank while the others wait
   double host_time_scale = 0;        ///< 0: host code costs no simulated time; else its CPU time x this
+  bool virtual_clocks = true;        ///< the wall clocks of the programs report simulated time (LD_PRELOAD)
 };
 
 /// How the rank processes ended.

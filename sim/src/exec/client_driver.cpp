@@ -5,11 +5,15 @@
 // Trace-only reports (route_decided, profile_op, log, failover_reported) are sent without waiting.
 // Host buffers stay where they are: the simulator's host DMA reads and writes this process's
 // memory at the modelled time, so no bulk bytes cross the socket.
+#include <atomic>
 #include <cstdio>
+#include <mutex>
 #include <cstdlib>
 #include <string>
 #include <vector>
 
+#include <dlfcn.h>
+#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -35,6 +39,7 @@ class ClientDriver final : public hcomm::Driver {
     return true;
   }
   void bye() {
+    std::lock_guard<std::mutex> lock(mu_);
     if (fd_ < 0) return;
     Writer w;
     w(Call::Bye);
@@ -43,6 +48,9 @@ class ClientDriver final : public hcomm::Driver {
     ::close(fd_);
     fd_ = -1;
   }
+
+  /// The simulated time of the last answer (ns): with host code costing nothing, the process's now.
+  std::uint64_t sim_ns() const { return sim_ns_.load(std::memory_order_relaxed); }
 
   std::uint32_t rank_count() override { return world_; }
   hcomm::DrvStatus rank_desc(std::uint32_t rank, hcomm::RankDesc* out) override { return status_out(call(Call::RankDesc, rank), out); }
@@ -172,14 +180,24 @@ class ClientDriver final : public hcomm::Driver {
     if (fd_ < 0 || !write_frame(fd_, w.buf)) lost("send");
   }
   template <class... In>
-  void post(Call c, const In&... in) { send(c, in...); }
+  void post(Call c, const In&... in) {
+    std::lock_guard<std::mutex> lock(mu_);
+    send(c, in...);
+  }
+  // One call at a time: a program's threads take turns (a call blocks the others until it returns).
+  // Every reply starts with the simulated time it was given at (what the process clocks report).
   template <class... In>
   Reader call(Call c, const In&... in) {
+    std::lock_guard<std::mutex> lock(mu_);
     send(c, in...);
     bool eof = false;
     if (!read_frame(fd_, &reply_, &eof)) lost(eof ? "the simulator closed the connection" : "read");
     last_cpu_ = cpu_ns();
-    return Reader(reply_.data(), reply_.size());
+    Reader r(reply_.data(), reply_.size());
+    std::uint64_t now = 0;
+    r(now);
+    sim_ns_.store(now, std::memory_order_relaxed);
+    return r;
   }
   // The simulator is gone (it ended the run, or died): this rank cannot go on.
   [[noreturn]] void lost(const char* what) {
@@ -227,7 +245,9 @@ class ClientDriver final : public hcomm::Driver {
   int fd_;
   std::uint32_t rank_ = ~0u, world_ = 0;
   int route_reports_ = -1;
+  std::mutex mu_;
   std::uint64_t last_cpu_ = 0;
+  std::atomic<std::uint64_t> sim_ns_{0};
   std::vector<std::uint8_t> reply_;
 };
 
@@ -263,4 +283,63 @@ extern "C" __attribute__((visibility("default"))) hcomm::Driver* hcomm_driver_op
   g_client = c;
   std::atexit(sim::exec::say_bye);
   return c;
+}
+
+// ---- The process clocks (docs/exec.md#time) ----
+// hcsim exec preloads this library (LD_PRELOAD), so these definitions stand in for libc's in the
+// rank's program: once libhcomm has opened the driver, the wall clocks (time, gettimeofday,
+// CLOCK_REALTIME) read HCSIM_EXEC_EPOCH_NS + the simulated time of the last answer, so unmodified
+// timing code measures the simulated cluster. Before that, and for every other clock (the
+// monotonic ones event loops and timeouts use), the host's clock answers.
+namespace {
+
+std::uint64_t exec_epoch_ns() {
+  static const std::uint64_t e = [] {
+    const char* v = std::getenv("HCSIM_EXEC_EPOCH_NS");
+    return v ? std::strtoull(v, nullptr, 10) : 0ull;
+  }();
+  return e;
+}
+bool simulated_clock(std::uint64_t* ns) {
+  if (!sim::exec::g_client) return false;
+  *ns = exec_epoch_ns() + sim::exec::g_client->sim_ns();
+  return true;
+}
+
+}  // namespace
+
+extern "C" __attribute__((visibility("default"))) int clock_gettime(clockid_t id, struct timespec* ts) {
+  using Fn = int (*)(clockid_t, struct timespec*);
+  static Fn real = reinterpret_cast<Fn>(dlsym(RTLD_NEXT, "clock_gettime"));
+  std::uint64_t ns = 0;
+  if (ts && (id == CLOCK_REALTIME || id == CLOCK_REALTIME_COARSE) && simulated_clock(&ns)) {
+    ts->tv_sec = static_cast<time_t>(ns / 1000000000ull);
+    ts->tv_nsec = static_cast<long>(ns % 1000000000ull);
+    return 0;
+  }
+  return real ? real(id, ts) : -1;
+}
+
+extern "C" __attribute__((visibility("default"))) int gettimeofday(struct timeval* tv, void* tz) {
+  using Fn = int (*)(struct timeval*, void*);
+  static Fn real = reinterpret_cast<Fn>(dlsym(RTLD_NEXT, "gettimeofday"));
+  std::uint64_t ns = 0;
+  if (tv && simulated_clock(&ns)) {
+    tv->tv_sec = static_cast<time_t>(ns / 1000000000ull);
+    tv->tv_usec = static_cast<suseconds_t>(ns % 1000000000ull / 1000);
+    return 0;
+  }
+  return real ? real(tv, tz) : -1;
+}
+
+extern "C" __attribute__((visibility("default"))) time_t time(time_t* out) {
+  using Fn = time_t (*)(time_t*);
+  static Fn real = reinterpret_cast<Fn>(dlsym(RTLD_NEXT, "time"));
+  std::uint64_t ns = 0;
+  if (simulated_clock(&ns)) {
+    const time_t t = static_cast<time_t>(ns / 1000000000ull);
+    if (out) *out = t;
+    return t;
+  }
+  return real ? real(out) : static_cast<time_t>(-1);
 }

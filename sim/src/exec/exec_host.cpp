@@ -44,6 +44,13 @@ using exec::Call;
 using exec::Reader;
 using exec::Writer;
 
+// A sanitizer build's driver library needs the sanitizer's runtime loaded before it: it is not
+// preloaded, and the programs' wall clocks stay the host's (docs/exec.md#time).
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kSanitized = true;
+#else
+constexpr bool kSanitized = false;
+#endif
 constexpr std::uint32_t kSpinPolls = 32;            // polls at one instant before the poller waits
 constexpr std::uint64_t kSpinWaitNs = 1000 * 1000;  // the longest such wait (nothing happens: 1 ms passes)
 
@@ -152,6 +159,9 @@ ExecHost::~ExecHost() {
 bool ExecHost::launch(std::string* why) {
   const std::uint32_t n = static_cast<std::uint32_t>(topo_.rank_to_npu.size());
   std::vector<std::pair<int, std::string>> tagged;
+  // The simulated clock's epoch: the wall time at launch (time.time() under exec, docs/exec.md#time).
+  const auto epoch_ns = static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count());
   for (std::uint32_t r = 0; r < n; ++r) {
     auto k = std::make_unique<Rank>();
     int sv[2];
@@ -177,6 +187,12 @@ bool ExecHost::launch(std::string* why) {
     set("RANK_SIZE", std::to_string(n));
     set("DEVICE_ID", std::to_string(npu.device_id));
     set("HCSIM_NPU", npu.name);
+    set("HCSIM_EXEC_EPOCH_NS", std::to_string(epoch_ns));
+    if (opt_.virtual_clocks && !kSanitized) {  // the driver library stands in for the wall clocks (client_driver.cpp)
+      std::string pre = opt_.driver_path;
+      if (const char* old = std::getenv("LD_PRELOAD"); old && *old) pre += std::string(":") + old;
+      set("LD_PRELOAD", pre);
+    }
     std::vector<std::string> args;
     if (!opt_.wrapper.empty() && (opt_.wrapper_rank < 0 || opt_.wrapper_rank == r)) args = opt_.wrapper;
     args.insert(args.end(), opt_.argv.begin(), opt_.argv.end());
@@ -269,6 +285,7 @@ void ExecHost::run(std::uint32_t r) {
       else break;
     }
   }
+  if (k.program < 0 && k.reaped && WIFEXITED(k.status) && WEXITSTATUS(k.status) == 0) return;  // never used hcomm: nothing lost
   const std::string how = k.reaped ? describe_status(k.status) : "closed its connection";
   const std::string why = "rank " + std::to_string(r) + " (pid " + std::to_string(k.child) + ") " + how +
                           (k.program < 0 ? " before it opened the driver" : " without ending normally") + "; its peers lose it";
@@ -333,6 +350,7 @@ bool ExecHost::serve(Rank& k, std::uint32_t r) {
       k.spins = 0;
     }
     Writer out;
+    out(d.now_ns());  // every answer starts with the simulated time (the process clocks, docs/exec.md#time)
     bool ok = true;
     auto args = [&](auto&... a) { (in(a), ...); ok = !in.bad; return ok; };
     switch (c) {
@@ -513,7 +531,7 @@ ExecOutcome ExecHost::finish() {
     const int code = k.reaped ? exit_code_of(k.status) : -1;
     o.exit_codes.push_back(code);
     o.worst = std::max(o.worst, code);
-    if (k.reaped && code != 0 && !k.lost)
+    if (k.reaped && code != 0 && !k.lost && !ending_)  // (after a watchdog or Ctrl-C: we ended them)
       messages_.push_back("rank " + std::to_string(r) + " (pid " + std::to_string(k.child) + ") " + describe_status(k.status));
   }
   o.messages = messages_;
