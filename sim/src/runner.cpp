@@ -128,6 +128,10 @@ RunResult run_scenario(const Scenario& sc, const RunOptions& opt) {
   trace.provenance("topology_json", sc.topology_json);
   for (const auto& [k, v] : sc.hcomm_env) setenv(k.c_str(), v.c_str(), 1);  // the library reads them at init
   cluster->schedule_faults();
+  if (opt.host) {
+    cluster->host_ = opt.host;
+    opt.host->attach(cluster->driver(), *cluster);
+  }
   cluster->start_ranks();
   std::unique_ptr<LiveMonitor> live;  // progress / --top: reads the wall clock every poll_events events
   if (opt.live.report) {

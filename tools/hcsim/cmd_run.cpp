@@ -202,6 +202,10 @@ int run_main(const std::vector<std::string>& argv) {
     for (auto& e : errs) std::fprintf(stderr, "%s\n", e.c_str());
     return kBadInput;
   }
+  if (sc->workload.empty()) {
+    std::fprintf(stderr, "%s: /workload: empty: nothing to run (hcsim exec runs a program of your own on it)\n", scenario.c_str());
+    return kBadInput;
+  }
   // Refuse up front what this machine cannot run (exit 2, with the numbers), rather than failing
   // inside SystemC (too many thread stacks) or growing until the kernel kills the run.
   const std::string fit = sim::check_host_fit(sc->topology.rank_to_npu.size(), sim::payload_memory_estimate(*sc), max_memory,

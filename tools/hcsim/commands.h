@@ -20,7 +20,7 @@ struct Command {
   int (*main)(const std::vector<std::string>& args);  ///< the arguments after the command name
 };
 
-extern const Command kRun, kValidate, kTopo, kTrace, kTop, kHealth, kPlot, kPlan, kRoutes, kDiff, kSummary, kDiscover;
+extern const Command kRun, kValidate, kTopo, kTrace, kTop, kHealth, kPlot, kPlan, kRoutes, kDiff, kSummary, kDiscover, kExec;
 
 /// One option. A flag has an empty `value`; an option taking a value ("--db FILE", also
 /// "--db=FILE") names it in `value` and says what is missing in `needs` ("a file name").

@@ -16,7 +16,7 @@
 namespace hcsim {
 namespace {
 
-const Command* const kCommands[] = {&kRun, &kValidate, &kTopo, &kTrace, &kTop, &kHealth, &kPlot, &kPlan, &kRoutes, &kDiff, &kSummary, &kDiscover};
+const Command* const kCommands[] = {&kRun, &kValidate, &kTopo, &kTrace, &kTop, &kHealth, &kPlot, &kPlan, &kRoutes, &kDiff, &kSummary, &kDiscover, &kExec};
 
 std::string usage() {
   std::string u = "usage: hcsim <command> [options]\n\ncommands:\n";

@@ -46,6 +46,7 @@ class Machine final : public EventHandler, public NetworkListener {
  public:
   struct Stats {
     std::uint64_t tasks = 0, pieces = 0, notifies = 0;
+    std::uint64_t host_faults = 0;  ///< host DMA pieces the host's memory refused (HostMemory)
   };
 
   Machine(Scheduler& sch, std::uint64_t piece_bytes = 256 * 1024) : sch_(sch), piece_bytes_(piece_bytes) {}
@@ -76,6 +77,8 @@ class Machine final : public EventHandler, public NetworkListener {
   Sampler& link_samples() { return link_samples_; }
   /// Report every completed stream task to the listener (on_task_done).
   void report_tasks(bool on) { report_tasks_ = on; }
+  /// The host memory NPU `npu`'s host DMA reaches (null: host pointers are this process's).
+  void set_host_memory(std::uint32_t npu, HostMemory* m) { npus_.at(npu).host_mem = m; }
 
   // ---- links (link/links.cpp) ----
   std::uint32_t add_link(LinkKind kind, std::uint32_t a, std::uint32_t b, const LinkParams& p, std::string name);
@@ -223,6 +226,7 @@ class Machine final : public EventHandler, public NetworkListener {
   void prefetch_tag(std::uint64_t tag) const override;
 
  private:
+  std::vector<std::uint8_t> bounce_;  // host_dma_land: one piece of a host in another process
   enum Ev : std::uint64_t { kDispatch = 1, kPieceSent, kPieceArrive, kNotifyArrive, kNotifyLocal, kComplete, kInterrupt, kForwardLand };
   static constexpr std::uint64_t ev(std::uint64_t type, std::uint64_t id) { return type | (id << 8); }
   /// Stream-scoped events carry the low 24 bits of the stream's epoch: stale ones (the stream
@@ -265,7 +269,7 @@ class Machine final : public EventHandler, public NetworkListener {
   void abort_transfer(std::uint32_t xfer);
   // npu/host_dma.cpp
   bool host_dma_path(std::uint32_t s, const Task& t, Transfer& x, Tick& lat);
-  void host_dma_land(const Task& t, std::uint64_t off, std::uint64_t len);
+  bool host_dma_land(const Task& t, std::uint64_t off, std::uint64_t len);
   // nic/rdma_engine.cpp
   void start_rdma(std::uint32_t s, const Task& t);
   void rdma_fence(std::uint32_t s);

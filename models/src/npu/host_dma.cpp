@@ -38,13 +38,26 @@ bool Machine::host_dma_path(std::uint32_t s, const Task& t, Transfer& x, Tick& l
   return true;
 }
 
-// A piece of a host DMA lands: [off, off + len) of the task's buffer.
-void Machine::host_dma_land(const Task& t, std::uint64_t off, std::uint64_t len) {
-  if (t.kind == TaskKind::HostToDevice) {
-    npus_[addr_npu(t.dst)].hbm.write(addr_offset(t.dst) + off, static_cast<const std::uint8_t*>(t.host) + off, len);
-  } else if (npus_[addr_npu(t.src)].hbm.stores_bytes()) {  // timing-only HBM has no bytes to give: the host buffer is left alone
-    npus_[addr_npu(t.src)].hbm.read(addr_offset(t.src) + off, static_cast<std::uint8_t*>(t.host) + off, len);
+// A piece of a host DMA lands: [off, off + len) of the task's buffer. A host in another process
+// (HostMemory) is read or written through its accessor by way of a bounce buffer of one piece.
+bool Machine::host_dma_land(const Task& t, std::uint64_t off, std::uint64_t len) {
+  const bool h2d = t.kind == TaskKind::HostToDevice;
+  const std::uint64_t dev = h2d ? t.dst : t.src;
+  NpuState& n = npus_[addr_npu(dev)];
+  HostMemory* hm = n.host_mem;
+  const std::uint64_t host = reinterpret_cast<std::uintptr_t>(t.host) + off;
+  if (h2d) {
+    if (!hm) { n.hbm.write(addr_offset(dev) + off, static_cast<const std::uint8_t*>(t.host) + off, len); return true; }
+    bounce_.resize(len);
+    if (!hm->read(host, bounce_.data(), len)) { ++stats_.host_faults; return false; }
+    n.hbm.write(addr_offset(dev) + off, bounce_.data(), len);
+  } else if (n.hbm.stores_bytes()) {  // timing-only HBM has no bytes to give: the host buffer is left alone
+    if (!hm) { n.hbm.read(addr_offset(dev) + off, static_cast<std::uint8_t*>(t.host) + off, len); return true; }
+    bounce_.resize(len);
+    n.hbm.read(addr_offset(dev) + off, bounce_.data(), len);
+    if (!hm->write(host, bounce_.data(), len)) { ++stats_.host_faults; return false; }
   }
+  return true;
 }
 
 }  // namespace models

@@ -3,6 +3,8 @@
 // reserves its SDMA channel and every port of its path ("busy until T").
 #include <algorithm>
 
+#include <cstdio>
+
 #include "models/machine.h"
 
 namespace models {
@@ -171,7 +173,15 @@ void Machine::arrive_piece(std::uint32_t id, std::uint64_t off, std::uint64_t) {
     switch (t.kind) {
       case TaskKind::HostToDevice:
       case TaskKind::DeviceToHost:
-        host_dma_land(t, off, len);
+        if (!host_dma_land(t, off, len)) {  // the host's memory refused the piece: a bad host pointer
+          const std::uint32_t s = x.stream;
+          abort_transfer(id);
+          char at[32];
+          std::snprintf(at, sizeof at, "0x%llx", static_cast<unsigned long long>(reinterpret_cast<std::uintptr_t>(t.host) + off));
+          fail(s, std::string("host DMA: the host's memory at ") + at + " cannot be " +
+                      (t.kind == TaskKind::HostToDevice ? "read" : "written") + " (bad host pointer)");
+          return;
+        }
         break;
       case TaskKind::Copy:
       case TaskKind::ReduceCopy: {

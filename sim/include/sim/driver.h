@@ -51,6 +51,15 @@ class SimDriver final : public hcomm::Driver, public models::MachineListener {
   const std::map<SpanKey, OpSpan>& op_spans() const { return spans_; }
   /// Write one `tasks` row per completed stream task (docs/trace-schema.md).
   void trace_tasks(bool on);
+  /// hcsim exec: keep a per-device activity event that every completed task of the device
+  /// notifies, for wait_activity (docs/exec.md#time).
+  void watch_activity();
+  /// hcsim exec: block the calling rank's thread until its device completes a task, a control
+  /// message, urgent message or device event arrives for it, or max_ns of simulated time passes
+  /// (what a polling program waits for when its poll answers "not done").
+  void wait_activity(std::uint32_t rank, std::uint64_t max_ns);
+  /// hcsim exec: the host memory NPU `npu`'s host DMA reaches (the rank process's).
+  void set_host_memory(std::uint32_t npu, models::HostMemory* m) { m_.set_host_memory(npu, m); }
   /// Write the library's route decisions as `routes` rows (the default), or not (/trace/routes).
   void trace_routes(bool on) { trace_routes_ = on; }
   std::uint64_t log_lines(int level) const { return level >= 0 && level < 4 ? log_count_[level] : 0; }
@@ -256,6 +265,8 @@ class SimDriver final : public hcomm::Driver, public models::MachineListener {
   std::unordered_map<std::string, std::uint32_t> proc_rank_;
   std::vector<std::pair<std::uint32_t, std::uint32_t>> phase_;  // per rank: step, rep
   std::vector<std::unique_ptr<sc_core::sc_event>> stream_ev_;
+  bool task_rows_ = false, activity_ = false;  // trace_tasks; watch_activity
+  std::vector<std::unique_ptr<sc_core::sc_event>> act_ev_;  // per NPU (watch_activity)
   std::map<std::pair<std::uint32_t, std::uint64_t>, std::size_t> begin_key_, end_key_;  // (npu,key) -> pending op
   std::vector<models::Network::Hop> probe_hops_;  // trace_probes' scratch
   /// Per network node: a switch's cabled bandwidth (toward hosts, toward switches), read once

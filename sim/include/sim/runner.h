@@ -14,6 +14,28 @@
 
 namespace sim {
 
+class SimDriver;
+
+/// What a run's ranks are to whoever drives them instead of the scenario workload.
+class RankLife {
+ public:
+  virtual ~RankLife() = default;
+  /// Rank r's program died (its process crashed or was killed): the rank is lost as a rank_crash
+  /// fault loses it (its device dies, its host connections close). Called in r's own thread.
+  virtual void died(std::uint32_t r, const std::string& why) = 0;
+};
+
+/// Drives the ranks itself instead of the scenario workload (hcsim exec: users' own processes,
+/// docs/exec.md). run_scenario calls attach() before the ranks start, run(r) in rank r's thread
+/// (the rank ends when it returns), and killed(r) when a rank_crash fault ended r's thread.
+class RankHost {
+ public:
+  virtual ~RankHost() = default;
+  virtual void attach(SimDriver& drv, RankLife& life) = 0;
+  virtual void run(std::uint32_t r) = 0;
+  virtual void killed(std::uint32_t r) = 0;
+};
+
 struct RunOptions {
   std::string db_path;        ///< empty: no trace
   bool force_db = false;      ///< replace db_path even if it is not an hcsim trace (Trace::open)
@@ -30,6 +52,7 @@ struct RunOptions {
   /// env_inherited); it adds hcsim_version, hcsim_commit, scenario_json and topology_json
   /// (docs/trace-schema.md#provenance).
   std::vector<std::pair<std::string, std::string>> provenance;
+  RankHost* host = nullptr;        ///< run_scenario: drives the ranks instead of the workload (exec)
 };
 
 struct StepSummary {

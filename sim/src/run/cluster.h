@@ -40,11 +40,14 @@ struct Members {
   }
 };
 
-class Cluster : public sc_core::sc_module {
+class Cluster : public sc_core::sc_module, public RankLife {
  public:
   Cluster(sc_core::sc_module_name n, const Scenario& sc, const RunOptions& opt, Trace* trace);
 
   RankProgram program;  ///< run_program: replaces the scenario workload
+  RankHost* host_ = nullptr;  ///< run_scenario with RunOptions::host: replaces the scenario workload
+  /// RankLife: rank r's own program died (exec): lost as a rank_crash fault loses it.
+  void died(std::uint32_t r, const std::string& why) override;
   Trace* trace_ = nullptr;
   std::vector<Failure> failures;
   struct CheckTally { std::map<std::uint32_t, std::pair<std::uint32_t, std::uint32_t>> by_rep; };  // rep -> (checked, failed)
@@ -174,6 +177,9 @@ class Cluster : public sc_core::sc_module {
   void op_started(std::uint32_t step, std::uint32_t rep, double est_ns, models::Tick t);
   void announce(std::uint32_t rank, int level, const std::string& line);
   void apply_fault(std::size_t i, std::uint32_t phase);
+  /// Rank r dies (rank_crash, or its process under exec): device, heartbeat, NIC; its thread is
+  /// killed unless it is the caller. True when that ended a thread (counted as finished).
+  bool crash_rank(std::uint32_t r, const std::string& why, bool kill_thread);
   std::vector<bool> fault_armed_;
   /// Ranks a rank_crash killed. A crash at time 0 can precede the rank's first run, when
   /// SystemC's kill() of the process does not stop it: rank_main then ends at once.

@@ -111,24 +111,10 @@ void Cluster::apply_fault(std::size_t idx, std::uint32_t phase) {
     return;
   switch (f.kind) {
     case FaultKind::RankCrash: {  // the process dies; so does its device (streams, links, NIC)
-      const std::uint32_t npu = t.rank_to_npu[f.rank];
-      if (f.rank < crashed_.size()) crashed_[f.rank] = true;
       announce(f.rank, 0, "[HCSIM_ERR] fault injected: " + f.what);
-      m.crash_npu(npu);
-      driver_->rank_crashed(f.rank);  // its host's heartbeat agent falls silent
-      if (net && npu < nic.size() && nic[npu] != ~0u) net->set_link_up(nic[npu], 0, false);
       // A killed rank counts as ended: the run stops when the survivors are done, not when the
       // dead NIC's last retransmission gives up.
-      bool killed = false;
-      if (f.rank < procs_.size() && !procs_[f.rank].terminated()) { procs_[f.rank].kill(); killed = true; }
-      if (f.rank < rank_error_.size() && rank_error_[f.rank].empty()) {
-        rank_error_[f.rank] = "rank crashed (rank_crash fault)";
-        rank_err_ps_[f.rank] = now_ps();
-        rank_err_at_[f.rank] = rank_at_[f.rank];
-        step_errors_[f.rank].try_emplace(rank_at_[f.rank], StepError{HCOMM_E_RUNTIME, rank_error_[f.rank], rank_err_ps_[f.rank]});
-      }
-      depart(f.rank);
-      if (killed && ++finished_ == nranks_) sc_core::sc_stop();
+      if (crash_rank(f.rank, "rank crashed (rank_crash fault)", true) && ++finished_ == nranks_) sc_core::sc_stop();
       return;
     }
     case FaultKind::LinkDown: m.set_link_up(hccs[f.link], false); break;
@@ -235,6 +221,36 @@ std::uint32_t Cluster::npu_rank(std::uint32_t npu) const {
   for (std::uint32_t r = 0; r < sc_.topology.rank_to_npu.size(); ++r)
     if (sc_.topology.rank_to_npu[r] == npu) return r;
   return 0;
+}
+
+bool Cluster::crash_rank(std::uint32_t r, const std::string& why, bool kill_thread) {
+  const Topology& t = sc_.topology;
+  models::Machine& m = elab_.machine;
+  const std::uint32_t npu = t.rank_to_npu[r];
+  if (r < crashed_.size()) crashed_[r] = true;
+  m.crash_npu(npu);
+  driver_->rank_crashed(r);  // its host's heartbeat agent falls silent
+  const auto& nic = elab_.nic;
+  if (network() && npu < nic.size() && nic[npu] != ~0u) network()->set_link_up(nic[npu], 0, false);
+  bool killed = false;
+  if (kill_thread && r < procs_.size() && !procs_[r].terminated()) {
+    procs_[r].kill();
+    killed = true;
+    if (host_) host_->killed(r);
+  }
+  if (r < rank_error_.size() && rank_error_[r].empty()) {
+    rank_error_[r] = why;
+    rank_err_ps_[r] = now_ps();
+    rank_err_at_[r] = rank_at_[r];
+    step_errors_[r].try_emplace(rank_at_[r], StepError{HCOMM_E_RUNTIME, rank_error_[r], rank_err_ps_[r]});
+  }
+  depart(r);
+  return killed;
+}
+
+void Cluster::died(std::uint32_t r, const std::string& why) {
+  announce(r, 0, "[HCSIM_ERR] " + why);
+  crash_rank(r, why, false);
 }
 
 }  // namespace sim

@@ -33,6 +33,11 @@ void Cluster::rank_main(std::uint32_t r) {
     rank_finished(r);
     return;
   }
+  if (host_) {  // hcsim exec: the rank's own process drives it (RankHost)
+    host_->run(r);
+    rank_finished(r);
+    return;
+  }
   const auto& npu = sc_.topology.npus[sc_.topology.rank_to_npu[r]];
   // The communicator's ranks in its rank order (original rank numbers) and this rank's index: all
   // of them, until /on_rank_loss "shrink" replaces the communicator by a lost rank's survivors.

@@ -44,10 +44,32 @@ SimDriver::SimDriver(models::Machine& m, const Topology& t, Trace* trace, bool e
   m_.set_listener(this);
 }
 
-void SimDriver::trace_tasks(bool on) { m_.report_tasks(on && trace_); }
+void SimDriver::trace_tasks(bool on) {
+  task_rows_ = on && trace_;
+  m_.report_tasks(task_rows_ || activity_);
+}
+
+void SimDriver::watch_activity() {
+  activity_ = true;
+  act_ev_.resize(m_.npu_count());
+  for (auto& e : act_ev_) e = std::make_unique<sc_core::sc_event>();
+  m_.report_tasks(true);
+}
+
+void SimDriver::wait_activity(std::uint32_t rank, std::uint64_t max_ns) {
+  if (!activity_ || rank >= topo_.rank_to_npu.size()) return;
+  const std::uint32_t npu = topo_.rank_to_npu[rank];
+  ctrl_size();
+  port_size();
+  for (auto* e : {&ctrl_ev_[rank], &sig_ev_[rank], &port_ev_[npu]})
+    if (!*e) *e = std::make_unique<sc_core::sc_event>();
+  sc_core::wait(sc_core::sc_time::from_value(max_ns * models::kPsPerNs),
+                *act_ev_[npu] | *ctrl_ev_[rank] | *sig_ev_[rank] | *port_ev_[npu]);
+}
 
 void SimDriver::on_task_done(std::uint32_t s, const models::Task& t, models::Tick start, models::Tick end) {
-  if (!trace_) return;
+  if (activity_) wake_at_now(*act_ev_[m_.stream_npu(s)], true);
+  if (!task_rows_) return;
   const std::uint32_t npu = m_.stream_npu(s);
   auto rank_of = [&](std::uint32_t n) -> std::int64_t { return n < npu_rank_.size() && npu_rank_[n] != ~0u ? npu_rank_[n] : -1; };
   std::int64_t peer = -1;

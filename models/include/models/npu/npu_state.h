@@ -1,6 +1,7 @@
 // The state of one NPU and of its streams (docs/models/npu.md): notify and event registers, the
 // register file, SDMA channel occupancy, and where its links attach. Owned by the Machine.
 #pragma once
+#include "models/mem/host_memory.h"
 #include <algorithm>
 #include <cstdint>
 #include <deque>
@@ -78,6 +79,7 @@ struct NpuState {
   std::map<std::uint64_t, EventReg> events;
   std::unique_ptr<RegisterBlock> regs;
   Tick compute_ps = 0;  ///< AI-core busy time of the compute tasks dispatched so far
+  HostMemory* host_mem = nullptr;  ///< its host's memory when not this process's (set_host_memory)
   NpuState(const NpuParams& p) : params(p), hbm(p.hbm.capacity_bytes, p.hbm.store_bytes), sdma_busy(p.sdma_engines, 0) {}
 };
 

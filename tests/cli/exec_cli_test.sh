@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# hcsim exec when a user's program misbehaves, and its command line (docs/exec.md#when-a-rank-fails):
+#  - a rank that aborts is a rank loss: the others' all-reduce fails (HCOMM_E_RANK_LOST or the device
+#    error of a transfer to it), hcsim's exit code is the worst rank's (134 = 128 + SIGABRT);
+#  - a rank_crash fault kills the rank's process (exit 137) and the survivors see the loss;
+#  - a rank that stops calling hcomm is ended by the watchdog (exit 124, the rank named);
+#  - a copy from a bad host pointer fails that rank's synchronize, the run goes on;
+#  - a program polling hcomm_test advances simulated time (2 ms of a peer's compute) in few polls;
+#  - the wall clocks of the programs report simulated time (Release builds);
+#  - Ctrl-C (SIGINT to hcsim) ends every rank and the trace is complete (run.status interrupted);
+#  - --tag-output prefixes lines, -n above the NPU count and a missing program are errors.
+# Usage: exec_cli_test.sh HCSIM_BINARY CASES_PROGRAM HELLO_PROGRAM SOURCE_DIR [sanitized]
+set -u
+HCSIM=$(realpath "$1")
+CASES=$(realpath "$2")
+HELLO=$(realpath "$3")
+SRC=$(realpath "$4")
+SANITIZED=${5:-}
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+cd "$TMP"
+. "$SRC/tests/cli/check_lib.sh"
+X() { "$HCSIM" exec --topology a2-2node "$@"; }
+
+expect "hello: 4 ranks all-reduce, results checked" 0 "rank 3: all-reduce of 1048576 floats took .* 0 wrong elements" -- X -n 4 --no-trace -q -- "$HELLO"
+expect "crash: the aborting rank sets the exit code" 134 "rank 1 \(pid [0-9]+\) killed by signal 6" -- X -n 4 --no-trace -q -- "$CASES" crash
+if grep -qE "rank [023]: allreduce: (rank lost|device task failed|remote)" out.txt && ! grep -q "allreduce: success" out.txt; then ok "crash: survivors' all-reduce failed"; else bad "crash: survivors" out.txt; fi
+expect "rank_crash fault: the rank's process is killed" 137 "failed: rank lost" -- X -n 4 --db crash.db --fault 'rank_crash rank=2 at=45us' -- "$HELLO"
+if grep -q "ranks' exit codes: 1 1 137 1" out.txt; then ok "rank_crash fault: rank 2 killed (137), the survivors' calls failed (1)"; else bad "rank_crash fault: exit codes" out.txt; fi
+if [ "$(sqlite3 crash.db "select count(*) from faults where fired = 1")" = 1 ]; then ok "rank_crash fault: in the trace's faults table"; else bad "rank_crash fault: faults table" out.txt; fi
+start=$(date +%s)
+expect "watchdog: a rank that stops calling ends the run" 124 "watchdog: rank 0 \(pid [0-9]+\) made no driver call for 2 s" -- X -n 4 --no-trace -q --watchdog 2 -- "$CASES" hang
+if [ $(( $(date +%s) - start )) -le 20 ]; then ok "watchdog: within 20 s"; else bad "watchdog: took too long" out.txt; fi
+expect "bad host pointer: an error to that rank" 0 "copy from a bad pointer: device task failed" -- X -n 2 --no-trace -q -- "$CASES" badptr
+expect "no finalize: said so" 0 "exited without destroying" -- X -n 2 --no-trace -q -- "$CASES" nofinal
+expect "polling advances simulated time" 0 "rank 0: received after 20[0-9][0-9]\.[0-9] us of simulated time and [0-9]{1,4} polls: success" -- X -n 2 --no-trace -q -- "$CASES" spin
+if [ -z "$SANITIZED" ]; then
+  expect "wall clocks report simulated time" 0 "rank 1: wtime advanced 0.005000 s, CLOCK_REALTIME 0.005000 s" -- X -n 2 --no-trace -q -- "$CASES" clock
+fi
+expect "--tag-output" 0 "^\[2\] rank 2: all-reduce" -- X -n 4 --no-trace -q --tag-output -- "$HELLO"
+expect "-n above the NPU count" 2 "-n 17: the topology a2-2node has 16 NPUs" -- X -n 17 -- "$HELLO"
+expect "no program" 2 "no program" -- X -n 2
+expect "a program that does not exist" 127 "cannot start the program: ./nope" -- X -n 2 --no-trace -- ./nope
+expect "bad --host-time" 2 "--host-time: expected zero, measured" -- X --host-time sometimes -- "$HELLO"
+
+# Ctrl-C: hcsim gets SIGINT while rank 0 sleeps (the others wait in the simulation): every rank
+# ends, the exit code is 130, and the trace says interrupted.
+"$HCSIM" exec --topology a2-2node -n 4 --db int.db -q -- "$CASES" hang > int.txt 2>&1 &
+pid=$!
+sleep 2
+kill -INT $pid
+wait $pid
+rc=$?
+if [ $rc -eq 130 ] && [ "$(sqlite3 int.db "select status from run")" = interrupted ]; then ok "Ctrl-C: exit 130, trace complete"; else bad "Ctrl-C: exit $rc, status $(sqlite3 int.db "select status from run" 2>&1)" int.txt; fi
+if ! pgrep -f "$CASES hang" > /dev/null; then ok "Ctrl-C: no rank process left"; else bad "Ctrl-C: rank processes left"; pkill -9 -f "$CASES hang"; fi
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
