@@ -8,7 +8,7 @@
 #     gradient_data is defined (iteration i: 1MB of float32 equal to i); ranks pair up (0,1), (2,3), ...: the
 #     even rank runs the seeds' loop with dest_rank=1 -> dest_rank=PEER, the odd rank (added) receives each
 #     message and checks it; an odd last rank idles (it only joins the world communicator's creation);
-#     the pool is destroyed at the end (the seeds leave it).
+#     the pool is destroyed at the end (the seeds leave it; destroy waits for the sends of released buffers).
 #  4. Added: the functions are called; exit 1 on a mismatch.
 import os
 import sys
@@ -94,7 +94,6 @@ def buffer_reuse_pattern():
         # hcomm会保证操作的正确性
         buffer_pool.release(buffer)
 
-    hcomm.stream_synchronize(ctx.default_stream)
     buffer_pool.destroy()
 
 

@@ -92,9 +92,27 @@ struct Context {
   hcomm_context_t h = nullptr;
   uint32_t device_id = 0;
   hcomm_stream_t def_stream = nullptr;  // the module's stream for calls given no stream
-  hcomm_stream_t default_stream() {
-    if (!def_stream) check(nogil([&] { return hcomm_create_stream(h, &def_stream); }), "hcomm_create_stream");
-    return def_stream;
+  // isend / irecv given no stream: one stream each, so a rank may post its sends and receives in
+  // any order (on one stream a receive would hold back every later send of the rank).
+  hcomm_stream_t send_stream = nullptr, recv_stream = nullptr;
+  hcomm_stream_t default_stream() { return lazy(&def_stream); }
+  hcomm_stream_t lazy(hcomm_stream_t* s) {
+    if (!*s) check(nogil([&] { return hcomm_create_stream(h, s); }), "hcomm_create_stream");
+    return *s;
+  }
+  // A point-to-point stream that first waits for the work queued so far on the default stream
+  // (e.g. update_buffer of the buffer about to be sent).
+  hcomm_stream_t p2p_stream(bool send) {
+    hcomm_stream_t s = lazy(send ? &send_stream : &recv_stream);
+    if (def_stream) {
+      hcomm_event_t ev = nullptr;
+      hcomm_result_t rc = hcomm_create_event(h, &ev);
+      if (rc == HCOMM_SUCCESS) rc = hcomm_record_event(ev, def_stream);
+      if (rc == HCOMM_SUCCESS) rc = hcomm_wait_event(ev, s);
+      if (ev) hcomm_destroy_event(ev);
+      check(rc, "hcomm_wait_event (default stream -> point-to-point stream)");
+    }
+    return s;
   }
 };
 using CtxP = std::shared_ptr<Context>;
@@ -409,7 +427,7 @@ RequestP post_send(const py::object& data, uint32_t dest, uint32_t tag, const py
   reclaim();
   CommP c = comm_or_world(comm);
   Msg m = msg_arg(data, "data", false);
-  hcomm_stream_t s = stream_or_default(stream, c->ctx);
+  hcomm_stream_t s = stream.is_none() ? c->ctx->p2p_stream(true) : stream.cast<StreamP>()->h;
   auto r = std::make_shared<Request>();
   r->ctx = c->ctx;
   r->stream = s;
@@ -435,7 +453,7 @@ RequestP post_recv(const py::object& data, uint32_t src_rank, uint32_t tag, cons
   reclaim();
   CommP c = comm_or_world(comm);
   Msg m = msg_arg(data, "data", true);
-  hcomm_stream_t s = stream_or_default(stream, c->ctx);
+  hcomm_stream_t s = stream.is_none() ? c->ctx->p2p_stream(false) : stream.cast<StreamP>()->h;
   auto r = std::make_shared<Request>();
   r->ctx = c->ctx;
   r->stream = s;
@@ -1061,7 +1079,7 @@ del _request_await
   m.def("send", [](py::object data, uint32_t dest_rank, uint32_t tag, py::object comm) {
         request_wait(*post_send(data, dest_rank, tag, py::none(), comm));
       }, py::arg("data"), py::arg("dest_rank"), py::arg("tag") = 0, py::arg("comm") = py::none(),
-      "Blocking send (hcomm_isend + hcomm_wait on the context's default stream)");
+      "Blocking send (hcomm_isend + hcomm_wait on the context's send stream)");
   m.def("recv", [](py::object data, uint32_t src_rank, uint32_t tag, py::object comm) {
         return request_wait(*post_recv(data, src_rank, tag, py::none(), comm));
       }, py::arg("data"), py::arg("src_rank"), py::arg("tag") = 0, py::arg("comm") = py::none(),
