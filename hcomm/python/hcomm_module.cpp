@@ -167,6 +167,11 @@ struct Comm {
   CtxP ctx;
   hcomm_comm_t h = nullptr;
   uint32_t rank = 0, size = 0;
+  uint64_t timeout_ms = 30000;  // the configuration in effect: how long an await polls
+  void read_timeout() {
+    hcomm_config_t c;
+    if (hcomm_comm_get_config(h, &c) == HCOMM_SUCCESS) timeout_ms = c.timeout_ms;
+  }
 };
 using CommP = std::shared_ptr<Comm>;
 
@@ -177,6 +182,9 @@ struct Request {
   hcomm_stream_t stream = nullptr;
   py::object result;              // what await / wait return (the receive array, or None)
   bool done = false;
+  std::string what;               // "isend to rank 1 (tag 0)"
+  uint64_t timeout_ms = 30000;    // the communicator's
+  double first_poll = -1;         // hcomm_wtime of await's first poll
 };
 using RequestP = std::shared_ptr<Request>;
 
@@ -337,6 +345,7 @@ CommP world() {
     if (hcomm_get_discovery_error(ctx->h, &why) == HCOMM_SUCCESS && why && *why) msg += ": " + std::string(why);
     throw Error{rc, msg};
   }
+  w->read_timeout();
   g->world = w;
   return w;
 }
@@ -432,6 +441,8 @@ RequestP post_send(const py::object& data, uint32_t dest, uint32_t tag, const py
   r->ctx = c->ctx;
   r->stream = s;
   r->result = py::none();
+  r->what = "isend to rank " + std::to_string(dest) + " (tag " + std::to_string(tag) + ")";
+  r->timeout_ms = c->timeout_ms;
   std::vector<uint64_t> scratch;
   const void* src = nullptr;
   if (m.host) {
@@ -458,6 +469,8 @@ RequestP post_recv(const py::object& data, uint32_t src_rank, uint32_t tag, cons
   r->ctx = c->ctx;
   r->stream = s;
   r->result = data;
+  r->what = "irecv from rank " + std::to_string(src_rank) + " (tag " + std::to_string(tag) + ")";
+  r->timeout_ms = c->timeout_ms;
   std::vector<uint64_t> scratch;
   void* dst = nullptr;
   if (m.host) {
@@ -509,6 +522,18 @@ bool request_test(Request& r) {
   r.done = true;
   reclaim();
   return true;
+}
+// await's poll: request_test, and HCOMM_E_TIMEOUT once the request has been polled for the
+// communicator's timeout_ms of cluster time (hcomm_wtime) without completing; it stays in flight.
+bool request_poll(Request& r) {
+  if (request_test(r)) return true;
+  const double now = hcomm_wtime();
+  if (r.first_poll < 0) r.first_poll = now;
+  else if ((now - r.first_poll) * 1000.0 > static_cast<double>(r.timeout_ms))
+    throw Error{HCOMM_E_TIMEOUT, r.what + ": not complete after timeout_ms = " + std::to_string(r.timeout_ms) +
+                                     " ms of awaiting (hcomm_wtime); sizes and tags must match on both sides, and a receive "
+                                     "holds back later work on its stream"};
+  return false;
 }
 py::object request_wait(Request& r) {
   if (!r.done) {
@@ -1011,6 +1036,7 @@ class HcommError(Exception):
         auto n = std::make_shared<Comm>();
         n->ctx = c->ctx;
         n->h = out;
+        n->read_timeout();
         check(hcomm_comm_rank(out, &n->rank), "hcomm_comm_rank");
         check(hcomm_comm_size(out, &n->size), "hcomm_comm_size");
         return py::cast(n);
@@ -1051,6 +1077,8 @@ class HcommError(Exception):
   // ---- point-to-point
   py::class_<Request, RequestP>(m, "Request", "An isend / irecv in flight: await it (asyncio), or wait() / test()")
       .def("test", [](const RequestP& r) { return request_test(*r); }, "True when complete (hcomm_test); raises its error")
+      .def("_poll", [](const RequestP& r) { return request_poll(*r); }, "test(), raising E_TIMEOUT after the communicator's timeout")
+      .def("__repr__", [](const Request& r) { return "<hcomm.Request " + r.what + (r.done ? " done>" : ">"); })
       .def("wait", [](const RequestP& r) { return request_wait(*r); }, "Block until complete (hcomm_wait); returns the receive array (irecv) or None")
       .def_property_readonly("done", [](const Request& r) { return r.done; })
       .def_property_readonly("result", [](const Request& r) { return r.result; });
@@ -1058,7 +1086,7 @@ class HcommError(Exception):
 def _request_await(self):
     import asyncio
     polls = 0
-    while not self.test():
+    while not self._poll():
         polls += 1
         # Yield to the event loop: at once for the first polls, then every 0.2 ms (host time).
         yield from asyncio.sleep(0 if polls < 64 else 0.0002).__await__()
