@@ -252,6 +252,7 @@ const Knob& knob_named(const std::string& name) {
 // after it completes (checked at every call).
 struct Pending {
   CtxP ctx;
+  hcomm_stream_t stream = nullptr;
   hcomm_event_t ev = nullptr;
   std::vector<uint64_t> scratch;
   py::object keep;
@@ -265,12 +266,18 @@ struct State {
   std::vector<Pending> pending;
 } *g = nullptr;  // never freed: handles must not be destroyed at interpreter teardown in an arbitrary order
 
-void reclaim() {
+// A stream's entries complete in order, so only its oldest unfinished one is queried: few queries
+// per call (under hcsim exec a query is a driver call, and many at one instant count as polling).
+// `synced`: a stream just synchronized successfully, whose entries are all done (no query).
+void reclaim(hcomm_stream_t synced = nullptr) {
   if (g_finalized) return;
   auto& v = g->pending;
+  std::vector<hcomm_stream_t> busy;
   for (size_t i = 0; i < v.size();) {
-    const hcomm_result_t q = hcomm_query_event(v[i].ev);
-    if (q == HCOMM_E_AGAIN) { ++i; continue; }
+    if (v[i].stream != synced) {
+      if (std::find(busy.begin(), busy.end(), v[i].stream) != busy.end()) { ++i; continue; }
+      if (hcomm_query_event(v[i].ev) == HCOMM_E_AGAIN) { busy.push_back(v[i].stream); ++i; continue; }
+    }
     hcomm_destroy_event(v[i].ev);
     for (uint64_t a : v[i].scratch) hcomm_free(v[i].ctx->h, reinterpret_cast<void*>(a));
     v.erase(v.begin() + static_cast<long>(i));
@@ -287,7 +294,7 @@ void add_pending(const CtxP& ctx, hcomm_stream_t s, std::vector<uint64_t> scratc
     for (uint64_t a : scratch) hcomm_free(ctx->h, reinterpret_cast<void*>(a));
     check(rc, "hcomm_record_event");
   }
-  g->pending.push_back(Pending{ctx, ev, std::move(scratch), std::move(keep)});
+  g->pending.push_back(Pending{ctx, s, ev, std::move(scratch), std::move(keep)});
 }
 
 uint32_t env_u32(const char* name, uint32_t def) {
@@ -753,7 +760,7 @@ class HcommError(Exception):
   py::class_<Stream, StreamP>(m, "Stream", "hcomm_stream_t")
       .def("synchronize", [](Stream& s) {
         check(nogil([&] { return hcomm_stream_synchronize(s.h); }), "hcomm_stream_synchronize");
-        reclaim();
+        reclaim(s.h);
       })
       .def_property_readonly("context", [](const Stream& s) { return s.ctx; });
   m.def("create_stream", [](py::object ctx) {
@@ -764,9 +771,8 @@ class HcommError(Exception):
         return s;
       }, py::arg("ctx") = py::none(), "hcomm_create_stream");
   m.def("stream_synchronize", [](const StreamP& s) {
-        reclaim();
         check(nogil([&] { return hcomm_stream_synchronize(s->h); }), "hcomm_stream_synchronize");
-        reclaim();
+        reclaim(s->h);
       }, py::arg("stream"), "hcomm_stream_synchronize: blocks until every task on the stream finished");
   m.def("launch_compute", [](const StreamP& s, uint64_t duration_ns) {
         check(hcomm_launch_compute(s->h, duration_ns), "hcomm_launch_compute");
