@@ -72,7 +72,7 @@ int exec_main(const std::vector<std::string>& argv_in) {
       break;
     }
   std::string scenario, topology, db, host_time = "zero";
-  bool db_set = false, no_trace = false, force = false, quiet = false;
+  bool db_set = false, no_trace = false, force = false, quiet = false, all_failures = false;
   std::uint64_t n = 0, per_server = 0;
   sim::ExecOptions eo;
   sim::ScenarioOverrides ov;
@@ -146,6 +146,8 @@ int exec_main(const std::vector<std::string>& argv_in) {
                       eo.watchdog_s = *x;
                       return std::string();
                     }},
+                   {"--all-failures", "", "", "", "list every rank's message (default: the first 8 per distinct cause, then a count)",
+                    flag(all_failures)},
                    {"--quiet", "-q", "", "", "no library log lines on stderr (they are still traced)", flag(quiet)}},
                   {"SCENARIO", "a scenario (its topology, network, faults and hcomm_env; its workload is not run)",
                    [&](const std::string& a) {
@@ -257,8 +259,9 @@ int exec_main(const std::vector<std::string>& argv_in) {
     return kBadInput;
   }
   const sim::ExecOutcome o = host.finish();
-  for (const auto& m : o.messages) std::fprintf(stderr, "hcsim exec: %s\n", m.c_str());
-  for (const auto& line : r.rank_outcomes) std::fprintf(stderr, "hcsim exec: %s\n", line.c_str());
+  // At most 8 lines per distinct cause (rank numbers and pids masked), then a count.
+  for (const auto& m : sim::condense_by_cause(o.messages, all_failures)) std::fprintf(stderr, "hcsim exec: %s\n", m.c_str());
+  for (const auto& line : sim::condense_by_cause(r.rank_outcomes, all_failures)) std::fprintf(stderr, "hcsim exec: %s\n", line.c_str());
   for (const auto& w : r.warnings) std::fprintf(stderr, "hcsim: warning: %s\n", w.c_str());
   std::printf("hcsim exec: simulated %.3f us, %.2f s wall; ranks' exit codes:", static_cast<double>(r.sim_end_ps) / 1e6, r.wall_s);
   for (std::size_t i = 0; i < o.exit_codes.size() && i < 16; ++i) std::printf(" %d", o.exit_codes[i]);
@@ -274,7 +277,7 @@ int exec_main(const std::vector<std::string>& argv_in) {
 const Command kExec = {
     "exec", "exec (--topology T | SCENARIO) [-n N] [--ranks-per-server K] [--fault 'TYPE K=V ...']... [--set /POINTER=VALUE]..."
             " [--db FILE] [--no-trace] [--host-time zero|measured[:SCALE]] [--tag-output] [--wrapper CMD [--wrapper-rank R]]"
-            " [--watchdog SECONDS] [-q] -- PROGRAM [ARGS...]",
+            " [--watchdog SECONDS] [--all-failures] [-q] -- PROGRAM [ARGS...]",
     "        run PROGRAM once per rank, each an OS process of its own, on the simulated cluster:\n"
     "        libhcomm in it talks to the simulator, which times every call (docs/exec.md); the exit\n"
     "        code is the worst rank's (128 + n for a signal, 124 after the watchdog)\n",
