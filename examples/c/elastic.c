@@ -9,7 +9,9 @@
  *   2. find who is gone: hcomm_comm_lost_ranks (ranks of the communicator that failed);
  *   3. shrink: hcomm_comm_shrink gives a healthy communicator of the survivors, ranked in their
  *      old order; the failed communicator and its stream are destroyed, a new stream is made;
- *   4. re-run the iteration that failed and continue with the remaining ones on fewer ranks.
+ *   4. agree on the iteration to resume from (the smallest one that failed on any survivor: one
+ *      may have finished the iteration another failed in), re-run it and continue with the
+ *      remaining ones on fewer ranks.
  * The gradient of world rank w in iteration k, element i, is (w + 1) * (k + 1) + i % 7 (small
  * integers in fp32, so sums are exact), and the host checks every element of every sum against the
  * sum over the ranks that are still members.
@@ -81,12 +83,13 @@ int main(int argc, char** argv) {
   hcomm_context_t ctx;
   hcomm_comm_t comm;
   hcomm_stream_t st;
-  void* dev;
+  void *dev, *agree;
   CHECK(hcomm_create_context(device, &ctx));
   CHECK(hcomm_comm_init(ctx, size, me, &comm));
   CHECK(hcomm_comm_set_error_callback(comm, on_error, NULL));
   CHECK(hcomm_create_stream(ctx, &st));
   CHECK(hcomm_malloc(ctx, count * sizeof(float), &dev));
+  CHECK(hcomm_malloc(ctx, sizeof(int32_t), &agree));
   float* host = malloc(count * sizeof(float));
   if (!host) return 1;
   uint32_t members[MAX_RANKS], n = size; /* members[j]: the world rank of comm rank j */
@@ -145,14 +148,23 @@ int main(int argc, char** argv) {
     CHECK(hcomm_comm_set_error_callback(comm, on_error, NULL));
     CHECK(hcomm_create_stream(ctx, &st));
     ++shrinks;
+    /* 4. Agree where to go on: a survivor may have finished the iteration another one failed in
+     *    (its all-reduce completed before the loss was known), so all resume from the smallest
+     *    failed iteration (an all-reduce MIN on the new communicator); re-running one is harmless. */
+    int32_t at_k = (int32_t)k;
+    CHECK(hcomm_memcpy_host_to_device(agree, &at_k, sizeof at_k, st));
+    CHECK(hcomm_allreduce(agree, agree, 1, HCOMM_DATA_TYPE_INT32, HCOMM_REDUCE_MIN, comm, st));
+    CHECK(hcomm_memcpy_device_to_host(&at_k, agree, sizeof at_k, st));
+    CHECK(hcomm_stream_synchronize(st));
+    k = (uint32_t)at_k;
     printf("rank %u: lost world rank(s) %s; continued on %u ranks from iteration %u\n", me, names, n, k);
-    /* 4. The loop re-runs iteration k on the new communicator. */
   }
   const double t1 = hcomm_wtime();
   printf("rank %u: done: %u iterations, the last ones on %u ranks (%u shrink%s), all sums correct, %.3f us (simulated)\n", me,
          iters, n, shrinks, shrinks == 1 ? "" : "s", (t1 - t0) * 1e6);
   free(host);
   CHECK(hcomm_free(ctx, dev));
+  CHECK(hcomm_free(ctx, agree));
   CHECK(hcomm_destroy_stream(st));
   CHECK(hcomm_comm_destroy(comm));
   CHECK(hcomm_destroy_context(ctx));

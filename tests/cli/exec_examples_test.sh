@@ -4,7 +4,7 @@
 #   1. pipeline: 4 stages, two per server (hops HCCS, RoCE, HCCS): every stage's bytes right; the
 #      closed form it prints is recomputed here from its per-hop times (S t_c + sum t_h +
 #      (M - 1) max(t_c, t_h)); the simulated iteration is within [1.00, 1.10] of it, and within
-#      [1.00, 1.02] when compute dominates (t_c = 300 us > every t_h);
+#      [1.00, 1.02] when compute dominates (t_c = 300 us > every t_h); a second run prints the same;
 #   2. hier_allreduce: 8 ranks, 4 per server: leaders 0 and 4, every rank's result equal to the
 #      host sum and to hcomm_allreduce's, bit for bit;
 #   3. elastic: fault-free, 8 ranks finish 10 iterations on 8; with rank_crash rank=3 at=500us the
@@ -53,6 +53,10 @@ pipeline_check() { # name out lo hi
 }
 run "pipeline" 0 pipe.txt -n 4 --ranks-per-server 2 -- "$PIPE"
 pipeline_check "pipeline" pipe.txt 1.00 1.10
+run "pipeline again" 0 pipe2.txt -n 4 --ranks-per-server 2 -- "$PIPE"
+if diff <(sed 's/, [0-9.]* s wall//' pipe.txt | sort) <(sed 's/, [0-9.]* s wall//' pipe2.txt | sort) > pipediff.txt; then
+  ok "pipeline: a second run prints the same simulated times"
+else bad "pipeline: a second run differs" pipediff.txt; fi
 run "pipeline compute-bound" 0 pipe300.txt -n 4 --ranks-per-server 2 -- "$PIPE" 8 4194304 300
 pipeline_check "pipeline compute-bound" pipe300.txt 1.00 1.02
 run "pipeline bad argument" 2 pipebad.txt -n 2 -- "$PIPE" 0
