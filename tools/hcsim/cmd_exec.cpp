@@ -25,28 +25,32 @@ namespace {
 
 bool exists(const std::string& p) { return std::ifstream(p).good(); }
 
-// A topology given by name ("a2-2node") is the shipped topologies/<name>.json.
+// This hcsim's own directory ("" when /proc/self/exe cannot be read).
+std::string exe_dir() {
+  char self[4096];
+  const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n <= 0) return "";
+  const std::string p(self, static_cast<std::size_t>(n));
+  return p.substr(0, p.rfind('/'));
+}
+
+// A topology given by name ("a2-2node") is a shipped topologies/<name>.json: in the current
+// directory's topologies/, the installed share/hcsim/topologies/, or the source tree's.
 std::string resolve_topology(const std::string& t) {
   if (exists(t)) return t;
-  for (const std::string dir : {std::string("topologies/"), std::string(HCSIM_SOURCE_DIR) + "/topologies/"})
+  for (const std::string dir : {std::string("topologies/"), exe_dir() + "/../share/hcsim/topologies/",
+                                std::string(HCSIM_SOURCE_DIR) + "/topologies/"})
     if (exists(dir + t + ".json")) return dir + t + ".json";
   return t;
 }
 
 // The emulation driver library the rank processes load (HCOMM_DRIVER): $HCSIM_EXEC_DRIVER, else
-// the one built beside this hcsim, else the installed one.
+// the installed one beside this hcsim (<prefix>/lib), else the one built with it.
 std::string driver_library() {
   if (const char* e = std::getenv("HCSIM_EXEC_DRIVER"); e && *e) return e;
-  if (exists(HCSIM_EXEC_DRIVER_BUILT)) return HCSIM_EXEC_DRIVER_BUILT;
-  char self[4096];
-  const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-  if (n > 0) {
-    std::string dir(self, static_cast<std::size_t>(n));
-    dir = dir.substr(0, dir.rfind('/'));
-    for (const char* rel : {"/../lib/libhcsim_exec_driver.so", "/libhcsim_exec_driver.so"})
-      if (exists(dir + rel)) return dir + rel;
-  }
-  return "libhcsim_exec_driver.so";
+  const std::string installed = exe_dir() + "/../lib/libhcsim_exec_driver.so";
+  if (exists(installed)) return installed;
+  return HCSIM_EXEC_DRIVER_BUILT;
 }
 
 std::vector<std::string> split_words(const std::string& s) {
