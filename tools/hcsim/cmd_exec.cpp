@@ -97,21 +97,8 @@ int exec_main(const std::vector<std::string>& argv_in) {
                    {"-n", "", "N", "a count", "ranks to start (default: every NPU of the topology)", count("-n", &n)},
                    {"--ranks-per-server", "", "K", "a count", "take K NPUs of each server in turn (default: fill servers in rank-table order)",
                     count("--ranks-per-server", &per_server)},
-                   {"--fault", "", "'TYPE KEY=VALUE ...'", "a fault", "inject a fault as in a scenario's /faults; repeatable",
-                    [&](const std::string& v) {
-                      std::string why;
-                      auto f = sim::parse_fault_text(v, &why);
-                      if (!f) return "--fault '" + v + "': " + why;
-                      ov.faults.push_back({v, *f});
-                      return std::string();
-                    }},
-                   {"--set", "", "/POINTER=VALUE", "a /json/pointer=value", "set a scenario key (as hcsim run --set); repeatable",
-                    [&](const std::string& v) {
-                      const auto eq = v.find('=');
-                      if (v.empty() || v[0] != '/' || eq == std::string::npos) return "--set " + v + ": expected /json/pointer=value";
-                      ov.sets.emplace_back(v.substr(0, eq), v.substr(eq + 1));
-                      return std::string();
-                    }},
+                   fault_option(ov, "inject a fault as in a scenario's /faults; repeatable"),
+                   set_option(ov, "set a scenario key (as hcsim run --set); repeatable"),
                    {"--db", "", "FILE", "a file name", "the trace database (default: ./exec.hcsim.db)",
                     [&](const std::string& v) { db = v; db_set = true; return std::string(); }},
                    {"--force", "", "", "", "replace FILE even if it is not an hcsim trace", flag(force)},
