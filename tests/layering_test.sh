@@ -69,7 +69,7 @@ if [ -n "$hits" ]; then echo "models/ includes SystemC or simulator headers:"; e
 # sources may (they define the composers' methods). No include cycles between rooms.
 ROOMS="mem link npu nic net"
 declare -A IFACE=(
-  [mem]="hbm.h reduce.h huge_alloc.h"
+  [mem]="hbm.h reduce.h huge_alloc.h host_memory.h"
   [link]="link_params.h port.h pcie.h"
   [npu]="address_map.h npu_params.h task.h regmap.h machine_listener.h"
   [nic]="dcqcn_params.h congestion_control.h rc_transport.h rdma.h"

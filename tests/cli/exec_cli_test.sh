@@ -6,7 +6,7 @@
 #  - a rank that stops calling hcomm is ended by the watchdog (exit 124, the rank named);
 #  - a copy from a bad host pointer fails that rank's synchronize, the run goes on;
 #  - a program polling hcomm_test advances simulated time (2 ms of a peer's compute) in few polls;
-#  - the wall clocks of the programs report simulated time (Release builds);
+#  - the wall clocks of the programs report simulated time (Release builds); --host-time charges CPU time;
 #  - Ctrl-C (SIGINT to hcsim) ends every rank and the trace is complete (run.status interrupted);
 #  - --tag-output prefixes lines, -n above the NPU count and a missing program are errors.
 # Usage: exec_cli_test.sh HCSIM_BINARY CASES_PROGRAM HELLO_PROGRAM SOURCE_DIR [sanitized]
@@ -37,7 +37,20 @@ expect "polling advances simulated time" 0 "rank 0: received after 20[0-9][0-9]\
 if [ -z "$SANITIZED" ]; then
   expect "wall clocks report simulated time" 0 "rank 1: wtime advanced 0.005000 s, CLOCK_REALTIME 0.005000 s" -- X -n 2 --no-trace -q -- "$CASES" clock
 fi
+expect "--host-time zero: host code costs nothing" 0 "rank 0: 50 ms of CPU cost 0.000 ms of simulated time" -- X -n 1 --no-trace -q -- "$CASES" busy
+expect "--host-time measured:2: twice the CPU time" 0 "rank 0: 50 ms of CPU cost (9[5-9]|1[0-9][0-9])\.[0-9]+ ms of simulated time" -- X -n 1 --no-trace -q --host-time measured:2 -- "$CASES" busy
 expect "--tag-output" 0 "^\[2\] rank 2: all-reduce" -- X -n 4 --no-trace -q --tag-output -- "$HELLO"
+expect "environment: RANK, WORLD_SIZE, LOCAL_RANK, the NPU" 0 "^3 4 3 node0/npu3$" -- X -n 4 --no-trace -q -- sh -c 'echo $RANK $WORLD_SIZE $LOCAL_RANK $HCSIM_NPU'
+expect "--ranks-per-server 2: ranks 2, 3 on the second server" 0 "^3 4 1 node1/npu1$" -- X -n 4 --ranks-per-server 2 --no-trace -q -- sh -c 'echo $RANK $WORLD_SIZE $LOCAL_RANK $HCSIM_NPU'
+cat > scen.json <<JSON
+{"format": "hcsim-scenario", "version": 1, "name": "ex", "topology": "$SRC/topologies/a2-2node.json", "payload": "real",
+ "hcomm_env": {"HCOMM_ALGO": "level0:NA;level1:ring"}, "workload": []}
+JSON
+expect "a SCENARIO: its hcomm_env reaches the programs" 0 "0 wrong elements" -- "$HCSIM" exec scen.json --db scen.db -q -- "$HELLO"
+if [ "$(sqlite3 scen.db "select kind || ' ' || chosen_by || ' ' || count(*) from operations group by kind, chosen_by")" = "allreduce HCOMM_ALGO 16" ] &&
+   [ "$(sqlite3 scen.db "select count(*) > 0 from routes")" = 1 ] && [ "$(sqlite3 scen.db "select status from run")" = ok ]; then
+  ok "a SCENARIO: operations (chosen by HCOMM_ALGO) and routes traced, run ok"
+else bad "a SCENARIO: trace" out.txt; fi
 expect "-n above the NPU count" 2 "-n 17: the topology a2-2node has 16 NPUs" -- X -n 17 -- "$HELLO"
 expect "no program" 2 "no program" -- X -n 2
 expect "a program that does not exist" 127 "cannot start the program: ./nope" -- X -n 2 --no-trace -- ./nope

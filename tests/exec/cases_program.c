@@ -5,7 +5,8 @@
  *   badptr    a host-to-device copy from an unmapped address must fail at synchronize
  *   nofinal   init, then return without destroying anything
  *   spin      rank 0 polls hcomm_test on a receive its peer sends 2 ms later (simulated time must advance)
- *   clock     time() / gettimeofday / CLOCK_REALTIME report the simulated clock under exec */
+ *   clock     time() / gettimeofday / CLOCK_REALTIME report the simulated clock under exec
+ *   busy      about 50 ms of CPU between two hcomm_wtime() calls (--host-time measured charges it) */
 #include <hcomm/hcomm.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -75,6 +76,19 @@ int main(int argc, char** argv) {
     const double d = (double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) * 1e-9;
     printf("rank %u: wtime advanced %.6f s, CLOCK_REALTIME %.6f s\n", rank, w1 - w0, d);
     return (w1 - w0 > 0.0049 && w1 - w0 < 0.0051 && d > 0.0049 && d < 0.0051) ? 0 : 8;
+  }
+  if (!strcmp(c, "busy")) {
+    const double w0 = hcomm_wtime();
+    struct timespec a, b;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &a);
+    volatile double x = 0;
+    do {
+      for (int i = 0; i < 100000; ++i) x += i * 0.5;
+      clock_gettime(CLOCK_THREAD_CPUTIME_ID, &b);
+    } while ((double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) * 1e-9 < 0.05);
+    const double w1 = hcomm_wtime();
+    printf("rank %u: 50 ms of CPU cost %.3f ms of simulated time\n", rank, (w1 - w0) * 1e3);
+    return 0;
   }
   fprintf(stderr, "unknown case '%s'\n", c);
   return 9;

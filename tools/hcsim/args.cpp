@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "commands.h"
+#include "sim/config/scenario.h"
 #include "sim/config/units.h"
 
 namespace hcsim {
@@ -67,6 +68,26 @@ std::string Args::help() const {
   h += "options:\n";
   for (const auto& r : rows) h += row(r.first, r.second);
   return h;
+}
+
+Option fault_option(sim::ScenarioOverrides& ov, const std::string& help) {
+  return {"--fault", "", "'TYPE KEY=VALUE ...'", "a fault", help, [&ov](const std::string& v) {
+            std::string why;
+            auto f = sim::parse_fault_text(v, &why);
+            if (!f) return "--fault '" + v + "': " + why;
+            ov.faults.push_back({v, *f});
+            return std::string();
+          }};
+}
+
+Option set_option(sim::ScenarioOverrides& ov, const std::string& help) {
+  return {"--set", "", "/POINTER=VALUE", "a /json/pointer=value", help, [&ov](const std::string& v) {
+            const auto eq = v.find('=');
+            if (v.empty() || v[0] != '/' || eq == std::string::npos)
+              return "--set " + v + ": expected /json/pointer=value (e.g. --set /network/ecmp_hash=src-dst)";
+            ov.sets.emplace_back(v.substr(0, eq), v.substr(eq + 1));
+            return std::string();
+          }};
 }
 
 std::string parse_count(const std::string& option, const std::string& v, std::size_t* out) {

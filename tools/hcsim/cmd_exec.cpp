@@ -25,28 +25,32 @@ namespace {
 
 bool exists(const std::string& p) { return std::ifstream(p).good(); }
 
-// A topology given by name ("a2-2node") is the shipped topologies/<name>.json.
+// This hcsim's own directory ("" when /proc/self/exe cannot be read).
+std::string exe_dir() {
+  char self[4096];
+  const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n <= 0) return "";
+  const std::string p(self, static_cast<std::size_t>(n));
+  return p.substr(0, p.rfind('/'));
+}
+
+// A topology given by name ("a2-2node") is a shipped topologies/<name>.json: in the current
+// directory's topologies/, the installed share/hcsim/topologies/, or the source tree's.
 std::string resolve_topology(const std::string& t) {
   if (exists(t)) return t;
-  for (const std::string dir : {std::string("topologies/"), std::string(HCSIM_SOURCE_DIR) + "/topologies/"})
+  for (const std::string dir : {std::string("topologies/"), exe_dir() + "/../share/hcsim/topologies/",
+                                std::string(HCSIM_SOURCE_DIR) + "/topologies/"})
     if (exists(dir + t + ".json")) return dir + t + ".json";
   return t;
 }
 
 // The emulation driver library the rank processes load (HCOMM_DRIVER): $HCSIM_EXEC_DRIVER, else
-// the one built beside this hcsim, else the installed one.
+// the installed one beside this hcsim (<prefix>/lib), else the one built with it.
 std::string driver_library() {
   if (const char* e = std::getenv("HCSIM_EXEC_DRIVER"); e && *e) return e;
-  if (exists(HCSIM_EXEC_DRIVER_BUILT)) return HCSIM_EXEC_DRIVER_BUILT;
-  char self[4096];
-  const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-  if (n > 0) {
-    std::string dir(self, static_cast<std::size_t>(n));
-    dir = dir.substr(0, dir.rfind('/'));
-    for (const char* rel : {"/../lib/libhcsim_exec_driver.so", "/libhcsim_exec_driver.so"})
-      if (exists(dir + rel)) return dir + rel;
-  }
-  return "libhcsim_exec_driver.so";
+  const std::string installed = exe_dir() + "/../lib/libhcsim_exec_driver.so";
+  if (exists(installed)) return installed;
+  return HCSIM_EXEC_DRIVER_BUILT;
 }
 
 std::vector<std::string> split_words(const std::string& s) {
@@ -72,7 +76,7 @@ int exec_main(const std::vector<std::string>& argv_in) {
       break;
     }
   std::string scenario, topology, db, host_time = "zero";
-  bool db_set = false, no_trace = false, force = false, quiet = false;
+  bool db_set = false, no_trace = false, force = false, quiet = false, all_failures = false;
   std::uint64_t n = 0, per_server = 0;
   sim::ExecOptions eo;
   sim::ScenarioOverrides ov;
@@ -93,21 +97,8 @@ int exec_main(const std::vector<std::string>& argv_in) {
                    {"-n", "", "N", "a count", "ranks to start (default: every NPU of the topology)", count("-n", &n)},
                    {"--ranks-per-server", "", "K", "a count", "take K NPUs of each server in turn (default: fill servers in rank-table order)",
                     count("--ranks-per-server", &per_server)},
-                   {"--fault", "", "'TYPE KEY=VALUE ...'", "a fault", "inject a fault as in a scenario's /faults; repeatable",
-                    [&](const std::string& v) {
-                      std::string why;
-                      auto f = sim::parse_fault_text(v, &why);
-                      if (!f) return "--fault '" + v + "': " + why;
-                      ov.faults.push_back({v, *f});
-                      return std::string();
-                    }},
-                   {"--set", "", "/POINTER=VALUE", "a /json/pointer=value", "set a scenario key (as hcsim run --set); repeatable",
-                    [&](const std::string& v) {
-                      const auto eq = v.find('=');
-                      if (v.empty() || v[0] != '/' || eq == std::string::npos) return "--set " + v + ": expected /json/pointer=value";
-                      ov.sets.emplace_back(v.substr(0, eq), v.substr(eq + 1));
-                      return std::string();
-                    }},
+                   fault_option(ov, "inject a fault as in a scenario's /faults; repeatable"),
+                   set_option(ov, "set a scenario key (as hcsim run --set); repeatable"),
                    {"--db", "", "FILE", "a file name", "the trace database (default: ./exec.hcsim.db)",
                     [&](const std::string& v) { db = v; db_set = true; return std::string(); }},
                    {"--force", "", "", "", "replace FILE even if it is not an hcsim trace", flag(force)},
@@ -146,6 +137,8 @@ int exec_main(const std::vector<std::string>& argv_in) {
                       eo.watchdog_s = *x;
                       return std::string();
                     }},
+                   {"--all-failures", "", "", "", "list every rank's message (default: the first 8 per distinct cause, then a count)",
+                    flag(all_failures)},
                    {"--quiet", "-q", "", "", "no library log lines on stderr (they are still traced)", flag(quiet)}},
                   {"SCENARIO", "a scenario (its topology, network, faults and hcomm_env; its workload is not run)",
                    [&](const std::string& a) {
@@ -257,8 +250,9 @@ int exec_main(const std::vector<std::string>& argv_in) {
     return kBadInput;
   }
   const sim::ExecOutcome o = host.finish();
-  for (const auto& m : o.messages) std::fprintf(stderr, "hcsim exec: %s\n", m.c_str());
-  for (const auto& line : r.rank_outcomes) std::fprintf(stderr, "hcsim exec: %s\n", line.c_str());
+  // At most 8 lines per distinct cause (rank numbers and pids masked), then a count.
+  for (const auto& m : sim::condense_by_cause(o.messages, all_failures)) std::fprintf(stderr, "hcsim exec: %s\n", m.c_str());
+  for (const auto& line : sim::condense_by_cause(r.rank_outcomes, all_failures)) std::fprintf(stderr, "hcsim exec: %s\n", line.c_str());
   for (const auto& w : r.warnings) std::fprintf(stderr, "hcsim: warning: %s\n", w.c_str());
   std::printf("hcsim exec: simulated %.3f us, %.2f s wall; ranks' exit codes:", static_cast<double>(r.sim_end_ps) / 1e6, r.wall_s);
   for (std::size_t i = 0; i < o.exit_codes.size() && i < 16; ++i) std::printf(" %d", o.exit_codes[i]);
@@ -274,7 +268,7 @@ int exec_main(const std::vector<std::string>& argv_in) {
 const Command kExec = {
     "exec", "exec (--topology T | SCENARIO) [-n N] [--ranks-per-server K] [--fault 'TYPE K=V ...']... [--set /POINTER=VALUE]..."
             " [--db FILE] [--no-trace] [--host-time zero|measured[:SCALE]] [--tag-output] [--wrapper CMD [--wrapper-rank R]]"
-            " [--watchdog SECONDS] [-q] -- PROGRAM [ARGS...]",
+            " [--watchdog SECONDS] [--all-failures] [-q] -- PROGRAM [ARGS...]",
     "        run PROGRAM once per rank, each an OS process of its own, on the simulated cluster:\n"
     "        libhcomm in it talks to the simulator, which times every call (docs/exec.md); the exit\n"
     "        code is the worst rank's (128 + n for a signal, 124 after the watchdog)\n",

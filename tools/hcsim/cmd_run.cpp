@@ -115,25 +115,9 @@ int run_main(const std::vector<std::string>& argv) {
                       sample_interval = static_cast<std::int64_t>(*t);
                       return std::string();
                     }},
-                   {"--fault", "", "'TYPE KEY=VALUE ...'", "a fault",
-                    "inject a fault as in the scenario's /faults (the same keys; at.step=0 at.after=40% for relative times); repeatable",
-                    [&](const std::string& v) {
-                      std::string why;
-                      auto f = sim::parse_fault_text(v, &why);
-                      if (!f) return "--fault '" + v + "': " + why;
-                      ov.faults.push_back({v, *f});
-                      return std::string();
-                    }},
-                   {"--set", "", "/POINTER=VALUE", "a /json/pointer=value",
-                    "set a scenario key (e.g. /network/ecmp_hash=src-dst, /workload/0/bytes=8MiB; VALUE as JSON if it parses, "
-                    "else a string); repeatable",
-                    [&](const std::string& v) {
-                      const auto eq = v.find('=');
-                      if (v.empty() || v[0] != '/' || eq == std::string::npos)
-                        return "--set " + v + ": expected /json/pointer=value (e.g. --set /network/ecmp_hash=src-dst)";
-                      ov.sets.emplace_back(v.substr(0, eq), v.substr(eq + 1));
-                      return std::string();
-                    }},
+                   fault_option(ov, "inject a fault as in the scenario's /faults (the same keys; at.step=0 at.after=40% for relative times); repeatable"),
+                   set_option(ov, "set a scenario key (e.g. /network/ecmp_hash=src-dst, /workload/0/bytes=8MiB; VALUE as JSON if it parses, "
+                    "else a string); repeatable"),
                    {"--chaos", "", "SEED:N", "SEED:N",
                     "add N faults drawn reproducibly from SEED (types the layout supports, inside the workload's span); listed before the run",
                     [&](const std::string& v) {

@@ -8,6 +8,10 @@
 #include <string>
 #include <vector>
 
+namespace sim {
+struct ScenarioOverrides;
+}
+
 namespace hcsim {
 
 /// Exit codes of every command (README, "CLI reference").
@@ -40,6 +44,11 @@ struct Positional {
   std::string help;
   std::function<std::string(const std::string& arg)> set;  ///< returns an error message or ""
 };
+
+/// `--fault 'TYPE K=V ...'` and `--set /POINTER=VALUE` of the commands that run a scenario (run,
+/// exec): each adds to `ov`, checked as the scenario's own entries are.
+Option fault_option(sim::ScenarioOverrides& ov, const std::string& help);
+Option set_option(sim::ScenarioOverrides& ov, const std::string& help);
 
 /// The option `-n N` of the trace readers: N from 1 to 999999 into *out, else the usage error.
 std::string parse_count(const std::string& option, const std::string& v, std::size_t* out);

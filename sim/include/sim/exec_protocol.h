@@ -45,11 +45,13 @@ inline bool has_reply(Call c) {
 /// Appends fields to a frame body.
 class Writer {
  public:
+  Writer() { buf.reserve(256); }
   std::vector<std::uint8_t> buf;
   template <class T>
   std::enable_if_t<std::is_arithmetic_v<T> || std::is_enum_v<T>> operator()(const T& v) {
-    const auto* p = reinterpret_cast<const std::uint8_t*>(&v);
-    buf.insert(buf.end(), p, p + sizeof v);
+    const std::size_t at = buf.size();
+    buf.resize(at + sizeof v);
+    std::memcpy(buf.data() + at, &v, sizeof v);
   }
   void operator()(const std::string& s) {
     (*this)(static_cast<std::uint32_t>(s.size()));
