@@ -7,7 +7,7 @@ cd "$(dirname "$0")/../.."
 BUILD=${1:-build}; shift || true
 OPTS=("$@"); [ ${#OPTS[@]} -eq 0 ] && OPTS=(--topology a2-2node -n 4 --no-trace)
 fails=0
-for f in examples/seeds/s*.py; do
+for f in examples/seeds/*.py; do
   start=$(date +%s%N)
   if out=$(PYTHONPATH="$BUILD/python" timeout 120 "$BUILD/tools/hcsim" exec "${OPTS[@]}" -- /usr/bin/python3 "$f" 2>&1); then st=ok
   else st="FAIL ($?)"; fails=$((fails + 1)); fi

@@ -1,6 +1,6 @@
 # Seed sample 1 of /work/shared/seeds/000_74db84cc06cc32e0.txt (2.1 "拓扑关系层"): the N x N adjacency
 # matrix entry topology[0][1] with link type, bandwidth and latency.
-# Run (docs/python.md): PYTHONPATH=build/python build/tools/hcsim exec --topology a2-2node -n 4 -- /usr/bin/python3 examples/seeds/s09_topology_matrix.py
+# Run (docs/python.md): PYTHONPATH=build/python build/tools/hcsim exec --topology a2-2node -n 4 -- /usr/bin/python3 examples/seeds/topology_matrix.py
 # Changes from the seeds' text (a fragment, not a program):
 #  1. imports hcomm, os, sys; a context for LOCAL_RANK; `topology` is built from hcomm.get_topology() on
 #     every rank (its own row: topology[my_rank][j]), the seeds' literal values (HCCS | RDMA, 200GBps,

@@ -1,6 +1,6 @@
 # Seed sample 2 of /work/shared/seeds/001_7700f6072fd2e7d5.txt ("点对点通信与流处理"): asynchronous
 # send/recv with await (send_recv_example) and blocking send/recv (blocking_send_recv).
-# Run (docs/python.md): PYTHONPATH=build/python build/tools/hcsim exec --topology a2-2node -n 4 -- /usr/bin/python3 examples/seeds/s02_send_recv.py
+# Run (docs/python.md): PYTHONPATH=build/python build/tools/hcsim exec --topology a2-2node -n 4 -- /usr/bin/python3 examples/seeds/p2p_async.py
 # Changes from the seeds' text:
 #  1. imports os, sys; the undefined send_ctx / recv_ctx are one context, ctx = create_context(LOCAL_RANK).
 #  2. Ranks pair up (0,1), (2,3), ...: the even rank of a pair runs the seeds' sender part (dest_rank=1 ->

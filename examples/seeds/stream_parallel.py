@@ -1,6 +1,6 @@
 # Seed sample 3 of /work/shared/seeds/001_7700f6072fd2e7d5.txt (stream_parallel_example): a copy on a
 # communication stream while the host computes, two streams synchronized.
-# Run (docs/python.md): PYTHONPATH=build/python build/tools/hcsim exec --topology a2-2node -n 4 -- /usr/bin/python3 examples/seeds/s03_stream_parallel.py
+# Run (docs/python.md): PYTHONPATH=build/python build/tools/hcsim exec --topology a2-2node -n 4 -- /usr/bin/python3 examples/seeds/stream_parallel.py
 # Changes from the seeds' text:
 #  1. imports os, sys; device_id=0 -> device_id=LOCAL_RANK.
 #  2. 5000x5000 -> 500x500 (run time of the five host matrix products), np.random.seed(RANK) before the data.

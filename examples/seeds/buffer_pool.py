@@ -1,6 +1,6 @@
 # Seed sample 4 of /work/shared/seeds/001_7700f6072fd2e7d5.txt ("通信资源管理"): a buffer pool
 # (manual_buffer_management) and buffers reused in a send loop (buffer_reuse_pattern).
-# Run (docs/python.md): PYTHONPATH=build/python build/tools/hcsim exec --topology a2-2node -n 4 -- /usr/bin/python3 examples/seeds/s04_buffer_pool.py
+# Run (docs/python.md): PYTHONPATH=build/python build/tools/hcsim exec --topology a2-2node -n 4 -- /usr/bin/python3 examples/seeds/buffer_pool.py
 # Changes from the seeds' text:
 #  1. imports os, sys; the pools live on the process's context (create_context(LOCAL_RANK) first).
 #  2. manual_buffer_management: "# ... 通信操作 ..." is one update_buffer of a known array, read back and checked.

@@ -1,6 +1,6 @@
 # Seed sample 6 of /work/shared/seeds/001_7700f6072fd2e7d5.txt ("通信性能调优"): configure_communication
 # and benchmark_communication.
-# Run (docs/python.md): PYTHONPATH=build/python build/tools/hcsim exec --topology a2-2node -n 4 -- /usr/bin/python3 examples/seeds/s06_config_benchmark.py
+# Run (docs/python.md): PYTHONPATH=build/python build/tools/hcsim exec --topology a2-2node -n 4 -- /usr/bin/python3 examples/seeds/config_benchmark.py
 # Changes from the seeds' text:
 #  1. imports os, sys; device_id=0 -> device_id=LOCAL_RANK.
 #  2. configure_communication runs before any communication: the world communicator is created at the

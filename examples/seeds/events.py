@@ -1,6 +1,6 @@
 # Seed sample 5 of /work/shared/seeds/001_7700f6072fd2e7d5.txt ("事件同步"): event_sync_example and
 # stream_wait_another_stream.
-# Run (docs/python.md): PYTHONPATH=build/python build/tools/hcsim exec --topology a2-2node -n 4 -- /usr/bin/python3 examples/seeds/s05_events.py
+# Run (docs/python.md): PYTHONPATH=build/python build/tools/hcsim exec --topology a2-2node -n 4 -- /usr/bin/python3 examples/seeds/events.py
 # Changes from the seeds' text:
 #  1. imports os, sys; device_id=0 -> device_id=LOCAL_RANK; np.random.seed(RANK) before the data.
 #  2. 2000x2000 -> 300x300 and 1000x1000 -> 300x300 (run time of the host matrix products).

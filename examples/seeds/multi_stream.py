@@ -1,6 +1,6 @@
 # Seed sample 7 of /work/shared/seeds/001_7700f6072fd2e7d5.txt (multi_stream_optimization): a copy on a
 # communication stream overlapped with host computation.
-# Run (docs/python.md): PYTHONPATH=build/python build/tools/hcsim exec --topology a2-2node -n 4 -- /usr/bin/python3 examples/seeds/s07_multi_stream.py
+# Run (docs/python.md): PYTHONPATH=build/python build/tools/hcsim exec --topology a2-2node -n 4 -- /usr/bin/python3 examples/seeds/multi_stream.py
 # Changes from the seeds' text:
 #  1. imports os, sys; device_id=0 -> device_id=LOCAL_RANK; np.random.seed(RANK) before the data.
 #  2. 10000x10000 -> 300x300 (the seeds' 400 MB array and ten 10000^3 products take minutes on a host).

@@ -1,6 +1,6 @@
 # Seed sample 8 of /work/shared/seeds/001_7700f6072fd2e7d5.txt (topology_aware_communication): the
 # topology query and the grouping of ranks by distance.
-# Run (docs/python.md): PYTHONPATH=build/python build/tools/hcsim exec --topology a2-2node -n 4 -- /usr/bin/python3 examples/seeds/s08_topology.py
+# Run (docs/python.md): PYTHONPATH=build/python build/tools/hcsim exec --topology a2-2node -n 4 -- /usr/bin/python3 examples/seeds/topology.py
 # Changes from the seeds' text:
 #  1. imports os, sys; device_id=0 -> device_id=LOCAL_RANK.
 #  2. Added: the function is called and returns the distances; every rank's distances are gathered with

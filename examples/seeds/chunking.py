@@ -1,6 +1,6 @@
 # Seed sample 2 of /work/shared/seeds/000_74db84cc06cc32e0.txt (4.1 "分块(Chunking)"): the chunk size and
 # chunk count of a transfer.
-# Run (docs/python.md): PYTHONPATH=build/python build/tools/hcsim exec --topology a2-2node -n 4 -- /usr/bin/python3 examples/seeds/s10_chunking.py
+# Run (docs/python.md): PYTHONPATH=build/python build/tools/hcsim exec --topology a2-2node -n 4 -- /usr/bin/python3 examples/seeds/chunking.py
 # Changes from the seeds' text (a fragment, not a program):
 #  1. The undefined names are defined: link_mtu = 256 KiB (the seeds' HCCS MTU), buffer_slot_size = 256 MiB
 #     (the seeds' slot size), total_size = 1 MiB (the seeds' example is 1 GB: run time).

@@ -1,6 +1,6 @@
 # Seed sample 1 of /work/shared/seeds/001_7700f6072fd2e7d5.txt ("使用后…" section): context, stream,
 # asynchronous host-to-device copy, stream synchronize.
-# Run (docs/python.md): PYTHONPATH=build/python build/tools/hcsim exec --topology a2-2node -n 4 -- /usr/bin/python3 examples/seeds/s01_context_memcpy.py
+# Run (docs/python.md): PYTHONPATH=build/python build/tools/hcsim exec --topology a2-2node -n 4 -- /usr/bin/python3 examples/seeds/context_memcpy.py
 # Changes from the seeds' text:
 #  1. imports os, sys; device_id=0 -> device_id=LOCAL_RANK (each rank process drives its own NPU under hcsim exec).
 #  2. np.random.seed(RANK) before the data, so the check below is reproducible.
