@@ -185,6 +185,7 @@ struct Request {
   std::string what;               // "isend to rank 1 (tag 0)"
   uint64_t timeout_ms = 30000;    // the communicator's
   double first_poll = -1;         // hcomm_wtime of await's first poll
+  ~Request();
 };
 using RequestP = std::shared_ptr<Request>;
 
@@ -264,6 +265,9 @@ struct State {
   CommConfig config;  // set_config before the world communicator exists
   bool config_set = false;
   std::vector<Pending> pending;
+  // Requests whose Python object went away in flight (an isend never waited for): completed by
+  // hcomm_test in reclaim, which releases them.
+  std::vector<std::pair<hcomm_stream_t, hcomm_request_t>> detached;
 } *g = nullptr;  // never freed: handles must not be destroyed at interpreter teardown in an arbitrary order
 
 // A stream's entries complete in order, so only its oldest unfinished one is queried: few queries
@@ -271,8 +275,15 @@ struct State {
 // `synced`: a stream just synchronized successfully, whose entries are all done (no query).
 void reclaim(hcomm_stream_t synced = nullptr) {
   if (g_finalized) return;
-  auto& v = g->pending;
   std::vector<hcomm_stream_t> busy;
+  auto& d = g->detached;
+  for (size_t i = 0; i < d.size();) {
+    if (std::find(busy.begin(), busy.end(), d[i].first) != busy.end()) { ++i; continue; }
+    if (hcomm_test(d[i].second) == HCOMM_E_AGAIN) { busy.push_back(d[i].first); ++i; continue; }
+    d.erase(d.begin() + static_cast<long>(i));  // done (or failed: its stream reports it): released
+  }
+  busy.clear();
+  auto& v = g->pending;
   for (size_t i = 0; i < v.size();) {
     if (v[i].stream != synced) {
       if (std::find(busy.begin(), busy.end(), v[i].stream) != busy.end()) { ++i; continue; }
@@ -283,6 +294,12 @@ void reclaim(hcomm_stream_t synced = nullptr) {
     v.erase(v.begin() + static_cast<long>(i));
   }
 }
+Request::~Request() {
+  if (g_finalized || !g) return;
+  if (tail) hcomm_destroy_event(tail);
+  if (req) g->detached.emplace_back(stream, req);
+}
+
 // Record the end of the work queued so far on `s`; free `scratch` and drop `keep` once it is done.
 void add_pending(const CtxP& ctx, hcomm_stream_t s, std::vector<uint64_t> scratch, py::object keep) {
   hcomm_event_t ev = nullptr;
