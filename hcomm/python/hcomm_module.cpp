@@ -367,6 +367,10 @@ CommP world() {
     std::string msg = "hcomm_comm_init_config(world, rank " + std::to_string(rank) + " of " + std::to_string(size) +
                       "): " + hcomm_result_string(rc) + " (code " + std::to_string(static_cast<int>(rc)) + ")";
     if (hcomm_get_discovery_error(ctx->h, &why) == HCOMM_SUCCESS && why && *why) msg += ": " + std::string(why);
+    const char* local = std::getenv("LOCAL_RANK");
+    if (local && *local && std::to_string(ctx->device_id) != local)
+      msg += "; the context is for device " + std::to_string(ctx->device_id) + " but LOCAL_RANK is " + local +
+             " (create_context(device_id=int(os.environ['LOCAL_RANK'])))";
     throw Error{rc, msg};
   }
   w->read_timeout();
