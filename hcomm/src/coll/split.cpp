@@ -310,7 +310,8 @@ hcomm_result_t split(hcomm_comm_t parent, const Request& req, hcomm_comm_t* out)
     ans.resize(static_cast<std::size_t>(sub) * kAnswerWords);
     ph.recv(dans, ans.size(), up, kTagAnswer);
   }
-  for (std::uint32_t c : kids) ph.send(dans + (c - me) * kAnswerWords, size_of(c) * kAnswerWords, c, kTagAnswer);
+  // Down the tree the largest subtree first: it has the most hops left.
+  for (auto c = kids.rbegin(); c != kids.rend(); ++c) ph.send(dans + (*c - me) * kAnswerWords, size_of(*c) * kAnswerWords, *c, kTagAnswer);
   if (me) ph.to_host(ans.data(), dans, ans.size() * 4);
   if (hcomm_result_t rc = ph.finish(); rc != HCOMM_SUCCESS) return failed(rc);
   ++parent->splits;
@@ -322,12 +323,9 @@ hcomm_result_t split(hcomm_comm_t parent, const Request& req, hcomm_comm_t* out)
   if ((a[kSubList] || m) && !lb.p) return failed(HCOMM_E_MEMORY);
   if (me == 0) ph.to_device(lb.w(), lists.data(), lists.size() * 4);
   else ph.recv(lb.w(), a[kSubList], up, kTagLists);
-  std::uint64_t off = a[kOwnList];
-  for (std::uint32_t c : kids) {
-    const std::uint32_t words = ans[static_cast<std::size_t>(c - me) * kAnswerWords + kSubList];
-    ph.send(lb.w(off), words, c, kTagLists);
-    off += words;
-  }
+  std::vector<std::uint64_t> at(kids.size() + 1, a[kOwnList]);  // kids[i]'s block: [at[i], at[i + 1])
+  for (std::size_t i = 0; i < kids.size(); ++i) at[i + 1] = at[i] + ans[static_cast<std::size_t>(kids[i] - me) * kAnswerWords + kSubList];
+  for (std::size_t i = kids.size(); i-- > 0;) ph.send(lb.w(at[i]), at[i + 1] - at[i], kids[i], kTagLists);
   if (hcomm_result_t rc = ph.finish(); rc != HCOMM_SUCCESS) return failed(rc);
   *out = nullptr;
   switch (a[kStatus]) {
