@@ -407,7 +407,8 @@ TEST(Split, AdversarialColorsKeysAndNoColor) {
   for (std::uint32_t q = 0; q < n; ++q)
     if (color(q) != HCOMM_SPLIT_NOCOLOR) ref[color(q)].push_back(q);
   for (auto& [c, mem] : ref)
-    std::sort(mem.begin(), mem.end(), [&](std::uint32_t a, std::uint32_t b) { return key(a) != key(b) ? key(a) < key(b) : a < b; });
+    std::sort(mem.begin(), mem.end(),
+              [&](std::uint32_t a, std::uint32_t b) { return key(a) != key(b) ? key(a) < key(b) : a < b; });
   ASSERT_EQ(ref.size(), 5u);
   ASSERT_EQ(ref[1000].size(), 1u);
   e.drv.run_ranks(n, [&](std::uint32_t r) {
@@ -432,8 +433,9 @@ std::vector<std::uint64_t> split_bytes(std::uint32_t servers, std::uint32_t per)
   e.drv.run_ranks(e.n, [&](std::uint32_t r) {
     hcomm_comm_t child = nullptr;
     ASSERT_EQ(hcomm_comm_split(e.comm[r], r / per, per - 1 - r % per, &child), HCOMM_SUCCESS);
-    check_ops(Dev{e.ctx[r], e.stream[r]}, child, {r / per * per + per - 1, r / per * per + per - 2, r / per * per + per - 3, r / per * per},
-              r, "by server, reversed");
+    std::vector<std::uint32_t> mem;  // my server's ranks, reversed by the keys
+    for (std::uint32_t i = per; i-- > 0;) mem.push_back(r / per * per + i);
+    check_ops(Dev{e.ctx[r], e.stream[r]}, child, mem, r, "by server, reversed");
     EXPECT_EQ(hcomm_comm_destroy(child), HCOMM_SUCCESS);
   });
   std::vector<std::uint64_t> bytes(e.n);
@@ -444,8 +446,9 @@ std::vector<std::uint64_t> split_bytes(std::uint32_t servers, std::uint32_t per)
 // A split's device memory per rank does not grow with the parent: a rank holds its gather subtree's
 // records and answers (odd parent ranks: their own only) and its child's member list; only parent
 // rank 0 holds every rank's. At 64 and 256 ranks (children of 4), an odd rank allocates the same
-// bytes as the odd rank at its place in its child (comm rank 0 relays its child's list) in the other, and every rank r > 0 at most 112 bytes per rank of its subtree [r, r + lowbit(r)) plus its
-// share of the lists. (An all-gather of every record would take 64 bytes per parent rank on every rank.)
+// bytes as the odd rank at its place in its child in the other (comm rank 0 also relays the list),
+// and every rank r > 0 at most 112 bytes per rank of its subtree [r, r + lowbit(r)) plus its share
+// of the lists. (An all-gather of every record would take 64 bytes per parent rank on every rank.)
 TEST(Split, DeviceMemoryPerRankDoesNotGrowWithTheParent) {
   const std::uint32_t per = 4;
   const auto small = split_bytes(16, per), big = split_bytes(64, per);

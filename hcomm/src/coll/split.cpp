@@ -8,10 +8,10 @@
 //   shape:   ranks per server when the members' servers are contiguous in rank order and equal
 //            (algo/groups.cpp), else none (flat algorithms only)
 // The exchange is real device traffic (point-to-point messages over the parent, so it costs
-// simulated time) in four phases, none of which holds O(parent) state on any rank but parent
-// rank 0 (the root):
+// simulated time) in four phases; only parent rank 0 (the root) holds every rank's record:
 //   1 gather:  the records up a binomial tree over the parent ranks to the root (rank r > 0 holds
-//              the block of its subtree [r, r + lowbit(r)), O(n log n) words over all ranks)
+//              the block of its subtree [r, r + lowbit(r)): odd ranks their own only, n/2 at most,
+//              O(n log n) words over all ranks)
 //   2 answers: the root checks the records (one call sequence and kind, one rank list), derives
 //              every child and sends each rank a fixed-size answer (status, size, comm rank, id,
 //              shape, where its member list comes from) back down the same tree
@@ -287,7 +287,8 @@ hcomm_result_t split(hcomm_comm_t parent, const Request& req, hcomm_comm_t* out)
   // My place in the gather tree: my subtree [me, end), its parent `up`, my children `kids`.
   const std::uint32_t end = subtree_end(me, n), sub = end - me, up = me - low_bit(me);
   std::vector<std::uint32_t> kids;
-  for (std::uint64_t b = 1; me + b < n && (me == 0 || b < low_bit(me)); b <<= 1) kids.push_back(static_cast<std::uint32_t>(me + b));
+  for (std::uint64_t b = 1; me + b < n && (me == 0 || b < low_bit(me)); b <<= 1)
+    kids.push_back(static_cast<std::uint32_t>(me + b));
   auto size_of = [&](std::uint32_t c) { return std::uint64_t{subtree_end(c, n) - c}; };
   DevBuf rb(ctx, std::uint64_t{sub} * (kWords + kAnswerWords));  // my subtree's records, then its answers
   if (!rb.p) return failed(HCOMM_E_MEMORY);
@@ -311,7 +312,8 @@ hcomm_result_t split(hcomm_comm_t parent, const Request& req, hcomm_comm_t* out)
     ph.recv(dans, ans.size(), up, kTagAnswer);
   }
   // Down the tree the largest subtree first: it has the most hops left.
-  for (auto c = kids.rbegin(); c != kids.rend(); ++c) ph.send(dans + (*c - me) * kAnswerWords, size_of(*c) * kAnswerWords, *c, kTagAnswer);
+  for (auto c = kids.rbegin(); c != kids.rend(); ++c)
+    ph.send(dans + (*c - me) * kAnswerWords, size_of(*c) * kAnswerWords, *c, kTagAnswer);
   if (me) ph.to_host(ans.data(), dans, ans.size() * 4);
   if (hcomm_result_t rc = ph.finish(); rc != HCOMM_SUCCESS) return failed(rc);
   ++parent->splits;
@@ -324,7 +326,8 @@ hcomm_result_t split(hcomm_comm_t parent, const Request& req, hcomm_comm_t* out)
   if (me == 0) ph.to_device(lb.w(), lists.data(), lists.size() * 4);
   else ph.recv(lb.w(), a[kSubList], up, kTagLists);
   std::vector<std::uint64_t> at(kids.size() + 1, a[kOwnList]);  // kids[i]'s block: [at[i], at[i + 1])
-  for (std::size_t i = 0; i < kids.size(); ++i) at[i + 1] = at[i] + ans[static_cast<std::size_t>(kids[i] - me) * kAnswerWords + kSubList];
+  for (std::size_t i = 0; i < kids.size(); ++i)
+    at[i + 1] = at[i] + ans[static_cast<std::size_t>(kids[i] - me) * kAnswerWords + kSubList];
   for (std::size_t i = kids.size(); i-- > 0;) ph.send(lb.w(at[i]), at[i + 1] - at[i], kids[i], kTagLists);
   if (hcomm_result_t rc = ph.finish(); rc != HCOMM_SUCCESS) return failed(rc);
   *out = nullptr;
