@@ -9,6 +9,7 @@
 // "blocked" answer stands (a deadlock is a timeout, never a hang).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <condition_variable>
 #include <cstdint>
 #include <cstdlib>
@@ -48,6 +49,17 @@ class TurnDriver : public FakeDriver {
         cv_.notify_all();
       });
     for (auto& t : th) t.join();
+  }
+
+  /// Device bytes hcomm_malloc asked for, per device (the fake heap never reuses freed bytes).
+  std::vector<std::uint64_t> allocated;
+  DrvStatus mem_alloc(std::uint32_t device, std::uint64_t bytes, std::uint64_t* addr) override {
+    const DrvStatus st = FakeDriver::mem_alloc(device, bytes, addr);
+    if (st == DrvStatus::Ok) {
+      if (allocated.size() <= device) allocated.resize(device + 1, 0);
+      allocated[device] += bytes;
+    }
+    return st;
   }
 
   DrvStatus stream_synchronize(std::uint32_t s, std::uint64_t timeout, std::string* error) override {
@@ -374,6 +386,81 @@ TEST(Split, Raii) {
       ADD_FAILURE() << "no exception";
     } catch (const hcomm::Error& err) { EXPECT_EQ(err.code(), HCOMM_E_PARA); }
   });
+}
+
+// An adversarial split of a parent whose size is no power of two (7 servers x 3 = 21 ranks, so the
+// exchange's gather tree is ragged): 5 colors given out of rank order, 4 ranks NOCOLOR, keys that
+// reverse the parent's order with ties (broken by parent rank), a color of one member and one whose
+// parent rank 0 is not a member; every child checked against a host-computed (key, parent rank)
+// order, with every operation.
+TEST(Split, AdversarialColorsKeysAndNoColor) {
+  Env e(7, 3);
+  const std::uint32_t n = e.n;
+  auto color = [&](std::uint32_t r) -> std::uint32_t {
+    if (r % 5 == 2) return HCOMM_SPLIT_NOCOLOR;  // 2, 7, 12, 17
+    if (r == 20) return 1000;                    // a color of one member
+    return 900 - (r * 7) % 4 * 300;              // 900, 600, 300, 0: large to small along the ranks
+  };
+  auto key = [&](std::uint32_t r) { return (n - r) / 3; };  // reversed, three ranks to a key
+  // Host reference: per color, the members sorted by (key, parent rank).
+  std::map<std::uint32_t, std::vector<std::uint32_t>> ref;
+  for (std::uint32_t q = 0; q < n; ++q)
+    if (color(q) != HCOMM_SPLIT_NOCOLOR) ref[color(q)].push_back(q);
+  for (auto& [c, mem] : ref)
+    std::sort(mem.begin(), mem.end(),
+              [&](std::uint32_t a, std::uint32_t b) { return key(a) != key(b) ? key(a) < key(b) : a < b; });
+  ASSERT_EQ(ref.size(), 5u);
+  ASSERT_EQ(ref[1000].size(), 1u);
+  e.drv.run_ranks(n, [&](std::uint32_t r) {
+    hcomm_comm_t child = reinterpret_cast<hcomm_comm_t>(&e);  // must be overwritten
+    ASSERT_EQ(hcomm_comm_split(e.comm[r], color(r), key(r), &child), HCOMM_SUCCESS) << "rank " << r;
+    if (color(r) == HCOMM_SPLIT_NOCOLOR) {
+      EXPECT_EQ(child, nullptr) << "rank " << r;
+      return;
+    }
+    ASSERT_NE(child, nullptr);
+    check_ops(Dev{e.ctx[r], e.stream[r]}, child, ref[color(r)], r, "adversarial color " + std::to_string(color(r)));
+    EXPECT_EQ(hcomm_comm_destroy(child), HCOMM_SUCCESS);
+  });
+  for (const auto& l : e.drv.logs) EXPECT_EQ(l.find("[HCOMM_ERR]"), std::string::npos) << l;
+}
+
+// Device bytes allocated by one split on each rank (by server: children of `per` ranks).
+std::vector<std::uint64_t> split_bytes(std::uint32_t servers, std::uint32_t per) {
+  Env e(servers, per);
+  std::vector<std::uint64_t> before = e.drv.allocated;
+  before.resize(e.n, 0);
+  e.drv.run_ranks(e.n, [&](std::uint32_t r) {
+    hcomm_comm_t child = nullptr;
+    ASSERT_EQ(hcomm_comm_split(e.comm[r], r / per, per - 1 - r % per, &child), HCOMM_SUCCESS);
+    std::vector<std::uint32_t> mem;  // my server's ranks, reversed by the keys
+    for (std::uint32_t i = per; i-- > 0;) mem.push_back(r / per * per + i);
+    check_ops(Dev{e.ctx[r], e.stream[r]}, child, mem, r, "by server, reversed");
+    EXPECT_EQ(hcomm_comm_destroy(child), HCOMM_SUCCESS);
+  });
+  std::vector<std::uint64_t> bytes(e.n);
+  for (std::uint32_t r = 0; r < e.n; ++r) bytes[r] = e.drv.allocated.at(r) - before[r];
+  return bytes;
+}
+
+// A split's device memory per rank does not grow with the parent: a rank holds its gather subtree's
+// records and answers (odd parent ranks: their own only) and its child's member list; only parent
+// rank 0 holds every rank's. At 64 and 256 ranks (children of 4), an odd rank allocates the same
+// bytes as the odd rank at its place in its child in the other (comm rank 0 also relays the list),
+// and every rank r > 0 at most 112 bytes per rank of its subtree [r, r + lowbit(r)) plus its share
+// of the lists. (An all-gather of every record would take 64 bytes per parent rank on every rank.)
+TEST(Split, DeviceMemoryPerRankDoesNotGrowWithTheParent) {
+  const std::uint32_t per = 4;
+  const auto small = split_bytes(16, per), big = split_bytes(64, per);
+  // The check_ops buffers are the same at both sizes (children of 4): what differs is the split's.
+  for (const auto* v : {&small, &big})
+    for (std::uint32_t r = 1; r < v->size(); r += 2)  // the same place in its child as rank 4 + r % 4 of the small parent
+      EXPECT_EQ((*v)[r], small[4 + r % per]) << "odd rank " << r << " of " << v->size();
+  for (std::uint32_t r = 1; r < big.size(); ++r) {
+    const std::uint64_t sub = std::min<std::uint64_t>(r & (~r + 1), big.size() - r);
+    EXPECT_LE(big[r], small[1] + sub * (16 + 12) * 4 + 2 * sub * 4) << "rank " << r;
+  }
+  EXPECT_GE(big[0], 256u * 16 * 4) << "the root gathers every record";
 }
 
 // Bad input: HCOMM_E_PARA with a log line naming the problem, HCOMM_E_PTR, HCOMM_E_UNAVAIL; a mismatch

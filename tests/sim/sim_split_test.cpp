@@ -1,8 +1,8 @@
 // Sub-communicators on a simulated cluster (one simulation in this process): a2-2node (two Atlas
 // 800T A2 servers, 16 ranks) split by rank parity into two children of 4 + 4 ranks on both servers.
-// The split is a real all-gather over the parent, so it takes simulated time; each child's
-// all-reduce (hierarchical: mesh inside the server, RoCE across) must give the host reference's
-// bytes, and so must the parent's all-reduce issued after the child's on the same stream.
+// The split's exchange is real point-to-point traffic over the parent, so it takes simulated
+// time; each child's all-reduce (hierarchical: mesh inside the server, RoCE across) must give the
+// host reference's bytes, and so must the parent's all-reduce issued after the child's on the same stream.
 #include <gtest/gtest.h>
 
 #include <cstdint>

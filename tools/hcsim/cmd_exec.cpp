@@ -250,6 +250,7 @@ int exec_main(const std::vector<std::string>& argv_in) {
     return kBadInput;
   }
   const sim::ExecOutcome o = host.finish();
+  std::fflush(stdout);  // the ranks' own output first, then what hcsim says about them
   // At most 8 lines per distinct cause (rank numbers and pids masked), then a count.
   for (const auto& m : sim::condense_by_cause(o.messages, all_failures)) std::fprintf(stderr, "hcsim exec: %s\n", m.c_str());
   for (const auto& line : sim::condense_by_cause(r.rank_outcomes, all_failures)) std::fprintf(stderr, "hcsim exec: %s\n", line.c_str());
@@ -257,6 +258,7 @@ int exec_main(const std::vector<std::string>& argv_in) {
   std::printf("hcsim exec: simulated %.3f us, %.2f s wall; ranks' exit codes:", static_cast<double>(r.sim_end_ps) / 1e6, r.wall_s);
   for (std::size_t i = 0; i < o.exit_codes.size() && i < 16; ++i) std::printf(" %d", o.exit_codes[i]);
   std::printf("%s\n", o.exit_codes.size() > 16 ? " ..." : "");
+  std::fflush(stdout);
   if (!r.trace_error.empty()) { std::fprintf(stderr, "hcsim: %s\n", r.trace_error.c_str()); return kBadInput; }
   if (r.signal) return 128 + r.signal;
   if (o.watchdog) return 124;

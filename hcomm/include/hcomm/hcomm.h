@@ -203,14 +203,20 @@ hcomm_result_t hcomm_comm_size(hcomm_comm_t comm, uint32_t* size);
  * under the product documentation's name): collective over `comm` — every member must call it, in
  * the same order relative to other splits of `comm`. Members passing the same color form one new
  * communicator, ranked by (key, rank in `comm`); color HCOMM_SPLIT_NOCOLOR gives *out = NULL and
- * HCOMM_SUCCESS. The (color, key) records are exchanged with an all-gather over `comm` (real
- * device traffic: the split costs time), so it blocks the caller like a synchronize.
+ * HCOMM_SUCCESS. The (color, key) records are exchanged by point-to-point messages over `comm`
+ * (real device traffic: the split costs time, in four phases of O(log2 size) message latencies): gathered to
+ * rank 0 of `comm` up a binomial tree, which derives every new communicator and sends each rank
+ * its answer, and each new communicator's rank list, back down it; the lists then go down a
+ * binomial tree inside each new communicator. Rank 0 holds every record; another rank holds those
+ * of its tree subtree and its own new communicator's list. It blocks the caller like a synchronize
+ * and uses p2p tags 2^26-6 .. 2^26-3 of `comm` (reserved, as is 2^26-2 for batch send/recv).
  * hcomm_comm_create_group: the same, with membership from a list of `n` ranks of `parent` (the
  * new rank is the position in the list; every rank of `parent` calls it with the same list; a
  * caller not in the list gets NULL). A list with an out-of-range or repeated rank, or n == 0 or
  * n > size, is HCOMM_E_PARA on the caller (logged, no exchange); lists or call sequences that
- * differ between ranks are HCOMM_E_PARA on every rank after the exchange; a member that does not
- * call makes the others' exchange time out (HCOMM_E_TIMEOUT); no id free: HCOMM_E_UNAVAIL.
+ * differ between ranks are HCOMM_E_PARA on every rank after the exchange (logged: the first rank
+ * whose call differs from rank 0's); a member that does not call makes the others' exchange time
+ * out (HCOMM_E_TIMEOUT); no id free: HCOMM_E_UNAVAIL.
  * A new communicator runs every operation (p2p, collectives, barrier, RDMA) with its own ranks,
  * its own notify keys (the highest of the 255 ids free on all its members' contexts; world
  * communicators count up from 1) and the parent's configuration; it shares

@@ -6,7 +6,8 @@
 // for the next request the whole simulation waits with it, so simulated time moves only while
 // every live rank is blocked in a driver call: conservative, and deterministic whatever the host
 // scheduler does. A process that polls (a test, an awaitable) without letting time pass is made to
-// wait for its device's next activity once it has asked kSpinPolls times at one simulated instant.
+// wait for its device's next activity once it has repeated a question kSpinRepeats times at one
+// simulated instant.
 // Host DMA reaches the process's memory directly (RemoteMemory: process_vm_readv/writev), so
 // bulk bytes never cross the socket.
 #include "sim/exec.h"
@@ -25,6 +26,7 @@
 #include <cstdio>
 #include <cstring>
 #include <thread>
+#include <unordered_set>
 
 #include <systemc>
 
@@ -51,7 +53,7 @@ constexpr bool kSanitized = true;
 #else
 constexpr bool kSanitized = false;
 #endif
-constexpr std::uint32_t kSpinPolls = 32;            // polls at one instant before the poller waits
+constexpr std::uint32_t kSpinRepeats = 8;           // repeated questions at one instant before the poller waits
 constexpr std::uint64_t kSpinWaitNs = 1000 * 1000;  // the longest such wait (nothing happens: 1 ms passes)
 
 // The rank process's address space, for its device's host DMA (cross-memory attach: the
@@ -105,8 +107,10 @@ struct ExecHost::Rank {
   bool said_bye = false, reaped = false, lost = false;
   int status = 0;
   std::uint32_t streams = 0;  // created and not destroyed
-  std::uint32_t spins = 0;    // consecutive polls at one simulated instant
+  // Polling (serve): the questions asked at simulated instant spin_at since the last other call.
   std::uint64_t spin_at = ~0ull;
+  std::unordered_set<std::uint64_t> asked;
+  std::uint32_t repeats = 0;
 };
 
 // --tag-output: one thread copies every rank's output to ours, a line at a time, prefixed.
@@ -337,17 +341,24 @@ bool ExecHost::serve(Rank& k, std::uint32_t r) {
                             " stream(s) (its context was not destroyed)");
       return true;
     }
-    // A process asking again and again at one instant waits for its device's next activity.
+    // A process asking the same question again at one instant (a polling loop) waits, after a few
+    // repeats, for its device's next activity: in-process the loop could not spin, and the answer
+    // cannot change until something happens. Different questions (testing many requests once
+    // each) are not repeats; any other call starts afresh.
     if (is_poll(c)) {
       const std::uint64_t now = d.now_ns();
-      if (now != k.spin_at) { k.spin_at = now; k.spins = 0; }
-      if (++k.spins > kSpinPolls) {
+      if (now != k.spin_at) { k.spin_at = now; k.asked.clear(); k.repeats = 0; }
+      std::uint64_t h = 1469598103934665603ull;  // FNV-1a of the question (call and arguments)
+      for (std::size_t i = 10; i < req.size(); ++i) h = (h ^ req[i]) * 1099511628211ull;
+      h = (h ^ static_cast<std::uint64_t>(c)) * 1099511628211ull;
+      if (!k.asked.insert(h).second && ++k.repeats > kSpinRepeats) {
         d.wait_activity(r, kSpinWaitNs);
-        k.spins = 0;
         k.spin_at = d.now_ns();
+        k.asked.clear();
+        k.repeats = 0;
       }
     } else {
-      k.spins = 0;
+      k.spin_at = ~0ull;
     }
     Writer out;
     out(d.now_ns());  // every answer starts with the simulated time (the process clocks, docs/exec.md#time)
