@@ -263,7 +263,6 @@ struct State {
   std::vector<CtxP> contexts;  // creation order
   CommP world;
   CommConfig config;  // set_config before the world communicator exists
-  bool config_set = false;
   std::vector<Pending> pending;
   // Requests whose Python object went away in flight (an isend never waited for): completed by
   // hcomm_test in reclaim, which releases them.
@@ -1040,7 +1039,6 @@ class HcommError(Exception):
   m.def("set_config", [](const CommConfig& c) {
         if (g->world) throw Error{HCOMM_E_NOT_SUPPORT, "set_config: the world communicator already exists (set_config must come before the first communication call)"};
         g->config = c;
-        g->config_set = true;
       }, py::arg("config"), "The configuration of the world communicator, which is created at first use");
   m.def("get_config", [](py::object comm) {
         CommP c = comm_or_world(comm);
