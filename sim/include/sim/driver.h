@@ -56,8 +56,8 @@ class SimDriver final : public hcomm::Driver, public models::MachineListener {
   void watch_activity();
   /// hcsim exec: block the calling rank's thread until its device completes a task, a control
   /// message, urgent message or device event arrives for it, or max_ns of simulated time passes
-  /// (what a polling program waits for when its poll answers "not done").
-  void wait_activity(std::uint32_t rank, std::uint64_t max_ns);
+  /// (what a polling program waits for when its poll answers "not done"). False: nothing came.
+  bool wait_activity(std::uint32_t rank, std::uint64_t max_ns);
   /// hcsim exec: the host memory NPU `npu`'s host DMA reaches (the rank process's).
   void set_host_memory(std::uint32_t npu, models::HostMemory* m) { m_.set_host_memory(npu, m); }
   /// Write the library's route decisions as `routes` rows (the default), or not (/trace/routes).

@@ -54,7 +54,8 @@ constexpr bool kSanitized = true;
 constexpr bool kSanitized = false;
 #endif
 constexpr std::uint32_t kSpinRepeats = 8;           // repeated questions at one instant before the poller waits
-constexpr std::uint64_t kSpinWaitNs = 1000 * 1000;  // the longest such wait (nothing happens: 1 ms passes)
+constexpr std::uint64_t kSpinWaitNs = 1000 * 1000;  // the longest first wait (nothing happens: 1 ms passes)
+constexpr std::uint64_t kSpinWaitMaxNs = 1000 * 1000 * 1000;  // doubling after each wait nothing ended, up to 1 s
 
 // The rank process's address space, for its device's host DMA (cross-memory attach: the
 // process's pages are read and written in place, at the modelled time).
@@ -111,6 +112,7 @@ struct ExecHost::Rank {
   std::uint64_t spin_at = ~0ull;
   std::unordered_set<std::uint64_t> asked;
   std::uint32_t repeats = 0;
+  std::uint64_t wait_ns = kSpinWaitNs;
 };
 
 // --tag-output: one thread copies every rank's output to ours, a line at a time, prefixed.
@@ -352,7 +354,9 @@ bool ExecHost::serve(Rank& k, std::uint32_t r) {
       for (std::size_t i = 10; i < req.size(); ++i) h = (h ^ req[i]) * 1099511628211ull;
       h = (h ^ static_cast<std::uint64_t>(c)) * 1099511628211ull;
       if (!k.asked.insert(h).second && ++k.repeats > kSpinRepeats) {
-        d.wait_activity(r, kSpinWaitNs);
+        // Nothing came last time: wait twice as long (up to 1 s), so a loop waiting for what
+        // never comes reaches its own timeout soon in wall time.
+        k.wait_ns = d.wait_activity(r, k.wait_ns) ? kSpinWaitNs : std::min(k.wait_ns * 2, kSpinWaitMaxNs);
         k.spin_at = d.now_ns();
         k.asked.clear();
         k.repeats = 0;

@@ -56,15 +56,17 @@ void SimDriver::watch_activity() {
   m_.report_tasks(true);
 }
 
-void SimDriver::wait_activity(std::uint32_t rank, std::uint64_t max_ns) {
-  if (!activity_ || rank >= topo_.rank_to_npu.size()) return;
+bool SimDriver::wait_activity(std::uint32_t rank, std::uint64_t max_ns) {
+  if (!activity_ || rank >= topo_.rank_to_npu.size()) return false;
   const std::uint32_t npu = topo_.rank_to_npu[rank];
   ctrl_size();
   port_size();
   for (auto* e : {&ctrl_ev_[rank], &sig_ev_[rank], &port_ev_[npu]})
     if (!*e) *e = std::make_unique<sc_core::sc_event>();
+  const models::Tick deadline = now_ps() + max_ns * models::kPsPerNs;
   sc_core::wait(sc_core::sc_time::from_value(max_ns * models::kPsPerNs),
                 *act_ev_[npu] | *ctrl_ev_[rank] | *sig_ev_[rank] | *port_ev_[npu]);
+  return now_ps() < deadline;
 }
 
 void SimDriver::on_task_done(std::uint32_t s, const models::Task& t, models::Tick start, models::Tick end) {
