@@ -126,7 +126,7 @@ TEST(TopologyRules, HostNetwork) {
   const std::pair<std::function<void(json&)>, const char*> bad[] = {
       {[](json& x) { x["host_network"] = {{"nics", "25Gb/s"}}; }, "t.json: /host_network/nics: unknown key"},
       {[](json& x) { x["host_network"] = {{"nic", "25Gbps"}}; }, "t.json: /host_network/nic: bandwidth needs a unit"},
-      {[](json& x) { x["host_network"] = {{"nic", "0Gb/s"}}; }, "t.json: /host_network/nic: must be more than 0"},
+      {[](json& x) { x["host_network"] = {{"nic", "0Gb/s"}}; }, "t.json: /host_network/nic: bandwidth must be positive"},
       {[](json& x) { x["host_network"] = {{"servers", {{"c", "10Gb/s"}}}}; }, "t.json: /host_network/servers/c: no server named \"c\""},
       {[](json& x) { x["host_network"] = {{"servers", {{"a", 10}}}}; }, "t.json: /host_network/servers/a: expected a bandwidth string"},
       {[](json& x) { x["host_network"] = "fast"; }, "t.json: /host_network"},

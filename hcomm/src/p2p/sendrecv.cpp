@@ -29,7 +29,7 @@
 #include "core/types.h"
 #include "driver_port.h"
 #include "p2p/request.h"
-#include "route/route.h"
+#include "discovery/topo.h"
 #include "transport/notify_keys.h"
 #include "transport/tasks.h"
 #include "transport/transport.h"
@@ -64,11 +64,12 @@ std::uint64_t p2p_chunk(hcomm_comm_t comm) {
   }
 }
 
-// Protocol TCP: the peer is on the host network (another server; a peer reachable by HCCS or
-// PCIe keeps SDMA). Decided from the control route, which sends no RoCE path probes.
+// Protocol TCP: the peer is on the host network unless discovery found a direct HCCS link or PCIe
+// peer-to-peer to it (those keep SDMA). Discovery's view, not a route: no RoCE routing or path
+// probes for a peer the device never writes to.
 bool over_tcp(hcomm_comm_t comm, const RankDesc& peer) {
   if (comm->cfg.protocol != HCOMM_PROTOCOL_TCP) return false;
-  const PairLink l = route::to_control(comm, peer).link;
+  const PairLink l = discovered_link(comm, peer);
   return l != PairLink::Hccs && l != PairLink::Pcie;
 }
 std::uint64_t tcp_chunk(hcomm_comm_t comm) { return std::min(comm->cfg.send_buffer_size, comm->cfg.recv_buffer_size); }
