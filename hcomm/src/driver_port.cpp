@@ -107,6 +107,7 @@ hcomm_result_t device_event_poll(hcomm_context_t ctx, DeviceEvent* out) {
 hcomm_result_t heartbeat_register(hcomm_context_t ctx, std::uint32_t rank, const HeartbeatSpec& spec) {
   return ctrl_status(ctx->drv->heartbeat_register(rank, spec));
 }
+hcomm_result_t host_socket(hcomm_stream_t s, const HostSocketOp& op) { return ctrl_status(s->ctx->drv->host_socket(s->id, op)); }
 
 hcomm_result_t nic_info(hcomm_context_t ctx, NicInfo* out) { return ok_or(ctx->drv->nic_info(ctx->device, out), HCOMM_E_DRV); }
 hcomm_result_t peer_nic_info(hcomm_context_t ctx, std::uint32_t device, NicInfo* out) {

@@ -44,6 +44,9 @@ hcomm_result_t device_progress(hcomm_context_t ctx, std::uint64_t* completed, bo
 hcomm_result_t device_event_poll(hcomm_context_t ctx, DeviceEvent* out);
 /// Start / change / stop (no neighbours) the host's heartbeat agent of this context's rank.
 hcomm_result_t heartbeat_register(hcomm_context_t ctx, std::uint32_t rank, const HeartbeatSpec& spec);
+/// Queue a host-socket operation on stream `s` (protocol TCP, docs/models/host-network.md):
+/// HCOMM_E_NOT_SUPPORT when the driver models no host network, HCOMM_E_DRV on a bad argument.
+hcomm_result_t host_socket(hcomm_stream_t s, const HostSocketOp& op);
 
 // RoCE routing (route/). Failure: HCOMM_E_DRV; probe_egress / qp_connect without a NIC on either
 // end: HCOMM_E_NOT_SUPPORT.

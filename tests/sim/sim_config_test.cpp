@@ -1,5 +1,5 @@
 // CommConfig on two servers (a2-2node), one simulation: precedence (communicator > environment >
-// default), range errors, unsupported protocol, and the knobs that change transfers: bandwidth_limit
+// default), range errors, protocol TCP accepted, and the knobs that change transfers: bandwidth_limit
 // caps RDMA writes, buffer_size sets the point-to-point chunk, num_qp stripes writes over QPs.
 #include <gtest/gtest.h>
 
@@ -73,7 +73,13 @@ TEST(SimConfig, PrecedenceRangesAndEffects) {
     rc["timeout_range"] = hcomm_comm_init_config(ctx, 16, r, &cfg, &bad);
     hcomm_config_init(&cfg);
     cfg.protocol = HCOMM_PROTOCOL_TCP;
-    rc["tcp"] = hcomm_comm_init_config(ctx, 16, r, &cfg, &bad);
+    const hcomm_result_t tcp = hcomm_comm_init_config(ctx, 16, r, &cfg, &bad);
+    rc["tcp"] = tcp;
+    if (tcp == HCOMM_SUCCESS) hcomm_comm_destroy(bad);
+    hcomm_comm_t rbuf;
+    hcomm_config_init(&cfg);
+    cfg.recv_buffer_size = 1 << 20;  // the chunk is also at most the receive buffer (docs/config.md)
+    rc["rbuf"] = hcomm_comm_init_config(ctx, 16, r, &cfg, &rbuf);
     void* buf;
     const std::uint64_t bytes = 4 << 20;
     hcomm_malloc(ctx, bytes, &buf);
@@ -81,7 +87,9 @@ TEST(SimConfig, PrecedenceRangesAndEffects) {
     const double t_plain = timed_send(plain, ctx, r, buf, bytes);
     const double t_limited = timed_send(limited, ctx, r, buf, bytes);
     const double t_small = timed_send(small, ctx, r, buf, bytes);
-    if (r == 8) { v["t_plain"] = t_plain; v["t_limited"] = t_limited; v["t_small"] = t_small; }
+    const double t_rbuf = timed_send(rbuf, ctx, r, buf, bytes);
+    if (r == 8) { v["t_plain"] = t_plain; v["t_limited"] = t_limited; v["t_small"] = t_small; v["t_rbuf"] = t_rbuf; }
+    hcomm_comm_destroy(rbuf);
 
     // One-sided RDMA into registered symmetric memory, and the target NIC's access checks. Last: a failed
     // write puts the communicators in error (docs/failover.md).
@@ -139,7 +147,7 @@ TEST(SimConfig, PrecedenceRangesAndEffects) {
   EXPECT_EQ(rc["small"], HCOMM_SUCCESS);
   EXPECT_EQ(rc["num_qp_range"], HCOMM_E_PARA);
   EXPECT_EQ(rc["timeout_range"], HCOMM_E_PARA);
-  EXPECT_EQ(rc["tcp"], HCOMM_E_NOT_SUPPORT);
+  EXPECT_EQ(rc["tcp"], HCOMM_SUCCESS);  // protocol TCP is modelled (sim_tcp_test)
   for (const char* k : {"buffer_alloc", "reg_mr", "reg_mr_ro", "rdma_ok", "rdma_ok_sync", "rdma_outside", "rdma_data", "dereg"}) EXPECT_EQ(rc[k], HCOMM_SUCCESS) << k;
   EXPECT_EQ(rc["reg_mr_bad_flags"], HCOMM_E_PARA);
   for (const char* k : {"rdma_outside_sync", "rdma_noflag_sync", "rdma_badkey_sync", "async_error"}) EXPECT_EQ(rc[k], HCOMM_E_RUNTIME) << k;
@@ -155,4 +163,7 @@ TEST(SimConfig, PrecedenceRangesAndEffects) {
   EXPECT_LT(v["t_plain"], 250);
   // Four 1 MiB chunks each wait for a handshake: slower than two 8 MiB-window chunks... here one.
   EXPECT_GT(v["t_small"], v["t_plain"]);
+  // recv_buffer_size 1 MiB cuts the same four chunks as buffer_size 1 MiB: the same time.
+  EXPECT_EQ(rc["rbuf"], HCOMM_SUCCESS);
+  EXPECT_NEAR(v["t_rbuf"], v["t_small"], 0.01);
 }

@@ -100,6 +100,47 @@ TEST(TopologyRules, PerDeviceOverrides) {
   EXPECT_NE(e[0].find("/overrides/0/device: no NPU named \"b/npu9\""), std::string::npos) << e[0];
 }
 
+// /host_network (docs/topology-format.md#host-network): defaults when absent, values, per-server
+// NICs, and errors at the key's pointer.
+TEST(TopologyRules, HostNetwork) {
+  Diagnostics d("t.json");
+  auto t = topology_from_json(two_node(), d);
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->host_network.nic_Bps, 3125000000ULL);  // 25 GbE
+  EXPECT_EQ(t->host_network.latency_ps, 1000000ULL);
+  EXPECT_EQ(t->host_network.send_ps, 5000000ULL);
+  EXPECT_EQ(t->host_network.recv_ps, 5000000ULL);
+  EXPECT_EQ(t->host_network.copy_Bps, 2000000000ULL);
+  json j = two_node();
+  j["host_network"] = {{"nic", "100Gb/s"}, {"latency", "3us"}, {"send_cost", "7us"}, {"recv_cost", "6us"},
+                       {"copy_bandwidth", "4GB/s"}, {"servers", {{"b", "10Gb/s"}}}};
+  Diagnostics d2("t.json");
+  t = topology_from_json(j, d2);
+  ASSERT_TRUE(t) << d2.messages()[0];
+  EXPECT_EQ(t->host_network.nic_of(0), 12500000000ULL);
+  EXPECT_EQ(t->host_network.nic_of(1), 1250000000ULL);
+  EXPECT_EQ(t->host_network.latency_ps, 3000000ULL);
+  EXPECT_EQ(t->host_network.send_ps, 7000000ULL);
+  EXPECT_EQ(t->host_network.recv_ps, 6000000ULL);
+  EXPECT_EQ(t->host_network.copy_Bps, 4000000000ULL);
+  const std::pair<std::function<void(json&)>, const char*> bad[] = {
+      {[](json& x) { x["host_network"] = {{"nics", "25Gb/s"}}; }, "t.json: /host_network/nics: unknown key"},
+      {[](json& x) { x["host_network"] = {{"nic", "25Gbps"}}; }, "t.json: /host_network/nic: bandwidth needs a unit"},
+      {[](json& x) { x["host_network"] = {{"nic", "0Gb/s"}}; }, "t.json: /host_network/nic: bandwidth must be positive"},
+      {[](json& x) { x["host_network"] = {{"servers", {{"c", "10Gb/s"}}}}; }, "t.json: /host_network/servers/c: no server named \"c\""},
+      {[](json& x) { x["host_network"] = {{"servers", {{"a", 10}}}}; }, "t.json: /host_network/servers/a: expected a bandwidth string"},
+      {[](json& x) { x["host_network"] = "fast"; }, "t.json: /host_network"},
+  };
+  for (const auto& [mutate, expect] : bad) {
+    json x = two_node();
+    mutate(x);
+    auto e = errors(x);
+    bool found = false;
+    for (auto& m : e) found |= m.find(expect) != std::string::npos;
+    EXPECT_TRUE(found) << "expected \"" << expect << "\", got: " << (e.empty() ? "(no error)" : e[0]);
+  }
+}
+
 TEST(TopologyRules, JunkNeverCrashes) {
   for (const char* text : {"null", "42", "\"x\"", "[]", "{}", R"({"servers":[1,2,3]})", R"({"servers":[{"npus":{"count":1e999}}]})",
                            R"({"format":"hcsim-topology","version":1,"name":"x","server_groups":[{"name":"n{i}","count":99999}]})"}) {

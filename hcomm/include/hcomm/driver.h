@@ -142,6 +142,24 @@ using CtrlMsg = std::shared_ptr<const std::vector<std::uint8_t>>;
 constexpr std::uint32_t kCtrlAnyRank = ~0u;  ///< ctrl_recv: a message from any rank (the earliest to arrive)
 // ---- end discovery ----
 
+// ---- host network (docs/models/host-network.md) ----
+/// One operation on a host's kernel socket to a peer host over the front-end network (protocol
+/// TCP). It is queued on a stream and runs when the stream reaches it (as a host callback task,
+/// aclrtLaunchCallback, would), so it keeps the stream's order with the host DMA around it.
+/// send: the host of `rank` sends `bytes` at host address `host_addr` (this rank's process) to
+///   `peer`'s host on connection `conn` (a send() call: its kernel-stack cost, the bytes copied
+///   into the kernel); the stream goes on when send() returned (the buffer may be reused).
+/// receive: waits for the next message of connection `conn` from `peer` to `rank`, copies it to
+///   `host_addr` (a recv() call: its cost, at most `bytes`), then the stream goes on.
+struct HostSocketOp {
+  bool send = true;
+  std::uint32_t rank = 0, peer = 0;  ///< global ranks: this one and the other end
+  std::uint64_t conn = 0;            ///< the connection (the library's key; both ends agree)
+  std::uint64_t host_addr = 0;       ///< the buffer in this rank's process
+  std::uint64_t bytes = 0;
+};
+// ---- end host network ----
+
 // ---- failover (docs/failover.md) ----
 /// What the library did about a fault (reported for the trace's `failovers` table).
 struct FailoverInfo {
@@ -303,6 +321,11 @@ class Driver {
   /// The library recovered from (or gave up on) a fault (trace only).
   virtual void failover_reported(std::uint32_t /*device*/, const FailoverInfo& /*f*/) {}
   // ---- end failover ----
+
+  // ---- host network (docs/models/host-network.md) ----
+  /// Queue `op` on `stream` (HostSocketOp). NotSupported: the driver models no host network.
+  virtual DrvStatus host_socket(std::uint32_t /*stream*/, const HostSocketOp& /*op*/) { return DrvStatus::NotSupported; }
+  // ---- end host network ----
 };
 
 /// The process-wide driver (as the real runtime is process-wide). Set before any context is made.

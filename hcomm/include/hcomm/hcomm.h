@@ -109,6 +109,9 @@ hcomm_result_t hcomm_memcpy_device_to_device(void* dst, const void* src, uint64_
  * HCOMM_E_UNAVAIL at once ("pool empty").
  * release with a stream: the buffer returns to the pool only when the work queued on that stream so
  * far (e.g. an isend from it) has finished; with NULL: at once.
+ * num_buffers 0: the context's default, buffer_pool_size (HCOMM_BUFFER_POOL_SIZE when the context
+ * was made, default 8; a communicator config that sets buffer_pool_size makes it the default of its
+ * context from then on).
  * destroy: HCOMM_E_AGAIN while buffers are acquired; waits for pending releases. */
 typedef enum { HCOMM_MEMORY_TYPE_DEVICE = 0, HCOMM_MEMORY_TYPE_HOST = 1 } hcomm_memory_type_t;
 typedef struct hcomm_buffer_pool_s* hcomm_buffer_pool_t;
@@ -162,12 +165,15 @@ typedef enum { HCOMM_COMM_MODE_AUTO = 0, HCOMM_COMM_MODE_SMALL_MSG = 1, HCOMM_CO
 typedef enum { HCOMM_PROTOCOL_TCP = 0, HCOMM_PROTOCOL_RDMA = 1, HCOMM_PROTOCOL_SHM = 2 } hcomm_protocol_t;
 typedef struct {
   uint64_t mode;             /* hcomm_comm_mode_t */
-  uint64_t send_buffer_size; /* bytes */
+  uint64_t send_buffer_size; /* bytes: a point-to-point message moves in chunks of at most
+                                min(send_buffer_size, recv_buffer_size); under TCP the host staging
+                                buffers of a communicator's sends and receives (docs/config.md) */
   uint64_t recv_buffer_size; /* bytes */
-  uint64_t buffer_pool_size; /* buffers */
+  uint64_t buffer_pool_size; /* buffers: default of hcomm_create_buffer_pool(num_buffers 0) */
   uint64_t timeout_ms;
-  uint64_t retry_count;
-  uint64_t protocol;         /* hcomm_protocol_t */
+  uint64_t retry_count;      /* also HCOMM_MAX_RETRIES (the product docs' max_retries) */
+  uint64_t protocol;         /* hcomm_protocol_t; default RDMA. TCP: point-to-point to peers on other
+                                servers over the hosts' front-end network (docs/models/host-network.md) */
   uint64_t bandwidth_limit;  /* MB/s, 0 = none */
   uint64_t num_qp;
   uint64_t buffer_size;      /* bytes */

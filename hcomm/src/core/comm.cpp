@@ -49,6 +49,9 @@ hcomm_result_t comm_init_check(hcomm_context_t ctx, std::uint32_t nranks, std::u
          (unsigned long long)me.device_base_addr, (unsigned long long)ctx->base);
     return E_HCOMM_ADDR_MISMATCH;
   }
+  // A config that sets buffer_pool_size makes it the context's default pool size from now on
+  // (hcomm_create_buffer_pool with 0 buffers, docs/config.md).
+  if (user && user->buffer_pool_size != HCOMM_CONFIG_UNSET) ctx->pool_buffers = in->cfg.buffer_pool_size;
   return HCOMM_SUCCESS;
 }
 
@@ -97,6 +100,7 @@ hcomm_result_t hcomm_comm_destroy(hcomm_comm_t c) {
   if (c->grant_stream) hcomm_destroy_stream(c->grant_stream);
   if (c->batch_send) hcomm_destroy_stream(c->batch_send);
   if (c->batch_recv) hcomm_destroy_stream(c->batch_recv);
+  if (c->tcp_send) hcomm_destroy_stream(c->tcp_send);  // before its staging buffers go with c
   if (live(c->ctx, kCtx)) {
     recovery::comm_destroyed(c);  // its context still lives
     release_comm_id(c);

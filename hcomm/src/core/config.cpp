@@ -125,6 +125,9 @@ bool read_context_env(ContextEnv* e) {
   e->retry_resume = env_knob(kRetryResume, &bad) != 0;
   e->hb_period_ns = env_knob(kHbPeriodUs, &bad) * 1000ULL;
   e->hb_misses = static_cast<std::uint32_t>(env_knob(kHbMisses, &bad));
+  // HCOMM_BUFFER_POOL_SIZE (the communicator knob buffer_pool_size's variable, same range): the
+  // context's default number of buffers of a pool (hcomm_create_buffer_pool with 0 buffers).
+  e->pool_buffers = env_u64("HCOMM_BUFFER_POOL_SIZE", 8, 1, 1024, &bad);
   e->route_policy = 0;
   if (const char* v = std::getenv("HCOMM_ROUTE_SPORT"); v && *v) {
     if (std::strcmp(v, kRouteSportNames[0]) == 0) e->route_policy = 0;
@@ -141,12 +144,28 @@ hcomm_result_t resolve_comm_config(hcomm_context_t ctx, const hcomm_config_t* us
   hcomm_config_t cfg;
   hcomm_config_init(&cfg);
   if (user) cfg = *user;
+  // HCOMM_MAX_RETRIES: the product documentation's name (CommConfig.max_retries) for
+  // HCOMM_RETRY_COUNT; read when the config leaves retry_count unset. Both set and different: an error.
+  if (cfg.retry_count == HCOMM_CONFIG_UNSET) {
+    const char* alias = std::getenv("HCOMM_MAX_RETRIES");
+    if (alias && *alias) {
+      const char* own = std::getenv("HCOMM_RETRY_COUNT");
+      if (own && *own && std::strcmp(own, alias) != 0) {
+        logf(ctx, 0, "HCOMM_RETRY_COUNT=%s and HCOMM_MAX_RETRIES=%s disagree (HCOMM_MAX_RETRIES is another name for HCOMM_RETRY_COUNT)",
+             own, alias);
+        return HCOMM_E_PARA;
+      }
+      char* end = nullptr;
+      unsigned long long x = std::strtoull(alias, &end, 10);
+      if (*end || end == alias) {
+        logf(ctx, 0, "HCOMM_MAX_RETRIES=%s is not a valid value for retry_count", alias);
+        return HCOMM_E_PARA;
+      }
+      cfg.retry_count = x;  // the range is checked with the knob below
+    }
+  }
   for (const Knob& k : kKnobs)
     if (!resolve(ctx, &(cfg.*k.field), k)) return HCOMM_E_PARA;
-  if (cfg.protocol == HCOMM_PROTOCOL_TCP) {
-    logf(ctx, 0, "protocol TCP is not modelled by this driver (RDMA and SHM are)");
-    return HCOMM_E_NOT_SUPPORT;
-  }
   *out = cfg;
   return HCOMM_SUCCESS;
 }
@@ -208,6 +227,9 @@ extern "C" hcomm_result_t hcomm_config_check(const char* name, const char* value
   }
   for (const Knob& k : kKnobs)
     if (std::strcmp(k.env, name) == 0) return check(k.lo, k.hi, k.names);
+  if (std::strcmp(name, "HCOMM_MAX_RETRIES") == 0)  // retry_count's other name
+    for (const Knob& k : kKnobs)
+      if (k.field == &hcomm_config_t::retry_count) return check(k.lo, k.hi, k.names);
   std::snprintf(errbuf, len, "%s is not a knob hcomm reads (docs/config.md)", name);
   return HCOMM_E_NOT_FOUND;
 }

@@ -18,12 +18,13 @@ struct ContextEnv {
   bool retry_resume = true;              ///< HCOMM_RETRY_RESUME: op retry re-sends only the slices not delivered everywhere
   std::uint64_t hb_period_ns = 0;        ///< HCOMM_HEARTBEAT_PERIOD_US: the neighbour heartbeat's period (0: off)
   std::uint32_t hb_misses = 3;           ///< HCOMM_HEARTBEAT_MISSES: LOST after this many periods of silence
+  std::uint64_t pool_buffers = 8;        ///< HCOMM_BUFFER_POOL_SIZE: buffers of a pool made with num_buffers 0
 };
 /// Read every context variable; false when any is out of range (each one is reported on stderr).
 bool read_context_env(ContextEnv* env);
 
-/// Resolve a communicator's knobs (`user` may be null). HCOMM_E_PARA on a bad value,
-/// HCOMM_E_NOT_SUPPORT for a protocol the driver does not model; logs why.
+/// Resolve a communicator's knobs (`user` may be null). HCOMM_E_PARA on a bad value (or
+/// HCOMM_RETRY_COUNT and HCOMM_MAX_RETRIES both set and different); logs why.
 hcomm_result_t resolve_comm_config(hcomm_context_t ctx, const hcomm_config_t* user, hcomm_config_t* cfg);
 
 /// The RoCE connection policy of a resolved configuration.

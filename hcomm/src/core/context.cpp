@@ -38,6 +38,7 @@ hcomm_result_t make_context(std::uint32_t device_id, const Recovery* recovery, h
   c->retry_resume = env.retry_resume;
   c->hb_period_ns = env.hb_period_ns;
   c->hb_misses = env.hb_misses;
+  c->pool_buffers = env.pool_buffers;
   const std::uint64_t slots = env.slots;
   if (!good) { delete c; return HCOMM_E_PARA; }
   // The communication buffers are the first allocations on every device, so their offsets from

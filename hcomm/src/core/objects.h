@@ -169,6 +169,7 @@ struct hcomm_context_s {
   std::vector<hcomm::DeviceEvent> port_stash;       // port-down events taken while reading the others (recovery/failover_events.cpp take_events)
   std::uint64_t hb_period_ns = 0;                   // HCOMM_HEARTBEAT_PERIOD_US (docs/failover.md#heartbeat-with-neighbours), 0: off
   std::uint32_t hb_misses = 3;                      // HCOMM_HEARTBEAT_MISSES
+  std::uint64_t pool_buffers = 8;                   // HCOMM_BUFFER_POOL_SIZE, or the last communicator config's buffer_pool_size
   std::vector<std::uint32_t> hb_neighbours;         // registered with the host's agent (global ranks)
   std::vector<std::uint32_t> lost_global;           // ranks the heartbeat reported LOST (global, sorted)
   std::uint64_t link_storms = 0;                    // CRC storm events taken (non-fatal)
@@ -210,6 +211,11 @@ struct hcomm_comm_s {
   std::vector<std::uint32_t> pulled_from;   // local peers that still owe PULLED from the last mesh phase
   std::vector<hcomm_request_t> batch_reqs;  // hcomm_batch_send_recv's requests not yet released
   hcomm_stream_t batch_send = nullptr, batch_recv = nullptr;  // hcomm_batch_send_recv's helper streams
+  // Protocol TCP (p2p/sendrecv.cpp, docs/models/host-network.md): the sends to peers on the host
+  // network, in posting order, and the host staging buffers of its chunks (send_buffer_size and
+  // recv_buffer_size bytes; made at first use; the receives use recv_stream).
+  hcomm_stream_t tcp_send = nullptr;
+  std::unique_ptr<std::uint8_t[]> tcp_tx, tcp_rx;
   std::map<std::uint32_t, hcomm::RankDesc> peers;  // descriptors of peers actually used
   hcomm::detail::RouteState route;                 // transport and path to peers actually used (route/)
   hcomm::detail::FabricView fabric;                // leaf switches under the first rail (algo/contention.h)

@@ -26,7 +26,8 @@ hcomm_result_t hcomm_create_buffer_pool(hcomm_context_t ctx, uint32_t num, uint6
                                         hcomm_buffer_pool_t* out) {
   if (!live(ctx, kCtx)) return HCOMM_E_UNAVAIL;
   if (!out) return HCOMM_E_PTR;
-  if (num == 0 || num > 65536 || size == 0 || (type != HCOMM_MEMORY_TYPE_DEVICE && type != HCOMM_MEMORY_TYPE_HOST)) return HCOMM_E_PARA;
+  if (num == 0) num = static_cast<uint32_t>(ctx->pool_buffers);  // buffer_pool_size (docs/config.md)
+  if (num > 65536 || size == 0 || (type != HCOMM_MEMORY_TYPE_DEVICE && type != HCOMM_MEMORY_TYPE_HOST)) return HCOMM_E_PARA;
   auto* p = new hcomm_buffer_pool_s;
   p->ctx = ctx;
   p->type = type;

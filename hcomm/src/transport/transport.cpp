@@ -59,7 +59,7 @@ hcomm_result_t remote_notify(hcomm_stream_t s, hcomm_comm_t comm, const RankDesc
   const PeerRoute& r = route::to_control(comm, peer);
   if (r.link == PairLink::Hccs || r.link == PairLink::Pcie)
     return r.relay_device != ~0u ? relay::notify(s, comm, r, peer, key) : notify_record(s, peer.device, key);
-  if (comm->cfg.protocol == HCOMM_PROTOCOL_SHM) return HCOMM_E_NOT_SUPPORT;
+  if (comm->cfg.protocol != HCOMM_PROTOCOL_RDMA) return HCOMM_E_NOT_SUPPORT;  // SHM, TCP: no device RDMA
   if (r.borrow) return relay::notify(s, comm, r, peer, key);
   return rdma_write(s, peer.device, 0, 0, 0, true, key, 0, policy_to(comm, peer, r), r.via_device);
 }
@@ -70,7 +70,7 @@ hcomm_result_t put_notify(hcomm_stream_t s, hcomm_comm_t comm, const RankDesc& p
     if (hcomm_result_t rc = sdma_write(s, comm, peer, dst, src, bytes, false, 0, 0); rc != HCOMM_SUCCESS) return rc;
     return remote_notify(s, comm, peer, key);
   }
-  if (comm->cfg.protocol == HCOMM_PROTOCOL_SHM) return HCOMM_E_NOT_SUPPORT;
+  if (comm->cfg.protocol != HCOMM_PROTOCOL_RDMA) return HCOMM_E_NOT_SUPPORT;  // SHM, TCP: no device RDMA
   const PeerRoute& r = route::to(comm, peer);
   if (r.borrow) {  // my NIC is down: HCCS into the lender's staging, RDMA from its NIC, then the notify
     if (hcomm_result_t rc = relay::write(s, comm, r, peer, dst, src, bytes, false, 0, 0, rkey); rc != HCOMM_SUCCESS) return rc;

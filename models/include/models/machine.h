@@ -79,6 +79,10 @@ class Machine final : public EventHandler, public NetworkListener {
   void report_tasks(bool on) { report_tasks_ = on; }
   /// The host memory NPU `npu`'s host DMA reaches (null: host pointers are this process's).
   void set_host_memory(std::uint32_t npu, HostMemory* m) { npus_.at(npu).host_mem = m; }
+  HostMemory* host_memory(std::uint32_t npu) const { return npus_.at(npu).host_mem; }
+  /// The host records notify `key` on `npu` (a register write from the host, as the driver does
+  /// when host work a stream waits for is done): as a NotifyRecord landing there.
+  void host_notify(std::uint32_t npu, std::uint64_t key) { notify_record(npu, key); }
 
   // ---- links (link/links.cpp) ----
   std::uint32_t add_link(LinkKind kind, std::uint32_t a, std::uint32_t b, const LinkParams& p, std::string name);

@@ -181,6 +181,11 @@ class SimDriver final : public hcomm::Driver, public models::MachineListener {
   std::uint64_t port_events_taken() const { return port_raised_; }       ///< events the library took (device_event_poll)
   std::uint64_t port_events_debounced() const { return port_debounced_; }  ///< downs shorter than the debounce
 
+  // ---- host network (docs/models/host-network.md), driver_hostnet.cpp ----
+  hcomm::DrvStatus host_socket(std::uint32_t stream, const hcomm::HostSocketOp& op) override;
+  std::uint64_t host_messages() const { return hn_msgs_; }    ///< messages sent on the host network
+  std::uint64_t host_bytes() const { return hn_bytes_; }      ///< their bytes
+
   // models::MachineListener
   void on_stream_idle(std::uint32_t stream) override;
   void on_sq_space(std::uint32_t stream) override;
@@ -359,6 +364,37 @@ class SimDriver final : public hcomm::Driver, public models::MachineListener {
   std::vector<hcomm::FailoverInfo> failovers_;
   std::vector<models::Tick> fault_ps_;  // when each fault was injected
   std::vector<std::vector<std::uint32_t>> dev_streams_;  // per device: its live streams
+  // Host network (driver_hostnet.cpp): a socket operation queued on a stream is a Marker (its
+  // key has bit 63 set) and a NotifyWait on a driver key; at the marker the operation runs, and
+  // its end records that notify. Timed actions run in one method process, earliest first.
+  struct HnOp { hcomm::HostSocketOp op; std::uint32_t npu = 0; std::uint64_t notify = 0; models::Tick posted = 0; };
+  struct HnMsg { models::Tick arrival = 0; std::shared_ptr<std::vector<std::uint8_t>> data; };
+  struct HnConn { std::deque<HnMsg> arrived; std::deque<HnOp> recvs; };
+  struct HnAction {
+    models::Tick at = 0;
+    std::uint64_t seq = 0;
+    int kind = 0;  // 0: record `notify` on `npu`; 1: a message arrives on `conn`; 2: a recv() ends (write, then record)
+    std::uint32_t npu = 0;
+    std::uint64_t notify = 0;
+    std::tuple<std::uint32_t, std::uint32_t, std::uint64_t> conn{};
+    HnMsg msg;
+    hcomm::HostSocketOp op;
+    bool operator>(const HnAction& o) const { return at != o.at ? at > o.at : seq > o.seq; }
+  };
+  std::unordered_map<std::uint64_t, HnOp> hn_ops_;  // marker key -> the operation
+  std::map<std::tuple<std::uint32_t, std::uint32_t, std::uint64_t>, HnConn> hn_conn_;  // (from, to, conn)
+  std::vector<HnAction> hn_heap_;
+  std::vector<models::Tick> hn_send_free_, hn_recv_free_;  // per rank: its stack's send / receive side busy until
+  std::vector<models::Tick> hn_tx_free_, hn_rx_free_;      // per server: its NIC's two directions busy until
+  std::unique_ptr<sc_core::sc_event> hn_wake_;
+  bool hn_spawned_ = false;
+  std::uint64_t hn_seq_ = 0, hn_next_ = 0, hn_msgs_ = 0, hn_bytes_ = 0;
+  void hn_marker(std::uint32_t npu, std::uint64_t key);
+  void hn_push(HnAction a);
+  void hn_run();
+  void hn_match(const std::tuple<std::uint32_t, std::uint32_t, std::uint64_t>& key, models::Tick now);
+  bool hn_copy_in(std::uint32_t npu, std::uint64_t addr, void* dst, std::uint64_t n);
+  bool hn_copy_out(std::uint32_t npu, std::uint64_t addr, const void* src, std::uint64_t n);
   std::uint64_t log_count_[4] = {0, 0, 0, 0};
 };
 

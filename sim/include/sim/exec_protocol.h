@@ -36,6 +36,7 @@ enum class Call : std::uint16_t {
   HccsPort, PciePeer, DeviceRank, CtrlSend, CtrlRecv, CtrlSignal, CtrlSignalPoll, DeviceAbort, NotifyReset,
   DeviceProgress, DeviceEventPoll, HeartbeatRegister,
   FailoverReported,  ///< no reply
+  HostSocket,
   Last
 };
 inline bool has_reply(Call c) {
@@ -138,6 +139,7 @@ template <class A> void fields(A& a, hcomm::FailoverInfo& x) {
 template <class A> void fields(A& a, hcomm::DeviceEvent& x) {
   a(x.kind); a(x.since_ns); a(x.at_ns); a(x.peer); a(x.reporter); a(x.text);
 }
+template <class A> void fields(A& a, hcomm::HostSocketOp& x) { a(x.send); a(x.rank); a(x.peer); a(x.conn); a(x.host_addr); a(x.bytes); }
 template <class A> void fields(A& a, hcomm::HeartbeatSpec& x) { a(x.period_ns); a(x.miss_limit); a(x.neighbours); a(x.notify); }
 /// A task; `host` travels as the address in the rank's own process (host DMA reaches it there).
 template <class A> void fields(A& a, hcomm::DrvTask& x) {

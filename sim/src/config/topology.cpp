@@ -163,10 +163,11 @@ void Builder::override_(const json& j, const std::string& ptr) {
 using topology_detail::Builder;
 using topology_detail::check_reachable;
 using topology_detail::read_as_built;
+using topology_detail::read_host_network;
 
 std::optional<Topology> topology_from_json(const json& j, Diagnostics& d, const std::string& base_dir) {
   if (std::string why = wrong_kind(j, "topology"); !why.empty()) { d.error("", why); return std::nullopt; }
-  ObjectReader top(j, "", d, {"format", "version", "name", "description", "servers", "server_groups", "overrides", "switches", "links", "fabric", "rank_table", "as_built"});
+  ObjectReader top(j, "", d, {"format", "version", "name", "description", "servers", "server_groups", "overrides", "switches", "links", "fabric", "rank_table", "as_built", "host_network"});
   if (!top.valid()) return std::nullopt;
   Topology t;
   t.file = d.file();
@@ -221,6 +222,7 @@ std::optional<Topology> topology_from_json(const json& j, Diagnostics& d, const 
   if (const json* fj = top.get("fabric", false)) b.fabric(*fj, "/fabric");
   auto rt_path = top.str("rank_table", false);
   if (const json* ab = top.get("as_built", false)) read_as_built(*ab, t, d);
+  if (const json* hn = top.get("host_network", false)) read_host_network(*hn, t, d);
   if (!d.ok()) return std::nullopt;
 
   if (!check_reachable(t, d, top.get("fabric", false) != nullptr)) return std::nullopt;

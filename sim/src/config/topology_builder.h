@@ -89,5 +89,7 @@ bool check_reachable(const Topology& t, Diagnostics& d, bool fabric);
 
 /// /as_built (topology_as_built.cpp): read after the links and the fabric, whose cables it names.
 void read_as_built(const json& ab, Topology& t, Diagnostics& d);
+/// /host_network (topology_host_network.cpp): the hosts' front-end network.
+void read_host_network(const json& hn, Topology& t, Diagnostics& d);
 
 }  // namespace sim::topology_detail

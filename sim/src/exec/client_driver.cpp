@@ -162,6 +162,9 @@ class ClientDriver final : public hcomm::Driver {
     return status(call(Call::HeartbeatRegister, rank, spec));
   }
   void failover_reported(std::uint32_t device, const hcomm::FailoverInfo& f) override { post(Call::FailoverReported, device, f); }
+  hcomm::DrvStatus host_socket(std::uint32_t stream, const hcomm::HostSocketOp& op) override {
+    return status(call(Call::HostSocket, stream, op));
+  }
 
  private:
   // This thread's CPU time, ns: what --host-time measured charges between two calls.

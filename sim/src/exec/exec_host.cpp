@@ -514,6 +514,7 @@ bool ExecHost::serve(Rank& k, std::uint32_t r) {
       case Call::DeviceEventPoll: { std::uint32_t a = 0; hcomm::DeviceEvent o; if (args(a)) { out(d.device_event_poll(a, &o)); out(o); } break; }
       case Call::HeartbeatRegister: { std::uint32_t a = 0; hcomm::HeartbeatSpec s; if (args(a, s)) out(d.heartbeat_register(a, s)); break; }
       case Call::FailoverReported: { std::uint32_t a = 0; hcomm::FailoverInfo f; if (args(a, f)) d.failover_reported(a, f); break; }
+      case Call::HostSocket: { std::uint32_t a = 0; hcomm::HostSocketOp o; if (args(a, o)) out(d.host_socket(a, o)); break; }
       default: ok = false; break;
     }
     if (!ok || !in.done()) {

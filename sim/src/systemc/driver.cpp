@@ -414,6 +414,7 @@ void SimDriver::profile_op(std::uint32_t device, std::uint64_t begin_key, std::u
 }
 
 void SimDriver::on_marker(std::uint32_t npu, std::uint32_t, std::uint64_t key, models::Tick t) {
+  if (key >> 63) { hn_marker(npu, key); return; }  // a host-socket operation (driver_hostnet.cpp)
   auto b = begin_key_.find({npu, key});
   if (b != begin_key_.end()) {  // the library announces an op (profile_op) before submitting its markers
     const std::size_t idx = b->second;

@@ -81,6 +81,20 @@ struct AsBuilt {
   }
 };
 
+/// The hosts' front-end network (docs/models/host-network.md): one NIC per server, all on one
+/// switch; what protocol TCP's point-to-point goes over. Defaults when /host_network is absent.
+struct HostNetwork {
+  std::uint64_t nic_Bps = 3125ULL * 1000 * 1000;        ///< every server's NIC (25 GbE), bytes/s per direction
+  std::vector<std::uint64_t> server_nic_Bps;            ///< per server (index) when /host_network/servers names it; 0: nic_Bps
+  models::Tick latency_ps = 1 * models::kPsPerUs;       ///< NIC to NIC through the switch (cables, switch)
+  models::Tick send_ps = 5 * models::kPsPerUs;          ///< kernel stack per send() call
+  models::Tick recv_ps = 5 * models::kPsPerUs;          ///< kernel stack per recv() call
+  std::uint64_t copy_Bps = 2000ULL * 1000 * 1000;       ///< the stack's copy user <-> kernel, per side, bytes/s
+  std::uint64_t nic_of(std::uint32_t server) const {
+    return server < server_nic_Bps.size() && server_nic_Bps[server] ? server_nic_Bps[server] : nic_Bps;
+  }
+};
+
 struct Topology {
   std::string file, name, description;
   std::vector<ServerSpec> servers;
@@ -91,6 +105,7 @@ struct Topology {
   FabricInfo fabric;
   std::string rank_table;                  ///< imported rank table file, if any
   AsBuilt as_built;                        ///< /as_built: deviations of the hardware from this description
+  HostNetwork host_network;                ///< /host_network (defaults when absent)
   bool has_network() const;
 };
 
