@@ -50,6 +50,11 @@ refused() {
   else ok "$name"; fi
 }
 
+# with_opt CMD OPT: CMD with OPT added among its options (before a " -- PROGRAM" part, exec's).
+with_opt() {
+  if [ -z "$2" ]; then echo "$1"; elif [[ "$1" == *" -- "* ]]; then echo "${1%% -- *} $2 -- ${1#* -- }"; else echo "$1 $2"; fi
+}
+
 # ---- every output option against every input: same path, symlink, hard link ----
 # option | how the message names the input | the input as the command names it | command (@OUT@: the output)
 TABLE=(
@@ -68,6 +73,10 @@ TABLE=(
   "diff --junit|input A|a.db|$HCSIM diff a.db b.db --junit @OUT@"
   "diff --junit|input B|a.routes|$HCSIM diff a.db a.routes --junit @OUT@"
   "summary -o|the trace|a.db|$HCSIM summary a.db -o @OUT@"
+  "exec --db|input SCENARIO|s.json|$HCSIM exec s.json -q --db @OUT@ -- /bin/true"
+  "exec --db|the scenario's topology|t.json|$HCSIM exec s.json -q --db @OUT@ -- /bin/true"
+  "exec --db|the topology's rank table|ranktable-2node.json|$HCSIM exec s.json -q --db @OUT@ -- /bin/true"
+  "exec --db|--topology|t.json|$HCSIM exec --topology t.json -q --db @OUT@ -- /bin/true"
   "topo -o|input FILE|t.json|$HCSIM topo t.json --dot -o @OUT@"
   "topo -o|the topology's rank table|ranktable-2node.json|$HCSIM topo t.json --ranktable 1.0 -o @OUT@"
   "plan -o|input PLAN|p.json|$HCSIM plan p.json --dry-run -o @OUT@"
@@ -87,7 +96,7 @@ for row in "${TABLE[@]}"; do
   ln "$in" hard.out
   for out in "$in" link.out hard.out; do
     for force in "" --force; do  # --force does not lift the rule
-      read -ra argv <<< "${cmd//@OUT@/$out} $force"
+      read -ra argv <<< "$(with_opt "${cmd//@OUT@/$out}" "$force")"
       refused "$what onto $label ($out)${force:+ $force}" "$out" "$opt $out is the same file as $label $in: an output may not replace an input" -- "${argv[@]}"
     done
   done
@@ -158,6 +167,7 @@ KINDS=(
   "hcomm_test --plot|<?xml version=\"1.0\" encoding=\"UTF-8\"?>|$HTRUN --plot @OUT@"
   "hcomm_test --db|SQLite format 3|$HTRUN --db @OUT@"
   "run --db|SQLite format 3|$HCSIM run s.json -q --db @OUT@"
+  "exec --db|SQLite format 3|$HCSIM exec s.json -q --db @OUT@ -- /bin/true"
   "run --report|{|$HCSIM run s.json -q --no-trace --report @OUT@"
 )
 for row in "${KINDS[@]}"; do
@@ -171,7 +181,8 @@ for row in "${KINDS[@]}"; do
       ok "$what: a file of another kind (${content:-empty}) refused, unchanged"
     else bad "$what: a file of another kind (${content:-empty}): exit $rc" out.txt; fi
   done
-  "${argv[@]}" --force > out.txt 2>&1
+  read -ra fargv <<< "$(with_opt "${cmd//@OUT@/k.out}" --force)"
+  "${fargv[@]}" > out.txt 2>&1
   rc=$?
   if [ "$rc" -eq 0 ] && [ "$(head -c ${#head} k.out)" = "$head" ]; then ok "$what --force replaces it"; else bad "$what --force: exit $rc" out.txt; fi
   cp k.out k.first

@@ -155,9 +155,9 @@ int exec_main(const std::vector<std::string>& argv_in) {
 
   // --topology: a scenario of that topology with no workload (real bytes), written beside nothing:
   // it is loaded from a temporary file so that --set and --fault are checked as for any scenario.
-  std::string tmp;
+  std::string tmp, topology_file;  // topology_file: as the user named it (or resolved by name)
   if (!topology.empty()) {
-    const std::string t = resolve_topology(topology);
+    const std::string t = topology_file = resolve_topology(topology);
     if (!exists(t)) { std::fprintf(stderr, "hcsim: --topology %s: no such file, and no shipped topology of that name\n", topology.c_str()); return kBadInput; }
     char path[] = "/tmp/hcsim-exec-XXXXXX.json";
     const int fd = mkstemps(path, 5);
@@ -217,7 +217,13 @@ int exec_main(const std::vector<std::string>& argv_in) {
   if (!no_trace) {
     std::vector<OutputFile> outs{{"--db", db, {}, ""}};
     for (auto& o : trace_side_files("--db", db)) outs.push_back(o);
-    const std::string bad = check_outputs({{"the topology", sc->topology_path}}, outs, force);
+    // Never an input (docs/tools.md#outputs): the scenario, the topology, its rank table, the program.
+    std::vector<InputFile> ins;
+    if (topology.empty()) ins.push_back({"input SCENARIO", scenario});
+    ins.push_back({topology.empty() ? "the scenario's topology" : "--topology", topology.empty() ? sc->topology_path : topology_file});
+    ins.push_back({"the topology's rank table", sc->topology.rank_table});
+    if (exists(program[0])) ins.push_back({"the program", program[0]});
+    const std::string bad = check_outputs(ins, outs, force);
     if (!bad.empty()) { std::fprintf(stderr, "hcsim: %s\n", bad.c_str()); return kBadInput; }
   }
   std::printf("hcsim exec: %llu ranks of %s on %s; trace %s\n", static_cast<unsigned long long>(n), program[0].c_str(), topo.name.c_str(),
