@@ -8,6 +8,8 @@
 #  - a program polling hcomm_test advances simulated time (2 ms of a peer's compute) in few polls;
 #  - the wall clocks of the programs report simulated time (Release builds); --host-time charges CPU time;
 #  - Ctrl-C (SIGINT to hcsim) ends every rank and the trace is complete (run.status interrupted);
+#  - point-to-point across servers moves the right bytes over RoCE and, with HCOMM_PROTOCOL=TCP, the
+#    hosts' front-end network (about 20x slower: 25 Gb/s NICs shared by 8 ranks, kernel stacks);
 #  - --tag-output prefixes lines, -n above the NPU count and a missing program are errors.
 # Usage: exec_cli_test.sh HCSIM_BINARY CASES_PROGRAM HELLO_PROGRAM SOURCE_DIR [sanitized]
 set -u
@@ -39,6 +41,10 @@ if [ -z "$SANITIZED" ]; then
 fi
 expect "--host-time zero: host code costs nothing" 0 "rank 0: 50 ms of CPU cost 0.000 ms of simulated time" -- X -n 1 --no-trace -q -- "$CASES" busy
 expect "--host-time measured:2: twice the CPU time" 0 "rank 0: 50 ms of CPU cost (9[5-9]|1[0-9][0-9])\.[0-9]+ ms of simulated time" -- X -n 1 --no-trace -q --host-time measured:2 -- "$CASES" busy
+expect "p2p over RoCE (the default RDMA)" 0 "rank 3: swapped 1 MiB with rank 11 in [0-9]{2,3}\.[0-9] us: success, 0 wrong" -- X --no-trace -q -- "$CASES" p2p
+if [ "$(grep -c ', 0 wrong' out.txt)" = 16 ]; then ok "p2p over RoCE: 16 ranks' bytes checked"; else bad "p2p over RoCE: bytes" out.txt; fi
+expect "p2p with HCOMM_PROTOCOL=TCP (the hosts' front-end network)" 0 "rank 3: swapped 1 MiB with rank 11 in [0-9]{4}\.[0-9] us: success, 0 wrong" -- env HCOMM_PROTOCOL=TCP "$HCSIM" exec --topology a2-2node --no-trace -q -- "$CASES" p2p
+if [ "$(grep -c ', 0 wrong' out.txt)" = 16 ]; then ok "p2p over TCP: 16 ranks' bytes checked"; else bad "p2p over TCP: bytes" out.txt; fi
 expect "--tag-output" 0 "^\[2\] rank 2: all-reduce" -- X -n 4 --no-trace -q --tag-output -- "$HELLO"
 expect "environment: RANK, WORLD_SIZE, LOCAL_RANK, the NPU" 0 "^3 4 3 node0/npu3$" -- X -n 4 --no-trace -q -- sh -c 'echo $RANK $WORLD_SIZE $LOCAL_RANK $HCSIM_NPU'
 expect "--ranks-per-server 2: ranks 2, 3 on the second server" 0 "^3 4 1 node1/npu1$" -- X -n 4 --ranks-per-server 2 --no-trace -q -- sh -c 'echo $RANK $WORLD_SIZE $LOCAL_RANK $HCSIM_NPU'

@@ -6,7 +6,8 @@
  *   nofinal   init, then return without destroying anything
  *   spin      rank 0 polls hcomm_test on a receive its peer sends 2 ms later (simulated time must advance)
  *   clock     time() / gettimeofday / CLOCK_REALTIME report the simulated clock under exec
- *   busy      about 50 ms of CPU between two hcomm_wtime() calls (--host-time measured charges it) */
+ *   busy      about 50 ms of CPU between two hcomm_wtime() calls (--host-time measured charges it)
+ *   p2p       rank r and r + size/2 (the other server) swap 1 MiB by send/recv, checked; the time printed */
 #include <hcomm/hcomm.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -76,6 +77,29 @@ int main(int argc, char** argv) {
     const double d = (double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) * 1e-9;
     printf("rank %u: wtime advanced %.6f s, CLOCK_REALTIME %.6f s\n", rank, w1 - w0, d);
     return (w1 - w0 > 0.0049 && w1 - w0 < 0.0051 && d > 0.0049 && d < 0.0051) ? 0 : 8;
+  }
+  if (!strcmp(c, "p2p")) {
+    const uint32_t half = size / 2, peer = rank < half ? rank + half : rank - half;
+    const uint64_t n = 1u << 18; /* 1 MiB of int32 */
+    int32_t* h = malloc(n * 4);
+    void* rx;
+    if (hcomm_malloc(ctx, n * 4, &rx)) return 11;
+    for (uint64_t i = 0; i < n; ++i) h[i] = (int32_t)(rank * 1000003u + i);
+    hcomm_memcpy_host_to_device(buf, h, n * 4, st);
+    hcomm_stream_synchronize(st);
+    const double t0 = hcomm_wtime();
+    hcomm_result_t rc = rank < half ? hcomm_send(buf, n, HCOMM_DATA_TYPE_INT32, peer, 3, comm) : hcomm_recv(rx, n, HCOMM_DATA_TYPE_INT32, peer, 3, comm);
+    if (rc == HCOMM_SUCCESS)
+      rc = rank < half ? hcomm_recv(rx, n, HCOMM_DATA_TYPE_INT32, peer, 3, comm) : hcomm_send(buf, n, HCOMM_DATA_TYPE_INT32, peer, 3, comm);
+    const double t1 = hcomm_wtime();
+    hcomm_memcpy_device_to_host(h, rx, n * 4, st);
+    hcomm_stream_synchronize(st);
+    uint64_t bad = 0;
+    for (uint64_t i = 0; i < n; ++i) bad += h[i] != (int32_t)(peer * 1000003u + i);
+    printf("rank %u: swapped 1 MiB with rank %u in %.1f us: %s, %llu wrong\n", rank, peer, (t1 - t0) * 1e6, hcomm_result_string(rc),
+           (unsigned long long)bad);
+    free(h);
+    return rc == HCOMM_SUCCESS && bad == 0 ? 0 : 12;
   }
   if (!strcmp(c, "busy")) {
     const double w0 = hcomm_wtime();
