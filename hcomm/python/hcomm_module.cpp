@@ -123,6 +123,10 @@ class HcommError(Exception):
   m.def("launch_compute", [](const StreamP& s, uint64_t duration_ns) {
         check(hcomm_launch_compute(s->h, duration_ns), "hcomm_launch_compute");
       }, py::arg("stream"), py::arg("duration_ns"), "hcomm_launch_compute: the stream is busy for duration_ns");
+  m.def("launch_compute_flops", [](const StreamP& s, double flops, int dtype, double efficiency) {
+        check(hcomm_launch_compute_flops(s->h, flops, static_cast<hcomm_data_type_t>(dtype), efficiency), "hcomm_launch_compute_flops");
+      }, py::arg("stream"), py::arg("flops"), py::arg("dtype") = static_cast<int>(HCOMM_DATA_TYPE_BFP16), py::arg("efficiency") = 1.0,
+      "hcomm_launch_compute_flops: the stream is busy for `flops` of `dtype` (an HCOMM data type) at the NPU's peak times efficiency");
 
   py::class_<Event, EventP>(m, "Event", "hcomm_event_t")
       .def("query", [](Event& e) {
