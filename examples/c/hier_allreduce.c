@@ -117,18 +117,21 @@ int main(int argc, char** argv) {
   CHECK(hcomm_memcpy_host_to_device(in, host, bytes, st));
   CHECK(hcomm_stream_synchronize(st));
 
-  hcomm_request_t req;
+  /* Every request is kept and released by hcomm_waitall after the timed part (a request is freed
+   * only by hcomm_test / hcomm_wait; synchronizing its stream completes it but does not free it). */
+  hcomm_request_t* reqs = malloc(sizeof(hcomm_request_t) * 4 * size);
+  uint32_t nreq = 0;
   CHECK(hcomm_barrier(comm, NULL));
   const double t0 = hcomm_wtime();
   if (!is_leader) {
     /* 1. to the leader; 3. the total back from it. */
-    CHECK(hcomm_isend(in, count, HCOMM_DATA_TYPE_FP32, leader, 1, comm, sends[leader], &req));
-    CHECK(hcomm_irecv(out, count, HCOMM_DATA_TYPE_FP32, leader, 3, comm, streams[leader], &req));
+    CHECK(hcomm_isend(in, count, HCOMM_DATA_TYPE_FP32, leader, 1, comm, sends[leader], &reqs[nreq++]));
+    CHECK(hcomm_irecv(out, count, HCOMM_DATA_TYPE_FP32, leader, 3, comm, streams[leader], &reqs[nreq++]));
     if (sync_all()) return 1;
   } else {
     /* 1. the members' vectors, summed on the host with my own. */
     for (uint32_t p = 0; p < size; ++p)
-      if (p != rank && leader_of[p] == rank) CHECK(hcomm_irecv(recvd[p], count, HCOMM_DATA_TYPE_FP32, p, 1, comm, streams[p], &req));
+      if (p != rank && leader_of[p] == rank) CHECK(hcomm_irecv(recvd[p], count, HCOMM_DATA_TYPE_FP32, p, 1, comm, streams[p], &reqs[nreq++]));
     if (sync_all()) return 1;
     memcpy(sum, host, bytes);
     for (uint32_t p = 0; p < size; ++p)
@@ -142,8 +145,8 @@ int main(int argc, char** argv) {
     CHECK(hcomm_stream_synchronize(st));
     for (uint32_t p = 0; p < size; ++p)
       if (p != rank && leader_of[p] == p) {
-        CHECK(hcomm_isend(out, count, HCOMM_DATA_TYPE_FP32, p, 2, comm, sends[p], &req));
-        CHECK(hcomm_irecv(recvd[p], count, HCOMM_DATA_TYPE_FP32, p, 2, comm, streams[p], &req));
+        CHECK(hcomm_isend(out, count, HCOMM_DATA_TYPE_FP32, p, 2, comm, sends[p], &reqs[nreq++]));
+        CHECK(hcomm_irecv(recvd[p], count, HCOMM_DATA_TYPE_FP32, p, 2, comm, streams[p], &reqs[nreq++]));
       }
     if (sync_all()) return 1;
     for (uint32_t p = 0; p < size; ++p)
@@ -156,10 +159,12 @@ int main(int argc, char** argv) {
     CHECK(hcomm_memcpy_host_to_device(out, sum, bytes, st));
     CHECK(hcomm_stream_synchronize(st));
     for (uint32_t p = 0; p < size; ++p)
-      if (p != rank && leader_of[p] == rank) CHECK(hcomm_isend(out, count, HCOMM_DATA_TYPE_FP32, p, 3, comm, sends[p], &req));
+      if (p != rank && leader_of[p] == rank) CHECK(hcomm_isend(out, count, HCOMM_DATA_TYPE_FP32, p, 3, comm, sends[p], &reqs[nreq++]));
     if (sync_all()) return 1;
   }
   const double t1 = hcomm_wtime();
+  CHECK(hcomm_waitall(nreq, reqs)); /* all complete already: this releases them */
+  free(reqs);
 
   /* The library's all-reduce of the same input. */
   void* lib;

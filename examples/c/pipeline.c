@@ -82,10 +82,11 @@ int main(int argc, char** argv) {
 
   CHECK(hcomm_barrier(comm, NULL)); /* every stage starts together */
   const double t0 = hcomm_wtime();
+  hcomm_request_t reqs[2 * MAX_MB]; /* released by hcomm_waitall after the timed part */
+  uint32_t nreq = 0;
   for (uint32_t m = 0; m < nmb; ++m) {
-    hcomm_request_t req;
     if (!first) { /* receive stream: post every receive at once, each in its own buffer */
-      CHECK(hcomm_irecv(act[m], count, HCOMM_DATA_TYPE_FP32, rank - 1, m, comm, recv_st, &req));
+      CHECK(hcomm_irecv(act[m], count, HCOMM_DATA_TYPE_FP32, rank - 1, m, comm, recv_st, &reqs[nreq++]));
       CHECK(hcomm_record_event(got[m], recv_st));
       CHECK(hcomm_wait_event(got[m], comp_st)); /* compute m after receive m */
     }
@@ -93,14 +94,16 @@ int main(int argc, char** argv) {
     CHECK(hcomm_record_event(done[m], comp_st));
     if (!last) { /* send stream: micro-batch m leaves once its compute is done */
       CHECK(hcomm_wait_event(done[m], send_st));
-      CHECK(hcomm_isend(act[m], count, HCOMM_DATA_TYPE_FP32, rank + 1, m, comm, send_st, &req));
+      CHECK(hcomm_isend(act[m], count, HCOMM_DATA_TYPE_FP32, rank + 1, m, comm, send_st, &reqs[nreq++]));
     }
   }
-  /* The requests complete with their streams' tasks: synchronizing the streams is enough. */
+  /* The requests complete with their streams' tasks: synchronizing the streams is enough for the
+   * time; hcomm_waitall then releases them (a request is freed only by hcomm_test / hcomm_wait). */
   CHECK(hcomm_stream_synchronize(recv_st));
   CHECK(hcomm_stream_synchronize(comp_st));
   CHECK(hcomm_stream_synchronize(send_st));
   const double t1 = hcomm_wtime();
+  CHECK(hcomm_waitall(nreq, reqs));
 
   /* Check what arrived (outside the timed part). */
   uint64_t bad = 0;

@@ -51,7 +51,7 @@ class ExecHost final : public RankHost {
   struct Rank;
   bool serve(Rank& k, std::uint32_t r);
   void kill_all(int sig);
-  void end_run(const std::string& why);
+  void end_run(std::uint32_t self, const std::string& why);
   const Topology& topo_;
   ExecOptions opt_;
   std::vector<std::unique_ptr<Rank>> ranks_;

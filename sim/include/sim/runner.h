@@ -23,6 +23,8 @@ class RankLife {
   /// Rank r's program died (its process crashed or was killed): the rank is lost as a rank_crash
   /// fault loses it (its device dies, its host connections close). Called in r's own thread.
   virtual void died(std::uint32_t r, const std::string& why) = 0;
+  /// End rank r's thread where it is (unwinding it), when the run is being ended early.
+  virtual void end_thread(std::uint32_t r) = 0;
 };
 
 /// Drives the ranks itself instead of the scenario workload (hcsim exec: users' own processes,

@@ -258,9 +258,13 @@ void ExecHost::kill_all(int sig) {
 
 // The run cannot go on (the watchdog, Ctrl-C): every rank process ends and the simulation stops
 // at this instant; the runner then writes the trace as for any stopped run.
-void ExecHost::end_run(const std::string& why) {
+void ExecHost::end_run(std::uint32_t self, const std::string& why) {
   if (ending_) return;
   ending_ = true;
+  // The other ranks' threads are unwound where they wait (what they hold is freed), then the
+  // simulation stops at this instant.
+  for (std::uint32_t q = 0; q < ranks_.size(); ++q)
+    if (q != self) life_->end_thread(q);
   if (!why.empty()) {
     messages_.push_back(why);
     std::fprintf(stderr, "[hcsim exec] %s\n", why.c_str());
@@ -313,7 +317,7 @@ bool ExecHost::serve(Rank& k, std::uint32_t r) {
       const int n = ::poll(&p, 1, 200);
       if (n > 0) break;
       if (stop_reason() != 0) {
-        end_run("interrupted: ending every rank");
+        end_run(r, "interrupted: ending every rank");
         return true;
       }
       if (n < 0 && errno != EINTR) return false;
@@ -322,7 +326,7 @@ bool ExecHost::serve(Rank& k, std::uint32_t r) {
         char b[256];
         std::snprintf(b, sizeof b, "watchdog: rank %u (pid %d) made no driver call for %.0f s of wall time while the others wait; ending the run",
                       r, static_cast<int>(k.child), opt_.watchdog_s);
-        end_run(b);
+        end_run(r, b);
         return true;
       }
     }

@@ -48,6 +48,7 @@ class Cluster : public sc_core::sc_module, public RankLife {
   RankHost* host_ = nullptr;  ///< run_scenario with RunOptions::host: replaces the scenario workload
   /// RankLife: rank r's own program died (exec): lost as a rank_crash fault loses it.
   void died(std::uint32_t r, const std::string& why) override;
+  void end_thread(std::uint32_t r) override;
   Trace* trace_ = nullptr;
   std::vector<Failure> failures;
   struct CheckTally { std::map<std::uint32_t, std::pair<std::uint32_t, std::uint32_t>> by_rep; };  // rep -> (checked, failed)

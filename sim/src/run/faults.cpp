@@ -248,6 +248,11 @@ bool Cluster::crash_rank(std::uint32_t r, const std::string& why, bool kill_thre
   return killed;
 }
 
+void Cluster::end_thread(std::uint32_t r) {
+  if (r < procs_.size() && procs_[r].valid() && !procs_[r].terminated() && procs_[r] != sc_core::sc_get_current_process_handle())
+    procs_[r].kill();
+}
+
 void Cluster::died(std::uint32_t r, const std::string& why) {
   announce(r, 0, "[HCSIM_ERR] " + why);
   crash_rank(r, why, false);
