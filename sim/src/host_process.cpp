@@ -35,9 +35,12 @@ void reexec_with_huge_pages(char* argv[]) {
   const std::string v = saved.empty() ? std::string(kHugetlb) + "1" : saved + ":" + kHugetlb + "1";
   setenv("GLIBC_TUNABLES", v.c_str(), 1);
   setenv(kMarker, "1", 1);
+  // What the caller had, for the processes hcsim starts (hcsim exec's ranks get the user's environment).
+  setenv("HCSIM_CALLER_GLIBC_TUNABLES", t ? saved.c_str() : "", 1);
   execv(self, argv);
   // Not executed: run on as we are, the environment as it was.
   unsetenv(kMarker);
+  unsetenv("HCSIM_CALLER_GLIBC_TUNABLES");
   if (t) setenv("GLIBC_TUNABLES", saved.c_str(), 1);
   else unsetenv("GLIBC_TUNABLES");
 }

@@ -37,10 +37,12 @@ enum class Call : std::uint16_t {
   DeviceProgress, DeviceEventPoll, HeartbeatRegister,
   FailoverReported,  ///< no reply
   HostSocket,
+  SubmitPosted,  ///< a submit without a reply (a refusal fails the stream's next synchronize); no reply
   Last
 };
 inline bool has_reply(Call c) {
-  return c != Call::Bye && c != Call::RouteDecided && c != Call::ProfileOp && c != Call::Log && c != Call::FailoverReported;
+  return c != Call::Bye && c != Call::RouteDecided && c != Call::ProfileOp && c != Call::Log && c != Call::FailoverReported &&
+         c != Call::SubmitPosted;
 }
 
 /// Appends fields to a frame body.

@@ -24,7 +24,10 @@ namespace {
 
 class ClientDriver final : public hcomm::Driver {
  public:
-  explicit ClientDriver(int fd) : fd_(fd) {}
+  explicit ClientDriver(int fd) : fd_(fd) {
+    const char* m = std::getenv("HCSIM_EXEC_HOST_TIME");
+    measure_cpu_ = m && *m && std::string(m) != "zero";  // --host-time measured: the thread's CPU clock is read
+  }
 
   bool hello(std::string* why) {
     Reader r = call(Call::Hello, kProtocolVersion, static_cast<std::uint32_t>(::getpid()));
@@ -102,7 +105,16 @@ class ClientDriver final : public hcomm::Driver {
     return status_out(call(Call::StreamCreate, device), stream);
   }
   hcomm::DrvStatus stream_destroy(std::uint32_t stream) override { return status(call(Call::StreamDestroy, stream)); }
-  hcomm::DrvStatus submit(std::uint32_t stream, const hcomm::DrvTask& t) override { return status(call(Call::Submit, stream, t)); }
+  // A task is queued without waiting for the answer (a collective queues hundreds): the proxy
+  // replays the submits in order, so simulated time is the same; a submit the device refuses (a
+  // dead device, a full queue that never drains) fails the stream's next synchronize instead of
+  // this call. A compute task by FLOPs waits for its answer: a dtype without a peak is the
+  // caller's error (HCOMM_E_NOT_SUPPORT at once).
+  hcomm::DrvStatus submit(std::uint32_t stream, const hcomm::DrvTask& t) override {
+    if (t.kind == hcomm::DrvTaskKind::Compute && t.flops > 0) return status(call(Call::Submit, stream, t));
+    post(Call::SubmitPosted, stream, t);
+    return hcomm::DrvStatus::Ok;
+  }
   hcomm::DrvStatus stream_synchronize(std::uint32_t stream, std::uint64_t timeout_ns, std::string* error) override {
     Reader r = call(Call::StreamSynchronize, stream, timeout_ns);
     hcomm::DrvStatus st{};
@@ -177,7 +189,7 @@ class ClientDriver final : public hcomm::Driver {
   void send(Call c, const In&... in) {
     Writer w;
     w(c);
-    const std::uint64_t now = cpu_ns();
+    const std::uint64_t now = measure_cpu_ ? cpu_ns() : 0;
     w(static_cast<std::uint64_t>(last_cpu_ && now > last_cpu_ ? now - last_cpu_ : 0));  // host code since the last call
     (w(in), ...);
     if (fd_ < 0 || !write_frame(fd_, w.buf)) lost("send");
@@ -195,7 +207,7 @@ class ClientDriver final : public hcomm::Driver {
     send(c, in...);
     bool eof = false;
     if (!read_frame(fd_, &reply_, &eof)) lost(eof ? "the simulator closed the connection" : "read");
-    last_cpu_ = cpu_ns();
+    if (measure_cpu_) last_cpu_ = cpu_ns();
     Reader r(reply_.data(), reply_.size());
     std::uint64_t now = 0;
     r(now);
@@ -250,6 +262,7 @@ class ClientDriver final : public hcomm::Driver {
   int route_reports_ = -1;
   std::mutex mu_;
   std::uint64_t last_cpu_ = 0;
+  bool measure_cpu_ = false;
   std::atomic<std::uint64_t> sim_ns_{0};
   std::vector<std::uint8_t> reply_;
 };

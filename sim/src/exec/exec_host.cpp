@@ -25,6 +25,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <map>
 #include <thread>
 #include <unordered_set>
 
@@ -113,6 +114,7 @@ struct ExecHost::Rank {
   std::unordered_set<std::uint64_t> asked;
   std::uint32_t repeats = 0;
   std::uint64_t wait_ns = kSpinWaitNs;
+  std::map<std::uint32_t, std::string> refused;  // stream -> why a posted submit was refused
 };
 
 // --tag-output: one thread copies every rank's output to ours, a line at a time, prefixed.
@@ -177,7 +179,15 @@ bool ExecHost::launch(std::string* why) {
     // Everything the child needs, built before fork (the child only calls async-signal-safe functions).
     const auto& npu = topo_.npus[topo_.rank_to_npu[r]];
     std::vector<std::string> env;
-    for (char** e = environ; *e; ++e) env.emplace_back(*e);
+    // The caller's environment, as the caller had it: hcsim's own malloc tuning (host_process.cpp)
+    // is not the program's.
+    const char* caller_tunables = std::getenv("HCSIM_CALLER_GLIBC_TUNABLES");
+    for (char** e = environ; *e; ++e) {
+      const std::string v(*e);
+      if (caller_tunables && (v.rfind("GLIBC_TUNABLES=", 0) == 0 || v.rfind("HCSIM_CALLER_GLIBC_TUNABLES=", 0) == 0)) continue;
+      env.push_back(v);
+    }
+    if (caller_tunables && *caller_tunables) env.push_back(std::string("GLIBC_TUNABLES=") + caller_tunables);
     auto set = [&](const std::string& key, const std::string& v) {
       for (auto& e : env)
         if (e.compare(0, key.size() + 1, key + "=") == 0) { e = key + "=" + v; return; }
@@ -194,6 +204,7 @@ bool ExecHost::launch(std::string* why) {
     set("DEVICE_ID", std::to_string(npu.device_id));
     set("HCSIM_NPU", npu.name);
     set("HCSIM_EXEC_EPOCH_NS", std::to_string(epoch_ns));
+    if (opt_.host_time_scale > 0) set("HCSIM_EXEC_HOST_TIME", "measured");  // the driver reads its CPU clock
     if (opt_.virtual_clocks && !kSanitized) {  // the driver library stands in for the wall clocks (client_driver.cpp)
       std::string pre = opt_.driver_path;
       if (const char* old = std::getenv("LD_PRELOAD"); old && *old) pre += std::string(":") + old;
@@ -450,12 +461,27 @@ bool ExecHost::serve(Rank& k, std::uint32_t r) {
         break;
       }
       case Call::Submit: { std::uint32_t a = 0; hcomm::DrvTask t; if (args(a, t)) out(d.submit(a, t)); break; }
+      case Call::SubmitPosted: {  // the process did not wait: a refusal is kept for the stream's synchronize
+        std::uint32_t a = 0;
+        hcomm::DrvTask t;
+        if (!args(a, t)) break;
+        const hcomm::DrvStatus st = d.submit(a, t);
+        if (st != hcomm::DrvStatus::Ok && !k.refused.count(a))
+          k.refused[a] = "a task queued on stream " + std::to_string(a) + " was refused by the device (driver status " +
+                         std::to_string(static_cast<int>(st)) + ")";
+        break;
+      }
       case Call::StreamSynchronize: {
         std::uint32_t a = 0;
         std::uint64_t to = 0;
         std::string e;
         if (!args(a, to)) break;
-        out(d.stream_synchronize(a, to, &e));
+        hcomm::DrvStatus st = d.stream_synchronize(a, to, &e);
+        if (auto it = k.refused.find(a); it != k.refused.end()) {  // a refused posted submit fails the stream here
+          if (st == hcomm::DrvStatus::Ok) { st = hcomm::DrvStatus::Failed; e = it->second; }
+          k.refused.erase(it);
+        }
+        out(st);
         out(e);
         break;
       }
