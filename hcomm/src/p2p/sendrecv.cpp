@@ -85,36 +85,44 @@ hcomm_result_t host_dma(hcomm_stream_t s, DrvTaskKind kind, std::uint64_t device
   return port::submit(s, t);
 }
 
-// The sender's side over TCP: D2H then send() per chunk, on the communicator's TCP send stream,
-// joined to and from the user's stream by events.
-hcomm_result_t tcp_isend(const void* buf, std::uint64_t bytes, hcomm_data_type_t dtype, std::uint32_t dst, std::uint32_t tag,
-                         hcomm_comm_t comm, hcomm_stream_t stream, hcomm_request_t* req) {
+// One side of a message over TCP, chunk by chunk: the sender D2H then send(), on the
+// communicator's TCP send stream; the receiver recv() then H2D, on its receive stream. Each side's
+// stream is joined to and from the user's stream by events.
+hcomm_result_t tcp_move(bool send, std::uint64_t buf, std::uint64_t bytes, hcomm_data_type_t dtype, std::uint32_t peer,
+                        std::uint32_t tag, hcomm_comm_t comm, hcomm_stream_t stream, hcomm_request_t* req) {
   hcomm_context_t ctx = comm->ctx;
-  if (!comm->tcp_send && make_stream(ctx, &comm->tcp_send) != HCOMM_SUCCESS) return HCOMM_E_DRV;
+  if (send && !comm->tcp_send && make_stream(ctx, &comm->tcp_send) != HCOMM_SUCCESS) return HCOMM_E_DRV;
   const std::uint64_t chunk = tcp_chunk(comm);
-  if (!comm->tcp_tx) comm->tcp_tx.reset(new std::uint8_t[chunk]);
-  hcomm_stream_t ts = comm->tcp_send;
+  auto& staging = send ? comm->tcp_tx : comm->tcp_rx;
+  if (!staging) staging.reset(new std::uint8_t[chunk]);
+  hcomm_stream_t ts = send ? comm->tcp_send : comm->recv_stream;
   hcomm_event_t before = nullptr, after = nullptr;
   hcomm_create_event(ctx, &before);
   hcomm_create_event(ctx, &after);
   hcomm_record_event(before, stream);
   hcomm_wait_event(before, ts);
-  recovery::uses(comm, ts);
-  OpInfo info{global_rank(comm, comm->rank), comm->nranks, "send", "p2p-tcp", bytes, dtype, 0, global_rank(comm, dst), comm->op_seq, {}, 0, {}, 0};
+  if (send) recovery::uses(comm, ts);
+  OpInfo info{global_rank(comm, comm->rank), comm->nranks, send ? "send" : "recv", "p2p-tcp", bytes, dtype, 0,
+              global_rank(comm, peer), comm->op_seq, {}, 0, {}, 0};
   std::uint64_t mk = op_begin(ts, info);
   hcomm_result_t rc = HCOMM_SUCCESS;
   std::uint64_t off = 0;
   do {
     const std::uint64_t n = std::min(chunk, bytes - off);
-    rc = host_dma(ts, DrvTaskKind::DeviceToHost, dev(buf) + off, comm->tcp_tx.get(), n);
     HostSocketOp op;
-    op.send = true;
+    op.send = send;
     op.rank = global_rank(comm, comm->rank);
-    op.peer = global_rank(comm, dst);
+    op.peer = global_rank(comm, peer);
     op.conn = tcp_conn(comm, tag);
-    op.host_addr = dev(comm->tcp_tx.get());
+    op.host_addr = dev(staging.get());
     op.bytes = n;
-    if (rc == HCOMM_SUCCESS) rc = port::host_socket(ts, op);
+    if (send) {
+      rc = host_dma(ts, DrvTaskKind::DeviceToHost, buf + off, staging.get(), n);
+      if (rc == HCOMM_SUCCESS) rc = port::host_socket(ts, op);
+    } else {
+      rc = port::host_socket(ts, op);
+      if (rc == HCOMM_SUCCESS) rc = host_dma(ts, DrvTaskKind::HostToDevice, buf + off, staging.get(), n);
+    }
     off += n;
   } while (rc == HCOMM_SUCCESS && off < bytes);
   op_end(ts, mk);
@@ -126,48 +134,7 @@ hcomm_result_t tcp_isend(const void* buf, std::uint64_t bytes, hcomm_data_type_t
     if (rc == HCOMM_E_NOT_SUPPORT) logf(ctx, 0, "protocol TCP: the driver models no host network");
     return rc;
   }
-  return make_request(comm, stream, req, dst, tag, bytes, true);
-}
-
-// The receiver's side over TCP: recv() then H2D per chunk, on the communicator's recv stream.
-hcomm_result_t tcp_irecv(void* buf, std::uint64_t bytes, hcomm_data_type_t dtype, std::uint32_t src, std::uint32_t tag,
-                         hcomm_comm_t comm, hcomm_stream_t stream, hcomm_request_t* req) {
-  hcomm_context_t ctx = comm->ctx;
-  const std::uint64_t chunk = tcp_chunk(comm);
-  if (!comm->tcp_rx) comm->tcp_rx.reset(new std::uint8_t[chunk]);
-  hcomm_stream_t rs = comm->recv_stream;
-  hcomm_event_t before = nullptr, after = nullptr;
-  hcomm_create_event(ctx, &before);
-  hcomm_create_event(ctx, &after);
-  hcomm_record_event(before, stream);
-  hcomm_wait_event(before, rs);
-  OpInfo info{global_rank(comm, comm->rank), comm->nranks, "recv", "p2p-tcp", bytes, dtype, 0, global_rank(comm, src), comm->op_seq, {}, 0, {}, 0};
-  std::uint64_t mk = op_begin(rs, info);
-  hcomm_result_t rc = HCOMM_SUCCESS;
-  std::uint64_t off = 0;
-  do {
-    const std::uint64_t n = std::min(chunk, bytes - off);
-    HostSocketOp op;
-    op.send = false;
-    op.rank = global_rank(comm, comm->rank);
-    op.peer = global_rank(comm, src);
-    op.conn = tcp_conn(comm, tag);
-    op.host_addr = dev(comm->tcp_rx.get());
-    op.bytes = n;
-    rc = port::host_socket(rs, op);
-    if (rc == HCOMM_SUCCESS) rc = host_dma(rs, DrvTaskKind::HostToDevice, dev(buf) + off, comm->tcp_rx.get(), n);
-    off += n;
-  } while (rc == HCOMM_SUCCESS && off < bytes);
-  op_end(rs, mk);
-  hcomm_record_event(after, rs);
-  hcomm_wait_event(after, stream);
-  hcomm_destroy_event(before);
-  hcomm_destroy_event(after);
-  if (rc != HCOMM_SUCCESS) {
-    if (rc == HCOMM_E_NOT_SUPPORT) logf(ctx, 0, "protocol TCP: the driver models no host network");
-    return rc;
-  }
-  return make_request(comm, stream, req, src, tag, bytes, false);
+  return make_request(comm, stream, req, peer, tag, bytes, send);
 }
 
 }  // namespace
@@ -181,7 +148,7 @@ hcomm_result_t hcomm_isend(const void* buf, uint64_t count, hcomm_data_type_t dt
   if (!stream || !req) return HCOMM_E_PTR;
   const RankDesc* peer = peer_desc(comm, dst);
   if (!peer) return HCOMM_E_NOT_FOUND;
-  if (over_tcp(comm, *peer)) return tcp_isend(buf, count * hcomm_data_type_size(dtype), dtype, dst, tag, comm, stream, req);
+  if (over_tcp(comm, *peer)) return tcp_move(true, dev(buf), count * hcomm_data_type_size(dtype), dtype, dst, tag, comm, stream, req);
   hcomm_context_t ctx = comm->ctx;
   const std::uint64_t bytes = count * hcomm_data_type_size(dtype);
   const std::uint64_t window = peer->device_base_addr + (ctx->p2p_addr - ctx->base);
@@ -208,7 +175,7 @@ hcomm_result_t hcomm_irecv(void* buf, uint64_t count, hcomm_data_type_t dtype, u
   if (!stream || !req) return HCOMM_E_PTR;
   const RankDesc* peer = peer_desc(comm, src);
   if (!peer) return HCOMM_E_NOT_FOUND;
-  if (over_tcp(comm, *peer)) return tcp_irecv(buf, count * hcomm_data_type_size(dtype), dtype, src, tag, comm, stream, req);
+  if (over_tcp(comm, *peer)) return tcp_move(false, dev(buf), count * hcomm_data_type_size(dtype), dtype, src, tag, comm, stream, req);
   hcomm_context_t ctx = comm->ctx;
   const std::uint64_t bytes = count * hcomm_data_type_size(dtype);
   hcomm_stream_t rs = comm->recv_stream;
