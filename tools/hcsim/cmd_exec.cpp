@@ -13,6 +13,7 @@
 
 #include "commands.h"
 #include "outputs.h"
+#include "top_live.h"
 #include "sim/config/scenario.h"
 #include "sim/config/units.h"
 #include "sim/exec.h"
@@ -76,7 +77,7 @@ int exec_main(const std::vector<std::string>& argv_in) {
       break;
     }
   std::string scenario, topology, db, host_time = "zero";
-  bool db_set = false, no_trace = false, force = false, quiet = false, all_failures = false;
+  bool db_set = false, no_trace = false, force = false, quiet = false, all_failures = false, progress = false;
   std::uint64_t n = 0, per_server = 0;
   sim::ExecOptions eo;
   sim::ScenarioOverrides ov;
@@ -137,6 +138,7 @@ int exec_main(const std::vector<std::string>& argv_in) {
                       eo.watchdog_s = *x;
                       return std::string();
                     }},
+                   {"--progress", "", "", "", "a progress line on stderr every second: simulated time, events/s", flag(progress)},
                    {"--all-failures", "", "", "", "list every rank's message (default: the first 8 per distinct cause, then a count)",
                     flag(all_failures)},
                    {"--quiet", "-q", "", "", "no library log lines on stderr (they are still traced)", flag(quiet)}},
@@ -247,14 +249,21 @@ int exec_main(const std::vector<std::string>& argv_in) {
   opt.echo_logs = !quiet;
   opt.host = &host;
   opt.provenance = {{"command_line", sim::shell_words("hcsim exec", argv_in)}, {"host_time", host_time}};
+  LiveRenderer live(LiveRenderer::kProgress, isatty(STDERR_FILENO) == 1, stderr, sc->name);
+  if (progress) {
+    opt.live.report = [&live](const sim::LiveSnapshot& s) { live(s); };
+    opt.live.period_s = 1.0;
+  }
   sim::RunResult r;
   try {
     r = sim::run_scenario(*sc, opt);
   } catch (const std::exception& e) {
+    live.finish();
     std::fprintf(stderr, "hcsim: %s\n", e.what());
     host.finish();
     return kBadInput;
   }
+  live.finish();
   const sim::ExecOutcome o = host.finish();
   std::fflush(stdout);  // the ranks' own output first, then what hcsim says about them
   // At most 8 lines per distinct cause (rank numbers and pids masked), then a count.
@@ -276,7 +285,7 @@ int exec_main(const std::vector<std::string>& argv_in) {
 const Command kExec = {
     "exec", "exec (--topology T | SCENARIO) [-n N] [--ranks-per-server K] [--fault 'TYPE K=V ...']... [--set /POINTER=VALUE]..."
             " [--db FILE] [--no-trace] [--host-time zero|measured[:SCALE]] [--tag-output] [--wrapper CMD [--wrapper-rank R]]"
-            " [--watchdog SECONDS] [--all-failures] [-q] -- PROGRAM [ARGS...]",
+            " [--watchdog SECONDS] [--progress] [--all-failures] [-q] -- PROGRAM [ARGS...]",
     "        run PROGRAM once per rank, each an OS process of its own, on the simulated cluster:\n"
     "        libhcomm in it talks to the simulator, which times every call (docs/exec.md); the exit\n"
     "        code is the worst rank's (128 + n for a signal, 124 after the watchdog)\n",

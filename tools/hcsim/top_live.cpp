@@ -53,6 +53,10 @@ double counter(const sim::LiveSnapshot& s, const char* name) {
 std::string progress_line(const sim::LiveSnapshot& s) {
   const Spread o = spread(s.ops_done);
   char b[256];
+  if (s.ops_total == 0 && o.max == 0) {  // no workload of the runner's own (hcsim exec): no operation counts
+    std::snprintf(b, sizeof b, "hcsim: %.1f s | sim %s | %sevents/s", s.wall_s, sim_time(s.sim_ps).c_str(), rate(s.events_per_s).c_str());
+    return b;
+  }
   std::snprintf(b, sizeof b, "hcsim: %.1f s | sim %s | ops %llu%s (slowest rank; fastest %llu) | %sevents/s", s.wall_s,
                 sim_time(s.sim_ps).c_str(), static_cast<unsigned long long>(o.min), total(s).c_str(),
                 static_cast<unsigned long long>(o.max), rate(s.events_per_s).c_str());
