@@ -171,5 +171,25 @@ void Reader::operator()(std::vector<T>& v) {
 /// (`eof` tells which); write_frame: false when the peer is gone.
 bool write_frame(int fd, const std::vector<std::uint8_t>& body);
 bool read_frame(int fd, std::vector<std::uint8_t>* body, bool* eof);
+/// A frame appended to a batch (the client gathers the requests that need no answer), and the
+/// batch written at once.
+void append_frame(std::vector<std::uint8_t>* out, const std::vector<std::uint8_t>& body);
+bool write_bytes(int fd, const std::vector<std::uint8_t>& bytes);
+/// Poll fd without sleeping for up to spin_us (true: something to read, or the peer is gone).
+bool await_readable(int fd, int spin_us);
+constexpr int kSpinUs = 20;  ///< how long either end polls for the other's next frame before it sleeps
+
+/// Reads frames from a stream socket through a buffer: one read takes every frame that has arrived.
+class FrameReader {
+ public:
+  /// The next frame (blocking); false at end of file (`eof`) or on an error.
+  bool next(int fd, std::vector<std::uint8_t>* body, bool* eof);
+  /// Whether a whole frame is buffered already (next() will not block).
+  bool has_frame() const;
+
+ private:
+  std::vector<std::uint8_t> buf_;
+  std::size_t pos_ = 0, end_ = 0;
+};
 
 }  // namespace sim::exec

@@ -47,7 +47,9 @@ class ClientDriver final : public hcomm::Driver {
     Writer w;
     w(Call::Bye);
     w(std::uint64_t{0});
-    write_frame(fd_, w.buf);
+    append_frame(&out_, w.buf);
+    write_bytes(fd_, out_);
+    out_.clear();
     ::close(fd_);
     fd_ = -1;
   }
@@ -191,13 +193,23 @@ class ClientDriver final : public hcomm::Driver {
     w(c);
     const std::uint64_t now = measure_cpu_ ? cpu_ns() : 0;
     w(static_cast<std::uint64_t>(last_cpu_ && now > last_cpu_ ? now - last_cpu_ : 0));  // host code since the last call
+    if (measure_cpu_) last_cpu_ = now;
     (w(in), ...);
-    if (fd_ < 0 || !write_frame(fd_, w.buf)) lost("send");
+    if (fd_ < 0) lost("send");
+    append_frame(&out_, w.buf);
+  }
+  // The requests gathered so far go out at once (before a call waits for its answer): the proxy
+  // meets them in the same order, and simulated time cannot move while this process runs anyway.
+  void flush() {
+    if (out_.empty()) return;
+    if (fd_ < 0 || !write_bytes(fd_, out_)) lost("send");
+    out_.clear();
   }
   template <class... In>
   void post(Call c, const In&... in) {
     std::lock_guard<std::mutex> lock(mu_);
     send(c, in...);
+    if (out_.size() >= kBatchBytes) flush();
   }
   // One call at a time: a program's threads take turns (a call blocks the others until it returns).
   // Every reply starts with the simulated time it was given at (what the process clocks report).
@@ -205,6 +217,8 @@ class ClientDriver final : public hcomm::Driver {
   Reader call(Call c, const In&... in) {
     std::lock_guard<std::mutex> lock(mu_);
     send(c, in...);
+    flush();
+    await_readable(fd_, kSpinUs);
     bool eof = false;
     if (!read_frame(fd_, &reply_, &eof)) lost(eof ? "the simulator closed the connection" : "read");
     if (measure_cpu_) last_cpu_ = cpu_ns();
@@ -265,6 +279,8 @@ class ClientDriver final : public hcomm::Driver {
   bool measure_cpu_ = false;
   std::atomic<std::uint64_t> sim_ns_{0};
   std::vector<std::uint8_t> reply_;
+  std::vector<std::uint8_t> out_;  // requests not sent yet (flush)
+  static constexpr std::size_t kBatchBytes = 256 * 1024;
 };
 
 ClientDriver* g_client = nullptr;

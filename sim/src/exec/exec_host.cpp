@@ -104,6 +104,7 @@ struct ExecHost::Rank {
   pid_t child = -1;      // the process hcsim started (a wrapper's, with --wrapper)
   pid_t program = -1;    // the process that speaks to the driver (its Hello's pid)
   int fd = -1;           // our end of the socket
+  exec::FrameReader reader;  // its requests, several per read
   int out = -1, err = -1;  // --tag-output: read ends of its stdout / stderr
   std::unique_ptr<RemoteMemory> mem;
   bool said_bye = false, reaped = false, lost = false;
@@ -323,7 +324,8 @@ bool ExecHost::serve(Rank& k, std::uint32_t r) {
   for (;;) {
     // Wait for the next request: the simulation waits with us (see the file comment).
     const auto t0 = std::chrono::steady_clock::now();
-    for (;;) {
+    if (!k.reader.has_frame()) exec::await_readable(k.fd, exec::kSpinUs);  // the next call usually follows at once
+    while (!k.reader.has_frame()) {
       pollfd p{k.fd, POLLIN, 0};
       const int n = ::poll(&p, 1, 200);
       if (n > 0) break;
@@ -342,7 +344,7 @@ bool ExecHost::serve(Rank& k, std::uint32_t r) {
       }
     }
     bool eof = false;
-    if (!exec::read_frame(k.fd, &req, &eof)) return false;
+    if (!k.reader.next(k.fd, &req, &eof)) return false;
     Reader in(req.data(), req.size());
     Call c{};
     std::uint64_t host_ns = 0;
