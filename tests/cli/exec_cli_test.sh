@@ -8,6 +8,7 @@
 #  - a program polling hcomm_test advances simulated time (2 ms of a peer's compute) in few polls;
 #  - the wall clocks of the programs report simulated time (Release builds); --host-time charges CPU time;
 #  - Ctrl-C (SIGINT to hcsim) ends every rank and the trace is complete (run.status interrupted);
+#    hcsim killed outright takes its ranks with it;
 #  - point-to-point across servers moves the right bytes over RoCE and, with HCOMM_PROTOCOL=TCP, the
 #    hosts' front-end network (about 20x slower: 25 Gb/s NICs shared by 8 ranks, kernel stacks);
 #  - --tag-output prefixes lines, -n above the NPU count and a missing program are errors.
@@ -76,6 +77,15 @@ wait $pid
 rc=$?
 if [ $rc -eq 130 ] && [ "$(sqlite3 int.db "select status from run")" = interrupted ]; then ok "Ctrl-C: exit 130, trace complete"; else bad "Ctrl-C: exit $rc, status $(sqlite3 int.db "select status from run" 2>&1)" int.txt; fi
 if ! pgrep -f "$CASES hang" > /dev/null; then ok "Ctrl-C: no rank process left"; else bad "Ctrl-C: rank processes left"; pkill -9 -f "$CASES hang"; fi
+
+# hcsim killed outright (SIGKILL cannot be caught): its ranks die with it, none is left behind.
+"$HCSIM" exec --topology a2-2node "${WRAP[@]}" -n 2 --no-trace -q -- "$CASES" hang > kill.txt 2>&1 &
+pid=$!
+sleep 2
+kill -9 $pid
+wait $pid 2> /dev/null
+sleep 1
+if ! pgrep -f "$CASES hang" > /dev/null; then ok "hcsim killed: its ranks die with it"; else bad "hcsim killed: rank processes left" kill.txt; pkill -9 -f "$CASES hang"; fi
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -15,6 +15,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
@@ -221,9 +222,13 @@ bool ExecHost::launch(std::string* why) {
     envp.push_back(nullptr);
     std::fflush(stdout);
     std::fflush(stderr);
+    const pid_t parent = getpid();
     const pid_t pid = fork();
     if (pid < 0) { *why = std::string("fork: ") + strerror(errno); return false; }
     if (pid == 0) {
+      // A rank does not outlive hcsim: killed with it (SIGKILL to hcsim cannot be caught to end them).
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (getppid() != parent) _exit(125);
       signal(SIGINT, SIG_DFL);
       signal(SIGTERM, SIG_DFL);
       signal(SIGPIPE, SIG_DFL);
