@@ -7,27 +7,13 @@
 #include <fstream>
 #include <vector>
 
+#include "../exec/in_process.h"
 #include "../exec/loop_program.h"
 #include "sim/config/scenario.h"
 #include "sim/runner.h"
 
 #include <systemc>
 
-namespace {
-class InProcess final : public sim::RankHost {
- public:
-  InProcess(const sim::Topology& t, std::uint64_t bytes, std::uint32_t iters) : t_(t), bytes_(bytes), iters_(iters), res_(t.rank_to_npu.size()) {}
-  void attach(sim::SimDriver&, sim::RankLife&) override {}
-  void run(std::uint32_t r) override {
-    res_[r] = exec_test::run_loop(r, static_cast<std::uint32_t>(t_.rank_to_npu.size()), t_.npus[t_.rank_to_npu[r]].device_id, bytes_, iters_);
-  }
-  void killed(std::uint32_t) override {}
-  const sim::Topology& t_;
-  std::uint64_t bytes_;
-  std::uint32_t iters_;
-  std::vector<exec_test::LoopResult> res_;
-};
-}  // namespace
 
 int sc_main(int argc, char** argv) {
   if (argc != 5) { std::fprintf(stderr, "usage: bench_exec_inproc TOPOLOGY N BYTES ITERS\n"); return 2; }
@@ -38,13 +24,17 @@ int sc_main(int argc, char** argv) {
   auto sc = sim::load_scenario(path, &errs);
   if (!sc) { std::fprintf(stderr, "%s\n", errs.empty() ? "bad scenario" : errs[0].c_str()); return 2; }
   sc->topology.rank_to_npu.resize(std::strtoul(argv[2], nullptr, 10));
-  InProcess host(sc->topology, std::strtoull(argv[3], nullptr, 10), static_cast<std::uint32_t>(std::atoi(argv[4])));
+  const std::uint64_t bytes = std::strtoull(argv[3], nullptr, 10);
+  const auto iters = static_cast<std::uint32_t>(std::atoi(argv[4]));
+  std::vector<exec_test::LoopResult> res(sc->topology.rank_to_npu.size());
+  exec_test::InProcess host(sc->topology,
+                            [&](std::uint32_t r, std::uint32_t n, std::uint32_t dev) { res[r] = exec_test::run_loop(r, n, dev, bytes, iters); });
   sim::RunOptions opt;
   opt.echo_logs = false;
   opt.host = &host;
   sim::run_scenario(*sc, opt);
-  std::printf("rank 0: simulated end %llu ns, wrong %llu%s\n", (unsigned long long)host.res_[0].end_ns, (unsigned long long)host.res_[0].wrong,
-              host.res_[0].error.empty() ? "" : (" " + host.res_[0].error).c_str());
+  std::printf("rank 0: simulated end %llu ns, wrong %llu%s\n", (unsigned long long)res[0].end_ns, (unsigned long long)res[0].wrong,
+              res[0].error.empty() ? "" : (" " + res[0].error).c_str());
   return 0;
 }
 

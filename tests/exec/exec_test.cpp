@@ -9,27 +9,12 @@
 #include <sstream>
 #include <string>
 
+#include "in_process.h"
 #include "ops_program.h"
 #include "sim/config/scenario.h"
 #include "sim/runner.h"
 
 namespace {
-
-// Runs every rank's program in its simulator thread (what the in-process runner does).
-class InProcess final : public sim::RankHost {
- public:
-  explicit InProcess(const sim::Topology& t) : t_(t), res_(t.rank_to_npu.size()) {}
-  void attach(sim::SimDriver&, sim::RankLife&) override {}
-  void run(std::uint32_t r) override {
-    res_[r] = exec_test::run_ops(r, static_cast<std::uint32_t>(t_.rank_to_npu.size()), t_.npus[t_.rank_to_npu[r]].device_id);
-  }
-  void killed(std::uint32_t) override {}
-  const std::vector<exec_test::OpsResult>& results() const { return res_; }
-
- private:
-  const sim::Topology& t_;
-  std::vector<exec_test::OpsResult> res_;
-};
 
 std::string scenario_file() {
   const std::string path = ::testing::TempDir() + "exec_identity.json";
@@ -62,15 +47,16 @@ TEST(Exec, SameSimulatedTimesAndResultsAsInProcess) {
   std::vector<std::string> errs;
   auto sc = sim::load_scenario(scen, &errs);
   ASSERT_TRUE(sc) << (errs.empty() ? "" : errs[0]);
-  InProcess host(sc->topology);
+  std::vector<exec_test::OpsResult> results(sc->topology.rank_to_npu.size());
+  exec_test::InProcess host(sc->topology, [&](std::uint32_t r, std::uint32_t n, std::uint32_t dev) { results[r] = exec_test::run_ops(r, n, dev); });
   sim::RunOptions opt;
   opt.echo_logs = false;
   opt.host = &host;
   const auto r = sim::run_scenario(*sc, opt);
   EXPECT_EQ(r.exit_code, 0);
-  ASSERT_EQ(exec_times.size(), host.results().size()) << all;
-  for (std::uint32_t k = 0; k < host.results().size(); ++k) {
-    const auto& in = host.results()[k];
+  ASSERT_EQ(exec_times.size(), results.size()) << all;
+  for (std::uint32_t k = 0; k < results.size(); ++k) {
+    const auto& in = results[k];
     EXPECT_EQ(in.error, "") << "rank " << k;
     EXPECT_EQ(in.wrong, 0u) << "rank " << k;
     ASSERT_EQ(in.times_ns.size(), 8u) << "rank " << k;

@@ -46,7 +46,6 @@ class Machine final : public EventHandler, public NetworkListener {
  public:
   struct Stats {
     std::uint64_t tasks = 0, pieces = 0, notifies = 0;
-    std::uint64_t host_faults = 0;  ///< host DMA pieces the host's memory refused (HostMemory)
   };
 
   Machine(Scheduler& sch, std::uint64_t piece_bytes = 256 * 1024) : sch_(sch), piece_bytes_(piece_bytes) {}

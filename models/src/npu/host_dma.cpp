@@ -49,13 +49,13 @@ bool Machine::host_dma_land(const Task& t, std::uint64_t off, std::uint64_t len)
   if (h2d) {
     if (!hm) { n.hbm.write(addr_offset(dev) + off, static_cast<const std::uint8_t*>(t.host) + off, len); return true; }
     bounce_.resize(len);
-    if (!hm->read(host, bounce_.data(), len)) { ++stats_.host_faults; return false; }
+    if (!hm->read(host, bounce_.data(), len)) return false;
     n.hbm.write(addr_offset(dev) + off, bounce_.data(), len);
   } else if (n.hbm.stores_bytes()) {  // timing-only HBM has no bytes to give: the host buffer is left alone
     if (!hm) { n.hbm.read(addr_offset(dev) + off, static_cast<std::uint8_t*>(t.host) + off, len); return true; }
     bounce_.resize(len);
     n.hbm.read(addr_offset(dev) + off, bounce_.data(), len);
-    if (!hm->write(host, bounce_.data(), len)) { ++stats_.host_faults; return false; }
+    if (!hm->write(host, bounce_.data(), len)) return false;
   }
   return true;
 }

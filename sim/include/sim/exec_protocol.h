@@ -25,9 +25,9 @@ constexpr std::uint32_t kMaxFrame = 64u << 20;  ///< a frame larger than this is
 
 /// One id per driver call, plus the session's own messages.
 enum class Call : std::uint16_t {
-  Hello = 1,  ///< client: version, pid. reply: rank, world size, device id, status
-  Bye,        ///< client: the process is ending normally (the driver's destructor); no reply
-  RankCount, RankDesc, DeviceOf, PairLink, NicInfo, NicCounters, ProbePaths, ProbeEgress, QpConnect,
+  Hello = 1,  ///< client: version, pid. reply: status (0 ok, 1 other version), rank, world size (rank_count)
+  Bye,        ///< client: the process is ending normally (its exit handler); no reply
+  RankDesc, DeviceOf, PairLink, NicInfo, NicCounters, ProbePaths, ProbeEgress, QpConnect,
   RouteDecided,  ///< no reply
   RouteReports, DeviceMemorySize, MemAlloc, MemFree, MrRegister, MrDeregister, StreamCreate, StreamDestroy,
   Submit, StreamSynchronize, StreamIdle, EventCompleted, EventTimeNs, NowNs, HostDelay,

@@ -404,7 +404,6 @@ bool ExecHost::serve(Rank& k, std::uint32_t r) {
         }
         break;
       }
-      case Call::RankCount: out(d.rank_count()); break;
       case Call::RankDesc: { std::uint32_t a = 0; hcomm::RankDesc o{}; if (args(a)) { out(d.rank_desc(a, &o)); out(o); } break; }
       case Call::DeviceOf: { std::uint32_t a = 0, o = 0; if (args(a)) { out(d.device_of(a, &o)); out(o); } break; }
       case Call::PairLink: { std::uint32_t a = 0, b = 0; if (args(a, b)) out(d.pair_link(a, b)); break; }
