@@ -62,7 +62,7 @@ class HcommError(Exception):
       {"LINK_PCIE", HCOMM_LINK_PCIE}, {"LINK_ROCE", HCOMM_LINK_ROCE},
       {"FLUSH_TO_DEVICE", HCOMM_FLUSH_TO_DEVICE}, {"FLUSH_FROM_DEVICE", HCOMM_FLUSH_FROM_DEVICE},
       {"ACCESS_LOCAL_WRITE", HCOMM_ACCESS_LOCAL_WRITE}, {"ACCESS_REMOTE_READ", HCOMM_ACCESS_REMOTE_READ},
-      {"ACCESS_REMOTE_WRITE", HCOMM_ACCESS_REMOTE_WRITE},
+      {"ACCESS_REMOTE_WRITE", HCOMM_ACCESS_REMOTE_WRITE}, {"SEND", HCOMM_SEND}, {"RECV", HCOMM_RECV},
   };
   for (const auto& [name, value] : consts) m.attr(name) = value;
   m.attr("SPLIT_NOCOLOR") = static_cast<long long>(HCOMM_SPLIT_NOCOLOR);
@@ -197,10 +197,11 @@ class HcommError(Exception):
         return host_buffer_array(b);
       }, "host buffers: a numpy view of the memory (elements of .dtype)")
       .def("free", [](Buffer& b) {
-        if (!b.owned) para("only a buffer from create_buffer can be freed");
+        if (!b.owned) para("only a buffer from create_buffer or buffer_alloc can be freed");
         b.owned = false;
-        check(hcomm_free(b.ctx->h, dev(b.addr)), "hcomm_free");
-      }, "hcomm_free (create_buffer's buffers are also freed when the object goes away)")
+        if (b.symmetric) check(hcomm_buffer_free(b.ctx->h, dev(b.addr)), "hcomm_buffer_free");
+        else check(hcomm_free(b.ctx->h, dev(b.addr)), "hcomm_free");
+      }, "hcomm_free / hcomm_buffer_free (create_buffer's and buffer_alloc's buffers are also freed when the object goes away)")
       .def("__repr__", [](const Buffer& b) {
         return std::string("<hcomm.Buffer ") + (b.memory_type == HCOMM_MEMORY_TYPE_HOST ? "host" : "device") + " address=" +
                std::to_string(b.addr) + " size=" + std::to_string(b.size) + ">";
@@ -388,13 +389,7 @@ class HcommError(Exception):
         hcomm_comm_t out = nullptr;
         check(nogil([&] { return hcomm_comm_split(c->h, color, key, &out); }), "hcomm_comm_split");
         if (!out) return py::none();
-        auto n = std::make_shared<Comm>();
-        n->ctx = c->ctx;
-        n->h = out;
-        n->read_timeout();
-        check(hcomm_comm_rank(out, &n->rank), "hcomm_comm_rank");
-        check(hcomm_comm_size(out, &n->size), "hcomm_comm_size");
-        return py::cast(n);
+        return py::cast(wrap_comm(c->ctx, out));
       }, py::arg("color"), py::arg("key") = 0, "hcomm_comm_split (collective; color SPLIT_NOCOLOR: None)")
       .def("__repr__", [](const Comm& c) { return "<hcomm.Comm rank " + std::to_string(c.rank) + " of " + std::to_string(c.size) + ">"; });
   m.def("world", [] { return world(); },
@@ -548,6 +543,8 @@ del _request_await
         check(nogil([&] { return hcomm_barrier(c->h, s); }), "hcomm_barrier");
       }, py::arg("stream") = py::none(), py::arg("comm") = py::none(),
       "hcomm_barrier: without a stream blocks until every rank arrived; with one, stream-ordered");
+
+  bind_ext(m);  // failover, -v collectives, batch send/recv, RDMA, bandwidth reservation (module_ext.cpp)
 
   // ---- teardown: release every handle at interpreter exit (hcomm_finalize), before the module's
   // objects are collected in an arbitrary order.

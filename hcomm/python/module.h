@@ -91,7 +91,8 @@ struct Buffer {
   uint64_t addr = 0, size = 0;
   int memory_type = HCOMM_MEMORY_TYPE_DEVICE;
   int dtype = HCOMM_DATA_TYPE_INT8;  // element type for send/recv/collectives; set by update_buffer / memcpy
-  bool owned = false;                // create_buffer: freed with the object
+  bool owned = false;                // create_buffer / buffer_alloc: freed with the object
+  bool symmetric = false;            // buffer_alloc: a symmetric slot (hcomm_buffer_free)
   std::shared_ptr<Buffer> parent;    // a view keeps its buffer alive
   // pool buffers
   std::shared_ptr<BufferPool> pool;
@@ -117,9 +118,11 @@ using PoolP = std::shared_ptr<BufferPool>;
 
 struct Comm {
   CtxP ctx;
-  hcomm_comm_t h = nullptr;
+  hcomm_comm_t h = nullptr;  // null once destroyed (the library answers E_UNAVAIL)
   uint32_t rank = 0, size = 0;
   uint64_t timeout_ms = 30000;  // the configuration in effect: how long an await polls
+  py::object error_cb;          // set_error_callback's callable (the C callback's user_data is this object)
+  ~Comm();
   void read_timeout() {
     hcomm_config_t c;
     if (hcomm_comm_get_config(h, &c) == HCOMM_SUCCESS) timeout_ms = c.timeout_ms;
@@ -320,6 +323,13 @@ py::object run_collective(const char* name, const py::object& send, py::object r
   st.sync();
   return recv;
 }
+
+// A new Comm object over a handle the library returned (split, shrink).
+CommP wrap_comm(const CtxP& ctx, hcomm_comm_t h);
+
+// The bindings of module_ext.cpp: failover (async error, callback, lost ranks, shrink, destroy),
+// the -v collectives, batch send/recv, RDMA and bandwidth reservation.
+void bind_ext(py::module_& m);
 
 // ---------------------------------------------------------------- topology
 struct Topology {

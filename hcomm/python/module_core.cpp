@@ -64,7 +64,21 @@ uint32_t dtype_size(int code) {
 }
 
 Buffer::~Buffer() {
-  if (owned && !g_finalized && ctx && ctx->h) hcomm_free(ctx->h, reinterpret_cast<void*>(addr));
+  if (!owned || g_finalized || !ctx || !ctx->h) return;
+  if (symmetric) hcomm_buffer_free(ctx->h, reinterpret_cast<void*>(addr));
+  else hcomm_free(ctx->h, reinterpret_cast<void*>(addr));
+}
+Comm::~Comm() {  // the library must not call back into a freed object
+  if (error_cb && h && !g_finalized) hcomm_comm_set_error_callback(h, nullptr, nullptr);
+}
+CommP wrap_comm(const CtxP& ctx, hcomm_comm_t h) {
+  auto n = std::make_shared<Comm>();
+  n->ctx = ctx;
+  n->h = h;
+  n->read_timeout();
+  check(hcomm_comm_rank(h, &n->rank), "hcomm_comm_rank");
+  check(hcomm_comm_size(h, &n->size), "hcomm_comm_size");
+  return n;
 }
 
 // Validate with the library's own table (hcomm_config_check on the knob's environment name).
@@ -199,9 +213,17 @@ CommP world() {
   g->world = w;
   return w;
 }
-CommP comm_or_world(const py::object& comm) { return comm.is_none() ? world() : comm.cast<CommP>(); }
+CommP comm_or_world(const py::object& comm) {
+  if (!comm.is_none() && !py::isinstance<Comm>(comm))
+    throw py::type_error("comm must be an hcomm.Comm or None, not " + std::string(py::str(comm.get_type().attr("__name__"))));
+  CommP c = comm.is_none() ? world() : comm.cast<CommP>();
+  if (!c->h) throw Error{HCOMM_E_UNAVAIL, "the communicator was destroyed (Comm.destroy)"};
+  return c;
+}
 hcomm_stream_t stream_or_default(const py::object& stream, const CtxP& ctx) {
   if (stream.is_none()) return ctx->default_stream();
+  if (!py::isinstance<Stream>(stream))
+    throw py::type_error("stream must be an hcomm.Stream or None, not " + std::string(py::str(stream.get_type().attr("__name__"))));
   return stream.cast<StreamP>()->h;
 }
 
