@@ -44,6 +44,8 @@ class Constants(unittest.TestCase):
             "COMM_MODE_LARGE_MSG": "HCOMM_COMM_MODE_LARGE_MSG",
             "PROTOCOL_TCP": "HCOMM_PROTOCOL_TCP", "PROTOCOL_RDMA": "HCOMM_PROTOCOL_RDMA", "PROTOCOL_SHM": "HCOMM_PROTOCOL_SHM",
             "LINK_HCCS": "HCOMM_LINK_HCCS", "LINK_ROCE": "HCOMM_LINK_ROCE", "LINK_PCIE": "HCOMM_LINK_PCIE",
+            "SEND": "HCOMM_SEND", "RECV": "HCOMM_RECV", "ACCESS_LOCAL_WRITE": "HCOMM_ACCESS_LOCAL_WRITE",
+            "ACCESS_REMOTE_READ": "HCOMM_ACCESS_REMOTE_READ", "ACCESS_REMOTE_WRITE": "HCOMM_ACCESS_REMOTE_WRITE",
         }
         for py_name, c_name in pairs.items():
             self.assertIn(c_name, c)
@@ -141,6 +143,22 @@ class NoDriver(unittest.TestCase):
         with self.assertRaises(hcomm.HcommError) as cm:
             hcomm.get_topology()
         self.assertEqual(cm.exception.code, hcomm.E_DRV)
+
+    def test_bound_extensions_raise_e_drv(self):
+        x = np.zeros(4, np.float32)
+        calls = {
+            "allgatherv": lambda: hcomm.allgatherv(x, [4]), "reduce_scatterv": lambda: hcomm.reduce_scatterv(x, [4]),
+            "alltoallv": lambda: hcomm.alltoallv(x, [4], [4]), "batch_send_recv": lambda: hcomm.batch_send_recv([]),
+            "get_async_error": hcomm.get_async_error, "get_async_error_string": hcomm.get_async_error_string,
+            "lost_ranks": hcomm.lost_ranks, "shrink": lambda: hcomm.shrink([]),
+            "set_error_callback": lambda: hcomm.set_error_callback(None), "buffer_alloc": lambda: hcomm.buffer_alloc(64),
+            "reserve_bandwidth": lambda: hcomm.reserve_bandwidth(1), "release_bandwidth": hcomm.release_bandwidth,
+            "get_reserved_bandwidth": hcomm.get_reserved_bandwidth,
+        }
+        for name, call in calls.items():
+            with self.assertRaises(hcomm.HcommError, msg=name) as cm:
+                call()
+            self.assertEqual(cm.exception.code, hcomm.E_DRV, name)
 
     def test_wtime_without_driver_is_zero(self):
         self.assertEqual(hcomm.wtime(), 0.0)

@@ -208,5 +208,38 @@ class Collectives(unittest.TestCase):
         self.assertEqual(cm.exception.code, hcomm.E_PARA)
 
 
+class VCollectives(unittest.TestCase):
+    """One rank: a -v collective places the input's block at the displacement; the rest stays."""
+    x = np.arange(12, dtype=np.float32)
+
+    def test_numpy(self):
+        x = self.x
+        np.testing.assert_array_equal(hcomm.allgatherv(x, [12]), x)
+        got = hcomm.allgatherv(x, [12], [3], recv=np.full(20, -1, np.float32))
+        np.testing.assert_array_equal(got, np.concatenate([[-1] * 3, x, [-1] * 5]).astype(np.float32))
+        np.testing.assert_array_equal(hcomm.reduce_scatterv(x, [5], [4]), x[4:9])
+        np.testing.assert_array_equal(hcomm.alltoallv(x, [6], [6], [2], [1], recv=np.zeros(8, np.float32)),
+                                      np.concatenate([[0], x[2:8], [0]]).astype(np.float32))
+        self.assertEqual(hcomm.batch_send_recv([]), [])
+
+    def test_argument_errors(self):
+        x = self.x
+        for bad in (lambda: hcomm.allgatherv(x, [12, 0]), lambda: hcomm.allgatherv(x, [11]),
+                    lambda: hcomm.reduce_scatterv(x, [13]), lambda: hcomm.alltoallv(x, [12], [12], recv=np.zeros(11, np.float32)),
+                    lambda: hcomm.batch_send_recv([(hcomm.SEND, x, 0)]), lambda: hcomm.shrink([0])):
+            with self.assertRaises(hcomm.HcommError) as cm:
+                bad()
+            self.assertEqual(cm.exception.code, hcomm.E_PARA)
+        with self.assertRaises(TypeError):
+            hcomm.allgatherv(x, [1.5])
+        with self.assertRaises(TypeError):
+            hcomm.set_error_callback("not callable")
+
+    def test_failover_calls_when_healthy(self):
+        self.assertEqual(hcomm.get_async_error(), hcomm.SUCCESS)
+        self.assertEqual(hcomm.get_async_error_string(), "")
+        self.assertEqual(hcomm.lost_ranks(), [])
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)
