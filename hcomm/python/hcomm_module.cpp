@@ -38,6 +38,17 @@ class HcommError(Exception):
     }
   });
 
+  // An argument of the wrong Python type met inside a binding (obj.cast<T>(): a Stream that is not
+  // one, a negative size) is a TypeError, as pybind11 raises for declared parameters (its cast_error
+  // would otherwise surface as RuntimeError).
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const py::cast_error& e) {
+      PyErr_SetString(PyExc_TypeError, e.what());
+    }
+  });
+
   // ---- constants (the C values)
   const std::pair<const char*, long long> consts[] = {
       {"SUCCESS", HCOMM_SUCCESS}, {"E_PARA", HCOMM_E_PARA}, {"E_PTR", HCOMM_E_PTR}, {"E_MEMORY", HCOMM_E_MEMORY},
@@ -295,7 +306,7 @@ class HcommError(Exception):
       .def("release", [](const PoolP& p, const BufferP& b, py::object stream) {
         if (b->pool != p) para("the buffer is not from this pool");
         b->check_usable("release");
-        hcomm_stream_t st = stream.is_none() ? b->last_stream : stream.cast<StreamP>()->h;
+        hcomm_stream_t st = stream.is_none() ? b->last_stream : stream_handle(stream);
         hcomm_buffer_t hb{dev(b->addr), b->size, b->index};
         check(hcomm_buffer_pool_release(p->h, &hb, st), "hcomm_buffer_pool_release");
         b->released = true;
@@ -539,7 +550,7 @@ del _request_await
   m.def("barrier", [](py::object stream, py::object comm) {
         reclaim();
         CommP c = comm_or_world(comm);
-        hcomm_stream_t s = stream.is_none() ? nullptr : stream.cast<StreamP>()->h;
+        hcomm_stream_t s = stream.is_none() ? nullptr : stream_handle(stream);
         check(nogil([&] { return hcomm_barrier(c->h, s); }), "hcomm_barrier");
       }, py::arg("stream") = py::none(), py::arg("comm") = py::none(),
       "hcomm_barrier: without a stream blocks until every rank arrived; with one, stream-ordered");

@@ -215,6 +215,7 @@ CtxP process_context();
 CommP world();
 CommP comm_or_world(const py::object& comm);
 hcomm_stream_t stream_or_default(const py::object& stream, const CtxP& ctx);
+hcomm_stream_t stream_handle(const py::object& stream);  // a Stream's handle; TypeError for anything else
 
 // ---------------------------------------------------------------- arguments
 inline bool is_array(const py::handle& o) { return py::isinstance<py::array>(o); }

@@ -220,11 +220,13 @@ CommP comm_or_world(const py::object& comm) {
   if (!c->h) throw Error{HCOMM_E_UNAVAIL, "the communicator was destroyed (Comm.destroy)"};
   return c;
 }
-hcomm_stream_t stream_or_default(const py::object& stream, const CtxP& ctx) {
-  if (stream.is_none()) return ctx->default_stream();
+hcomm_stream_t stream_handle(const py::object& stream) {
   if (!py::isinstance<Stream>(stream))
     throw py::type_error("stream must be an hcomm.Stream or None, not " + std::string(py::str(stream.get_type().attr("__name__"))));
   return stream.cast<StreamP>()->h;
+}
+hcomm_stream_t stream_or_default(const py::object& stream, const CtxP& ctx) {
+  return stream.is_none() ? ctx->default_stream() : stream_handle(stream);
 }
 
 // A host buffer of a pool, as a numpy array over its memory.
@@ -297,7 +299,7 @@ RequestP post_send(const py::object& data, uint32_t dest, uint32_t tag, const py
   reclaim();
   CommP c = comm_or_world(comm);
   Msg m = msg_arg(data, "data", false);
-  hcomm_stream_t s = stream.is_none() ? c->ctx->p2p_stream(true) : stream.cast<StreamP>()->h;
+  hcomm_stream_t s = stream.is_none() ? c->ctx->p2p_stream(true) : stream_handle(stream);
   auto r = std::make_shared<Request>();
   r->ctx = c->ctx;
   r->stream = s;
@@ -325,7 +327,7 @@ RequestP post_recv(const py::object& data, uint32_t src_rank, uint32_t tag, cons
   reclaim();
   CommP c = comm_or_world(comm);
   Msg m = msg_arg(data, "data", true);
-  hcomm_stream_t s = stream.is_none() ? c->ctx->p2p_stream(false) : stream.cast<StreamP>()->h;
+  hcomm_stream_t s = stream.is_none() ? c->ctx->p2p_stream(false) : stream_handle(stream);
   auto r = std::make_shared<Request>();
   r->ctx = c->ctx;
   r->stream = s;

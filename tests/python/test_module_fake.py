@@ -234,6 +234,11 @@ class VCollectives(unittest.TestCase):
             hcomm.allgatherv(x, [1.5])
         with self.assertRaises(TypeError):
             hcomm.set_error_callback("not callable")
+        for wrong_type in (lambda: hcomm.isend(x, 0, stream=5), lambda: hcomm.barrier(stream="s"),
+                           lambda: hcomm.allreduce(x, comm=3), lambda: hcomm.create_buffer(16).view(0, -1),
+                           lambda: hcomm.create_stream(ctx=3)):
+            with self.assertRaises(TypeError):
+                wrong_type()
 
     def test_failover_calls_when_healthy(self):
         self.assertEqual(hcomm.get_async_error(), hcomm.SUCCESS)
