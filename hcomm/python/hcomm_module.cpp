@@ -130,13 +130,13 @@ class HcommError(Exception):
   m.def("stream_synchronize", [](const StreamP& s) {
         check(nogil([&] { return hcomm_stream_synchronize(s->h); }), "hcomm_stream_synchronize");
         reclaim(s->h);
-      }, py::arg("stream"), "hcomm_stream_synchronize: blocks until every task on the stream finished");
+      }, py::arg("stream").none(false), "hcomm_stream_synchronize: blocks until every task on the stream finished");
   m.def("launch_compute", [](const StreamP& s, uint64_t duration_ns) {
         check(hcomm_launch_compute(s->h, duration_ns), "hcomm_launch_compute");
-      }, py::arg("stream"), py::arg("duration_ns"), "hcomm_launch_compute: the stream is busy for duration_ns");
+      }, py::arg("stream").none(false), py::arg("duration_ns"), "hcomm_launch_compute: the stream is busy for duration_ns");
   m.def("launch_compute_flops", [](const StreamP& s, double flops, int dtype, double efficiency) {
         check(hcomm_launch_compute_flops(s->h, flops, static_cast<hcomm_data_type_t>(dtype), efficiency), "hcomm_launch_compute_flops");
-      }, py::arg("stream"), py::arg("flops"), py::arg("dtype") = static_cast<int>(HCOMM_DATA_TYPE_BFP16), py::arg("efficiency") = 1.0,
+      }, py::arg("stream").none(false), py::arg("flops"), py::arg("dtype") = static_cast<int>(HCOMM_DATA_TYPE_BFP16), py::arg("efficiency") = 1.0,
       "hcomm_launch_compute_flops: the stream is busy for `flops` of `dtype` (an HCOMM data type) at the NPU's peak times efficiency");
 
   py::class_<Event, EventP>(m, "Event", "hcomm_event_t")
@@ -154,20 +154,20 @@ class HcommError(Exception):
         return e;
       }, py::arg("ctx") = py::none(), "hcomm_create_event");
   m.def("record_event", [](const EventP& e, const StreamP& s) { check(hcomm_record_event(e->h, s->h), "hcomm_record_event"); },
-        py::arg("event"), py::arg("stream"), "hcomm_record_event");
+        py::arg("event").none(false), py::arg("stream").none(false), "hcomm_record_event");
   m.def("wait_event", [](const EventP& e, const StreamP& s) { check(hcomm_wait_event(e->h, s->h), "hcomm_wait_event"); },
-        py::arg("event"), py::arg("stream"), "hcomm_wait_event: the stream waits (on the device) for the event");
+        py::arg("event").none(false), py::arg("stream").none(false), "hcomm_wait_event: the stream waits (on the device) for the event");
   m.def("query_event", [](const EventP& e) {
         const hcomm_result_t rc = hcomm_query_event(e->h);
         if (rc == HCOMM_E_AGAIN) return false;
         check(rc, "hcomm_query_event");
         return true;
-      }, py::arg("event"));
+      }, py::arg("event").none(false));
   m.def("event_elapsed_time", [](const EventP& a, const EventP& b) {
         float ms = 0;
         check(hcomm_event_elapsed_time(a->h, b->h, &ms), "hcomm_event_elapsed_time");
         return ms;
-      }, py::arg("start"), py::arg("end"), "milliseconds between two completed events");
+      }, py::arg("start").none(false), py::arg("end").none(false), "milliseconds between two completed events");
 
   // ---- memory
   py::class_<Buffer, BufferP>(m, "Buffer", "Device memory (an opaque address and a size), or a host buffer of a host pool")
@@ -310,7 +310,7 @@ class HcommError(Exception):
         hcomm_buffer_t hb{dev(b->addr), b->size, b->index};
         check(hcomm_buffer_pool_release(p->h, &hb, st), "hcomm_buffer_pool_release");
         b->released = true;
-      }, py::arg("buffer"), py::arg("stream") = py::none(),
+      }, py::arg("buffer").none(false), py::arg("stream") = py::none(),
       "hcomm_buffer_pool_release; without a stream, the stream of the buffer's last operation (it returns to the pool when that is done)")
       .def("available", [](const BufferPool& p) {
         uint32_t n = 0;

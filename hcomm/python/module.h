@@ -251,6 +251,7 @@ struct Staging {
   hcomm_stream_t s = nullptr;
   std::vector<uint64_t> scratch;
   bool synced = false;
+  std::vector<py::object> keep;  // host arrays the queued copies write or read: kept alive with the scratch on failure
   ~Staging() {
     if (g_finalized || scratch.empty()) return;
     if (synced) {
@@ -258,11 +259,14 @@ struct Staging {
       return;
     }
     try {  // failed midway: the copies queued so far may still use the memory
-      add_pending(c->ctx, s, std::move(scratch), py::none());
+      py::list k;
+      for (auto& o : keep) k.append(o);
+      add_pending(c->ctx, s, std::move(scratch), std::move(k));
     } catch (...) {
     }
   }
   void* put(const HostArr& h, bool copy) {  // device copy of a host array
+    keep.push_back(h.arr);
     scratch.push_back(alloc_scratch(c->ctx, h.bytes));
     void* d = dev(scratch.back());
     if (copy) check(nogil([&] { return hcomm_memcpy_host_to_device(d, h.ptr, h.bytes, s); }), "hcomm_memcpy_host_to_device");

@@ -210,7 +210,7 @@ void bind_ext(py::module_& m) {
         "hcomm_comm_lost_ranks: the comm ranks found lost, ascending");
   m.def("shrink", [](py::object lost, py::object comm) { return shrink(comm_or_world(comm), lost); }, py::arg("lost_ranks"),
         py::arg("comm") = py::none(), "hcomm_comm_shrink: a communicator of the survivors, ranked in their old order");
-  m.def("comm_destroy", [](const CommP& c) { destroy(*c); }, py::arg("comm"), "hcomm_comm_destroy (Comm.destroy)");
+  m.def("comm_destroy", [](const CommP& c) { destroy(*c); }, py::arg("comm").none(false), "hcomm_comm_destroy (Comm.destroy)");
 
   // ---- -v collectives
   m.def("allgatherv", [](py::object send, py::object recv_counts, py::object recv_displs, py::object recv, py::object stream,
@@ -362,7 +362,7 @@ void bind_ext(py::module_& m) {
   m.def("dereg_mr", [](const MrP& r) {
         check(hcomm_dereg_mr(r->ctx->h, &r->mr), "hcomm_dereg_mr");
         r->registered = false;
-      }, py::arg("mr"), "hcomm_dereg_mr (E_NOT_FOUND when not registered)");
+      }, py::arg("mr").none(false), "hcomm_dereg_mr (E_NOT_FOUND when not registered)");
   m.def("remote_addr", [](py::object buffer, uint32_t peer, py::object comm) {
         CommP c = comm_or_world(comm);
         BufferP b = device_buf(buffer, "buffer");
