@@ -102,6 +102,9 @@ def topology_json(p):
     }
 
 
+FLOW_CC = "ideal"  # the flow tier's congestion control (--flow-cc)
+
+
 def scenario_json(p, tier, seed, topo_rel):
     nbytes = p.size * MIB
     env = {}
@@ -124,6 +127,8 @@ def scenario_json(p, tier, seed, topo_rel):
         sc["hcomm_env"] = env
     if p.net == "lossy":
         sc["network"] = {"pfc": {"enabled": False}}
+    if tier == "flow" and FLOW_CC != "ideal":
+        sc.setdefault("network", {})["flow_cc"] = FLOW_CC
     return sc
 
 
@@ -355,10 +360,14 @@ def main(argv=None):
     ap.add_argument("--seeds", default="1,2,3", help="seeds of lossy points (default 1,2,3)")
     ap.add_argument("--rerun", action="store_true", help="forget OUT/results.jsonl and run every point again (else runs already there are reused)")
     ap.add_argument("--keep-db", action="store_true", help="keep the traces (OUT/db/)")
+    ap.add_argument("--flow-cc", choices=("ideal", "dcqcn"), default="ideal",
+                    help="the flow tier's /network/flow_cc (default ideal; use a fresh --out per value)")
     ap.add_argument("--list", action="store_true", help="list the points and exit")
     ap.add_argument("--check", action="store_true",
                     help="exit 1 on any failed run (or one over --timeout) or any RDMA timeout on a lossless point")
     a = ap.parse_args(argv)
+    global FLOW_CC
+    FLOW_CC = a.flow_cc
 
     sel = dict(SUBSETS[a.subset])
     if a.servers: sel["servers"] = [int(x) for x in a.servers.split(",")]

@@ -97,6 +97,8 @@ void Network::on_event(std::uint64_t a, std::uint64_t b) {
     case kFlowDeliver:
     case kFlowAck:
     case kFlowTinyDone: flow_event(type, id, b); break;
+    case kFlowCc: fcc_tick_pending_ = false; fcc_tick(); break;
+    case kFlowCnp: cc_->on_cnp(static_cast<std::uint32_t>(id)); break;
     case kRto: on_rto(static_cast<std::uint32_t>(id), b); break;
     default: break;
   }

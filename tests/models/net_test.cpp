@@ -550,3 +550,35 @@ TEST(Network, FlowTierFaninTime) {
     EXPECT_EQ(t.net.port_stats(t.sw, 1).fanin_ps, 0u);
   }
 }
+
+// The flow tier with DCQCN over fluid queues (NetParams::flow_cc, docs/models/roce-nic.md#flow-tier-congestion-control)
+// against the packet tier on an N:1 incast of 1 MiB writes into one 100 Gb/s port, NVIDIA profile,
+// lossless: the packet tier's senders start at the line rate, fill the port's queue past Kmax,
+// are cut by CNPs far below their fair share while the queue drains, and wait for DCQCN's
+// recovery with the port idle. The ideal flow tier finishes at the line rate (the closed form);
+// the DCQCN flow tier must finish, and at most half as far from the packet tier as the ideal
+// one. Measured: N = 4, packet 649 us, ideal 340 us, DCQCN 539 us (-17 %); N = 8 within 10 %.
+TEST(Network, FlowTierDcqcnIncastFollowsThePacketTier) {
+  for (std::uint32_t n : {4u, 8u}) {
+    SCOPED_TRACE(n);
+    Tick end[3] = {};
+    for (int tier = 0; tier < 3; ++tier) {  // packet, flow ideal, flow DCQCN
+      NetParams p;
+      p.flow = tier > 0;
+      p.flow_cc = tier == 2;
+      Incast t(n, p);
+      for (std::uint32_t i = 0; i < n; ++i) t.net.post_write(t.qps[i], 1 << 20, i + 1);
+      t.sch.run();
+      ASSERT_EQ(t.done.done.size(), n);
+      for (auto& [tag, v] : t.done.done) { EXPECT_TRUE(v.second) << tag; end[tier] = std::max(end[tier], v.first); }
+    }
+    const double line = static_cast<double>(NetParams{}.wire_bytes(1 << 20)) * n / G100 * 1e12;  // ps at the line rate
+    EXPECT_NEAR(static_cast<double>(end[1]), line, 0.05 * line);                         // ideal: the closed form
+    EXPECT_GT(static_cast<double>(end[0]), 1.3 * line);                                  // the packet tier loses time
+    const double pk = static_cast<double>(end[0]);
+    EXPECT_LE(std::abs(static_cast<double>(end[2]) - pk), 0.5 * std::abs(static_cast<double>(end[1]) - pk));
+    if (n == 8) {
+      EXPECT_NEAR(static_cast<double>(end[2]), pk, 0.10 * pk);
+    }
+  }
+}

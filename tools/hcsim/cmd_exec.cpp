@@ -39,7 +39,7 @@ std::string exe_dir() {
 // directory's topologies/, the installed share/hcsim/topologies/, or the source tree's.
 std::string resolve_topology(const std::string& t) {
   if (exists(t)) return t;
-  for (const std::string dir : {std::string("topologies/"), exe_dir() + "/../share/hcsim/topologies/",
+  for (const std::string& dir : {std::string("topologies/"), exe_dir() + "/../share/hcsim/topologies/",
                                 std::string(HCSIM_SOURCE_DIR) + "/topologies/"})
     if (exists(dir + t + ".json")) return dir + t + ".json";
   return t;

@@ -9,6 +9,7 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <deque>
 #include <memory>
 #include <queue>
 #include <string>
@@ -159,7 +160,7 @@ class Network final : public EventHandler, private CcHost {
   using Node = NetNode;
   using Qp = RcQp;
   using Msg = RcMsg;
-  enum Ev : std::uint64_t { kTxDone = 1, kArrive, kHostKick, kRto, kPfcFrame, kFlowStart, kFlowDone, kFlowDeliver, kFlowAck, kFlowRates, kFlowTinyDone, kPfcWd, kPfcStorm };
+  enum Ev : std::uint64_t { kTxDone = 1, kArrive, kHostKick, kRto, kPfcFrame, kFlowStart, kFlowDone, kFlowDeliver, kFlowAck, kFlowRates, kFlowTinyDone, kPfcWd, kPfcStorm, kFlowCc, kFlowCnp };
 
   // CcHost: the congestion control reads this network's time.
   Tick cc_now() const override { return sch_.now(); }
@@ -189,6 +190,15 @@ class Network final : public EventHandler, private CcHost {
   void flow_fanin(std::uint32_t g, Tick now);          // fan-in bottleneck time of a refilled port (NetPortStats::fanin_ps)
   void flow_done(std::uint32_t id);
   void flow_event(std::uint64_t type, std::uint64_t id, std::uint64_t b);
+
+  // ---- flow tier's congestion control (net/flow_cc.cpp) ----
+  bool fcc_on() const { return p_.flow && p_.flow_cc && p_.dcqcn.enabled && p_.ecn.enabled; }
+  /// The rate flow `id` moves at: its max-min share, or below it the DCQCN rate its QP sends at
+  /// while no port on its path has a fluid queue to drain.
+  double fcc_rate(std::uint32_t id);
+  void fcc_watch(std::uint32_t g);                      // a fan-in port: integrate its fluid queue
+  void fcc_tick();                                      // one integration step
+  void fcc_set_rate(std::uint32_t id, double rate);     // settle the flow's progress, then move at `rate`
   void index_ports();                                   // global port ids
   Port& gport(std::uint32_t g) { return *gport_[g]; }  // one load, not node -> its ports -> the port
   const Port& gport(std::uint32_t g) const { return *gport_[g]; }
@@ -335,6 +345,27 @@ class Network final : public EventHandler, private CcHost {
   std::vector<std::uint32_t> fill_open_;  // during a refill: ports that still have unfrozen flows
   std::vector<std::uint32_t> fill_cnt_, fill_ports_, fill_flows_;
   std::vector<std::uint8_t> port_seen_, flow_seen_, fill_frozen_;
+  // Flow tier congestion control (net/flow_cc.cpp): per global port its fluid queue (bytes) and
+  // whether it is watched; per flow slot its max-min share and the marks not yet answered by a
+  // CNP; per QP the last CNP its receiver sent.
+  std::vector<double> fcc_q_;
+  std::vector<std::uint8_t> fcc_watched_;
+  std::vector<std::uint32_t> fcc_ports_, fcc_recheck_;
+  std::vector<double> flow_share_, fcc_marks_;
+  struct FccSeg { double bytes, p; };  // queued bytes that met marking probability p at enqueue
+  std::vector<std::deque<FccSeg>> fcc_fifo_;
+  std::vector<std::uint32_t> fcc_follow_;  // during a step: the flows it follows
+  std::vector<std::uint8_t> fcc_fol_;      // per flow slot: followed in this step
+  std::vector<std::uint32_t> fcc_rel_;     // during a step: the ports on the followed flows' paths
+  std::vector<std::uint8_t> fcc_rel_seen_;
+  std::vector<double> fcc_in_, fcc_bg_, fcc_fac_;  // per port during a step: arrivals, others' arrivals, output factor
+  std::vector<double> fcc_arr_;            // during a step: per followed flow, its arrival rate at each hop
+  std::vector<double> fcc_ahead_, fcc_send_;  // per flow slot: bytes sent ahead of its departures; its sending rate this step
+  std::vector<Tick> fcc_last_cnp_;
+  std::vector<std::uint32_t> fcc_limited_;  // QPs with a DCQCN rate below the line (may be stale)
+  std::vector<std::uint8_t> fcc_is_limited_;
+  bool fcc_tick_pending_ = false;
+  Tick fcc_last_ = 0;
   std::vector<std::uint32_t> flow_bneck_;  // flow tier: per flow slot, the port that set its rate at the last refill (kNoPkt: a tie or none)
 };
 

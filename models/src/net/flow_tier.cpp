@@ -18,9 +18,12 @@ std::uint32_t Network::flow_alloc() {
   if (!free_flows_.empty()) {
     const std::uint32_t id = free_flows_.back();
     free_flows_.pop_back();
+    flow_share_[id] = 0;  // a one-packet message takes no share (flow_done subtracts it)
     return id;
   }
   flows_.emplace_back();
+  flow_share_.push_back(0);
+  if (fcc_on()) fcc_marks_.push_back(0);
   return static_cast<std::uint32_t>(flows_.size() - 1);
 }
 
@@ -52,6 +55,8 @@ void Network::flow_post(std::uint32_t qp, std::int64_t after) {
   f.bytes = m.bytes;
   f.signaled = m.signaled;
   f.left = static_cast<double>(p_.wire_bytes(m.bytes));
+  if (id < fcc_ahead_.size()) fcc_ahead_[id] = 0;
+  if (id < fcc_marks_.size()) fcc_marks_[id] = 0;
   double bps = 0;
   if (!flow_path(qp, f, &bps)) {
     // No path (a link down): as the packet tiers' sender, whose packets go unacknowledged, the
@@ -85,9 +90,11 @@ void Network::flow_post(std::uint32_t qp, std::int64_t after) {
   if (port_flows_.size() < port_base_.back()) port_flows_.resize(port_base_.back());
   for (std::uint32_t g : f.gports) port_flows_[g].push_back(id);
   if (after_fluid && flows_[static_cast<std::size_t>(after)].gports == f.gports) {
-    f.rate = flows_[static_cast<std::size_t>(after)].rate;  // same paths, same rates
+    const double share = flow_share_[static_cast<std::size_t>(after)];  // same paths, same rates
+    flow_share_[id] = share;
+    f.rate = fcc_on() ? fcc_rate(id) : share;
     if (port_alloc_.size() < port_base_.back()) port_alloc_.resize(port_base_.back(), 0.0);
-    for (std::uint32_t g : f.gports) port_alloc_[g] += f.rate;
+    for (std::uint32_t g : f.gports) port_alloc_[g] += share;
     flow_project(id);
   } else {
     flow_seeds_.insert(flow_seeds_.end(), f.gports.begin(), f.gports.end());
@@ -258,8 +265,9 @@ void Network::flow_rates() {
     flow_sample(f, left);
     f.left = left;
     f.t_set = now;
-    for (std::uint32_t h : f.gports) port_alloc_[h] -= f.rate;
+    for (std::uint32_t h : f.gports) port_alloc_[h] -= flow_share_[id];
     f.rate = 0;
+    flow_share_[id] = 0;
     fill_frozen_[id] = 0;  // flow_seen_ stays 1: "in this refill" until the end
   }
   std::sort(fill_ports_.begin(), fill_ports_.end());  // deterministic order
@@ -299,7 +307,7 @@ void Network::flow_rates() {
       for (std::uint32_t id : port_flows_[g]) {
         if (fill_frozen_[id] || !flow_seen_[id]) continue;
         fill_frozen_[id] = 1;
-        flows_[id].rate = share;
+        flow_share_[id] = share;
         // This port sets the flow's rate, unless another port of its path offers no more (a tie:
         // e.g. two flows each halved at its NIC meeting here fill it without overrunning it).
         bool tie = false;
@@ -315,9 +323,11 @@ void Network::flow_rates() {
   }
   for (std::uint32_t id : fill_flows_) {
     flow_seen_[id] = 0;
-    for (std::uint32_t h : flows_[id].gports) port_alloc_[h] += flows_[id].rate;
+    for (std::uint32_t h : flows_[id].gports) port_alloc_[h] += flow_share_[id];
   }
   for (std::uint32_t g : fill_ports_) flow_fanin(g, now);
+  const bool cc = fcc_on();
+  for (std::uint32_t id : fill_flows_) flows_[id].rate = cc ? fcc_rate(id) : flow_share_[id];
   // Re-project the refilled flows whose rate changed: a flow refilled at its old rate keeps its
   // projected completion (most refills on a balanced fabric change few rates). A projection is a
   // kFlowDone event carrying the flow's stamp; one whose stamp is no longer the flow's is stale and
@@ -355,6 +365,7 @@ void Network::flow_fanin(std::uint32_t g, Tick now) {
       if (several && sets) { fan = true; break; }
     }
   }
+  if (fan && fcc_on()) fcc_watch(g);
   if (fan && P.fanin_since == kTickMax) P.fanin_since = now;
   else if (!fan && P.fanin_since != kTickMax) { P.st.fanin_ps += now - P.fanin_since; P.fanin_since = kTickMax; }
 }
@@ -365,7 +376,7 @@ void Network::flow_done(std::uint32_t id) {
   flow_sample(f, 0);
   f.left = 0;
   if (port_alloc_.size() >= port_base_.back())
-    for (std::uint32_t g : f.gports) port_alloc_[g] -= f.rate;
+    for (std::uint32_t g : f.gports) port_alloc_[g] -= flow_share_[id];
   for (std::uint32_t g : f.gports) {
     PortStats& st = gport(g).st;
     st.tx_bytes += f.bytes;

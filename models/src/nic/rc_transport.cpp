@@ -17,10 +17,8 @@ std::uint32_t Network::create_qp(std::uint32_t src, std::uint32_t dst, std::uint
   auto id = static_cast<std::uint32_t>(qps_.size() - 1);
   // The packet and chunk tiers' transport and congestion-control state; the flow tier's rates
   // are max-min fair, and it keeps neither.
-  if (!p_.flow) {
-    qtx_.emplace_back();
-    cc_->add_qp(id, line);
-  }
+  if (!p_.flow) qtx_.emplace_back();
+  if (!p_.flow || fcc_on()) cc_->add_qp(id, line);  // the flow tier's DCQCN acts on fluid rates (net/flow_cc.cpp)
   Node& n = nodes_[src];
   qps_.back().pos = static_cast<std::uint32_t>(n.qps.size());
   n.qps.push_back(id);

@@ -25,8 +25,14 @@ void read_network(const ObjectReader& top, Scenario& sc, Diagnostics& d) {
     d.warn(top.child("seed"), "the flow tier draws no ECN marks or drops from the seed (it has none): seed " + std::to_string(sc.seed) +
                                   " changes only the payload's bytes, not the timing; use the chunk or packet tier to vary them");
   if (const json* nj = top.get("network", false)) {
-    ObjectReader n(*nj, top.child("network"), d, {"profile", "mtu", "chunk", "ecmp_hash", "ecmp_salt", "ack_every", "nic_latency", "timeout_exp", "retry_count", "drop_rate", "dcqcn", "ecn", "pfc", "port_event", "port_debounce", "close_notice"});
+    ObjectReader n(*nj, top.child("network"), d, {"profile", "mtu", "chunk", "ecmp_hash", "ecmp_salt", "ack_every", "nic_latency", "timeout_exp", "retry_count", "drop_rate", "dcqcn", "ecn", "pfc", "port_event", "port_debounce", "close_notice", "flow_cc"});
     models::NetParams& p = sc.net;
+    // The flow tier's congestion control (docs/models/roce-nic.md#flow-tier-congestion-control).
+    if (auto v = n.str("flow_cc", false)) {
+      if (*v == "dcqcn") p.flow_cc = true;
+      else if (*v == "ideal") p.flow_cc = false;
+      else d.error(n.child("flow_cc"), "expected \"dcqcn\" or \"ideal\", got \"" + *v + "\"");
+    }
     // Congestion-control profile (docs/models/roce-nic.md#dcqcn-profiles): the NIC's DCQCN and the
     // switches' ECN marking as a set; "dcqcn" and "ecn" below override single values of it.
     if (auto v = n.str("profile", false)) {

@@ -169,15 +169,18 @@ void pathologies(const Scenario& sc, const std::vector<StepSummary>& steps, cons
       warnings->push_back("PFC storm: " + std::to_string(st.count) + " RoCE port(s) paused for over " + fmt("%.0f", kPfcStormShare * 100) +
                           "% of the run (worst " + st.where + ", " + fmt("%.1f", st.worst * 100) + "%)");
   }
-  // The flow tier has no queues, ECN, DCQCN or PFC: where flows from several ingress ports fill
-  // one switch egress, the packet tier queues, marks and pauses, and this tier is optimistic.
+  // Where flows from several ingress ports fill one switch egress, the packet tier queues, marks
+  // and pauses. The flow tier models that with DCQCN over fluid queues (or, with flow_cc "ideal",
+  // not at all, and is optimistic); there it is off by up to tens of percent either way.
   if (net && sim_end_ps > 0 && sc.net.flow) {
     const PortsOver fi = ports_over(kFlowFaninShare, true, [](const models::NetPortStats& ps) { return ps.fanin_ps; });
     if (fi.count)
       warnings->push_back("flow tier: " + std::to_string(fi.count) + " switch port(s) were fan-in bottlenecks (flows from several ingress ports filling them) for over " +
                           fmt("%.0f", kFlowFaninShare * 100) + "% of the run (worst " + fi.where + ", " + fmt("%.1f", fi.worst * 100) +
-                          "%): this tier has no congestion control and is optimistic there; the packet tier is the reference "
-                          "(--set /fidelity=\"packet\", or hcsim plan --tier-check; docs/models/tiers.md)");
+                          (sc.net.flow_cc ? "%): this tier's fluid DCQCN model is off by up to tens of percent either way there (multi-hop queues, rail fabrics); the packet tier is the reference "
+                                          : "%): this tier has no congestion control (flow_cc \"ideal\") and is optimistic there; the packet tier is the reference ") +
+                          std::string(
+                          "(--set /fidelity=\"packet\", or hcsim plan --tier-check; docs/models/tiers.md)"));
   }
   // The chunk tier agrees with the packet tier where the fabric stays uncongested; where switches
   // mark ECN or pause, it is off by up to tens of percent either way (docs/models/tiers.md).

@@ -58,6 +58,10 @@ enum class EcmpHash : std::uint8_t { FiveTuple, SrcDst };
 
 struct NetParams {
   bool flow = false;                     ///< flow tier: messages as fluid flows at max-min fair rates
+  /// Flow tier: DCQCN over fluid queues where flows meet (net/flow_cc.cpp; scenario
+  /// /network/flow_cc "dcqcn"); false (the default, "ideal"): the max-min rates alone.
+  bool flow_cc = false;
+  Tick flow_cc_step_ps = 1 * kPsPerUs;   ///< flow tier: the fluid queues' integration step
   EcmpHash ecmp_hash = EcmpHash::FiveTuple;
   /// The switches' ECMP hash seed (scenario /network/ecmp_salt): 0 is the unseeded hash; another
   /// value moves flows to other equal-cost next hops, the same in every tier (policy::ecmp_flow_key).

@@ -1,0 +1,289 @@
+// The flow tier's congestion control (docs/models/roce-nic.md#flow-tier-congestion-control):
+// DCQCN acting on fluid rates through fluid queues at the fan-in ports.
+#include <algorithm>
+
+#include "models/net/policies.h"
+#include "models/network.h"
+
+namespace models {
+
+// Max-min progressive filling (flow_tier.cpp) gives each flow its share of the ports, the rate
+// ideal congestion control would hold it at. Real senders start at their line rate and DCQCN
+// reacts to what the queues they build: a port where flows from several ingress ports meet
+// (flow_fanin) is watched. While watched it holds a fluid queue, integrated every
+// flow_cc_step_ps from the rates the flows arrive at (their QP's DCQCN rate, at most the NIC's
+// equal share, or their share where an upstream queue drains), marked by the switch's ECN policy
+// at enqueue; a flow's marks become CNPs at its receiver (at most one per cnp_interval), which
+// reach its QP's DCQCN reaction point (nic/dcqcn.cpp, the packet tiers' own) after the queue's
+// delay and the path's round trip. A flow then moves at its share while any port on its path has
+// a queue to drain (the port stays busy), and at min(share, DCQCN rate) otherwise: the time a
+// cut leaves the port idle is what the tier loses against ideal congestion control. PFC bounds a
+// queue at xoff per ingress port that feeds it (the pause stops arrivals there).
+
+void Network::fcc_watch(std::uint32_t g) {
+  const std::size_t P = port_base_.back();
+  if (fcc_q_.size() < P) { fcc_q_.resize(P, 0.0); fcc_watched_.resize(P, 0); }
+  if (fcc_watched_[g]) return;
+  fcc_watched_[g] = 1;
+  fcc_ports_.push_back(g);
+  if (!fcc_tick_pending_) {
+    fcc_tick_pending_ = true;
+    fcc_last_ = sch_.now();
+    schedule(sch_.now() + p_.flow_cc_step_ps, kFlowCc, 0);
+  }
+}
+
+double Network::fcc_rate(std::uint32_t id) {
+  const Flow& f = flows_[id];
+  const double share = flow_share_[id];
+  if (!fcc_q_.empty())
+    for (std::uint32_t g : f.gports)
+      if (fcc_q_[g] > 0) return share;  // a queue to drain keeps that port busy at its line rate
+  const double rc = cc_->rate_Bps(f.qp);
+  if (rc >= share || cc_->next_rate_change(f.qp) == kTickMax) return share;  // not limited by DCQCN
+  if (fcc_is_limited_.size() < flows_.size()) fcc_is_limited_.resize(flows_.size(), 0);
+  if (!fcc_is_limited_[id]) {  // followed each step until its rate is back at its share
+    fcc_is_limited_[id] = 1;
+    fcc_limited_.push_back(id);
+    if (!fcc_tick_pending_) {
+      fcc_tick_pending_ = true;
+      fcc_last_ = sch_.now();
+      schedule(sch_.now() + p_.flow_cc_step_ps, kFlowCc, 0);
+    }
+  }
+  return rc;
+}
+
+void Network::fcc_set_rate(std::uint32_t id, double rate) {
+  Flow& f = flows_[id];
+  const Tick now = sch_.now();
+  const double left = std::max(0.0, f.left - f.rate * static_cast<double>(now - f.t_set) / 1e12);
+  flow_sample(f, left);
+  f.left = left;
+  f.t_set = now;
+  f.rate = rate;
+  flow_project(id);
+}
+
+void Network::fcc_tick() {
+  fcc_tick_pending_ = true;  // rates set below schedule no tick of their own
+  const Tick now = sch_.now();
+  const double dt = static_cast<double>(now - fcc_last_) / 1e12;
+  fcc_last_ = now;
+  const double pkt = static_cast<double>(p_.wire_bytes(p_.mtu));
+  const std::size_t F = flows_.size();
+  if (fcc_marks_.size() < F) fcc_marks_.resize(F, 0.0);
+  if (fcc_ahead_.size() < F) { fcc_ahead_.resize(F, 0.0); fcc_send_.resize(F, 0.0); }
+  if (fcc_last_cnp_.size() < qps_.size()) fcc_last_cnp_.resize(qps_.size(), kTickMax);
+  if (fcc_fifo_.size() < fcc_q_.size()) fcc_fifo_.resize(fcc_q_.size());
+  auto followed = [&](std::uint32_t id) { return flows_[id].active && !flows_[id].tiny; };
+  auto left_now = [&](const Flow& f) { return std::max(0.0, f.left - f.rate * static_cast<double>(now - f.t_set) / 1e12); };
+
+  // 1. What each followed flow's sender would put on the wire over the step: its QP's DCQCN
+  // rate, at most an equal share of its NIC, while it has bytes not yet sent (those ahead of its
+  // departures sit in the queues).
+  fcc_follow_.clear();
+  auto want = [&](std::uint32_t id) {
+    if (!followed(id) || fcc_send_[id] == -1) return;
+    fcc_send_[id] = -1;
+    fcc_follow_.push_back(id);
+  };
+  for (std::uint32_t g : fcc_ports_)
+    for (std::uint32_t id : port_flows_[g]) want(id);
+  for (std::uint32_t id : fcc_limited_) want(id);
+  for (std::uint32_t id : fcc_follow_) {
+    const Flow& f = flows_[id];
+    double a = 0;
+    if (fcc_ahead_[id] < left_now(f)) {
+      const std::uint32_t nic = f.gports.p[0];
+      const double fair = static_cast<double>(gport(nic).Bps) / static_cast<double>(std::max<std::size_t>(1, port_flows_[nic].size()));
+      a = std::min(cc_->rate_Bps(f.qp), fair);
+    }
+    fcc_send_[id] = a;
+  }
+
+  // 2. The fabric, hop by hop. A port passes what arrives when it has no queue and can carry it;
+  // else it sends at its line rate, each flow's part in proportion to what it brings (FIFO). A
+  // flow arrives at its first hop at its sending rate and at each later one at what the previous
+  // passed it; the paths are short and loop-free, so sweeping the hops as often as the longest
+  // path is long settles them. Flows not followed arrive at their rates.
+  const std::size_t P = port_base_.back();
+  if (fcc_rel_seen_.size() < P) { fcc_rel_seen_.resize(P, 0); fcc_in_.resize(P, 0.0); fcc_bg_.resize(P, 0.0); fcc_fac_.resize(P, 1.0); }
+  if (fcc_fol_.size() < F) fcc_fol_.resize(F, 0);
+  if (fcc_q_.size() < P) { fcc_q_.resize(P, 0.0); fcc_watched_.resize(P, 0); fcc_fifo_.resize(P); }
+  fcc_rel_.clear();
+  std::uint32_t hops = 0;
+  for (std::uint32_t id : fcc_follow_) {
+    fcc_fol_[id] = 1;
+    hops = std::max(hops, flows_[id].gports.n);
+    for (std::uint32_t h : flows_[id].gports)
+      if (!fcc_rel_seen_[h]) { fcc_rel_seen_[h] = 1; fcc_rel_.push_back(h); }
+  }
+  for (std::uint32_t g : fcc_ports_)  // a watched port drains even with no flow left on it
+    if (!fcc_rel_seen_[g]) { fcc_rel_seen_[g] = 1; fcc_rel_.push_back(g); }
+  std::sort(fcc_rel_.begin(), fcc_rel_.end());
+  for (std::uint32_t h : fcc_rel_) {
+    double bg = 0;
+    for (std::uint32_t id : port_flows_[h])
+      if (!fcc_fol_[id]) bg += flows_[id].rate;
+    fcc_bg_[h] = bg;
+  }
+  const std::size_t n = fcc_follow_.size();
+  fcc_arr_.assign(n * PortPath::kMax, 0.0);
+  for (std::size_t i = 0; i < n; ++i)
+    for (std::uint32_t j = 0; j < PortPath::kMax; ++j) fcc_arr_[i * PortPath::kMax + j] = fcc_send_[fcc_follow_[i]];
+  for (std::uint32_t sweep = 0; sweep < hops; ++sweep) {
+    for (std::uint32_t h : fcc_rel_) fcc_in_[h] = fcc_bg_[h];
+    for (std::size_t i = 0; i < n; ++i) {
+      const Flow& f = flows_[fcc_follow_[i]];
+      for (std::uint32_t j = 0; j < f.gports.n; ++j) fcc_in_[f.gports.p[j]] += fcc_arr_[i * PortPath::kMax + j];
+    }
+    for (std::uint32_t h : fcc_rel_) {
+      const double C = static_cast<double>(gport(h).Bps), in = fcc_in_[h];
+      fcc_fac_[h] = in <= 0 ? 1.0 : (fcc_q_[h] > 0 ? C / in : std::min(1.0, C / in));
+    }
+    for (std::size_t i = 0; i < n; ++i) {
+      const Flow& f = flows_[fcc_follow_[i]];
+      double* arr = &fcc_arr_[i * PortPath::kMax];
+      for (std::uint32_t j = 0; j + 1 < f.gports.n; ++j) arr[j + 1] = arr[j] * fcc_fac_[f.gports.p[j]];
+    }
+  }
+  for (std::uint32_t h : fcc_rel_) fcc_in_[h] = fcc_bg_[h];
+  for (std::size_t i = 0; i < n; ++i) {
+    const Flow& f = flows_[fcc_follow_[i]];
+    for (std::uint32_t j = 0; j < f.gports.n; ++j) fcc_in_[f.gports.p[j]] += fcc_arr_[i * PortPath::kMax + j];
+  }
+
+  // The queues. PFC pauses what would take a queue past xoff per ingress port feeding it: the
+  // senders that feed it send only what fits. Bytes are marked at enqueue by the queue they find
+  // and reach their receivers in order (a FIFO of (bytes, marking probability) per port): the
+  // marks that leave with a flow's bytes are its marks.
+  for (std::uint32_t h : fcc_rel_) {
+    fcc_rel_seen_[h] = 0;
+    Port& Pt = gport(h);
+    const double C = static_cast<double>(Pt.Bps);
+    double in = fcc_in_[h], q = fcc_q_[h];
+    if (q <= 0 && in <= C * (1 + 1e-9)) { fcc_fac_[h] = -1; continue; }  // nothing queues here
+    if (!fcc_watched_[h]) { fcc_watched_[h] = 1; fcc_ports_.push_back(h); }
+    std::uint32_t ingress[8];
+    std::uint32_t n_in = 0;
+    for (std::uint32_t id : port_flows_[h]) {
+      const auto& gp = flows_[id].gports;
+      const auto it = std::find(gp.begin(), gp.end(), h);
+      if (it == gp.begin() || it == gp.end()) continue;
+      const std::uint32_t ip = gport(*(it - 1)).peer_port;
+      bool seen = false;
+      for (std::uint32_t j = 0; j < n_in; ++j) seen = seen || ingress[j] == ip;
+      if (!seen && n_in < 8) ingress[n_in++] = ip;
+    }
+    const double xoff = static_cast<double>(nodes_[port_node_[h]].xoff);
+    const double cap = p_.pfc.enabled && xoff > 0 ? xoff * std::max<std::uint32_t>(1, n_in) : 1e300;
+    if (q + (in - C) * dt > cap && in > 0) {  // paused: the senders feeding it send what fits
+      const double fit = std::max(0.0, (cap - q) / dt + C) / in;
+      for (std::uint32_t id : port_flows_[h])
+        if (fcc_fol_[id]) fcc_send_[id] *= fit;
+      in = std::max(0.0, (cap - q) / dt + C);
+    }
+    auto& fifo = fcc_fifo_[h];
+    const double pm = policy::ecn_mark_probability(p_.ecn, q);
+    const double add = in * dt;
+    if (add > 0) {
+      if (!fifo.empty() && fifo.back().p == pm) fifo.back().bytes += add;
+      else fifo.push_back(FccSeg{add, pm});
+    }
+    const double out = std::min(q + add, C * dt);
+    double marked = 0, taken = 0;
+    while (taken < out && !fifo.empty()) {
+      FccSeg& sg = fifo.front();
+      const double t = std::min(sg.bytes, out - taken);
+      marked += t * sg.p;
+      taken += t;
+      sg.bytes -= t;
+      if (sg.bytes <= 1e-6) fifo.pop_front();
+    }
+    q = std::max(0.0, q + add - out);
+    if (q < 1e-3) { q = 0; fifo.clear(); }
+    fcc_q_[h] = q;
+    Pt.st.max_queue_bytes = std::max(Pt.st.max_queue_bytes, static_cast<std::uint64_t>(q));
+    fcc_fac_[h] = taken > 0 ? marked / taken : 0;  // now: the marked fraction of what left
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::uint32_t id = fcc_follow_[i];
+    const Flow& f = flows_[id];
+    const double* arr = &fcc_arr_[i * PortPath::kMax];
+    for (std::uint32_t j = 0; j < f.gports.n; ++j) {
+      const std::uint32_t h = f.gports.p[j];
+      const double frac = fcc_fac_[h];
+      if (frac > 0) fcc_marks_[id] += arr[j] * dt / pkt * frac;
+    }
+  }
+  std::size_t k = 0;
+  for (std::size_t i = 0; i < fcc_ports_.size(); ++i) {
+    const std::uint32_t g = fcc_ports_[i];
+    Port& Pt = gport(g);
+    if (fcc_q_[g] > 0 || fcc_in_[g] > static_cast<double>(Pt.Bps) * (1 + 1e-9) || Pt.fanin_since != kTickMax) {
+      fcc_ports_[k++] = g;
+    } else {
+      fcc_watched_[g] = 0;  // its flows' rates once more below, then only while DCQCN limits them
+      fcc_recheck_.insert(fcc_recheck_.end(), port_flows_[g].begin(), port_flows_[g].end());
+    }
+  }
+  fcc_ports_.resize(k);
+
+  // 3. The senders: the DCQCN byte counter counts what they sent; bytes ahead of departures.
+  // Marks become CNPs at the receivers, at most one per QP per cnp_interval, one path latency
+  // from the sender.
+  for (std::uint32_t id : fcc_follow_) {
+    const Flow& f = flows_[id];
+    const double a = fcc_send_[id];
+    double sent = a * dt;
+    while (sent > 0) {  // each byte-counter period counts
+      const double b = std::min(sent, static_cast<double>(p_.dcqcn.byte_counter));
+      cc_->on_sent(f.qp, static_cast<std::uint64_t>(b));
+      sent -= b;
+    }
+    fcc_ahead_[id] = std::clamp(fcc_ahead_[id] + (a - f.rate) * dt, 0.0, left_now(f));
+    Tick& last = fcc_last_cnp_[f.qp];
+    if (last != kTickMax && now - last < p_.dcqcn.cnp_interval_ps) {
+      fcc_marks_[id] = 0;  // inside the receiver's CNP interval: the marks ask for no new CNP
+    } else if (fcc_marks_[id] >= 1) {
+      fcc_marks_[id] = 0;
+      last = now;
+      schedule(now + f.latency, kFlowCnp, f.qp);
+    }
+  }
+
+  // 4. The rates: a flow moves at what its last hop passes, no faster than it sends once nothing
+  // of it is queued, and no faster than its share once its queues are drained.
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::uint32_t id = fcc_follow_[i];
+    Flow& f = flows_[id];
+    fcc_fol_[id] = 0;
+    const double* arr = &fcc_arr_[i * PortPath::kMax];
+    const std::uint32_t last = f.gports.p[f.gports.n - 1];
+    const double C = static_cast<double>(gport(last).Bps), in = fcc_in_[last], a_last = arr[f.gports.n - 1];
+    double r = in > 0 ? a_last * (fcc_q_[last] > 0 ? C / in : std::min(1.0, C / in)) : 0;
+    if (fcc_ahead_[id] <= 0) r = std::min(r, fcc_send_[id]);
+    else if (r <= 0) r = flow_share_[id];  // all of it sent: its queued bytes drain
+    r = std::min(r, static_cast<double>(gport(f.gports.p[0]).Bps));
+    if (r <= 0) r = flow_share_[id] > 0 ? flow_share_[id] : static_cast<double>(gport(f.gports.p[0]).Bps);  // never stalled
+    if (r != f.rate) fcc_set_rate(id, r);
+  }
+  for (std::uint32_t id : fcc_recheck_)
+    if (followed(id) && !fcc_fol_[id]) {
+      const double r = fcc_rate(id);
+      if (r != flows_[id].rate) fcc_set_rate(id, r);
+    }
+  fcc_recheck_.clear();
+  k = 0;
+  for (std::size_t i = 0; i < fcc_limited_.size(); ++i) {
+    const std::uint32_t id = fcc_limited_[i];
+    if (flows_[id].active && flows_[id].rate < flow_share_[id]) fcc_limited_[k++] = id;
+    else fcc_is_limited_[id] = 0;
+  }
+  fcc_limited_.resize(k);
+  if (!fcc_ports_.empty() || !fcc_limited_.empty()) schedule(now + p_.flow_cc_step_ps, kFlowCc, 0);
+  else fcc_tick_pending_ = false;
+}
+
+}  // namespace models
