@@ -1,6 +1,9 @@
 // The flow tier's congestion control (docs/models/roce-nic.md#flow-tier-congestion-control):
 // DCQCN acting on fluid rates through fluid queues at the fan-in ports.
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
 
 #include "models/net/policies.h"
 #include "models/network.h"
@@ -210,11 +213,10 @@ void Network::fcc_tick() {
   for (std::size_t i = 0; i < n; ++i) {
     const std::uint32_t id = fcc_follow_[i];
     const Flow& f = flows_[id];
-    const double* arr = &fcc_arr_[i * PortPath::kMax];
     for (std::uint32_t j = 0; j < f.gports.n; ++j) {
       const std::uint32_t h = f.gports.p[j];
       const double frac = fcc_fac_[h];
-      if (frac > 0) fcc_marks_[id] += arr[j] * dt / pkt * frac;
+      if (frac > 0) fcc_marks_[id] += f.rate * dt / pkt * frac;  // its bytes that left the port
     }
   }
   std::size_t k = 0;
@@ -244,10 +246,12 @@ void Network::fcc_tick() {
     }
     fcc_ahead_[id] = std::clamp(fcc_ahead_[id] + (a - f.rate) * dt, 0.0, left_now(f));
     Tick& last = fcc_last_cnp_[f.qp];
-    if (last != kTickMax && now - last < p_.dcqcn.cnp_interval_ps) {
-      fcc_marks_[id] = 0;  // inside the receiver's CNP interval: the marks ask for no new CNP
-    } else if (fcc_marks_[id] >= 1) {
-      fcc_marks_[id] = 0;
+    // Marks are Bernoulli per packet: at least one of the step's packets is marked with
+    // probability 1 - exp(-expected marks), drawn from the network's seeded PRNG (as the packet
+    // tier draws each packet's), so flows sharing a queue are not cut in lockstep.
+    const double m = fcc_marks_[id];
+    fcc_marks_[id] = 0;
+    if (m > 0 && (last == kTickMax || now - last >= p_.dcqcn.cnp_interval_ps) && uniform() < 1 - std::exp(-m)) {
       last = now;
       schedule(now + f.latency, kFlowCnp, f.qp);
     }
@@ -282,6 +286,12 @@ void Network::fcc_tick() {
     else fcc_is_limited_[id] = 0;
   }
   fcc_limited_.resize(k);
+  if (std::getenv("FCC_DEBUG") && now % (10 * kPsPerUs) < p_.flow_cc_step_ps) {
+    std::fprintf(stderr, "t=%.1fus ports=%zu limited=%zu follow=%zu", now / 1e6, fcc_ports_.size(), fcc_limited_.size(), fcc_follow_.size());
+    for (std::uint32_t g : fcc_ports_) if (fcc_q_[g] > 0) std::fprintf(stderr, " [g%u q=%.0f in=%.3g nf=%zu]", g, fcc_q_[g], fcc_in_[g], port_flows_[g].size());
+    double mn = 1e30; for (std::uint32_t id : fcc_follow_) mn = std::min(mn, cc_->rate_Bps(flows_[id].qp));
+    std::fprintf(stderr, " minrc=%.3g\n", mn);
+  }
   if (!fcc_ports_.empty() || !fcc_limited_.empty()) schedule(now + p_.flow_cc_step_ps, kFlowCc, 0);
   else fcc_tick_pending_ = false;
 }
