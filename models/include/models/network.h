@@ -360,7 +360,7 @@ class Network final : public EventHandler, private CcHost {
   std::vector<std::uint8_t> fcc_rel_seen_;
   std::vector<double> fcc_in_, fcc_bg_, fcc_fac_;  // per port during a step: arrivals, others' arrivals, output factor
   std::vector<double> fcc_arr_;            // during a step: per followed flow, its arrival rate at each hop
-  std::vector<double> fcc_ahead_, fcc_send_;  // per flow slot: bytes sent ahead of its departures; its sending rate this step
+  std::vector<double> fcc_ahead_, fcc_send_, fcc_unsent_;  // (fcc_unsent_: wire bytes short of a whole packet, for the byte counter)  // per flow slot: bytes sent ahead of its departures; its sending rate this step
   std::vector<Tick> fcc_last_cnp_;
   std::vector<std::uint32_t> fcc_limited_;  // QPs with a DCQCN rate below the line (may be stale)
   std::vector<std::uint8_t> fcc_is_limited_;

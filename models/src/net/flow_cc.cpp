@@ -39,22 +39,27 @@ void Network::fcc_watch(std::uint32_t g) {
 double Network::fcc_rate(std::uint32_t id) {
   const Flow& f = flows_[id];
   const double share = flow_share_[id];
+  const double rc = cc_->rate_Bps(f.qp);
+  // A QP DCQCN holds below its line is followed every step until it is back there, even while
+  // its share is lower still: its byte counter counts what it sends, as the packet tier's does.
+  if (cc_->next_rate_change(f.qp) != kTickMax) {
+    if (fcc_is_limited_.size() < flows_.size()) fcc_is_limited_.resize(flows_.size(), 0);
+    if (!fcc_is_limited_[id]) {
+      fcc_is_limited_[id] = 1;
+      fcc_limited_.push_back(id);
+      if (!fcc_tick_pending_) {
+        fcc_tick_pending_ = true;
+        fcc_last_ = sch_.now();
+        schedule(sch_.now() + p_.flow_cc_step_ps, kFlowCc, 0);
+      }
+    }
+  } else {
+    return share;
+  }
   if (!fcc_q_.empty())
     for (std::uint32_t g : f.gports)
       if (fcc_q_[g] > 0) return share;  // a queue to drain keeps that port busy at its line rate
-  const double rc = cc_->rate_Bps(f.qp);
-  if (rc >= share || cc_->next_rate_change(f.qp) == kTickMax) return share;  // not limited by DCQCN
-  if (fcc_is_limited_.size() < flows_.size()) fcc_is_limited_.resize(flows_.size(), 0);
-  if (!fcc_is_limited_[id]) {  // followed each step until its rate is back at its share
-    fcc_is_limited_[id] = 1;
-    fcc_limited_.push_back(id);
-    if (!fcc_tick_pending_) {
-      fcc_tick_pending_ = true;
-      fcc_last_ = sch_.now();
-      schedule(sch_.now() + p_.flow_cc_step_ps, kFlowCc, 0);
-    }
-  }
-  return rc;
+  return std::min(share, rc);
 }
 
 void Network::fcc_set_rate(std::uint32_t id, double rate) {
@@ -76,7 +81,7 @@ void Network::fcc_tick() {
   const double pkt = static_cast<double>(p_.wire_bytes(p_.mtu));
   const std::size_t F = flows_.size();
   if (fcc_marks_.size() < F) fcc_marks_.resize(F, 0.0);
-  if (fcc_ahead_.size() < F) { fcc_ahead_.resize(F, 0.0); fcc_send_.resize(F, 0.0); }
+  if (fcc_ahead_.size() < F) { fcc_ahead_.resize(F, 0.0); fcc_send_.resize(F, 0.0); fcc_unsent_.resize(F, 0.0); }
   if (fcc_last_cnp_.size() < qps_.size()) fcc_last_cnp_.resize(qps_.size(), kTickMax);
   if (fcc_fifo_.size() < fcc_q_.size()) fcc_fifo_.resize(fcc_q_.size());
   auto followed = [&](std::uint32_t id) { return flows_[id].active && !flows_[id].tiny; };
@@ -238,12 +243,12 @@ void Network::fcc_tick() {
   for (std::uint32_t id : fcc_follow_) {
     const Flow& f = flows_[id];
     const double a = fcc_send_[id];
-    double sent = a * dt;
-    while (sent > 0) {  // each byte-counter period counts
-      const double b = std::min(sent, static_cast<double>(p_.dcqcn.byte_counter));
-      cc_->on_sent(f.qp, static_cast<std::uint64_t>(b));
-      sent -= b;
-    }
+    // Packet by packet, as the packet tier's NIC reports them (a byte-counter period's remainder
+    // carries over to the next); the part of a packet not yet sent waits for the next step.
+    fcc_unsent_[id] += a * dt;
+    const auto whole = static_cast<std::uint64_t>(fcc_unsent_[id] / pkt);
+    for (std::uint64_t k2 = 0; k2 < whole && k2 < 4096; ++k2) cc_->on_sent(f.qp, static_cast<std::uint64_t>(pkt));
+    fcc_unsent_[id] -= static_cast<double>(whole) * pkt;
     fcc_ahead_[id] = std::clamp(fcc_ahead_[id] + (a - f.rate) * dt, 0.0, left_now(f));
     Tick& last = fcc_last_cnp_[f.qp];
     // Marks are Bernoulli per packet: at least one of the step's packets is marked with
@@ -253,7 +258,15 @@ void Network::fcc_tick() {
     fcc_marks_[id] = 0;
     if (m > 0 && (last == kTickMax || now - last >= p_.dcqcn.cnp_interval_ps) && uniform() < 1 - std::exp(-m)) {
       last = now;
-      schedule(now + f.latency, kFlowCnp, f.qp);
+      // The CNP crosses the path's links backwards, behind whatever queues there (the switches
+      // forward it in the data FIFOs): the queueing delay of the reverse ports.
+      double back = 0;
+      for (std::uint32_t h : f.gports) {
+        const Port& pt = gport(h);
+        const std::uint32_t r = port_base_[pt.peer] + pt.peer_port;
+        if (r < fcc_q_.size() && fcc_q_[r] > 0) back += fcc_q_[r] / static_cast<double>(gport(r).Bps);
+      }
+      schedule(now + f.latency + static_cast<Tick>(back * 1e12), kFlowCnp, f.qp);
     }
   }
 
@@ -282,16 +295,10 @@ void Network::fcc_tick() {
   k = 0;
   for (std::size_t i = 0; i < fcc_limited_.size(); ++i) {
     const std::uint32_t id = fcc_limited_[i];
-    if (flows_[id].active && flows_[id].rate < flow_share_[id]) fcc_limited_[k++] = id;
+    if (flows_[id].active && cc_->next_rate_change(flows_[id].qp) != kTickMax) fcc_limited_[k++] = id;
     else fcc_is_limited_[id] = 0;
   }
   fcc_limited_.resize(k);
-  if (std::getenv("FCC_DEBUG") && now % (10 * kPsPerUs) < p_.flow_cc_step_ps) {
-    std::fprintf(stderr, "t=%.1fus ports=%zu limited=%zu follow=%zu", now / 1e6, fcc_ports_.size(), fcc_limited_.size(), fcc_follow_.size());
-    for (std::uint32_t g : fcc_ports_) if (fcc_q_[g] > 0) std::fprintf(stderr, " [g%u q=%.0f in=%.3g nf=%zu]", g, fcc_q_[g], fcc_in_[g], port_flows_[g].size());
-    double mn = 1e30; for (std::uint32_t id : fcc_follow_) mn = std::min(mn, cc_->rate_Bps(flows_[id].qp));
-    std::fprintf(stderr, " minrc=%.3g\n", mn);
-  }
   if (!fcc_ports_.empty() || !fcc_limited_.empty()) schedule(now + p_.flow_cc_step_ps, kFlowCc, 0);
   else fcc_tick_pending_ = false;
 }

@@ -57,6 +57,7 @@ void Network::flow_post(std::uint32_t qp, std::int64_t after) {
   f.left = static_cast<double>(p_.wire_bytes(m.bytes));
   if (id < fcc_ahead_.size()) fcc_ahead_[id] = 0;
   if (id < fcc_marks_.size()) fcc_marks_[id] = 0;
+  if (id < fcc_unsent_.size()) fcc_unsent_[id] = 0;
   double bps = 0;
   if (!flow_path(qp, f, &bps)) {
     // No path (a link down): as the packet tiers' sender, whose packets go unacknowledged, the

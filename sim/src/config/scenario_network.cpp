@@ -20,8 +20,11 @@ void read_network(const ObjectReader& top, Scenario& sc, Diagnostics& d) {
   const std::string tier = top.str("fidelity", false).value_or("chunk");
   if (!set_fidelity(sc.net, tier)) d.error(top.child("fidelity"), "expected \"packet\", \"chunk\" or \"flow\", got \"" + tier + "\"");
   // The seed draws the payload and, in the packet and chunk tiers, the switches' ECN marks and the
-  // drop_rate drops; the flow tier has neither, so another seed changes only the payload's bytes.
-  if (sc.net.flow && sc.seed != 1 && top.get("seed", false))
+  // drop_rate drops; the flow tier has neither (unless its DCQCN model draws marks: flow_cc
+  // "dcqcn"), so another seed changes only the payload's bytes.
+  const json* njc = top.get("network", false);
+  const bool flow_marks = njc && njc->is_object() && njc->contains("flow_cc") && (*njc)["flow_cc"] == "dcqcn";
+  if (sc.net.flow && !flow_marks && sc.seed != 1 && top.get("seed", false))
     d.warn(top.child("seed"), "the flow tier draws no ECN marks or drops from the seed (it has none): seed " + std::to_string(sc.seed) +
                                   " changes only the payload's bytes, not the timing; use the chunk or packet tier to vary them");
   if (const json* nj = top.get("network", false)) {
