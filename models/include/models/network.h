@@ -358,7 +358,7 @@ class Network final : public EventHandler, private CcHost {
   std::vector<std::uint8_t> fcc_fol_;      // per flow slot: followed in this step
   std::vector<std::uint32_t> fcc_rel_;     // during a step: the ports on the followed flows' paths
   std::vector<std::uint8_t> fcc_rel_seen_;
-  std::vector<double> fcc_in_, fcc_bg_, fcc_fac_;  // per port during a step: arrivals, others' arrivals, output factor
+  std::vector<double> fcc_in_, fcc_bg_, fcc_fac_, fcc_w_;  // (fcc_w_: followed flows' bytes in the network, by their last queued port)  // per port during a step: arrivals, others' arrivals, output factor
   std::vector<double> fcc_arr_;            // during a step: per followed flow, its arrival rate at each hop
   std::vector<double> fcc_ahead_, fcc_send_, fcc_unsent_;  // (fcc_unsent_: wire bytes short of a whole packet, for the byte counter)  // per flow slot: bytes sent ahead of its departures; its sending rate this step
   std::vector<Tick> fcc_last_cnp_;

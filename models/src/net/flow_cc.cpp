@@ -116,7 +116,7 @@ void Network::fcc_tick() {
   // passed it; the paths are short and loop-free, so sweeping the hops as often as the longest
   // path is long settles them. Flows not followed arrive at their rates.
   const std::size_t P = port_base_.back();
-  if (fcc_rel_seen_.size() < P) { fcc_rel_seen_.resize(P, 0); fcc_in_.resize(P, 0.0); fcc_bg_.resize(P, 0.0); fcc_fac_.resize(P, 1.0); }
+  if (fcc_rel_seen_.size() < P) { fcc_rel_seen_.resize(P, 0); fcc_in_.resize(P, 0.0); fcc_bg_.resize(P, 0.0); fcc_fac_.resize(P, 1.0); fcc_w_.resize(P, 0.0); }
   if (fcc_fol_.size() < F) fcc_fol_.resize(F, 0);
   if (fcc_q_.size() < P) { fcc_q_.resize(P, 0.0); fcc_watched_.resize(P, 0); fcc_fifo_.resize(P); }
   fcc_rel_.clear();
@@ -270,20 +270,36 @@ void Network::fcc_tick() {
     }
   }
 
-  // 4. The rates: a flow moves at what its last hop passes, no faster than it sends once nothing
-  // of it is queued, and no faster than its share once its queues are drained.
+  // 4. The rates. Where a flow's path has a queue, it leaves the last such port in proportion to
+  // its bytes in the network (FIFO: a queue's departures are what it holds) out of what that port
+  // sends for the followed flows; past it, and on a path with no queue, it moves at what its last
+  // hop passes. No faster than it sends once nothing of it is queued.
+  auto last_queued = [&](const Flow& f) {
+    for (std::uint32_t j = f.gports.n; j-- > 0;)
+      if (fcc_q_[f.gports.p[j]] > 0) return f.gports.p[j];
+    return kNoPkt;
+  };
+  for (std::uint32_t h : fcc_rel_) fcc_w_[h] = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::uint32_t b = last_queued(flows_[fcc_follow_[i]]);
+    if (b != kNoPkt) fcc_w_[b] += fcc_ahead_[fcc_follow_[i]];
+  }
   for (std::size_t i = 0; i < n; ++i) {
     const std::uint32_t id = fcc_follow_[i];
     Flow& f = flows_[id];
-    fcc_fol_[id] = 0;
     const double* arr = &fcc_arr_[i * PortPath::kMax];
-    const std::uint32_t last = f.gports.p[f.gports.n - 1];
-    const double C = static_cast<double>(gport(last).Bps), in = fcc_in_[last], a_last = arr[f.gports.n - 1];
-    double r = in > 0 ? a_last * (fcc_q_[last] > 0 ? C / in : std::min(1.0, C / in)) : 0;
+    const std::uint32_t last = f.gports.p[f.gports.n - 1], b = last_queued(f);
+    double r;
+    if (b != kNoPkt && fcc_w_[b] > 0) {
+      r = std::max(0.0, static_cast<double>(gport(b).Bps) - fcc_bg_[b]) * fcc_ahead_[id] / fcc_w_[b];
+    } else {
+      const double C = static_cast<double>(gport(last).Bps), in = fcc_in_[last];
+      r = in > 0 ? arr[f.gports.n - 1] * std::min(1.0, C / in) : 0;
+    }
     if (fcc_ahead_[id] <= 0) r = std::min(r, fcc_send_[id]);
-    else if (r <= 0) r = flow_share_[id];  // all of it sent: its queued bytes drain
     r = std::min(r, static_cast<double>(gport(f.gports.p[0]).Bps));
-    if (r <= 0) r = flow_share_[id] > 0 ? flow_share_[id] : static_cast<double>(gport(f.gports.p[0]).Bps);  // never stalled
+    if (r <= 0) r = fcc_send_[id] > 0 ? fcc_send_[id] : flow_share_[id];  // never stalled
+    if (r <= 0) r = static_cast<double>(gport(f.gports.p[0]).Bps);
     if (r != f.rate) fcc_set_rate(id, r);
   }
   for (std::uint32_t id : fcc_recheck_)
@@ -291,6 +307,7 @@ void Network::fcc_tick() {
       const double r = fcc_rate(id);
       if (r != flows_[id].rate) fcc_set_rate(id, r);
     }
+  for (std::uint32_t id : fcc_follow_) fcc_fol_[id] = 0;
   fcc_recheck_.clear();
   k = 0;
   for (std::size_t i = 0; i < fcc_limited_.size(); ++i) {
