@@ -60,17 +60,18 @@ void SparseMemory::read(std::uint64_t offset, void* dst, std::uint64_t len) cons
   }
 }
 
+// One page of zeros: the source of a never-written page's bytes.
+const std::uint8_t* SparseMemory::zeros() {
+  static const std::vector<std::uint8_t> z(kPageBytes, 0);
+  return z.data();
+}
+
 const std::uint8_t* SparseMemory::page_for_read(std::uint64_t page) const {
   auto it = pages_.find(page);
   return it == pages_.end() ? nullptr : it->second;
 }
 
 namespace {
-// One page of zeros: the source of a never-written page's bytes.
-const std::uint8_t* zero_page() {
-  static const std::vector<std::uint8_t> z(SparseMemory::kPageBytes, 0);
-  return z.data();
-}
 bool overlaps(std::uint64_t a, std::uint64_t b, std::uint64_t len) { return a < b + len && b < a + len; }
 }  // namespace
 
@@ -90,7 +91,7 @@ void SparseMemory::copy_from(const SparseMemory& src, std::uint64_t so, std::uin
     const std::uint64_t si = so % kPageBytes, di = d % kPageBytes;
     const std::uint64_t n = std::min({len, kPageBytes - si, kPageBytes - di});
     const std::uint8_t* sp = src.page_for_read(so / kPageBytes);
-    std::memcpy(page_for_write(d / kPageBytes, n == kPageBytes) + di, sp ? sp + si : zero_page(), n);
+    std::memcpy(page_for_write(d / kPageBytes, n == kPageBytes) + di, sp ? sp + si : zeros(), n);
     so += n; d += n; len -= n;
   }
 }
@@ -113,7 +114,7 @@ void SparseMemory::reduce_from(const SparseMemory& src, std::uint64_t so, std::u
     n -= n % esz;
     if (n == 0) throw std::invalid_argument("HBM reduce: misaligned element");
     const std::uint8_t* sp = src.page_for_read(so / kPageBytes);
-    reduce_inplace(page_for_write(d / kPageBytes, false) + di, sp ? sp + si : zero_page(), n, static_cast<DType>(dtype),
+    reduce_inplace(page_for_write(d / kPageBytes, false) + di, sp ? sp + si : zeros(), n, static_cast<DType>(dtype),
                    static_cast<ReduceOp>(op));
     so += n; d += n; len -= n;
   }

@@ -48,16 +48,26 @@ bool Machine::host_dma_land(const Task& t, std::uint64_t off, std::uint64_t len)
   const std::uint64_t host = reinterpret_cast<std::uintptr_t>(t.host) + off;
   if (h2d) {
     if (!hm) { n.hbm.write(addr_offset(dev) + off, static_cast<const std::uint8_t*>(t.host) + off, len); return true; }
-    bounce_.resize(len);
-    if (!hm->read(host, bounce_.data(), len)) return false;
-    n.hbm.write(addr_offset(dev) + off, bounce_.data(), len);
-  } else if (n.hbm.stores_bytes()) {  // timing-only HBM has no bytes to give: the host buffer is left alone
-    if (!hm) { n.hbm.read(addr_offset(dev) + off, static_cast<std::uint8_t*>(t.host) + off, len); return true; }
-    bounce_.resize(len);
-    n.hbm.read(addr_offset(dev) + off, bounce_.data(), len);
-    if (!hm->write(host, bounce_.data(), len)) return false;
+    if (!n.hbm.stores_bytes()) {  // nothing kept: the host's bytes are still read (a bad pointer fails)
+      bounce_.resize(len);
+      return hm->read(host, bounce_.data(), len);
+    }
+    // Straight into the HBM store's pages: no bounce copy of the bulk bytes.
+    std::uint64_t at = host;
+    return n.hbm.write_with(addr_offset(dev) + off, len, [&](std::uint8_t* dst, std::uint64_t k) {
+      const bool ok = hm->read(at, dst, k);
+      at += k;
+      return ok;
+    });
   }
-  return true;
+  if (!n.hbm.stores_bytes()) return true;  // timing-only HBM has no bytes to give: the host buffer is left alone
+  if (!hm) { n.hbm.read(addr_offset(dev) + off, static_cast<std::uint8_t*>(t.host) + off, len); return true; }
+  std::uint64_t at = host;
+  return n.hbm.read_with(addr_offset(dev) + off, len, [&](const std::uint8_t* src, std::uint64_t k) {
+    const bool ok = hm->write(at, src, k);
+    at += k;
+    return ok;
+  });
 }
 
 }  // namespace models

@@ -2,7 +2,9 @@
 // sparse byte store allocated on first write. Unwritten bytes read as zero. In timing-only mode no
 // bytes are stored (reads return zeros), so 8192 NPUs x 1 GiB fit in memory.
 #pragma once
+#include <algorithm>
 #include <cstdint>
+#include <stdexcept>
 #include <memory>
 #include <unordered_map>
 #include <vector>
@@ -45,10 +47,39 @@ class SparseMemory {
   /// In-place reduce of [d, d+len) with src's [so, so+len), as reduce() with src's bytes.
   void reduce_from(const SparseMemory& src, std::uint64_t so, std::uint64_t d, std::uint64_t len, int dtype, int op);
   std::uint64_t pages_allocated() const { return pages_.size(); }
+  /// [offset, offset+len) filled in place, page by page: fill(dst, n) writes n bytes at dst (false:
+  /// it could not; the pages written so far keep their bytes, and this returns false). For a
+  /// source that is not a plain pointer (another process's memory) without a bounce buffer.
+  template <class Fill>
+  bool write_with(std::uint64_t offset, std::uint64_t len, Fill&& fill) {
+    if (!in_range(offset, len)) throw std::out_of_range("HBM write outside capacity");
+    while (len > 0) {
+      const std::uint64_t page = offset / kPageBytes, in = offset % kPageBytes, n = std::min(len, kPageBytes - in);
+      if (!fill(page_for_write(page, n == kPageBytes) + in, n)) return false;
+      offset += n;
+      len -= n;
+    }
+    return true;
+  }
+  /// [offset, offset+len) handed out in place, page by page: take(src, n) (zeros for a page never
+  /// written); false when take returns false.
+  template <class Take>
+  bool read_with(std::uint64_t offset, std::uint64_t len, Take&& take) const {
+    if (!in_range(offset, len)) throw std::out_of_range("HBM read outside capacity");
+    while (len > 0) {
+      const std::uint64_t page = offset / kPageBytes, in = offset % kPageBytes, n = std::min(len, kPageBytes - in);
+      const std::uint8_t* p = page_for_read(page);
+      if (!take(p ? p + in : zeros() + in, n)) return false;
+      offset += n;
+      len -= n;
+    }
+    return true;
+  }
 
  private:
   std::uint8_t* page_for_write(std::uint64_t page, bool whole);
   const std::uint8_t* page_for_read(std::uint64_t page) const;  // nullptr: never written
+  static const std::uint8_t* zeros();                              // one page of zeros
   std::uint64_t capacity_;
   bool store_;
   std::unordered_map<std::uint64_t, std::uint8_t*> pages_;  // lookups only, never iterated
