@@ -197,6 +197,7 @@ class Network final : public EventHandler, private CcHost {
   /// while no port on its path has a fluid queue to drain.
   double fcc_rate(std::uint32_t id);
   void fcc_watch(std::uint32_t g);                      // a fan-in port: integrate its fluid queue
+  void fcc_wake();                                      // steps from now on, unless they run
   void fcc_tick();                                      // one integration step
   void fcc_set_rate(std::uint32_t id, double rate);     // settle the flow's progress, then move at `rate`
   void index_ports();                                   // global port ids

@@ -29,11 +29,14 @@ void Network::fcc_watch(std::uint32_t g) {
   if (fcc_watched_[g]) return;
   fcc_watched_[g] = 1;
   fcc_ports_.push_back(g);
-  if (!fcc_tick_pending_) {
-    fcc_tick_pending_ = true;
-    fcc_last_ = sch_.now();
-    schedule(sch_.now() + p_.flow_cc_step_ps, kFlowCc, 0);
-  }
+  fcc_wake();
+}
+
+void Network::fcc_wake() {
+  if (fcc_tick_pending_) return;
+  fcc_tick_pending_ = true;
+  fcc_last_ = sch_.now();
+  schedule(sch_.now() + p_.flow_cc_step_ps, kFlowCc, 0);
 }
 
 double Network::fcc_rate(std::uint32_t id) {
@@ -47,11 +50,7 @@ double Network::fcc_rate(std::uint32_t id) {
     if (!fcc_is_limited_[id]) {
       fcc_is_limited_[id] = 1;
       fcc_limited_.push_back(id);
-      if (!fcc_tick_pending_) {
-        fcc_tick_pending_ = true;
-        fcc_last_ = sch_.now();
-        schedule(sch_.now() + p_.flow_cc_step_ps, kFlowCc, 0);
-      }
+      fcc_wake();
     }
   } else {
     return share;
