@@ -14,16 +14,11 @@
 #      iteration 4.
 # Usage: exec_examples_test.sh HCSIM PIPELINE HIER_ALLREDUCE ELASTIC
 set -u
+HERE=$(dirname "$(realpath "$0")")
 HCSIM=$(realpath "$1"); PIPE=$(realpath "$2"); HIER=$(realpath "$3"); ELASTIC=$(realpath "$4")
 TMP=$(mktemp -d); trap 'rm -rf "$TMP"' EXIT
 cd "$TMP" || exit 1
-pass=0 fail=0
-ok() { echo "ok   $1"; pass=$((pass + 1)); }
-bad() { echo "FAIL $1"; fail=$((fail + 1)); [ -n "${2:-}" ] && sed 's/^/    /' "$2" | tail -25; }
-count() { # name file regex want
-  local n; n=$(grep -cE -- "$3" "$2")
-  [ "$n" -eq "$4" ] && ok "$1: $n lines /$3/" || bad "$1: $n lines /$3/, want $4" "$2"
-}
+. "$HERE/check_lib.sh"  # ok, bad, count
 run() { # name want-exit out args... (stdout and stderr both to out)
   local name=$1 want=$2 out=$3; shift 3
   timeout 30 "$HCSIM" exec --topology a2-2node --no-trace "$@" > "$out" 2>&1

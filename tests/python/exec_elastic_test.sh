@@ -10,16 +10,11 @@
 #   a bad argument: exit 2 on every rank.
 # Usage: exec_elastic_test.sh HCSIM PYTHON ELASTIC_PY   (PYTHONPATH must reach the hcomm module)
 set -u
+HERE=$(dirname "$(realpath "$0")")
 HCSIM=$(realpath "$1"); PY=$2; ELASTIC=$(realpath "$3")
 TMP=$(mktemp -d); trap 'rm -rf "$TMP"' EXIT
 cd "$TMP" || exit 1
-pass=0 fail=0
-ok() { echo "ok   $1"; pass=$((pass + 1)); }
-bad() { echo "FAIL $1"; fail=$((fail + 1)); [ -n "${2:-}" ] && sed 's/^/    /' "$2" | tail -25; }
-count() { # name file regex want
-  local n; n=$(grep -cE -- "$3" "$2")
-  [ "$n" -eq "$4" ] && ok "$1: $n lines /$3/" || bad "$1: $n lines /$3/, want $4" "$2"
-}
+. "$HERE/../cli/check_lib.sh"  # ok, bad, count
 run() { # name want-exit out args... (stdout and stderr both to out)
   local name=$1 want=$2 out=$3; shift 3
   timeout 120 "$HCSIM" exec --topology a2-2node --no-trace "$@" > "$out" 2>&1

@@ -7,6 +7,7 @@
 // flow-tier solver and the chunk tier). Plain C++ on the fabric's Scheduler; no kernel events of
 // its own. Network's methods are defined in the room that owns the concern (docs/models/README.md).
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <deque>
@@ -185,6 +186,9 @@ class Network final : public EventHandler, private CcHost {
   bool flow_land(std::uint32_t id, Tick at);
   std::uint32_t flow_alloc();                           // a free flow slot (reused or new)
   double path_min_Bps(const PortPath& path) const;      // the slowest line rate along a path
+  /// Wire bytes the flow still has to send at `now`, at its rate since t_set.
+  double flow_left(const Flow& f, Tick now) const { return std::max(0.0, f.left - f.rate * static_cast<double>(now - f.t_set) / 1e12); }
+  void flow_settle(Flow& f, Tick now);                  // take its progress up to now (flow_sample, left, t_set)
   void flow_project(std::uint32_t id);                  // (re)project a flow's completion at its rate: a kFlowDone event with its stamp
   void flow_rates();                                    // max-min fair rates (progressive filling)
   void flow_fanin(std::uint32_t g, Tick now);          // fan-in bottleneck time of a refilled port (NetPortStats::fanin_ps)

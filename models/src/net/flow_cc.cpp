@@ -25,7 +25,7 @@ namespace models {
 
 void Network::fcc_watch(std::uint32_t g) {
   const std::size_t P = port_base_.back();
-  if (fcc_q_.size() < P) { fcc_q_.resize(P, 0.0); fcc_watched_.resize(P, 0); }
+  if (fcc_q_.size() < P) { fcc_q_.resize(P, 0.0); fcc_watched_.resize(P, 0); fcc_fifo_.resize(P); }
   if (fcc_watched_[g]) return;
   fcc_watched_[g] = 1;
   fcc_ports_.push_back(g);
@@ -63,11 +63,7 @@ double Network::fcc_rate(std::uint32_t id) {
 
 void Network::fcc_set_rate(std::uint32_t id, double rate) {
   Flow& f = flows_[id];
-  const Tick now = sch_.now();
-  const double left = std::max(0.0, f.left - f.rate * static_cast<double>(now - f.t_set) / 1e12);
-  flow_sample(f, left);
-  f.left = left;
-  f.t_set = now;
+  flow_settle(f, sch_.now());
   f.rate = rate;
   flow_project(id);
 }
@@ -82,9 +78,7 @@ void Network::fcc_tick() {
   if (fcc_marks_.size() < F) fcc_marks_.resize(F, 0.0);
   if (fcc_ahead_.size() < F) { fcc_ahead_.resize(F, 0.0); fcc_send_.resize(F, 0.0); fcc_unsent_.resize(F, 0.0); }
   if (fcc_last_cnp_.size() < qps_.size()) fcc_last_cnp_.resize(qps_.size(), kTickMax);
-  if (fcc_fifo_.size() < fcc_q_.size()) fcc_fifo_.resize(fcc_q_.size());
   auto followed = [&](std::uint32_t id) { return flows_[id].active && !flows_[id].tiny; };
-  auto left_now = [&](const Flow& f) { return std::max(0.0, f.left - f.rate * static_cast<double>(now - f.t_set) / 1e12); };
 
   // 1. What each followed flow's sender would put on the wire over the step: its QP's DCQCN
   // rate, at most an equal share of its NIC, while it has bytes not yet sent (those ahead of its
@@ -101,7 +95,7 @@ void Network::fcc_tick() {
   for (std::uint32_t id : fcc_follow_) {
     const Flow& f = flows_[id];
     double a = 0;
-    if (fcc_ahead_[id] < left_now(f)) {
+    if (fcc_ahead_[id] < flow_left(f, now)) {
       const std::uint32_t nic = f.gports.p[0];
       const double fair = static_cast<double>(gport(nic).Bps) / static_cast<double>(std::max<std::size_t>(1, port_flows_[nic].size()));
       a = std::min(cc_->rate_Bps(f.qp), fair);
@@ -248,7 +242,7 @@ void Network::fcc_tick() {
     const auto whole = static_cast<std::uint64_t>(fcc_unsent_[id] / pkt);
     for (std::uint64_t k2 = 0; k2 < whole && k2 < 4096; ++k2) cc_->on_sent(f.qp, static_cast<std::uint64_t>(pkt));
     fcc_unsent_[id] -= static_cast<double>(whole) * pkt;
-    fcc_ahead_[id] = std::clamp(fcc_ahead_[id] + (a - f.rate) * dt, 0.0, left_now(f));
+    fcc_ahead_[id] = std::clamp(fcc_ahead_[id] + (a - f.rate) * dt, 0.0, flow_left(f, now));
     Tick& last = fcc_last_cnp_[f.qp];
     // Marks are Bernoulli per packet: at least one of the step's packets is marked with
     // probability 1 - exp(-expected marks), drawn from the network's seeded PRNG (as the packet

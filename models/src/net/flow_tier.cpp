@@ -188,6 +188,15 @@ void Network::flow_taken(std::uint32_t id, Tick end) {
   q.msgs.pop_front();
 }
 
+// The flow's progress at its rate up to `now` taken: its port samples, the wire bytes left, and
+// `now` as the time its rate holds from.
+void Network::flow_settle(Flow& f, Tick now) {
+  const double left = flow_left(f, now);
+  flow_sample(f, left);
+  f.left = left;
+  f.t_set = now;
+}
+
 void Network::flow_rates_soon() {
   if (flow_rates_pending_) return;
   flow_rates_pending_ = true;
@@ -262,10 +271,7 @@ void Network::flow_rates() {
     const std::uint32_t id = fill_flows_[i];
     Flow& f = flows_[id];
     fill_old_rate_[i] = f.rate;
-    const double left = std::max(0.0, f.left - f.rate * static_cast<double>(now - f.t_set) / 1e12);
-    flow_sample(f, left);
-    f.left = left;
-    f.t_set = now;
+    flow_settle(f, now);
     for (std::uint32_t h : f.gports) port_alloc_[h] -= flow_share_[id];
     f.rate = 0;
     flow_share_[id] = 0;
@@ -324,11 +330,12 @@ void Network::flow_rates() {
   }
   for (std::uint32_t id : fill_flows_) {
     flow_seen_[id] = 0;
+    flows_[id].rate = flow_share_[id];
     for (std::uint32_t h : flows_[id].gports) port_alloc_[h] += flow_share_[id];
   }
   for (std::uint32_t g : fill_ports_) flow_fanin(g, now);
-  const bool cc = fcc_on();
-  for (std::uint32_t id : fill_flows_) flows_[id].rate = cc ? fcc_rate(id) : flow_share_[id];
+  if (fcc_on())  // after flow_fanin, which watches the ports where flows meet
+    for (std::uint32_t id : fill_flows_) flows_[id].rate = fcc_rate(id);
   // Re-project the refilled flows whose rate changed: a flow refilled at its old rate keeps its
   // projected completion (most refills on a balanced fabric change few rates). A projection is a
   // kFlowDone event carrying the flow's stamp; one whose stamp is no longer the flow's is stale and
