@@ -15,7 +15,7 @@ namespace hcomm::port {
 
 /// The driver's device handle for `device_id` of the caller's server. No driver: HCOMM_E_DRV;
 /// unknown device: HCOMM_E_PARA.
-hcomm_result_t open_device(std::uint32_t device_id, Driver** drv, std::uint32_t* device);
+hcomm_result_t open_device(std::uint32_t device_id, DriverSet* drv, std::uint32_t* device);
 
 // Topology queries.
 std::uint32_t rank_count(hcomm_context_t ctx);

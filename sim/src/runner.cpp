@@ -34,7 +34,7 @@ void enable_observation(Cluster& c, models::Tick interval_ps, bool tasks, bool r
   c.machine().enable_sampling(interval_ps);
   if (c.network()) c.network()->enable_sampling(interval_ps);
   c.driver().trace_tasks(tasks);
-  c.driver().trace_routes(routes);
+  c.driver().observer().trace_routes(routes);
 }
 
 // Operations that did not end (docs/trace-schema.md, operations.status): one row per operation a
@@ -51,7 +51,7 @@ void record_outcomes(const Scenario& sc, Cluster& c, Trace& trace, RunResult& re
     auto it = c.step_errors_[r].find(k);
     return it == c.step_errors_[r].end() ? nullptr : &it->second;
   };
-  std::vector<OpRecord> open = c.driver().unfinished_ops();
+  std::vector<OpRecord> open = c.driver().observer().unfinished_ops();
   std::sort(open.begin(), open.end(), [](const OpRecord& a, const OpRecord& b) {
     return std::make_tuple(a.info.rank, a.step, a.rep, a.info.seq, a.info.kind) <
            std::make_tuple(b.info.rank, b.step, b.rep, b.info.seq, b.info.kind);
@@ -148,7 +148,7 @@ RunResult run_scenario(const Scenario& sc, const RunOptions& opt) {
   for (std::uint32_t r = 0; r < n; ++r)
     if (!cluster->done_[r] && failures.size() < 100)
       failures.push_back({FailureKind::Unfinished, "rank " + std::to_string(r) + " did not finish its workload"});
-  res.steps = summarize(sc, cluster->driver().op_spans(), n, [&](std::uint32_t step) {
+  res.steps = summarize(sc, cluster->driver().observer().op_spans(), n, [&](std::uint32_t step) {
     std::uint64_t senders = 0;
     for (std::uint32_t q = 0; q < n; ++q) senders += cluster->incast_sender(sc.workload[step], q) ? 1 : 0;
     return senders;
@@ -188,12 +188,12 @@ RunResult run_scenario(const Scenario& sc, const RunOptions& opt) {
   res.counters = read_counters(cluster->machine(), cluster->network());
   trace_counters(trace, res.counters);
   expect_counters(sc.expect, res.counters, failures);
-  expect_failovers(sc.expect, cluster->driver().failovers(), cluster->driver().fault_times(), failures);
+  expect_failovers(sc.expect, cluster->driver().observer().failovers(), cluster->driver().observer().fault_times(), failures);
   // What each fault did, and the pathologies no expectation asked about (run/report.h).
   const FaultFirings firings{cluster->fault_first_ps_, cluster->fault_last_ps_, cluster->fault_due_ps_, cluster->fault_transitions_,
                              Cluster::kNever};
   std::vector<StepSummary> spans = res.steps;  // and the repetitions that began and never ended
-  for (const auto& [key, o] : cluster->driver().op_spans())
+  for (const auto& [key, o] : cluster->driver().observer().op_spans())
     if (o.end == 0 && std::get<0>(key) < sc.workload.size()) {
       StepSummary u;
       u.step = std::get<0>(key);
@@ -204,12 +204,12 @@ RunResult run_scenario(const Scenario& sc, const RunOptions& opt) {
       u.time_us = -1;
       spans.push_back(u);
     }
-  res.fault_reports = fault_reports(sc, firings, cluster->driver().failovers(), spans);
+  res.fault_reports = fault_reports(sc, firings, cluster->driver().observer().failovers(), spans);
   pathologies(sc, res.steps, res.counters, cluster->network(), res.sim_end_ps, res.fault_reports, &res.warnings, &failures);
   // The hint to turn op retry on: only when it was off (an abort with it on was its NO-GO).
   const char* op_retry = std::getenv("HCOMM_OP_RETRY");
   const bool op_retry_off = op_retry && std::string(op_retry) == "0";
-  for (const auto& fo : cluster->driver().failovers())
+  for (const auto& fo : cluster->driver().observer().failovers())
     if (fo.action == "abort" && op_retry_off) res.op_retry_off_abort = true;
   trace_faults(trace, res.fault_reports);
   expect_outcome(sc.expect, failures);

@@ -301,9 +301,11 @@ int sc_main(int argc, char* argv[]) {
   opt.force_db = force;
   opt.trace_tasks = !db_file.empty();  // the per-task rows are what explains a row's time
   auto program = [&](std::uint32_t r) {
-    if (hcomm::driver() != &tap) {  // the first rank to run: tap the driver before any context exists
-      tap.d = hcomm::driver();
-      hcomm::set_driver(&tap);
+    if (hcomm::drivers().observer != &tap) {  // the first rank to run: tap the observer before any context exists
+      hcomm::DriverSet parts = hcomm::drivers();
+      tap.d = parts.observer;
+      parts.observer = &tap;
+      hcomm::set_driver(parts);
     }
     auto fail = [&](const char* what, hcomm_result_t rc) {
       if (rc == HCOMM_SUCCESS) return false;

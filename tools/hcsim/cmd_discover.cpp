@@ -121,11 +121,11 @@ int discover_main(const std::vector<std::string>& argv) {
     hcomm_context_t ctx = nullptr;
     o.init = hcomm_create_context(topo.npus[npu].device_id, &ctx);
     if (o.init != HCOMM_SUCCESS) return;
-    hcomm::Driver* drv = hcomm::driver();
-    o.t_begin_ns = drv->now_ns();
+    hcomm::DeviceRuntime* rt = hcomm::drivers().runtime;
+    o.t_begin_ns = rt->now_ns();
     hcomm_comm_t comm = nullptr;
     o.init = hcomm_comm_init(ctx, N, r, &comm);
-    o.t_end_ns = drv->now_ns();
+    o.t_end_ns = rt->now_ns();
     if (o.init != HCOMM_SUCCESS) {
       const char* why = "";
       hcomm_get_discovery_error(ctx, &why);
@@ -139,7 +139,7 @@ int discover_main(const std::vector<std::string>& argv) {
         auto check = [&](std::uint32_t a, std::uint32_t b) {
           hcomm_topo_link_t l{};
           hcomm_get_topology(comm, a, b, &l);
-          const std::uint32_t want = pair_bit(drv->pair_link(topo.rank_to_npu[a], topo.rank_to_npu[b]));
+          const std::uint32_t want = pair_bit(rt->pair_link(topo.rank_to_npu[a], topo.rank_to_npu[b]));
           ++checked_pairs;
           if (l.link_type != want && mismatches.size() < 20)
             mismatches.push_back("rank " + std::to_string(a) + " -> rank " + std::to_string(b) + ": discovery " + link_name(l.link_type) +
@@ -176,7 +176,10 @@ int discover_main(const std::vector<std::string>& argv) {
     std::fprintf(stderr, "hcsim: %s\n", e.what());
     return kBadInput;
   }
-  if (auto* sd = dynamic_cast<sim::SimDriver*>(hcomm::driver())) { ctrl_msgs = sd->ctrl_messages(); ctrl_bytes = sd->ctrl_bytes(); }
+  if (auto* hc = dynamic_cast<sim::SimHostChannel*>(hcomm::drivers().host)) {
+    ctrl_msgs = hc->ctrl().messages_sent();
+    ctrl_bytes = hc->ctrl().bytes_received();
+  }
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
 
   // What should be (the description) against what is (the records).

@@ -205,16 +205,73 @@ struct HeartbeatSpec {
 };
 // ---- end failover ----
 
-class Driver {
+// The boundary is four narrow interfaces, each a concern a real port implements over its own part
+// of the CANN stack (docs/architecture.md#the-driver-boundary); the library reaches each through
+// its own pointer (DriverSet), so a decorator or a test double may replace one and keep the rest.
+
+/// The device runtime (aclrt*, the device's registers and configuration space): devices and
+/// rank descriptors, memory, streams and their tasks, events, synchronisation, the device's
+/// asynchronous events and its recovery calls, time.
+class DeviceRuntime {
  public:
-  virtual ~Driver() = default;
+  virtual ~DeviceRuntime() = default;
   // Device / topology queries.
   virtual std::uint32_t rank_count() = 0;
   virtual DrvStatus rank_desc(std::uint32_t rank, RankDesc* out) = 0;
   virtual DrvStatus device_of(std::uint32_t device_id, std::uint32_t* device) = 0;  ///< caller's server
   virtual PairLink pair_link(std::uint32_t dev_a, std::uint32_t dev_b) = 0;
-  // RoCE routing: the NIC's state and LLDP neighbour, its counters, and path probes (a UDP
-  // traceroute carrying the flow's 5-tuple, so each switch hashes it as it would the data).
+  virtual std::uint64_t device_memory_size(std::uint32_t device) = 0;
+  // Memory.
+  virtual DrvStatus mem_alloc(std::uint32_t device, std::uint64_t bytes, std::uint64_t* addr) = 0;
+  virtual DrvStatus mem_free(std::uint32_t device, std::uint64_t addr) = 0;
+  // Streams and tasks.
+  virtual DrvStatus stream_create(std::uint32_t device, std::uint32_t* stream) = 0;
+  virtual DrvStatus stream_destroy(std::uint32_t stream) = 0;
+  virtual DrvStatus submit(std::uint32_t stream, const DrvTask& t) = 0;
+  /// Block the calling host thread until the stream has no work, or timeout_ns of device time.
+  virtual DrvStatus stream_synchronize(std::uint32_t stream, std::uint64_t timeout_ns, std::string* error) = 0;
+  virtual bool stream_idle(std::uint32_t stream) = 0;
+  virtual std::uint64_t event_completed(std::uint32_t device, std::uint64_t event) = 0;
+  virtual std::uint64_t event_time_ns(std::uint32_t device, std::uint64_t event) = 0;
+  // Time.
+  virtual std::uint64_t now_ns() = 0;
+  /// The calling host thread is busy for `ns` (host-side work such as cache maintenance).
+  virtual void host_delay(std::uint64_t ns) = 0;
+
+  // ---- discovery (docs/discovery.md) ----
+  /// Status of HCCS port `port` (0..kHccsPortCount-1) of `device`, read from its registers.
+  virtual DrvStatus hccs_port(std::uint32_t device, std::uint32_t port, HccsPortInfo* out) = 0;
+  /// Whether `device` reaches `peer_device` by PCIe peer-to-peer (same PCIe switch, from config space).
+  virtual DrvStatus pcie_peer(std::uint32_t device, std::uint32_t peer_device, bool* reachable) = 0;
+  /// The rank registered in `device`'s configuration space (a device of the caller's server, as its
+  /// host sees it); Invalid when the device has no rank.
+  virtual DrvStatus device_rank(std::uint32_t device, std::uint32_t* rank) = 0;
+
+  // ---- failover (docs/failover.md) ----
+  // Defaults: a driver without them has no failover (the library then waits for its timeouts).
+  /// Stop every stream of `device` (aclrtStreamAbort on each): queued tasks are discarded, the
+  /// ones in flight orphaned, the device's error state cleared.
+  virtual DrvStatus device_abort(std::uint32_t /*device*/) { return DrvStatus::NotSupported; }
+  /// Zero the device's notify registers that nothing waits on (records of an aborted operation).
+  virtual DrvStatus notify_reset(std::uint32_t /*device*/) { return DrvStatus::NotSupported; }
+  /// Progress of `device` for the library's STUCK check (docs/failover.md#heartbeat): tasks
+  /// completed on all its streams so far, and whether some stream has work whose head task the
+  /// engine has not started (false when every busy stream is inside a task, e.g. waiting on a peer).
+  virtual DrvStatus device_progress(std::uint32_t /*device*/, std::uint64_t* /*completed*/, bool* /*head_not_started*/) {
+    return DrvStatus::NotSupported;
+  }
+  /// Take the earliest delivered asynchronous event of `device` without blocking (Timeout: none).
+  /// A delivered event not yet taken interrupts a blocking stream_synchronize of a stream of
+  /// `device` (Aborted), as an urgent message does.
+  virtual DrvStatus device_event_poll(std::uint32_t /*device*/, DeviceEvent* /*out*/) { return DrvStatus::NotSupported; }
+};
+
+/// The device's RoCE NIC as the RDMA agent sees it (docs/routing.md): its state and LLDP
+/// neighbour, its counters, path probes (a UDP traceroute carrying the flow's 5-tuple, so each
+/// switch hashes it as it would the data), a QP's source port, memory registration.
+class RdmaNic {
+ public:
+  virtual ~RdmaNic() = default;
   virtual DrvStatus nic_info(std::uint32_t device, NicInfo* out) = 0;
   virtual DrvStatus nic_counters(std::uint32_t device, NicCounters* out) = 0;
   /// Probe `n` paths at once: probe i from `device`'s NIC to targets[i]'s NIC with UDP source port
@@ -242,54 +299,23 @@ class Driver {
   /// port `sport` (RoCE v2: the ECMP entropy; ibv_modify_qp's flow label on real NICs). Without
   /// it a QP takes the NIC's own port (a hash). Writes already posted finish on the old path.
   virtual DrvStatus qp_connect(std::uint32_t device, std::uint32_t target, std::uint32_t qp, std::uint16_t sport) = 0;
-  /// The library chose a route (trace only; no effect on the hardware).
-  virtual void route_decided(std::uint32_t device, const RouteInfo& r) = 0;
-  /// Whether route_decided's reports are kept: when not, the library skips composing them
-  /// (thousands of strings per rank at first use on a large fabric). Trace only, like them.
-  virtual bool route_reports() { return true; }
-  virtual std::uint64_t device_memory_size(std::uint32_t device) = 0;
-  // Memory.
-  virtual DrvStatus mem_alloc(std::uint32_t device, std::uint64_t bytes, std::uint64_t* addr) = 0;
-  virtual DrvStatus mem_free(std::uint32_t device, std::uint64_t addr) = 0;
   // RDMA memory registration on the device's NIC (access: 1 LOCAL_WRITE, 2 REMOTE_READ, 4 REMOTE_WRITE).
   virtual DrvStatus mr_register(std::uint32_t device, std::uint64_t addr, std::uint64_t bytes, std::uint32_t access,
                                 std::uint32_t* key) = 0;
   virtual DrvStatus mr_deregister(std::uint32_t device, std::uint32_t key) = 0;
-  // Streams and tasks.
-  virtual DrvStatus stream_create(std::uint32_t device, std::uint32_t* stream) = 0;
-  virtual DrvStatus stream_destroy(std::uint32_t stream) = 0;
-  virtual DrvStatus submit(std::uint32_t stream, const DrvTask& t) = 0;
-  /// Block the calling host thread until the stream has no work, or timeout_ns of device time.
-  virtual DrvStatus stream_synchronize(std::uint32_t stream, std::uint64_t timeout_ns, std::string* error) = 0;
-  virtual bool stream_idle(std::uint32_t stream) = 0;
-  virtual std::uint64_t event_completed(std::uint32_t device, std::uint64_t event) = 0;
-  virtual std::uint64_t event_time_ns(std::uint32_t device, std::uint64_t event) = 0;
-  // Time, profiling, logs.
-  virtual std::uint64_t now_ns() = 0;
-  /// The calling host thread is busy for `ns` (host-side work such as cache maintenance).
-  virtual void host_delay(std::uint64_t ns) = 0;
-  /// Announce an operation bracketed by Marker tasks begin_key/end_key on `stream`.
-  virtual void profile_op(std::uint32_t device, std::uint64_t begin_key, std::uint64_t end_key, const OpInfo& info) = 0;
-  virtual void log(std::uint32_t device, int level, const std::string& line) = 0;
+};
 
-  // ---- discovery (docs/discovery.md) ----
-  /// Status of HCCS port `port` (0..kHccsPortCount-1) of `device`, read from its registers.
-  virtual DrvStatus hccs_port(std::uint32_t device, std::uint32_t port, HccsPortInfo* out) = 0;
-  /// Whether `device` reaches `peer_device` by PCIe peer-to-peer (same PCIe switch, from config space).
-  virtual DrvStatus pcie_peer(std::uint32_t device, std::uint32_t peer_device, bool* reachable) = 0;
-  /// The rank registered in `device`'s configuration space (a device of the caller's server, as its
-  /// host sees it); Invalid when the device has no rank.
-  virtual DrvStatus device_rank(std::uint32_t device, std::uint32_t* rank) = 0;
-  /// Host control channel between the ranks' host processes (the bootstrap's TCP): send `msg` from
-  /// `from_rank` to `to_rank` without blocking. NotSupported: no channel (docs/discovery.md).
+/// The hosts' side: the control channel between the ranks' host processes (the bootstrap's TCP,
+/// docs/discovery.md), its urgent messages and the heartbeat agent (docs/failover.md), and host
+/// sockets on the front-end network (protocol TCP, docs/models/host-network.md).
+class HostChannel {
+ public:
+  virtual ~HostChannel() = default;
+  /// Send `msg` from `from_rank` to `to_rank` without blocking. NotSupported: no channel.
   virtual DrvStatus ctrl_send(std::uint32_t from_rank, std::uint32_t to_rank, CtrlMsg msg) = 0;
   /// Block until a message from `from_rank` to `to_rank` has arrived (in order per pair), or
   /// Timeout after timeout_ns of simulated time.
   virtual DrvStatus ctrl_recv(std::uint32_t to_rank, std::uint32_t from_rank, std::uint64_t timeout_ns, CtrlMsg* msg) = 0;
-  // ---- end discovery ----
-
-  // ---- failover (docs/failover.md) ----
-  // Defaults: a driver without them has no failover (the library then waits for its timeouts).
   /// Urgent message on the control channel (an abort, a heartbeat): timed like ctrl_send, kept in
   /// a queue of its own, and its arrival interrupts the receiving rank's blocking
   /// stream_synchronize, which returns Aborted while one (or a device event) is unread (as the real library's
@@ -301,35 +327,45 @@ class Driver {
   virtual DrvStatus ctrl_signal_poll(std::uint32_t /*to_rank*/, std::uint32_t* /*from_rank*/, CtrlMsg* /*msg*/) {
     return DrvStatus::NotSupported;
   }
-  /// Stop every stream of `device` (aclrtStreamAbort on each): queued tasks are discarded, the
-  /// ones in flight orphaned, the device's error state cleared.
-  virtual DrvStatus device_abort(std::uint32_t /*device*/) { return DrvStatus::NotSupported; }
-  /// Zero the device's notify registers that nothing waits on (records of an aborted operation).
-  virtual DrvStatus notify_reset(std::uint32_t /*device*/) { return DrvStatus::NotSupported; }
-  /// Progress of `device` for the library's STUCK check (docs/failover.md#heartbeat): tasks
-  /// completed on all its streams so far, and whether some stream has work whose head task the
-  /// engine has not started (false when every busy stream is inside a task, e.g. waiting on a peer).
-  virtual DrvStatus device_progress(std::uint32_t /*device*/, std::uint64_t* /*completed*/, bool* /*head_not_started*/) {
-    return DrvStatus::NotSupported;
-  }
-  /// Take the earliest delivered asynchronous event of `device` without blocking (Timeout: none).
-  /// A delivered event not yet taken interrupts a blocking stream_synchronize of a stream of
-  /// `device` (Aborted), as an urgent message does.
-  virtual DrvStatus device_event_poll(std::uint32_t /*device*/, DeviceEvent* /*out*/) { return DrvStatus::NotSupported; }
   /// Start (or change, or with no neighbours stop) the host's heartbeat agent of `rank`.
   virtual DrvStatus heartbeat_register(std::uint32_t /*rank*/, const HeartbeatSpec& /*spec*/) { return DrvStatus::NotSupported; }
-  /// The library recovered from (or gave up on) a fault (trace only).
-  virtual void failover_reported(std::uint32_t /*device*/, const FailoverInfo& /*f*/) {}
-  // ---- end failover ----
-
-  // ---- host network (docs/models/host-network.md) ----
   /// Queue `op` on `stream` (HostSocketOp). NotSupported: the driver models no host network.
   virtual DrvStatus host_socket(std::uint32_t /*stream*/, const HostSocketOp& /*op*/) { return DrvStatus::NotSupported; }
-  // ---- end host network ----
+};
+
+/// What the library reports for profiling and the trace (as the real library feeds msprof and
+/// its logs): no effect on the hardware.
+class DriverObserver {
+ public:
+  virtual ~DriverObserver() = default;
+  /// The library chose a route.
+  virtual void route_decided(std::uint32_t device, const RouteInfo& r) = 0;
+  /// Whether route_decided's reports are kept: when not, the library skips composing them
+  /// (thousands of strings per rank at first use on a large fabric).
+  virtual bool route_reports() { return true; }
+  /// Announce an operation bracketed by Marker tasks begin_key/end_key on `stream`.
+  virtual void profile_op(std::uint32_t device, std::uint64_t begin_key, std::uint64_t end_key, const OpInfo& info) = 0;
+  virtual void log(std::uint32_t device, int level, const std::string& line) = 0;
+  /// The library recovered from (or gave up on) a fault.
+  virtual void failover_reported(std::uint32_t /*device*/, const FailoverInfo& /*f*/) {}
+};
+
+/// One object implementing the four (an in-memory test driver, hcsim exec's client end).
+class Driver : public DeviceRuntime, public RdmaNic, public HostChannel, public DriverObserver {};
+
+/// The four parts the library calls; every pointer must be set (complete()).
+struct DriverSet {
+  DeviceRuntime* runtime = nullptr;
+  RdmaNic* rdma = nullptr;
+  HostChannel* host = nullptr;
+  DriverObserver* observer = nullptr;
+  bool complete() const { return runtime && rdma && host && observer; }
 };
 
 /// The process-wide driver (as the real runtime is process-wide). Set before any context is made.
-void set_driver(Driver* d);
-Driver* driver();
+void set_driver(Driver* d);                 ///< the four parts from one object (nullptr: none)
+void set_driver(const DriverSet& parts);    ///< four objects; an incomplete set is no driver
+/// The driver set (loaded from HCOMM_DRIVER on first use when none was set); complete() or empty.
+const DriverSet& drivers();
 
 }  // namespace hcomm

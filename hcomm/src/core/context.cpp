@@ -16,7 +16,7 @@ namespace hcomm::detail {
 
 hcomm_result_t make_context(std::uint32_t device_id, const Recovery* recovery, hcomm_context_t* out) {
   if (!out) return HCOMM_E_PTR;
-  Driver* drv = nullptr;
+  DriverSet drv;
   std::uint32_t device = 0;
   if (hcomm_result_t rc = port::open_device(device_id, &drv, &device); rc != HCOMM_SUCCESS) return rc;
   ContextEnv env;

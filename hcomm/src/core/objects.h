@@ -121,7 +121,7 @@ struct CommError {
 }  // namespace hcomm::detail
 
 struct hcomm_context_s {
-  hcomm::Driver* drv = nullptr;    // used only by driver_port.cpp
+  hcomm::DriverSet drv;            // used only by driver_port.cpp
   std::uint32_t device_id = 0;     // id inside the server
   std::uint32_t device = 0;        // global device handle
   std::uint64_t base = 0;          // HBM base address of this device

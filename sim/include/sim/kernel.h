@@ -99,5 +99,14 @@ inline void wake_at(sc_core::sc_event& ev, models::Tick at) {
   if (ScScheduler* s = ScScheduler::active()) s->wake_at(ev, at);
   else ev.notify(sc_core::sc_time::from_value(at - sc_core::sc_time_stamp().value()));
 }
+/// Start a method process `name` that runs `fn` each time `ev` is notified (not at start-up):
+/// the driver's background agents (heartbeats, the host network) are such processes.
+inline void spawn_method_on(sc_core::sc_event& ev, const char* name, std::function<void()> fn) {
+  sc_core::sc_spawn_options o;
+  o.spawn_method();
+  o.set_sensitivity(&ev);
+  o.dont_initialize();
+  sc_core::sc_spawn(std::move(fn), name, &o);
+}
 
 }  // namespace sim

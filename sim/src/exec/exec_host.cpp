@@ -324,6 +324,11 @@ void ExecHost::run(std::uint32_t r) {
 // One rank's requests until its Bye (true) or the connection's end (false).
 bool ExecHost::serve(Rank& k, std::uint32_t r) {
   SimDriver& d = *drv_;
+  const hcomm::DriverSet parts = d.parts();
+  hcomm::DeviceRuntime& rt = *parts.runtime;
+  hcomm::RdmaNic& nic = *parts.rdma;
+  hcomm::HostChannel& host = *parts.host;
+  hcomm::DriverObserver& obs = *parts.observer;
   std::vector<std::uint8_t> req;
   const auto watchdog = std::chrono::duration<double>(opt_.watchdog_s);
   for (;;) {
@@ -357,7 +362,7 @@ bool ExecHost::serve(Rank& k, std::uint32_t r) {
     in(host_ns);
     if (in.bad) return false;
     if (opt_.host_time_scale > 0 && host_ns > 0)  // --host-time measured: the process's own CPU time between calls
-      d.host_delay(static_cast<std::uint64_t>(static_cast<double>(host_ns) * opt_.host_time_scale));
+      rt.host_delay(static_cast<std::uint64_t>(static_cast<double>(host_ns) * opt_.host_time_scale));
     if (c == Call::Bye) {
       k.said_bye = true;
       if (k.streams > 0)
@@ -370,7 +375,7 @@ bool ExecHost::serve(Rank& k, std::uint32_t r) {
     // cannot change until something happens. Different questions (testing many requests once
     // each) are not repeats; any other call starts afresh.
     if (is_poll(c)) {
-      const std::uint64_t now = d.now_ns();
+      const std::uint64_t now = rt.now_ns();
       if (now != k.spin_at) { k.spin_at = now; k.asked.clear(); k.repeats = 0; }
       std::uint64_t h = 1469598103934665603ull;  // FNV-1a of the question (call and arguments)
       for (std::size_t i = 10; i < req.size(); ++i) h = (h ^ req[i]) * 1099511628211ull;
@@ -378,8 +383,8 @@ bool ExecHost::serve(Rank& k, std::uint32_t r) {
       if (!k.asked.insert(h).second && ++k.repeats > kSpinRepeats) {
         // Nothing came last time: wait twice as long (up to 1 s), so a loop waiting for what
         // never comes reaches its own timeout soon in wall time.
-        k.wait_ns = d.wait_activity(r, k.wait_ns) ? kSpinWaitNs : std::min(k.wait_ns * 2, kSpinWaitMaxNs);
-        k.spin_at = d.now_ns();
+        k.wait_ns = d.runtime().wait_activity(r, k.wait_ns) ? kSpinWaitNs : std::min(k.wait_ns * 2, kSpinWaitMaxNs);
+        k.spin_at = rt.now_ns();
         k.asked.clear();
         k.repeats = 0;
       }
@@ -387,7 +392,7 @@ bool ExecHost::serve(Rank& k, std::uint32_t r) {
       k.spin_at = ~0ull;
     }
     Writer out;
-    out(d.now_ns());  // every answer starts with the simulated time (the process clocks, docs/exec.md#time)
+    out(rt.now_ns());  // every answer starts with the simulated time (the process clocks, docs/exec.md#time)
     bool ok = true;
     auto args = [&](auto&... a) { (in(a), ...); ok = !in.bad; return ok; };
     switch (c) {
@@ -397,18 +402,18 @@ bool ExecHost::serve(Rank& k, std::uint32_t r) {
         k.program = static_cast<pid_t>(pid);
         out(static_cast<std::uint32_t>(version == exec::kProtocolVersion ? 0 : 1));
         out(r);
-        out(d.rank_count());
+        out(rt.rank_count());
         if (version == exec::kProtocolVersion) {
           k.mem = std::make_unique<RemoteMemory>(k.program);
           d.set_host_memory(topo_.rank_to_npu[r], k.mem.get());
         }
         break;
       }
-      case Call::RankDesc: { std::uint32_t a = 0; hcomm::RankDesc o{}; if (args(a)) { out(d.rank_desc(a, &o)); out(o); } break; }
-      case Call::DeviceOf: { std::uint32_t a = 0, o = 0; if (args(a)) { out(d.device_of(a, &o)); out(o); } break; }
-      case Call::PairLink: { std::uint32_t a = 0, b = 0; if (args(a, b)) out(d.pair_link(a, b)); break; }
-      case Call::NicInfo: { std::uint32_t a = 0; hcomm::NicInfo o; if (args(a)) { out(d.nic_info(a, &o)); out(o); } break; }
-      case Call::NicCounters: { std::uint32_t a = 0; hcomm::NicCounters o; if (args(a)) { out(d.nic_counters(a, &o)); out(o); } break; }
+      case Call::RankDesc: { std::uint32_t a = 0; hcomm::RankDesc o{}; if (args(a)) { out(rt.rank_desc(a, &o)); out(o); } break; }
+      case Call::DeviceOf: { std::uint32_t a = 0, o = 0; if (args(a)) { out(rt.device_of(a, &o)); out(o); } break; }
+      case Call::PairLink: { std::uint32_t a = 0, b = 0; if (args(a, b)) out(rt.pair_link(a, b)); break; }
+      case Call::NicInfo: { std::uint32_t a = 0; hcomm::NicInfo o; if (args(a)) { out(nic.nic_info(a, &o)); out(o); } break; }
+      case Call::NicCounters: { std::uint32_t a = 0; hcomm::NicCounters o; if (args(a)) { out(nic.nic_counters(a, &o)); out(o); } break; }
       case Call::ProbePaths: {
         std::uint32_t dev = 0;
         std::vector<std::uint32_t> t;
@@ -416,7 +421,7 @@ bool ExecHost::serve(Rank& k, std::uint32_t r) {
         if (!args(dev, t, s) || t.size() != s.size()) { ok = false; break; }
         std::vector<hcomm::PathHop> hops;
         std::vector<std::uint32_t> start;
-        out(d.probe_paths(dev, t.data(), s.data(), static_cast<std::uint32_t>(t.size()), &hops, &start));
+        out(nic.probe_paths(dev, t.data(), s.data(), static_cast<std::uint32_t>(t.size()), &hops, &start));
         out(hops);
         out(start);
         break;
@@ -427,32 +432,32 @@ bool ExecHost::serve(Rank& k, std::uint32_t r) {
         std::vector<std::uint16_t> s;
         if (!args(dev, t, s) || t.size() != s.size()) { ok = false; break; }
         std::vector<hcomm::ProbeEgress> o;
-        out(d.probe_egress(dev, t.data(), s.data(), static_cast<std::uint32_t>(t.size()), &o));
+        out(nic.probe_egress(dev, t.data(), s.data(), static_cast<std::uint32_t>(t.size()), &o));
         out(o);
         break;
       }
       case Call::QpConnect: {
         std::uint32_t a = 0, b = 0, q = 0;
         std::uint16_t sp = 0;
-        if (args(a, b, q, sp)) out(d.qp_connect(a, b, q, sp));
+        if (args(a, b, q, sp)) out(nic.qp_connect(a, b, q, sp));
         break;
       }
-      case Call::RouteDecided: { std::uint32_t a = 0; hcomm::RouteInfo o; if (args(a, o)) d.route_decided(a, o); break; }
-      case Call::RouteReports: out(d.route_reports()); break;
-      case Call::DeviceMemorySize: { std::uint32_t a = 0; if (args(a)) out(d.device_memory_size(a)); break; }
-      case Call::MemAlloc: { std::uint32_t a = 0; std::uint64_t b = 0, o = 0; if (args(a, b)) { out(d.mem_alloc(a, b, &o)); out(o); } break; }
-      case Call::MemFree: { std::uint32_t a = 0; std::uint64_t b = 0; if (args(a, b)) out(d.mem_free(a, b)); break; }
+      case Call::RouteDecided: { std::uint32_t a = 0; hcomm::RouteInfo o; if (args(a, o)) obs.route_decided(a, o); break; }
+      case Call::RouteReports: out(obs.route_reports()); break;
+      case Call::DeviceMemorySize: { std::uint32_t a = 0; if (args(a)) out(rt.device_memory_size(a)); break; }
+      case Call::MemAlloc: { std::uint32_t a = 0; std::uint64_t b = 0, o = 0; if (args(a, b)) { out(rt.mem_alloc(a, b, &o)); out(o); } break; }
+      case Call::MemFree: { std::uint32_t a = 0; std::uint64_t b = 0; if (args(a, b)) out(rt.mem_free(a, b)); break; }
       case Call::MrRegister: {
         std::uint32_t a = 0, acc = 0, o = 0;
         std::uint64_t addr = 0, bytes = 0;
-        if (args(a, addr, bytes, acc)) { out(d.mr_register(a, addr, bytes, acc, &o)); out(o); }
+        if (args(a, addr, bytes, acc)) { out(nic.mr_register(a, addr, bytes, acc, &o)); out(o); }
         break;
       }
-      case Call::MrDeregister: { std::uint32_t a = 0, b = 0; if (args(a, b)) out(d.mr_deregister(a, b)); break; }
+      case Call::MrDeregister: { std::uint32_t a = 0, b = 0; if (args(a, b)) out(nic.mr_deregister(a, b)); break; }
       case Call::StreamCreate: {
         std::uint32_t a = 0, o = 0;
         if (!args(a)) break;
-        const hcomm::DrvStatus st = d.stream_create(a, &o);
+        const hcomm::DrvStatus st = rt.stream_create(a, &o);
         if (st == hcomm::DrvStatus::Ok) ++k.streams;
         out(st);
         out(o);
@@ -461,17 +466,17 @@ bool ExecHost::serve(Rank& k, std::uint32_t r) {
       case Call::StreamDestroy: {
         std::uint32_t a = 0;
         if (!args(a)) break;
-        const hcomm::DrvStatus st = d.stream_destroy(a);
+        const hcomm::DrvStatus st = rt.stream_destroy(a);
         if (st == hcomm::DrvStatus::Ok && k.streams) --k.streams;
         out(st);
         break;
       }
-      case Call::Submit: { std::uint32_t a = 0; hcomm::DrvTask t; if (args(a, t)) out(d.submit(a, t)); break; }
+      case Call::Submit: { std::uint32_t a = 0; hcomm::DrvTask t; if (args(a, t)) out(rt.submit(a, t)); break; }
       case Call::SubmitPosted: {  // the process did not wait: a refusal is kept for the stream's synchronize
         std::uint32_t a = 0;
         hcomm::DrvTask t;
         if (!args(a, t)) break;
-        const hcomm::DrvStatus st = d.submit(a, t);
+        const hcomm::DrvStatus st = rt.submit(a, t);
         if (st != hcomm::DrvStatus::Ok && !k.refused.count(a))
           k.refused[a] = "a task queued on stream " + std::to_string(a) + " was refused by the device (driver status " +
                          std::to_string(static_cast<int>(st)) + ")";
@@ -482,7 +487,7 @@ bool ExecHost::serve(Rank& k, std::uint32_t r) {
         std::uint64_t to = 0;
         std::string e;
         if (!args(a, to)) break;
-        hcomm::DrvStatus st = d.stream_synchronize(a, to, &e);
+        hcomm::DrvStatus st = rt.stream_synchronize(a, to, &e);
         if (auto it = k.refused.find(a); it != k.refused.end()) {  // a refused posted submit fails the stream here
           if (st == hcomm::DrvStatus::Ok) { st = hcomm::DrvStatus::Failed; e = it->second; }
           k.refused.erase(it);
@@ -491,29 +496,29 @@ bool ExecHost::serve(Rank& k, std::uint32_t r) {
         out(e);
         break;
       }
-      case Call::StreamIdle: { std::uint32_t a = 0; if (args(a)) out(d.stream_idle(a)); break; }
-      case Call::EventCompleted: { std::uint32_t a = 0; std::uint64_t b = 0; if (args(a, b)) out(d.event_completed(a, b)); break; }
-      case Call::EventTimeNs: { std::uint32_t a = 0; std::uint64_t b = 0; if (args(a, b)) out(d.event_time_ns(a, b)); break; }
-      case Call::NowNs: out(d.now_ns()); break;
-      case Call::HostDelay: { std::uint64_t a = 0; if (args(a)) d.host_delay(a); break; }
+      case Call::StreamIdle: { std::uint32_t a = 0; if (args(a)) out(rt.stream_idle(a)); break; }
+      case Call::EventCompleted: { std::uint32_t a = 0; std::uint64_t b = 0; if (args(a, b)) out(rt.event_completed(a, b)); break; }
+      case Call::EventTimeNs: { std::uint32_t a = 0; std::uint64_t b = 0; if (args(a, b)) out(rt.event_time_ns(a, b)); break; }
+      case Call::NowNs: out(rt.now_ns()); break;
+      case Call::HostDelay: { std::uint64_t a = 0; if (args(a)) rt.host_delay(a); break; }
       case Call::ProfileOp: {
         std::uint32_t a = 0;
         std::uint64_t b = 0, e = 0;
         hcomm::OpInfo o;
-        if (args(a, b, e, o)) d.profile_op(a, b, e, o);
+        if (args(a, b, e, o)) obs.profile_op(a, b, e, o);
         break;
       }
-      case Call::Log: { std::uint32_t a = 0; int lv = 0; std::string line; if (args(a, lv, line)) d.log(a, lv, line); break; }
-      case Call::HccsPort: { std::uint32_t a = 0, b = 0; hcomm::HccsPortInfo o; if (args(a, b)) { out(d.hccs_port(a, b, &o)); out(o); } break; }
-      case Call::PciePeer: { std::uint32_t a = 0, b = 0; bool o = false; if (args(a, b)) { out(d.pcie_peer(a, b, &o)); out(o); } break; }
-      case Call::DeviceRank: { std::uint32_t a = 0, o = 0; if (args(a)) { out(d.device_rank(a, &o)); out(o); } break; }
+      case Call::Log: { std::uint32_t a = 0; int lv = 0; std::string line; if (args(a, lv, line)) obs.log(a, lv, line); break; }
+      case Call::HccsPort: { std::uint32_t a = 0, b = 0; hcomm::HccsPortInfo o; if (args(a, b)) { out(rt.hccs_port(a, b, &o)); out(o); } break; }
+      case Call::PciePeer: { std::uint32_t a = 0, b = 0; bool o = false; if (args(a, b)) { out(rt.pcie_peer(a, b, &o)); out(o); } break; }
+      case Call::DeviceRank: { std::uint32_t a = 0, o = 0; if (args(a)) { out(rt.device_rank(a, &o)); out(o); } break; }
       case Call::CtrlSend:
       case Call::CtrlSignal: {
         std::uint32_t a = 0, b = 0;
         std::vector<std::uint8_t> m;
         if (!args(a, b, m)) break;
         auto msg = std::make_shared<const std::vector<std::uint8_t>>(std::move(m));
-        out(c == Call::CtrlSend ? d.ctrl_send(a, b, msg) : d.ctrl_signal(a, b, msg));
+        out(c == Call::CtrlSend ? host.ctrl_send(a, b, msg) : host.ctrl_signal(a, b, msg));
         break;
       }
       case Call::CtrlRecv: {
@@ -521,7 +526,7 @@ bool ExecHost::serve(Rank& k, std::uint32_t r) {
         std::uint64_t to = 0;
         hcomm::CtrlMsg m;
         if (!args(a, b, to)) break;
-        out(d.ctrl_recv(a, b, to, &m));
+        out(host.ctrl_recv(a, b, to, &m));
         out(b);
         out(m ? *m : std::vector<std::uint8_t>{});
         break;
@@ -530,27 +535,27 @@ bool ExecHost::serve(Rank& k, std::uint32_t r) {
         std::uint32_t a = 0, from = 0;
         hcomm::CtrlMsg m;
         if (!args(a)) break;
-        out(d.ctrl_signal_poll(a, &from, &m));
+        out(host.ctrl_signal_poll(a, &from, &m));
         out(from);
         out(m ? *m : std::vector<std::uint8_t>{});
         break;
       }
-      case Call::DeviceAbort: { std::uint32_t a = 0; if (args(a)) out(d.device_abort(a)); break; }
-      case Call::NotifyReset: { std::uint32_t a = 0; if (args(a)) out(d.notify_reset(a)); break; }
+      case Call::DeviceAbort: { std::uint32_t a = 0; if (args(a)) out(rt.device_abort(a)); break; }
+      case Call::NotifyReset: { std::uint32_t a = 0; if (args(a)) out(rt.notify_reset(a)); break; }
       case Call::DeviceProgress: {
         std::uint32_t a = 0;
         std::uint64_t done = 0;
         bool head = false;
         if (!args(a)) break;
-        out(d.device_progress(a, &done, &head));
+        out(rt.device_progress(a, &done, &head));
         out(done);
         out(head);
         break;
       }
-      case Call::DeviceEventPoll: { std::uint32_t a = 0; hcomm::DeviceEvent o; if (args(a)) { out(d.device_event_poll(a, &o)); out(o); } break; }
-      case Call::HeartbeatRegister: { std::uint32_t a = 0; hcomm::HeartbeatSpec s; if (args(a, s)) out(d.heartbeat_register(a, s)); break; }
-      case Call::FailoverReported: { std::uint32_t a = 0; hcomm::FailoverInfo f; if (args(a, f)) d.failover_reported(a, f); break; }
-      case Call::HostSocket: { std::uint32_t a = 0; hcomm::HostSocketOp o; if (args(a, o)) out(d.host_socket(a, o)); break; }
+      case Call::DeviceEventPoll: { std::uint32_t a = 0; hcomm::DeviceEvent o; if (args(a)) { out(rt.device_event_poll(a, &o)); out(o); } break; }
+      case Call::HeartbeatRegister: { std::uint32_t a = 0; hcomm::HeartbeatSpec s; if (args(a, s)) out(host.heartbeat_register(a, s)); break; }
+      case Call::FailoverReported: { std::uint32_t a = 0; hcomm::FailoverInfo f; if (args(a, f)) obs.failover_reported(a, f); break; }
+      case Call::HostSocket: { std::uint32_t a = 0; hcomm::HostSocketOp o; if (args(a, o)) out(host.host_socket(a, o)); break; }
       default: ok = false; break;
     }
     if (!ok || !in.done()) {

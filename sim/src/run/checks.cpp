@@ -39,7 +39,7 @@ void Cluster::record_check(std::uint32_t r, std::uint32_t s, std::uint32_t rep, 
                                                       cr.detail, static_cast<std::int64_t>(s)});
   }
   if (trace_) trace_->check(r, s, rep, cr.ok(), cr.mismatches, cr.detail, cr.mode(), cr.tolerance);
-  driver_->note(r, cr.ok() ? 2 : 0,
+  driver_->observer().note(r, cr.ok() ? 2 : 0,
                 std::string(cr.ok() ? "[HCSIM_INFO]" : "[HCSIM_ERR]") + " rank " + std::to_string(r) + " step " + std::to_string(s) +
                     " rep " + std::to_string(rep) + " " + w.op + " check " + (cr.ok() ? "passed" : "FAILED: " + cr.detail) + " (" +
                     std::to_string(count) + " elements)");

@@ -11,16 +11,16 @@ Cluster::Cluster(sc_core::sc_module_name n, const Scenario& sc, const RunOptions
       nranks_(static_cast<std::uint32_t>(sc.topology.rank_to_npu.size())) {
   driver_ = std::make_unique<SimDriver>(elab_.machine, sc.topology, trace, opt.echo_logs);
   driver_->set_wait_queue(&elab_.sched);
-  driver_->set_port_event_params({sc.net.port_events, sc.net.port_event_ps, sc.net.port_debounce_ps});
-  driver_->set_close_notice(sc.net.close_notice);
-  hcomm::set_driver(driver_.get());
+  driver_->events().set_port_event_params({sc.net.port_events, sc.net.port_event_ps, sc.net.port_debounce_ps});
+  driver_->heartbeats().set_close_notice(sc.net.close_notice);
+  hcomm::set_driver(driver_->parts());
   checks_.assign(sc.workload.size(), {});
   done_.assign(nranks_, false);
   stopped_.assign(nranks_, false);
   ops_done_.assign(nranks_, 0);
   for (const auto& w : sc.workload) ops_total_ += w.repeat;
   for (const auto& w : sc.workload)  // a train step's communication time: the ops' intervals per NPU
-    if (w.train) { driver_->log_op_intervals(static_cast<std::uint32_t>(sc.topology.npus.size())); break; }
+    if (w.train) { driver_->observer().log_op_intervals(static_cast<std::uint32_t>(sc.topology.npus.size())); break; }
   departed_.assign(nranks_, false);
   rank_error_.assign(nranks_, "");
   rank_rc_.assign(nranks_, HCOMM_SUCCESS);
@@ -41,7 +41,7 @@ void Cluster::start_ranks() {
     o.set_stack_size(kStack);
     std::string name = "rank" + std::to_string(r);
     sc_core::sc_process_handle h = sc_core::sc_spawn([this, r] { rank_main(r); }, name.c_str(), &o);
-    driver_->bind_process(h.name(), r);
+    driver_->ranks().bind(h.name(), r);
     procs_.push_back(h);
   }
 }
@@ -49,7 +49,7 @@ void Cluster::start_ranks() {
 // The run ends when the last rank is done: stale timers (e.g. disarmed RDMA retransmit
 // timeouts) left in the event queue must not advance simulated time.
 void Cluster::rank_finished(std::uint32_t r) {
-  driver_->rank_exited(r);  // its heartbeat agent stops; not a loss
+  driver_->heartbeats().rank_exited(r);  // its heartbeat agent stops; not a loss
   depart(r);
   done_[r] = true;
   if (!program && !stopped_[r]) ops_done_[r] = ops_total_;

@@ -44,7 +44,7 @@ void Cluster::schedule_faults() {
     arm_fault(i, f.at_ps);
   }
   if (std::any_of(sc_.faults.begin(), sc_.faults.end(), [](const Fault& f) { return f.at_step >= 0; }))
-    driver_->on_op_start = [this](std::uint32_t step, std::uint32_t rep, const hcomm::OpInfo& info, models::Tick t) {
+    driver_->observer().on_op_start = [this](std::uint32_t step, std::uint32_t rep, const hcomm::OpInfo& info, models::Tick t) {
       op_started(step, rep, info.est_ns, t);
     };
 }
@@ -74,7 +74,7 @@ void Cluster::op_started(std::uint32_t step, std::uint32_t rep, double est_ns, m
 }
 
 void Cluster::announce(std::uint32_t rank, int level, const std::string& line) {
-  driver_->note(rank, level, line);
+  driver_->observer().note(rank, level, line);
   const double t = static_cast<double>(now_ps()) / 1e6;
   if (echo_) std::fprintf(stderr, "%s[%12.3f us] %s\n", g_status_line ? "\r\033[K" : "", t, line.c_str());
   faults_log_.push_back(line);
@@ -100,7 +100,7 @@ void Cluster::apply_fault(std::size_t idx, std::uint32_t phase) {
       *port = l.a.port;
     }
   };
-  if (phase == 0 || (f.kind != FaultKind::NpuStall && f.kind != FaultKind::PfcStorm)) driver_->fault_injected();
+  if (phase == 0 || (f.kind != FaultKind::NpuStall && f.kind != FaultKind::PfcStorm)) driver_->observer().fault_injected();
   if (fault_first_ps_[idx] == kNever) fault_first_ps_[idx] = now_ps();
   fault_last_ps_[idx] = now_ps();
   ++fault_transitions_[idx];
@@ -121,7 +121,7 @@ void Cluster::apply_fault(std::size_t idx, std::uint32_t phase) {
     case FaultKind::LinkUp: m.set_link_up(hccs[f.link], true); break;
     case FaultKind::CrcRate:
       m.set_link_crc_rate(hccs[f.link], f.rate);
-      driver_->link_error_rate(t.links[f.link].name, {t.links[f.link].a.index, t.links[f.link].b.index}, f.rate);
+      driver_->events().link_error_rate(t.links[f.link].name, {t.links[f.link].a.index, t.links[f.link].b.index}, f.rate);
       break;
     case FaultKind::LaneDegrade: m.set_link_lanes(hccs[f.link], f.lanes); break;
     case FaultKind::DropRate: if (net) net->set_drop_rate(f.rate); break;
@@ -147,13 +147,13 @@ void Cluster::apply_fault(std::size_t idx, std::uint32_t phase) {
             std::vector<std::uint32_t> ends;
             if (!l.a.is_switch) ends.push_back(l.a.index);
             if (!l.b.is_switch) ends.push_back(l.b.index);
-            if (!ends.empty()) driver_->link_error_rate(l.name, ends, f.rate);
+            if (!ends.empty()) driver_->events().link_error_rate(l.name, ends, f.rate);
           } else {
             net->set_link_up(node, port, up);
             // An NPU's NIC cable: its port state changed (the driver's port event, docs/failover.md#nic-port-event).
             if (!net->is_switch(node))
               for (std::uint32_t npu = 0; npu < nic.size(); ++npu)
-                if (nic[npu] == node) driver_->nic_port_changed(npu, up);
+                if (nic[npu] == node) driver_->events().nic_port_changed(npu, up);
           }
         }
       }
@@ -229,7 +229,7 @@ bool Cluster::crash_rank(std::uint32_t r, const std::string& why, bool kill_thre
   const std::uint32_t npu = t.rank_to_npu[r];
   if (r < crashed_.size()) crashed_[r] = true;
   m.crash_npu(npu);
-  driver_->rank_crashed(r);  // its host's heartbeat agent falls silent
+  driver_->heartbeats().rank_crashed(r);  // its host's heartbeat agent falls silent
   const auto& nic = elab_.nic;
   if (network() && npu < nic.size() && nic[npu] != ~0u) network()->set_link_up(nic[npu], 0, false);
   bool killed = false;

@@ -10,7 +10,7 @@
 
 namespace sim {
 
-std::vector<StepSummary> summarize(const Scenario& sc, const std::map<SimDriver::SpanKey, SimDriver::OpSpan>& spans, std::uint32_t n,
+std::vector<StepSummary> summarize(const Scenario& sc, const std::map<SimObserver::SpanKey, SimObserver::OpSpan>& spans, std::uint32_t n,
                                    const std::function<std::uint64_t(std::uint32_t step)>& senders) {
   // Per (step, rep): the collective's time is from the first rank's start to the last rank's end
   // (an attempt aborted by a fault and re-executed counts from its start: the time the

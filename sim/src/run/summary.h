@@ -13,7 +13,7 @@ namespace sim {
 
 /// One StepSummary per (step, rep) with a recorded operation of the step's kind; `senders(step)`
 /// counts an incast step's senders (its bytes are aggregated into the root).
-std::vector<StepSummary> summarize(const Scenario& sc, const std::map<SimDriver::SpanKey, SimDriver::OpSpan>& spans, std::uint32_t nranks,
+std::vector<StepSummary> summarize(const Scenario& sc, const std::map<SimObserver::SpanKey, SimObserver::OpSpan>& spans, std::uint32_t nranks,
                                    const std::function<std::uint64_t(std::uint32_t step)>& senders);
 
 }  // namespace sim

@@ -99,7 +99,7 @@ bool Cluster::train_step(std::uint32_t r, std::uint32_t s, const WorkloadStep& w
   std::vector<hcomm_event_t> events;
   bool good = true;
   auto call = [&](const char* what, hcomm_result_t rc) { return good = good && ok(r, what, rc); };
-  driver_->set_phase(r, s, 0);
+  driver_->observer().set_phase(r, s, 0);
   rank_at_[r] = {s, 0};
   // The splits exchange records through device memory: with a timing payload the HBM keeps bytes
   // while every rank splits (between two rendezvous), then only as configured again.
@@ -165,14 +165,14 @@ bool Cluster::train_step(std::uint32_t r, std::uint32_t s, const WorkloadStep& w
 
   const std::uint32_t M = t.micro_batches;
   for (std::uint32_t rep = 0; rep < w.repeat && good; ++rep) {
-    driver_->set_phase(r, s, rep);
+    driver_->observer().set_phase(r, s, rep);
     rank_at_[r] = {s, rep};
     ops_done_[r] = (*started)++;
     rendezvous();
     TrainMeas meas;
     meas.t0 = now_ps();
     const models::Tick c0 = machine().npu_compute_ps(npu);
-    driver_->op_intervals(npu).clear();
+    driver_->observer().op_intervals(npu).clear();
     for (std::uint32_t m = 0; m < M && good; ++m) {  // GPipe: every micro-batch's forward ...
       if (!first) recv_into_cs(me.pp - 1, m);
       for (std::uint64_t l = 0; l < c.layers_per_stage; ++l) {
@@ -214,7 +214,7 @@ bool Cluster::train_step(std::uint32_t r, std::uint32_t s, const WorkloadStep& w
     meas.done = true;
     meas.end = now_ps();
     meas.compute = machine().npu_compute_ps(npu) - c0;
-    meas.comm = union_length(driver_->op_intervals(npu), meas.t0);
+    meas.comm = union_length(driver_->observer().op_intervals(npu), meas.t0);
     meas.grad_bytes = grad_bytes;
     auto& v = train_meas_[{s, rep}];
     if (v.size() < nranks_) v.resize(nranks_);

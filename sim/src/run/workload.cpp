@@ -94,7 +94,7 @@ bool Cluster::run_step(RankState& k, std::uint32_t s) {
   bool go = true;
   for (std::uint32_t rep = 0; rep < w.repeat && go; ++rep) {
     for (bool redo = false;; redo = true) {  // redo: re-running the repetition on a shrunk communicator
-      driver_->set_phase(r, s, rep);
+      driver_->observer().set_phase(r, s, rep);
       rank_at_[r] = {s, rep};
       if (!redo) ops_done_[r] = k.started++;
       if (run_rep(k, b, rep)) break;
@@ -258,7 +258,7 @@ void Cluster::on_async_report(hcomm_comm_t, hcomm_result_t code, const char* msg
   const auto* x = static_cast<const CallbackCtx*>(user);
   x->c->async_reports_[x->r].push_back(code);
   const bool info = code == HCOMM_I_FAILOVER;
-  x->c->driver_->note(x->r, info ? 1 : 0, std::string(info ? "[HCSIM_WARN]" : "[HCSIM_ERR]") + " rank " + std::to_string(x->r) +
+  x->c->driver_->observer().note(x->r, info ? 1 : 0, std::string(info ? "[HCSIM_WARN]" : "[HCSIM_ERR]") + " rank " + std::to_string(x->r) +
                                                 ": error callback: " + hcomm_result_string(code) + " (" + std::to_string(code) + "): " + (msg ? msg : ""));
 }
 
@@ -276,7 +276,7 @@ bool Cluster::shrink_comm(std::uint32_t r, hcomm_comm_t* comm, Members* members,
   std::vector<std::uint32_t> lost(members->size());
   std::uint32_t nl = 0;
   if (hcomm_comm_lost_ranks(*comm, static_cast<std::uint32_t>(lost.size()), lost.data(), &nl) != HCOMM_SUCCESS || nl == 0) {
-    driver_->note(r, 0, "[HCSIM_ERR] rank " + std::to_string(r) + ": on_rank_loss shrink: no lost ranks known (the recovery agreement runs with HCOMM_OP_RETRY=1)");
+    driver_->observer().note(r, 0, "[HCSIM_ERR] rank " + std::to_string(r) + ": on_rank_loss shrink: no lost ranks known (the recovery agreement runs with HCOMM_OP_RETRY=1)");
     return false;
   }
   lost.resize(nl);
@@ -302,7 +302,7 @@ bool Cluster::shrink_comm(std::uint32_t r, hcomm_comm_t* comm, Members* members,
   else if (w.kind == WorkloadOp::Broadcast && members->index_of(w.root) == n) why = "its root was lost";
   else if ((w.kind == WorkloadOp::ReduceScatter || w.kind == WorkloadOp::AllToAll) && w.bytes % (models::dtype_size(w.dtype) * n) != 0)
     why = std::to_string(w.bytes) + " B do not divide into " + std::to_string(n) + " blocks";
-  driver_->note(r, why.empty() ? 1 : 0,
+  driver_->observer().note(r, why.empty() ? 1 : 0,
                 std::string(why.empty() ? "[HCSIM_WARN]" : "[HCSIM_ERR]") + " rank " + std::to_string(r) + ": rank(s) " + names +
                     " lost; communicator shrunk to " + std::to_string(n) + " ranks" +
                     (why.empty() ? ", step " + std::to_string(s) + " rep " + std::to_string(rep) + " re-run"
@@ -366,12 +366,12 @@ bool Cluster::host_copy(std::uint32_t r, const WorkloadStep& w, std::uint32_t s,
   }
   rendezvous();
   const models::Tick t0 = now_ps();
-  if (driver_->on_op_start) driver_->on_op_start(s, rep, hcomm::OpInfo{}, t0);
+  if (driver_->observer().on_op_start) driver_->observer().on_op_start(s, rep, hcomm::OpInfo{}, t0);
   if (!ok(r, h2d ? "hcomm_memcpy_host_to_device" : "hcomm_memcpy_device_to_host",
           h2d ? hcomm_memcpy_host_to_device(dev, host, w.bytes, st) : hcomm_memcpy_device_to_host(host, dev, w.bytes, st)) ||
       !ok(r, "hcomm_stream_synchronize", hcomm_stream_synchronize(st)))
     return false;
-  driver_->record_host_op(r, w.op, w.bytes, t0, now_ps());
+  driver_->observer().record_host_op(r, w.op, w.bytes, t0, now_ps());
   if (real) {
     CheckResult cr;
     if (h2d) {  // the device's bytes against the input sent from the host buffer

@@ -1,7 +1,7 @@
 // The task descriptor's enumerations across the layers (docs/architecture.md#sim). A stream task
 // is an hcomm::DrvTask at the driver interface, a models::Task in the NPU's stream engine, an
 // SqeWire in a submission-queue entry written over TLM (sim/npu_tlm.h) and a `tasks` row of the
-// trace (models::task_kind_name). SimDriver::submit converts DrvTaskKind to TaskKind and
+// trace (models::task_kind_name). SimRuntime::submit converts DrvTaskKind to TaskKind and
 // hcomm_reduce_op_t to models::ReduceOp by value (static_cast), and SqeWire carries TaskKind's and
 // ReduceOp's values, so the numberings must agree. Here every enumerator is mapped by name, in
 // switches where a missing case is an error (-Wswitch): a kind or operation added to one side
@@ -9,7 +9,9 @@
 // enumeration reordered, or a new enumerator inserted anywhere but at the same place on both
 // sides).
 #pragma once
+#include <cstddef>
 #include <type_traits>
+#include <utility>
 
 #include "hcomm/driver.h"
 #include "hcomm/hcomm.h"
@@ -117,6 +119,43 @@ static_assert(std::is_same_v<std::underlying_type_t<hcomm::DrvTaskKind>, std::un
               "DrvTaskKind and TaskKind convert by value: same underlying type");
 static_assert(kinds_agree(), "hcomm::DrvTaskKind and models::TaskKind must declare the same kinds at the same values");
 static_assert(reduce_ops_agree(), "hcomm_reduce_op_t and models::ReduceOp must declare the same operations at the same values");
+
+// ---- fields ----
+// The descriptor's fields are converted one by one (SimRuntime::submit: DrvTask -> Task;
+// encode_sqe / decode_sqe: Task <-> SqeWire). A field added to either struct changes its count
+// below and fails the build until the conversions carry it and the count is updated.
+struct AnyField {
+  template <class T>
+  constexpr operator T() const;  // never defined: only for brace-initialisation checks
+};
+template <class T, std::size_t... I>
+constexpr auto brace_init_with(std::index_sequence<I...>) -> decltype(T{(void(I), AnyField{})...}, true) { return true; }
+template <class T>
+constexpr bool brace_init_with(...) { return false; }
+/// The number of fields of aggregate T (no array or nested-aggregate members).
+template <class T, std::size_t N = 0>
+constexpr std::size_t field_count() {
+  if constexpr (brace_init_with<T>(std::make_index_sequence<N + 1>{})) return field_count<T, N + 1>();
+  else return N;
+}
+static_assert(field_count<hcomm::DrvTask>() == 23, "hcomm::DrvTask changed: convert the new field in SimRuntime::submit, then update 23");
+static_assert(field_count<models::Task>() == 24,
+              "models::Task changed: carry the new field in SimRuntime::submit and in SqeWire (encode_sqe, decode_sqe), then update 24");
+
+/// The models' data type of an hcomm_data_type_t value (fp32 for one the models lack).
+inline models::DType models_dtype(int t) {
+  switch (t) {
+    case 0: return models::DType::Int8;
+    case 1: return models::DType::Int16;
+    case 2: return models::DType::Int32;
+    case 3: return models::DType::Fp16;
+    case 4: return models::DType::Fp32;
+    case 5: return models::DType::Int64;
+    case 10: return models::DType::Fp64;
+    case 11: return models::DType::Bf16;
+    default: return models::DType::Fp32;
+  }
+}
 
 }  // namespace task_kinds
 }  // namespace sim

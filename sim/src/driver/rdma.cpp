@@ -1,16 +1,16 @@
-// The simulated driver's routing calls (docs/routing.md): what the NIC and the network let the
-// library see — the NIC's state and LLDP neighbour, its counters, path probes that carry a flow's
-// 5-tuple, a QP's UDP source port — and the `routes` rows, with the hops the hardware forwards on.
+// The device's RoCE NIC as the library sees it (sim/driver/rdma.h; docs/routing.md): what the NIC
+// and the network let the library see — the NIC's state and LLDP neighbour, its counters, path
+// probes that carry a flow's 5-tuple, a QP's UDP source port — and memory registration.
 #include <algorithm>
 #include <functional>
 
-#include "sim/driver.h"
+#include "sim/driver/rdma.h"
 
 namespace sim {
 
 using hcomm::DrvStatus;
 
-DrvStatus SimDriver::nic_info(std::uint32_t device, hcomm::NicInfo* out) {
+DrvStatus SimRdma::nic_info(std::uint32_t device, hcomm::NicInfo* out) {
   if (device >= m_.npu_count() || !out) return DrvStatus::Invalid;
   *out = hcomm::NicInfo{};
   if (!m_.has_nic(device)) return DrvStatus::Ok;
@@ -43,7 +43,7 @@ DrvStatus SimDriver::nic_info(std::uint32_t device, hcomm::NicInfo* out) {
   return DrvStatus::Ok;
 }
 
-DrvStatus SimDriver::nic_counters(std::uint32_t device, hcomm::NicCounters* out) {
+DrvStatus SimRdma::nic_counters(std::uint32_t device, hcomm::NicCounters* out) {
   if (device >= m_.npu_count() || !out) return DrvStatus::Invalid;
   *out = hcomm::NicCounters{};
   const std::vector<std::uint32_t>* qps = m_.nic_qps(device);
@@ -60,7 +60,7 @@ DrvStatus SimDriver::nic_counters(std::uint32_t device, hcomm::NicCounters* out)
 
 // Path probes: probe i traced with source port sports[i] (on_reply(i, the switches) when it comes
 // back), then the host waits for the slowest reply.
-DrvStatus SimDriver::trace_probes(std::uint32_t device, const std::uint32_t* targets, const std::uint16_t* sports, std::uint32_t n,
+DrvStatus SimRdma::trace_probes(std::uint32_t device, const std::uint32_t* targets, const std::uint16_t* sports, std::uint32_t n,
                                   const std::function<void(std::uint32_t, const std::vector<models::Network::Hop>&)>& on_reply) {
   if (device >= m_.npu_count() || (n && (!sports || !targets))) return DrvStatus::Invalid;
   if (!m_.has_nic(device)) return DrvStatus::NotSupported;
@@ -77,11 +77,11 @@ DrvStatus SimDriver::trace_probes(std::uint32_t device, const std::uint32_t* tar
     }  // else lost on the way: no reply
   }
   // The probes go out together; the host waits for the slowest reply.
-  host_delay(n * kProbeHostNs + rtt_max / models::kPsPerNs);
+  host_.host_delay(n * kProbeHostNs + rtt_max / models::kPsPerNs);
   return DrvStatus::Ok;
 }
 
-DrvStatus SimDriver::probe_paths(std::uint32_t device, const std::uint32_t* targets, const std::uint16_t* sports, std::uint32_t n,
+DrvStatus SimRdma::probe_paths(std::uint32_t device, const std::uint32_t* targets, const std::uint16_t* sports, std::uint32_t n,
                                  std::vector<hcomm::PathHop>* out, std::vector<std::uint32_t>* start) {
   if (!out || !start) return DrvStatus::Invalid;
   out->clear();
@@ -96,7 +96,7 @@ DrvStatus SimDriver::probe_paths(std::uint32_t device, const std::uint32_t* targ
   return st;
 }
 
-DrvStatus SimDriver::probe_egress(std::uint32_t device, const std::uint32_t* targets, const std::uint16_t* sports, std::uint32_t n,
+DrvStatus SimRdma::probe_egress(std::uint32_t device, const std::uint32_t* targets, const std::uint16_t* sports, std::uint32_t n,
                                   std::vector<hcomm::ProbeEgress>* out) {
   if (!out) return DrvStatus::Invalid;
   out->assign(n, hcomm::ProbeEgress{});
@@ -105,73 +105,25 @@ DrvStatus SimDriver::probe_egress(std::uint32_t device, const std::uint32_t* tar
   });
 }
 
-DrvStatus SimDriver::qp_connect(std::uint32_t device, std::uint32_t target, std::uint32_t qp, std::uint16_t sport) {
+DrvStatus SimRdma::qp_connect(std::uint32_t device, std::uint32_t target, std::uint32_t qp, std::uint16_t sport) {
   if (device >= m_.npu_count() || target >= m_.npu_count() || qp > 0xffff) return DrvStatus::Invalid;
   if (!m_.has_nic(device) || !m_.has_nic(target)) return DrvStatus::NotSupported;
   m_.set_qp_sport(device, target, qp, sport);
   return DrvStatus::Ok;
 }
 
-std::string SimDriver::route_hops(std::uint32_t a, std::uint32_t b, const std::string& transport, std::uint16_t sport) const {
-  std::string s;
-  if (transport == "roce") {
-    if (!m_.has_nic(a) || !m_.has_nic(b)) return "";
-    const models::Network& net = *m_.network();
-    std::vector<models::Network::Hop> hops;
-    const bool ok = net.trace_path(m_.nic_node(a), m_.nic_node(b), sport, &hops, nullptr);
-    for (const auto& h : hops) {
-      if (!s.empty()) s += ' ';
-      s += net.node_name(h.node) + ":" + std::to_string(h.in_port) + ">" + std::to_string(h.out_port);
-    }
-    if (!ok) s += s.empty() ? "(no path)" : " (broken)";
-    return s;
-  }
-  const models::Machine::Route r = m_.route(a, b);
-  if (!r.ok()) return "(no path)";
-  for (int p : {r.p1, r.p2}) {
-    if (p < 0) continue;
-    if (!s.empty()) s += ' ';
-    s += m_.links()[m_.ports()[static_cast<std::size_t>(p)].link].name;
-    if (!m_.ports()[static_cast<std::size_t>(p)].up) s += "(down)";
-  }
-  return s;
+DrvStatus SimRdma::mr_register(std::uint32_t device, std::uint64_t addr, std::uint64_t bytes, std::uint32_t access,
+                               std::uint32_t* key) {
+  if (device >= m_.npu_count() || !key || bytes == 0 || models::addr_npu(addr) != device ||
+      !m_.hbm(device).in_range(models::addr_offset(addr), bytes))
+    return DrvStatus::Invalid;
+  *key = m_.register_mr(device, addr, bytes, access);
+  return DrvStatus::Ok;
 }
 
-void SimDriver::route_decided(std::uint32_t device, const hcomm::RouteInfo& r) {
-  if (!route_reports()) return;
-  RouteRow row;
-  row.t_ns = static_cast<double>(now_ps()) / models::kPsPerNs;
-  row.comm = r.comm;
-  row.src = r.src_rank;
-  row.dst = r.dst_rank;
-  row.qp = r.qp;
-  row.transport = r.transport;
-  const bool roce = r.transport == "roce";
-  // The source port the NIC really uses (the library's, or the NIC's hash when it set none).
-  const std::uint16_t sport = roce ? m_.qp_sport(device, r.dst_device, r.qp) : 0;
-  row.udp_sport = sport;
-  if (roce && device < topo_.npus.size()) row.nic = topo_.npus[device].name + "/nic";
-  if (r.transport == "hccs-relay" && r.relay_device < m_.npu_count()) {  // two HCCS hops through the relay NPU
-    row.hops = route_hops(device, r.relay_device, "hccs", 0) + " " + route_hops(r.relay_device, r.dst_device, "hccs", 0);
-  } else if (r.transport == "roce-borrow") {  // HCCS to my lender, RoCE between the two NICs, HCCS from the peer's lender
-    const std::uint32_t tx = r.relay_device < m_.npu_count() ? r.relay_device : device;
-    const std::uint32_t rx = r.via_device < m_.npu_count() ? r.via_device : r.dst_device;
-    const std::uint16_t sp = m_.qp_sport(tx, rx, r.qp);
-    row.udp_sport = sp;
-    if (tx < topo_.npus.size()) row.nic = topo_.npus[tx].name + "/nic";
-    if (tx != device) row.hops = route_hops(device, tx, "hccs", 0) + " ";
-    row.hops += route_hops(tx, rx, "roce", sp);
-    if (rx != r.dst_device) row.hops += " " + route_hops(rx, r.dst_device, "hccs", 0);
-  } else {
-    row.hops = route_hops(device, r.dst_device, r.transport, sport);
-  }
-  row.bandwidth_GBps = r.bandwidth_Bps / 1e9;
-  row.latency_us = r.latency_ns / 1e3;
-  row.congestion = r.congestion;
-  row.cost = r.cost;
-  row.reason = r.reason;
-  row.trigger = r.trigger;
-  trace_->route(row);
+DrvStatus SimRdma::mr_deregister(std::uint32_t device, std::uint32_t key) {
+  if (device >= m_.npu_count()) return DrvStatus::Invalid;
+  return m_.deregister_mr(device, key) ? DrvStatus::Ok : DrvStatus::Invalid;
 }
 
 }  // namespace sim
