@@ -77,6 +77,61 @@ struct Cpu : sc_core::sc_module {
   }
 };
 
+// Every field of a task survives the queue entry: each set to a value unlike its default.
+TEST(NpuTlm, QueueEntryCarriesEveryTaskField) {
+  models::Task t;
+  t.kind = models::TaskKind::Compute;
+  t.src = 0x1111;
+  t.dst = 0x2222;
+  t.bytes = 0x3333;
+  t.dtype = models::DType::Bf16;
+  t.op = models::ReduceOp::Max;
+  t.target = 7;
+  t.key = 0x4444;
+  t.value = 0x5555;
+  int host_buf = 0;
+  t.host = &host_buf;
+  t.rkey = 9;
+  t.qp_count = 4;
+  t.qp_base = 12;
+  t.rate_cap_Bps = 123456789;
+  t.retry_count = 3;
+  t.via = 5;
+  t.wait_ack = true;
+  t.passive = true;
+  t.tag = 4242;
+  t.width = 64;
+  t.spitch = 128;
+  t.dpitch = 256;
+  t.flops = 1.5e12;
+  t.efficiency = 0.37;
+  const models::Task u = sim::decode_sqe(sim::encode_sqe(t));
+  EXPECT_EQ(u.kind, t.kind);
+  EXPECT_EQ(u.src, t.src);
+  EXPECT_EQ(u.dst, t.dst);
+  EXPECT_EQ(u.bytes, t.bytes);
+  EXPECT_EQ(u.dtype, t.dtype);
+  EXPECT_EQ(u.op, t.op);
+  EXPECT_EQ(u.target, t.target);
+  EXPECT_EQ(u.key, t.key);
+  EXPECT_EQ(u.value, t.value);
+  EXPECT_EQ(u.host, t.host);
+  EXPECT_EQ(u.rkey, t.rkey);
+  EXPECT_EQ(u.qp_count, t.qp_count);
+  EXPECT_EQ(u.qp_base, t.qp_base);
+  EXPECT_EQ(u.rate_cap_Bps, t.rate_cap_Bps);
+  EXPECT_EQ(u.retry_count, t.retry_count);
+  EXPECT_EQ(u.via, t.via);
+  EXPECT_EQ(u.wait_ack, t.wait_ack);
+  EXPECT_EQ(u.passive, t.passive);
+  EXPECT_EQ(u.tag, t.tag);
+  EXPECT_EQ(u.width, t.width);
+  EXPECT_EQ(u.spitch, t.spitch);
+  EXPECT_EQ(u.dpitch, t.dpitch);
+  EXPECT_EQ(u.flops, t.flops);
+  EXPECT_EQ(u.efficiency, t.efficiency);
+}
+
 TEST(NpuTlm, CopySubmittedThroughTheSocketRunsAtTheClosedFormTime) {
   sim::configure_kernel();
   sim::ScScheduler sched("fabric");

@@ -21,9 +21,11 @@
 
 namespace sim {
 
-/// A task descriptor as it lies in a submission-queue entry (little endian, kSqeBytes bytes).
+/// A task descriptor as it lies in a submission-queue entry (little endian, kSqeBytes bytes):
+/// every field of models::Task (systemc/task_kinds.h counts them), the driver's tag as its low 32 bits.
 struct SqeWire {
-  std::uint8_t kind, dtype, op, reserved0;
+  std::uint8_t kind, dtype, op;
+  std::uint8_t flags;  ///< bit 0: wait_ack, bit 1: passive
   std::uint32_t target;
   std::uint64_t src, dst, bytes, key, value;
   std::uint64_t host;  ///< host buffer address of H2D / D2H (a pointer in the simulator's process)
@@ -31,7 +33,9 @@ struct SqeWire {
   std::uint64_t rate_cap_Bps;
   std::uint32_t retry_count, qp_base;
   std::uint32_t via;
-  std::uint8_t reserved2[44];
+  std::int32_t tag;    ///< the driver's tag (an operation's sequence number; -1: none)
+  std::uint64_t width, spitch, dpitch;  ///< a 2-D copy's rows
+  double flops, efficiency;             ///< Compute
 };
 static_assert(sizeof(SqeWire) == 128, "one submission-queue entry is 128 bytes");
 

@@ -7,6 +7,9 @@
 
 namespace sim {
 
+static_assert(task_kinds::field_count<SqeWire>() == 23,
+              "SqeWire changed: every models::Task field but wait_ack and passive (its flags) has a field of its own");
+
 SqeWire encode_sqe(const models::Task& t) {
   SqeWire w{};
   w.kind = static_cast<std::uint8_t>(t.kind);
@@ -25,6 +28,13 @@ SqeWire encode_sqe(const models::Task& t) {
   w.retry_count = t.retry_count;
   w.qp_base = t.qp_base;
   w.via = t.via;
+  w.flags = static_cast<std::uint8_t>((t.wait_ack ? 1 : 0) | (t.passive ? 2 : 0));
+  w.tag = static_cast<std::int32_t>(t.tag);
+  w.width = t.width;
+  w.spitch = t.spitch;
+  w.dpitch = t.dpitch;
+  w.flops = t.flops;
+  w.efficiency = t.efficiency;
   return w;
 }
 
@@ -46,6 +56,14 @@ models::Task decode_sqe(const SqeWire& w) {
   t.retry_count = w.retry_count;
   t.qp_base = w.qp_base;
   t.via = w.via;
+  t.wait_ack = w.flags & 1;
+  t.passive = w.flags & 2;
+  t.tag = w.tag;
+  t.width = w.width;
+  t.spitch = w.spitch;
+  t.dpitch = w.dpitch;
+  t.flops = w.flops;
+  t.efficiency = w.efficiency;
   return t;
 }
 
