@@ -32,7 +32,8 @@ struct Choice {
   double plain_ns = 0;             ///< est_ns without the leaf-uplink term
   std::string runner_up;           ///< "" when there was one candidate
   double runner_up_ns = 0;
-  std::string by;                  ///< "auto", "HCOMM_ALGO", "HCCL_ALGO", "HCOMM_ALLREDUCE_ALGO", "config"
+  std::string by;                  ///< "auto", "HCOMM_ALGO", "HCCL_ALGO", "HCOMM_ALLREDUCE_ALGO", "config", "op retry"
+  bool retry_ring = false;         ///< Flat: an op retry's ring, in the order the recovery agreement chose (by "op retry")
 };
 
 /// Choose for `op` of `bytes` (busbw convention, family.h) on `shape`. Logs a fallback when the

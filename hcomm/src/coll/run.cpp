@@ -540,6 +540,7 @@ hcomm_result_t run_checked(hcomm_comm_t comm, hcomm_stream_t main, CollReq r) {
     c.family = &kRing;
     c.name = "ring";
     c.by = "op retry";
+    c.retry_ring = true;
   }
   info.algorithm = c.name;
   info.chosen_by = c.by;
@@ -568,7 +569,7 @@ hcomm_result_t run_checked(hcomm_comm_t comm, hcomm_stream_t main, CollReq r) {
       else rc = allreduce_hierarchical(comm, g, *c.family, r.in, r.out, r.count, r.dtype, r.redop, main);
       break;
     case Choice::Flat: rc = run_flat(comm, main, r, *c.family, esz, c.family == &kPipeline || c.family == &kHierAllToAll ? shape.local : 1,
-                                     c.by == "op retry" && !comm->ring_order.empty() ? &comm->ring_order : nullptr);
+                                     c.retry_ring && !comm->ring_order.empty() ? &comm->ring_order : nullptr);
       break;
   }
   if (rc != HCOMM_SUCCESS) return rc;
