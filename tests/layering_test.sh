@@ -133,6 +133,10 @@ for f in "$SRC/sim/src/config"/* "$SRC/sim/include/sim/config"/*; do
   hits2=$(grep -nE '#\s*include\s*"(systemc|run|driver)/|#\s*include\s*"elaborate\.h"' "$f" || true)
   if [ -n "$hits$hits2" ]; then echo "$f (a loader) reaches SystemC, the shell or the runner:"; echo "$hits$hits2"; bad=1; fi
 done
+# The runner's parts (sim/src/run/) sit below the runner: they take its value types from
+# sim/run_types.h and never include sim/runner.h.
+hits=$(grep -rnE '#\s*include\s*"sim/runner\.h"' "$SRC/sim/src/run" || true)
+if [ -n "$hits" ]; then echo "sim/src/run includes the runner above it:"; echo "$hits"; bad=1; fi
 # Only elaboration maps a Topology to models: no other sim/ file adds NPUs, links, switches,
 # hosts or root complexes to a machine or network.
 hits=$(grep -rnE '(\.|->)(add_npu|add_link|add_switch|add_host|add_pcie_switch[a-z_]*|add_root_complex|attach_host|attach_network)\(' \

@@ -18,7 +18,7 @@
 #include "run/failure.h"
 #include "sim/driver.h"
 #include "sim/payload.h"
-#include "sim/runner.h"
+#include "sim/run_types.h"
 #include "sim/config/scenario.h"
 #include "sim/trace.h"
 

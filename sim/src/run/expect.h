@@ -6,7 +6,7 @@
 
 #include "hcomm/driver.h"
 #include "run/failure.h"
-#include "sim/runner.h"
+#include "sim/run_types.h"
 #include "sim/config/scenario.h"
 
 namespace sim {

@@ -10,7 +10,7 @@
 #include "hcomm/driver.h"
 #include "run/failure.h"
 #include "sim/config/scenario.h"
-#include "sim/runner.h"
+#include "sim/run_types.h"
 
 namespace models {
 class Network;

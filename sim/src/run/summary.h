@@ -6,7 +6,8 @@
 #include <vector>
 
 #include "sim/driver.h"
-#include "sim/runner.h"
+#include "sim/run_summary.h"
+#include "sim/run_types.h"
 #include "sim/config/scenario.h"
 
 namespace sim {

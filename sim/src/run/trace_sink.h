@@ -7,7 +7,7 @@
 
 #include "models/machine.h"
 #include "models/network.h"
-#include "sim/runner.h"
+#include "sim/run_types.h"
 #include "sim/config/scenario.h"
 #include "sim/trace.h"
 
