@@ -35,8 +35,17 @@ ME = int(os.environ["RANK"])
 SIZE = int(os.environ["WORLD_SIZE"])
 
 
+def say(line, err=False):
+    """Prints one line with one write(2): all ranks share hcsim exec's stdout and stderr, and a
+    line written in two pieces (print writes the text and the newline apart) can be cut by
+    another rank's line."""
+    out = sys.stderr if err else sys.stdout
+    out.flush()
+    os.write(out.fileno(), (line + "\n").encode())
+
+
 def usage():
-    print("usage: elastic.py [ITERS (> 0) [COUNT (> 0) [ABORT_RANK ABORT_ITER]]] on 2.. ranks", file=sys.stderr)
+    say("usage: elastic.py [ITERS (> 0) [COUNT (> 0) [ABORT_RANK ABORT_ITER]]] on 2.. ranks", err=True)
     sys.exit(2)
 
 
@@ -58,7 +67,7 @@ def grad(w, k):
 
 
 def on_error(code, msg):
-    print(f"rank {ME}: error callback: {hcomm.result_string(code)}: {msg}", file=sys.stderr, flush=True)
+    say(f"rank {ME}: error callback: {hcomm.result_string(code)}: {msg}", err=True)
 
 
 def iteration(comm, st, dev, k, members):
@@ -86,7 +95,7 @@ shrinks = 0
 k = 0
 while k < iters:
     if ME == abort_rank and k == abort_iter:
-        print(f"rank {ME}: aborting at iteration {k} as asked", file=sys.stderr, flush=True)
+        say(f"rank {ME}: aborting at iteration {k} as asked", err=True)
         os.abort()
     try:
         wrong = iteration(comm, st, dev, k, members)
@@ -94,12 +103,11 @@ while k < iters:
         # 1. What happened.
         err = hcomm.get_async_error(comm)
         why = hcomm.get_async_error_string(comm)
-        print(f"rank {ME}: iteration {k} failed ({hcomm.result_string(e.code)}; async error {hcomm.result_string(err)}: {why})",
-              flush=True)
+        say(f"rank {ME}: iteration {k} failed ({hcomm.result_string(e.code)}; async error {hcomm.result_string(err)}: {why})")
         # 2. Who is gone.
         lost = hcomm.lost_ranks(comm)
         if not lost:
-            print(f"rank {ME}: no lost rank known: the error is not a rank loss, giving up", file=sys.stderr)
+            say(f"rank {ME}: no lost rank known: the error is not a rank loss, giving up", err=True)
             sys.exit(3)
         # 3. Shrink; the old communicator goes, a new stream is made.
         new = comm.shrink(lost)
@@ -116,12 +124,12 @@ while k < iters:
         # 4. Agree where to go on: all resume from the smallest failed iteration (an all-reduce MIN
         #    on the new communicator); re-running one is harmless.
         k = int(hcomm.allreduce(np.array([k], np.int32), op=hcomm.REDUCE_MIN, stream=st, comm=comm)[0])
-        print(f"rank {ME}: lost world rank(s) {names}; continued on {len(members)} ranks from iteration {k}", flush=True)
+        say(f"rank {ME}: lost world rank(s) {names}; continued on {len(members)} ranks from iteration {k}")
         continue
     if wrong:
-        print(f"rank {ME}: iteration {k}: {wrong} wrong elements", flush=True)
+        say(f"rank {ME}: iteration {k}: {wrong} wrong elements")
         sys.exit(1)
     k += 1
 t1 = hcomm.wtime()
-print(f"rank {ME}: done: {iters} iterations, the last ones on {len(members)} ranks ({shrinks} shrink{'' if shrinks == 1 else 's'}), "
-      f"all sums correct, {(t1 - t0) * 1e6:.3f} us (simulated)", flush=True)
+say(f"rank {ME}: done: {iters} iterations, the last ones on {len(members)} ranks ({shrinks} shrink{'' if shrinks == 1 else 's'}), "
+    f"all sums correct, {(t1 - t0) * 1e6:.3f} us (simulated)")
