@@ -92,6 +92,15 @@ void settle_mesh(hcomm_comm_t comm, hcomm_stream_t main) {
   comm->ctx->mesh_owed.clear();
 }
 
+void forget_mesh_debts(hcomm_context_t ctx) { ctx->mesh_owed.clear(); }
+
+void forget_mesh_debts(hcomm_comm_t comm, bool drop) {
+  comm->pulled_from.clear();
+  if (!drop) return;
+  auto& owed = comm->ctx->mesh_owed;
+  owed.erase(std::remove(owed.begin(), owed.end(), comm), owed.end());
+}
+
 MeshChunk::MeshChunk(std::uint32_t L) : len(L, 0), ccl(L, 0), in(L, 0), out(L, 0) {}
 
 hcomm_result_t mesh_slaves(hcomm_comm_t comm, const ServerGroups& g) {

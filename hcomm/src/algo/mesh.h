@@ -26,6 +26,11 @@ struct MeshChunk {
 /// Wait on `main` until the local peers have finished reading my CCL (the all-gather half of the
 /// last mesh phase); every user of the CCL calls this before writing it.
 void settle_mesh(hcomm_comm_t comm, hcomm_stream_t main);
+/// Forget the pulls the context's communicators owe (their device was stopped: the notifies will
+/// not come), or those of one communicator (`comm`: its pulls; `drop`: it leaves the context's
+/// list too, as when it is destroyed). The debts are algo's: only this room writes them.
+void forget_mesh_debts(hcomm_context_t ctx);
+void forget_mesh_debts(hcomm_comm_t comm, bool drop);
 
 /// Create the L-1 slave streams on first use (HCOMM_E_DRV when that fails).
 hcomm_result_t mesh_slaves(hcomm_comm_t comm, const ServerGroups& g);

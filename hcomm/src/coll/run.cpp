@@ -19,6 +19,7 @@
 #include "discovery/topo.h"
 #include "route/route.h"
 #include "transport/tasks.h"
+#include "transport/transport.h"
 
 namespace hcomm::detail {
 
@@ -576,8 +577,7 @@ hcomm_result_t run_checked(hcomm_comm_t comm, hcomm_stream_t main, CollReq r) {
   // The RDMA writes end at their doorbells: the op ends when they are acknowledged, so that a
   // write still being retransmitted does not read a buffer the caller or the next op already
   // reuses (the NIC reads its source again when it retransmits; docs/algorithms/README.md#the-executor).
-  if (comm->rdma_unfenced) {
-    comm->rdma_unfenced = false;
+  if (take_unfenced_writes(comm)) {
     if (hcomm_result_t frc = rdma_fence(main); frc != HCOMM_SUCCESS) return frc;
   }
   op_end(main, mk);

@@ -232,36 +232,6 @@ void answer_all(const std::vector<std::uint32_t>& recs, std::uint32_t n, std::ve
   for (std::uint32_t q = 0; q < n; ++q) an(q)[kSubList] = static_cast<std::uint32_t>(before[subtree_end(q, n)] - before[q]);
 }
 
-hcomm_result_t make_child(hcomm_comm_t parent, std::uint32_t id, std::vector<std::uint32_t> members, std::uint32_t rank,
-                          std::uint32_t server_size, hcomm_comm_t* out) {
-  hcomm_context_t ctx = parent->ctx;
-  auto* c = new hcomm_comm_s;
-  c->ctx = ctx;
-  c->cfg = parent->cfg;
-  c->rdma = parent->rdma;
-  c->algo = parent->algo;
-  c->algo_spec = parent->algo_spec;
-  c->cfg.algo = parent->cfg.algo ? c->algo_spec.c_str() : nullptr;
-  c->id = id;
-  c->rank = rank;
-  c->nranks = static_cast<std::uint32_t>(members.size());
-  c->members = std::move(members);
-  c->server_size = server_size;
-  if (!peer_desc(c, rank)) { delete c; return HCOMM_E_NOT_FOUND; }
-  hcomm_result_t r = make_stream(ctx, &c->internal);
-  if (r == HCOMM_SUCCESS) r = make_stream(ctx, &c->recv_stream);
-  if (r != HCOMM_SUCCESS) {
-    if (c->internal) hcomm_destroy_stream(c->internal);
-    delete c;
-    return r;
-  }
-  hold_comm_id(c);
-  track(c, kComm);
-  recovery::comm_created(c);
-  *out = c;
-  return HCOMM_SUCCESS;
-}
-
 // The collective part shared by split and create_group (the phases: the comment at the top).
 hcomm_result_t split(hcomm_comm_t parent, const Request& req, hcomm_comm_t* out) {
   hcomm_context_t ctx = parent->ctx;
@@ -367,7 +337,7 @@ hcomm_result_t split(hcomm_comm_t parent, const Request& req, hcomm_comm_t* out)
   if (hcomm_result_t rc = ph.finish(); rc != HCOMM_SUCCESS) return failed(rc);
   std::vector<std::uint32_t> members(m);
   for (std::uint32_t i = 0; i < m; ++i) members[i] = global_rank(parent, list[i]);
-  if (hcomm_result_t rc = make_child(parent, a[kId], std::move(members), cr, a[kShape], out); rc != HCOMM_SUCCESS) return rc;
+  if (hcomm_result_t rc = comm_make_child(parent, a[kId], std::move(members), cr, a[kShape], out); rc != HCOMM_SUCCESS) return rc;
   logf(ctx, 2, "Rank%u %s: color %u -> rank %u of %u (comm id %u, %u ranks per server)", me, what, req.color, cr, m, a[kId],
        a[kShape]);
   return HCOMM_SUCCESS;
@@ -484,7 +454,7 @@ hcomm_result_t hcomm_comm_shrink(hcomm_comm_t parent, uint32_t n_lost, const uin
     seen.insert(at, server[i]);
     i = j;
   }
-  if (hcomm_result_t rc = make_child(parent, id, std::move(members), my_rank, uniform ? L : 0, out); rc != HCOMM_SUCCESS) return rc;
+  if (hcomm_result_t rc = comm_make_child(parent, id, std::move(members), my_rank, uniform ? L : 0, out); rc != HCOMM_SUCCESS) return rc;
   logf(ctx, 1, "Rank%u comm %u shrunk: %u lost, rank %u of %u in comm %u", me, parent->id, n_lost, my_rank, m, id);
   if (!parent->error.text.empty() || n_lost) {
     FailoverInfo f;

@@ -79,6 +79,36 @@ hcomm_result_t comm_init_make(hcomm_context_t ctx, std::uint32_t nranks, std::ui
   return HCOMM_SUCCESS;
 }
 
+hcomm_result_t comm_make_child(hcomm_comm_t parent, std::uint32_t id, std::vector<std::uint32_t> members, std::uint32_t rank,
+                          std::uint32_t server_size, hcomm_comm_t* out) {
+  hcomm_context_t ctx = parent->ctx;
+  auto* c = new hcomm_comm_s;
+  c->ctx = ctx;
+  c->cfg = parent->cfg;
+  c->rdma = parent->rdma;
+  c->algo = parent->algo;
+  c->algo_spec = parent->algo_spec;
+  c->cfg.algo = parent->cfg.algo ? c->algo_spec.c_str() : nullptr;
+  c->id = id;
+  c->rank = rank;
+  c->nranks = static_cast<std::uint32_t>(members.size());
+  c->members = std::move(members);
+  c->server_size = server_size;
+  if (!peer_desc(c, rank)) { delete c; return HCOMM_E_NOT_FOUND; }
+  hcomm_result_t r = make_stream(ctx, &c->internal);
+  if (r == HCOMM_SUCCESS) r = make_stream(ctx, &c->recv_stream);
+  if (r != HCOMM_SUCCESS) {
+    if (c->internal) hcomm_destroy_stream(c->internal);
+    delete c;
+    return r;
+  }
+  hold_comm_id(c);
+  track(c, kComm);
+  recovery::comm_created(c);
+  *out = c;
+  return HCOMM_SUCCESS;
+}
+
 }  // namespace hcomm::detail
 
 extern "C" {
@@ -90,28 +120,6 @@ hcomm_result_t hcomm_comm_get_config(hcomm_comm_t comm, hcomm_config_t* cfg) {
   return HCOMM_SUCCESS;
 }
 
-hcomm_result_t hcomm_comm_destroy(hcomm_comm_t c) {
-  if (!live(c, kComm)) return HCOMM_E_UNAVAIL;
-  for (hcomm_request_t r : c->batch_reqs) hcomm_wait(r);  // batch send/recv still in flight
-  hcomm_destroy_stream(c->internal);
-  hcomm_destroy_stream(c->recv_stream);
-  for (auto s : c->slaves) hcomm_destroy_stream(s);
-  for (auto s : c->plan_slaves) hcomm_destroy_stream(s);
-  if (c->grant_stream) hcomm_destroy_stream(c->grant_stream);
-  if (c->batch_send) hcomm_destroy_stream(c->batch_send);
-  if (c->batch_recv) hcomm_destroy_stream(c->batch_recv);
-  if (c->tcp_send) hcomm_destroy_stream(c->tcp_send);  // before its staging buffers go with c
-  if (live(c->ctx, kCtx)) {
-    recovery::comm_destroyed(c);  // its context still lives
-    release_comm_id(c);
-    c->ctx->reservations.erase(c);  // its bandwidth reservation (route/reserve.cpp) ends with it
-    auto& owed = c->ctx->mesh_owed;
-    owed.erase(std::remove(owed.begin(), owed.end(), c), owed.end());
-  }
-  untrack(c);
-  delete c;
-  return HCOMM_SUCCESS;
-}
 hcomm_result_t hcomm_comm_rank(hcomm_comm_t c, uint32_t* r) {
   if (!live(c, kComm)) return HCOMM_E_UNAVAIL;
   if (!r) return HCOMM_E_PTR;

@@ -2,6 +2,7 @@
 // library owns, and descriptors/links of the peers actually used.
 #pragma once
 #include <cstdint>
+#include <vector>
 
 #include "core/objects.h"
 
@@ -31,4 +32,10 @@ hcomm_result_t comm_init_check(hcomm_context_t ctx, std::uint32_t nranks, std::u
                                hcomm_comm_t* out, CommInit* in);
 hcomm_result_t comm_init_make(hcomm_context_t ctx, std::uint32_t nranks, std::uint32_t rank, const CommInit& in,
                               hcomm_comm_t* out);
+/// A child of `parent` (split, create_group: coll/split.cpp agrees on what): comm id `id`,
+/// `members` (global ranks), my rank in it, its ranks per server (0: unequal), the parent's
+/// configuration; its streams and comm id, announced to the recovery. Core makes every
+/// communicator: the communicator's fields are written here, not by the rooms that ask.
+hcomm_result_t comm_make_child(hcomm_comm_t parent, std::uint32_t id, std::vector<std::uint32_t> members, std::uint32_t rank,
+                               std::uint32_t server_size, hcomm_comm_t* out);
 }  // namespace hcomm::detail

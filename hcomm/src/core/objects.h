@@ -202,7 +202,7 @@ struct hcomm_comm_s {
   std::uint32_t server_size = 0;  // children: ranks per server when servers are contiguous and equal, else 0
   std::uint32_t splits = 0;       // splits / group creations made over this communicator (all members agree)
   std::uint64_t op_seq = 0;
-  bool rdma_unfenced = false;  // a data write of the current operation ended at its doorbell: fence before the op ends
+  bool rdma_unfenced = false;  // transport/ only: a data write of the current operation ended at its doorbell (take_unfenced_writes)
   hcomm_stream_t internal = nullptr;     // blocking p2p and the serialized receive path
   hcomm_stream_t recv_stream = nullptr;  // all receives of this communicator, in posting order
   std::vector<hcomm_stream_t> slaves;    // mesh collectives: one per peer

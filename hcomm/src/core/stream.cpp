@@ -17,6 +17,8 @@ using namespace hcomm::detail;
 
 namespace hcomm::detail {
 
+std::uint64_t new_event_id(hcomm_context_t ctx) { return ctx->next_event++; }
+
 hcomm_result_t make_stream(hcomm_context_t ctx, hcomm_stream_t* out) {
   std::uint32_t id = 0;
   if (port::stream_create(ctx, &id) != HCOMM_SUCCESS) return HCOMM_E_DRV;
@@ -127,7 +129,7 @@ hcomm_result_t hcomm_launch_compute_flops(hcomm_stream_t s, double flops, hcomm_
 hcomm_result_t hcomm_create_event(hcomm_context_t ctx, hcomm_event_t* ev) {
   if (!live(ctx, kCtx)) return HCOMM_E_UNAVAIL;
   if (!ev) return HCOMM_E_PTR;
-  auto* e = new hcomm_event_s{ctx, ctx->next_event++, 0};
+  auto* e = new hcomm_event_s{ctx, new_event_id(ctx), 0};
   track(e, kEvent);
   *ev = e;
   return HCOMM_SUCCESS;

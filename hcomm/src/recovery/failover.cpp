@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "algo/mesh.h"
 #include "coll/run.h"
 #include "core/comm.h"
 #include "core/handles.h"
@@ -18,6 +19,7 @@
 #include "recovery/retry_path.h"
 #include "recovery/ring_order.h"
 #include "route/route.h"
+#include "transport/relay.h"
 
 namespace hcomm::detail {
 
@@ -207,35 +209,19 @@ std::uint64_t delivered(hcomm_comm_t c, const PendingOp& p) {
   return v > p.mark_base ? std::max(p.from, v - p.mark_base) : p.from;
 }
 
-// Before a later round's re-execution (every member has stopped its device since the GO): the
-// relay channels this rank drives on other NPUs (transport/relay.cpp) are let go — their hop
-// streams destroyed, their numbers and staging areas free, their key sequences kept — and made
-// anew at the next transfer, so nothing an interrupted re-execution left on a relay's streams
-// holds the next one up.
-void drop_relay_channels(hcomm_context_t ctx) {
-  for (RelayChan& ch : ctx->relay_chan_list) {
-    for (hcomm_stream_t x : {ch.hop1, ch.hop2})
-      if (x) { port::stream_destroy(x); delete x; }
-    ch.hop1 = ch.hop2 = nullptr;
-    ch.relay_device = ~0u;
-    ch.stage = -1;
-  }
-  ctx->relay_chans.clear();
-  ctx->relay_stages.clear();
-}
 
 // Run the recoveries the communicators of `ctx` need. Returns HCOMM_E_AGAIN when every one that
 // had the failure re-executed its operation successfully, else the first error code.
 hcomm_result_t recover(hcomm_context_t ctx) {
   ctx->recovering = true;
   port::device_abort(ctx);  // stop what is left of the failed attempt on this device (all its streams)
-  ctx->mesh_owed.clear();
+  forget_mesh_debts(ctx);
   hcomm_result_t out = HCOMM_E_AGAIN;
   const std::vector<hcomm_comm_t> comms = ctx->comms;
   for (hcomm_comm_t c : comms) {
     if (c->error.code == HCOMM_SUCCESS || c->recovered_round == c->error.at_ns + 1) continue;
     c->recovered_round = c->error.at_ns + 1;  // one recovery per error
-    c->pulled_from.clear();
+    forget_mesh_debts(c, false);
     const PendingOp* p = pending_of(c);
     const bool want = c->retry_wanted && c->cfg.op_retry;
     if (!want) {
@@ -319,7 +305,7 @@ hcomm_result_t recover(hcomm_context_t ctx) {
       c->error = CommError{};
       c->stale_attempt = c->stale_below == c->op_seq ? c->stale_attempt + 1 : 1;
       c->stale_below = c->op_seq;  // the other reports of this fault are stale from now on
-      if (round > 1) drop_relay_channels(ctx);
+      if (round > 1) relay::drop_channels(ctx);  // before a later round's re-execution
       hcomm_result_t rc = rerun(c, op);
       if (rc == HCOMM_SUCCESS) rc = sync_timeout(op.stream, c->cfg.timeout_ms);
       const CommError news = c->error;  // a fault that hit the re-execution (its own task, or a member's report)
@@ -335,7 +321,7 @@ hcomm_result_t recover(hcomm_context_t ctx) {
           c->error = news;
           c->recovered_round = c->error.at_ns + 1;
           port::device_abort(ctx);
-          ctx->mesh_owed.clear();
+          forget_mesh_debts(ctx);
           probe_dead_links(c);
           continue;
         }
@@ -526,7 +512,7 @@ hcomm_result_t owed_port_event(hcomm_stream_t s) {
 
 void slice_done(hcomm_comm_t comm, hcomm_stream_t s, std::uint64_t done, std::uint64_t total) {
   if (!comm->mark_base || done >= total) return;
-  if (!comm->prog_event) comm->prog_event = comm->ctx->next_event++;
+  if (!comm->prog_event) comm->prog_event = new_event_id(comm->ctx);
   DrvTask t;
   t.kind = DrvTaskKind::EventRecord;
   t.key = comm->prog_event;

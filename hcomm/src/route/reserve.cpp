@@ -26,6 +26,8 @@ namespace {
 
 }  // namespace
 
+void drop_reservation(hcomm_comm_t comm) { comm->ctx->reservations.erase(comm); }
+
 std::uint64_t reserved_by_others_total(hcomm_comm_t comm) {
   std::uint64_t sum = 0;
   for (const auto& [c, r] : comm->ctx->reservations)

@@ -45,6 +45,9 @@ void check(hcomm_comm_t comm);
 /// of `line_Bps` (line minus the others' shares, at most its own ceiling; `line_Bps` when nothing
 /// is reserved); its RoCE connection policy with the rate cap that follows.
 std::uint64_t reserved_by_others_total(hcomm_comm_t comm);
+/// The communicator is going: its reservation (if any) ends. The reservations are route's: only
+/// this room writes them.
+void drop_reservation(hcomm_comm_t comm);
 std::uint64_t share_Bps(hcomm_comm_t comm, std::uint64_t line_Bps);
 RdmaPolicy rdma_policy(hcomm_comm_t comm);
 /// Decide the communicator's RoCE routes again (its QPs or its share changed), recorded with `trigger`.

@@ -214,4 +214,20 @@ hcomm_result_t notify(hcomm_stream_t s, hcomm_comm_t comm, const PeerRoute& r, c
   return notify_record(ch->hop1, peer.device, k);
 }
 
+// The relay channels this rank drives on other NPUs are let go — their hop
+// streams destroyed, their numbers and staging areas free, their key sequences kept — and made
+// anew at the next transfer, so nothing an interrupted re-execution left on a relay's streams
+// holds the next one up.
+void drop_channels(hcomm_context_t ctx) {
+  for (RelayChan& ch : ctx->relay_chan_list) {
+    for (hcomm_stream_t x : {ch.hop1, ch.hop2})
+      if (x) { port::stream_destroy(x); delete x; }
+    ch.hop1 = ch.hop2 = nullptr;
+    ch.relay_device = ~0u;
+    ch.stage = -1;
+  }
+  ctx->relay_chans.clear();
+  ctx->relay_stages.clear();
+}
+
 }  // namespace hcomm::detail::relay

@@ -24,4 +24,8 @@ hcomm_result_t read(hcomm_stream_t s, hcomm_comm_t comm, const PeerRoute& r, con
 /// Record notify `key` on the peer's device through the relay (after this stream's earlier transfers to it).
 hcomm_result_t notify(hcomm_stream_t s, hcomm_comm_t comm, const PeerRoute& r, const RankDesc& peer, std::uint64_t key);
 
+/// Let go of every relay channel this rank drives (an op retry's later round, after every member
+/// stopped its device): hop streams destroyed, numbers and staging areas free, key sequences
+/// kept; made anew at the next transfer. The channels are transport's: only this room writes them.
+void drop_channels(hcomm_context_t ctx);
 }  // namespace hcomm::detail::relay

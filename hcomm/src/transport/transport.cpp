@@ -76,8 +76,14 @@ hcomm_result_t put_notify(hcomm_stream_t s, hcomm_comm_t comm, const RankDesc& p
     if (hcomm_result_t rc = relay::write(s, comm, r, peer, dst, src, bytes, false, 0, 0, rkey); rc != HCOMM_SUCCESS) return rc;
     return relay::notify(s, comm, r, peer, key);
   }
-  if (bytes) comm->rdma_unfenced = true;  // the op's end fences it (coll/run.cpp)
+  if (bytes) comm->rdma_unfenced = true;  // the op's end fences it (take_unfenced_writes)
   return rdma_write(s, peer.device, dst, src, bytes, true, key, rkey, policy_to(comm, peer, r), r.via_device, false, qs);
+}
+
+bool take_unfenced_writes(hcomm_comm_t comm) {
+  const bool was = comm->rdma_unfenced;
+  comm->rdma_unfenced = false;
+  return was;
 }
 
 }  // namespace hcomm::detail

@@ -23,4 +23,8 @@ hcomm_result_t remote_notify(hcomm_stream_t s, hcomm_comm_t comm, const RankDesc
 /// Write bytes to the peer (dst is an address in its HBM, in the region of `rkey`), then notify `key` there.
 hcomm_result_t put_notify(hcomm_stream_t s, hcomm_comm_t comm, const RankDesc& peer, std::uint64_t dst, std::uint64_t src,
                           std::uint64_t bytes, std::uint64_t key, std::uint32_t rkey, QpSlice qs = {});
+/// Whether a data write put_notify posted since the last call ended at its doorbell (the
+/// operation must fence before it ends, docs/algorithms/README.md#the-executor); clears it.
+/// The flag is the transport's: only this room writes it.
+bool take_unfenced_writes(hcomm_comm_t comm);
 }  // namespace hcomm::detail
