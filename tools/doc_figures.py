@@ -39,6 +39,8 @@ import time
 
 MARK = re.compile(r"<!-- fig:([A-Za-z0-9_.-]+) -->(.*?)<!-- /fig -->")
 OPEN = re.compile(r"<!-- fig:")
+FENCE = re.compile(r"^\s{0,3}(`{3,}|~{3,})")
+CODESPAN = re.compile(r"(`+)(.+?)\1")
 REGISTRY = os.path.join("tools", "doc_figures.json")
 KEYS = {"command", "regex", "sql", "measure", "format", "scale", "thousands", "fast", "exit",
         "tolerance", "checkable", "repeat", "env", "timeout", "note"}
@@ -126,7 +128,17 @@ def scan_docs(root, figs):
         with open(path, encoding="utf-8") as f:
             text = f.read()
         texts[path] = text
+        fence = None
         for n, line in enumerate(text.split("\n"), 1):
+            f = FENCE.match(line)
+            if fence is None and f:
+                fence = f.group(1)
+                continue
+            if fence is not None:
+                if line.strip().startswith(fence) and set(line.strip()) <= set(fence[0]):
+                    fence = None
+                continue
+            line = CODESPAN.sub(lambda m: " " * len(m.group(0)), line)  # a marker in `code` is an example
             found = list(MARK.finditer(line))
             if len(OPEN.findall(line)) != len(found):
                 raise BadInput(f"{os.path.relpath(path, root)}:{n}: a figure marker without its "
