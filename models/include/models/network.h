@@ -5,7 +5,9 @@
 // with DCQCN its implementation) and the Ethernet fabric (models/net: switch forwarding with ECMP,
 // the switch MMU — shared buffer, PFC, ECN — apart from forwarding, routing tables, policies, the
 // flow-tier solver and the chunk tier). Plain C++ on the fabric's Scheduler; no kernel events of
-// its own. Network's methods are defined in the room that owns the concern (docs/models/README.md).
+// its own. The RC transport is its own class (models::RcTransport, nic/rc_transport.cpp) that
+// reaches the fabric through NicPort; the fabric's methods are defined in models/src/net and
+// network.cpp (docs/models/README.md).
 #pragma once
 #include <algorithm>
 #include <cstdint>
@@ -21,7 +23,6 @@
 #include "models/net/flow_tier.h"
 #include "models/net/net_params.h"
 #include "models/net/switch.h"
-#include "models/nic/congestion_control.h"
 #include "models/nic/dcqcn_params.h"
 #include "models/nic/rc_transport.h"
 #include "models/sampler.h"
@@ -29,13 +30,13 @@
 
 namespace models {
 
-class Network final : public EventHandler, private CcHost {
+class Network final : public EventHandler, private NicPort, private RcFlowTier {
  public:
   using PortStats = NetPortStats;
   using QpStats = models::QpStats;
 
   Network(Scheduler& s, NetParams p);
-  void set_listener(NetworkListener* l) { listener_ = l; }
+  void set_listener(NetworkListener* l) { listener_ = l; rc_.set_listener(l); }
   const NetParams& params() const { return p_; }
 
   // ---- topology (network.cpp), routes (net/routing.cpp) ----
@@ -46,24 +47,24 @@ class Network final : public EventHandler, private CcHost {
   /// Compute ECMP next-hop sets (call after all connects).
   void build_routes();
 
-  // ---- RC transport (nic/rc_transport.cpp) ----
+  // ---- RC transport (models::RcTransport, nic/rc_transport.cpp) ----
   std::uint32_t create_qp(std::uint32_t src_host, std::uint32_t dst_host, std::uint16_t udp_sport);
   /// RDMA write of `bytes` on the QP; completes through the listener with `tag`. An unsignaled
   /// write (`signaled` false, as an RDMA WQE without a completion) reports only a failure: its
   /// success is implied by a later signaled write on the QP completing (RC completes in order).
   /// The flow tier then spends no event on its acknowledgement.
-  void post_write(std::uint32_t qp, std::uint64_t bytes, std::uint64_t tag, bool signaled = true);
-  bool qp_failed(std::uint32_t qp) const { return qps_[qp].failed; }
-  std::uint16_t qp_sport(std::uint32_t qp) const { return qps_[qp].sport; }
+  void post_write(std::uint32_t qp, std::uint64_t bytes, std::uint64_t tag, bool signaled = true) { rc_.post_write(qp, bytes, tag, signaled); }
+  bool qp_failed(std::uint32_t qp) const { return rc_.qp(qp).failed; }
+  std::uint16_t qp_sport(std::uint32_t qp) const { return rc_.qp(qp).sport; }
   /// Cap a QP's sending rate (bytes/s; 0 = the port's line rate), e.g. a communicator's bandwidth_limit.
-  void set_qp_rate_cap(std::uint32_t qp, std::uint64_t Bps);
+  void set_qp_rate_cap(std::uint32_t qp, std::uint64_t Bps) { rc_.set_qp_rate_cap(qp, Bps); }
   /// Retransmit-timeout retries before the QP fails (default: NetParams::retry_count).
-  void set_qp_retry_count(std::uint32_t qp, std::uint32_t n) { qps_.at(qp).retry_limit = n; }
+  void set_qp_retry_count(std::uint32_t qp, std::uint32_t n) { rc_.set_qp_retry_count(qp, n); }
   /// Reset the QP (both ends, fresh PSNs), as a retry that stops its operation does: its posted
   /// writes are flushed (each reported failed, as IBV_WC_WR_FLUSH_ERR) and what is still on the
   /// wire is taken as a duplicate when it arrives. The flow tier keeps the head message (unless it waits to retry), which may
   /// be on the wire already. A QP in the error state stays in it.
-  void reset_qp(std::uint32_t qp);
+  void reset_qp(std::uint32_t qp) { rc_.reset_qp(qp); }
 
   // Faults.
   void set_link_up(std::uint32_t node, std::uint32_t port, bool up);
@@ -97,28 +98,14 @@ class Network final : public EventHandler, private CcHost {
     return st;
   }
   std::uint64_t queue_bytes(std::uint32_t node, std::uint32_t port) const { return nodes_[node].ports[port].qbytes; }
-  QpStats qp_stats(std::uint32_t qp) const {
-    const Qp& q = qps_[qp];
-    QpStats st;
-    st.tx_bytes = q.tx_bytes;
-    st.rx_bytes = q.rx_bytes;
-    st.timeouts = q.timeouts;
-    if (!p_.flow) {
-      const RcQpTx& x = qtx_[qp];
-      st.retransmits = x.retransmits;
-      st.naks = x.naks;
-      st.cnp_rcv = x.cnp_rcv;
-      st.cnp_sent = x.cnp_sent;
-    }
-    return st;
-  }
-  std::uint32_t qp_count() const { return static_cast<std::uint32_t>(qps_.size()); }
+  QpStats qp_stats(std::uint32_t qp) const { return rc_.qp_stats(qp); }
+  std::uint32_t qp_count() const { return rc_.qp_count(); }
   /// The QP's sending rate (flow tier: its port's line rate; the congestion control keeps no state there).
   double qp_rate_Bps(std::uint32_t qp) const {
-    return p_.flow ? static_cast<double>(nodes_[qps_[qp].src].ports[0].Bps) : cc_->rate_Bps(qp);
+    return p_.flow ? static_cast<double>(nodes_[rc_.qp(qp).src].ports[0].Bps) : rc_.cc().rate_Bps(qp);
   }
   std::uint64_t total_drops() const;
-  std::uint64_t events() const { return events_; }
+  std::uint64_t events() const { return events_ + rc_.events(); }
   /// Counters over time of every port (models/sampler.h), objects numbered by port_id(); call
   /// after build_routes, before the run. 0: off.
   void enable_sampling(Tick interval_ps) { port_samples_.enable(interval_ps, port_base_.empty() ? 0 : port_base_.back()); }
@@ -131,7 +118,7 @@ class Network final : public EventHandler, private CcHost {
   /// The egress port switch `sw` picks toward host node `dst` for a flow whose ECMP key is `hash` (~0u: none).
   std::uint32_t ecmp_port_for(std::uint32_t sw, std::uint32_t dst, std::uint64_t hash) const;
   /// QPs sending from host node `host`.
-  const std::vector<std::uint32_t>& host_qps(std::uint32_t host) const { return nodes_[host].qps; }
+  const std::vector<std::uint32_t>& host_qps(std::uint32_t host) const { return rc_.host_qps(host); }
   /// A node's port (cabling, state, line rate, latency).
   const NetPort& port(std::uint32_t node, std::uint32_t p) const { return nodes_[node].ports[p]; }
   /// One switch on a traced path: the port the flow came in on and the one it leaves by.
@@ -161,10 +148,17 @@ class Network final : public EventHandler, private CcHost {
   using Node = NetNode;
   using Qp = RcQp;
   using Msg = RcMsg;
-  enum Ev : std::uint64_t { kTxDone = 1, kArrive, kHostKick, kRto, kPfcFrame, kFlowStart, kFlowDone, kFlowDeliver, kFlowAck, kFlowRates, kFlowTinyDone, kPfcWd, kPfcStorm, kFlowCc, kFlowCnp };
+  enum Ev : std::uint64_t { kTxDone = 1, kArrive, kPfcFrame = 5, kFlowStart, kFlowDone, kFlowDeliver, kFlowAck, kFlowRates, kFlowTinyDone, kPfcWd, kPfcStorm, kFlowCc, kFlowCnp };
 
-  // CcHost: the congestion control reads this network's time.
-  Tick cc_now() const override { return sch_.now(); }
+  // NicPort: a host's port as the RC transport sees it (network.cpp).
+  State nic_state(std::uint32_t host) const override;
+  std::uint64_t nic_line_Bps(std::uint32_t host) const override { return nodes_[host].ports[0].Bps; }
+  void nic_enqueue(std::uint32_t host, const Pkt& k, bool ahead) override;
+  void nic_send(std::uint32_t host) override { try_tx(host, 0); }
+  void nic_count(std::uint32_t host, SampleCount c, std::uint64_t n) override { sample(host, 0, c, n); }
+  void nic_prefetch(std::uint32_t host) const override;
+  // RcFlowTier: the flow tier starts a posted message (net/flow_tier.cpp).
+  void flow_posted(std::uint32_t qp) override;
 
   // ---- flow tier (net/flow_tier.cpp) ----
   void flow_rates_soon();                               // recompute once, after every change at this time
@@ -251,23 +245,6 @@ class Network final : public EventHandler, private CcHost {
   // ---- chunk tier (net/chunk_tier.cpp) ----
   void chunk_ecn_mark(double in_Bps, Port& out, Pkt& k);
   double virtual_queue(Port& p, Tick now);
-  void chunk_cnp(std::uint32_t host, std::uint32_t qp, const Pkt& k, Tick now);
-
-  // ---- RC transport (nic/rc_transport.cpp) ----
-  void host_rx(std::uint32_t host, std::uint32_t pkt);
-  void host_kick(std::uint32_t host);
-  void stalled_rtos(std::uint32_t host);  // the host port is down: its QPs with work arm their retransmit timers
-  void qp_activate(std::uint32_t qp);  // qps_[qp] may have packets to send: its host's arbitration visits it
-  void send_ctrl(std::uint32_t host, PktKind k, std::uint32_t qp, std::uint64_t psn);
-  void arm_rto(std::uint32_t qp);
-  /// Retries after which the QP fails: its own limit, else NetParams::retry_count.
-  std::uint32_t retry_limit(const Qp& q) const { return q.retry_limit == ~0u ? p_.retry_count : q.retry_limit; }
-  /// The QP enters the error state: every write posted on it fails (reported in order).
-  void fail_qp(std::uint32_t qp);
-  /// The retransmit timeout: 4.096 us x 2^timeout_exp.
-  Tick rto_ps() const { return static_cast<Tick>(4096) * kPsPerNs * (1ULL << std::min<std::uint32_t>(p_.timeout_exp, 31)); }
-  void on_rto(std::uint32_t qp, std::uint64_t);
-  std::uint64_t psn_bytes(const Qp& q, std::uint64_t psn, std::uint64_t* tag, std::uint64_t* off, bool* last) const;
 
   /// Counters over time: an event counted on (node, port) now.
   void sample(std::uint32_t node, std::uint32_t port, SampleCount c, std::uint64_t n) {
@@ -284,11 +261,9 @@ class Network final : public EventHandler, private CcHost {
 
   Scheduler& sch_;
   NetParams p_;
-  NetworkListener* listener_ = nullptr;
-  std::unique_ptr<CongestionControl> cc_;
+  NetworkListener* listener_ = nullptr;  // the flow tier's deliveries and completions
+  RcTransport rc_;  // the NICs' RC transport: QPs, go-back-N, congestion control (reached through NicPort)
   std::vector<Node> nodes_;
-  BlockStore<RcQp> qps_;  // growing never moves the QPs (their message queues)
-  BlockStore<RcQpTx> qtx_;  // the packet and chunk tiers' transport state, by QP id (empty in the flow tier)
   std::vector<Pkt> pkts_;
   std::vector<std::uint32_t> free_pkts_;
   // routing tables

@@ -42,10 +42,10 @@ void Network::fcc_wake() {
 double Network::fcc_rate(std::uint32_t id) {
   const Flow& f = flows_[id];
   const double share = flow_share_[id];
-  const double rc = cc_->rate_Bps(f.qp);
+  const double rc = rc_.cc().rate_Bps(f.qp);
   // A QP DCQCN holds below its line is followed every step until it is back there, even while
   // its share is lower still: its byte counter counts what it sends, as the packet tier's does.
-  if (cc_->next_rate_change(f.qp) != kTickMax) {
+  if (rc_.cc().next_rate_change(f.qp) != kTickMax) {
     if (fcc_is_limited_.size() < flows_.size()) fcc_is_limited_.resize(flows_.size(), 0);
     if (!fcc_is_limited_[id]) {
       fcc_is_limited_[id] = 1;
@@ -77,7 +77,7 @@ void Network::fcc_tick() {
   const std::size_t F = flows_.size();
   if (fcc_marks_.size() < F) fcc_marks_.resize(F, 0.0);
   if (fcc_ahead_.size() < F) { fcc_ahead_.resize(F, 0.0); fcc_send_.resize(F, 0.0); fcc_unsent_.resize(F, 0.0); }
-  if (fcc_last_cnp_.size() < qps_.size()) fcc_last_cnp_.resize(qps_.size(), kTickMax);
+  if (fcc_last_cnp_.size() < rc_.qp_count()) fcc_last_cnp_.resize(rc_.qp_count(), kTickMax);
   auto followed = [&](std::uint32_t id) { return flows_[id].active && !flows_[id].tiny; };
 
   // 1. What each followed flow's sender would put on the wire over the step: its QP's DCQCN
@@ -98,7 +98,7 @@ void Network::fcc_tick() {
     if (fcc_ahead_[id] < flow_left(f, now)) {
       const std::uint32_t nic = f.gports.p[0];
       const double fair = static_cast<double>(gport(nic).Bps) / static_cast<double>(std::max<std::size_t>(1, port_flows_[nic].size()));
-      a = std::min(cc_->rate_Bps(f.qp), fair);
+      a = std::min(rc_.cc().rate_Bps(f.qp), fair);
     }
     fcc_send_[id] = a;
   }
@@ -240,7 +240,7 @@ void Network::fcc_tick() {
     // carries over to the next); the part of a packet not yet sent waits for the next step.
     fcc_unsent_[id] += a * dt;
     const auto whole = static_cast<std::uint64_t>(fcc_unsent_[id] / pkt);
-    for (std::uint64_t k2 = 0; k2 < whole && k2 < 4096; ++k2) cc_->on_sent(f.qp, static_cast<std::uint64_t>(pkt));
+    for (std::uint64_t k2 = 0; k2 < whole && k2 < 4096; ++k2) rc_.cc().on_sent(f.qp, static_cast<std::uint64_t>(pkt));
     fcc_unsent_[id] -= static_cast<double>(whole) * pkt;
     fcc_ahead_[id] = std::clamp(fcc_ahead_[id] + (a - f.rate) * dt, 0.0, flow_left(f, now));
     Tick& last = fcc_last_cnp_[f.qp];
@@ -305,7 +305,7 @@ void Network::fcc_tick() {
   k = 0;
   for (std::size_t i = 0; i < fcc_limited_.size(); ++i) {
     const std::uint32_t id = fcc_limited_[i];
-    if (flows_[id].active && cc_->next_rate_change(flows_[id].qp) != kTickMax) fcc_limited_[k++] = id;
+    if (flows_[id].active && rc_.cc().next_rate_change(flows_[id].qp) != kTickMax) fcc_limited_[k++] = id;
     else fcc_is_limited_[id] = 0;
   }
   fcc_limited_.resize(k);

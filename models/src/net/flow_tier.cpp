@@ -13,6 +13,15 @@ namespace models {
 // end) and is acknowledged one path latency later. No queues, ECN, DCQCN or PFC in this tier: it
 // stands for ideal congestion control.
 
+// A write posted as its QP's only message starts after WQE processing (later ones start when the
+// one before is sent). Behind a one-packet message sent ahead (still leaving the NIC), it starts
+// as that one ends, as it would behind a queued message.
+void Network::flow_posted(std::uint32_t qp) {
+  const Qp& q = rc_.qp(qp);
+  const Tick start = q.next_tx > sch_.now() ? q.next_tx : q.ready_at;
+  if (!flow_send_ahead(qp, start)) schedule(start, kFlowStart, qp, q.flow_epoch);
+}
+
 // A free flow slot (reused, or a new one at the end).
 std::uint32_t Network::flow_alloc() {
   if (!free_flows_.empty()) {
@@ -38,12 +47,12 @@ double Network::path_min_Bps(const PortPath& path) const {
 }
 
 void Network::flow_post(std::uint32_t qp, std::int64_t after) {
-  Qp& q = qps_[qp];
-  if (q.flow_retries > retry_limit(q)) {
+  Qp& q = rc_.qp(qp);
+  if (q.flow_retries > rc_.retry_limit(q)) {
     // The last retry's timer expired too: the QP enters the error state, as the packet tiers'
     // does, and every write posted on it fails.
     q.flow_retries = 0;
-    fail_qp(qp);
+    rc_.fail_qp(qp);
     return;
   }
   const Msg& m = q.msgs.front();
@@ -66,7 +75,7 @@ void Network::flow_post(std::uint32_t qp, std::int64_t after) {
     free_flows_.push_back(id);
     ++q.timeouts;
     ++q.flow_retries;
-    schedule(sch_.now() + rto_ps(), kFlowStart, qp, q.flow_epoch);
+    schedule(sch_.now() + rc_.rto_ps(), kFlowStart, qp, q.flow_epoch);
     return;
   }
   q.flow_retries = 0;
@@ -105,7 +114,7 @@ void Network::flow_post(std::uint32_t qp, std::int64_t after) {
 }
 
 bool Network::walk_path(std::uint32_t qp, PortPath& path, Tick& latency) const {
-  const Qp& q = qps_[qp];
+  const Qp& q = rc_.qp(qp);
   std::uint32_t node = q.src, port = 0;
   bool up = true;
   for (std::uint32_t hops = 0;; ++hops) {
@@ -154,7 +163,7 @@ bool Network::flow_path(std::uint32_t qp, Flow& f, double* min_Bps) const {
 // between does not fail it (docs/models/roce-nic.md#flow-tier). Port samples (which place its
 // bytes at its end) keep the events.
 bool Network::flow_send_ahead(std::uint32_t qp, Tick start) {
-  Qp& q = qps_[qp];
+  Qp& q = rc_.qp(qp);
   const Msg& m = q.msgs.front();
   if (q.msgs.size() != 1 || p_.packets(m.bytes) != 1 || port_samples_.on()) return false;
   Flow probe{};
@@ -177,7 +186,7 @@ bool Network::flow_send_ahead(std::uint32_t qp, Tick start) {
 
 void Network::flow_taken(std::uint32_t id, Tick end) {
   Flow& f = flows_[id];
-  Qp& q = qps_[f.qp];
+  Qp& q = rc_.qp(f.qp);
   f.active = false;
   for (std::uint32_t g : f.gports) {
     tiny_tx_[g].bytes += f.bytes;
@@ -398,7 +407,7 @@ void Network::flow_done(std::uint32_t id) {
       auto& v = port_flows_[g];
       v.erase(std::find(v.begin(), v.end(), id));
     }
-  Qp& q = qps_[f.qp];
+  Qp& q = rc_.qp(f.qp);
   q.msgs.pop_front();
   if (!q.msgs.empty()) {
     flow_post(f.qp, id);
@@ -420,7 +429,7 @@ bool Network::flow_land(std::uint32_t id, Tick at) {
     schedule(at, kFlowDeliver, id, f.tag);  // b: the tag, for the listener's prefetch
     return true;
   }
-  qps_[f.qp].rx_bytes += f.bytes;
+  rc_.qp(f.qp).rx_bytes += f.bytes;
   if (!f.signaled) return false;
   schedule(at + f.latency, kFlowAck, id, f.tag);
   return true;
@@ -462,7 +471,7 @@ void Network::index_ports() {
 void Network::flow_event(std::uint64_t type, std::uint64_t id, std::uint64_t b) {
   switch (type) {
     case kFlowStart:
-      if (!qps_[id].msgs.empty() && b == qps_[id].flow_epoch) flow_post(static_cast<std::uint32_t>(id));
+      if (!rc_.qp(id).msgs.empty() && b == rc_.qp(id).flow_epoch) flow_post(static_cast<std::uint32_t>(id));
       break;
     case kFlowDone:
       if (flows_[id].active && flows_[id].stamp == b) flow_done(static_cast<std::uint32_t>(id));
@@ -476,7 +485,7 @@ void Network::flow_event(std::uint64_t type, std::uint64_t id, std::uint64_t b) 
       break;
     case kFlowDeliver: {
       Flow& f = flows_[id];
-      qps_[f.qp].rx_bytes += f.bytes;
+      rc_.qp(f.qp).rx_bytes += f.bytes;
       if (listener_) listener_->on_data(f.qp, f.tag, 0, f.bytes);
       if (f.signaled && !(listener_ && listener_->ack_is_silent(f.tag))) {
         schedule(sch_.now() + f.latency, kFlowAck, id, f.tag);

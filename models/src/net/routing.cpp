@@ -110,7 +110,7 @@ std::vector<std::uint32_t> Network::next_hops(std::uint32_t sw, std::uint32_t ds
   return n ? std::vector<std::uint32_t>(first, first + n) : std::vector<std::uint32_t>{};
 }
 
-std::uint32_t Network::ecmp_port(std::uint32_t sw, std::uint32_t qp) const { return ecmp_port_for(sw, qps_[qp].dst, qps_[qp].hash); }
+std::uint32_t Network::ecmp_port(std::uint32_t sw, std::uint32_t qp) const { return ecmp_port_for(sw, rc_.qp(qp).dst, rc_.qp(qp).hash); }
 
 std::uint32_t Network::ecmp_port_for(std::uint32_t sw, std::uint32_t dst, std::uint64_t hash) const {
   const std::uint32_t* first = nullptr;
