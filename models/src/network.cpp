@@ -30,8 +30,12 @@ RcParams rc_params(const NetParams& p) {
 }  // namespace
 
 Network::Network(Scheduler& s, NetParams p)
-    : sch_(s), p_(p), rc_(s, rc_params(p_), static_cast<NicPort&>(*this)), rng_(p.seed ? p.seed : 1) {
-  if (p_.flow) rc_.set_flow_tier(this);
+    : sch_(s),
+      p_(p),
+      rc_(s, rc_params(p_), static_cast<NicPort&>(*this)),
+      rng_(p.seed ? p.seed : 1),
+      flow_(s, p_, rc_, static_cast<FlowFabric&>(*this), port_samples_) {
+  if (p_.flow) rc_.set_flow_tier(&flow_);
 }
 
 std::uint32_t Network::create_qp(std::uint32_t src, std::uint32_t dst, std::uint16_t sport) {
@@ -92,7 +96,7 @@ void Network::connect(std::uint32_t a, std::uint32_t pa, std::uint32_t b, std::u
   y.peer = a; y.peer_port = pa; y.Bps = Bps; y.latency = lat; y.cabled = true;
   x.peer_switch = nodes_[b].is_switch; x.peer_latency = x.peer_switch ? nodes_[b].latency : 0;
   y.peer_switch = nodes_[a].is_switch; y.peer_latency = y.peer_switch ? nodes_[a].latency : 0;
-  ++path_epoch_;
+  flow_.paths_changed();
 }
 
 void Network::set_link_up(std::uint32_t node, std::uint32_t port, bool up) {
@@ -101,7 +105,7 @@ void Network::set_link_up(std::uint32_t node, std::uint32_t port, bool up) {
   if (a.up && !up) ++links_down_;
   if (!a.up && up && links_down_) --links_down_;
   a.up = b.up = up;
-  ++path_epoch_;  // the flow tier's memo of QPs' paths (flow_path)
+  flow_.paths_changed();  // the flow tier's memo of QPs' paths (flow_path)
   if (up) {
     if (nodes_[node].is_switch) try_tx(node, port); else rc_.kick(node);
     if (nodes_[a.peer].is_switch) try_tx(a.peer, a.peer_port); else rc_.kick(a.peer);
@@ -134,14 +138,6 @@ void Network::on_event(std::uint64_t a, std::uint64_t b) {
     case kPfcFrame: pfc_frame(static_cast<std::uint32_t>(id), static_cast<std::uint32_t>(b & 0xffffffffu), (b >> 32) != 0); break;
     case kPfcWd: pfc_wd(static_cast<std::uint32_t>(id), static_cast<std::uint32_t>(b)); break;
     case kPfcStorm: pfc_storm_tick(static_cast<std::uint32_t>(id)); break;
-    case kFlowStart:
-    case kFlowDone:
-    case kFlowRates:
-    case kFlowDeliver:
-    case kFlowAck:
-    case kFlowTinyDone: flow_event(type, id, b); break;
-    case kFlowCc: fcc_tick_pending_ = false; fcc_tick(); break;
-    case kFlowCnp: rc_.cc().on_cnp(static_cast<std::uint32_t>(id)); break;
     default: break;
   }
 }
@@ -160,16 +156,6 @@ void Network::prefetch(std::uint64_t a, std::uint64_t b) {
     __builtin_prefetch(p);
     if (type == kArrive) __builtin_prefetch(&pkts_[static_cast<std::uint32_t>(b)]);
     else if (p->qhead != kNoPkt) __builtin_prefetch(&pkts_[p->qhead]);  // the packet it sends next
-  } else if (type == kFlowDone || type == kFlowDeliver || type == kFlowAck || type == kFlowTinyDone) {
-    if (id < flows_.size()) {  // flow tier: the flow's record (a completion checks its stamp first)
-      const char* f = reinterpret_cast<const char*>(&flows_[id]);
-      __builtin_prefetch(f);
-      __builtin_prefetch(f + 64);
-    }
-    // A delivery or acknowledgement carries the write's tag: what the listener will look up.
-    if ((type == kFlowDeliver || type == kFlowAck) && listener_) listener_->prefetch_tag(b);
-  } else if (type == kFlowStart) {
-    if (id < rc_.qp_count()) __builtin_prefetch(&rc_.qp(static_cast<std::uint32_t>(id)));
   }
 }
 

@@ -6,7 +6,7 @@
 #include <cstdlib>
 
 #include "models/net/policies.h"
-#include "models/network.h"
+#include "models/net/flow_tier.h"
 
 namespace models {
 
@@ -23,8 +23,8 @@ namespace models {
 // cut leaves the port idle is what the tier loses against ideal congestion control. PFC bounds a
 // queue at xoff per ingress port that feeds it (the pause stops arrivals there).
 
-void Network::fcc_watch(std::uint32_t g) {
-  const std::size_t P = port_base_.back();
+void FlowTier::fcc_watch(std::uint32_t g) {
+  const std::size_t P = gport_.size();
   if (fcc_q_.size() < P) { fcc_q_.resize(P, 0.0); fcc_watched_.resize(P, 0); fcc_fifo_.resize(P); }
   if (fcc_watched_[g]) return;
   fcc_watched_[g] = 1;
@@ -32,14 +32,14 @@ void Network::fcc_watch(std::uint32_t g) {
   fcc_wake();
 }
 
-void Network::fcc_wake() {
+void FlowTier::fcc_wake() {
   if (fcc_tick_pending_) return;
   fcc_tick_pending_ = true;
   fcc_last_ = sch_.now();
   schedule(sch_.now() + p_.flow_cc_step_ps, kFlowCc, 0);
 }
 
-double Network::fcc_rate(std::uint32_t id) {
+double FlowTier::fcc_rate(std::uint32_t id) {
   const Flow& f = flows_[id];
   const double share = flow_share_[id];
   const double rc = rc_.cc().rate_Bps(f.qp);
@@ -61,14 +61,14 @@ double Network::fcc_rate(std::uint32_t id) {
   return std::min(share, rc);
 }
 
-void Network::fcc_set_rate(std::uint32_t id, double rate) {
+void FlowTier::fcc_set_rate(std::uint32_t id, double rate) {
   Flow& f = flows_[id];
   flow_settle(f, sch_.now());
   f.rate = rate;
   flow_project(id);
 }
 
-void Network::fcc_tick() {
+void FlowTier::fcc_tick() {
   fcc_tick_pending_ = true;  // rates set below schedule no tick of their own
   const Tick now = sch_.now();
   const double dt = static_cast<double>(now - fcc_last_) / 1e12;
@@ -108,7 +108,7 @@ void Network::fcc_tick() {
   // flow arrives at its first hop at its sending rate and at each later one at what the previous
   // passed it; the paths are short and loop-free, so sweeping the hops as often as the longest
   // path is long settles them. Flows not followed arrive at their rates.
-  const std::size_t P = port_base_.back();
+  const std::size_t P = gport_.size();
   if (fcc_rel_seen_.size() < P) { fcc_rel_seen_.resize(P, 0); fcc_in_.resize(P, 0.0); fcc_bg_.resize(P, 0.0); fcc_fac_.resize(P, 1.0); fcc_w_.resize(P, 0.0); }
   if (fcc_fol_.size() < F) fcc_fol_.resize(F, 0);
   if (fcc_q_.size() < P) { fcc_q_.resize(P, 0.0); fcc_watched_.resize(P, 0); fcc_fifo_.resize(P); }
@@ -177,7 +177,7 @@ void Network::fcc_tick() {
       for (std::uint32_t j = 0; j < n_in; ++j) seen = seen || ingress[j] == ip;
       if (!seen && n_in < 8) ingress[n_in++] = ip;
     }
-    const double xoff = static_cast<double>(nodes_[port_node_[h]].xoff);
+    const double xoff = static_cast<double>(fabric_.flow_xoff(h));
     const double cap = p_.pfc.enabled && xoff > 0 ? xoff * std::max<std::uint32_t>(1, n_in) : 1e300;
     if (q + (in - C) * dt > cap && in > 0) {  // paused: the senders feeding it send what fits
       const double fit = std::max(0.0, (cap - q) / dt + C) / in;
@@ -256,7 +256,7 @@ void Network::fcc_tick() {
       double back = 0;
       for (std::uint32_t h : f.gports) {
         const Port& pt = gport(h);
-        const std::uint32_t r = port_base_[pt.peer] + pt.peer_port;
+        const std::uint32_t r = fabric_.flow_port_id(pt.peer, pt.peer_port);
         if (r < fcc_q_.size() && fcc_q_[r] > 0) back += fcc_q_[r] / static_cast<double>(gport(r).Bps);
       }
       schedule(now + f.latency + static_cast<Tick>(back * 1e12), kFlowCnp, f.qp);
