@@ -1,19 +1,65 @@
-// Network: composes the NIC transport and the Ethernet fabric (docs/models/README.md). This file
-// holds only what spans them: building the topology, the event switch, link faults, totals.
+// Network: composes the NIC transport (models::RcTransport) and the Ethernet fabric
+// (docs/models/README.md). This file holds only what spans them: building the topology, the
+// event switch, link faults, totals, and the hosts' ports as the transport sees them (NicPort).
 #include "models/network.h"
 
 #include <stdexcept>
 
-#include "models/nic/dcqcn.h"
+#include "models/net/policies.h"
 
 namespace models {
 
 namespace {
 constexpr std::uint32_t kNone = 0xffffffffu;
+
+RcParams rc_params(const NetParams& p) {
+  RcParams r;
+  r.flow = p.flow;
+  r.flow_cc = p.flow && p.flow_cc && p.dcqcn.enabled && p.ecn.enabled;  // Network::fcc_on
+  r.mtu = p.mtu;
+  r.unit_bytes = p.unit_bytes;
+  r.header_bytes = p.header_bytes;
+  r.ctrl_bytes = p.ctrl_bytes;
+  r.ack_every = p.ack_every;
+  r.timeout_exp = p.timeout_exp;
+  r.retry_count = p.retry_count;
+  r.nic_latency_ps = p.nic_latency_ps;
+  r.dcqcn = p.dcqcn;
+  return r;
+}
 }  // namespace
 
-Network::Network(Scheduler& s, NetParams p) : sch_(s), p_(p), rng_(p.seed ? p.seed : 1) {
-  cc_ = std::make_unique<Dcqcn>(p_.dcqcn, static_cast<CcHost&>(*this));
+Network::Network(Scheduler& s, NetParams p)
+    : sch_(s),
+      p_(p),
+      rc_(s, rc_params(p_), static_cast<NicPort&>(*this)),
+      rng_(p.seed ? p.seed : 1),
+      flow_(s, p_, rc_, static_cast<FlowFabric&>(*this), port_samples_) {
+  if (p_.flow) rc_.set_flow_tier(&flow_);
+}
+
+std::uint32_t Network::create_qp(std::uint32_t src, std::uint32_t dst, std::uint16_t sport) {
+  const double line = static_cast<double>(nodes_.at(src).ports[0].Bps);
+  return rc_.create_qp(src, dst, sport, policy::ecmp_flow_key(p_.ecmp_hash, src, dst, sport, p_.ecmp_salt), line);
+}
+
+NicPort::State Network::nic_state(std::uint32_t host) const {
+  const Port& p = nodes_[host].ports[0];
+  if (!p.up) return State::kDown;
+  if (p.busy || p.paused) return State::kBlocked;
+  return q_empty(p) ? State::kIdle : State::kQueued;
+}
+
+void Network::nic_enqueue(std::uint32_t host, const Pkt& k, bool ahead) {
+  Port& p = nodes_[host].ports[0];
+  const std::uint32_t id = alloc_pkt(k);
+  if (ahead) q_push_front(p, id); else q_push_back(p, id);
+  p.qbytes += k.bytes;
+}
+
+void Network::nic_prefetch(std::uint32_t host) const {
+  __builtin_prefetch(&nodes_[host]);
+  if (host < port_ptr_.size()) __builtin_prefetch(port_ptr_[host]);
 }
 
 std::uint32_t Network::add_host(std::string name) {
@@ -21,6 +67,7 @@ std::uint32_t Network::add_host(std::string name) {
   n.name = std::move(name);
   n.ports.resize(1);
   nodes_.push_back(std::move(n));
+  rc_.add_node();
   auto id = static_cast<std::uint32_t>(nodes_.size() - 1);
   host_index_.resize(nodes_.size(), kNone);
   host_index_[id] = static_cast<std::uint32_t>(hosts_.size());
@@ -36,6 +83,7 @@ std::uint32_t Network::add_switch(std::string name, std::uint32_t ports, std::ui
   n.latency = latency;
   n.ports.resize(ports);
   nodes_.push_back(std::move(n));
+  rc_.add_node();
   host_index_.resize(nodes_.size(), kNone);
   return static_cast<std::uint32_t>(nodes_.size() - 1);
 }
@@ -48,7 +96,7 @@ void Network::connect(std::uint32_t a, std::uint32_t pa, std::uint32_t b, std::u
   y.peer = a; y.peer_port = pa; y.Bps = Bps; y.latency = lat; y.cabled = true;
   x.peer_switch = nodes_[b].is_switch; x.peer_latency = x.peer_switch ? nodes_[b].latency : 0;
   y.peer_switch = nodes_[a].is_switch; y.peer_latency = y.peer_switch ? nodes_[a].latency : 0;
-  ++path_epoch_;
+  flow_.paths_changed();
 }
 
 void Network::set_link_up(std::uint32_t node, std::uint32_t port, bool up) {
@@ -57,10 +105,10 @@ void Network::set_link_up(std::uint32_t node, std::uint32_t port, bool up) {
   if (a.up && !up) ++links_down_;
   if (!a.up && up && links_down_) --links_down_;
   a.up = b.up = up;
-  ++path_epoch_;  // the flow tier's memo of QPs' paths (flow_path)
+  flow_.paths_changed();  // the flow tier's memo of QPs' paths (flow_path)
   if (up) {
-    if (nodes_[node].is_switch) try_tx(node, port); else host_kick(node);
-    if (nodes_[a.peer].is_switch) try_tx(a.peer, a.peer_port); else host_kick(a.peer);
+    if (nodes_[node].is_switch) try_tx(node, port); else rc_.kick(node);
+    if (nodes_[a.peer].is_switch) try_tx(a.peer, a.peer_port); else rc_.kick(a.peer);
   }
 }
 
@@ -83,23 +131,13 @@ void Network::on_event(std::uint64_t a, std::uint64_t b) {
       auto port = static_cast<std::uint32_t>(b);
       nodes_[node].ports[port].busy = false;
       if (nodes_[node].is_switch) try_tx(node, port);
-      else host_kick(node);
+      else rc_.kick(node);
       break;
     }
     case kArrive: arrive(static_cast<std::uint32_t>(id), static_cast<std::uint32_t>(b >> 32), static_cast<std::uint32_t>(b)); break;
-    case kHostKick: host_kick(static_cast<std::uint32_t>(id)); break;
     case kPfcFrame: pfc_frame(static_cast<std::uint32_t>(id), static_cast<std::uint32_t>(b & 0xffffffffu), (b >> 32) != 0); break;
     case kPfcWd: pfc_wd(static_cast<std::uint32_t>(id), static_cast<std::uint32_t>(b)); break;
     case kPfcStorm: pfc_storm_tick(static_cast<std::uint32_t>(id)); break;
-    case kFlowStart:
-    case kFlowDone:
-    case kFlowRates:
-    case kFlowDeliver:
-    case kFlowAck:
-    case kFlowTinyDone: flow_event(type, id, b); break;
-    case kFlowCc: fcc_tick_pending_ = false; fcc_tick(); break;
-    case kFlowCnp: cc_->on_cnp(static_cast<std::uint32_t>(id)); break;
-    case kRto: on_rto(static_cast<std::uint32_t>(id), b); break;
     default: break;
   }
 }
@@ -118,18 +156,6 @@ void Network::prefetch(std::uint64_t a, std::uint64_t b) {
     __builtin_prefetch(p);
     if (type == kArrive) __builtin_prefetch(&pkts_[static_cast<std::uint32_t>(b)]);
     else if (p->qhead != kNoPkt) __builtin_prefetch(&pkts_[p->qhead]);  // the packet it sends next
-  } else if (type == kHostKick) {
-    __builtin_prefetch(&nodes_[id]);
-  } else if (type == kFlowDone || type == kFlowDeliver || type == kFlowAck || type == kFlowTinyDone) {
-    if (id < flows_.size()) {  // flow tier: the flow's record (a completion checks its stamp first)
-      const char* f = reinterpret_cast<const char*>(&flows_[id]);
-      __builtin_prefetch(f);
-      __builtin_prefetch(f + 64);
-    }
-    // A delivery or acknowledgement carries the write's tag: what the listener will look up.
-    if ((type == kFlowDeliver || type == kFlowAck) && listener_) listener_->prefetch_tag(b);
-  } else if (type == kFlowStart) {
-    if (id < qps_.size()) __builtin_prefetch(&qps_[id]);
   }
 }
 

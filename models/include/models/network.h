@@ -5,7 +5,10 @@
 // with DCQCN its implementation) and the Ethernet fabric (models/net: switch forwarding with ECMP,
 // the switch MMU — shared buffer, PFC, ECN — apart from forwarding, routing tables, policies, the
 // flow-tier solver and the chunk tier). Plain C++ on the fabric's Scheduler; no kernel events of
-// its own. Network's methods are defined in the room that owns the concern (docs/models/README.md).
+// its own. The RC transport (models::RcTransport, nic/rc_transport.cpp) and the flow tier
+// (models::FlowTier, net/flow_tier.cpp, net/flow_cc.cpp) are classes of their own that reach the
+// fabric through NicPort and FlowFabric; the fabric's methods are defined in models/src/net and
+// network.cpp (docs/models/README.md).
 #pragma once
 #include <algorithm>
 #include <cstdint>
@@ -21,7 +24,6 @@
 #include "models/net/flow_tier.h"
 #include "models/net/net_params.h"
 #include "models/net/switch.h"
-#include "models/nic/congestion_control.h"
 #include "models/nic/dcqcn_params.h"
 #include "models/nic/rc_transport.h"
 #include "models/sampler.h"
@@ -29,13 +31,13 @@
 
 namespace models {
 
-class Network final : public EventHandler, private CcHost {
+class Network final : public EventHandler, private NicPort, private FlowFabric {
  public:
   using PortStats = NetPortStats;
   using QpStats = models::QpStats;
 
   Network(Scheduler& s, NetParams p);
-  void set_listener(NetworkListener* l) { listener_ = l; }
+  void set_listener(NetworkListener* l) { rc_.set_listener(l); flow_.set_listener(l); }
   const NetParams& params() const { return p_; }
 
   // ---- topology (network.cpp), routes (net/routing.cpp) ----
@@ -46,24 +48,24 @@ class Network final : public EventHandler, private CcHost {
   /// Compute ECMP next-hop sets (call after all connects).
   void build_routes();
 
-  // ---- RC transport (nic/rc_transport.cpp) ----
+  // ---- RC transport (models::RcTransport, nic/rc_transport.cpp) ----
   std::uint32_t create_qp(std::uint32_t src_host, std::uint32_t dst_host, std::uint16_t udp_sport);
   /// RDMA write of `bytes` on the QP; completes through the listener with `tag`. An unsignaled
   /// write (`signaled` false, as an RDMA WQE without a completion) reports only a failure: its
   /// success is implied by a later signaled write on the QP completing (RC completes in order).
   /// The flow tier then spends no event on its acknowledgement.
-  void post_write(std::uint32_t qp, std::uint64_t bytes, std::uint64_t tag, bool signaled = true);
-  bool qp_failed(std::uint32_t qp) const { return qps_[qp].failed; }
-  std::uint16_t qp_sport(std::uint32_t qp) const { return qps_[qp].sport; }
+  void post_write(std::uint32_t qp, std::uint64_t bytes, std::uint64_t tag, bool signaled = true) { rc_.post_write(qp, bytes, tag, signaled); }
+  bool qp_failed(std::uint32_t qp) const { return rc_.qp(qp).failed; }
+  std::uint16_t qp_sport(std::uint32_t qp) const { return rc_.qp(qp).sport; }
   /// Cap a QP's sending rate (bytes/s; 0 = the port's line rate), e.g. a communicator's bandwidth_limit.
-  void set_qp_rate_cap(std::uint32_t qp, std::uint64_t Bps);
+  void set_qp_rate_cap(std::uint32_t qp, std::uint64_t Bps) { rc_.set_qp_rate_cap(qp, Bps); }
   /// Retransmit-timeout retries before the QP fails (default: NetParams::retry_count).
-  void set_qp_retry_count(std::uint32_t qp, std::uint32_t n) { qps_.at(qp).retry_limit = n; }
+  void set_qp_retry_count(std::uint32_t qp, std::uint32_t n) { rc_.set_qp_retry_count(qp, n); }
   /// Reset the QP (both ends, fresh PSNs), as a retry that stops its operation does: its posted
   /// writes are flushed (each reported failed, as IBV_WC_WR_FLUSH_ERR) and what is still on the
   /// wire is taken as a duplicate when it arrives. The flow tier keeps the head message (unless it waits to retry), which may
   /// be on the wire already. A QP in the error state stays in it.
-  void reset_qp(std::uint32_t qp);
+  void reset_qp(std::uint32_t qp) { rc_.reset_qp(qp); }
 
   // Faults.
   void set_link_up(std::uint32_t node, std::uint32_t port, bool up);
@@ -89,36 +91,19 @@ class Network final : public EventHandler, private CcHost {
   PortStats port_stats(std::uint32_t node, std::uint32_t port) const {
     PortStats st = nodes_[node].ports[port].st;
     if (nodes_[node].ports[port].fanin_since != kTickMax) st.fanin_ps += sch_.now() - nodes_[node].ports[port].fanin_since;  // still one
-    const std::size_t g = node + 1 < port_base_.size() ? port_base_[node] + port : tiny_tx_.size();
-    if (g < tiny_tx_.size()) {  // the flow tier's one-packet messages, counted apart (flow_taken)
-      st.tx_bytes += tiny_tx_[g].bytes;
-      st.tx_packets += tiny_tx_[g].packets;
-    }
+    // the flow tier's one-packet messages, counted apart (FlowTier::flow_taken)
+    flow_.add_tiny_tx(node + 1 < port_base_.size() ? port_base_[node] + port : ~0u, st);
     return st;
   }
   std::uint64_t queue_bytes(std::uint32_t node, std::uint32_t port) const { return nodes_[node].ports[port].qbytes; }
-  QpStats qp_stats(std::uint32_t qp) const {
-    const Qp& q = qps_[qp];
-    QpStats st;
-    st.tx_bytes = q.tx_bytes;
-    st.rx_bytes = q.rx_bytes;
-    st.timeouts = q.timeouts;
-    if (!p_.flow) {
-      const RcQpTx& x = qtx_[qp];
-      st.retransmits = x.retransmits;
-      st.naks = x.naks;
-      st.cnp_rcv = x.cnp_rcv;
-      st.cnp_sent = x.cnp_sent;
-    }
-    return st;
-  }
-  std::uint32_t qp_count() const { return static_cast<std::uint32_t>(qps_.size()); }
+  QpStats qp_stats(std::uint32_t qp) const { return rc_.qp_stats(qp); }
+  std::uint32_t qp_count() const { return rc_.qp_count(); }
   /// The QP's sending rate (flow tier: its port's line rate; the congestion control keeps no state there).
   double qp_rate_Bps(std::uint32_t qp) const {
-    return p_.flow ? static_cast<double>(nodes_[qps_[qp].src].ports[0].Bps) : cc_->rate_Bps(qp);
+    return p_.flow ? static_cast<double>(nodes_[rc_.qp(qp).src].ports[0].Bps) : rc_.cc().rate_Bps(qp);
   }
   std::uint64_t total_drops() const;
-  std::uint64_t events() const { return events_; }
+  std::uint64_t events() const { return events_ + rc_.events() + flow_.events(); }
   /// Counters over time of every port (models/sampler.h), objects numbered by port_id(); call
   /// after build_routes, before the run. 0: off.
   void enable_sampling(Tick interval_ps) { port_samples_.enable(interval_ps, port_base_.empty() ? 0 : port_base_.back()); }
@@ -131,7 +116,7 @@ class Network final : public EventHandler, private CcHost {
   /// The egress port switch `sw` picks toward host node `dst` for a flow whose ECMP key is `hash` (~0u: none).
   std::uint32_t ecmp_port_for(std::uint32_t sw, std::uint32_t dst, std::uint64_t hash) const;
   /// QPs sending from host node `host`.
-  const std::vector<std::uint32_t>& host_qps(std::uint32_t host) const { return nodes_[host].qps; }
+  const std::vector<std::uint32_t>& host_qps(std::uint32_t host) const { return rc_.host_qps(host); }
   /// A node's port (cabling, state, line rate, latency).
   const NetPort& port(std::uint32_t node, std::uint32_t p) const { return nodes_[node].ports[p]; }
   /// One switch on a traced path: the port the flow came in on and the one it leaves by.
@@ -161,52 +146,22 @@ class Network final : public EventHandler, private CcHost {
   using Node = NetNode;
   using Qp = RcQp;
   using Msg = RcMsg;
-  enum Ev : std::uint64_t { kTxDone = 1, kArrive, kHostKick, kRto, kPfcFrame, kFlowStart, kFlowDone, kFlowDeliver, kFlowAck, kFlowRates, kFlowTinyDone, kPfcWd, kPfcStorm, kFlowCc, kFlowCnp };
+  enum Ev : std::uint64_t { kTxDone = 1, kArrive, kPfcFrame = 5, kPfcWd = 12, kPfcStorm };
 
-  // CcHost: the congestion control reads this network's time.
-  Tick cc_now() const override { return sch_.now(); }
+  // NicPort: a host's port as the RC transport sees it (network.cpp).
+  State nic_state(std::uint32_t host) const override;
+  std::uint64_t nic_line_Bps(std::uint32_t host) const override { return nodes_[host].ports[0].Bps; }
+  void nic_enqueue(std::uint32_t host, const Pkt& k, bool ahead) override;
+  void nic_send(std::uint32_t host) override { try_tx(host, 0); }
+  void nic_count(std::uint32_t host, SampleCount c, std::uint64_t n) override { sample(host, 0, c, n); }
+  void nic_prefetch(std::uint32_t host) const override;
 
-  // ---- flow tier (net/flow_tier.cpp) ----
-  void flow_rates_soon();                               // recompute once, after every change at this time
-  /// Start the QP's head message as a flow; `after` (a flow of the QP that just ended) lends its
-  /// rate when the new flow takes the same path: the set of paths, hence every max-min rate, is
-  /// unchanged and no recomputation is needed.
-  void flow_post(std::uint32_t qp, std::int64_t after = -1);
-  /// A one-packet message that is its QP's only one, starting at `start`: taken whole now (its
-  /// path, its end, its delivery and acknowledgement scheduled), with no start or end event;
-  /// false (nothing done) when it is not one packet, has no path now, or port samples are on.
-  bool flow_send_ahead(std::uint32_t qp, Tick start);
-  /// The path of the QP's flow `f` from here: its egress ports and one-way latency; false when a
-  /// link on it is down or there is no route.
-  bool flow_path(std::uint32_t qp, Flow& f, double* min_Bps = nullptr) const;
-  bool walk_path(std::uint32_t qp, PortPath& path, Tick& latency) const;
-  /// The tiny flow `id`, ending at `end`, is done with as its end would: counted at its ports,
-  /// delivered one path latency after its end, its QP's head popped, the QP busy until `end`.
-  void flow_taken(std::uint32_t id, Tick end);
-  bool flow_land(std::uint32_t id, Tick at);
-  std::uint32_t flow_alloc();                           // a free flow slot (reused or new)
-  double path_min_Bps(const PortPath& path) const;      // the slowest line rate along a path
-  /// Wire bytes the flow still has to send at `now`, at its rate since t_set.
-  double flow_left(const Flow& f, Tick now) const { return std::max(0.0, f.left - f.rate * static_cast<double>(now - f.t_set) / 1e12); }
-  void flow_settle(Flow& f, Tick now);                  // take its progress up to now (flow_sample, left, t_set)
-  void flow_project(std::uint32_t id);                  // (re)project a flow's completion at its rate: a kFlowDone event with its stamp
-  void flow_rates();                                    // max-min fair rates (progressive filling)
-  void flow_fanin(std::uint32_t g, Tick now);          // fan-in bottleneck time of a refilled port (NetPortStats::fanin_ps)
-  void flow_done(std::uint32_t id);
-  void flow_event(std::uint64_t type, std::uint64_t id, std::uint64_t b);
-
-  // ---- flow tier's congestion control (net/flow_cc.cpp) ----
-  bool fcc_on() const { return p_.flow && p_.flow_cc && p_.dcqcn.enabled && p_.ecn.enabled; }
-  /// The rate flow `id` moves at: its max-min share, or below it the DCQCN rate its QP sends at
-  /// while no port on its path has a fluid queue to drain.
-  double fcc_rate(std::uint32_t id);
-  void fcc_watch(std::uint32_t g);                      // a fan-in port: integrate its fluid queue
-  void fcc_wake();                                      // steps from now on, unless they run
-  void fcc_tick();                                      // one integration step
-  void fcc_set_rate(std::uint32_t id, double rate);     // settle the flow's progress, then move at `rate`
+  // FlowFabric: what the flow tier reads of the fabric (net/routing.cpp, network.cpp).
+  bool flow_walk(std::uint32_t qp, PortPath& path, Tick& latency) const override;
+  std::uint32_t flow_hosts() const override { return static_cast<std::uint32_t>(hosts_.size()); }
+  std::uint32_t flow_port_id(std::uint32_t node, std::uint32_t port) const override { return port_base_[node] + port; }
+  std::uint64_t flow_xoff(std::uint32_t g) const override { return nodes_[port_node_[g]].xoff; }
   void index_ports();                                   // global port ids
-  Port& gport(std::uint32_t g) { return *gport_[g]; }  // one load, not node -> its ports -> the port
-  const Port& gport(std::uint32_t g) const { return *gport_[g]; }
 
   // ---- switch forwarding (net/switch_forwarding.cpp) ----
   std::uint32_t alloc_pkt(const Pkt& p);
@@ -251,23 +206,6 @@ class Network final : public EventHandler, private CcHost {
   // ---- chunk tier (net/chunk_tier.cpp) ----
   void chunk_ecn_mark(double in_Bps, Port& out, Pkt& k);
   double virtual_queue(Port& p, Tick now);
-  void chunk_cnp(std::uint32_t host, std::uint32_t qp, const Pkt& k, Tick now);
-
-  // ---- RC transport (nic/rc_transport.cpp) ----
-  void host_rx(std::uint32_t host, std::uint32_t pkt);
-  void host_kick(std::uint32_t host);
-  void stalled_rtos(std::uint32_t host);  // the host port is down: its QPs with work arm their retransmit timers
-  void qp_activate(std::uint32_t qp);  // qps_[qp] may have packets to send: its host's arbitration visits it
-  void send_ctrl(std::uint32_t host, PktKind k, std::uint32_t qp, std::uint64_t psn);
-  void arm_rto(std::uint32_t qp);
-  /// Retries after which the QP fails: its own limit, else NetParams::retry_count.
-  std::uint32_t retry_limit(const Qp& q) const { return q.retry_limit == ~0u ? p_.retry_count : q.retry_limit; }
-  /// The QP enters the error state: every write posted on it fails (reported in order).
-  void fail_qp(std::uint32_t qp);
-  /// The retransmit timeout: 4.096 us x 2^timeout_exp.
-  Tick rto_ps() const { return static_cast<Tick>(4096) * kPsPerNs * (1ULL << std::min<std::uint32_t>(p_.timeout_exp, 31)); }
-  void on_rto(std::uint32_t qp, std::uint64_t);
-  std::uint64_t psn_bytes(const Qp& q, std::uint64_t psn, std::uint64_t* tag, std::uint64_t* off, bool* last) const;
 
   /// Counters over time: an event counted on (node, port) now.
   void sample(std::uint32_t node, std::uint32_t port, SampleCount c, std::uint64_t n) {
@@ -277,18 +215,13 @@ class Network final : public EventHandler, private CcHost {
     if (port_samples_.on())
       sample(static_cast<std::uint32_t>(&n - nodes_.data()), static_cast<std::uint32_t>(&p - n.ports.data()), c, k);
   }
-  /// Flow tier: the flow's progress since t_set (at its rate) up to now, `left` wire bytes still to go.
-  void flow_sample(Flow& f, double left);
   double uniform() { rng_ ^= rng_ << 13; rng_ ^= rng_ >> 7; rng_ ^= rng_ << 17; return static_cast<double>(rng_ >> 11) / 9007199254740992.0; }
   void schedule(Tick at, Ev e, std::uint64_t id, std::uint64_t b = 0) { sch_.schedule(at, this, e | (id << 8), b); ++events_; }
 
   Scheduler& sch_;
   NetParams p_;
-  NetworkListener* listener_ = nullptr;
-  std::unique_ptr<CongestionControl> cc_;
+  RcTransport rc_;  // the NICs' RC transport: QPs, go-back-N, congestion control (reached through NicPort)
   std::vector<Node> nodes_;
-  BlockStore<RcQp> qps_;  // growing never moves the QPs (their message queues)
-  BlockStore<RcQpTx> qtx_;  // the packet and chunk tiers' transport state, by QP id (empty in the flow tier)
   std::vector<Pkt> pkts_;
   std::vector<std::uint32_t> free_pkts_;
   // routing tables
@@ -309,69 +242,10 @@ class Network final : public EventHandler, private CcHost {
   std::uint64_t rng_;
   std::uint64_t events_ = 0;
   Sampler port_samples_;
-  // flow tier
-  std::vector<Flow> flows_;
-  std::vector<std::uint32_t> free_flows_;
-  // A flow's projected completion is a kFlowDone event carrying its stamp; a re-projection bumps the
-  // stamp, so the earlier event is stale and dropped when it comes due.
-  std::uint64_t flow_stamp_ = 0;
-  bool flow_rates_pending_ = false;                     // a recomputation is scheduled for now
   std::vector<std::uint32_t> port_base_;                // node -> first global port id
   std::vector<std::uint32_t> port_node_;                // global port id -> node
-  // The flow tier's paths by QP, direct-mapped (flow_path): a QP's path changes only when a port
-  // goes up or down or is cabled, which bumps path_epoch_ and so drops every entry. A ring step's
-  // three one-packet messages walked 3-5 hops of nodes, ports and next-hop tables each, a cache
-  // miss per hop at 8192 endpoints; an entry is two lines.
-  struct alignas(64) PathMemo {
-    std::uint32_t qp = ~0u, epoch = 0;
-    Tick latency = 0;
-    double min_Bps = 0;
-    bool ok = false;
-    PortPath path;
-  };
-  mutable std::vector<PathMemo> path_memo_;
-  // The flow tier's one-packet messages' bytes and packets per egress port, by global port index:
-  // 16 bytes a port in one array (about 650 KiB at clos-1024) instead of a line of each port's
-  // record per hop; port_stats() adds them in.
-  struct TinyTx {
-    std::uint64_t bytes = 0, packets = 0;
-  };
-  std::vector<TinyTx> tiny_tx_;
-  std::uint32_t path_epoch_ = 1;
   std::vector<NetPort*> port_ptr_;                      // node -> its ports (prefetch: no wait for the node's line)
-  std::vector<NetPort*> gport_;                         // global port id -> the port (flow tier)
-  // Max-min rates decompose over connected components of the flow-port graph: a change only
-  // refills the component of the ports it touched (flow_seeds_).
-  std::vector<std::vector<std::uint32_t>> port_flows_;  // global port -> active flows on it, in start order
-  std::vector<std::uint32_t> flow_seeds_;
-  std::vector<double> fill_cap_;
-  std::vector<double> fill_old_rate_;  // during a refill: each refilled flow's rate before it
-  std::vector<double> port_alloc_;  // flow tier: per global port, the sum of its flows' current rates
-  std::vector<std::uint32_t> fill_open_;  // during a refill: ports that still have unfrozen flows
-  std::vector<std::uint32_t> fill_cnt_, fill_ports_, fill_flows_;
-  std::vector<std::uint8_t> port_seen_, flow_seen_, fill_frozen_;
-  // Flow tier congestion control (net/flow_cc.cpp): per global port its fluid queue (bytes) and
-  // whether it is watched; per flow slot its max-min share and the marks not yet answered by a
-  // CNP; per QP the last CNP its receiver sent.
-  std::vector<double> fcc_q_;
-  std::vector<std::uint8_t> fcc_watched_;
-  std::vector<std::uint32_t> fcc_ports_, fcc_recheck_;
-  std::vector<double> flow_share_, fcc_marks_;
-  struct FccSeg { double bytes, p; };  // queued bytes that met marking probability p at enqueue
-  std::vector<std::deque<FccSeg>> fcc_fifo_;
-  std::vector<std::uint32_t> fcc_follow_;  // during a step: the flows it follows
-  std::vector<std::uint8_t> fcc_fol_;      // per flow slot: followed in this step
-  std::vector<std::uint32_t> fcc_rel_;     // during a step: the ports on the followed flows' paths
-  std::vector<std::uint8_t> fcc_rel_seen_;
-  std::vector<double> fcc_in_, fcc_bg_, fcc_fac_, fcc_w_;  // (fcc_w_: followed flows' bytes in the network, by their last queued port)  // per port during a step: arrivals, others' arrivals, output factor
-  std::vector<double> fcc_arr_;            // during a step: per followed flow, its arrival rate at each hop
-  std::vector<double> fcc_ahead_, fcc_send_, fcc_unsent_;  // (fcc_unsent_: wire bytes short of a whole packet, for the byte counter)  // per flow slot: bytes sent ahead of its departures; its sending rate this step
-  std::vector<Tick> fcc_last_cnp_;
-  std::vector<std::uint32_t> fcc_limited_;  // QPs with a DCQCN rate below the line (may be stale)
-  std::vector<std::uint8_t> fcc_is_limited_;
-  bool fcc_tick_pending_ = false;
-  Tick fcc_last_ = 0;
-  std::vector<std::uint32_t> flow_bneck_;  // flow tier: per flow slot, the port that set its rate at the last refill (kNoPkt: a tie or none)
+  FlowTier flow_;  // the flow tier: flows, max-min refills, its DCQCN model (idle in the packet and chunk tiers)
 };
 
 }  // namespace models

@@ -1,7 +1,7 @@
 // The chunk tier (docs/models/roce-nic.md, docs/models/ethernet-switch.md): a unit stands for a
-// train of back-to-back MTU packets. What differs from the packet tier is here: ECN marking on
-// the fluid queue that packets paced at their senders' rates would build, and the CNPs a
-// packet-tier receiver would have sent for a unit's marked packets.
+// train of back-to-back MTU packets. What differs from the packet tier in the switches is here:
+// ECN marking on the fluid queue that packets paced at their senders' rates would build. (The
+// CNPs a packet-tier receiver would have sent for a unit's marked packets: RcTransport::chunk_cnp.)
 #include <algorithm>
 
 #include "models/net/policies.h"
@@ -47,23 +47,6 @@ double Network::virtual_queue(Port& p, Tick now) {
     p.vin.erase(std::remove_if(p.vin.begin(), p.vin.end(), [seg](const std::pair<Tick, double>& v) { return v.first <= seg; }), p.vin.end());
   }
   return p.vq;
-}
-
-// Chunk tier: the unit's packets stand for a stream that a packet-tier receiver would have seen
-// spread since this QP's previous unit; it would have sent a CNP for a marked packet once per
-// interval of that window, at most one per marked packet. One CNP frame carries them.
-void Network::chunk_cnp(std::uint32_t host, std::uint32_t qi, const Pkt& k, Tick now) {
-  RcQpTx& q = qtx_[qi];
-  const Tick iv = p_.dcqcn.cnp_interval_ps;
-  const Tick ws = q.seen_rx ? q.last_rx : now;
-  const Tick from = q.any_cnp ? std::max(ws, q.last_cnp + iv) : ws;
-  if (now >= from) {
-    const std::uint64_t c = std::min<std::uint64_t>(k.marks, 1 + (now - from) / iv);
-    q.any_cnp = true;
-    q.last_cnp = from + (c - 1) * iv;
-    q.cnp_sent += c;
-    send_ctrl(host, kCnp, qi, c);
-  }
 }
 
 }  // namespace models

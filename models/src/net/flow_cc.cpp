@@ -6,7 +6,7 @@
 #include <cstdlib>
 
 #include "models/net/policies.h"
-#include "models/network.h"
+#include "models/net/flow_tier.h"
 
 namespace models {
 
@@ -23,8 +23,8 @@ namespace models {
 // cut leaves the port idle is what the tier loses against ideal congestion control. PFC bounds a
 // queue at xoff per ingress port that feeds it (the pause stops arrivals there).
 
-void Network::fcc_watch(std::uint32_t g) {
-  const std::size_t P = port_base_.back();
+void FlowTier::fcc_watch(std::uint32_t g) {
+  const std::size_t P = gport_.size();
   if (fcc_q_.size() < P) { fcc_q_.resize(P, 0.0); fcc_watched_.resize(P, 0); fcc_fifo_.resize(P); }
   if (fcc_watched_[g]) return;
   fcc_watched_[g] = 1;
@@ -32,20 +32,20 @@ void Network::fcc_watch(std::uint32_t g) {
   fcc_wake();
 }
 
-void Network::fcc_wake() {
+void FlowTier::fcc_wake() {
   if (fcc_tick_pending_) return;
   fcc_tick_pending_ = true;
   fcc_last_ = sch_.now();
   schedule(sch_.now() + p_.flow_cc_step_ps, kFlowCc, 0);
 }
 
-double Network::fcc_rate(std::uint32_t id) {
+double FlowTier::fcc_rate(std::uint32_t id) {
   const Flow& f = flows_[id];
   const double share = flow_share_[id];
-  const double rc = cc_->rate_Bps(f.qp);
+  const double rc = rc_.cc().rate_Bps(f.qp);
   // A QP DCQCN holds below its line is followed every step until it is back there, even while
   // its share is lower still: its byte counter counts what it sends, as the packet tier's does.
-  if (cc_->next_rate_change(f.qp) != kTickMax) {
+  if (rc_.cc().next_rate_change(f.qp) != kTickMax) {
     if (fcc_is_limited_.size() < flows_.size()) fcc_is_limited_.resize(flows_.size(), 0);
     if (!fcc_is_limited_[id]) {
       fcc_is_limited_[id] = 1;
@@ -61,14 +61,14 @@ double Network::fcc_rate(std::uint32_t id) {
   return std::min(share, rc);
 }
 
-void Network::fcc_set_rate(std::uint32_t id, double rate) {
+void FlowTier::fcc_set_rate(std::uint32_t id, double rate) {
   Flow& f = flows_[id];
   flow_settle(f, sch_.now());
   f.rate = rate;
   flow_project(id);
 }
 
-void Network::fcc_tick() {
+void FlowTier::fcc_tick() {
   fcc_tick_pending_ = true;  // rates set below schedule no tick of their own
   const Tick now = sch_.now();
   const double dt = static_cast<double>(now - fcc_last_) / 1e12;
@@ -77,7 +77,7 @@ void Network::fcc_tick() {
   const std::size_t F = flows_.size();
   if (fcc_marks_.size() < F) fcc_marks_.resize(F, 0.0);
   if (fcc_ahead_.size() < F) { fcc_ahead_.resize(F, 0.0); fcc_send_.resize(F, 0.0); fcc_unsent_.resize(F, 0.0); }
-  if (fcc_last_cnp_.size() < qps_.size()) fcc_last_cnp_.resize(qps_.size(), kTickMax);
+  if (fcc_last_cnp_.size() < rc_.qp_count()) fcc_last_cnp_.resize(rc_.qp_count(), kTickMax);
   auto followed = [&](std::uint32_t id) { return flows_[id].active && !flows_[id].tiny; };
 
   // 1. What each followed flow's sender would put on the wire over the step: its QP's DCQCN
@@ -98,7 +98,7 @@ void Network::fcc_tick() {
     if (fcc_ahead_[id] < flow_left(f, now)) {
       const std::uint32_t nic = f.gports.p[0];
       const double fair = static_cast<double>(gport(nic).Bps) / static_cast<double>(std::max<std::size_t>(1, port_flows_[nic].size()));
-      a = std::min(cc_->rate_Bps(f.qp), fair);
+      a = std::min(rc_.cc().rate_Bps(f.qp), fair);
     }
     fcc_send_[id] = a;
   }
@@ -108,7 +108,7 @@ void Network::fcc_tick() {
   // flow arrives at its first hop at its sending rate and at each later one at what the previous
   // passed it; the paths are short and loop-free, so sweeping the hops as often as the longest
   // path is long settles them. Flows not followed arrive at their rates.
-  const std::size_t P = port_base_.back();
+  const std::size_t P = gport_.size();
   if (fcc_rel_seen_.size() < P) { fcc_rel_seen_.resize(P, 0); fcc_in_.resize(P, 0.0); fcc_bg_.resize(P, 0.0); fcc_fac_.resize(P, 1.0); fcc_w_.resize(P, 0.0); }
   if (fcc_fol_.size() < F) fcc_fol_.resize(F, 0);
   if (fcc_q_.size() < P) { fcc_q_.resize(P, 0.0); fcc_watched_.resize(P, 0); fcc_fifo_.resize(P); }
@@ -177,7 +177,7 @@ void Network::fcc_tick() {
       for (std::uint32_t j = 0; j < n_in; ++j) seen = seen || ingress[j] == ip;
       if (!seen && n_in < 8) ingress[n_in++] = ip;
     }
-    const double xoff = static_cast<double>(nodes_[port_node_[h]].xoff);
+    const double xoff = static_cast<double>(fabric_.flow_xoff(h));
     const double cap = p_.pfc.enabled && xoff > 0 ? xoff * std::max<std::uint32_t>(1, n_in) : 1e300;
     if (q + (in - C) * dt > cap && in > 0) {  // paused: the senders feeding it send what fits
       const double fit = std::max(0.0, (cap - q) / dt + C) / in;
@@ -240,7 +240,7 @@ void Network::fcc_tick() {
     // carries over to the next); the part of a packet not yet sent waits for the next step.
     fcc_unsent_[id] += a * dt;
     const auto whole = static_cast<std::uint64_t>(fcc_unsent_[id] / pkt);
-    for (std::uint64_t k2 = 0; k2 < whole && k2 < 4096; ++k2) cc_->on_sent(f.qp, static_cast<std::uint64_t>(pkt));
+    for (std::uint64_t k2 = 0; k2 < whole && k2 < 4096; ++k2) rc_.cc().on_sent(f.qp, static_cast<std::uint64_t>(pkt));
     fcc_unsent_[id] -= static_cast<double>(whole) * pkt;
     fcc_ahead_[id] = std::clamp(fcc_ahead_[id] + (a - f.rate) * dt, 0.0, flow_left(f, now));
     Tick& last = fcc_last_cnp_[f.qp];
@@ -256,7 +256,7 @@ void Network::fcc_tick() {
       double back = 0;
       for (std::uint32_t h : f.gports) {
         const Port& pt = gport(h);
-        const std::uint32_t r = port_base_[pt.peer] + pt.peer_port;
+        const std::uint32_t r = fabric_.flow_port_id(pt.peer, pt.peer_port);
         if (r < fcc_q_.size() && fcc_q_[r] > 0) back += fcc_q_[r] / static_cast<double>(gport(r).Bps);
       }
       schedule(now + f.latency + static_cast<Tick>(back * 1e12), kFlowCnp, f.qp);
@@ -305,7 +305,7 @@ void Network::fcc_tick() {
   k = 0;
   for (std::size_t i = 0; i < fcc_limited_.size(); ++i) {
     const std::uint32_t id = fcc_limited_[i];
-    if (flows_[id].active && cc_->next_rate_change(flows_[id].qp) != kTickMax) fcc_limited_[k++] = id;
+    if (flows_[id].active && rc_.cc().next_rate_change(flows_[id].qp) != kTickMax) fcc_limited_[k++] = id;
     else fcc_is_limited_[id] = 0;
   }
   fcc_limited_.resize(k);

@@ -3,9 +3,17 @@
 #include <algorithm>
 #include <cmath>
 
-#include "models/network.h"
+#include "models/net/flow_tier.h"
 
 namespace models {
+
+FlowTier::FlowTier(Scheduler& s, const NetParams& p, RcTransport& rc, FlowFabric& fabric, Sampler& samples)
+    : sch_(s), p_(p), rc_(rc), fabric_(fabric), port_samples_(samples), rng_(p.seed ? p.seed : 1) {}
+
+void FlowTier::bind_ports(std::vector<NetPort*> gport) {
+  gport_ = std::move(gport);
+  tiny_tx_.resize(gport_.size());
+}
 
 // Each QP sends its messages in order; the head message is a fluid flow along its ECMP path.
 // Rates are max-min fair over the ports' capacities (progressive filling), recomputed whenever a
@@ -13,8 +21,17 @@ namespace models {
 // end) and is acknowledged one path latency later. No queues, ECN, DCQCN or PFC in this tier: it
 // stands for ideal congestion control.
 
+// A write posted as its QP's only message starts after WQE processing (later ones start when the
+// one before is sent). Behind a one-packet message sent ahead (still leaving the NIC), it starts
+// as that one ends, as it would behind a queued message.
+void FlowTier::flow_posted(std::uint32_t qp) {
+  const Qp& q = rc_.qp(qp);
+  const Tick start = q.next_tx > sch_.now() ? q.next_tx : q.ready_at;
+  if (!flow_send_ahead(qp, start)) schedule(start, kFlowStart, qp, q.flow_epoch);
+}
+
 // A free flow slot (reused, or a new one at the end).
-std::uint32_t Network::flow_alloc() {
+std::uint32_t FlowTier::flow_alloc() {
   if (!free_flows_.empty()) {
     const std::uint32_t id = free_flows_.back();
     free_flows_.pop_back();
@@ -28,7 +45,7 @@ std::uint32_t Network::flow_alloc() {
 }
 
 // The slowest line rate along a path (bytes/s): where a one-packet message is serialised.
-double Network::path_min_Bps(const PortPath& path) const {
+double FlowTier::path_min_Bps(const PortPath& path) const {
   double bps = 0;
   for (std::uint32_t g : path) {
     const double c = static_cast<double>(gport(g).Bps);
@@ -37,13 +54,13 @@ double Network::path_min_Bps(const PortPath& path) const {
   return bps;
 }
 
-void Network::flow_post(std::uint32_t qp, std::int64_t after) {
-  Qp& q = qps_[qp];
-  if (q.flow_retries > retry_limit(q)) {
+void FlowTier::flow_post(std::uint32_t qp, std::int64_t after) {
+  Qp& q = rc_.qp(qp);
+  if (q.flow_retries > rc_.retry_limit(q)) {
     // The last retry's timer expired too: the QP enters the error state, as the packet tiers'
     // does, and every write posted on it fails.
     q.flow_retries = 0;
-    fail_qp(qp);
+    rc_.fail_qp(qp);
     return;
   }
   const Msg& m = q.msgs.front();
@@ -66,7 +83,7 @@ void Network::flow_post(std::uint32_t qp, std::int64_t after) {
     free_flows_.push_back(id);
     ++q.timeouts;
     ++q.flow_retries;
-    schedule(sch_.now() + rto_ps(), kFlowStart, qp, q.flow_epoch);
+    schedule(sch_.now() + rc_.rto_ps(), kFlowStart, qp, q.flow_epoch);
     return;
   }
   q.flow_retries = 0;
@@ -88,13 +105,13 @@ void Network::flow_post(std::uint32_t qp, std::int64_t after) {
     }
     return;
   }
-  if (port_flows_.size() < port_base_.back()) port_flows_.resize(port_base_.back());
+  if (port_flows_.size() < gport_.size()) port_flows_.resize(gport_.size());
   for (std::uint32_t g : f.gports) port_flows_[g].push_back(id);
   if (after_fluid && flows_[static_cast<std::size_t>(after)].gports == f.gports) {
     const double share = flow_share_[static_cast<std::size_t>(after)];  // same paths, same rates
     flow_share_[id] = share;
     f.rate = fcc_on() ? fcc_rate(id) : share;
-    if (port_alloc_.size() < port_base_.back()) port_alloc_.resize(port_base_.back(), 0.0);
+    if (port_alloc_.size() < gport_.size()) port_alloc_.resize(gport_.size(), 0.0);
     for (std::uint32_t g : f.gports) port_alloc_[g] += share;
     flow_project(id);
   } else {
@@ -104,30 +121,13 @@ void Network::flow_post(std::uint32_t qp, std::int64_t after) {
   flow_rates_soon();
 }
 
-bool Network::walk_path(std::uint32_t qp, PortPath& path, Tick& latency) const {
-  const Qp& q = qps_[qp];
-  std::uint32_t node = q.src, port = 0;
-  bool up = true;
-  for (std::uint32_t hops = 0;; ++hops) {
-    if (hops == PortPath::kMax) return false;  // a forwarding loop: no path
-    const Port& pt = nodes_[node].ports[port];
-    up = up && pt.cabled && pt.up;
-    path.p[path.n++] = port_base_[node] + port;
-    latency += pt.latency + (nodes_[pt.peer].is_switch ? nodes_[pt.peer].latency : 0);
-    node = pt.peer;
-    if (!nodes_[node].is_switch) break;
-    port = ecmp_port(node, qp);
-    if (port == 0xffffffffu) return false;
-  }
-  return up && node == q.dst;
-}
 
 // The path (egress ports, one-way latency, and in min_Bps the slowest line rate) a QP's message
 // takes now, from the memo when the QP's entry is of the current epoch.
-bool Network::flow_path(std::uint32_t qp, Flow& f, double* min_Bps) const {
+bool FlowTier::flow_path(std::uint32_t qp, Flow& f, double* min_Bps) const {
   if (path_memo_.empty()) {
     std::size_t n = 256;
-    while (n < 4 * hosts_.size() && n < (std::size_t{1} << 16)) n *= 2;
+    while (n < 4 * fabric_.flow_hosts() && n < (std::size_t{1} << 16)) n *= 2;
     path_memo_.resize(n);
   }
   PathMemo& m = path_memo_[qp & (path_memo_.size() - 1)];
@@ -136,7 +136,7 @@ bool Network::flow_path(std::uint32_t qp, Flow& f, double* min_Bps) const {
     m.epoch = path_epoch_;
     m.latency = 0;
     m.path.n = 0;
-    m.ok = walk_path(qp, m.path, m.latency);
+    m.ok = fabric_.flow_walk(qp, m.path, m.latency);
     m.min_Bps = path_min_Bps(m.path);
   }
   if (min_Bps) *min_Bps = m.min_Bps;
@@ -153,8 +153,8 @@ bool Network::flow_path(std::uint32_t qp, Flow& f, double* min_Bps) const {
 // post, up to one WQE processing time (nic_latency) before it starts: a link that goes down in
 // between does not fail it (docs/models/roce-nic.md#flow-tier). Port samples (which place its
 // bytes at its end) keep the events.
-bool Network::flow_send_ahead(std::uint32_t qp, Tick start) {
-  Qp& q = qps_[qp];
+bool FlowTier::flow_send_ahead(std::uint32_t qp, Tick start) {
+  Qp& q = rc_.qp(qp);
   const Msg& m = q.msgs.front();
   if (q.msgs.size() != 1 || p_.packets(m.bytes) != 1 || port_samples_.on()) return false;
   Flow probe{};
@@ -175,9 +175,9 @@ bool Network::flow_send_ahead(std::uint32_t qp, Tick start) {
   return true;
 }
 
-void Network::flow_taken(std::uint32_t id, Tick end) {
+void FlowTier::flow_taken(std::uint32_t id, Tick end) {
   Flow& f = flows_[id];
-  Qp& q = qps_[f.qp];
+  Qp& q = rc_.qp(f.qp);
   f.active = false;
   for (std::uint32_t g : f.gports) {
     tiny_tx_[g].bytes += f.bytes;
@@ -190,20 +190,20 @@ void Network::flow_taken(std::uint32_t id, Tick end) {
 
 // The flow's progress at its rate up to `now` taken: its port samples, the wire bytes left, and
 // `now` as the time its rate holds from.
-void Network::flow_settle(Flow& f, Tick now) {
+void FlowTier::flow_settle(Flow& f, Tick now) {
   const double left = flow_left(f, now);
   flow_sample(f, left);
   f.left = left;
   f.t_set = now;
 }
 
-void Network::flow_rates_soon() {
+void FlowTier::flow_rates_soon() {
   if (flow_rates_pending_) return;
   flow_rates_pending_ = true;
   schedule(sch_.now(), kFlowRates, 0);
 }
 
-void Network::flow_project(std::uint32_t id) {
+void FlowTier::flow_project(std::uint32_t id) {
   Flow& f = flows_[id];
   f.stamp = ++flow_stamp_;
   if (f.rate <= 0) return;
@@ -211,9 +211,9 @@ void Network::flow_project(std::uint32_t id) {
   schedule(f.t_end, kFlowDone, id, f.stamp);
 }
 
-void Network::flow_rates() {
+void FlowTier::flow_rates() {
   // The component of the changed ports: ports -> their flows -> those flows' ports, ...
-  const std::size_t P = port_base_.back();
+  const std::size_t P = gport_.size();
   if (fill_cap_.size() < P) { fill_cap_.assign(P, 0); fill_cnt_.assign(P, 0); port_seen_.assign(P, 0); }
   if (port_alloc_.size() < P) port_alloc_.resize(P, 0.0);
   if (flow_seen_.size() < flows_.size()) { flow_seen_.resize(flows_.size(), 0); fill_frozen_.resize(flows_.size(), 0); }
@@ -356,7 +356,7 @@ void Network::flow_rates() {
 // full port queues even at equal shares (an all-to-all at 2:1 whose uplinks carry 4 flows of 4
 // NICs sending 4 each: 2 MB queues and 48356 marks in the packet tier). A flow's first hop is
 // its NIC's port, not a switch's: not counted.
-void Network::flow_fanin(std::uint32_t g, Tick now) {
+void FlowTier::flow_fanin(std::uint32_t g, Tick now) {
   Port& P = gport(g);
   bool fan = false;
   if (port_alloc_[g] >= static_cast<double>(P.Bps) * (1 - 1e-9)) {
@@ -378,12 +378,12 @@ void Network::flow_fanin(std::uint32_t g, Tick now) {
   else if (!fan && P.fanin_since != kTickMax) { P.st.fanin_ps += now - P.fanin_since; P.fanin_since = kTickMax; }
 }
 
-void Network::flow_done(std::uint32_t id) {
+void FlowTier::flow_done(std::uint32_t id) {
   Flow& f = flows_[id];
   f.active = false;
   flow_sample(f, 0);
   f.left = 0;
-  if (port_alloc_.size() >= port_base_.back())
+  if (port_alloc_.size() >= gport_.size())
     for (std::uint32_t g : f.gports) port_alloc_[g] -= flow_share_[id];
   for (std::uint32_t g : f.gports) {
     PortStats& st = gport(g).st;
@@ -398,7 +398,7 @@ void Network::flow_done(std::uint32_t id) {
       auto& v = port_flows_[g];
       v.erase(std::find(v.begin(), v.end(), id));
     }
-  Qp& q = qps_[f.qp];
+  Qp& q = rc_.qp(f.qp);
   q.msgs.pop_front();
   if (!q.msgs.empty()) {
     flow_post(f.qp, id);
@@ -414,13 +414,13 @@ void Network::flow_done(std::uint32_t id) {
 // received now, and a signaled message goes straight to its acknowledgement, one path latency
 // after it lands, at the time the delivery event would have scheduled it. Returns false when no
 // event is left for the flow (silent and unsignaled): its slot may be freed.
-bool Network::flow_land(std::uint32_t id, Tick at) {
+bool FlowTier::flow_land(std::uint32_t id, Tick at) {
   Flow& f = flows_[id];
   if (!listener_ || !listener_->data_is_silent(f.tag, f.bytes)) {
     schedule(at, kFlowDeliver, id, f.tag);  // b: the tag, for the listener's prefetch
     return true;
   }
-  qps_[f.qp].rx_bytes += f.bytes;
+  rc_.qp(f.qp).rx_bytes += f.bytes;
   if (!f.signaled) return false;
   schedule(at + f.latency, kFlowAck, id, f.tag);
   return true;
@@ -431,7 +431,7 @@ bool Network::flow_land(std::uint32_t id, Tick at) {
 // port's line rate; the payload bytes are counted cumulatively, so their samples sum to f.bytes
 // (as port_counters.tx_bytes counts them in this tier). A one-packet message (tiny) is not fluid
 // and does not slow the fluid flows: its bytes count, its line time does not (util stays <= 1).
-void Network::flow_sample(Flow& f, double left) {
+void FlowTier::flow_sample(Flow& f, double left) {
   const Tick now = sch_.now();
   if (!port_samples_.on()) return;
   const double wire = static_cast<double>(p_.wire_bytes(f.bytes));
@@ -447,22 +447,13 @@ void Network::flow_sample(Flow& f, double left) {
   }
 }
 
-void Network::index_ports() {
-  port_base_.assign(nodes_.size() + 1, 0);
-  for (std::uint32_t n = 0; n < nodes_.size(); ++n) port_base_[n + 1] = port_base_[n] + static_cast<std::uint32_t>(nodes_[n].ports.size());
-  port_node_.resize(port_base_.back());
-  for (std::uint32_t n = 0; n < nodes_.size(); ++n) std::fill(port_node_.begin() + port_base_[n], port_node_.begin() + port_base_[n + 1], n);
-  port_ptr_.resize(nodes_.size());
-  for (std::uint32_t n = 0; n < nodes_.size(); ++n) port_ptr_[n] = nodes_[n].ports.data();
-  gport_.resize(port_base_.back());
-  tiny_tx_.resize(port_base_.back());
-  for (std::uint32_t g = 0; g < port_base_.back(); ++g) gport_[g] = &nodes_[port_node_[g]].ports[g - port_base_[port_node_[g]]];
-}
 
-void Network::flow_event(std::uint64_t type, std::uint64_t id, std::uint64_t b) {
+
+void FlowTier::on_event(std::uint64_t a, std::uint64_t b) {
+  const std::uint64_t type = a & 0xff, id = a >> 8;
   switch (type) {
     case kFlowStart:
-      if (!qps_[id].msgs.empty() && b == qps_[id].flow_epoch) flow_post(static_cast<std::uint32_t>(id));
+      if (!rc_.qp(id).msgs.empty() && b == rc_.qp(id).flow_epoch) flow_post(static_cast<std::uint32_t>(id));
       break;
     case kFlowDone:
       if (flows_[id].active && flows_[id].stamp == b) flow_done(static_cast<std::uint32_t>(id));
@@ -476,7 +467,7 @@ void Network::flow_event(std::uint64_t type, std::uint64_t id, std::uint64_t b) 
       break;
     case kFlowDeliver: {
       Flow& f = flows_[id];
-      qps_[f.qp].rx_bytes += f.bytes;
+      rc_.qp(f.qp).rx_bytes += f.bytes;
       if (listener_) listener_->on_data(f.qp, f.tag, 0, f.bytes);
       if (f.signaled && !(listener_ && listener_->ack_is_silent(f.tag))) {
         schedule(sch_.now() + f.latency, kFlowAck, id, f.tag);
@@ -492,7 +483,26 @@ void Network::flow_event(std::uint64_t type, std::uint64_t id, std::uint64_t b) 
       if (listener_) listener_->on_write_done(f.qp, f.tag, true);
       break;
     }
+    case kFlowCc: fcc_tick_pending_ = false; fcc_tick(); break;
+    case kFlowCnp: rc_.cc().on_cnp(static_cast<std::uint32_t>(id)); break;
     default: break;
+  }
+}
+
+// The event queue names the next event while this one runs: start loading the flow's record (a
+// completion checks its stamp first) or the QP's.
+void FlowTier::prefetch(std::uint64_t a, std::uint64_t b) {
+  const std::uint64_t type = a & 0xff, id = a >> 8;
+  if (type == kFlowDone || type == kFlowDeliver || type == kFlowAck || type == kFlowTinyDone) {
+    if (id < flows_.size()) {
+      const char* f = reinterpret_cast<const char*>(&flows_[id]);
+      __builtin_prefetch(f);
+      __builtin_prefetch(f + 64);
+    }
+    // A delivery or acknowledgement carries the write's tag: what the listener will look up.
+    if ((type == kFlowDeliver || type == kFlowAck) && listener_) listener_->prefetch_tag(b);
+  } else if (type == kFlowStart) {
+    if (id < rc_.qp_count()) __builtin_prefetch(&rc_.qp(static_cast<std::uint32_t>(id)));
   }
 }
 

@@ -13,7 +13,7 @@ constexpr std::uint32_t kNone = 0xffffffffu;
 }  // namespace
 
 void Network::build_routes() {
-  ++path_epoch_;
+  flow_.paths_changed();
   // A host has one port, to the switch it is attached to; routes toward a host are the routes
   // toward that switch plus its port to the host. So one BFS per attachment switch (not per
   // host): tables of switches x attachment switches instead of switches x hosts.
@@ -110,7 +110,7 @@ std::vector<std::uint32_t> Network::next_hops(std::uint32_t sw, std::uint32_t ds
   return n ? std::vector<std::uint32_t>(first, first + n) : std::vector<std::uint32_t>{};
 }
 
-std::uint32_t Network::ecmp_port(std::uint32_t sw, std::uint32_t qp) const { return ecmp_port_for(sw, qps_[qp].dst, qps_[qp].hash); }
+std::uint32_t Network::ecmp_port(std::uint32_t sw, std::uint32_t qp) const { return ecmp_port_for(sw, rc_.qp(qp).dst, rc_.qp(qp).hash); }
 
 std::uint32_t Network::ecmp_port_for(std::uint32_t sw, std::uint32_t dst, std::uint64_t hash) const {
   const std::uint32_t* first = nullptr;
@@ -207,6 +207,38 @@ bool Network::trace_path(std::uint32_t src, std::uint32_t dst, std::uint16_t spo
     node = o.peer;
   }
   return false;
+}
+
+// Global port ids: node -> its first, id -> node, and the flow tier's table of the ports.
+void Network::index_ports() {
+  port_base_.assign(nodes_.size() + 1, 0);
+  for (std::uint32_t n = 0; n < nodes_.size(); ++n) port_base_[n + 1] = port_base_[n] + static_cast<std::uint32_t>(nodes_[n].ports.size());
+  port_node_.resize(port_base_.back());
+  for (std::uint32_t n = 0; n < nodes_.size(); ++n) std::fill(port_node_.begin() + port_base_[n], port_node_.begin() + port_base_[n + 1], n);
+  port_ptr_.resize(nodes_.size());
+  for (std::uint32_t n = 0; n < nodes_.size(); ++n) port_ptr_[n] = nodes_[n].ports.data();
+  std::vector<NetPort*> gport(port_base_.back());
+  for (std::uint32_t g = 0; g < port_base_.back(); ++g) gport[g] = &nodes_[port_node_[g]].ports[g - port_base_[port_node_[g]]];
+  flow_.bind_ports(std::move(gport));  // the flow tier reads the ports by global id
+}
+
+// The flow tier's path of a QP's data (FlowFabric): the ports the forwarding picks, hop by hop.
+bool Network::flow_walk(std::uint32_t qp, PortPath& path, Tick& latency) const {
+  const Qp& q = rc_.qp(qp);
+  std::uint32_t node = q.src, port = 0;
+  bool up = true;
+  for (std::uint32_t hops = 0;; ++hops) {
+    if (hops == PortPath::kMax) return false;  // a forwarding loop: no path
+    const Port& pt = nodes_[node].ports[port];
+    up = up && pt.cabled && pt.up;
+    path.p[path.n++] = port_base_[node] + port;
+    latency += pt.latency + (nodes_[pt.peer].is_switch ? nodes_[pt.peer].latency : 0);
+    node = pt.peer;
+    if (!nodes_[node].is_switch) break;
+    port = ecmp_port(node, qp);
+    if (port == 0xffffffffu) return false;
+  }
+  return up && node == q.dst;
 }
 
 }  // namespace models

@@ -100,7 +100,12 @@ void Network::arrive(std::uint32_t node, std::uint32_t port, std::uint32_t id) {
     free_pkt(id);
     return;
   }
-  if (!n.is_switch) { host_rx(node, id); return; }
+  if (!n.is_switch) {  // at a NIC: the RC transport takes it (its slot is free again first)
+    const Pkt k2 = k;
+    free_pkt(id);
+    rc_.on_rx(node, k2);
+    return;
+  }
   std::uint32_t out;
   if (k.kind == kData) {
     out = ecmp_port_for(node, k.dst, k.hash);

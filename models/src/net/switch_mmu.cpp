@@ -106,7 +106,7 @@ void Network::pfc_frame(std::uint32_t node, std::uint32_t port, bool pause) {
     p.wd_since = ~0ULL;
     p.st.paused_ps += now - p.paused_since;
     if (n.is_switch) try_tx(node, port);
-    else host_kick(node);
+    else rc_.kick(node);
   }
 }
 

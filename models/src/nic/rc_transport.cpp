@@ -3,75 +3,76 @@
 // go-back-N, retry exhaustion, and CNP generation at the receiver.
 #include <algorithm>
 
-#include "models/network.h"
+#include "models/nic/rc_transport.h"
+
+#include "models/nic/dcqcn.h"
 
 namespace models {
 
-std::uint32_t Network::create_qp(std::uint32_t src, std::uint32_t dst, std::uint16_t sport) {
-  const double line = static_cast<double>(nodes_.at(src).ports[0].Bps);
-  Qp& q = qps_.emplace_back();
+RcTransport::RcTransport(Scheduler& s, const RcParams& p, NicPort& port)
+    : sch_(s), p_(p), port_(port), cc_(std::make_unique<Dcqcn>(p_.dcqcn, static_cast<CcHost&>(*this))) {}
+
+RcTransport::~RcTransport() = default;
+
+std::uint32_t RcTransport::create_qp(std::uint32_t src, std::uint32_t dst, std::uint16_t sport, std::uint64_t hash, double line) {
+  RcQp& q = qps_.emplace_back();
   q.src = src;
   q.dst = dst;
   q.sport = sport;
-  q.hash = ecmp_flow_key(p_.ecmp_hash, src, dst, sport, p_.ecmp_salt);  // the ECMP policy (models/net/policies.h)
+  q.hash = hash;  // the ECMP policy's flow key (the network computes it)
   auto id = static_cast<std::uint32_t>(qps_.size() - 1);
   // The packet and chunk tiers' transport and congestion-control state; the flow tier's rates
   // are max-min fair, and it keeps neither.
   if (!p_.flow) qtx_.emplace_back();
-  if (!p_.flow || fcc_on()) cc_->add_qp(id, line);  // the flow tier's DCQCN acts on fluid rates (net/flow_cc.cpp)
-  Node& n = nodes_[src];
+  if (!p_.flow || p_.flow_cc) cc_->add_qp(id, line);  // the flow tier's DCQCN acts on fluid rates (net/flow_cc.cpp)
+  RcHost& n = hosts_[src];
   qps_.back().pos = static_cast<std::uint32_t>(n.qps.size());
   n.qps.push_back(id);
   n.qp_active.resize((n.qps.size() + 63) / 64, 0);
   return id;
 }
 
-void Network::set_qp_rate_cap(std::uint32_t qp, std::uint64_t Bps) {
-  Qp& q = qps_.at(qp);
+void RcTransport::set_qp_rate_cap(std::uint32_t qp, std::uint64_t Bps) {
+  RcQp& q = qps_.at(qp);
   // Every RDMA task sets its QP's cap, nearly always to what it was: then the congestion
   // control's state is left as it is (set_line_rate with the same line changes nothing) without
   // reading the host's port and that state (two cache misses per task at 8192 ranks).
   if (q.cap_set && q.cap_Bps == Bps) return;
   q.cap_set = true;
   q.cap_Bps = Bps;
-  const double port = static_cast<double>(nodes_[q.src].ports[0].Bps);
+  const double port = static_cast<double>(port_.nic_line_Bps(q.src));
   const double line = Bps ? std::min(port, static_cast<double>(Bps)) : port;
   if (!p_.flow) cc_->set_line_rate(qp, line);
 }
 
-void Network::post_write(std::uint32_t qp, std::uint64_t bytes, std::uint64_t tag, bool signaled) {
-  Qp& q = qps_.at(qp);
+void RcTransport::post_write(std::uint32_t qp, std::uint64_t bytes, std::uint64_t tag, bool signaled) {
+  RcQp& q = qps_.at(qp);
   const std::uint64_t unit = p_.unit();
   std::uint64_t npkts = bytes == 0 ? 1 : (bytes + unit - 1) / unit;  // units (packets in the packet tier)
   if (q.msgs.empty()) q.ready_at = sch_.now() + p_.nic_latency_ps;
-  q.msgs.push_back(Msg{tag, bytes, q.end_psn, npkts, signaled});
+  q.msgs.push_back(RcMsg{tag, bytes, q.end_psn, npkts, signaled});
   q.end_psn += npkts;
   qp_activate(qp);
   if (q.failed) { if (listener_) listener_->on_write_done(qp, tag, false); q.msgs.pop_back(); return; }
-  if (p_.flow) {  // the head message starts after WQE processing; later ones when it is sent
-    if (q.msgs.size() == 1) {
-      // Behind a one-packet message sent ahead (still leaving the NIC), it starts as that one
-      // ends, as it would behind a queued message; else after WQE processing.
-      const Tick start = q.next_tx > sch_.now() ? q.next_tx : q.ready_at;
-      if (!flow_send_ahead(qp, start)) schedule(start, kFlowStart, qp, q.flow_epoch);
-    }
+  if (flow_) {  // the flow tier starts the head message; later ones when it is sent
+    if (q.msgs.size() == 1) flow_->flow_posted(qp);
     return;
   }
   schedule(std::max(sch_.now(), q.ready_at), kHostKick, q.src);
 }
 
-void Network::fail_qp(std::uint32_t qp) {
-  Qp& q = qps_[qp];
+void RcTransport::fail_qp(std::uint32_t qp) {
+  RcQp& q = qps_[qp];
   q.failed = true;
   while (!q.msgs.empty()) {
-    const Msg m = q.msgs.front();
+    const RcMsg m = q.msgs.front();
     q.msgs.pop_front();
     if (listener_) listener_->on_write_done(qp, m.tag, false);
   }
 }
 
-void Network::reset_qp(std::uint32_t qp) {
-  Qp& q = qps_.at(qp);
+void RcTransport::reset_qp(std::uint32_t qp) {
+  RcQp& q = qps_.at(qp);
   std::vector<std::uint64_t> flushed;
   // The flow tier's head may be on the wire, unless it waits to try again (its path was down).
   const std::size_t keep = p_.flow && !q.msgs.empty() && q.flow_retries == 0 ? 1 : 0;
@@ -81,7 +82,7 @@ void Network::reset_qp(std::uint32_t qp) {
   }
   if (q.msgs.size() > keep) {
     RcMsgQueue left;
-    for (const Msg& m : q.msgs) {
+    for (const RcMsg& m : q.msgs) {
       if (left.size() < keep) left.push_back(m);
       else if (m.signaled) flushed.push_back(m.tag);
     }
@@ -99,8 +100,8 @@ void Network::reset_qp(std::uint32_t qp) {
     for (std::uint64_t tag : flushed) listener_->on_write_done(qp, tag, false);
 }
 
-std::uint64_t Network::psn_bytes(const Qp& q, std::uint64_t psn, std::uint64_t* tag, std::uint64_t* off, bool* last) const {
-  for (const Msg& m : q.msgs)
+std::uint64_t RcTransport::psn_bytes(const RcQp& q, std::uint64_t psn, std::uint64_t* tag, std::uint64_t* off, bool* last) const {
+  for (const RcMsg& m : q.msgs)
     if (psn >= m.first_psn && psn < m.first_psn + m.npkts) {
       std::uint64_t k = psn - m.first_psn;
       *tag = m.tag;
@@ -112,7 +113,7 @@ std::uint64_t Network::psn_bytes(const Qp& q, std::uint64_t psn, std::uint64_t* 
   return 0;
 }
 
-void Network::send_ctrl(std::uint32_t host, PktKind kind, std::uint32_t qp, std::uint64_t psn) {
+void RcTransport::send_ctrl(std::uint32_t host, PktKind kind, std::uint32_t qp, std::uint64_t psn) {
   Pkt k;
   k.kind = kind;
   k.qp = qp;
@@ -121,36 +122,36 @@ void Network::send_ctrl(std::uint32_t host, PktKind kind, std::uint32_t qp, std:
   k.psn = psn;
   k.hash = qps_[qp].hash;
   k.bytes = p_.ctrl_bytes;
-  q_push_front(nodes_[host].ports[0], alloc_pkt(k));  // control frames go ahead of queued data
-  nodes_[host].ports[0].qbytes += k.bytes;
-  host_kick(host);
+  port_.nic_enqueue(host, k, true);  // control frames go ahead of queued data
+  kick(host);
 }
 
 // A QP with unsent work on a host whose port is down arms its retransmit timer as if its next
 // packet had gone out (the port drops it): go-back-N then retries until the retry count is
 // exhausted and the QP fails, reporting its writes, as a real RC QP does behind a dead port. A
 // port that comes back up before sends on.
-void Network::stalled_rtos(std::uint32_t host) {
-  const Node& n = nodes_[host];
+void RcTransport::stalled_rtos(std::uint32_t host) {
+  const RcHost& n = hosts_[host];
   for (std::size_t w = 0; w < n.qp_active.size(); ++w)
     for (std::uint64_t m = n.qp_active[w]; m != 0; m &= m - 1) {
       const std::uint32_t qi = n.qps[(w << 6) + static_cast<std::size_t>(__builtin_ctzll(m))];
-      const Qp& q = qps_[qi];
+      const RcQp& q = qps_[qi];
       const RcQpTx& x = qtx_[qi];
       if (!q.failed && std::max(x.next_psn, x.acked) < q.end_psn && x.rto_at == kTickMax) arm_rto(qi);
     }
 }
 
-void Network::host_kick(std::uint32_t host) {
+void RcTransport::kick(std::uint32_t host) {
   if (p_.flow) return;  // the flow tier sends messages as flows (net/flow_tier.cpp), never packets
-  Node& n = nodes_[host];
-  Port& p = n.ports[0];
-  if (!p.up) {  // the NIC's port is down: what it sends is lost, so its QPs' retransmit timers run
-    stalled_rtos(host);
-    return;
+  switch (port_.nic_state(host)) {
+    case NicPort::State::kDown:  // the NIC's port is down: what it sends is lost, so its QPs' retransmit timers run
+      stalled_rtos(host);
+      return;
+    case NicPort::State::kBlocked: return;  // busy or paused
+    case NicPort::State::kQueued: port_.nic_send(host); return;
+    case NicPort::State::kIdle: break;
   }
-  if (p.busy || p.paused) return;
-  if (!q_empty(p)) { try_tx(host, 0); return; }
+  RcHost& n = hosts_[host];
   // Egress arbitration: round-robin over QPs whose rate limiter and WQE processing allow a packet.
   // Only the QPs marked active are visited (set when a write is posted or a go-back-N rewinds,
   // cleared here when found with nothing to send): the same choice as scanning them all, in
@@ -168,7 +169,7 @@ void Network::host_kick(std::uint32_t host) {
       for (; m != 0; m &= m - 1) {
         const std::size_t pos = (w << 6) + static_cast<std::size_t>(__builtin_ctzll(m));
         const std::uint32_t qi = n.qps[pos];
-        Qp& q = qps_[qi];
+        RcQp& q = qps_[qi];
         RcQpTx& x = qtx_[qi];
         // Never resend what is acknowledged; an ACK of packets sent before a go-back-N rewind can
         // leave next_psn behind acked, and when that ACK covers everything, nothing is left to send
@@ -209,9 +210,8 @@ void Network::host_kick(std::uint32_t host) {
         q.next_tx = now + serialization_ps(k.bytes, static_cast<std::uint64_t>(rc));
         cc_->on_sent(qi, k.bytes);
         if (x.rto_at == kTickMax) arm_rto(qi);
-        q_push_back(p, alloc_pkt(k));
-        p.qbytes += k.bytes;
-        try_tx(host, 0);
+        port_.nic_enqueue(host, k, false);
+        port_.nic_send(host);
         return;
       }
     }
@@ -219,15 +219,15 @@ void Network::host_kick(std::uint32_t host) {
   if (wake != kTickMax) schedule(wake, kHostKick, host);
 }
 
-void Network::qp_activate(std::uint32_t qi) {
-  const Qp& q = qps_[qi];
-  nodes_[q.src].qp_active[q.pos >> 6] |= 1ULL << (q.pos & 63);
+void RcTransport::qp_activate(std::uint32_t qi) {
+  const RcQp& q = qps_[qi];
+  hosts_[q.src].qp_active[q.pos >> 6] |= 1ULL << (q.pos & 63);
 }
 
 // The retransmit timer is a per-QP deadline with at most one queued event: arming moves the
 // deadline, and the event, when it finds the deadline moved on, re-queues itself there. (An event
 // per arm left one record per ACK in the queue, none of which ever expired before the run ended.)
-void Network::arm_rto(std::uint32_t qi) {
+void RcTransport::arm_rto(std::uint32_t qi) {
   RcQpTx& q = qtx_[qi];
   const Tick rto = rto_ps();
   q.rto_at = sch_.now() + rto;
@@ -237,8 +237,8 @@ void Network::arm_rto(std::uint32_t qi) {
   }
 }
 
-void Network::on_rto(std::uint32_t qi, std::uint64_t) {
-  Qp& q = qps_[qi];
+void RcTransport::on_rto(std::uint32_t qi) {
+  RcQp& q = qps_[qi];
   RcQpTx& x = qtx_[qi];
   x.rto_queued = false;
   if (x.rto_at == kTickMax) return;  // disarmed since
@@ -256,17 +256,15 @@ void Network::on_rto(std::uint32_t qi, std::uint64_t) {
     return;
   }
   x.retransmits += (x.next_psn - x.acked) * p_.packets_per_unit();
-  sample(q.src, 0, SampleCount::Retransmit, (x.next_psn - x.acked) * p_.packets_per_unit());
+  port_.nic_count(q.src, SampleCount::Retransmit, (x.next_psn - x.acked) * p_.packets_per_unit());
   x.next_psn = x.acked;
   qp_activate(qi);
   arm_rto(qi);
-  host_kick(q.src);
+  kick(q.src);
 }
 
-void Network::host_rx(std::uint32_t host, std::uint32_t id) {
-  Pkt k = pkts_[id];
-  free_pkt(id);
-  Qp& q = qps_[k.qp];
+void RcTransport::on_rx(std::uint32_t host, const Pkt& k) {
+  RcQp& q = qps_[k.qp];
   RcQpTx& x = qtx_[k.qp];
   const std::uint32_t qi = k.qp;
   switch (k.kind) {
@@ -308,7 +306,7 @@ void Network::host_rx(std::uint32_t host, std::uint32_t id) {
         if (x.next_psn < x.acked) x.next_psn = x.acked;  // never behind what is acknowledged
         x.retries = 0;
         while (!q.msgs.empty() && q.msgs.front().first_psn + q.msgs.front().npkts <= x.acked) {
-          Msg m = q.msgs.front();
+          RcMsg m = q.msgs.front();
           q.msgs.pop_front();
           if (!q.msgs.empty()) q.ready_at = std::max(q.ready_at, sch_.now());
           if (listener_ && m.signaled) listener_->on_write_done(qi, m.tag, true);
@@ -318,20 +316,68 @@ void Network::host_rx(std::uint32_t host, std::uint32_t id) {
       }
       if (k.kind == kNak && k.psn < x.next_psn) {  // go-back-N from the receiver's expected PSN
         x.retransmits += (x.next_psn - std::max(k.psn, x.acked)) * p_.packets_per_unit();
-        sample(host, 0, SampleCount::Retransmit, (x.next_psn - std::max(k.psn, x.acked)) * p_.packets_per_unit());
+        port_.nic_count(host, SampleCount::Retransmit, (x.next_psn - std::max(k.psn, x.acked)) * p_.packets_per_unit());
         x.next_psn = std::max(k.psn, x.acked);
         qp_activate(qi);
       }
-      host_kick(host);
+      kick(host);
       break;
     }
     case kCnp:  // carries the number of CNPs it stands for (1 in the packet tier)
-      sample(host, 0, SampleCount::Cnp, std::max<std::uint64_t>(k.psn, 1));
+      port_.nic_count(host, SampleCount::Cnp, std::max<std::uint64_t>(k.psn, 1));
       x.cnp_rcv += std::max<std::uint64_t>(k.psn, 1);
       if (k.psn > 1) cc_->on_cnps(qi, k.psn, p_.dcqcn.cnp_interval_ps);
       else cc_->on_cnp(qi);
       break;
     default: break;
+  }
+}
+
+// Chunk tier: the unit's packets stand for a stream that a packet-tier receiver would have seen
+// spread since this QP's previous unit; it would have sent a CNP for a marked packet once per
+// interval of that window, at most one per marked packet. One CNP frame carries them.
+void RcTransport::chunk_cnp(std::uint32_t host, std::uint32_t qi, const Pkt& k, Tick now) {
+  RcQpTx& q = qtx_[qi];
+  const Tick iv = p_.dcqcn.cnp_interval_ps;
+  const Tick ws = q.seen_rx ? q.last_rx : now;
+  const Tick from = q.any_cnp ? std::max(ws, q.last_cnp + iv) : ws;
+  if (now >= from) {
+    const std::uint64_t c = std::min<std::uint64_t>(k.marks, 1 + (now - from) / iv);
+    q.any_cnp = true;
+    q.last_cnp = from + (c - 1) * iv;
+    q.cnp_sent += c;
+    send_ctrl(host, kCnp, qi, c);
+  }
+}
+
+QpStats RcTransport::qp_stats(std::uint32_t qp) const {
+  const RcQp& q = qps_[qp];
+  QpStats st;
+  st.tx_bytes = q.tx_bytes;
+  st.rx_bytes = q.rx_bytes;
+  st.timeouts = q.timeouts;
+  if (!p_.flow) {
+    const RcQpTx& x = qtx_[qp];
+    st.retransmits = x.retransmits;
+    st.naks = x.naks;
+    st.cnp_rcv = x.cnp_rcv;
+    st.cnp_sent = x.cnp_sent;
+  }
+  return st;
+}
+
+void RcTransport::on_event(std::uint64_t a, std::uint64_t) {
+  const std::uint64_t type = a & 0xff;
+  const auto id = static_cast<std::uint32_t>(a >> 8);
+  if (type == kHostKick) kick(id);
+  else if (type == kRto) on_rto(id);
+}
+
+void RcTransport::prefetch(std::uint64_t a, std::uint64_t) {
+  if ((a & 0xff) == kHostKick) {
+    const std::uint32_t host = static_cast<std::uint32_t>(a >> 8);
+    __builtin_prefetch(&hosts_[host]);
+    port_.nic_prefetch(host);
   }
 }
 

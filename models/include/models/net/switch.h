@@ -1,5 +1,5 @@
 // Nodes of the Ethernet network (docs/models/ethernet-switch.md): hosts (a NIC's one port) and
-// switches (ports with output queues on a shared buffer), and the packets (units) they carry.
+// switches (ports with output queues on a shared buffer). The packets they carry: models/packet.h.
 #pragma once
 #include <cstdint>
 #include <deque>
@@ -7,27 +7,10 @@
 #include <utility>
 #include <vector>
 
+#include "models/packet.h"
 #include "models/time.h"
 
 namespace models {
-
-enum PktKind : std::uint8_t { kData, kAck, kNak, kCnp, kPause, kResume };
-
-constexpr std::uint32_t kNoPkt = ~0u;  ///< "no packet slot"
-
-struct Pkt {
-  PktKind kind = kData;
-  bool ecn = false, last = false;
-  std::uint32_t qp = 0, src = 0, dst = 0, in_port = 0;
-  std::uint32_t npk = 1;            // MTU packets this unit stands for (1 in the packet tier)
-  std::uint32_t marks = 0;          // chunk tier: how many of them carry ECN marks
-  std::uint32_t next = 0;           // the next packet slot in its port's queue (kNoPkt: last)
-  Tick tail_at = 0;                 // when its last byte reaches the node it is travelling to
-  double rate = 0;                  // chunk tier: the sender's paced rate (bytes/s) when it left
-  std::uint64_t psn = 0, bytes = 0, payload = 0, msg_tag = 0, msg_off = 0;
-  std::uint64_t hash = 0;           // its QP's ECMP flow key (the header fields switches hash), carried
-                                    // so a switch forwards without reading the QP
-};
 
 struct NetPortStats {
   std::uint64_t tx_bytes = 0, tx_packets = 0, drops = 0, ecn_marked = 0, pause_sent = 0, pause_rcv = 0;
@@ -89,9 +72,6 @@ struct NetNode {
   Tick latency = 0;
   std::uint64_t buffer = 0, used = 0;   // switch MMU: shared buffer and its occupancy
   std::uint64_t xoff = 0, xon = 0;  // switch MMU: PFC thresholds per ingress port
-  std::vector<std::uint32_t> qps;   // hosts: QPs sending from here, for egress arbitration
-  std::uint32_t rr = 0;             // round-robin pointer over qps
-  std::vector<std::uint64_t> qp_active;  // hosts: bit i set when qps[i] may have packets to send
   std::string name;
 };
 
