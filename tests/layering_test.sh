@@ -72,7 +72,7 @@ declare -A IFACE=(
   [mem]="hbm.h reduce.h huge_alloc.h host_memory.h"
   [link]="link_params.h port.h pcie.h"
   [npu]="address_map.h npu_params.h task.h regmap.h machine_listener.h"
-  [nic]="dcqcn_params.h congestion_control.h rc_transport.h rdma.h"
+  [nic]="dcqcn_params.h congestion_control.h rc_transport.h rdma.h rdma_engine.h"
   [net]="net_params.h policies.h switch.h flow_tier.h"
 )
 edges=""

@@ -1,5 +1,6 @@
 // Machine: composes NPUs, links and the NPU side of the NIC (docs/models/README.md). This file
-// holds only what spans the rooms: adding an NPU, the event switch, crashes and backdoor access.
+// holds only what spans the rooms: adding an NPU, the event switch, crashes, backdoor access, and
+// the stream side of the RDMA engine's RdmaHost.
 #include "models/machine.h"
 
 #include <cstdio>
@@ -12,9 +13,8 @@ std::uint32_t Machine::add_npu(const NpuParams& p, std::string name) {
   auto n = static_cast<std::uint32_t>(npus_.size());
   npus_.emplace_back(p);
   npus_.back().name = name.empty() ? "npu" + std::to_string(n) : std::move(name);
-  mrs_.emplace_back();
+  rdma_.add_npu();
   hbm_shape_.push_back({p.hbm.capacity_bytes, p.hbm.store_bytes});
-  fences_.emplace_back();
   // Unmasking a bit that is already set signals it (the MSI pending-bit rule).
   npus_.back().regs = std::make_unique<RegisterBlock>(npu_regs::layout(), [this, n](std::uint32_t off, std::uint64_t) {
     if (off == npu_regs::kIntMask) signal(n);
@@ -45,6 +45,11 @@ bool Machine::check_range(std::uint64_t addr, std::uint64_t len, std::string& wh
   return true;
 }
 
+void Machine::rdma_task_done(std::uint32_t s, Tick at) {
+  if (at <= sch_.now()) complete(s);
+  else sch_.schedule(at, this, stream_ev(kComplete, s), 0);
+}
+
 void Machine::on_event(std::uint64_t a, std::uint64_t b) {
   std::uint64_t type = a & 0xff, id = a >> 8;
   if (type == kDispatch || type == kNotifyLocal || type == kComplete) {  // stream events: drop stale ones
@@ -65,7 +70,6 @@ void Machine::on_event(std::uint64_t a, std::uint64_t b) {
       break;
     }
     case kComplete: complete(static_cast<std::uint32_t>(id)); break;
-    case kForwardLand: forward_land(static_cast<std::uint32_t>(id)); break;
     default: break;
   }
 }

@@ -55,4 +55,33 @@ void Machine::set_link_crc_rate(std::uint32_t link, double rate) {
   if (listener_) listener_->on_link_event(link, "crc error rate " + std::to_string(rate));
 }
 
+// The lender's NIC writes what it received for `target` on into target's HBM: a DMA over the
+// lender-target HCCS link (or PCIe), whose ports serve it in order with the SDMA traffic at their
+// own rates (as send_piece reserves them), landing one path latency plus the HBM's access
+// latency after its last byte left. The NIC writes each packet on as it arrives, so a port that
+// was free carries the bytes while they were being received (cut-through at this granularity: a
+// chunk or a whole flow-tier message is delivered here at its last byte); a busy port queues
+// them. The notify write takes the same path, after the data.
+Tick Machine::forward_leg(std::uint32_t lender, std::uint32_t target, std::uint64_t len) {
+  const Route rt = route(lender, target);
+  if (!rt.ok()) return 0;
+  const Tick now = sch_.now();
+  Tick end = now, lat = rt.extra_ps + npus_[target].params.hbm.access_latency_ps;
+  for (int pi : {rt.p1, rt.p2, static_cast<int>(npus_[target].hbm_port)}) {
+    if (pi < 0) continue;
+    Port& p = ports_[pi];
+    if (!p.up) return 0;
+    const Tick own = serialization_ps(len, p.rate());
+    const Tick from = std::max(p.busy_until, now > own ? now - own : 0);
+    p.busy_until = from + own;
+    if (link_samples_.on()) link_samples_.busy(static_cast<std::uint32_t>(pi), std::max(from, now), std::max(p.busy_until, now), own, len);
+    end = std::max(end, p.busy_until);
+    p.busy_ps += own;
+    p.bytes += len;
+    ++p.pieces;
+    if (pi != static_cast<int>(npus_[target].hbm_port)) lat += p.p.latency_ps;
+  }
+  return end + lat;
+}
+
 }  // namespace models
