@@ -17,8 +17,7 @@
 
 #include "models/event_queue.h"
 #include "models/link/link_params.h"
-#include "models/link/pcie.h"
-#include "models/link/port.h"
+#include "models/link/links.h"
 #include "models/mem/hbm.h"
 #include "models/mem/reduce.h"
 #include "models/network.h"
@@ -71,8 +70,8 @@ class Machine final : public EventHandler, private RdmaHost {
   void prefetch(std::uint64_t a, std::uint64_t b) override;
   /// Counters over time of every port (link direction), indexed like ports() (models/sampler.h);
   /// call once the links are added, before the run. 0: off.
-  void enable_sampling(Tick interval_ps) { link_samples_.enable(interval_ps, ports_.size()); }
-  Sampler& link_samples() { return link_samples_; }
+  void enable_sampling(Tick interval_ps) { links_.enable_sampling(interval_ps); }
+  Sampler& link_samples() { return links_.samples(); }
   /// Report every completed stream task to the listener (on_task_done).
   void report_tasks(bool on) { report_tasks_ = on; }
   /// The host memory NPU `npu`'s host DMA reaches (null: host pointers are this process's).
@@ -82,36 +81,38 @@ class Machine final : public EventHandler, private RdmaHost {
   /// when host work a stream waits for is done): as a NotifyRecord landing there.
   void host_notify(std::uint32_t npu, std::uint64_t key) { notify_record(npu, key); }
 
-  // ---- links (link/links.cpp) ----
-  std::uint32_t add_link(LinkKind kind, std::uint32_t a, std::uint32_t b, const LinkParams& p, std::string name);
-  const std::vector<LinkInfo>& links() const { return links_; }
-  const std::vector<Port>& ports() const { return ports_; }
+  // ---- links and PCIe (models/link/links.h: Links owns them; faults: machine.cpp) ----
+  Links& link_model() { return links_; }
+  const Links& link_model() const { return links_; }
+  std::uint32_t add_link(LinkKind kind, std::uint32_t a, std::uint32_t b, const LinkParams& p, std::string name) {
+    return links_.add_link(kind, a, b, p, std::move(name));
+  }
+  const std::vector<LinkInfo>& links() const { return links_.links(); }
+  const std::vector<Port>& ports() const { return links_.ports(); }
   /// Directional port from NPU a to NPU b over a direct link, or -1.
-  int port_between(std::uint32_t a, std::uint32_t b) const;
-  // Link faults (both directions; both ends see the effect).
+  int port_between(std::uint32_t a, std::uint32_t b) const { return links_.port_between(a, b); }
+  // Link faults (both directions; both ends see the effect: an interrupt, the listener's record).
   void set_link_up(std::uint32_t link, bool up);
   void set_link_lanes(std::uint32_t link, std::uint32_t lanes);
   void set_link_crc_rate(std::uint32_t link, double rate);
-
-  // ---- PCIe switches and root complexes (link/pcie.cpp) ----
   /// A PCIe switch joining NPUs for peer-to-peer DMA (Atlas 800: its two HCCS groups).
-  std::uint32_t add_pcie_switch(std::string name, Tick latency_ps);
+  std::uint32_t add_pcie_switch(std::string name, Tick latency_ps) { return links_.add_pcie_switch(std::move(name), latency_ps); }
   /// Cable NPU `npu` to switch `sw` (a PCIe link: one port each way).
-  std::uint32_t add_pcie_switch_link(std::uint32_t npu, std::uint32_t sw, const LinkParams& p, std::string name);
+  std::uint32_t add_pcie_switch_link(std::uint32_t npu, std::uint32_t sw, const LinkParams& p, std::string name) {
+    return links_.add_pcie_switch_link(npu, sw, p, std::move(name));
+  }
   /// Path between two NPUs: a direct HCCS port, or two PCIe ports through a shared switch.
-  struct Route {
-    int p1 = -1, p2 = -1;  ///< ports in order (p2 = -1 for one hop)
-    Tick extra_ps = 0;     ///< switch latency
-    bool ok() const { return p1 >= 0; }
-  };
-  Route route(std::uint32_t a, std::uint32_t b) const;
+  using Route = LinkRoute;
+  Route route(std::uint32_t a, std::uint32_t b) const { return links_.route(a, b); }
   /// The PCIe switch `npu` is cabled to, or -1 (directly under its root complex).
-  std::int64_t pcie_switch_of(std::uint32_t npu) const { return npu < npu_switch_.size() ? npu_switch_[npu].sw : -1; }
+  std::int64_t pcie_switch_of(std::uint32_t npu) const { return links_.pcie_switch_of(npu); }
   /// A host root complex (one per server): its ports carry the host-memory side of every host DMA
   /// of the NPUs attached to it (port a->b: towards the devices, b->a: towards host memory).
-  std::uint32_t add_root_complex(std::string name, const LinkParams& p);
+  std::uint32_t add_root_complex(std::string name, const LinkParams& p) { return links_.add_root_complex(std::move(name), p); }
   /// The upstream link of PCIe switch `sw` to root complex `rc` (shared by its NPUs' host DMA).
-  std::uint32_t add_pcie_switch_upstream(std::uint32_t sw, std::uint32_t rc, const LinkParams& p, std::string name);
+  std::uint32_t add_pcie_switch_upstream(std::uint32_t sw, std::uint32_t rc, const LinkParams& p, std::string name) {
+    return links_.add_pcie_switch_upstream(sw, rc, p, std::move(name));
+  }
 
   // ---- host DMA (npu/host_dma.cpp) ----
   /// Host DMA of `npu` goes through root complex `rc`: over the NPU's own host link, or, when the
@@ -264,7 +265,7 @@ class Machine final : public EventHandler, private RdmaHost {
   // npu/host_dma.cpp
   bool host_dma_path(std::uint32_t s, const Task& t, Transfer& x, Tick& lat);
   bool host_dma_land(const Task& t, std::uint64_t off, std::uint64_t len);
-  // RdmaHost: what the RDMA engine asks of the NPU side (machine.cpp; forward_leg: link/links.cpp)
+  // RdmaHost: what the RDMA engine asks of the NPU side (machine.cpp)
   std::uint64_t stream_epoch(std::uint32_t s) const override { return streams_[s].epoch; }
   void rdma_task_done(std::uint32_t s, Tick at) override;
   void rdma_task_failed(std::uint32_t s, const std::string& why) override { fail(s, why); }
@@ -285,17 +286,12 @@ class Machine final : public EventHandler, private RdmaHost {
   std::vector<std::uint32_t> free_xfers_;
   std::uint64_t notify_overflows_ = 0;
   std::uint64_t interrupts_ = 0;
-  Sampler link_samples_;
   bool report_tasks_ = false;
   bool any_stall_ = false;  // some NPU was stalled (npu_stall): only then does a dispatch read its NPU
   // link
-  std::vector<Port> ports_;
-  std::vector<LinkInfo> links_;
-  std::vector<RootComplex> rcs_;
-  std::vector<PcieSwitch> pcie_switches_;
+  Links links_;
   std::vector<std::vector<int>> hccs_port_;  // per NPU: HCCS port number -> directional port (-1: not cabled)
   std::uint64_t hccs_port_reg_value(std::uint32_t npu, std::uint32_t number, std::uint32_t reg) const;
-  std::vector<SwitchPorts> npu_switch_;  // per NPU
   // the HBM side of every NPU
   // Per NPU, what every RDMA write checks of its target's HBM (check_range, data_is_silent), in
   // 16 bytes instead of a line of a remote NPU's state: at 8192 NPUs the array stays in cache.
