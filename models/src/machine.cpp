@@ -18,9 +18,10 @@ std::uint32_t Machine::add_npu(const NpuParams& p, std::string name) {
   hbm_shape_.push_back({p.hbm.capacity_bytes, p.hbm.store_bytes});
   // Unmasking a bit that is already set signals it (the MSI pending-bit rule).
   npus_.back().regs = std::make_unique<RegisterBlock>(npu_regs::layout(), [this, n](std::uint32_t off, std::uint64_t) {
-    if (off == npu_regs::kIntMask) signal(n);
+    if (off == npu_regs::kIntMask) msi_.signal(n);
   });
   npus_.back().regs->hw_write(npu_regs::kNpuId, n);
+  msi_.add_npu(npus_.back().regs.get(), p.msi_latency_ps);
   // Host PCIe link of this NPU.
   std::uint32_t l = add_link(LinkKind::Pcie, kHost, n, p.host_link, npus_[n].name + "/host");
   npus_[n].host_link = l;
@@ -82,7 +83,6 @@ void Machine::on_event(std::uint64_t a, std::uint64_t b) {
     id = s;
   }
   switch (type) {
-    case kInterrupt: take_interrupt(static_cast<std::uint32_t>(id)); break;
     case kDispatch: dispatch(static_cast<std::uint32_t>(id)); break;
     case kPieceSent: send_piece(static_cast<std::uint32_t>(id)); break;
     case kPieceArrive: arrive_piece(static_cast<std::uint32_t>(id), b, 0); break;

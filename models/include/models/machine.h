@@ -25,6 +25,7 @@
 #include "models/npu/address_map.h"
 #include "models/block_store.h"
 #include "models/npu/machine_listener.h"
+#include "models/npu/msi.h"
 #include "models/npu/npu_params.h"
 #include "models/npu/npu_state.h"
 #include "models/npu/regmap.h"
@@ -46,8 +47,11 @@ class Machine final : public EventHandler, private RdmaHost {
     std::uint64_t tasks = 0, pieces = 0, notifies = 0;
   };
 
-  Machine(Scheduler& sch, std::uint64_t piece_bytes = 256 * 1024) : sch_(sch), piece_bytes_(piece_bytes), rdma_(sch, *this) {}
-  void set_listener(MachineListener* l) { listener_ = l; }
+  Machine(Scheduler& sch, std::uint64_t piece_bytes = 256 * 1024) : sch_(sch), piece_bytes_(piece_bytes), msi_(sch), rdma_(sch, *this) {}
+  void set_listener(MachineListener* l) {
+    listener_ = l;
+    msi_.set_listener(l);
+  }
 
   // ---- composition (machine.cpp) ----
   /// `name`: how logs, errors and link names call the device (the topology's name, e.g.
@@ -186,7 +190,7 @@ class Machine final : public EventHandler, private RdmaHost {
   /// Notify register bound to notify `key` on `npu` (read it at npu_regs::notify_reg), or -1.
   int notify_index(std::uint32_t npu, std::uint64_t key) const;
   std::uint64_t notify_overflows() const { return notify_overflows_; }
-  std::uint64_t interrupts() const { return interrupts_; }
+  std::uint64_t interrupts() const { return msi_.interrupts(); }
   std::uint64_t event_completed(std::uint32_t npu, std::uint64_t ev) const {
     auto it = npus_[npu].events.find(ev);
     return it == npus_[npu].events.end() ? 0 : it->second.completed;
@@ -222,7 +226,7 @@ class Machine final : public EventHandler, private RdmaHost {
 
  private:
   std::vector<std::uint8_t> bounce_;  // host_dma_land: one piece of a host in another process
-  enum Ev : std::uint64_t { kDispatch = 1, kPieceSent, kPieceArrive, kNotifyArrive, kNotifyLocal, kComplete, kInterrupt };
+  enum Ev : std::uint64_t { kDispatch = 1, kPieceSent, kPieceArrive, kNotifyArrive, kNotifyLocal, kComplete };
   static constexpr std::uint64_t ev(std::uint64_t type, std::uint64_t id) { return type | (id << 8); }
   /// Stream-scoped events carry the low 24 bits of the stream's epoch: stale ones (the stream
   /// failed since they were scheduled) are dropped by on_event.
@@ -249,12 +253,8 @@ class Machine final : public EventHandler, private RdmaHost {
   int bind_notify(std::uint32_t npu, std::uint64_t key);
   void notify_deliver(std::uint32_t npu, std::uint32_t reg);
   void notify_release(std::uint32_t npu, std::uint32_t reg);
-  // npu/msi.cpp
-  /// Hardware sets INT_STATUS bits; newly set unmasked ones send an MSI after msi_latency.
-  void raise(std::uint32_t npu, std::uint64_t bits);
-  /// Send an MSI if unmasked status bits are set and none is in flight.
-  void signal(std::uint32_t npu);
-  void take_interrupt(std::uint32_t npu);
+  /// Hardware sets INT_STATUS bits; newly set unmasked ones send an MSI (models/npu/msi.h).
+  void raise(std::uint32_t npu, std::uint64_t bits) { msi_.raise(npu, bits); }
   // npu/sdma.cpp
   void start_transfer(std::uint32_t s, const Task& t);
   void send_piece(std::uint32_t xfer);
@@ -279,13 +279,13 @@ class Machine final : public EventHandler, private RdmaHost {
   std::uint64_t piece_bytes_;
   MachineListener* listener_ = nullptr;
   Stats stats_;
+  Msi msi_;
   // npu
   std::vector<NpuState> npus_;
   BlockStore<StreamState> streams_;  // growing never moves a stream (references stay valid)
   std::vector<Transfer> xfers_;
   std::vector<std::uint32_t> free_xfers_;
   std::uint64_t notify_overflows_ = 0;
-  std::uint64_t interrupts_ = 0;
   bool report_tasks_ = false;
   bool any_stall_ = false;  // some NPU was stalled (npu_stall): only then does a dispatch read its NPU
   // link

@@ -67,7 +67,6 @@ struct NpuState {
   KeyIndex nkey;                     // bound key -> register
   std::vector<std::uint32_t> nfree;  // released registers (reused first)
   Tick stalled_until = 0;            ///< npu_stall: the stream engine dispatches no task before this
-  bool msi_pending = false;
   std::string name;  ///< the one name of the device in logs, errors and link names (the topology's)
   NpuParams params;
   SparseMemory hbm;
