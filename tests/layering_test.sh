@@ -82,9 +82,9 @@ if [ -n "$hits" ]; then echo "models/ includes SystemC or simulator headers:"; e
 ROOMS="mem link npu nic net"
 declare -A IFACE=(
   [mem]="hbm.h reduce.h huge_alloc.h host_memory.h"
-  [link]="link_params.h port.h pcie.h"
+  [link]="link_params.h port.h pcie.h links.h"
   [npu]="address_map.h npu_params.h task.h regmap.h machine_listener.h"
-  [nic]="dcqcn_params.h congestion_control.h rc_transport.h rdma.h"
+  [nic]="dcqcn_params.h congestion_control.h rc_transport.h rdma.h rdma_engine.h"
   [net]="net_params.h policies.h switch.h flow_tier.h"
 )
 edges=""

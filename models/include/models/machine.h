@@ -17,16 +17,15 @@
 
 #include "models/event_queue.h"
 #include "models/link/link_params.h"
-#include "models/link/pcie.h"
-#include "models/link/port.h"
+#include "models/link/links.h"
 #include "models/mem/hbm.h"
 #include "models/mem/reduce.h"
 #include "models/network.h"
-#include "models/nic/qp_table.h"
-#include "models/nic/rdma.h"
+#include "models/nic/rdma_engine.h"
 #include "models/npu/address_map.h"
 #include "models/block_store.h"
 #include "models/npu/machine_listener.h"
+#include "models/npu/msi.h"
 #include "models/npu/npu_params.h"
 #include "models/npu/npu_state.h"
 #include "models/npu/regmap.h"
@@ -42,23 +41,26 @@ double compute_peak(const NpuParams& p, DType t);
 /// A compute task's duration on an NPU of parameters p (npu/stream_engine.cpp).
 Tick compute_ps(const NpuParams& p, const Task& t);
 
-class Machine final : public EventHandler, public NetworkListener {
+class Machine final : public EventHandler, private RdmaHost {
  public:
   struct Stats {
     std::uint64_t tasks = 0, pieces = 0, notifies = 0;
   };
 
-  Machine(Scheduler& sch, std::uint64_t piece_bytes = 256 * 1024) : sch_(sch), piece_bytes_(piece_bytes) {}
-  void set_listener(MachineListener* l) { listener_ = l; }
+  Machine(Scheduler& sch, std::uint64_t piece_bytes = 256 * 1024) : sch_(sch), piece_bytes_(piece_bytes), msi_(sch), rdma_(sch, *this) {}
+  void set_listener(MachineListener* l) {
+    listener_ = l;
+    msi_.set_listener(l);
+  }
 
   // ---- composition (machine.cpp) ----
   /// `name`: how logs, errors and link names call the device (the topology's name, e.g.
   /// "node1/npu2"); empty: "npu<index>". Its host PCIe link is "<name>/host", its HBM port "<name>/hbm".
   std::uint32_t add_npu(const NpuParams& p, std::string name = {});
-  const std::string& npu_name(std::uint32_t n) const { return npus_[n].name; }
+  const std::string& npu_name(std::uint32_t n) const override { return npus_[n].name; }
   std::uint32_t npu_count() const { return static_cast<std::uint32_t>(npus_.size()); }
   const NpuParams& npu_params(std::uint32_t n) const { return npus_[n].params; }
-  SparseMemory& hbm(std::uint32_t n) { return npus_[n].hbm; }
+  SparseMemory& hbm(std::uint32_t n) override { return npus_[n].hbm; }
   const Stats& stats() const { return stats_; }
   std::uint64_t piece_bytes() const { return piece_bytes_; }
   /// The NPU dies: its streams fail, its HCCS and PCIe links go down (its NIC is the network's).
@@ -72,8 +74,8 @@ class Machine final : public EventHandler, public NetworkListener {
   void prefetch(std::uint64_t a, std::uint64_t b) override;
   /// Counters over time of every port (link direction), indexed like ports() (models/sampler.h);
   /// call once the links are added, before the run. 0: off.
-  void enable_sampling(Tick interval_ps) { link_samples_.enable(interval_ps, ports_.size()); }
-  Sampler& link_samples() { return link_samples_; }
+  void enable_sampling(Tick interval_ps) { links_.enable_sampling(interval_ps); }
+  Sampler& link_samples() { return links_.samples(); }
   /// Report every completed stream task to the listener (on_task_done).
   void report_tasks(bool on) { report_tasks_ = on; }
   /// The host memory NPU `npu`'s host DMA reaches (null: host pointers are this process's).
@@ -83,36 +85,38 @@ class Machine final : public EventHandler, public NetworkListener {
   /// when host work a stream waits for is done): as a NotifyRecord landing there.
   void host_notify(std::uint32_t npu, std::uint64_t key) { notify_record(npu, key); }
 
-  // ---- links (link/links.cpp) ----
-  std::uint32_t add_link(LinkKind kind, std::uint32_t a, std::uint32_t b, const LinkParams& p, std::string name);
-  const std::vector<LinkInfo>& links() const { return links_; }
-  const std::vector<Port>& ports() const { return ports_; }
+  // ---- links and PCIe (models/link/links.h: Links owns them; faults: machine.cpp) ----
+  Links& link_model() { return links_; }
+  const Links& link_model() const { return links_; }
+  std::uint32_t add_link(LinkKind kind, std::uint32_t a, std::uint32_t b, const LinkParams& p, std::string name) {
+    return links_.add_link(kind, a, b, p, std::move(name));
+  }
+  const std::vector<LinkInfo>& links() const { return links_.links(); }
+  const std::vector<Port>& ports() const { return links_.ports(); }
   /// Directional port from NPU a to NPU b over a direct link, or -1.
-  int port_between(std::uint32_t a, std::uint32_t b) const;
-  // Link faults (both directions; both ends see the effect).
+  int port_between(std::uint32_t a, std::uint32_t b) const { return links_.port_between(a, b); }
+  // Link faults (both directions; both ends see the effect: an interrupt, the listener's record).
   void set_link_up(std::uint32_t link, bool up);
   void set_link_lanes(std::uint32_t link, std::uint32_t lanes);
   void set_link_crc_rate(std::uint32_t link, double rate);
-
-  // ---- PCIe switches and root complexes (link/pcie.cpp) ----
   /// A PCIe switch joining NPUs for peer-to-peer DMA (Atlas 800: its two HCCS groups).
-  std::uint32_t add_pcie_switch(std::string name, Tick latency_ps);
+  std::uint32_t add_pcie_switch(std::string name, Tick latency_ps) { return links_.add_pcie_switch(std::move(name), latency_ps); }
   /// Cable NPU `npu` to switch `sw` (a PCIe link: one port each way).
-  std::uint32_t add_pcie_switch_link(std::uint32_t npu, std::uint32_t sw, const LinkParams& p, std::string name);
+  std::uint32_t add_pcie_switch_link(std::uint32_t npu, std::uint32_t sw, const LinkParams& p, std::string name) {
+    return links_.add_pcie_switch_link(npu, sw, p, std::move(name));
+  }
   /// Path between two NPUs: a direct HCCS port, or two PCIe ports through a shared switch.
-  struct Route {
-    int p1 = -1, p2 = -1;  ///< ports in order (p2 = -1 for one hop)
-    Tick extra_ps = 0;     ///< switch latency
-    bool ok() const { return p1 >= 0; }
-  };
-  Route route(std::uint32_t a, std::uint32_t b) const;
+  using Route = LinkRoute;
+  Route route(std::uint32_t a, std::uint32_t b) const { return links_.route(a, b); }
   /// The PCIe switch `npu` is cabled to, or -1 (directly under its root complex).
-  std::int64_t pcie_switch_of(std::uint32_t npu) const { return npu < npu_switch_.size() ? npu_switch_[npu].sw : -1; }
+  std::int64_t pcie_switch_of(std::uint32_t npu) const { return links_.pcie_switch_of(npu); }
   /// A host root complex (one per server): its ports carry the host-memory side of every host DMA
   /// of the NPUs attached to it (port a->b: towards the devices, b->a: towards host memory).
-  std::uint32_t add_root_complex(std::string name, const LinkParams& p);
+  std::uint32_t add_root_complex(std::string name, const LinkParams& p) { return links_.add_root_complex(std::move(name), p); }
   /// The upstream link of PCIe switch `sw` to root complex `rc` (shared by its NPUs' host DMA).
-  std::uint32_t add_pcie_switch_upstream(std::uint32_t sw, std::uint32_t rc, const LinkParams& p, std::string name);
+  std::uint32_t add_pcie_switch_upstream(std::uint32_t sw, std::uint32_t rc, const LinkParams& p, std::string name) {
+    return links_.add_pcie_switch_upstream(sw, rc, p, std::move(name));
+  }
 
   // ---- host DMA (npu/host_dma.cpp) ----
   /// Host DMA of `npu` goes through root complex `rc`: over the NPU's own host link, or, when the
@@ -124,7 +128,7 @@ class Machine final : public EventHandler, public NetworkListener {
   bool stream_valid(std::uint32_t s) const { return s < streams_.size() && streams_[s].alive; }
   std::uint32_t stream_count() const { return static_cast<std::uint32_t>(streams_.size()); }
   void destroy_stream(std::uint32_t s) { streams_[s].alive = false; }
-  std::uint32_t stream_npu(std::uint32_t s) const { return streams_[s].npu; }
+  std::uint32_t stream_npu(std::uint32_t s) const override { return streams_[s].npu; }
   /// Every NPU's HBM keeps the bytes written from now on (on) or only as configured (off): a
   /// timing-payload run's short exchange whose bytes matter (a train step's communicator splits).
   void keep_bytes(bool on) {
@@ -156,7 +160,7 @@ class Machine final : public EventHandler, public NetworkListener {
   void reset_notifies(std::uint32_t npu);
   /// Reset every QP `npu` sends on (Network::reset_qp): after its streams were aborted, the writes
   /// they had posted are flushed instead of going out ahead of the retry's.
-  void reset_qps(std::uint32_t npu);
+  void reset_qps(std::uint32_t npu) { rdma_.reset_qps(npu); }
   /// Append a task; it starts when all earlier tasks of the stream have completed.
   /// (enqueue + ring the stream's doorbell; the driver does the two steps itself.)
   void submit(std::uint32_t stream, const Task& t);
@@ -186,7 +190,7 @@ class Machine final : public EventHandler, public NetworkListener {
   /// Notify register bound to notify `key` on `npu` (read it at npu_regs::notify_reg), or -1.
   int notify_index(std::uint32_t npu, std::uint64_t key) const;
   std::uint64_t notify_overflows() const { return notify_overflows_; }
-  std::uint64_t interrupts() const { return interrupts_; }
+  std::uint64_t interrupts() const { return msi_.interrupts(); }
   std::uint64_t event_completed(std::uint32_t npu, std::uint64_t ev) const {
     auto it = npus_[npu].events.find(ev);
     return it == npus_[npu].events.end() ? 0 : it->second.completed;
@@ -196,41 +200,33 @@ class Machine final : public EventHandler, public NetworkListener {
     return it == npus_[npu].events.end() ? 0 : it->second.t;
   }
 
-  // ---- RDMA engine: the NPU side of the RoCE NIC (nic/rdma_engine.cpp) ----
-  // Memory regions of the RoCE NIC: a write is accepted only inside a region registered with
-  // REMOTE_WRITE on the target, under its key; otherwise it fails and is counted.
-  static constexpr std::uint32_t kLocalWrite = 1, kRemoteRead = 2, kRemoteWrite = 4;
-  std::uint32_t register_mr(std::uint32_t npu, std::uint64_t addr, std::uint64_t bytes, std::uint32_t access);
-  bool deregister_mr(std::uint32_t npu, std::uint32_t key);
-  std::uint64_t rdma_access_errors() const { return rdma_access_errors_; }
-  /// Writes a lender's NIC received for another NPU and could not pass on (their HCCS path down).
-  std::uint64_t forward_drops() const { return forward_drops_; }
-  /// Attach the RoCE network: NPU i's NIC is network node nic_node[i] (~0u: no NIC).
-  void attach_network(Network* net, std::vector<std::uint32_t> nic_node);
-  Network* network() const { return net_; }
-  bool has_nic(std::uint32_t npu) const { return net_ && npu < nic_node_.size() && nic_node_[npu] != ~0u; }
-  /// The network node of NPU npu's NIC (~0u: none).
-  std::uint32_t nic_node(std::uint32_t npu) const { return npu < nic_node_.size() ? nic_node_[npu] : ~0u; }
-  /// The UDP source port a QP gets when nobody set one: a hash of (src, dst, stripe).
-  static std::uint16_t default_sport(std::uint32_t src, std::uint32_t dst, std::uint32_t index);
-  /// Connect (or re-connect) npu src's QP for stripe `index` to dst with UDP source port `sport`
-  /// (RoCE v2: the flow's ECMP entropy). A different port than the current QP's makes a new QP:
-  /// writes already posted finish on the old one, later writes take the new path.
-  void set_qp_sport(std::uint32_t src, std::uint32_t dst, std::uint32_t index, std::uint16_t sport);
-  /// The UDP source port npu src's writes to dst on stripe `index` use (set or default).
-  std::uint16_t qp_sport(std::uint32_t src, std::uint32_t dst, std::uint32_t index) const;
-  /// QPs of NPU npu's NIC (for its counters).
-  const std::vector<std::uint32_t>* nic_qps(std::uint32_t npu) const;
-  void on_write_done(std::uint32_t qp, std::uint64_t tag, bool ok) override { write_done(tag, ok, sch_.now()); }
-  void on_write_done_ahead(std::uint32_t, std::uint64_t tag, Tick acked_at) override { write_done(tag, true, acked_at); }
-  void on_data(std::uint32_t qp, std::uint64_t tag, std::uint64_t offset, std::uint64_t len) override;
-  bool data_is_silent(std::uint64_t tag, std::uint64_t len) const override;
-  bool ack_is_silent(std::uint64_t tag) const override;
-  void prefetch_tag(std::uint64_t tag) const override;
+  // ---- RDMA engine: the NPU side of the RoCE NIC (models/nic/rdma_engine.h, which owns its state) ----
+  RdmaEngine& rdma() { return rdma_; }
+  const RdmaEngine& rdma() const { return rdma_; }
+  static constexpr std::uint32_t kLocalWrite = RdmaEngine::kLocalWrite, kRemoteRead = RdmaEngine::kRemoteRead,
+                                 kRemoteWrite = RdmaEngine::kRemoteWrite;
+  std::uint32_t register_mr(std::uint32_t npu, std::uint64_t addr, std::uint64_t bytes, std::uint32_t access) {
+    return rdma_.register_mr(npu, addr, bytes, access);
+  }
+  bool deregister_mr(std::uint32_t npu, std::uint32_t key) { return rdma_.deregister_mr(npu, key); }
+  std::uint64_t rdma_access_errors() const { return rdma_.access_errors(); }
+  std::uint64_t forward_drops() const { return rdma_.forward_drops(); }
+  void attach_network(Network* net, std::vector<std::uint32_t> nic_node) { rdma_.attach_network(net, std::move(nic_node)); }
+  Network* network() const { return rdma_.network(); }
+  bool has_nic(std::uint32_t npu) const { return rdma_.has_nic(npu); }
+  std::uint32_t nic_node(std::uint32_t npu) const { return rdma_.nic_node(npu); }
+  static std::uint16_t default_sport(std::uint32_t src, std::uint32_t dst, std::uint32_t index) {
+    return RdmaEngine::default_sport(src, dst, index);
+  }
+  void set_qp_sport(std::uint32_t src, std::uint32_t dst, std::uint32_t index, std::uint16_t sport) {
+    rdma_.set_qp_sport(src, dst, index, sport);
+  }
+  std::uint16_t qp_sport(std::uint32_t src, std::uint32_t dst, std::uint32_t index) const { return rdma_.qp_sport(src, dst, index); }
+  const std::vector<std::uint32_t>* nic_qps(std::uint32_t npu) const { return rdma_.nic_qps(npu); }
 
  private:
   std::vector<std::uint8_t> bounce_;  // host_dma_land: one piece of a host in another process
-  enum Ev : std::uint64_t { kDispatch = 1, kPieceSent, kPieceArrive, kNotifyArrive, kNotifyLocal, kComplete, kInterrupt, kForwardLand };
+  enum Ev : std::uint64_t { kDispatch = 1, kPieceSent, kPieceArrive, kNotifyArrive, kNotifyLocal, kComplete };
   static constexpr std::uint64_t ev(std::uint64_t type, std::uint64_t id) { return type | (id << 8); }
   /// Stream-scoped events carry the low 24 bits of the stream's epoch: stale ones (the stream
   /// failed since they were scheduled) are dropped by on_event.
@@ -239,7 +235,7 @@ class Machine final : public EventHandler, public NetworkListener {
     return type | (static_cast<std::uint64_t>(s) << 8) | ((streams_[s].epoch & kEpochMask) << 40);
   }
 
-  bool check_range(std::uint64_t addr, std::uint64_t len, std::string& why) const;  // machine.cpp
+  bool check_range(std::uint64_t addr, std::uint64_t len, std::string& why) const override;  // machine.cpp
   // npu/stream_engine.cpp
   void dispatch(std::uint32_t s);
   void complete(std::uint32_t s);
@@ -253,16 +249,12 @@ class Machine final : public EventHandler, public NetworkListener {
   void notify_wait_task(std::uint32_t s, const Task& t);
   void event_record_task(std::uint32_t s, const Task& t);
   void event_wait_task(std::uint32_t s, const Task& t);
-  void notify_record(std::uint32_t npu, std::uint64_t key);
+  void notify_record(std::uint32_t npu, std::uint64_t key) override;
   int bind_notify(std::uint32_t npu, std::uint64_t key);
   void notify_deliver(std::uint32_t npu, std::uint32_t reg);
   void notify_release(std::uint32_t npu, std::uint32_t reg);
-  // npu/msi.cpp
-  /// Hardware sets INT_STATUS bits; newly set unmasked ones send an MSI after msi_latency.
-  void raise(std::uint32_t npu, std::uint64_t bits);
-  /// Send an MSI if unmasked status bits are set and none is in flight.
-  void signal(std::uint32_t npu);
-  void take_interrupt(std::uint32_t npu);
+  /// Hardware sets INT_STATUS bits; newly set unmasked ones send an MSI (models/npu/msi.h).
+  void raise(std::uint32_t npu, std::uint64_t bits) { msi_.raise(npu, bits); }
   // npu/sdma.cpp
   void start_transfer(std::uint32_t s, const Task& t);
   void send_piece(std::uint32_t xfer);
@@ -273,42 +265,34 @@ class Machine final : public EventHandler, public NetworkListener {
   // npu/host_dma.cpp
   bool host_dma_path(std::uint32_t s, const Task& t, Transfer& x, Tick& lat);
   bool host_dma_land(const Task& t, std::uint64_t off, std::uint64_t len);
-  // nic/rdma_engine.cpp
-  void start_rdma(std::uint32_t s, const Task& t);
-  void rdma_fence(std::uint32_t s);
-  void fence_end(std::uint32_t s, Tick at);  ///< the fence on stream s ends at `at` (>= now)
-  /// A detached write of `npu` posted after `epoch` fences is acknowledged (or failed).
-  void fence_release(std::uint32_t npu, std::uint32_t epoch, Tick acked_at);
-  /// Write `tag` acknowledged (or failed) at `acked_at` (now, or a little ahead: on_write_done_ahead).
-  void write_done(std::uint64_t tag, bool ok, Tick acked_at);
-  std::uint32_t qp_for(std::uint32_t src, std::uint32_t dst, std::uint32_t index);
+  // RdmaHost: what the RDMA engine asks of the NPU side (machine.cpp)
+  std::uint64_t stream_epoch(std::uint32_t s) const override { return streams_[s].epoch; }
+  void rdma_task_done(std::uint32_t s, Tick at) override;
+  void rdma_task_failed(std::uint32_t s, const std::string& why) override { fail(s, why); }
+  bool hbm_stores(std::uint32_t npu) const override { return hbm_shape_[npu].stores; }
+  void prefetch_npu(std::uint32_t npu) const override {
+    if (npu < npus_.size()) __builtin_prefetch(&npus_[npu]);
+  }
+  Tick forward_leg(std::uint32_t lender, std::uint32_t target, std::uint64_t len) override;
 
   Scheduler& sch_;
   std::uint64_t piece_bytes_;
   MachineListener* listener_ = nullptr;
   Stats stats_;
+  Msi msi_;
   // npu
   std::vector<NpuState> npus_;
   BlockStore<StreamState> streams_;  // growing never moves a stream (references stay valid)
   std::vector<Transfer> xfers_;
   std::vector<std::uint32_t> free_xfers_;
   std::uint64_t notify_overflows_ = 0;
-  std::uint64_t interrupts_ = 0;
-  Sampler link_samples_;
   bool report_tasks_ = false;
   bool any_stall_ = false;  // some NPU was stalled (npu_stall): only then does a dispatch read its NPU
   // link
-  std::vector<Port> ports_;
-  std::vector<LinkInfo> links_;
-  std::vector<RootComplex> rcs_;
-  std::vector<PcieSwitch> pcie_switches_;
+  Links links_;
   std::vector<std::vector<int>> hccs_port_;  // per NPU: HCCS port number -> directional port (-1: not cabled)
   std::uint64_t hccs_port_reg_value(std::uint32_t npu, std::uint32_t number, std::uint32_t reg) const;
-  std::vector<SwitchPorts> npu_switch_;  // per NPU
-  // nic
-  Network* net_ = nullptr;
-  std::vector<std::uint32_t> nic_node_;
-  std::vector<MrTable> mrs_;  // per NPU
+  // the HBM side of every NPU
   // Per NPU, what every RDMA write checks of its target's HBM (check_range, data_is_silent), in
   // 16 bytes instead of a line of a remote NPU's state: at 8192 NPUs the array stays in cache.
   struct HbmShape {
@@ -317,31 +301,8 @@ class Machine final : public EventHandler, public NetworkListener {
   };
   std::vector<HbmShape> hbm_shape_;
   std::vector<bool> hbm_configured_;  // keep_bytes: the configured HbmShape::stores
-  std::vector<QpTable> qp_of_;  // per source NPU: (dst, stripe) -> QP (or kQpPending | its source port)
-  QpTable& qp_table(std::uint32_t src);
-  std::vector<RdmaOp> rdmas_;
-  std::vector<FenceTrack> fences_;  // per NPU, dense: a write's completion reads one small entry
-  std::vector<std::uint32_t> free_rdmas_;
-  std::uint64_t rdma_access_errors_ = 0;
-  // Rail borrowing's inbound leg (nic/rdma_engine.cpp forward_inbound): bytes a lender's NIC
-  // received for another NPU, on their way over the HCCS link into its HBM.
-  struct Forward {
-    std::uint32_t stream = 0;        ///< the writer's stream and epoch: an aborted writer lands nothing
-    std::uint64_t epoch = 0;
-    std::uint64_t dst = 0;           ///< destination address
-    std::vector<std::uint8_t> bytes; ///< captured at the lender's NIC (empty: timing payload)
-    bool notify = false;             ///< the notify write: record notify `key` on `target`
-    std::uint32_t target = 0;
-    std::uint64_t key = 0;
-  };
-  std::vector<Forward> forwards_;
-  std::vector<std::uint32_t> free_forwards_;
-  std::uint64_t forward_drops_ = 0;  ///< inbound legs whose HCCS path was down (the bytes are lost)
-  /// Time the leg lender -> target of `len` bytes on the ports of their HCCS (or PCIe) path;
-  /// returns when they land in the target's HBM, or 0 when the path is down.
-  Tick forward_leg(std::uint32_t lender, std::uint32_t target, std::uint64_t len);
-  void forward_inbound(const RdmaOp& r, std::uint64_t tag, std::uint64_t off, std::uint64_t len);
-  void forward_land(std::uint32_t id);
+  // nic
+  RdmaEngine rdma_;
 };
 
 }  // namespace models

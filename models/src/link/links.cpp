@@ -1,12 +1,12 @@
-// The Machine's links (docs/models/links.md): HCCS, PCIe and HBM ports, adjacency, link faults.
-#include <algorithm>
+// The links (docs/models/links.md): HCCS, PCIe and HBM ports, adjacency, link faults, and timing
+// a cut-through leg over a path's ports.
+#include "models/link/links.h"
 
-#include "models/machine.h"
+#include <algorithm>
 
 namespace models {
 
-std::uint32_t Machine::add_link(LinkKind kind, std::uint32_t a, std::uint32_t b, const LinkParams& p,
-                                std::string name) {
+std::uint32_t Links::add_link(LinkKind kind, std::uint32_t a, std::uint32_t b, const LinkParams& p, std::string name) {
   auto id = static_cast<std::uint32_t>(links_.size());
   auto pa = static_cast<std::uint32_t>(ports_.size());
   Port pt{kind, id, a, b, p};
@@ -19,7 +19,7 @@ std::uint32_t Machine::add_link(LinkKind kind, std::uint32_t a, std::uint32_t b,
   links_.push_back(LinkInfo{kind, a, b, pa, pa + 1, std::move(name)});
   if (kind == LinkKind::Hccs) {
     auto ins = [&](std::uint32_t x, std::uint32_t y, std::uint32_t port) {
-      auto& adj = npus_.at(x).adj;
+      auto& adj = adj_.at(x);
       adj.insert(std::lower_bound(adj.begin(), adj.end(), std::make_pair(y, 0u)), {y, port});
     };
     ins(a, b, pa);
@@ -28,31 +28,55 @@ std::uint32_t Machine::add_link(LinkKind kind, std::uint32_t a, std::uint32_t b,
   return id;
 }
 
-int Machine::port_between(std::uint32_t a, std::uint32_t b) const {
-  const auto& adj = npus_[a].adj;
+int Links::port_between(std::uint32_t a, std::uint32_t b) const {
+  const auto& adj = adj_[a];
   auto it = std::lower_bound(adj.begin(), adj.end(), std::make_pair(b, 0u));
   if (it == adj.end() || it->first != b) return -1;
   return static_cast<int>(it->second);
 }
 
-void Machine::set_link_up(std::uint32_t link, bool up) {
+void Links::set_up(std::uint32_t link, bool up) {
   const LinkInfo& l = links_.at(link);
   ports_[l.port_ab].up = ports_[l.port_ba].up = up;
-  for (std::uint32_t end : {l.a, l.b})
-    if (end < npus_.size()) raise(end, 2);
-  if (listener_) listener_->on_link_event(link, up ? "up" : "down");
 }
 
-void Machine::set_link_lanes(std::uint32_t link, std::uint32_t lanes) {
+std::uint32_t Links::set_lanes(std::uint32_t link, std::uint32_t lanes) {
   const LinkInfo& l = links_.at(link);
   for (auto p : {l.port_ab, l.port_ba}) ports_[p].active_lanes = std::max<std::uint32_t>(1, std::min(lanes, ports_[p].p.lanes));
-  if (listener_) listener_->on_link_event(link, "lanes " + std::to_string(ports_[l.port_ab].active_lanes) + "/" + std::to_string(ports_[l.port_ab].p.lanes));
+  return ports_[l.port_ab].active_lanes;
 }
 
-void Machine::set_link_crc_rate(std::uint32_t link, double rate) {
+void Links::set_crc_rate(std::uint32_t link, double rate) {
   const LinkInfo& l = links_.at(link);
   ports_[l.port_ab].p.crc_error_rate = ports_[l.port_ba].p.crc_error_rate = rate;
-  if (listener_) listener_->on_link_event(link, "crc error rate " + std::to_string(rate));
+}
+
+// A lender's NIC writes what it received for `to` on into to's HBM (RdmaHost::forward_leg): a DMA
+// over the from-to HCCS link (or PCIe), whose ports serve it in order with the SDMA traffic at their
+// own rates (as send_piece reserves them), landing one path latency plus the HBM's access
+// latency after its last byte left. The NIC writes each packet on as it arrives, so a port that
+// was free carries the bytes while they were being received (cut-through at this granularity: a
+// chunk or a whole flow-tier message is delivered here at its last byte); a busy port queues
+// them. The notify write takes the same path, after the data.
+Tick Links::cut_through(std::uint32_t from, std::uint32_t to, std::uint32_t last, Tick last_latency_ps, std::uint64_t len, Tick now) {
+  const LinkRoute rt = route(from, to);
+  if (!rt.ok()) return 0;
+  Tick end = now, lat = rt.extra_ps + last_latency_ps;
+  for (int pi : {rt.p1, rt.p2, static_cast<int>(last)}) {
+    if (pi < 0) continue;
+    Port& p = ports_[pi];
+    if (!p.up) return 0;
+    const Tick own = serialization_ps(len, p.rate());
+    const Tick from = std::max(p.busy_until, now > own ? now - own : 0);
+    p.busy_until = from + own;
+    if (samples_.on()) samples_.busy(static_cast<std::uint32_t>(pi), std::max(from, now), std::max(p.busy_until, now), own, len);
+    end = std::max(end, p.busy_until);
+    p.busy_ps += own;
+    p.bytes += len;
+    ++p.pieces;
+    if (pi != static_cast<int>(last)) lat += p.p.latency_ps;
+  }
+  return end + lat;
 }
 
 }  // namespace models

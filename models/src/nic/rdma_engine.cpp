@@ -1,25 +1,34 @@
 // The RDMA engine: the NPU side of the RoCE NIC (docs/models/roce-nic.md). Memory regions and
 // their access checks, one QP per (source, target, stripe), RdmaWrite tasks striped over QPs with
 // the ordered notify write after the data, and the bytes landing as the transport delivers them.
+#include "models/nic/rdma_engine.h"
+
 #include <algorithm>
 #include <cstdio>
 
-#include "models/machine.h"
+#include "models/mem/hbm.h"
+#include "models/network.h"
+#include "models/npu/address_map.h"
 
 namespace models {
 
-void Machine::attach_network(Network* net, std::vector<std::uint32_t> nic_node) {
+void RdmaEngine::add_npu() {
+  mrs_.emplace_back();
+  fences_.emplace_back();
+}
+
+void RdmaEngine::attach_network(Network* net, std::vector<std::uint32_t> nic_node) {
   net_ = net;
   nic_node_ = std::move(nic_node);
   net_->set_listener(this);
 }
 
-std::uint16_t Machine::default_sport(std::uint32_t src, std::uint32_t dst, std::uint32_t index) {
+std::uint16_t RdmaEngine::default_sport(std::uint32_t src, std::uint32_t dst, std::uint32_t index) {
   // Each QP gets its own UDP source port, so ECMP spreads QPs over paths (RoCE v2).
   return static_cast<std::uint16_t>(49152 + ((src * 2654435761u) ^ (dst * 40503u) ^ (index * 2246822519u)) % 16384);
 }
 
-const std::vector<std::uint32_t>* Machine::nic_qps(std::uint32_t npu) const {
+const std::vector<std::uint32_t>* RdmaEngine::nic_qps(std::uint32_t npu) const {
   return has_nic(npu) ? &net_->host_qps(nic_node_[npu]) : nullptr;
 }
 
@@ -37,12 +46,12 @@ std::uint32_t tag_op(std::uint64_t tag) { return static_cast<std::uint32_t>(tag 
 constexpr std::uint32_t kQpPending = 0x80000000u;
 }  // namespace
 
-QpTable& Machine::qp_table(std::uint32_t src) {
-  if (qp_of_.size() <= src) qp_of_.resize(npus_.size() > src ? npus_.size() : src + 1);
+QpTable& RdmaEngine::qp_table(std::uint32_t src) {
+  if (qp_of_.size() <= src) qp_of_.resize(npu_count() > src ? npu_count() : src + 1);
   return qp_of_[src];
 }
 
-std::uint32_t Machine::qp_for(std::uint32_t src, std::uint32_t dst, std::uint32_t index) {
+std::uint32_t RdmaEngine::qp_for(std::uint32_t src, std::uint32_t dst, std::uint32_t index) {
   QpTable& tab = qp_table(src);
   if (std::uint32_t* v = tab.find(dst, index)) {
     if (!(*v & kQpPending)) return *v;
@@ -55,14 +64,14 @@ std::uint32_t Machine::qp_for(std::uint32_t src, std::uint32_t dst, std::uint32_
   return qp;
 }
 
-void Machine::reset_qps(std::uint32_t npu) {
+void RdmaEngine::reset_qps(std::uint32_t npu) {
   if (npu >= qp_of_.size() || !net_) return;
   qp_of_[npu].for_each([&](std::uint32_t, std::uint32_t, std::uint32_t v) {
     if (!(v & kQpPending)) net_->reset_qp(v);
   });
 }
 
-void Machine::set_qp_sport(std::uint32_t src, std::uint32_t dst, std::uint32_t index, std::uint16_t sport) {
+void RdmaEngine::set_qp_sport(std::uint32_t src, std::uint32_t dst, std::uint32_t index, std::uint16_t sport) {
   if (!has_nic(src) || !has_nic(dst)) return;
   QpTable& tab = qp_table(src);
   if (std::uint32_t* v = tab.find(dst, index)) {
@@ -77,7 +86,7 @@ void Machine::set_qp_sport(std::uint32_t src, std::uint32_t dst, std::uint32_t i
   tab.insert(dst, index, kQpPending | sport);
 }
 
-std::uint16_t Machine::qp_sport(std::uint32_t src, std::uint32_t dst, std::uint32_t index) const {
+std::uint16_t RdmaEngine::qp_sport(std::uint32_t src, std::uint32_t dst, std::uint32_t index) const {
   if (src < qp_of_.size())
     if (const std::uint32_t* v = qp_of_[src].find(dst, index))
       return *v & kQpPending ? static_cast<std::uint16_t>(*v) : net_->qp_sport(*v);
@@ -90,25 +99,25 @@ std::uint16_t Machine::qp_sport(std::uint32_t src, std::uint32_t dst, std::uint3
 // writes are posted (the doorbell, as the runtime's RDMA_DB_SEND task: the stream does not wait
 // for completions), or, with wait_ack, when every write of it is acknowledged. A detached write
 // that fails later fails its stream then (a completion with error), whatever task it is at.
-void Machine::start_rdma(std::uint32_t s, const Task& head) {
+void RdmaEngine::start_write(std::uint32_t s, const Task& head) {
   // A copy: a write posted on a QP already in error completes (failed) inside post_write, which
   // fails the stream and clears its queue, the head task with it.
   const Task t = head;
-  const std::uint32_t me = streams_[s].npu;
-  const std::uint64_t epoch = streams_[s].epoch;
+  const std::uint32_t me = host_.stream_npu(s);
+  const std::uint64_t epoch = host_.stream_epoch(s);
   std::string why;
-  if (t.target >= npus_.size()) { fail(s, "RDMA write to unknown npu " + std::to_string(t.target)); return; }
+  if (t.target >= npu_count()) { host_.rdma_task_failed(s, "RDMA write to unknown npu " + std::to_string(t.target)); return; }
   // Rail borrowing at the receiver (docs/failover.md#nic-borrowing): the write goes to the NIC of
   // `via`, which writes the bytes on into the target's HBM over their HCCS link (forward_inbound).
-  if (t.via != ~0u && t.via >= npus_.size()) { fail(s, "RDMA write through unknown npu " + std::to_string(t.via)); return; }
+  if (t.via != ~0u && t.via >= npu_count()) { host_.rdma_task_failed(s, "RDMA write through unknown npu " + std::to_string(t.via)); return; }
   const std::uint32_t rx = t.via != ~0u ? t.via : t.target;
   if (!has_nic(me) || !has_nic(rx)) {
-    fail(s, "no RoCE path from " + npus_[me].name + " to " + npus_[rx].name + " (no NIC or no network)");
+    host_.rdma_task_failed(s, "no RoCE path from " + host_.npu_name(me) + " to " + host_.npu_name(rx) + " (no NIC or no network)");
     return;
   }
   if (t.bytes) {
-    if (!check_range(t.src, t.bytes, why) || !check_range(t.dst, t.bytes, why)) { fail(s, why); return; }
-    if (addr_npu(t.src) != me || addr_npu(t.dst) != t.target) { fail(s, "RDMA write must read local HBM and write the target's"); return; }
+    if (!host_.check_range(t.src, t.bytes, why) || !host_.check_range(t.dst, t.bytes, why)) { host_.rdma_task_failed(s, why); return; }
+    if (addr_npu(t.src) != me || addr_npu(t.dst) != t.target) { host_.rdma_task_failed(s, "RDMA write must read local HBM and write the target's"); return; }
     // The responder's access check (checked when posted; the model does not charge the NAK's trip).
     const MemoryRegion* mr = mrs_[t.target].find(t.rkey);
     const char* bad = nullptr;
@@ -116,11 +125,11 @@ void Machine::start_rdma(std::uint32_t s, const Task& head) {
     else if (!(mr->access & kRemoteWrite)) bad = "region not registered for REMOTE_WRITE";
     else if (t.dst < mr->addr || t.dst + t.bytes > mr->addr + mr->bytes) bad = "write outside the registered region";
     if (bad) {
-      ++rdma_access_errors_;
+      ++access_errors_;
       char b[160];
       std::snprintf(b, sizeof b, "remote access error on npu%u: %s (rkey 0x%x, %llu bytes at offset 0x%llx)", t.target, bad, t.rkey,
                     static_cast<unsigned long long>(t.bytes), static_cast<unsigned long long>(addr_offset(t.dst)));
-      fail(s, b);
+      host_.rdma_task_failed(s, b);
       return;
     }
   }
@@ -132,7 +141,7 @@ void Machine::start_rdma(std::uint32_t s, const Task& head) {
   // per-QP completion signals of a multi-QP send (NCCL's multi-QP receives count one per QP), so
   // that a stripe's signal never waits behind later writes posted on its QP.
   const std::uint32_t k = rdma_stripes(t.qp_count, t.bytes);
-  rdmas_[id] = RdmaOp{s, 0, true, t.value != 0 ? k : 0, t.value != 0, streams_[s].epoch, t};
+  rdmas_[id] = RdmaOp{s, 0, true, t.value != 0 ? k : 0, t.value != 0, epoch, t};
   const std::uint64_t part = (t.bytes + k - 1) / k;
   for (std::uint32_t i = 0; i < k; ++i) {
     const std::uint64_t off = std::min<std::uint64_t>(t.bytes, i * part), len = std::min<std::uint64_t>(part, t.bytes - off);
@@ -148,23 +157,23 @@ void Machine::start_rdma(std::uint32_t s, const Task& head) {
       if (signaled) ++rdmas_[id].pending;
       // tag: rdma id, part index, notify bit; the part's offset is recovered from the index
       net_->post_write(qp, len, write_tag(id, i, false, t.target), signaled);
-      if (streams_[s].epoch != epoch) return;  // it failed at once (a QP in error): the op is gone
+      if (host_.stream_epoch(s) != epoch) return;  // it failed at once (a QP in error): the op is gone
     }
     if (t.value) {
       ++rdmas_[id].pending;
       net_->post_write(qp, 4, write_tag(id, i, true, t.target));
-      if (streams_[s].epoch != epoch) return;
+      if (host_.stream_epoch(s) != epoch) return;
     }
   }
   if (rdmas_[id].pending == 0) {  // nothing to send at all
     free_rdmas_.push_back(id);
-    complete(s);
+    host_.rdma_task_done(s, 0);
   } else if (!t.wait_ack) {  // the doorbell is rung: the stream goes on
     rdmas_[id].detached = true;
     FenceTrack& f = fences_[me];
     rdmas_[id].fence_epoch = f.epoch;
     ++f.open;
-    complete(s);
+    host_.rdma_task_done(s, 0);
   }
 }
 
@@ -172,8 +181,8 @@ void Machine::start_rdma(std::uint32_t s, const Task& head) {
 // posted before it (and whose tasks ended at the doorbell) is acknowledged or failed — the
 // completions a runtime polls before it reuses the buffers those writes read: a NIC reads the
 // source when it sends, and again when it retransmits (docs/models/npu.md).
-void Machine::rdma_fence(std::uint32_t s) {
-  FenceTrack& f = fences_[streams_[s].npu];
+void RdmaEngine::fence(std::uint32_t s) {
+  FenceTrack& f = fences_[host_.stream_npu(s)];
   const std::uint64_t need = (f.waits.empty() ? 0 : f.waits.back().need) + f.open;
   const std::uint32_t epoch = f.epoch++;
   f.open = 0;
@@ -183,12 +192,7 @@ void Machine::rdma_fence(std::uint32_t s) {
   f.waits.push_back(FenceWait{s, epoch, need, f.acked});
 }
 
-void Machine::fence_end(std::uint32_t s, Tick at) {
-  if (at <= sch_.now()) complete(s);
-  else sch_.schedule(at, this, stream_ev(kComplete, s), 0);
-}
-
-void Machine::fence_release(std::uint32_t npu, std::uint32_t epoch, Tick acked_at) {
+void RdmaEngine::fence_release(std::uint32_t npu, std::uint32_t epoch, Tick acked_at) {
   FenceTrack& f = fences_[npu];
   f.acked = std::max(f.acked, acked_at);
   if (epoch == f.epoch) { --f.open; return; }
@@ -206,13 +210,13 @@ void Machine::fence_release(std::uint32_t npu, std::uint32_t epoch, Tick acked_a
   for (const FenceWait& w : ended) fence_end(w.stream, w.until);
 }
 
-void Machine::on_data(std::uint32_t, std::uint64_t tag, std::uint64_t off, std::uint64_t len) {
+void RdmaEngine::on_data(std::uint32_t, std::uint64_t tag, std::uint64_t off, std::uint64_t len) {
   RdmaOp& r = rdmas_[tag_op(tag)];
   const Task& t = r.task;
   // A write of a stream that failed or was aborted since (the op retry's device_abort, which
   // resets the QPs as HCCL's retry does): what is still on the wire is flushed, no bytes and no
   // notify land — else a late notify of the failed attempt would count for the re-execution.
-  if (streams_[r.stream].epoch != r.epoch) return;
+  if (host_.stream_epoch(r.stream) != r.epoch) return;
   if (tag & 1) {  // one stripe's notify write: the last to land records the notify
     if (r.notifies > 1) { --r.notifies; return; }
     r.notifies = 0;
@@ -222,18 +226,18 @@ void Machine::on_data(std::uint32_t, std::uint64_t tag, std::uint64_t off, std::
     return;
   }
   if (tag & 1) {  // the notify write: one packet
-    notify_record(t.target, t.key);
+    host_.notify_record(t.target, t.key);
     return;
   }
   // (data_is_silent names, ahead, the parts for which this function does nothing: keep the two in step)
   const std::uint32_t k = rdma_stripes(t.qp_count, t.bytes);
   off += ((tag >> 1) & 0x7f) * ((t.bytes + k - 1) / k);  // the part's offset in the write
-  SparseMemory& dst = npus_[addr_npu(t.dst)].hbm;
+  SparseMemory& dst = host_.hbm(addr_npu(t.dst));
   if (!dst.stores_bytes() || len == 0) return;
-  dst.copy_from(npus_[addr_npu(t.src)].hbm, addr_offset(t.src) + off, addr_offset(t.dst) + off, len);
+  dst.copy_from(host_.hbm(addr_npu(t.src)), addr_offset(t.src) + off, addr_offset(t.dst) + off, len);
 }
 
-void Machine::prefetch_tag(std::uint64_t tag) const {
+void RdmaEngine::prefetch_tag(std::uint64_t tag) const {
   const std::uint32_t id = tag_op(tag);
   if (id >= rdmas_.size()) return;
   const char* r = reinterpret_cast<const char*>(&rdmas_[id]);
@@ -241,58 +245,25 @@ void Machine::prefetch_tag(std::uint64_t tag) const {
   __builtin_prefetch(r + 64);
   if (tag & 1) {  // a notify write: the receiving NPU's notify registers
     const std::uint64_t npu = tag >> 40;
-    if (npu < npus_.size()) __builtin_prefetch(&npus_[npu]);
+    host_.prefetch_npu(static_cast<std::uint32_t>(npu));
   }
 }
 
 // What on_data would do with a write part, known when it is sent: nothing when it is a data part
 // (not the notify) received by the target's own NIC, and the target keeps no bytes (a timing
 // payload) or the part is empty. A stream failing meanwhile only makes on_data return earlier.
-bool Machine::data_is_silent(std::uint64_t tag, std::uint64_t len) const {
+bool RdmaEngine::data_is_silent(std::uint64_t tag, std::uint64_t len) const {
   if (tag & 1) return false;
   const Task& t = rdmas_[tag_op(tag)].task;
   if (t.via != ~0u && t.via != t.target) return false;
-  return len == 0 || !hbm_shape_[addr_npu(t.dst)].stores;
+  return len == 0 || !host_.hbm_stores(addr_npu(t.dst));
 }
 
-// An acknowledgement that only frees the write's record: its task ended at the doorbell.
-bool Machine::ack_is_silent(std::uint64_t tag) const {
-  const RdmaOp& r = rdmas_[tag_op(tag)];
-  return r.detached;
-}
-
-// The lender's NIC writes what it received for `target` on into target's HBM: a DMA over the
-// lender-target HCCS link (or PCIe), whose ports serve it in order with the SDMA traffic at their
-// own rates (as send_piece reserves them), landing one path latency plus the HBM's access
-// latency after its last byte left. The NIC writes each packet on as it arrives, so a port that
-// was free carries the bytes while they were being received (cut-through at this granularity: a
-// chunk or a whole flow-tier message is delivered here at its last byte); a busy port queues
-// them. The notify write takes the same path, after the data.
-Tick Machine::forward_leg(std::uint32_t lender, std::uint32_t target, std::uint64_t len) {
-  const Route rt = route(lender, target);
-  if (!rt.ok()) return 0;
-  const Tick now = sch_.now();
-  Tick end = now, lat = rt.extra_ps + npus_[target].params.hbm.access_latency_ps;
-  for (int pi : {rt.p1, rt.p2, static_cast<int>(npus_[target].hbm_port)}) {
-    if (pi < 0) continue;
-    Port& p = ports_[pi];
-    if (!p.up) return 0;
-    const Tick own = serialization_ps(len, p.rate());
-    const Tick from = std::max(p.busy_until, now > own ? now - own : 0);
-    p.busy_until = from + own;
-    if (link_samples_.on()) link_samples_.busy(static_cast<std::uint32_t>(pi), std::max(from, now), std::max(p.busy_until, now), own, len);
-    end = std::max(end, p.busy_until);
-    p.busy_ps += own;
-    p.bytes += len;
-    ++p.pieces;
-    if (pi != static_cast<int>(npus_[target].hbm_port)) lat += p.p.latency_ps;
-  }
-  return end + lat;
-}
-
-void Machine::forward_inbound(const RdmaOp& r, std::uint64_t tag, std::uint64_t off, std::uint64_t len) {
+// The lender's NIC writes what it received for `target` on into target's HBM (RdmaHost::forward_leg
+// times the leg); the notify write takes the same path, after the data.
+void RdmaEngine::forward_inbound(const RdmaOp& r, std::uint64_t tag, std::uint64_t off, std::uint64_t len) {
   const Task& t = r.task;
-  const Tick land = forward_leg(t.via, t.target, (tag & 1) ? 4 : len);
+  const Tick land = host_.forward_leg(t.via, t.target, (tag & 1) ? 4 : len);
   if (land == 0) {  // the lender cannot reach the target: the bytes (or the notify) are lost
     ++forward_drops_;
     return;
@@ -308,31 +279,39 @@ void Machine::forward_inbound(const RdmaOp& r, std::uint64_t tag, std::uint64_t 
   f.key = t.key;
   f.bytes.clear();
   if (f.notify) {
-    sch_.schedule(land, this, ev(kForwardLand, id), 0);
+    sch_.schedule(land, this, id, 0);
     return;
   }
   const std::uint32_t k = rdma_stripes(t.qp_count, t.bytes);
   off += ((tag >> 1) & 0x7f) * ((t.bytes + k - 1) / k);
   f.dst = t.dst + off;
-  if (npus_[addr_npu(t.dst)].hbm.stores_bytes() && len) {  // the bytes as the NIC received them
+  if (host_.hbm(addr_npu(t.dst)).stores_bytes() && len) {  // the bytes as the NIC received them
     f.bytes.resize(len);
-    npus_[addr_npu(t.src)].hbm.read(addr_offset(t.src) + off, f.bytes.data(), len);
+    host_.hbm(addr_npu(t.src)).read(addr_offset(t.src) + off, f.bytes.data(), len);
   }
-  sch_.schedule(land, this, ev(kForwardLand, id), 0);
+  sch_.schedule(land, this, id, 0);
 }
 
-void Machine::forward_land(std::uint32_t id) {
+void RdmaEngine::forward_land(std::uint32_t id) {
   Forward& f = forwards_[id];
   // Like on_data: a write of a stream aborted since (op retry's device_abort) lands nothing.
-  if (streams_[f.stream].epoch == f.epoch) {
-    if (f.notify) notify_record(f.target, f.key);
-    else if (!f.bytes.empty()) npus_[addr_npu(f.dst)].hbm.write(addr_offset(f.dst), f.bytes.data(), f.bytes.size());
+  if (host_.stream_epoch(f.stream) == f.epoch) {
+    if (f.notify) host_.notify_record(f.target, f.key);
+    else if (!f.bytes.empty()) host_.hbm(addr_npu(f.dst)).write(addr_offset(f.dst), f.bytes.data(), f.bytes.size());
   }
   std::vector<std::uint8_t>().swap(f.bytes);
   free_forwards_.push_back(id);
 }
 
-void Machine::write_done(std::uint64_t tag, bool ok, Tick acked_at) {
+void RdmaEngine::on_event(std::uint64_t a, std::uint64_t) { forward_land(static_cast<std::uint32_t>(a)); }
+
+void RdmaEngine::drop_fence(std::uint32_t npu, std::uint32_t s) {
+  if (npu >= fences_.size()) return;
+  auto& w = fences_[npu].waits;
+  w.erase(std::remove_if(w.begin(), w.end(), [&](const FenceWait& f) { return f.stream == s; }), w.end());
+}
+
+void RdmaEngine::write_done(std::uint64_t tag, bool ok, Tick acked_at) {
   const std::uint32_t id = tag_op(tag);
   RdmaOp& r = rdmas_[id];
   r.ok = r.ok && ok;
@@ -341,21 +320,21 @@ void Machine::write_done(std::uint64_t tag, bool ok, Tick acked_at) {
   std::uint32_t s = r.stream;
   bool good = r.ok;
   const bool detached = r.detached;
-  const bool orphaned = streams_[s].epoch != r.epoch;  // the stream failed meanwhile
+  const bool orphaned = host_.stream_epoch(s) != r.epoch;  // the stream failed meanwhile
   free_rdmas_.push_back(id);
-  if (detached) fence_release(streams_[s].npu, r.fence_epoch, acked_at);
+  if (detached) fence_release(host_.stream_npu(s), r.fence_epoch, acked_at);
   if (orphaned) return;
-  if (!good) fail(s, "RDMA write failed: retry count exceeded (link down or persistent loss)");
-  else if (!detached) complete(s);  // a detached one: the stream went on at the doorbell
+  if (!good) host_.rdma_task_failed(s, "RDMA write failed: retry count exceeded (link down or persistent loss)");
+  else if (!detached) host_.rdma_task_done(s, 0);  // a detached one: the stream went on at the doorbell
 }
 
-std::uint32_t Machine::register_mr(std::uint32_t npu, std::uint64_t addr, std::uint64_t bytes, std::uint32_t access) {
+std::uint32_t RdmaEngine::register_mr(std::uint32_t npu, std::uint64_t addr, std::uint64_t bytes, std::uint32_t access) {
   MrTable& n = mrs_.at(npu);
   std::uint32_t key = n.next_key++;
   n.insert(key, MemoryRegion{addr, bytes, access});
   return key;
 }
 
-bool Machine::deregister_mr(std::uint32_t npu, std::uint32_t key) { return mrs_.at(npu).erase(key); }
+bool RdmaEngine::deregister_mr(std::uint32_t npu, std::uint32_t key) { return mrs_.at(npu).erase(key); }
 
 }  // namespace models

@@ -8,15 +8,15 @@ namespace models {
 
 void Machine::attach_host(std::uint32_t npu, std::uint32_t rc) {
   NpuState& n = npus_.at(npu);
-  const RootComplex& r = rcs_.at(rc);
-  const SwitchPorts* sp = npu < npu_switch_.size() && npu_switch_[npu].sw >= 0 ? &npu_switch_[npu] : nullptr;
-  const PcieSwitch* sw = sp ? &pcie_switches_[static_cast<std::size_t>(sp->sw)] : nullptr;
+  const RootComplex& r = links_.root_complex(rc);
+  const SwitchPorts* sp = links_.switch_ports(npu);
+  const PcieSwitch* sw = sp ? &links_.pcie_switch(sp->sw) : nullptr;
   if (sw && sw->up >= 0) {  // device -> switch -> upstream -> root complex
     n.d2h[0] = static_cast<int>(sp->up); n.d2h[1] = sw->up; n.d2h[2] = static_cast<int>(r.up);
     n.h2d[0] = static_cast<int>(r.down); n.h2d[1] = sw->down; n.h2d[2] = static_cast<int>(sp->down);
   } else {
-    n.d2h[0] = static_cast<int>(links_[n.host_link].port_ba); n.d2h[1] = static_cast<int>(r.up); n.d2h[2] = -1;
-    n.h2d[0] = static_cast<int>(r.down); n.h2d[1] = static_cast<int>(links_[n.host_link].port_ab); n.h2d[2] = -1;
+    n.d2h[0] = static_cast<int>(links_.link(n.host_link).port_ba); n.d2h[1] = static_cast<int>(r.up); n.d2h[2] = -1;
+    n.h2d[0] = static_cast<int>(r.down); n.h2d[1] = static_cast<int>(links_.link(n.host_link).port_ab); n.h2d[2] = -1;
   }
 }
 
@@ -34,7 +34,7 @@ bool Machine::host_dma_path(std::uint32_t s, const Task& t, Transfer& x, Tick& l
   x.port = path[0];
   x.port2 = path[1];
   x.port3 = path[2];
-  if (x.port3 >= 0) lat += pcie_switches_[static_cast<std::size_t>(npu_switch_[e_npu].sw)].latency;
+  if (x.port3 >= 0) lat += links_.pcie_switch(links_.pcie_switch_of(e_npu)).latency;
   return true;
 }
 

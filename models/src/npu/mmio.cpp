@@ -69,7 +69,7 @@ bool Machine::mmio_write(std::uint32_t npu, std::uint32_t off, std::uint64_t v) 
 }
 
 void Machine::set_hccs_port(std::uint32_t npu, std::uint32_t number, std::uint32_t port) {
-  if (npu >= npus_.size() || number >= npu_regs::kHccsPorts || (port != kHccsUntrained && port >= ports_.size())) return;
+  if (npu >= npus_.size() || number >= npu_regs::kHccsPorts || (port != kHccsUntrained && port >= links_.ports().size())) return;
   if (hccs_port_.size() < npus_.size()) hccs_port_.resize(npus_.size());
   auto& slots = hccs_port_[npu];
   if (slots.size() <= number) slots.resize(number + 1, -1);
@@ -81,9 +81,9 @@ void Machine::set_hccs_port(std::uint32_t npu, std::uint32_t number, std::uint32
 std::uint64_t Machine::hccs_port_reg_value(std::uint32_t npu, std::uint32_t number, std::uint32_t reg) const {
   if (npu >= hccs_port_.size() || number >= hccs_port_[npu].size() || hccs_port_[npu][number] == -1) return 0;
   if (hccs_port_[npu][number] == -2) return reg == npu_regs::kHccsPortStatus ? 1 : 0;  // cabled, never trained
-  const Port& p = ports_[static_cast<std::size_t>(hccs_port_[npu][number])];
-  const LinkInfo& l = links_[p.link];
-  const bool up = ports_[l.port_ab].up && ports_[l.port_ba].up;
+  const Port& p = links_.port(static_cast<std::size_t>(hccs_port_[npu][number]));
+  const LinkInfo& l = links_.link(p.link);
+  const bool up = links_.port(l.port_ab).up && links_.port(l.port_ba).up;
   if (reg == npu_regs::kHccsPortStatus) {
     const std::uint64_t mbps = up ? p.rate() / 1000000 : 0;
     return 1u | (up ? 2u : 0u) | (static_cast<std::uint64_t>(up ? p.active_lanes & 0xff : 0) << 8) | (mbps << 32);

@@ -16,27 +16,27 @@ void Machine::notify_record_task(std::uint32_t s, const Task& t) {
     return;
   }
   if (t.target >= npus_.size()) { fail(s, "notify record to unknown npu " + std::to_string(t.target)); return; }
-  const Route rt = route(st.npu, t.target);
-  if (!rt.ok() || !ports_[rt.p1].up || (rt.p2 >= 0 && !ports_[rt.p2].up)) {
+  const LinkRoute rt = links_.route(st.npu, t.target);
+  if (!rt.ok() || !links_.port(rt.p1).up || (rt.p2 >= 0 && !links_.port(rt.p2).up)) {
     fail(s, "no HCCS or PCIe path from " + npus_[st.npu].name + " to " + npus_[t.target].name);
     return;
   }
   // A 4-byte register write, posted: the task completes when it has left.
   Tick start = sch_.now(), lat = rt.extra_ps;
   for (int pi : {rt.p1, rt.p2})
-    if (pi >= 0) start = std::max(start, ports_[pi].busy_until);
+    if (pi >= 0) start = std::max(start, links_.port(pi).busy_until);
   Tick ser = 0;
   for (int pi : {rt.p1, rt.p2})
     if (pi >= 0) {
-      Port& p = ports_[pi];
+      Port& p = links_.port(pi);
       ser = std::max(ser, serialization_ps(4, p.p.bandwidth_Bps));
       lat += p.p.latency_ps;
     }
   for (int pi : {rt.p1, rt.p2})
     if (pi >= 0) {
-      ports_[pi].busy_until = start + ser;
-      ports_[pi].busy_ps += ser;
-      if (link_samples_.on()) link_samples_.busy(static_cast<std::uint32_t>(pi), start, start + ser, ser, 0);
+      links_.port(pi).busy_until = start + ser;
+      links_.port(pi).busy_ps += ser;
+      if (links_.samples().on()) links_.samples().busy(static_cast<std::uint32_t>(pi), start, start + ser, ser, 0);
     }
   sch_.schedule(start + ser + lat, this, ev(kNotifyArrive, t.target), t.key);
   sch_.schedule(start + ser, this, stream_ev(kComplete, s), 0);

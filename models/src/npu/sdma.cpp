@@ -51,7 +51,7 @@ void Machine::start_transfer(std::uint32_t s, const Task& t) {
     std::uint32_t sn = addr_npu(t.src), dn = addr_npu(t.dst);
     if (sn != e_npu && dn != e_npu) { fail(s, "SDMA copy must read or write the stream's own NPU"); return; }
     if (sn != dn) {
-      const Route rt = route(sn, dn);
+      const LinkRoute rt = links_.route(sn, dn);
       if (!rt.ok()) {
         fail(s, "no HCCS link or PCIe switch between " + npus_[sn].name + " and " + npus_[dn].name);
         return;
@@ -64,11 +64,11 @@ void Machine::start_transfer(std::uint32_t s, const Task& t) {
   if (addr_is_device(t.src) && t.kind != TaskKind::HostToDevice) x.hbm_src = static_cast<int>(npus_[addr_npu(t.src)].hbm_port);
   if (addr_is_device(t.dst) && t.kind != TaskKind::DeviceToHost) x.hbm_dst = static_cast<int>(npus_[addr_npu(t.dst)].hbm_port);
   for (int pi : {x.hbm_src, x.hbm_dst})
-    if (pi >= 0) bw = std::min(bw, ports_[pi].rate());
+    if (pi >= 0) bw = std::min(bw, links_.port(pi).rate());
   for (int pi : {x.port, x.port2, x.port3}) {
     if (pi < 0) continue;
-    const Port& p = ports_[pi];
-    if (!p.up) { fail(s, "link " + links_[p.link].name + " is down"); return; }
+    const Port& p = links_.port(pi);
+    if (!p.up) { fail(s, "link " + links_.link(p.link).name + " is down"); return; }
     bw = std::min(bw, p.rate());
     lat += p.p.latency_ps;
   }
@@ -111,25 +111,25 @@ void Machine::send_piece(std::uint32_t id) {
   const Tick start = std::max({sch_.now(), x.earliest, me.sdma_busy[x.engine]});
   Tick ser = serialization_ps(len, x.bw), lost = 0;
   for (int pi : {x.port2, x.port3})
-    if (pi >= 0 && !ports_[pi].up) {
+    if (pi >= 0 && !links_.port(pi).up) {
       std::uint32_t s = x.stream;
-      const std::string name = links_[ports_[pi].link].name;
+      const std::string name = links_.link(links_.port(pi).link).name;
       abort_transfer(id);
       fail(s, "link " + name + " went down during a transfer");
       return;
     }
   if (x.port >= 0) {
-    Port& p = ports_[x.port];
+    Port& p = links_.port(x.port);
     if (!p.up) {  // the link went down while the transfer was in progress
       std::uint32_t s = x.stream;
       abort_transfer(id);
-      fail(s, "link " + links_[p.link].name + " went down during a transfer");
+      fail(s, "link " + links_.link(p.link).name + " went down during a transfer");
       return;
     }
     const std::uint64_t retries = p.rx_retry;
     lost = replay_frames(p, len, x.bw);  // CRC replays of the first hop (models/link/port.h)
-    if (link_samples_.on() && p.rx_retry != retries)
-      link_samples_.count(static_cast<std::uint32_t>(x.port), start, SampleCount::Crc, p.rx_retry - retries);
+    if (links_.samples().on() && p.rx_retry != retries)
+      links_.samples().count(static_cast<std::uint32_t>(x.port), start, SampleCount::Crc, p.rx_retry - retries);
     ser += lost;
     note_credit_stall(p, len, x.bw);
   }
@@ -140,11 +140,11 @@ void Machine::send_piece(std::uint32_t id) {
   Tick end = start + ser;
   for (int pi : {x.port, x.port2, x.port3, x.hbm_src, x.hbm_dst}) {
     if (pi < 0) continue;
-    Port& p = ports_[pi];
+    Port& p = links_.port(pi);
     const Tick own = serialization_ps(len, p.rate()) + (pi == x.port ? lost : 0);
     const Tick from = std::max(p.busy_until, start);
     p.busy_until = from + own;
-    if (link_samples_.on()) link_samples_.busy(static_cast<std::uint32_t>(pi), from, p.busy_until, own, len);
+    if (links_.samples().on()) links_.samples().busy(static_cast<std::uint32_t>(pi), from, p.busy_until, own, len);
     end = std::max(end, p.busy_until);
     p.busy_ps += own;
     p.bytes += len;

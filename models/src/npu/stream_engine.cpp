@@ -78,10 +78,10 @@ void Machine::dispatch(std::uint32_t s) {
       complete(s);
       return;
     case TaskKind::RdmaWrite:
-      start_rdma(s, t);
+      rdma_.start_write(s, t);
       return;
     case TaskKind::RdmaFence:
-      rdma_fence(s);
+      rdma_.fence(s);
       return;
     case TaskKind::Compute: {
       const Tick d = compute_ps(npus_[st.npu].params, t);
@@ -199,10 +199,7 @@ void Machine::orphan(std::uint32_t s) {
     if (w.size() != before) notify_release(st.npu, r);
   }
   for (auto& e : me.events) e.second.waiters.erase(std::remove(e.second.waiters.begin(), e.second.waiters.end(), s), e.second.waiters.end());
-  if (st.npu < fences_.size()) {
-    auto& w = fences_[st.npu].waits;
-    w.erase(std::remove_if(w.begin(), w.end(), [&](const FenceWait& f) { return f.stream == s; }), w.end());
-  }
+  rdma_.drop_fence(st.npu, s);
   st.space_at = ~0ULL;  // its queue is empty now (the caller's on_stream_idle wakes a blocked submitter)
 }
 

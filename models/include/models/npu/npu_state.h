@@ -67,12 +67,10 @@ struct NpuState {
   KeyIndex nkey;                     // bound key -> register
   std::vector<std::uint32_t> nfree;  // released registers (reused first)
   Tick stalled_until = 0;            ///< npu_stall: the stream engine dispatches no task before this
-  bool msi_pending = false;
   std::string name;  ///< the one name of the device in logs, errors and link names (the topology's)
   NpuParams params;
   SparseMemory hbm;
   std::vector<Tick> sdma_busy;
-  std::vector<std::pair<std::uint32_t, std::uint32_t>> adj;  // HCCS: (peer, port) sorted by peer
   std::uint32_t host_link = 0;  // the NPU's own PCIe link to the host
   std::uint32_t hbm_port = 0;   // the HBM's bandwidth, shared by every SDMA read and write of it
   int h2d[3] = {-1, -1, -1}, d2h[3] = {-1, -1, -1};  // host DMA paths (ports in travel order)
