@@ -14,7 +14,7 @@ struct ServerGroups {
   std::uint32_t size = 0;     ///< L: ranks per server
   std::uint32_t index = 0;    ///< l: my index inside my server
   std::uint32_t servers = 0;  ///< S: servers of the communicator
-  std::vector<const RankDesc*> local;  ///< my server's ranks (mesh_check fills it)
+  std::vector<const RankDesc*> local;  ///< my server's ranks (route_server_peers fills it)
   std::vector<const RankDesc*> rail;   ///< the rank with index l on every server (ring_check fills it)
 };
 

@@ -8,7 +8,7 @@
 
 namespace hcomm::detail {
 
-/// Needs g filled by mesh_check. The mesh reduce-scatter leaves each rank with its server's
+/// Needs g filled by route_server_peers (algo/mesh.h). The mesh reduce-scatter leaves each rank with its server's
 /// reduction of slice l; `level1` all-reduces that slice among the ranks with index l on every
 /// server (one NIC rail); the mesh all-gather finishes. With one rank per server it is `level1` alone.
 hcomm_result_t allreduce_hierarchical(hcomm_comm_t comm, const ServerGroups& g, const Family& level1, std::uint64_t in,

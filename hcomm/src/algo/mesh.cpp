@@ -24,6 +24,7 @@
 #include "core/log.h"
 #include "core/recovery.h"
 #include "core/stream.h"
+#include "route/route.h"
 #include "transport/notify_keys.h"
 #include "transport/tasks.h"
 #include "transport/transport.h"
@@ -149,18 +150,22 @@ void mesh_all_gather(hcomm_comm_t comm, const ServerGroups& g, const MeshChunk& 
   if (!comm->pulled_from.empty() && std::find(owed.begin(), owed.end(), comm) == owed.end()) owed.push_back(comm);
 }
 
-hcomm_result_t mesh_check(hcomm_comm_t comm, ServerGroups* g, bool log_failure) {
+void route_server_peers(hcomm_comm_t comm, ServerGroups* g) {
   g->local.assign(g->size, nullptr);
   for (std::uint32_t q = 0; q < g->size; ++q) {
     g->local[q] = peer_desc(comm, g->first + q);
-    if (q != g->index && !via_sdma(comm, *g->local[q])) {
-      if (log_failure)
-        logf(comm->ctx, 0, "Rank%u mesh all-reduce needs an HCCS link or PCIe peer-to-peer path to rank %u", comm->rank,
-           g->first + q);
-      return HCOMM_E_NOT_SUPPORT;
-    }
+    if (q != g->index && (!g->local[q] || !via_sdma(comm, *g->local[q]))) return;
   }
-  return HCOMM_SUCCESS;
+}
+
+bool server_is_mesh(hcomm_comm_t comm, const ServerGroups& g) {
+  if (g.local.size() != g.size) return false;
+  for (std::uint32_t q = 0; q < g.size; ++q) {
+    if (q == g.index) continue;
+    const PeerRoute* r = g.local[q] ? route::known(comm, g.local[q]->rank) : nullptr;
+    if (!r || (r->link != PairLink::Hccs && r->link != PairLink::Pcie)) return false;
+  }
+  return true;
 }
 
 hcomm_result_t mesh_chunks(hcomm_comm_t comm, const ServerGroups& g, std::uint64_t in, std::uint64_t out, std::uint64_t count,

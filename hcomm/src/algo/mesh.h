@@ -11,9 +11,16 @@
 
 namespace hcomm::detail {
 
-/// Fill g->local and check that every local peer is reached by SDMA (HCCS or PCIe peer-to-peer);
-/// HCOMM_E_NOT_SUPPORT otherwise (logged as an error when `log_failure`).
-hcomm_result_t mesh_check(hcomm_comm_t comm, ServerGroups* g, bool log_failure = true);
+/// Part of a collective's prologue (coll/run.cpp), the one step that decides routes before the
+/// algorithm is chosen: fill g->local and decide the route to each peer of my server in local
+/// order (route::to: first use re-reads my HCCS ports, may pick a relay NPU), stopping at the
+/// first peer SDMA cannot reach (the server is then no mesh, and the flat algorithms route their
+/// own peers when they use them).
+void route_server_peers(hcomm_comm_t comm, ServerGroups* g);
+/// Whether every peer of my server is reached by SDMA (HCCS, a relay NPU or PCIe peer-to-peer),
+/// read from the routes route_server_peers decided: a query, it decides and records nothing (a
+/// peer without a decided route counts as not reached).
+bool server_is_mesh(hcomm_comm_t comm, const ServerGroups& g);
 
 /// One chunk of a mesh phase, per local index q (bytes and addresses): slice q is len[q] bytes at
 /// offset ccl[q] of rank q's collective buffer (CCL); in[q] is where I read my contribution to it

@@ -526,7 +526,10 @@ hcomm_result_t run_checked(hcomm_comm_t comm, hcomm_stream_t main, CollReq r) {
   if (find_server_groups(comm, &g) == HCOMM_SUCCESS) {
     shape.servers = g.servers;
     shape.local = g.size;
-    shape.mesh = !is_v(r) && g.size > 1 && mesh_check(comm, &g, false) == HCOMM_SUCCESS;
+    // The prologue's one routing step: the routes to my server's peers are decided here, in local
+    // order (algo/mesh.h), and the shape then only reads them.
+    if (!is_v(r) && g.size > 1) route_server_peers(comm, &g);
+    shape.mesh = !is_v(r) && g.size > 1 && server_is_mesh(comm, g);
   } else {
     shape.servers = n;  // unequal servers: treat every rank as its own server (RoCE costs, flat only)
   }

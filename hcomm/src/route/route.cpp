@@ -430,6 +430,11 @@ const PeerRoute& to(hcomm_comm_t comm, const RankDesc& peer) {
   return st.peers.at(peer.rank);
 }
 
+const PeerRoute* known(hcomm_comm_t comm, std::uint32_t rank) {
+  const auto it = comm->route.peers.find(rank);
+  return it == comm->route.peers.end() || it->second.control_only ? nullptr : &it->second;
+}
+
 const PeerRoute& to_control(hcomm_comm_t comm, const RankDesc& peer) {
   RouteState& st = comm->route;
   auto it = st.peers.find(peer.rank);

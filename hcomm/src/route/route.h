@@ -19,6 +19,10 @@ enum Policy { kProbe = 0, kHash = 1 };
 /// to_control is routed now, trigger "first data").
 const PeerRoute& to(hcomm_comm_t comm, const RankDesc& peer);
 
+/// The route decided to communicator rank `rank` for data, or nullptr when none is (not used yet,
+/// or decided for notifies only): a query, it decides and records nothing.
+const PeerRoute* known(hcomm_comm_t comm, std::uint32_t rank);
+
 /// The route to `peer` for a notify only (no data): a peer not decided yet that would need path
 /// probes (a cross-leaf RoCE peer under the probe policy) gets a few probes for stripe 0 only (the
 /// notify's), connected on a port whose probe came back; no uplink is chosen, since a 0-byte write
