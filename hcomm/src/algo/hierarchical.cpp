@@ -7,6 +7,7 @@
 // 5 chunks of a 256 MiB buffer instead of 8 halves). One rank per server: half and half.
 #include "algo/hierarchical.h"
 
+#include "algo/chunk_loop.h"
 #include "algo/exec.h"
 #include "algo/mesh.h"
 #include "algo/passes.h"
@@ -36,15 +37,12 @@ hcomm_result_t allreduce_hierarchical(hcomm_comm_t comm, const ServerGroups& g, 
     rc = run_family(comm, main, level1, rail, pi, area, dtype, op);
   };
   if (g.size == 1) {  // one rank per server: the level-1 plan over the whole buffer, in chunks
-    for (std::uint64_t c0 = 0; c0 < count && rc == HCOMM_SUCCESS; c0 += area / esz) {
-      const std::uint64_t m = std::min(area / esz, count - c0);
-      settle_mesh(comm, main);
-      if (m) copy(main, comm->ctx->ccl_addr, in + c0 * esz, m * esz);
+    return chunk_loop(comm, main, 0, count, area / esz, [&](std::uint64_t c0, std::uint64_t m) {
+      copy(main, comm->ctx->ccl_addr, in + c0 * esz, m * esz);
       middle(comm->ctx->ccl_addr, m * esz);
-      if (m) copy(main, out + c0 * esz, comm->ctx->ccl_addr, m * esz);
-      recovery::slice_done(comm, main, c0 + m, count);  // op retry's resumption point (recovery/failover.h)
-    }
-    return rc;
+      if (rc == HCOMM_SUCCESS) copy(main, out + c0 * esz, comm->ctx->ccl_addr, m * esz);
+      return rc;
+    });
   }
   hcomm_result_t mrc = mesh_chunks(comm, g, in, out, count, dtype, op, main, area, middle);
   return mrc != HCOMM_SUCCESS ? mrc : rc;

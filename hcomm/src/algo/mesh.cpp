@@ -16,6 +16,8 @@
 // slave forked and joined around its one half.
 #include "algo/mesh.h"
 
+#include "algo/chunk_loop.h"
+
 #include <algorithm>
 
 #include "algo/partition.h"
@@ -176,8 +178,7 @@ hcomm_result_t mesh_chunks(hcomm_comm_t comm, const ServerGroups& g, std::uint64
   const std::uint64_t esz = hcomm_data_type_size(static_cast<hcomm_data_type_t>(dtype));
   const std::uint64_t chunk_elems = std::max<std::uint64_t>(1, area / esz);
   MeshChunk c(L);
-  for (std::uint64_t c0 = 0; c0 < count; c0 += chunk_elems) {
-    const std::uint64_t m = std::min(chunk_elems, count - c0);
+  return chunk_loop(comm, main, 0, count, chunk_elems, [&](std::uint64_t c0, std::uint64_t m) {
     const Partition sl(m, L, esz);
     for (std::uint32_t q = 0; q < L; ++q) {
       c.len[q] = sl.len(q);
@@ -188,9 +189,8 @@ hcomm_result_t mesh_chunks(hcomm_comm_t comm, const ServerGroups& g, std::uint64
     mesh_reduce_scatter(comm, g, c, dtype, op, main, true);
     if (middle && c.len[l]) middle(ctx->ccl_addr + c.ccl[l], c.len[l]);  // M
     mesh_all_gather(comm, g, c, main, true);
-    recovery::slice_done(comm, main, c0 + m, count);  // op retry's resumption point (recovery/failover.h)
-  }
-  return HCOMM_SUCCESS;
+    return HCOMM_SUCCESS;
+  });
 }
 
 hcomm_result_t allreduce_mesh(hcomm_comm_t comm, const ServerGroups& g, std::uint64_t in, std::uint64_t out,

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <vector>
 
+#include "algo/chunk_loop.h"
 #include "algo/exec.h"
 #include "algo/groups.h"
 #include "algo/hierarchical.h"
@@ -134,18 +135,16 @@ struct Flat {
   hcomm_result_t vector_op() {  // AllReduce, Broadcast, Reduce
     const std::uint64_t chunk = std::max<std::uint64_t>(1, wcap / esz);
     const bool root = is_root();
-    for (std::uint64_t c0 = 0; c0 < r.count; c0 += chunk) {
-      const std::uint64_t m = std::min(chunk, r.count - c0), off = c0 * esz;
-      settle_mesh(comm, main);
+    return chunk_loop(comm, main, 0, r.count, chunk, [&](std::uint64_t c0, std::uint64_t m) {
+      const std::uint64_t off = c0 * esz;
       if (r.op != CollOp::Broadcast || root) copy_if(main, w, r.in + off, m * esz);
       PlanIn pi = base();
       pi.bytes = m * esz;
       if (hcomm_result_t rc = plan(pi); rc != HCOMM_SUCCESS) return rc;
       if (r.op == CollOp::AllReduce || (r.op == CollOp::Broadcast && !root) || (r.op == CollOp::Reduce && root))
         copy_if(main, r.out + off, w, m * esz);
-      recovery::slice_done(comm, main, c0 + m, r.count);
-    }
-    return HCOMM_SUCCESS;
+      return HCOMM_SUCCESS;
+    });
   }
 
   hcomm_result_t blocks_op() {  // ReduceScatter, AllGather, Scatter, Gather (and their -v forms)
@@ -158,8 +157,8 @@ struct Flat {
     const bool root = is_root();
     const bool in_all = r.op == CollOp::ReduceScatter || (r.op == CollOp::Scatter && root);
     const bool out_all = r.op == CollOp::AllGather || (r.op == CollOp::Gather && root);
-    for (std::uint64_t c0 = r.from; c0 < maxc; c0 += per) {
-      Blocks b{n, esz, std::min(per, maxc - c0), nullptr, nullptr};
+    return chunk_loop(comm, main, r.from, maxc, per, [&](std::uint64_t c0, std::uint64_t m) {
+      Blocks b{n, esz, m, nullptr, nullptr};
       if (is_v(r)) {  // block m of W is member m's (comm rank rank_of(m))
         cc.resize(n);
         pre.assign(n + 1, 0);
@@ -173,7 +172,6 @@ struct Flat {
       }
       // One chunk of uniform blocks in comm-rank order: contiguous.
       const bool whole = !is_v(r) && !order && c0 == 0 && per >= maxc;
-      settle_mesh(comm, main);
       if (in_all) {
         if (whole) copy_if(main, w, r.in, b.total());
         else if (!is_v(r) && !order) copy_2d(main, w, b.len(0), r.in + c0 * esz, r.count * esz, b.len(0), n);  // n blocks, one task
@@ -191,9 +189,8 @@ struct Flat {
       } else if (r.op == CollOp::ReduceScatter || r.op == CollOp::Scatter) {
         copy_if(main, r.out + c0 * esz, w + b.off(me), b.len(me));
       }
-      recovery::slice_done(comm, main, c0 + std::min(per, maxc - c0), maxc);
-    }
-    return HCOMM_SUCCESS;
+      return HCOMM_SUCCESS;
+    });
   }
 
   hcomm_result_t alltoall() {
@@ -241,8 +238,7 @@ void mesh_block_op(hcomm_comm_t comm, const ServerGroups& g, const CollReq& r, s
   const std::uint32_t L = g.size;
   const std::uint64_t chunk_elems = passes::mesh_block_elems(comm->ctx->ccl_bytes, esz);
   MeshChunk c(L);
-  for (std::uint64_t c0 = r.from; c0 < r.count; c0 += chunk_elems) {
-    const std::uint64_t m = std::min(chunk_elems, r.count - c0);
+  chunk_loop(comm, main, r.from, r.count, chunk_elems, [&](std::uint64_t c0, std::uint64_t m) {
     for (std::uint32_t q = 0; q < L; ++q) {
       c.len[q] = m * esz;
       c.ccl[q] = 0;
@@ -256,8 +252,8 @@ void mesh_block_op(hcomm_comm_t comm, const ServerGroups& g, const CollReq& r, s
     }
     if (r.op == CollOp::ReduceScatter) mesh_reduce_scatter(comm, g, c, r.dtype, r.redop, main, false);
     else mesh_all_gather(comm, g, c, main, false);
-    recovery::slice_done(comm, main, c0 + m, r.count);
-  }
+    return HCOMM_SUCCESS;
+  });
 }
 
 // A plan of family `f` for `op` among `mem` (me = my member index) on W = `w` with `blocks` or
@@ -289,10 +285,9 @@ hcomm_result_t hier_allgather(hcomm_comm_t comm, const ServerGroups& g, const Fa
   const std::uint64_t m_max = passes::hier_allgather_elems(ctx->ccl_bytes, n, esz);
   if (m_max == 0) return too_small(comm, r, n);
   MeshChunk c(L);
-  for (std::uint64_t c0 = r.from; c0 < r.count; c0 += m_max) {
-    const std::uint64_t m = std::min(m_max, r.count - c0), rb = S * m * esz;  // region bytes
+  return chunk_loop(comm, main, r.from, r.count, m_max, [&](std::uint64_t c0, std::uint64_t m) {
+    const std::uint64_t rb = S * m * esz;  // region bytes
     const std::uint64_t G = ctx->ccl_addr;
-    settle_mesh(comm, main);
     copy_if(main, G + l * rb + me * m * esz, r.in + c0 * esz, m * esz);
     if (hcomm_result_t rc = group_plan(comm, f, CollOp::AllGather, Members{l, L, S}, me, 0, G + l * rb, Blocks{S, esz, m, nullptr, nullptr}, 0, esz, r, main); rc != HCOMM_SUCCESS)
       return rc;
@@ -306,9 +301,8 @@ hcomm_result_t hier_allgather(hcomm_comm_t comm, const ServerGroups& g, const Fa
     for (std::uint32_t q = 0; q < L; ++q)  // region q's S blocks to their server-major places: one 2-D copy
       copy_2d(main, r.out + (static_cast<std::uint64_t>(q) * r.count + c0) * esz, static_cast<std::uint64_t>(L) * r.count * esz,
               G + q * rb, m * esz, m * esz, S);
-    recovery::slice_done(comm, main, c0 + m, r.count);
-  }
-  return HCOMM_SUCCESS;
+    return HCOMM_SUCCESS;
+  });
 }
 
 // Hierarchical reduce-scatter: level 0 first — my input is rearranged rail-major (region q =
@@ -322,10 +316,9 @@ hcomm_result_t hier_reduce_scatter(hcomm_comm_t comm, const ServerGroups& g, con
   const std::uint64_t m_max = passes::hier_reduce_scatter_elems(ctx->ccl_bytes, n, S, esz);
   if (m_max == 0) return too_small(comm, r, n);
   MeshChunk c(L);
-  for (std::uint64_t c0 = r.from; c0 < r.count; c0 += m_max) {
-    const std::uint64_t m = std::min(m_max, r.count - c0), rb = S * m * esz;
+  return chunk_loop(comm, main, r.from, r.count, m_max, [&](std::uint64_t c0, std::uint64_t m) {
+    const std::uint64_t rb = S * m * esz;
     const std::uint64_t T = ctx->ccl_addr, X_off = static_cast<std::uint64_t>(L) * rb, X = T + X_off;
-    settle_mesh(comm, main);
     for (std::uint32_t q = 0; q < L; ++q)  // the S blocks of rail q, server-major in the input: one 2-D copy
       copy_2d(main, T + q * rb, m * esz, r.in + (static_cast<std::uint64_t>(q) * r.count + c0) * esz,
               static_cast<std::uint64_t>(L) * r.count * esz, m * esz, S);
@@ -339,9 +332,8 @@ hcomm_result_t hier_reduce_scatter(hcomm_comm_t comm, const ServerGroups& g, con
     if (hcomm_result_t rc = group_plan(comm, f, CollOp::ReduceScatter, Members{g.index, L, S}, me, 0, X, Blocks{S, esz, m, nullptr, nullptr}, 0, esz, r, main); rc != HCOMM_SUCCESS)
       return rc;
     copy_if(main, r.out + c0 * esz, X + me * m * esz, m * esz);
-    recovery::slice_done(comm, main, c0 + m, r.count);
-  }
-  return HCOMM_SUCCESS;
+    return HCOMM_SUCCESS;
+  });
 }
 
 // Hierarchical broadcast (docs/algorithms/README.md#compositions): the root scatters its vector's
@@ -361,15 +353,13 @@ hcomm_result_t hier_rooted(hcomm_comm_t comm, const ServerGroups& g, const Famil
   const Members local{g.first, 1, L}, rail{l, L, g.servers};
   std::vector<std::uint64_t> cnt(L), pre(L + 1);
   MeshChunk c(L);
-  for (std::uint64_t c0 = 0; c0 < r.count; c0 += chunk) {
-    const std::uint64_t m = std::min(chunk, r.count - c0);
+  return chunk_loop(comm, main, 0, r.count, chunk, [&](std::uint64_t c0, std::uint64_t m) {
     const Partition sl(m, L, esz);
     for (std::uint32_t q = 0; q < L; ++q) {
       cnt[q] = sl.len(q) / esz;
       pre[q + 1] = pre[q] + cnt[q];
     }
     const Blocks slices{L, esz, 0, &cnt, &pre};
-    settle_mesh(comm, main);
     if (r.op == CollOp::Broadcast) {
       if (root) copy_if(main, W, r.in + c0 * esz, m * esz);
       if (in_root_server)
@@ -405,9 +395,8 @@ hcomm_result_t hier_rooted(hcomm_comm_t comm, const ServerGroups& g, const Famil
           return rc;
       if (root) copy_if(main, r.out + c0 * esz, W, m * esz);
     }
-    recovery::slice_done(comm, main, c0 + m, r.count);
-  }
-  return HCOMM_SUCCESS;
+    return HCOMM_SUCCESS;
+  });
 }
 
 }  // namespace
