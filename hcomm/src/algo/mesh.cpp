@@ -198,4 +198,26 @@ hcomm_result_t allreduce_mesh(hcomm_comm_t comm, const ServerGroups& g, std::uin
   return mesh_chunks(comm, g, in, out, count, dtype, op, main, passes::mesh_area(comm->ctx->ccl_bytes), nullptr);
 }
 
+hcomm_result_t mesh_blocks(hcomm_comm_t comm, const ServerGroups& g, const CollReq& r, std::uint64_t esz, hcomm_stream_t main) {
+  const std::uint32_t L = g.size;
+  const std::uint64_t chunk_elems = passes::mesh_block_elems(comm->ctx->ccl_bytes, esz);
+  MeshChunk c(L);
+  return chunk_loop(comm, main, r.from, r.count, chunk_elems, [&](std::uint64_t c0, std::uint64_t m) {
+    for (std::uint32_t q = 0; q < L; ++q) {
+      c.len[q] = m * esz;
+      c.ccl[q] = 0;
+      if (r.op == CollOp::ReduceScatter) {
+        c.in[q] = r.in + ((g.first + q) * r.count + c0) * esz;
+        c.out[q] = r.out + c0 * esz;
+      } else {
+        c.in[q] = r.in + c0 * esz;
+        c.out[q] = r.out + ((g.first + q) * r.count + c0) * esz;
+      }
+    }
+    if (r.op == CollOp::ReduceScatter) mesh_reduce_scatter(comm, g, c, r.dtype, r.redop, main, false);
+    else mesh_all_gather(comm, g, c, main, false);
+    return HCOMM_SUCCESS;
+  });
+}
+
 }  // namespace hcomm::detail

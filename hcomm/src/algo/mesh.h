@@ -7,6 +7,7 @@
 #include <functional>
 #include <vector>
 
+#include "algo/coll_req.h"
 #include "algo/groups.h"
 
 namespace hcomm::detail {
@@ -67,5 +68,9 @@ hcomm_result_t mesh_chunks(hcomm_comm_t comm, const ServerGroups& g, std::uint64
 /// The mesh all-reduce inside one server (chunks of the whole collective buffer).
 hcomm_result_t allreduce_mesh(hcomm_comm_t comm, const ServerGroups& g, std::uint64_t in, std::uint64_t out,
                               std::uint64_t count, int dtype, int op, hcomm_stream_t main);
+
+/// The one-server all-gather and reduce-scatter (r.op): one mesh phase per chunk of the blocks,
+/// from r.from on (a resumption).
+hcomm_result_t mesh_blocks(hcomm_comm_t comm, const ServerGroups& g, const CollReq& r, std::uint64_t esz, hcomm_stream_t main);
 
 }  // namespace hcomm::detail

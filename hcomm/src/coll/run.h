@@ -1,32 +1,16 @@
 // One runner for every collective (docs/architecture.md#hcomm, docs/algorithms/README.md): the
-// operation's shape, the algorithm selection (algo/select.h), the operation's markers, and the
-// chosen algorithm — the one-server mesh, the hierarchical all-reduce, or any family's plan over
-// all ranks in chunks of the collective buffer.
+// operation's prologue (recovery state, the routes to my server's peers, the shape), the
+// algorithm selection (algo/select.h), the operation's markers, and the dispatch to the chosen
+// shape, all of which live in algo/: the one-server mesh (algo/mesh.h), the hierarchical
+// compositions (algo/hierarchical.h) or a family's plan over all ranks (algo/flat.h).
 #pragma once
 #include <cstdint>
 
-#include "algo/plan.h"
+#include "algo/coll_req.h"
 #include "core/objects.h"
 
 namespace hcomm::detail {
 
-/// A validated collective request. Counts are elements; for the -v operations the arrays have
-/// nranks entries (displacements in elements).
-struct CollReq {
-  CollOp op = CollOp::AllReduce;
-  const char* kind = "";     ///< as recorded: "allreduce", "allgatherv", ...
-  int dtype = 0, redop = 0;
-  std::uint32_t root = 0;
-  std::uint64_t in = 0, out = 0;
-  std::uint64_t count = 0;   ///< AllReduce/Broadcast/Reduce: the vector; block ops: per block
-  const std::uint64_t* counts = nullptr;   ///< AG-v: receive counts; RS-v: send counts; A2A-v: receive counts
-  const std::uint64_t* displs = nullptr;   ///< their displacements
-  const std::uint64_t* scounts = nullptr;  ///< A2A-v: send counts
-  const std::uint64_t* sdispls = nullptr;  ///< A2A-v: send displacements
-  /// Op retry's resumption (docs/failover.md#resumption): elements (per block) already delivered
-  /// to every rank; the run starts there.
-  std::uint64_t from = 0;
-};
 
 /// Submit the operation on `main`. HCOMM_E_NOT_SUPPORT (logged) when no algorithm can run on
 /// this communicator (e.g. the collective buffer cannot hold one element per rank).
