@@ -1,5 +1,5 @@
 // Every collective x every algorithm family, end to end through libhcomm's entry points, the
-// selection, the plan executor (credits and all) and the in-memory driver (fake_driver.h), on
+// selection, the schedule executor (credits and all) and the in-memory driver (fake_driver.h), on
 // 1, 2, 3 (not a power of two), 4 and 16 servers, against host references computed here:
 // bit-exact (the inputs are small integers, exact in every dtype).
 #include <gtest/gtest.h>
@@ -260,18 +260,18 @@ TEST(Collectives, DoubleTree) { sweep_family("DOUBLE_TREE", kShapes); }
 TEST(Collectives, Pairwise) { sweep_family("pairwise", kShapes); }
 TEST(Collectives, Star) { sweep_family("star", {{1, 4}, {1, 8}, {1, 3}}); }
 TEST(Collectives, DoubleRing) { sweep_family("double_ring", {{1, 4}, {1, 8}, {1, 3}, {1, 2}}); }
-// Plans longer than a window go a window of steps at a time (algo/exec.h): with windows of 1 and
+// Schedules longer than a window go a window of steps at a time (algo/exec.h): with windows of 1 and
 // 2 steps the windowed families (ring, pairwise, two-level all-to-all, double ring, pipeline) give
-// the host's results, their grants planned across windows.
-TEST(Collectives, PlansInWindows) {
+// the host's results, their grants scheduled across windows.
+TEST(Collectives, SchedulesInWindows) {
   for (std::uint64_t w : {1u, 2u}) {
-    hcomm::detail::set_plan_window(w);
+    hcomm::detail::set_schedule_window(w);
     sweep_family("ring", {{4, 1}, {3, 2}, {16, 2}});
     sweep_family("pairwise", {{5, 1}, {3, 2}, {4, 4}});
     sweep_family("double_ring", {{1, 8}, {1, 3}});
     sweep_family("pipeline", {{4, 2}, {3, 4}});
   }
-  hcomm::detail::set_plan_window(128);
+  hcomm::detail::set_schedule_window(128);
 }
 TEST(Collectives, Mesh) { sweep_family("mesh", {{1, 4}, {1, 8}}); }
 TEST(Collectives, Pipeline) { sweep_family("pipeline", {{1, 4}, {2, 4}, {3, 2}, {4, 1}, {16, 2}, {2, 8}, {5, 3}}); }

@@ -20,7 +20,7 @@ using hcomm_fake::Submitted;
 namespace {
 
 // Notify purposes, as hcomm/src/transport/notify_keys.h numbers them (bits 50..55 of a key).
-constexpr std::uint64_t kArPulled = 4, kPlanData = 13, kPlanCredit = 14;
+constexpr std::uint64_t kArPulled = 4, kScheduleData = 13, kScheduleCredit = 14;
 std::uint64_t purpose(std::uint64_t key) { return (key >> 50) & 0x3f; }
 
 struct Cluster : hcomm_fake::Cluster<> {
@@ -172,7 +172,7 @@ TEST(HcommSchedule, RingAllReduceTakesTwoSMinusOneSteps) {
   c.expect_sum(c.allreduce(count, &first, &end), count);
   for (const auto& op : c.drv.ops) EXPECT_EQ(op.algorithm, "ring");
   for (const auto& [dev, per] : by_stream(c.drv, first, end)) {
-    ASSERT_EQ(per.size(), 2u) << "no slave streams without local peers: main and the plan's grant stream";
+    ASSERT_EQ(per.size(), 2u) << "no slave streams without local peers: main and the schedule's grant stream";
     std::size_t data = 0, credits = 0, reduces = 0, copies = 0;
     std::vector<hcomm::DrvTask> all;  // main and the grant stream
     for (const auto& [sid, ts] : per) all.insert(all.end(), ts.begin(), ts.end());
@@ -183,13 +183,13 @@ TEST(HcommSchedule, RingAllReduceTakesTwoSMinusOneSteps) {
         EXPECT_EQ(t.qp_count, 1u);
         EXPECT_EQ(t.retry_count, 3u);
         EXPECT_EQ(t.rate_cap_Bps, 0u);
-        EXPECT_EQ(purpose(t.key), t.bytes ? kPlanData : kPlanCredit);
+        EXPECT_EQ(purpose(t.key), t.bytes ? kScheduleData : kScheduleCredit);
       }
       reduces += t.kind == DrvTaskKind::ReduceCopy;
       copies += t.kind == DrvTaskKind::Copy;
     }
     EXPECT_EQ(data, 2u * (S - 1)) << "rank " << dev << ": one block per step";
-    // Plan flow control (algo/exec.h): one grant per receive — every write waits for one.
+    // Schedule flow control (algo/exec.h): one grant per receive — every write waits for one.
     EXPECT_EQ(credits, 2u * (S - 1u));
     EXPECT_EQ(reduces, S - 1u) << "reduce-scatter steps";
     EXPECT_EQ(copies, 2u) << "copy in + copy out; the all-gather lands in place";
@@ -290,7 +290,7 @@ TEST(HcommSchedule, WritesToOneReceiverInAStepShareItsQps) {
   EXPECT_GT(groups, 0u) << "some step wrote one receiver twice, with QPs for each";
 }
 
-// A grant due at the start, to a rank the plan's first step writes to, goes out from the stream
+// A grant due at the start, to a rank the schedule's first step writes to, goes out from the stream
 // that writes there, before that write: from another stream it could be posted a few ns after the
 // write and wait behind the write's bytes on the QP (RC keeps a QP's writes in order), holding
 // the peer's own first write back by a whole transfer (the pipeline all-gather's 32 MiB

@@ -119,7 +119,7 @@ TEST(Route, EachPeerDecidedOnce) {
 
 // A barrier sends notifies only (one packet each, on stripe 0): its cross-leaf peers get 4 probes
 // each, stripe 0 connected on the first port whose probe came back, the other stripes left on the
-// NIC's hash; data to such a peer later (the all-reduce's plan) probes it in full and connects
+// NIC's hash; data to such a peer later (the all-reduce's schedule) probes it in full and connects
 // every stripe, recorded with trigger "first data", and the bytes still come out right.
 TEST(Route, NotifyOnlyPeersAreProbedAtFirstData) {
   World w(8, 2, "probe", "2");  // 16 ranks, leaf = rank / 4
@@ -190,7 +190,7 @@ TEST(Route, BadPolicyRefusesTheContext) {
 // (nothing connected, reason "probe budget"), and the all-to-all still delivers every block.
 TEST(Route, ProbeBudgetBoundsProbesPerRank) {
   constexpr std::uint32_t kServers = 72, kBudget = 32;  // 1 rank per server: 70 cross-leaf peers each
-  World w(kServers, 1, "probe", "1", "alltoall=level0:NA;level1:pairwise");  // every peer in one plan
+  World w(kServers, 1, "probe", "1", "alltoall=level0:NA;level1:pairwise");  // every peer in one schedule
   const std::uint32_t n = w.n;
   const std::uint64_t count = 4;  // int32 elements per block
   std::vector<void*> a(n), b(n);

@@ -9,7 +9,7 @@
 
 #include "algo/family.h"
 #include "algo/partition.h"
-#include "algo/plan.h"
+#include "algo/schedule.h"
 
 namespace hcomm::detail {
 
@@ -43,14 +43,14 @@ struct Rel {
 /// Direct sends (to member `to`) and receives (from member `from`) of the blocks of relative
 /// indexes [first, first + count); both sides call it with the same first and count.
 template <class B>
-void direct_send(const PlanIn& in, const B& blk, const Rel& r, std::uint32_t to, std::uint32_t first,
+void direct_send(const ScheduleIn& in, const B& blk, const Rel& r, std::uint32_t to, std::uint32_t first,
                  std::uint32_t count, Step* st) {
   block_runs(blk, r.n, r.block(first), count, [&](std::uint64_t off, std::uint64_t len) {
     st->sends.push_back(Send{to, in.w + off, len, Mode::Direct, off, 0});
   });
 }
 template <class B>
-void direct_recv(const PlanIn& in, const B& blk, const Rel& r, std::uint32_t from, std::uint32_t first,
+void direct_recv(const ScheduleIn& in, const B& blk, const Rel& r, std::uint32_t from, std::uint32_t first,
                  std::uint32_t count, Step* st) {
   block_runs(blk, r.n, r.block(first), count, [&](std::uint64_t off, std::uint64_t len) {
     st->recvs.push_back(Recv{from, in.w + off, len, Mode::Direct, 0});
@@ -61,7 +61,7 @@ void direct_recv(const PlanIn& in, const B& blk, const Rel& r, std::uint32_t fro
 /// v % 2h == 0 sends the blocks [v+h, min(v+2h, n)) to v+h. Afterwards relative v holds the blocks
 /// [v, min(v + lowbit(v), n)) (v = 0: all).
 template <class B>
-void binomial_scatter(const PlanIn& in, const B& blk, const Rel& r, Plan* p) {
+void binomial_scatter(const ScheduleIn& in, const B& blk, const Rel& r, Schedule* p) {
   const std::uint32_t n = r.n, v = r.rel(in.me), L = ceil_log2(n);
   for (std::uint32_t j = 0; j < L; ++j) {
     const std::uint64_t h = 1ULL << (L - 1 - j);
@@ -78,7 +78,7 @@ void binomial_scatter(const PlanIn& in, const B& blk, const Rel& r, Plan* p) {
 /// Binomial gather to relative 0, the scatter reversed: at step j (h = 2^j) every v with
 /// v % 2h == h sends the blocks [v, min(v+h, n)) to v-h.
 template <class B>
-void binomial_gather(const PlanIn& in, const B& blk, const Rel& r, Plan* p) {
+void binomial_gather(const ScheduleIn& in, const B& blk, const Rel& r, Schedule* p) {
   const std::uint32_t n = r.n, v = r.rel(in.me), L = ceil_log2(n);
   for (std::uint32_t j = 0; j < L; ++j) {
     const std::uint64_t h = 1ULL << j;

@@ -1,10 +1,10 @@
 // A collective request as the shapes run it (docs/algorithms/README.md#chunking): what the API
-// validated (coll/) and every shape of algo/ reads — the flat plans, the one-server mesh and the
+// validated (coll/) and every shape of algo/ reads — the flat schedules, the one-server mesh and the
 // hierarchical compositions — with the few questions all of them ask of it.
 #pragma once
 #include <cstdint>
 
-#include "algo/plan.h"
+#include "algo/schedule.h"
 #include "core/objects.h"
 
 namespace hcomm::detail {

@@ -34,7 +34,7 @@ struct PartBlocks {
 };
 
 template <class B>
-void both(const PlanIn& in, const B& blk, bool rs, bool ag, Plan* p) {
+void both(const ScheduleIn& in, const B& blk, bool rs, bool ag, Schedule* p) {
   const std::uint64_t k = in.n - 1;
   p->size_to((rs ? k : 0) + (ag ? k : 0));
   const RingDir cw{1, 0, in.n}, ccw{-1, 2, in.n};
@@ -49,8 +49,8 @@ void both(const PlanIn& in, const B& blk, bool rs, bool ag, Plan* p) {
   }
 }
 
-// Steps of member in.me's plan (Family::count); 0 when it does not build in.op.
-std::uint64_t count(const PlanIn& in) {
+// Steps of member in.me's schedule (Family::count); 0 when it does not build in.op.
+std::uint64_t count(const ScheduleIn& in) {
   if (in.n == 1) return 0;
   switch (in.op) {
     case CollOp::AllReduce: return 2ULL * (in.n - 1);
@@ -60,7 +60,7 @@ std::uint64_t count(const PlanIn& in) {
   }
 }
 
-bool build(const PlanIn& in, Plan* p) {
+bool build(const ScheduleIn& in, Schedule* p) {
   if (in.n == 1) return in.op == CollOp::AllReduce || in.op == CollOp::ReduceScatter || in.op == CollOp::AllGather;
   switch (in.op) {
     case CollOp::AllReduce: {

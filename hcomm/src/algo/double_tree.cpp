@@ -1,4 +1,4 @@
-// Double binary tree (docs/algorithms/double-tree.md), NCCL's tree all-reduce as a plan builder.
+// Double binary tree (docs/algorithms/double-tree.md), NCCL's tree all-reduce as a schedule builder.
 //   all-reduce  two complementary binary trees (algo/double_tree.h), each over half of W; within a
 //               tree the half is cut into P slices (<= slot_bytes); slice i is reduced up toward
 //               the tree's root (StagedReduce into the parent's W) and broadcast back down (Direct
@@ -43,7 +43,7 @@ void btree_raw(std::uint32_t n, std::uint32_t pos, std::int64_t* up, std::int64_
   if (low) *d1 = static_cast<std::int64_t>(pos + low);
 }
 
-std::uint32_t slice_count(std::uint64_t elems, const PlanIn& in) {
+std::uint32_t slice_count(std::uint64_t elems, const ScheduleIn& in) {
   if (elems == 0) return 0;
   const std::uint64_t per_slot = std::max<std::uint64_t>(1, in.slot_bytes / in.esz);
   return static_cast<std::uint32_t>(
@@ -55,11 +55,11 @@ struct Region {
   std::uint64_t off = 0;
   std::uint32_t P = 0;
   Partition sl;
-  Region(const PlanIn& in, std::uint64_t off_, std::uint64_t elems)
+  Region(const ScheduleIn& in, std::uint64_t off_, std::uint64_t elems)
       : off(off_), P(slice_count(elems, in)), sl(elems, std::max<std::uint32_t>(1, slice_count(elems, in)), in.esz) {}
 };
 
-Step& round(Plan* p, std::uint64_t t) {
+Step& round(Schedule* p, std::uint64_t t) {
   if (p->steps.size() <= t) p->steps.resize(t + 1);
   return p->steps[t];
 }
@@ -67,7 +67,7 @@ Step& round(Plan* p, std::uint64_t t) {
 std::uint32_t slot_of(std::uint32_t child, std::uint32_t i) { return 2 * child + i % 2; }
 
 // Reduce every slice up toward the tree's root (rounds from 0; H bounds the depth).
-void up_phase(const PlanIn& in, const TreeNode& nd, const Region& r, std::uint32_t H, Plan* p) {
+void up_phase(const ScheduleIn& in, const TreeNode& nd, const Region& r, std::uint32_t H, Schedule* p) {
   const std::uint32_t d = nd.depth;
   for (std::uint32_t i = 0; i < r.P; ++i) {
     const std::uint64_t a = in.w + r.off + r.sl.off(i), len = r.sl.len(i);
@@ -82,7 +82,7 @@ void up_phase(const PlanIn& in, const TreeNode& nd, const Region& r, std::uint32
 }
 
 // Broadcast every slice down from the tree's root (rounds from t0).
-void down_phase(const PlanIn& in, const TreeNode& nd, const Region& r, std::uint32_t t0, Plan* p) {
+void down_phase(const ScheduleIn& in, const TreeNode& nd, const Region& r, std::uint32_t t0, Schedule* p) {
   const std::uint32_t d = nd.depth;
   for (std::uint32_t i = 0; i < r.P; ++i) {
     const std::uint64_t o = r.off + r.sl.off(i), len = r.sl.len(i);
@@ -103,7 +103,7 @@ TreeNode mapped_btree(std::uint32_t n, std::uint32_t pos, F member) {
   return nd;
 }
 
-bool build(const PlanIn& in, Plan* p) {
+bool build(const ScheduleIn& in, Schedule* p) {
   const std::uint32_t n = in.n;
   if (in.op != CollOp::AllReduce && in.op != CollOp::Broadcast && in.op != CollOp::Reduce) return false;
   if (n == 1 || in.bytes == 0) return true;

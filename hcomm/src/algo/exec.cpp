@@ -1,4 +1,4 @@
-// The plan executor (docs/architecture.md#hcomm, docs/algorithms/README.md).
+// The schedule executor (docs/architecture.md#hcomm, docs/algorithms/README.md).
 #include "algo/exec.h"
 
 #include <algorithm>
@@ -18,14 +18,14 @@ namespace hcomm::detail {
 namespace {
 
 constexpr std::uint32_t kDirectSlot = 0x3ffffff;
-constexpr std::uint32_t kMaxPlanSlaves = 15;  // the pipeline on 8 ranks per server sends 8 blocks, in 2 slots each
+constexpr std::uint32_t kMaxScheduleSlaves = 15;  // the pipeline on 8 ranks per server sends 8 blocks, in 2 slots each
 
 std::uint32_t slot_of(Mode m, std::uint32_t slot) { return m == Mode::Direct ? kDirectSlot : slot; }
 
-// A window of a plan as the executor keeps it while it submits: every step's sends, receives
+// A window of a schedule as the executor keeps it while it submits: every step's sends, receives
 // and locals back to back in three arrays sized exactly, and per step where its entries end (92
 // bytes a ring step instead of about 170 in three small vectors).
-struct FlatPlan {
+struct FlatSchedule {
   std::vector<Send> sends;
   std::vector<Recv> recvs;
   std::vector<Local> locals;
@@ -33,8 +33,8 @@ struct FlatPlan {
   std::vector<End> ends;
 };
 
-FlatPlan flatten(Plan&& p) {
-  FlatPlan f;
+FlatSchedule flatten(Schedule&& p) {
+  FlatSchedule f;
   std::size_t ns = 0, nr = 0, nl = 0;
   for (const Step& st : p.steps) ns += st.sends.size(), nr += st.recvs.size(), nl += st.locals.size();
   f.sends.reserve(ns);
@@ -52,24 +52,24 @@ FlatPlan flatten(Plan&& p) {
   return f;
 }
 
-std::uint64_t g_window = 128;  // steps per window of a windowed plan (set_plan_window)
+std::uint64_t g_window = 128;  // steps per window of a windowed schedule (set_schedule_window)
 
-// Where the executor takes a plan's steps from: a plan built whole (one window), or a family's
-// windows of g_window steps, each built when it is needed — once to plan the grants and collect
-// the peers, once more to submit it — so a rank keeps one window, not its whole plan.
+// Where the executor takes a schedule's steps from: a schedule built whole (one window), or a family's
+// windows of g_window steps, each built when it is needed — once to schedule the grants and collect
+// the peers, once more to submit it — so a rank keeps one window, not its whole schedule.
 class Steps {
  public:
-  explicit Steps(Plan&& whole) : total_(whole.steps.size()), window_(std::max<std::uint64_t>(1, total_)) {
+  explicit Steps(Schedule&& whole) : total_(whole.steps.size()), window_(std::max<std::uint64_t>(1, total_)) {
     flat_ = flatten(std::move(whole));
   }
-  Steps(const Family& f, const PlanIn& pi, std::uint64_t total, std::uint64_t window)
+  Steps(const Family& f, const ScheduleIn& pi, std::uint64_t total, std::uint64_t window)
       : f_(&f), pi_(pi), total_(total), window_(window) {}
   std::uint64_t total() const { return total_; }
   std::uint64_t window() const { return window_; }
-  // Steps [first, first + window()) of the plan; null when the builder fails.
-  const FlatPlan* get(std::uint64_t first) {
+  // Steps [first, first + window()) of the schedule; null when the builder fails.
+  const FlatSchedule* get(std::uint64_t first) {
     if (!f_) return first == 0 ? &flat_ : nullptr;
-    Plan p;
+    Schedule p;
     p.first = first;
     p.end = std::min(total_, first + window_);
     if (!f_->build(pi_, &p) || p.steps.size() != p.end - first) return nullptr;
@@ -79,13 +79,13 @@ class Steps {
 
  private:
   const Family* f_ = nullptr;
-  PlanIn pi_;
+  ScheduleIn pi_;
   std::uint64_t total_, window_;
-  FlatPlan flat_;
+  FlatSchedule flat_;
 };
 
 // A credit to send: grant `from` (a member) the right to write slot key `key` at `point` of the
-// receiver's receive sequence (run_plan). Kept for the whole plan, in receive order, then sorted
+// receiver's receive sequence (run_schedule). Kept for the whole schedule, in receive order, then sorted
 // by point (stable: receive order within a point).
 struct Grant {
   std::int64_t point;
@@ -106,17 +106,17 @@ struct Exec {
   hcomm_result_t grant(hcomm_stream_t s, std::uint32_t to, std::uint32_t slot) const {
     const RankDesc* d = desc(to);
     if (!d) return HCOMM_E_NOT_FOUND;
-    return remote_notify(s, comm, *d, notify_key(comm->id, kPlanCredit, comm->rank, slot));
+    return remote_notify(s, comm, *d, notify_key(comm->id, kScheduleCredit, comm->rank, slot));
   }
 
   hcomm_result_t send(hcomm_stream_t s, const Send& x, bool wait_credit, QpSlice qs = {}) const {
     const RankDesc* d = desc(x.to);
     if (!d) return HCOMM_E_NOT_FOUND;
     const std::uint32_t slot = slot_of(x.mode, x.slot);
-    if (wait_credit) notify_wait(s, notify_key(comm->id, kPlanCredit, d->rank, slot));
+    if (wait_credit) notify_wait(s, notify_key(comm->id, kScheduleCredit, d->rank, slot));
     const std::uint64_t dst = d->device_base_addr +
                               (x.mode == Mode::Direct ? ccl_off(a.w) + x.dst_off : ccl_off(a.stage) + x.slot * a.slot_bytes);
-    return put_notify(s, comm, *d, dst, x.src, x.bytes, notify_key(comm->id, kPlanData, comm->rank, slot),
+    return put_notify(s, comm, *d, dst, x.src, x.bytes, notify_key(comm->id, kScheduleData, comm->rank, slot),
                       comm->ctx->ccl_rkey, qs);
   }
 };
@@ -161,13 +161,13 @@ std::vector<QpSlice> share_qps(const RdmaPolicy& p, const Send* sends, std::size
 
 namespace {
 
-hcomm_result_t run_steps(hcomm_comm_t comm, hcomm_stream_t main, const Members& mem, Steps& plan, const Area& a, int dtype,
+hcomm_result_t run_steps(hcomm_comm_t comm, hcomm_stream_t main, const Members& mem, Steps& schedule, const Area& a, int dtype,
                          int op) {
   Exec ex{comm, main, mem, a, dtype, op};
   settle_mesh(comm, main);
 
-  // One pass over the plan's windows: its peers, and when each receive's writer may write
-  // (docs/algorithms/README.md#flow-control). Receive i (numbered over the whole plan) is granted
+  // One pass over the schedule's windows: its peers, and when each receive's writer may write
+  // (docs/algorithms/README.md#flow-control). Receive i (numbered over the whole schedule) is granted
   // at a point of the receiver's receive sequence (-1: at the start; 2j: receive j's data has
   // arrived; 2j + 1: receive j is consumed, its slot free again):
   //   * its staging slot is free: the previous receive on that slot is consumed;
@@ -179,7 +179,7 @@ hcomm_result_t run_steps(hcomm_comm_t comm, hcomm_stream_t main, const Members& 
   std::vector<Grant> grants;          // in receive order, then sorted by point
   std::vector<std::uint32_t> start_step;  // the step of each grant due at the start, in receive order
   std::vector<std::uint32_t> peers;
-  std::vector<std::uint32_t> first_to;    // the members the plan's step 0 writes to
+  std::vector<std::uint32_t> first_to;    // the members the schedule's step 0 writes to
   {
     std::vector<std::int64_t> last_on_slot(a.slots, -1);
     std::map<std::uint64_t, std::int64_t> last_point;  // (sender, key) -> point of its previous grant
@@ -187,15 +187,15 @@ hcomm_result_t run_steps(hcomm_comm_t comm, hcomm_stream_t main, const Members& 
     std::vector<std::uint32_t> prev_from;              // that step's senders
     std::int64_t ri = 0;                               // receives so far
     std::uint64_t step = 0;
-    for (std::uint64_t first = 0; first < plan.total(); first += plan.window()) {
-      const FlatPlan* fp = plan.get(first);
+    for (std::uint64_t first = 0; first < schedule.total(); first += schedule.window()) {
+      const FlatSchedule* fp = schedule.get(first);
       if (!fp) return HCOMM_E_INTERNAL;
       for (const Send& x : fp->sends) peers.push_back(mem.rank(x.to));
       for (const Recv& x : fp->recvs) peers.push_back(mem.rank(x.from));
       std::sort(peers.begin(), peers.end());
       peers.erase(std::unique(peers.begin(), peers.end()), peers.end());
       std::uint32_t rb = 0;
-      for (const FlatPlan::End& e : fp->ends) {
+      for (const FlatSchedule::End& e : fp->ends) {
         if (step == 0)  // step 0 only: a later step's sends wait for the receives before them
           for (std::uint32_t i = 0; i < e.send; ++i) first_to.push_back(fp->sends[i].to);
         const std::uint32_t step_b = rb;
@@ -229,7 +229,7 @@ hcomm_result_t run_steps(hcomm_comm_t comm, hcomm_stream_t main, const Members& 
     }
     std::stable_sort(grants.begin(), grants.end(), [](const Grant& x, const Grant& y) { return x.point < y.point; });
   }
-  route::prepare(comm, peers);  // every peer of the plan routed together (route/route.h: one probe batch for the new ones)
+  route::prepare(comm, peers);  // every peer of the schedule routed together (route/route.h: one probe batch for the new ones)
   std::vector<std::uint32_t>().swap(peers);
 
   std::size_t gi = 0;
@@ -294,18 +294,18 @@ hcomm_result_t run_steps(hcomm_comm_t comm, hcomm_stream_t main, const Members& 
   if (start_grants > 1) {
     if (!comm->grant_stream && make_stream(comm->ctx, &comm->grant_stream) != HCOMM_SUCCESS) return HCOMM_E_DRV;
     gs = comm->grant_stream;
-    notify_record(main, comm->ctx->device, notify_key(comm->id, kPlanFork, comm->rank, kMaxPlanSlaves));
-    notify_wait(gs, notify_key(comm->id, kPlanFork, comm->rank, kMaxPlanSlaves));
+    notify_record(main, comm->ctx->device, notify_key(comm->id, kScheduleFork, comm->rank, kMaxScheduleSlaves));
+    notify_wait(gs, notify_key(comm->id, kScheduleFork, comm->rank, kMaxScheduleSlaves));
   }
   if (hcomm_result_t rc = grant_after(gs, -1); rc != HCOMM_SUCCESS) return rc;
-  if (gs != main) notify_record(gs, comm->ctx->device, notify_key(comm->id, kPlanJoin, comm->rank, kMaxPlanSlaves));
+  if (gs != main) notify_record(gs, comm->ctx->device, notify_key(comm->id, kScheduleJoin, comm->rank, kMaxScheduleSlaves));
 
   std::int64_t ri = 0;  // receives so far
-  for (std::uint64_t first = 0; first < plan.total(); first += plan.window()) {
-    const FlatPlan* fp = plan.get(first);
+  for (std::uint64_t first = 0; first < schedule.total(); first += schedule.window()) {
+    const FlatSchedule* fp = schedule.get(first);
     if (!fp) return HCOMM_E_INTERNAL;
     std::uint32_t sb = 0, rb = 0, lb = 0;  // the step's first send, receive and local in the window
-    for (const FlatPlan::End& e : fp->ends) {
+    for (const FlatSchedule::End& e : fp->ends) {
       const Send* sends = fp->sends.data() + sb;
       const std::size_t ns = e.send - sb;
       sb = e.send;
@@ -314,17 +314,17 @@ hcomm_result_t run_steps(hcomm_comm_t comm, hcomm_stream_t main, const Members& 
         if (hcomm_result_t rc = grant_early(main, x.to); rc != HCOMM_SUCCESS) return rc;  // before any wait
         if (hcomm_result_t rc = ex.send(main, x, true); rc != HCOMM_SUCCESS) return rc;
       } else if (ns > 1) {
-        const auto lanes = static_cast<std::uint32_t>(std::min<std::size_t>(ns, kMaxPlanSlaves));
-        while (comm->plan_slaves.size() < lanes) {
+        const auto lanes = static_cast<std::uint32_t>(std::min<std::size_t>(ns, kMaxScheduleSlaves));
+        while (comm->schedule_slaves.size() < lanes) {
           hcomm_stream_t s = nullptr;
           if (make_stream(comm->ctx, &s) != HCOMM_SUCCESS) return HCOMM_E_DRV;
-          comm->plan_slaves.push_back(s);
+          comm->schedule_slaves.push_back(s);
         }
         for (std::uint32_t k = 0; k < lanes; ++k) {
-          notify_record(main, comm->ctx->device, notify_key(comm->id, kPlanFork, comm->rank, k));
-          notify_wait(comm->plan_slaves[k], notify_key(comm->id, kPlanFork, comm->rank, k));
+          notify_record(main, comm->ctx->device, notify_key(comm->id, kScheduleFork, comm->rank, k));
+          notify_wait(comm->schedule_slaves[k], notify_key(comm->id, kScheduleFork, comm->rank, k));
         }
-        // Sends that share a receiver's slot stay on one lane, in plan order: a credit is a count,
+        // Sends that share a receiver's slot stay on one lane, in schedule order: a credit is a count,
         // so two lanes waiting for the same slot could take each other's grant.
         std::vector<std::pair<std::uint64_t, std::uint32_t>> lane_of;  // (to, slot) -> lane
         std::vector<std::uint32_t> lane_j(ns);
@@ -341,18 +341,18 @@ hcomm_result_t run_steps(hcomm_comm_t comm, hcomm_stream_t main, const Members& 
         // Each lane's early grants first, before any of its credit waits (a grant behind a wait
         // could wait for the data it lets in).
         for (std::size_t j = 0; j < ns; ++j)
-          if (hcomm_result_t rc = grant_early(comm->plan_slaves[lane_j[j]], sends[j].to); rc != HCOMM_SUCCESS) return rc;
+          if (hcomm_result_t rc = grant_early(comm->schedule_slaves[lane_j[j]], sends[j].to); rc != HCOMM_SUCCESS) return rc;
         const std::vector<QpSlice> qs = share_qps(route::rdma_policy(comm), sends, ns);
         for (std::size_t j = 0; j < ns; ++j)
-          if (hcomm_result_t rc = ex.send(comm->plan_slaves[lane_j[j]], sends[j], true, qs[j]); rc != HCOMM_SUCCESS) return rc;
+          if (hcomm_result_t rc = ex.send(comm->schedule_slaves[lane_j[j]], sends[j], true, qs[j]); rc != HCOMM_SUCCESS) return rc;
         for (std::uint32_t k = 0; k < lanes; ++k)
-          notify_record(comm->plan_slaves[k], comm->ctx->device, notify_key(comm->id, kPlanJoin, comm->rank, k));
+          notify_record(comm->schedule_slaves[k], comm->ctx->device, notify_key(comm->id, kScheduleJoin, comm->rank, k));
       }
       for (; rb < e.recv; ++rb, ++ri) {
         const Recv& r = fp->recvs[rb];
         const RankDesc* d = ex.desc(r.from);
         if (!d) return HCOMM_E_NOT_FOUND;
-        notify_wait(main, notify_key(comm->id, kPlanData, d->rank, slot_of(r.mode, r.slot)));
+        notify_wait(main, notify_key(comm->id, kScheduleData, d->rank, slot_of(r.mode, r.slot)));
         if (hcomm_result_t rc = grant_after(main, 2 * ri); rc != HCOMM_SUCCESS) return rc;
         if (r.mode != Mode::Direct && r.bytes) {
           const std::uint64_t slot = a.stage + r.slot * a.slot_bytes;
@@ -363,8 +363,8 @@ hcomm_result_t run_steps(hcomm_comm_t comm, hcomm_stream_t main, const Members& 
         if (hcomm_result_t rc = grant_after(main, 2 * ri + 1); rc != HCOMM_SUCCESS) return rc;
       }
       if (ns > 1)
-        for (std::uint32_t k = 0; k < std::min<std::size_t>(ns, kMaxPlanSlaves); ++k)
-          notify_wait(main, notify_key(comm->id, kPlanJoin, comm->rank, k));
+        for (std::uint32_t k = 0; k < std::min<std::size_t>(ns, kMaxScheduleSlaves); ++k)
+          notify_wait(main, notify_key(comm->id, kScheduleJoin, comm->rank, k));
       for (; lb < e.local; ++lb) {
         const Local& l = fp->locals[lb];
         if (!l.bytes) continue;
@@ -374,21 +374,21 @@ hcomm_result_t run_steps(hcomm_comm_t comm, hcomm_stream_t main, const Members& 
       }
     }
   }
-  if (gs != main) notify_wait(main, notify_key(comm->id, kPlanJoin, comm->rank, kMaxPlanSlaves));
+  if (gs != main) notify_wait(main, notify_key(comm->id, kScheduleJoin, comm->rank, kMaxScheduleSlaves));
   return HCOMM_SUCCESS;
 }
 
 }  // namespace
 
-void set_plan_window(std::uint64_t steps) { g_window = std::max<std::uint64_t>(1, steps); }
+void set_schedule_window(std::uint64_t steps) { g_window = std::max<std::uint64_t>(1, steps); }
 
-hcomm_result_t run_plan(hcomm_comm_t comm, hcomm_stream_t main, const Members& mem, Plan&& plan, const Area& a,
+hcomm_result_t run_schedule(hcomm_comm_t comm, hcomm_stream_t main, const Members& mem, Schedule&& schedule, const Area& a,
                         int dtype, int op) {
-  Steps st(std::move(plan));
+  Steps st(std::move(schedule));
   return run_steps(comm, main, mem, st, a, dtype, op);
 }
 
-hcomm_result_t run_family(hcomm_comm_t comm, hcomm_stream_t main, const Family& f, const Members& mem, PlanIn pi,
+hcomm_result_t run_family(hcomm_comm_t comm, hcomm_stream_t main, const Family& f, const Members& mem, ScheduleIn pi,
                           std::uint64_t stage_off, int dtype, int op) {
   hcomm_context_t ctx = comm->ctx;
   Area a;
@@ -399,15 +399,15 @@ hcomm_result_t run_family(hcomm_comm_t comm, hcomm_stream_t main, const Family& 
   pi.slot_bytes = a.slot_bytes;
   pi.slots = a.slots;
   if (const std::uint64_t total = f.count ? f.count(pi) : 0; total > g_window) {  // a window at a time
-    Plan probe;  // the family builds this op: its first step alone, to ask
+    Schedule probe;  // the family builds this op: its first step alone, to ask
     probe.end = 1;
     if (!f.build(pi, &probe)) return HCOMM_E_NOT_SUPPORT;
     Steps st(f, pi, total, g_window);
     return run_steps(comm, main, mem, st, a, dtype, op);
   }
-  Plan p;
+  Schedule p;
   if (!f.build(pi, &p)) return HCOMM_E_NOT_SUPPORT;
-  return run_plan(comm, main, mem, std::move(p), a, dtype, op);
+  return run_schedule(comm, main, mem, std::move(p), a, dtype, op);
 }
 
 }  // namespace hcomm::detail

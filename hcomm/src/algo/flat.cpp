@@ -1,4 +1,4 @@
-// A flat family's plan over all ranks, chunked (algo/flat.h).
+// A flat family's schedule over all ranks, chunked (algo/flat.h).
 #include "algo/flat.h"
 
 #include <algorithm>
@@ -23,7 +23,7 @@ struct Flat {
   std::uint64_t esz;
   std::uint64_t w;     // W: the collective buffer's start
   std::uint64_t wcap;  // W capacity, bytes; the staging slots follow it
-  std::uint32_t local = 1;  // ranks per server (the pipeline's PlanIn::local)
+  std::uint32_t local = 1;  // ranks per server (the pipeline's ScheduleIn::local)
   const std::vector<std::uint32_t>* order = nullptr;  // member -> comm rank (null: identity)
   std::vector<std::uint32_t> pos;                     // comm rank -> member (with order)
 
@@ -31,8 +31,8 @@ struct Flat {
   std::uint32_t rank_of(std::uint32_t m) const { return order ? (*order)[m] : m; }
   bool is_root() const { return comm->rank == r.root; }
 
-  PlanIn base() const {
-    PlanIn pi;
+  ScheduleIn base() const {
+    ScheduleIn pi;
     pi.op = r.op;
     pi.n = n;
     pi.me = me;
@@ -42,7 +42,7 @@ struct Flat {
     pi.local = local;
     return pi;
   }
-  hcomm_result_t plan(const PlanIn& pi) {
+  hcomm_result_t schedule(const ScheduleIn& pi) {
     return run_family(comm, main, f, Members{0, 1, n, order ? order->data() : nullptr}, pi, wcap, r.dtype, r.redop);
   }
 
@@ -52,9 +52,9 @@ struct Flat {
     return chunk_loop(comm, main, 0, r.count, chunk, [&](std::uint64_t c0, std::uint64_t m) {
       const std::uint64_t off = c0 * esz;
       if (r.op != CollOp::Broadcast || root) copy_if(main, w, r.in + off, m * esz);
-      PlanIn pi = base();
+      ScheduleIn pi = base();
       pi.bytes = m * esz;
-      if (hcomm_result_t rc = plan(pi); rc != HCOMM_SUCCESS) return rc;
+      if (hcomm_result_t rc = schedule(pi); rc != HCOMM_SUCCESS) return rc;
       if (r.op == CollOp::AllReduce || (r.op == CollOp::Broadcast && !root) || (r.op == CollOp::Reduce && root))
         copy_if(main, r.out + off, w, m * esz);
       return HCOMM_SUCCESS;
@@ -93,9 +93,9 @@ struct Flat {
       } else if (r.op == CollOp::AllGather || r.op == CollOp::Gather) {
         copy_if(main, w + b.off(me), r.in + c0 * esz, b.len(me));
       }
-      PlanIn pi = base();
+      ScheduleIn pi = base();
       pi.blocks = b;
-      if (hcomm_result_t rc = plan(pi); rc != HCOMM_SUCCESS) return rc;
+      if (hcomm_result_t rc = schedule(pi); rc != HCOMM_SUCCESS) return rc;
       if (out_all) {
         if (whole) copy_if(main, r.out, w, b.total());
         else if (!is_v(r) && !order) copy_2d(main, r.out + c0 * esz, r.count * esz, w, b.len(0), b.len(0), n);
@@ -123,12 +123,12 @@ struct Flat {
       sb.prefix = &sp;
     }
     settle_mesh(comm, main);
-    PlanIn pi = base();
+    ScheduleIn pi = base();
     pi.blocks = rb;
     pi.send_blocks = sb;
     pi.in = r.in;
     pi.out = r.out;
-    return plan(pi);
+    return schedule(pi);
   }
 };
 

@@ -33,7 +33,7 @@ struct Fold {
 // Recursive halving among the survivors on virtual blocks: vb(v) is the byte offset of virtual
 // block v (vb(p) = end). Survivor v ends with virtual block v reduced over all survivors.
 template <class VB>
-void halving(const PlanIn& in, const Fold& f, std::uint32_t v, VB vb, Plan* p) {
+void halving(const ScheduleIn& in, const Fold& f, std::uint32_t v, VB vb, Schedule* p) {
   std::uint32_t t = 0;  // step of the halving: slots alternate with it, so a step's transfer
                         // overlaps the reduction of the previous one out of the other slot
   for (std::uint32_t mask = f.p / 2; mask >= 1; mask /= 2, ++t) {
@@ -47,7 +47,7 @@ void halving(const PlanIn& in, const Fold& f, std::uint32_t v, VB vb, Plan* p) {
 
 // Recursive doubling among the survivors: survivor v starts with virtual block v, ends with all.
 template <class VB>
-void doubling(const PlanIn& in, const Fold& f, std::uint32_t v, VB vb, Plan* p) {
+void doubling(const ScheduleIn& in, const Fold& f, std::uint32_t v, VB vb, Schedule* p) {
   for (std::uint32_t mask = 1; mask < f.p; mask *= 2) {
     const std::uint32_t u = v ^ mask, mine = v & ~(mask - 1), theirs = u & ~(mask - 1);
     Step st;
@@ -58,7 +58,7 @@ void doubling(const PlanIn& in, const Fold& f, std::uint32_t v, VB vb, Plan* p) 
 }
 
 // Fold step: odd member 2i+1 (< 2r) reduces its [0, bytes) into 2i's.
-void fold(const PlanIn& in, const Fold& f, std::uint64_t bytes, Plan* p) {
+void fold(const ScheduleIn& in, const Fold& f, std::uint64_t bytes, Schedule* p) {
   const std::uint32_t m = in.me;
   if (m >= 2 * f.r) return;
   Step st;
@@ -68,12 +68,12 @@ void fold(const PlanIn& in, const Fold& f, std::uint64_t bytes, Plan* p) {
 }
 
 // A Direct transfer of W[off, off + bytes) from `from` to `to`, on the side `me` is.
-void direct(const PlanIn& in, std::uint32_t from, std::uint32_t to, std::uint64_t off, std::uint64_t bytes, Step* st) {
+void direct(const ScheduleIn& in, std::uint32_t from, std::uint32_t to, std::uint64_t off, std::uint64_t bytes, Step* st) {
   if (in.me == from) st->sends.push_back(Send{to, in.w + off, bytes, Mode::Direct, off, 0});
   else if (in.me == to) st->recvs.push_back(Recv{from, in.w + off, bytes, Mode::Direct, 0});
 }
 
-void allreduce(const PlanIn& in, Plan* p) {
+void allreduce(const ScheduleIn& in, Schedule* p) {
   const Fold f(in.n);
   const Partition part(in.bytes / in.esz, f.p, in.esz);
   auto vb = [&](std::uint32_t v) { return part.off(v); };
@@ -90,7 +90,7 @@ void allreduce(const PlanIn& in, Plan* p) {
   }
 }
 
-void reduce_scatter(const PlanIn& in, Plan* p) {
+void reduce_scatter(const ScheduleIn& in, Schedule* p) {
   const Fold f(in.n);
   const Blocks& b = in.blocks;
   auto vb = [&](std::uint32_t v) { return b.off(f.real(v)); };
@@ -104,7 +104,7 @@ void reduce_scatter(const PlanIn& in, Plan* p) {
   }
 }
 
-void all_gather(const PlanIn& in, Plan* p) {
+void all_gather(const ScheduleIn& in, Schedule* p) {
   const Fold f(in.n);
   const Blocks& b = in.blocks;
   auto vb = [&](std::uint32_t v) { return b.off(f.real(v)); };
@@ -124,7 +124,7 @@ void all_gather(const PlanIn& in, Plan* p) {
 }
 
 // Binomial broadcast: at step k every relative v < 2^k sends the vector to v + 2^k.
-void broadcast(const PlanIn& in, Plan* p) {
+void broadcast(const ScheduleIn& in, Schedule* p) {
   const Rel r{in.n, in.root, 0};
   const std::uint32_t v = r.rel(in.me), L = ceil_log2(in.n);
   for (std::uint32_t k = 0; k < L; ++k) {
@@ -137,7 +137,7 @@ void broadcast(const PlanIn& in, Plan* p) {
 }
 
 // Binomial reduce: at step k every relative v with v % 2^(k+1) == 2^k reduces its vector into v - 2^k.
-void reduce(const PlanIn& in, Plan* p) {
+void reduce(const ScheduleIn& in, Schedule* p) {
   const Rel r{in.n, in.root, 0};
   const std::uint32_t v = r.rel(in.me), L = ceil_log2(in.n);
   for (std::uint32_t k = 0; k < L; ++k) {
@@ -150,7 +150,7 @@ void reduce(const PlanIn& in, Plan* p) {
   }
 }
 
-bool build(const PlanIn& in, Plan* p) {
+bool build(const ScheduleIn& in, Schedule* p) {
   if (in.n == 1) return in.op != CollOp::AllToAll;
   switch (in.op) {
     case CollOp::AllReduce: allreduce(in, p); return true;

@@ -21,7 +21,7 @@ namespace {
 
 constexpr std::uint32_t kSpan = 7;  // slots, as pairwise (algo/pairwise.cpp)
 
-bool build(const PlanIn& in, Plan* p) {
+bool build(const ScheduleIn& in, Schedule* p) {
   if (in.op != CollOp::AllToAll || in.blocks.counts || in.send_blocks.counts || in.slots < kSpan) return false;
   const std::uint32_t L = in.local, n = in.n;
   if (L < 2 || n % L != 0 || n / L < 2) return false;
@@ -88,9 +88,9 @@ bool build(const PlanIn& in, Plan* p) {
   return true;
 }
 
-// Steps of member in.me's plan (Family::count): S - 1 across servers, L - 1 inside (0 when the
+// Steps of member in.me's schedule (Family::count): S - 1 across servers, L - 1 inside (0 when the
 // shape is not one it builds; build() has the last word).
-std::uint64_t count(const PlanIn& in) {
+std::uint64_t count(const ScheduleIn& in) {
   if (in.op != CollOp::AllToAll || in.local < 2 || in.n % in.local != 0 || in.n / in.local < 2) return 0;
   return in.n / in.local - 1 + in.local - 1;
 }

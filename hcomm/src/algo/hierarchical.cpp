@@ -1,7 +1,7 @@
 // Hierarchical all-reduce (docs/architecture.md#hcomm, docs/algorithms/README.md): the mesh
 // reduce-scatter leaves each rank with its server's reduction of slice l; the ranks with the same
 // local index l on every server (one NIC rail) all-reduce that slice with the level-1 family's
-// plan; the mesh all-gather finishes. With L ranks per server a chunk's slice is 1/L of it, and no
+// schedule; the mesh all-gather finishes. With L ranks per server a chunk's slice is 1/L of it, and no
 // level-1 family stages more than half a slice per slot, so a chunk takes L / (L + slots / 2) of
 // the collective buffer and the slots the rest (8 ranks, 2 slots: 8/9 of it, a 1 GiB all-reduce in
 // 5 chunks of a 256 MiB buffer instead of 8 halves). One rank per server: half and half.
@@ -28,7 +28,7 @@ hcomm_result_t allreduce_hierarchical(hcomm_comm_t comm, const ServerGroups& g, 
   hcomm_result_t rc = HCOMM_SUCCESS;
   auto middle = [&](std::uint64_t slice_addr, std::uint64_t slice_bytes) {
     if (rc != HCOMM_SUCCESS) return;
-    PlanIn pi;
+    ScheduleIn pi;
     pi.op = CollOp::AllReduce;
     pi.n = g.servers;
     pi.me = g.first / g.size;  // my server's place on the rail
@@ -37,7 +37,7 @@ hcomm_result_t allreduce_hierarchical(hcomm_comm_t comm, const ServerGroups& g, 
     pi.bytes = slice_bytes;
     rc = run_family(comm, main, level1, rail, pi, area, dtype, op);
   };
-  if (g.size == 1) {  // one rank per server: the level-1 plan over the whole buffer, in chunks
+  if (g.size == 1) {  // one rank per server: the level-1 schedule over the whole buffer, in chunks
     return chunk_loop(comm, main, 0, count, area / esz, [&](std::uint64_t c0, std::uint64_t m) {
       copy(main, comm->ctx->ccl_addr, in + c0 * esz, m * esz);
       middle(comm->ctx->ccl_addr, m * esz);
@@ -51,12 +51,12 @@ hcomm_result_t allreduce_hierarchical(hcomm_comm_t comm, const ServerGroups& g, 
 
 namespace {
 
-// A plan of family `f` for `op` among `mem` (me = my member index) on W = `w` with `blocks` or
+// A schedule of family `f` for `op` among `mem` (me = my member index) on W = `w` with `blocks` or
 // `bytes`, staging in the collective buffer's second half.
-hcomm_result_t group_plan(hcomm_comm_t comm, const Family& f, CollOp op, const Members& mem, std::uint32_t me,
+hcomm_result_t group_schedule(hcomm_comm_t comm, const Family& f, CollOp op, const Members& mem, std::uint32_t me,
                           std::uint32_t root, std::uint64_t w, const Blocks& blocks, std::uint64_t bytes, std::uint64_t esz,
                           const CollReq& r, hcomm_stream_t main) {
-  PlanIn pi;
+  ScheduleIn pi;
   pi.op = op;
   pi.n = mem.n;
   pi.me = me;
@@ -71,7 +71,7 @@ hcomm_result_t group_plan(hcomm_comm_t comm, const Family& f, CollOp op, const M
 }  // namespace
 
 // Hierarchical all-gather (docs/algorithms/README.md#compositions): level 1 first — the ranks of
-// my rail (local index l on every server) all-gather their blocks with the family's plan into
+// my rail (local index l on every server) all-gather their blocks with the family's schedule into
 // region l of a gathered area G (L regions of S blocks, rail-major) — then the mesh all-gather
 // of the regions inside the server, then G is copied out in server-major order (L 2-D copies of
 // S rows each).
@@ -86,7 +86,7 @@ hcomm_result_t hier_allgather(hcomm_comm_t comm, const ServerGroups& g, const Fa
     const std::uint64_t rb = S * m * esz;  // region bytes
     const std::uint64_t G = ctx->ccl_addr;
     copy_if(main, G + l * rb + me * m * esz, r.in + c0 * esz, m * esz);
-    if (hcomm_result_t rc = group_plan(comm, f, CollOp::AllGather, Members{l, L, S}, me, 0, G + l * rb, Blocks{S, esz, m, nullptr, nullptr}, 0, esz, r, main); rc != HCOMM_SUCCESS)
+    if (hcomm_result_t rc = group_schedule(comm, f, CollOp::AllGather, Members{l, L, S}, me, 0, G + l * rb, Blocks{S, esz, m, nullptr, nullptr}, 0, esz, r, main); rc != HCOMM_SUCCESS)
       return rc;
     for (std::uint32_t q = 0; q < L; ++q) {
       c.len[q] = rb;
@@ -104,7 +104,7 @@ hcomm_result_t hier_allgather(hcomm_comm_t comm, const ServerGroups& g, const Fa
 
 // Hierarchical reduce-scatter: level 0 first — my input is rearranged rail-major (region q =
 // the blocks of rail q, one 2-D copy of S rows per rail), the mesh reduce-scatter leaves my server's reduction of region
-// l in area X — then the ranks of my rail reduce-scatter X with the family's plan; my block
+// l in area X — then the ranks of my rail reduce-scatter X with the family's schedule; my block
 // goes out.
 hcomm_result_t hier_reduce_scatter(hcomm_comm_t comm, const ServerGroups& g, const Family& f, const CollReq& r,
                                    std::uint64_t esz, hcomm_stream_t main) {
@@ -126,7 +126,7 @@ hcomm_result_t hier_reduce_scatter(hcomm_comm_t comm, const ServerGroups& g, con
       c.out[q] = X;
     }
     mesh_reduce_scatter(comm, g, c, r.dtype, r.redop, main, false);
-    if (hcomm_result_t rc = group_plan(comm, f, CollOp::ReduceScatter, Members{g.index, L, S}, me, 0, X, Blocks{S, esz, m, nullptr, nullptr}, 0, esz, r, main); rc != HCOMM_SUCCESS)
+    if (hcomm_result_t rc = group_schedule(comm, f, CollOp::ReduceScatter, Members{g.index, L, S}, me, 0, X, Blocks{S, esz, m, nullptr, nullptr}, 0, esz, r, main); rc != HCOMM_SUCCESS)
       return rc;
     copy_if(main, r.out + c0 * esz, X + me * m * esz, m * esz);
     return HCOMM_SUCCESS;
@@ -135,7 +135,7 @@ hcomm_result_t hier_reduce_scatter(hcomm_comm_t comm, const ServerGroups& g, con
 
 // Hierarchical broadcast (docs/algorithms/README.md#compositions): the root scatters its vector's
 // L slices to its server's ranks in one step (star), each of them broadcasts its slice along its
-// rail with the family's plan, and every server's mesh all-gather assembles the vector.
+// rail with the family's schedule, and every server's mesh all-gather assembles the vector.
 // Hierarchical reduce: the mesh reduce-scatter leaves each rank with its server's reduction of
 // slice l, the family reduces it along the rail to the root's server, and a one-step gather
 // (star) brings the slices to the root. Chunks of half the collective buffer.
@@ -160,10 +160,10 @@ hcomm_result_t hier_rooted(hcomm_comm_t comm, const ServerGroups& g, const Famil
     if (r.op == CollOp::Broadcast) {
       if (root) copy_if(main, W, r.in + c0 * esz, m * esz);
       if (in_root_server)
-        if (hcomm_result_t rc = group_plan(comm, kStar, CollOp::Scatter, local, l, root_local, W, slices, 0, esz, r, main);
+        if (hcomm_result_t rc = group_schedule(comm, kStar, CollOp::Scatter, local, l, root_local, W, slices, 0, esz, r, main);
             rc != HCOMM_SUCCESS)
           return rc;
-      if (hcomm_result_t rc = group_plan(comm, f, CollOp::Broadcast, rail, me, root_server, W + sl.off(l), Blocks{}, sl.len(l),
+      if (hcomm_result_t rc = group_schedule(comm, f, CollOp::Broadcast, rail, me, root_server, W + sl.off(l), Blocks{}, sl.len(l),
                                          esz, r, main);
           rc != HCOMM_SUCCESS)
         return rc;
@@ -182,12 +182,12 @@ hcomm_result_t hier_rooted(hcomm_comm_t comm, const ServerGroups& g, const Famil
         c.out[q] = W + sl.off(q);
       }
       mesh_reduce_scatter(comm, g, c, r.dtype, r.redop, main, false);
-      if (hcomm_result_t rc = group_plan(comm, f, CollOp::Reduce, rail, me, root_server, W + sl.off(l), Blocks{}, sl.len(l), esz,
+      if (hcomm_result_t rc = group_schedule(comm, f, CollOp::Reduce, rail, me, root_server, W + sl.off(l), Blocks{}, sl.len(l), esz,
                                          r, main);
           rc != HCOMM_SUCCESS)
         return rc;
       if (in_root_server)
-        if (hcomm_result_t rc = group_plan(comm, kStar, CollOp::Gather, local, l, root_local, W, slices, 0, esz, r, main);
+        if (hcomm_result_t rc = group_schedule(comm, kStar, CollOp::Gather, local, l, root_local, W, slices, 0, esz, r, main);
             rc != HCOMM_SUCCESS)
           return rc;
       if (root) copy_if(main, r.out + c0 * esz, W, m * esz);

@@ -21,7 +21,7 @@ namespace {
 std::uint32_t pos(std::int64_t x, std::uint32_t n) { return static_cast<std::uint32_t>(((x % n) + n) % n); }
 
 template <class B>
-void rs_steps(const PlanIn& in, const B& blk, const Rel& r, Plan* p) {
+void rs_steps(const ScheduleIn& in, const B& blk, const Rel& r, Schedule* p) {
   const std::uint32_t n = r.n, v = r.rel(in.me), L = ceil_log2(n);
   for (std::uint32_t k = L; k-- > 0;) {
     const std::uint32_t d = 1u << k, c = std::min(d, n - d);
@@ -41,7 +41,7 @@ void rs_steps(const PlanIn& in, const B& blk, const Rel& r, Plan* p) {
 // held(x): the end (exclusive, as an unwrapped relative index) of the run [x, held(x)) relative
 // member x already holds before the all-gather: x + 1 normally, its binomial subtree after a scatter.
 template <class B, class H>
-void ag_steps(const PlanIn& in, const B& blk, const Rel& r, H held, Plan* p) {
+void ag_steps(const ScheduleIn& in, const B& blk, const Rel& r, H held, Schedule* p) {
   const std::uint32_t n = r.n, v = r.rel(in.me), L = ceil_log2(n);
   for (std::uint32_t k = 0; k < L; ++k) {
     const std::uint32_t d = 1u << k, c = std::min(d, n - d);
@@ -62,7 +62,7 @@ void ag_steps(const PlanIn& in, const B& blk, const Rel& r, H held, Plan* p) {
   }
 }
 
-bool build(const PlanIn& in, Plan* p) {
+bool build(const ScheduleIn& in, Schedule* p) {
   if (in.n == 1) return in.op != CollOp::AllToAll;
   const std::uint32_t n = in.n;
   const Rel plain{n, 0, 0}, rooted{n, in.root, in.root}, rooted_rel{n, in.root, 0};

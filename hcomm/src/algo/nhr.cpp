@@ -43,7 +43,7 @@ std::vector<Level> path(std::uint32_t n, std::uint32_t v) {
 constexpr std::uint32_t kPairBase = 0, kOddBase = 2;
 
 template <class B>
-void staged_runs(const PlanIn& in, const B& blk, const Rel& r, bool send, std::uint32_t peer, std::uint32_t first,
+void staged_runs(const ScheduleIn& in, const B& blk, const Rel& r, bool send, std::uint32_t peer, std::uint32_t first,
                  std::uint32_t count, std::uint32_t base, Step* st, std::uint32_t step = 0) {
   std::uint32_t k = step;  // slots alternate with the step, so transfers overlap reductions
   block_runs(blk, r.n, r.block(first), count, [&](std::uint64_t off, std::uint64_t len) {
@@ -54,7 +54,7 @@ void staged_runs(const PlanIn& in, const B& blk, const Rel& r, bool send, std::u
 }
 
 template <class B>
-void rs_steps(const PlanIn& in, const B& blk, const Rel& r, Plan* p) {
+void rs_steps(const ScheduleIn& in, const B& blk, const Rel& r, Schedule* p) {
   const std::uint32_t v = r.rel(in.me);
   std::uint32_t t = 0;  // level from the top: the same for both members of a pair
   for (const Level& l : path(r.n, v)) {
@@ -82,7 +82,7 @@ void rs_steps(const PlanIn& in, const B& blk, const Rel& r, Plan* p) {
 
 // skip_first: the transfer B's first -> A's first is left out (A's first already holds B's blocks).
 template <class B>
-void ag_steps(const PlanIn& in, const B& blk, const Rel& r, bool skip_first, Plan* p) {
+void ag_steps(const ScheduleIn& in, const B& blk, const Rel& r, bool skip_first, Schedule* p) {
   const std::uint32_t v = r.rel(in.me);
   const std::vector<Level> levels = path(r.n, v);
   for (auto it = levels.rbegin(); it != levels.rend(); ++it) {
@@ -109,7 +109,7 @@ void ag_steps(const PlanIn& in, const B& blk, const Rel& r, bool skip_first, Pla
 
 // Scatter down the tree: a group's first member holds its blocks and hands B's to B's first.
 template <class B>
-void tree_scatter(const PlanIn& in, const B& blk, const Rel& r, Plan* p) {
+void tree_scatter(const ScheduleIn& in, const B& blk, const Rel& r, Schedule* p) {
   const std::uint32_t v = r.rel(in.me);
   for (const Level& l : path(r.n, v)) {
     const std::uint32_t a = (l.s + 1) / 2, b = l.s - a;
@@ -121,7 +121,7 @@ void tree_scatter(const PlanIn& in, const B& blk, const Rel& r, Plan* p) {
 }
 
 template <class B>
-void tree_gather(const PlanIn& in, const B& blk, const Rel& r, Plan* p) {
+void tree_gather(const ScheduleIn& in, const B& blk, const Rel& r, Schedule* p) {
   const std::uint32_t v = r.rel(in.me);
   const std::vector<Level> levels = path(r.n, v);
   for (auto it = levels.rbegin(); it != levels.rend(); ++it) {
@@ -134,7 +134,7 @@ void tree_gather(const PlanIn& in, const B& blk, const Rel& r, Plan* p) {
   }
 }
 
-bool build(const PlanIn& in, Plan* p) {
+bool build(const ScheduleIn& in, Schedule* p) {
   if (in.n == 1) return in.op != CollOp::AllToAll;
   const Rel plain{in.n, 0, 0}, rooted{in.n, in.root, in.root}, rooted_rel{in.n, in.root, 0};
   switch (in.op) {

@@ -1,6 +1,6 @@
 // Pairwise all-to-all (docs/algorithms/pairwise.md), HCCL's "pairwise": n - 1 steps; at step k
 // (1 <= k < n) member m sends its send block for member (m + k) mod n and receives the block of
-// member (m - k) mod n. Each transfer is StagedCopy in pieces of slot_bytes (algo/plan.h
+// member (m - k) mod n. Each transfer is StagedCopy in pieces of slot_bytes (algo/schedule.h
 // staged()) and the receiver copies every piece to its out block. The member's own block is a
 // Local copy in -> out in the first step. One sender per receiver per step; piece x goes to slot
 // x mod 7 (7 slots): the executor runs send x of a step on helper stream x mod min(sends, 7), so
@@ -16,7 +16,7 @@ namespace {
 
 constexpr std::uint32_t kSpan = 7;  // slots = the executor's helper streams per step (algo/exec.cpp)
 
-bool build(const PlanIn& in, Plan* p) {
+bool build(const ScheduleIn& in, Schedule* p) {
   if (in.op != CollOp::AllToAll || in.slots < kSpan) return false;
   const std::uint32_t n = in.n, m = in.me;
   p->size_to(std::max<std::uint32_t>(1, n - 1));
@@ -33,8 +33,8 @@ bool build(const PlanIn& in, Plan* p) {
   return true;
 }
 
-// Steps of member in.me's plan (Family::count).
-std::uint64_t count(const PlanIn& in) { return in.op == CollOp::AllToAll ? std::max<std::uint32_t>(1, in.n - 1) : 0; }
+// Steps of member in.me's schedule (Family::count).
+std::uint64_t count(const ScheduleIn& in) { return in.op == CollOp::AllToAll ? std::max<std::uint32_t>(1, in.n - 1) : 0; }
 
 // docs/algorithms/pairwise.md#cost: n - 1 steps of one block (D / n) each, each paying the
 // credit round trip from its new receiver (the executor admits a sender only once the receiver's

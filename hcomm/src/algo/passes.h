@@ -8,11 +8,11 @@
 
 namespace hcomm::detail::passes {
 
-/// A family's plan over all ranks (vector operations, and block operations' n blocks together):
+/// A family's schedule over all ranks (vector operations, and block operations' n blocks together):
 /// the first half of the buffer is the work area, the second the staging slots.
 inline std::uint64_t flat_area(std::uint64_t ccl, std::uint64_t esz) { return ccl / 2 / esz * esz; }
 
-/// A family's plan over all ranks for a block operation: elements of every block in a pass.
+/// A family's schedule over all ranks for a block operation: elements of every block in a pass.
 inline std::uint64_t flat_block_elems(std::uint64_t ccl, std::uint64_t n, std::uint64_t esz) { return flat_area(ccl, esz) / esz / n; }
 
 /// The one-server mesh all-reduce: the whole buffer, no staging.

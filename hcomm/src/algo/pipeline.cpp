@@ -41,7 +41,7 @@ struct Pos {
 };
 
 template <class B>
-void ag_steps(const PlanIn& in, const Pos& p, const B& blk, Plan* out, std::uint64_t start) {
+void ag_steps(const ScheduleIn& in, const Pos& p, const B& blk, Schedule* out, std::uint64_t start) {
   const std::uint32_t next = p.member(p.s + 1, p.l), prev = p.member(p.s + p.S - 1, p.l);
   for (std::uint64_t j = out->lo(start), e = out->hi(start, p.S); j < e; ++j) {
     Step& st = *out->at(start + j);
@@ -63,7 +63,7 @@ void ag_steps(const PlanIn& in, const Pos& p, const B& blk, Plan* out, std::uint
 }
 
 template <class B>
-void rs_steps(const PlanIn& in, const Pos& p, const B& blk, Plan* out, std::uint64_t start) {
+void rs_steps(const ScheduleIn& in, const Pos& p, const B& blk, Schedule* out, std::uint64_t start) {
   const std::uint32_t next = p.member(p.s + 1, p.l), prev = p.member(p.s + p.S - 1, p.l);
   for (std::uint64_t j = out->lo(start), e = out->hi(start, p.S); j < e; ++j) {
     Step& st = *out->at(start + j);
@@ -100,7 +100,7 @@ struct PartBlocks {
   std::uint64_t len(std::uint32_t j) const { return part.len(j); }
 };
 
-bool build(const PlanIn& in, Plan* out) {
+bool build(const ScheduleIn& in, Schedule* out) {
   const std::uint32_t L = in.local;
   if (L < 2 || in.n % L != 0 || in.n / L < 2 || in.slots < 2 * L) return false;
   const Pos p{in.n / L, L, in.me / L, in.me % L};
@@ -118,8 +118,8 @@ bool build(const PlanIn& in, Plan* out) {
   }
 }
 
-// Steps of member in.me's plan (Family::count): S per phase; 0 where it does not build.
-std::uint64_t count(const PlanIn& in) {
+// Steps of member in.me's schedule (Family::count): S per phase; 0 where it does not build.
+std::uint64_t count(const ScheduleIn& in) {
   const std::uint32_t L = in.local;
   if (L < 2 || in.n % L != 0 || in.n / L < 2 || in.slots < 2 * L) return 0;
   switch (in.op) {
@@ -151,7 +151,7 @@ double pipeline_cost(CollOp op, std::uint32_t servers, std::uint32_t local, std:
   }
 }
 
-// Slots: 2 x ranks per server (PlanIn::local); run_family sizes them (slots 0 = 2 * local).
+// Slots: 2 x ranks per server (ScheduleIn::local); run_family sizes them (slots 0 = 2 * local).
 const Family kPipeline{"pipeline", build, cost, 0, true, count};
 
 }  // namespace hcomm::detail

@@ -29,7 +29,7 @@ struct PartBlocks {  // Partition as a block layout
 };
 
 // Pipeline slices of a chain: at most slot_bytes each, about 8 per member count for overlap.
-Partition slices(const PlanIn& in) {
+Partition slices(const ScheduleIn& in) {
   const std::uint64_t elems = in.bytes / in.esz;
   const std::uint64_t per_slot = std::max<std::uint64_t>(1, in.slot_bytes / in.esz);
   std::uint64_t P = std::max<std::uint64_t>(std::min<std::uint64_t>(elems, 8), (elems + per_slot - 1) / per_slot);
@@ -37,14 +37,14 @@ Partition slices(const PlanIn& in) {
   return Partition(elems, static_cast<std::uint32_t>(P), in.esz);
 }
 
-std::uint32_t slice_count(const PlanIn& in) {
+std::uint32_t slice_count(const ScheduleIn& in) {
   const std::uint64_t elems = in.bytes / in.esz;
   const std::uint64_t per_slot = std::max<std::uint64_t>(1, in.slot_bytes / in.esz);
   return static_cast<std::uint32_t>(std::max<std::uint64_t>(
       1, std::max<std::uint64_t>(std::min<std::uint64_t>(elems, 8), (elems + per_slot - 1) / per_slot)));
 }
 
-void chain_broadcast(const PlanIn& in, Plan* p) {
+void chain_broadcast(const ScheduleIn& in, Schedule* p) {
   const std::uint32_t n = in.n, v = sub(in.me, in.root, n), P = slice_count(in);
   const Partition sl = slices(in);
   const std::uint32_t next = (in.me + 1) % n, prev = (in.me + n - 1) % n;
@@ -62,7 +62,7 @@ void chain_broadcast(const PlanIn& in, Plan* p) {
   }
 }
 
-void chain_reduce(const PlanIn& in, Plan* p) {
+void chain_reduce(const ScheduleIn& in, Schedule* p) {
   const std::uint32_t n = in.n, v = sub(in.me, in.root, n), P = slice_count(in);
   const Partition sl = slices(in);
   const std::uint32_t toward = (in.me + n - 1) % n, from = (in.me + 1) % n;
@@ -81,7 +81,7 @@ void chain_reduce(const PlanIn& in, Plan* p) {
   }
 }
 
-void chain_scatter(const PlanIn& in, Plan* p) {
+void chain_scatter(const ScheduleIn& in, Schedule* p) {
   const std::uint32_t n = in.n, v = sub(in.me, in.root, n);
   const std::uint32_t next = (in.me + 1) % n, prev = (in.me + n - 1) % n;
   auto member = [&](std::uint64_t d) { return static_cast<std::uint32_t>((d + in.root) % n); };
@@ -99,7 +99,7 @@ void chain_scatter(const PlanIn& in, Plan* p) {
   }
 }
 
-void chain_gather(const PlanIn& in, Plan* p) {
+void chain_gather(const ScheduleIn& in, Schedule* p) {
   const std::uint32_t n = in.n, v = sub(in.me, in.root, n);
   const std::uint32_t toward = (in.me + n - 1) % n, from = (in.me + 1) % n;
   auto member = [&](std::uint64_t d) { return static_cast<std::uint32_t>((d + in.root) % n); };
@@ -117,8 +117,8 @@ void chain_gather(const PlanIn& in, Plan* p) {
   }
 }
 
-// Steps of member in.me's plan (Family::count); 0 when the family does not build in.op.
-std::uint64_t count(const PlanIn& in) {
+// Steps of member in.me's schedule (Family::count); 0 when the family does not build in.op.
+std::uint64_t count(const ScheduleIn& in) {
   if (in.n == 1) return 0;
   switch (in.op) {
     case CollOp::AllReduce: return 2ULL * (in.n - 1);
@@ -133,7 +133,7 @@ std::uint64_t count(const PlanIn& in) {
   return 0;
 }
 
-bool build(const PlanIn& in, Plan* p) {
+bool build(const ScheduleIn& in, Schedule* p) {
   if (in.n == 1) return in.op != CollOp::AllToAll;
   const RingDir d{1, 0, in.n};
   switch (in.op) {

@@ -1,13 +1,13 @@
 // The ring's reduce-scatter and all-gather steps (docs/algorithms/ring.md), for the ring family
 // and the double ring (docs/algorithms/double-ring.md), in either direction: dir = +1, member m
 // sends to m+1; dir = -1, to m-1 (the +1 ring on mirrored member and block indices). Staged
-// transfers use slots base, base+1 alternately. Step k is step start + k of the plan, written
-// when it is in the plan's window (Plan::at; the caller has sized the plan).
+// transfers use slots base, base+1 alternately. Step k is step start + k of the schedule, written
+// when it is in the schedule's window (Schedule::at; the caller has sized the schedule).
 #pragma once
 #include <cstdint>
 #include <vector>
 
-#include "algo/plan.h"
+#include "algo/schedule.h"
 
 namespace hcomm::detail {
 
@@ -25,7 +25,7 @@ struct RingDir {
 
 /// Reduce-scatter: block m ends fully reduced at member m (n - 1 steps).
 template <class B>
-void ring_rs_into(const PlanIn& in, const B& blk, const RingDir& d, Plan* p, std::uint64_t start) {
+void ring_rs_into(const ScheduleIn& in, const B& blk, const RingDir& d, Schedule* p, std::uint64_t start) {
   const std::uint32_t n = in.n, v = d.virt(in.me), next = d.actual(v + 1), prev = d.actual(v + n - 1);
   for (std::uint64_t k = p->lo(start), e = p->hi(start, n - 1); k < e; ++k) {
     Step& st = *p->at(start + k);
@@ -37,7 +37,7 @@ void ring_rs_into(const PlanIn& in, const B& blk, const RingDir& d, Plan* p, std
 
 /// All-gather: block m is in place at member m; every block ends everywhere (n - 1 steps).
 template <class B>
-void ring_ag_into(const PlanIn& in, const B& blk, const RingDir& d, Plan* p, std::uint64_t start) {
+void ring_ag_into(const ScheduleIn& in, const B& blk, const RingDir& d, Schedule* p, std::uint64_t start) {
   const std::uint32_t n = in.n, v = d.virt(in.me), next = d.actual(v + 1), prev = d.actual(v + n - 1);
   for (std::uint64_t k = p->lo(start), e = p->hi(start, n - 1); k < e; ++k) {
     Step& st = *p->at(start + k);

@@ -15,7 +15,7 @@
 // (piece j, k = receiver - sender); every wait is on an earlier transfer in that order, so the step
 // cannot deadlock. Up to 7 transfers are in flight toward one receiver, but its reductions and
 // copies run one after another on its main stream: star reduce serialises (n - 1) * D bytes of
-// reduction at the root. All-to-all-v (per-block counts) is not planned: a receiver could not
+// reduction at the root. All-to-all-v (per-block counts) is not scheduled: a receiver could not
 // compute a sender's send index without the sender's counts.
 #include <algorithm>
 #include <cmath>
@@ -28,10 +28,10 @@ namespace {
 
 constexpr std::uint32_t kLanes = 7;  // the executor's helper streams per step (algo/exec.cpp)
 
-std::uint64_t piece_of(const PlanIn& in) { return std::max<std::uint64_t>(in.esz, in.slot_bytes / in.esz * in.esz); }
+std::uint64_t piece_of(const ScheduleIn& in) { return std::max<std::uint64_t>(in.esz, in.slot_bytes / in.esz * in.esz); }
 std::uint64_t pieces(std::uint64_t bytes, std::uint64_t piece) { return (bytes + piece - 1) / piece; }
 
-void reduce(const PlanIn& in, Step* st) {
+void reduce(const ScheduleIn& in, Step* st) {
   const std::uint32_t n = in.n, v = (in.me + n - in.root) % n;
   const std::uint64_t piece = piece_of(in), np = pieces(in.bytes, piece);
   for (std::uint64_t j = 0; j < np; ++j) {
@@ -47,7 +47,7 @@ void reduce(const PlanIn& in, Step* st) {
 
 // Uniform blocks only: every sender has np pieces for every other member, and its send of piece j
 // to member m + k is its x = j * (n - 1) + k - 1-th send.
-void alltoall(const PlanIn& in, Step* st) {
+void alltoall(const ScheduleIn& in, Step* st) {
   const std::uint32_t n = in.n, m = in.me;
   const std::uint64_t piece = piece_of(in), len = in.blocks.elems * in.esz, np = pieces(len, piece);
   for (std::uint64_t j = 0; j < np; ++j)
@@ -61,7 +61,7 @@ void alltoall(const PlanIn& in, Step* st) {
   st->locals.push_back(Local{in.out + in.blocks.off(m), in.in + in.send_blocks.off(m), in.blocks.len(m), false});
 }
 
-bool build(const PlanIn& in, Plan* p) {
+bool build(const ScheduleIn& in, Schedule* p) {
   const std::uint32_t n = in.n, me = in.me, root = in.root;
   switch (in.op) {
     case CollOp::Broadcast: case CollOp::Scatter: case CollOp::Gather: case CollOp::Reduce: case CollOp::AllToAll: break;

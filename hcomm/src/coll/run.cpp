@@ -51,7 +51,7 @@ void one_rank(const CollReq& r, hcomm_stream_t s, std::uint64_t esz) {
 // (docs/algorithms/README.md#where-the-choice-is-recorded): the algorithm as the trace records it
 // and by level, why (auto / a knob) with the estimates, and how it moves through the collective
 // buffer — its passes and the most bytes of it one pass carries (pass_bytes, as the runner cuts
-// it), and the staging slots of the plan (the buffer's second half).
+// it), and the staging slots of the schedule (the buffer's second half).
 void log_decision(hcomm_comm_t comm, const CollReq& r, const OpInfo& info, const Choice& c, const Shape& shape) {
   if (comm->ctx->debug < 3) return;
   static const char* const dtypes[] = {"int8", "int16", "int32", "fp16", "fp32", "int64", "?", "?", "?", "?", "fp64", "bf16"};

@@ -2,7 +2,7 @@
 // operation's prologue (recovery state, the routes to my server's peers, the shape), the
 // algorithm selection (algo/select.h), the operation's markers, and the dispatch to the chosen
 // shape, all of which live in algo/: the one-server mesh (algo/mesh.h), the hierarchical
-// compositions (algo/hierarchical.h) or a family's plan over all ranks (algo/flat.h).
+// compositions (algo/hierarchical.h) or a family's schedule over all ranks (algo/flat.h).
 #pragma once
 #include <cstdint>
 

@@ -22,14 +22,14 @@ struct RdmaPolicy {
   std::uint32_t retry_count = ~0u;  ///< ~0u: the driver's default
 };
 /// Part of a peer's QPs for one RDMA write: QPs first .. first + count - 1 of the policy's
-/// (count 0: the policy's rule). Writes that travel to one peer together (a plan step's block
+/// (count 0: the policy's rule). Writes that travel to one peer together (a schedule step's block
 /// runs) share the QPs the threshold rule gives their total, in proportion to their bytes
 /// (algo/exec.cpp): each on the first k QPs, a short run's one QP carried as much as four of a
 /// long run's and set the step's end (NB on 128 servers).
 struct QpSlice {
   std::uint32_t first = 0, count = 0;
 };
-/// A user's algorithm override per operation (index: CollOp, algo/plan.h); empty = automatic.
+/// A user's algorithm override per operation (index: CollOp, algo/schedule.h); empty = automatic.
 /// Parsed at communicator init (algo/select.h).
 struct AlgoOverride {
   std::string level0[8], level1[8], by[8];
@@ -206,8 +206,8 @@ struct hcomm_comm_s {
   hcomm_stream_t internal = nullptr;     // blocking p2p and the serialized receive path
   hcomm_stream_t recv_stream = nullptr;  // all receives of this communicator, in posting order
   std::vector<hcomm_stream_t> slaves;    // mesh collectives: one per peer
-  std::vector<hcomm_stream_t> plan_slaves;  // plan executor: parallel sends of one step
-  hcomm_stream_t grant_stream = nullptr;    // plan executor: the grants due at a plan's start
+  std::vector<hcomm_stream_t> schedule_slaves;  // schedule executor: parallel sends of one step
+  hcomm_stream_t grant_stream = nullptr;    // schedule executor: the grants due at a schedule's start
   std::vector<std::uint32_t> pulled_from;   // local peers that still owe PULLED from the last mesh phase
   std::vector<hcomm_request_t> batch_reqs;  // hcomm_batch_send_recv's requests not yet released
   hcomm_stream_t batch_send = nullptr, batch_recv = nullptr;  // hcomm_batch_send_recv's helper streams

@@ -41,7 +41,7 @@ hcomm_result_t hcomm_comm_destroy(hcomm_comm_t c) {
   hcomm_destroy_stream(c->internal);
   hcomm_destroy_stream(c->recv_stream);
   for (auto s : c->slaves) hcomm_destroy_stream(s);
-  for (auto s : c->plan_slaves) hcomm_destroy_stream(s);
+  for (auto s : c->schedule_slaves) hcomm_destroy_stream(s);
   if (c->grant_stream) hcomm_destroy_stream(c->grant_stream);
   if (c->batch_send) hcomm_destroy_stream(c->batch_send);
   if (c->batch_recv) hcomm_destroy_stream(c->batch_recv);

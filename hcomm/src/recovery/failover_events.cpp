@@ -66,7 +66,7 @@ void peer_lost(hcomm_context_t ctx, const DeviceEvent& ev) {
 
 // IBV_EVENT_PORT_ACTIVE: this NIC has its link again. The context forgets what it owed or knew of
 // the port being down; each communicator drops this rank from its dead NICs (routes to peers may
-// probe through it again; the op retry's ring order, if one was adopted, stays: not re-planned).
+// probe through it again; the op retry's ring order, if one was adopted, stays: not re-scheduled).
 void port_up(hcomm_context_t ctx, const DeviceEvent& ev) {
   // Always logged (whatever HCOMM_DEBUG says), as the recovery lines are.
   port::log(ctx, 1, ("[HCOMM_WARN] Device" + std::to_string(ctx->device_id) + ": NIC port event (IBV_EVENT_PORT_ACTIVE): " + ev.text +

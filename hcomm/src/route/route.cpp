@@ -1,7 +1,7 @@
 // Routing (docs/routing.md): transport by link-type priority, RoCE source ports chosen by path
 // probes so that the stripes of the NICs under one leaf switch take different uplinks, and a
 // re-route when the NIC reports congestion. Every decision goes to the driver (trace `routes`).
-// Peers first used together (a plan's peers) are probed together: one probe round trip for all.
+// Peers first used together (a schedule's peers) are probed together: one probe round trip for all.
 #include "route/route.h"
 
 #include <algorithm>

@@ -31,7 +31,7 @@ const PeerRoute* known(hcomm_comm_t comm, std::uint32_t rank);
 const PeerRoute& to_control(hcomm_comm_t comm, const RankDesc& peer);
 
 /// Decide the routes to these communicator ranks now, together: the cross-leaf RoCE peers among
-/// them are probed in one batch (one round trip per probe round for all), as a plan's peers are
+/// them are probed in one batch (one round trip per probe round for all), as a schedule's peers are
 /// before it runs.
 void prepare(hcomm_comm_t comm, const std::vector<std::uint32_t>& ranks);
 

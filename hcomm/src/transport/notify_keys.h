@@ -7,7 +7,7 @@ namespace hcomm::detail {
 
 enum Purpose : std::uint64_t {
   kArReady = 1, kArDone, kArReduced, kArPulled, kFork, kJoin, kP2pReady, kP2pData, kRingData, kRingCredit, kBarrier, kP2pLast,
-  kPlanData, kPlanCredit, kPlanFork, kPlanJoin,
+  kScheduleData, kScheduleCredit, kScheduleFork, kScheduleJoin,
   kRelayGo, kRelayBack, kRelayReady, kRelayCredit,  // transport/relay.cpp (comm field 0, peer field: the origin device)
   kP2pDone
 };

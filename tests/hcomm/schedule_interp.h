@@ -1,5 +1,5 @@
-// An in-memory interpreter of collective plans (hcomm/src/algo/plan.h), independent of the
-// executor and the driver: it checks that a family's plans pair up (every send meets a receive
+// An in-memory interpreter of collective schedules (hcomm/src/algo/schedule.h), independent of the
+// executor and the driver: it checks that a family's schedules pair up (every send meets a receive
 // with the same bytes, mode and slot, in order), finish without deadlock, and leave the right
 // bytes. Each member has its own byte memory; W is at the same address on every member.
 // Sends never block here (no credits); blocked receives wait for a later sweep.
@@ -14,14 +14,14 @@
 #include <tuple>
 #include <vector>
 
-#include "algo/plan.h"
+#include "algo/schedule.h"
 
-namespace plan_interp {
+namespace schedule_interp {
 
 using hcomm::detail::Mode;
-using hcomm::detail::Plan;
+using hcomm::detail::Schedule;
 
-/// Reduction on int64 elements (dst = dst op src), the only dtype the interpreter needs: plans are
+/// Reduction on int64 elements (dst = dst op src), the only dtype the interpreter needs: schedules are
 /// dtype-agnostic, the executor passes dtype and op through.
 enum class Op { Sum, Max };
 
@@ -36,21 +36,21 @@ struct Interp {
 
   std::int64_t* at(std::uint32_t m, std::uint64_t addr) { return reinterpret_cast<std::int64_t*>(mem[m].data() + addr); }
 
-  /// Run every member's plan (plans[m]) to the end. False with `err` on a mismatch, an address out of
+  /// Run every member's schedule (schedules[m]) to the end. False with `err` on a mismatch, an address out of
   /// range, a deadlock or a send nobody received.
-  bool run(const std::vector<Plan>& plans, std::string* err) {
+  bool run(const std::vector<Schedule>& schedules, std::string* err) {
     struct Msg { std::uint64_t bytes; Mode mode; std::vector<std::uint8_t> data; };
     std::map<std::tuple<std::uint32_t, std::uint32_t, std::uint32_t>, std::deque<Msg>> q;  // (from, to, slot)
     std::vector<std::size_t> pc(n, 0), ri(n, 0);
     std::vector<bool> sent(n, false);
     auto key_slot = [](Mode m, std::uint32_t s) { return m == Mode::Direct ? 0xffffffffu : s; };
     auto fail = [&](const std::string& e) { *err = e; return false; };
-    for (std::uint32_t m = 0; m < n; ++m) steps_max = std::max<std::uint64_t>(steps_max, plans[m].steps.size());
+    for (std::uint32_t m = 0; m < n; ++m) steps_max = std::max<std::uint64_t>(steps_max, schedules[m].steps.size());
     for (;;) {
       bool progress = false, all_done = true;
       for (std::uint32_t m = 0; m < n; ++m) {
-        while (pc[m] < plans[m].steps.size()) {
-          const auto& st = plans[m].steps[pc[m]];
+        while (pc[m] < schedules[m].steps.size()) {
+          const auto& st = schedules[m].steps[pc[m]];
           if (!sent[m]) {
             for (const auto& s : st.sends) {
               if (s.to >= n || s.to == m) return fail("member " + std::to_string(m) + " sends to " + std::to_string(s.to));
@@ -116,13 +116,13 @@ struct Interp {
           sent[m] = false;
           progress = true;
         }
-        if (pc[m] < plans[m].steps.size()) all_done = false;
+        if (pc[m] < schedules[m].steps.size()) all_done = false;
       }
       if (all_done) break;
       if (!progress) {
         std::string s = "deadlock:";
         for (std::uint32_t m = 0; m < n; ++m)
-          if (pc[m] < plans[m].steps.size()) s += " member " + std::to_string(m) + " at step " + std::to_string(pc[m]) + ";";
+          if (pc[m] < schedules[m].steps.size()) s += " member " + std::to_string(m) + " at step " + std::to_string(pc[m]) + ";";
         return fail(s);
       }
     }
@@ -139,4 +139,4 @@ struct Interp {
   }
 };
 
-}  // namespace plan_interp
+}  // namespace schedule_interp

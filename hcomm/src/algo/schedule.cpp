@@ -1,5 +1,5 @@
-// Collective plans (docs/architecture.md#hcomm): the helpers builders share.
-#include "algo/plan.h"
+// Collective schedules (docs/architecture.md#hcomm): the helpers builders share.
+#include "algo/schedule.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -20,7 +20,7 @@ const char* coll_op_name(CollOp op) {
   return "?";
 }
 
-void staged(const PlanIn& in, std::vector<Send>* snd, std::uint32_t to, std::uint64_t src, std::vector<Recv>* rcv,
+void staged(const ScheduleIn& in, std::vector<Send>* snd, std::uint32_t to, std::uint64_t src, std::vector<Recv>* rcv,
             std::uint32_t from, std::uint64_t dst, std::uint64_t bytes, Mode mode, std::uint32_t first, std::uint32_t base,
             std::uint32_t span) {
   const std::uint64_t piece = std::max<std::uint64_t>(in.esz, in.slot_bytes / in.esz * in.esz);
@@ -34,11 +34,11 @@ void staged(const PlanIn& in, std::vector<Send>* snd, std::uint32_t to, std::uin
   }
 }
 
-bool rows_fit_slot(const PlanIn& in, std::uint64_t width, std::uint64_t pitch) {
+bool rows_fit_slot(const ScheduleIn& in, std::uint64_t width, std::uint64_t pitch) {
   return width > 0 && pitch <= UINT32_MAX && width <= std::max<std::uint64_t>(in.esz, in.slot_bytes / in.esz * in.esz);
 }
 
-void staged_rows(const PlanIn& in, std::vector<Send>* snd, std::uint32_t to, std::uint64_t src, std::vector<Recv>* rcv,
+void staged_rows(const ScheduleIn& in, std::vector<Send>* snd, std::uint32_t to, std::uint64_t src, std::vector<Recv>* rcv,
                  std::uint32_t from, std::uint64_t dst, std::uint64_t bytes, std::uint64_t width, std::uint64_t dpitch,
                  std::uint32_t first, std::uint32_t base, std::uint32_t span) {
   const std::uint64_t slot = std::max<std::uint64_t>(in.esz, in.slot_bytes / in.esz * in.esz);

@@ -1,4 +1,4 @@
-// Collective plans (docs/architecture.md#hcomm, docs/algorithms/README.md): every algorithm family
+// Collective schedules (docs/architecture.md#hcomm, docs/algorithms/README.md): every algorithm family
 // is a builder that writes ONE member's program for one chunk — a list of steps, each with the
 // transfers this member sends and receives and the local copies/reductions that follow — and one
 // executor (algo/exec.h) turns any program into stream tasks with the same flow control. A
@@ -11,7 +11,7 @@
 //   StagedCopy    the sender writes into the receiver's staging slot `slot`; the receiver copies
 //                 the slot to `dst` (an address of its own: W, or a user buffer).
 //   StagedReduce  as StagedCopy, but the receiver reduces the slot into `dst` (dst = dst op slot).
-// Rules a builder keeps (tests/hcomm/plan_test.cpp checks them on every family):
+// Rules a builder keeps (tests/hcomm/family_schedules_test.cpp checks them on every family):
 //   * A member's sends and receives pair up: for every Send(to = p, ...) of member m at step k,
 //     member p has a Recv(from = m) with the same bytes, mode and slot, at the same position among
 //     its receives from m (members may be at different step indexes for them).
@@ -67,19 +67,19 @@ struct Step {
   std::vector<Local> locals;
 };
 
-/// A member's program, or a window of it. By default a builder writes the whole plan. A family
+/// A member's program, or a window of it. By default a builder writes the whole schedule. A family
 /// with a step count (Family::count) also builds windows: given first and end, it writes only
-/// steps [first, end) of the whole plan, step k to steps[k - first], exactly as the whole plan
-/// has them (the executor keeps a window at a time of a long plan: algo/exec.h).
-struct Plan {
+/// steps [first, end) of the whole schedule, step k to steps[k - first], exactly as the whole schedule
+/// has them (the executor keeps a window at a time of a long schedule: algo/exec.h).
+struct Schedule {
   std::vector<Step> steps;
-  std::uint64_t first = 0, end = UINT64_MAX;  ///< the window asked for (whole plan: 0, max)
-  /// Make room for a plan of `total` steps: the whole plan, or the window's part of it.
+  std::uint64_t first = 0, end = UINT64_MAX;  ///< the window asked for (whole schedule: 0, max)
+  /// Make room for a schedule of `total` steps: the whole schedule, or the window's part of it.
   void size_to(std::uint64_t total) {
     if (end > total) end = total;
     steps.resize(end > first ? end - first : 0);
   }
-  /// Step k of the whole plan when it is in the window, else null (after size_to).
+  /// Step k of the whole schedule when it is in the window, else null (after size_to).
   Step* at(std::uint64_t k) { return k >= first && k < end ? &steps[k - first] : nullptr; }
   /// Of the `count` steps from `start`, the offsets [lo, hi) in the window (lo >= hi: none).
   std::uint64_t lo(std::uint64_t start) const { return first > start ? first - start : 0; }
@@ -103,7 +103,7 @@ struct Blocks {
 enum class CollOp : std::uint8_t { AllReduce, ReduceScatter, AllGather, Broadcast, Reduce, Scatter, Gather, AllToAll };
 const char* coll_op_name(CollOp op);
 
-/// What a builder is asked to plan: member `me` of `n`, one chunk.
+/// What a builder is asked to schedule: member `me` of `n`, one chunk.
 ///   AllReduce / Broadcast / Reduce: W holds `bytes` of data (multiple of esz); the result is W
 ///     on every member (AllReduce), on every member (Broadcast, input at the root), at the root (Reduce).
 ///   ReduceScatter / AllGather / Scatter / Gather: W holds `blocks` (block j belongs to member j);
@@ -111,7 +111,7 @@ const char* coll_op_name(CollOp op);
 ///     the result; Scatter: the root holds all blocks, block `me` the result; Gather: reverse.
 ///   AllToAll: `send` blocks (block j for member j, at `in`) and `recv` blocks (block j from
 ///     member j, at `out`): local addresses outside W; the transfers are staged.
-struct PlanIn {
+struct ScheduleIn {
   CollOp op = CollOp::AllReduce;
   std::uint32_t n = 1, me = 0, root = 0;
   std::uint64_t esz = 1;
@@ -127,18 +127,18 @@ struct PlanIn {
 
 /// A staged transfer of `bytes` in pieces of at most in.slot_bytes on slots first, first+1, ...
 /// (mod `span`, offset by `base`): appends to `snd` (sender side: to member `to`, from `src`) or to
-/// `rcv` (receiver side: from member `from`, into `dst`); pass null for the side not planned.
+/// `rcv` (receiver side: from member `from`, into `dst`); pass null for the side not scheduled.
 /// Both sides must call it with the same bytes, first, base and span.
-void staged(const PlanIn& in, std::vector<Send>* snd, std::uint32_t to, std::uint64_t src, std::vector<Recv>* rcv,
+void staged(const ScheduleIn& in, std::vector<Send>* snd, std::uint32_t to, std::uint64_t src, std::vector<Recv>* rcv,
             std::uint32_t from, std::uint64_t dst, std::uint64_t bytes, Mode mode, std::uint32_t first,
             std::uint32_t base = 0, std::uint32_t span = 2);
 /// As staged(), for data that the receiver places as rows of `width` bytes at dst + i * dpitch
 /// (StagedCopy): pieces hold whole rows, so `width` must be at most the slot (rows_fit_slot).
 /// The sender side passes the same width (its source is contiguous; dpitch is not used there).
-void staged_rows(const PlanIn& in, std::vector<Send>* snd, std::uint32_t to, std::uint64_t src, std::vector<Recv>* rcv,
+void staged_rows(const ScheduleIn& in, std::vector<Send>* snd, std::uint32_t to, std::uint64_t src, std::vector<Recv>* rcv,
                  std::uint32_t from, std::uint64_t dst, std::uint64_t bytes, std::uint64_t width, std::uint64_t dpitch,
                  std::uint32_t first, std::uint32_t base, std::uint32_t span);
 /// Whether rows of `width` bytes fit one staging piece of `in` and `pitch` fits a Recv's 32 bits.
-bool rows_fit_slot(const PlanIn& in, std::uint64_t width, std::uint64_t pitch);
+bool rows_fit_slot(const ScheduleIn& in, std::uint64_t width, std::uint64_t pitch);
 
 }  // namespace hcomm::detail

@@ -1,4 +1,4 @@
-// Every algorithm family's plans, run by the in-memory interpreter (plan_interp.h) against host
+// Every algorithm family's schedules, run by the in-memory interpreter (schedule_interp.h) against host
 // references: all-reduce, reduce-scatter, all-gather, broadcast, reduce, scatter, gather and
 // all-to-all on member counts 1..17, 24, 31..33 (powers of two and not), several roots, sizes
 // that do not divide evenly, and staging slots smaller than a block (transfers in pieces).
@@ -11,7 +11,7 @@
 
 #include "algo/contention.h"
 #include "algo/family.h"
-#include "plan_interp.h"
+#include "schedule_interp.h"
 
 using namespace hcomm::detail;
 
@@ -32,10 +32,10 @@ bool blocky(CollOp op) { return op != CollOp::AllReduce && op != CollOp::Broadca
 // W's bytes: n blocks or the whole vector, 8-byte elements; the all-to-all buffers follow it.
 std::uint64_t w_bytes(const Case& c) { return blocky(c.op) ? std::uint64_t{c.n} * c.elems * 8 : c.elems * 8; }
 
-// Member m's PlanIn for case c: W at 0, the all-to-all input and output after it.
-PlanIn plan_in(const Case& c, std::uint32_t m) {
+// Member m's ScheduleIn for case c: W at 0, the all-to-all input and output after it.
+ScheduleIn schedule_in(const Case& c, std::uint32_t m) {
   const std::uint64_t wbytes = w_bytes(c);
-  PlanIn in;
+  ScheduleIn in;
   in.op = c.op;
   in.n = c.n;
   in.me = m;
@@ -59,10 +59,10 @@ std::string run_case(const Case& c) {
   const bool blocky = ::blocky(c.op);
   const std::uint64_t wbytes = w_bytes(c);
   const std::uint64_t in_addr = wbytes, out_addr = 2 * wbytes;  // AllToAll buffers after W
-  plan_interp::Interp it(c.n, 3 * wbytes + 64);
-  std::vector<Plan> plans(c.n);
+  schedule_interp::Interp it(c.n, 3 * wbytes + 64);
+  std::vector<Schedule> schedules(c.n);
   for (std::uint32_t m = 0; m < c.n; ++m) {
-    if (!c.f->build(plan_in(c, m), &plans[m])) return "not built";
+    if (!c.f->build(schedule_in(c, m), &schedules[m])) return "not built";
     // Inputs.
     const std::uint64_t words = blocky ? n * c.elems : c.elems;
     for (std::uint64_t i = 0; i < words; ++i) {
@@ -76,7 +76,7 @@ std::string run_case(const Case& c) {
     }
   }
   std::string err;
-  if (!it.run(plans, &err)) return err;
+  if (!it.run(schedules, &err)) return err;
   for (std::uint32_t m = 0; m < c.n; ++m) {
     const std::uint64_t words = blocky ? n * c.elems : c.elems;
     for (std::uint64_t i = 0; i < words; ++i) {
@@ -137,12 +137,12 @@ void sweep(const Family& f) {
   EXPECT_GT(built, 0) << f.name << " builds nothing";
 }
 
-// The most steps of any member's all-reduce plan: n members, `elems` 8-byte elements, staging slots
-// of `slot_bytes`. A member without a plan is a test failure (and 0).
+// The most steps of any member's all-reduce schedule: n members, `elems` 8-byte elements, staging slots
+// of `slot_bytes`. A member without a schedule is a test failure (and 0).
 std::size_t most_allreduce_steps(const Family& f, std::uint32_t n, std::uint64_t elems, std::uint64_t slot_bytes) {
   std::size_t steps = 0;
   for (std::uint32_t m = 0; m < n; ++m) {
-    PlanIn in;
+    ScheduleIn in;
     in.op = CollOp::AllReduce;
     in.n = n;
     in.me = m;
@@ -150,9 +150,9 @@ std::size_t most_allreduce_steps(const Family& f, std::uint32_t n, std::uint64_t
     in.bytes = elems * 8;
     in.slot_bytes = slot_bytes;
     in.slots = f.slots;
-    Plan p;
+    Schedule p;
     if (!f.build(in, &p)) {
-      ADD_FAILURE() << f.name << " n=" << n << " member " << m << ": no plan";
+      ADD_FAILURE() << f.name << " n=" << n << " member " << m << ": no schedule";
       return 0;
     }
     steps = std::max(steps, p.steps.size());
@@ -162,10 +162,10 @@ std::size_t most_allreduce_steps(const Family& f, std::uint32_t n, std::uint64_t
 
 }  // namespace
 
-TEST(Plan, Ring) { sweep(kRing); }
+TEST(Schedule, Ring) { sweep(kRing); }
 
 // The pipeline on S servers x L ranks: all-reduce, reduce-scatter, all-gather; and what it refuses.
-TEST(Plan, Pipeline) {
+TEST(Schedule, Pipeline) {
   int built = 0;
   for (std::uint32_t L : {2u, 3u, 4u, 8u})
     for (std::uint32_t S : {2u, 3u, 4u, 5u, 16u})
@@ -188,7 +188,7 @@ TEST(Plan, Pipeline) {
 // The two-level all-to-all (mesh+pairwise) on S servers x L ranks: blocks smaller and larger
 // than a staging slot; not built on one server, one rank per server, n not a multiple of L, or for
 // other operations.
-TEST(Plan, HierAllToAll) {
+TEST(Schedule, HierAllToAll) {
   int built = 0;
   for (std::uint32_t L : {2u, 3u, 4u, 8u})
     for (std::uint32_t S : {2u, 3u, 4u, 5u, 16u})
@@ -207,20 +207,20 @@ TEST(Plan, HierAllToAll) {
 
 #include "algo/double_tree.h"
 
-TEST(Plan, DoubleTree) { sweep(kTree); }
-TEST(Plan, Pairwise) { sweep(kPairwise); }
-TEST(Plan, Star) { sweep(kStar); }
+TEST(Schedule, DoubleTree) { sweep(kTree); }
+TEST(Schedule, Pairwise) { sweep(kPairwise); }
+TEST(Schedule, Star) { sweep(kStar); }
 
 // The double tree's two trees are complementary (no member interior in both), well formed
 // (parents and children agree, one root, depth <= ceil_log2(n & ~1)), and its all-reduce takes
 // P + 2 * ceil_log2(n & ~1) - 1 steps at most (P slices per tree).
-TEST(Plan, DoubleTreeParentIsTheNodes) {
+TEST(Schedule, DoubleTreeParentIsTheNodes) {
   for (std::uint32_t n : {2u, 3u, 7u, 8u, 33u, 100u, 1024u, 1025u})
     for (std::uint32_t t = 0; t < 2; ++t)
       for (std::uint32_t m = 0; m < n; ++m) EXPECT_EQ(double_tree_parent(n, m, t), double_tree_node(n, m, t).up) << n << " " << m << " " << t;
 }
 
-TEST(Plan, DoubleTreeShapeAndSteps) {
+TEST(Schedule, DoubleTreeShapeAndSteps) {
   for (std::uint32_t n = 2; n <= 64; ++n) {
     const std::uint32_t H = ceil_log2(n & ~1u);
     for (std::uint32_t m = 0; m < n; ++m) {
@@ -247,12 +247,12 @@ TEST(Plan, DoubleTreeShapeAndSteps) {
   }
 }
 
-TEST(Plan, Hd) { sweep(kHd); }
-TEST(Plan, Nhr) { sweep(kNhr); }
-TEST(Plan, Nb) { sweep(kNb); }
+TEST(Schedule, Hd) { sweep(kHd); }
+TEST(Schedule, Nhr) { sweep(kNhr); }
+TEST(Schedule, Nb) { sweep(kNb); }
 // The logarithmic families' all-reduce step counts (the most steps of any member) against their
 // closed forms (docs/algorithms/halving-doubling.md, nhr.md, nb.md).
-TEST(Plan, LogStepCounts) {
+TEST(Schedule, LogStepCounts) {
   for (std::uint32_t n = 2; n <= 33; ++n) {
     std::uint32_t p = 1;
     while (p * 2 <= n) p *= 2;
@@ -263,7 +263,7 @@ TEST(Plan, LogStepCounts) {
   }
 }
 
-TEST(Plan, DoubleRing) { sweep(kDoubleRing); }
+TEST(Schedule, DoubleRing) { sweep(kDoubleRing); }
 
 namespace {
 
@@ -293,10 +293,10 @@ std::string diff(const Step& a, const Step& b) {
 
 }  // namespace
 
-// A family with a step count builds any window [first, end) of a plan as exactly the whole plan's
-// steps there (the executor submits long plans a window at a time: algo/exec.h), and its count is
-// the whole plan's length.
-TEST(Plan, WindowsAreTheWholePlansSteps) {
+// A family with a step count builds any window [first, end) of a schedule as exactly the whole schedule's
+// steps there (the executor submits long schedules a window at a time: algo/exec.h), and its count is
+// the whole schedule's length.
+TEST(Schedule, WindowsAreTheWholeSchedulesSteps) {
   int windows = 0;
   for (const Family* f : {&kRing, &kDoubleRing, &kPairwise, &kHierAllToAll, &kPipeline, &kTree, &kNhr}) {
     for (CollOp op : kOps)
@@ -305,20 +305,20 @@ TEST(Plan, WindowsAreTheWholePlansSteps) {
           const bool shaped = f == &kHierAllToAll || f == &kPipeline;  // servers of 4 ranks where n allows
           const Case c{f, op, n, n / 2, 37, slot, shaped && n % 4 == 0 ? 4u : 1u};
           for (std::uint32_t m = 0; m < n; ++m) {
-            const PlanIn in = plan_in(c, m);
-            Plan whole;
+            const ScheduleIn in = schedule_in(c, m);
+            Schedule whole;
             if (!f->build(in, &whole)) {
               if (f->count) {
                 EXPECT_EQ(f->count(in), 0u) << f->name << " " << coll_op_name(op) << " n=" << n;
               }
               continue;
             }
-            if (!f->count) continue;  // whole plans only
+            if (!f->count) continue;  // whole schedules only
             const std::uint64_t total = whole.steps.size();
             ASSERT_EQ(f->count(in), total) << f->name << " " << coll_op_name(op) << " n=" << n << " member " << m;
             for (std::uint64_t w : {1u, 3u, 7u})
               for (std::uint64_t first = 0; first < total; first += w) {
-                Plan p;
+                Schedule p;
                 p.first = first;
                 p.end = std::min(total, first + w);
                 ASSERT_TRUE(f->build(in, &p));
