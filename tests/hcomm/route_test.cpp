@@ -12,9 +12,13 @@
 #include <set>
 #include <vector>
 
+#include "algo/groups.h"
+#include "algo/mesh.h"
+#include "core/comm.h"
 #include "fake_cluster.h"
 #include "fake_driver.h"
 #include "hcomm/hcomm.h"
+#include "route/route.h"
 
 using hcomm_fake::FakeDriver;
 
@@ -236,4 +240,35 @@ TEST(Route, ProbeBudgetBoundsProbesPerRank) {
   // Probes: at most the first round's 128 per probed peer plus 512 to learn the uplinks, and
   // two more rounds of 64; nothing for the others.
   EXPECT_LE(w.drv.probes, static_cast<std::uint64_t>(n) * (kBudget * (128 + 2 * 64) + 512));
+}
+
+// The collective's prologue decides the routes to the server's peers (route_server_peers); the
+// shape question (server_is_mesh) only reads decided routes: asked before the prologue it finds
+// none and reports nothing to the driver; after it, the answer follows the HCCS mesh of the fake
+// server and asking again decides nothing more.
+TEST(Route, ShapeQueryDecidesNothing) {
+  World w(2, 4, "probe", "1");
+  const std::uint32_t me = 5;  // server 1, local index 1
+  w.drv.set_rank(me);
+  hcomm::detail::ServerGroups g;
+  ASSERT_EQ(hcomm::detail::find_server_groups(w.comm[me], &g), HCOMM_SUCCESS);
+  ASSERT_EQ(g.size, 4u);
+  ASSERT_EQ(g.first, 4u);
+  const std::size_t before = w.drv.routes.size();
+  g.local.assign(g.size, nullptr);  // the server's descriptors, as the prologue fills them
+  for (std::uint32_t q = 0; q < g.size; ++q) g.local[q] = hcomm::detail::peer_desc(w.comm[me], g.first + q);
+  EXPECT_FALSE(hcomm::detail::server_is_mesh(w.comm[me], g));  // nothing decided yet
+  EXPECT_EQ(w.drv.routes.size(), before);
+  EXPECT_EQ(hcomm::detail::route::known(w.comm[me], 4), nullptr);
+  hcomm::detail::route_server_peers(w.comm[me], &g);
+  EXPECT_EQ(w.drv.routes.size(), before + 3);  // one HCCS route per server peer
+  for (std::uint32_t q : {4u, 6u, 7u}) {
+    const hcomm::detail::PeerRoute* r = hcomm::detail::route::known(w.comm[me], q);
+    ASSERT_NE(r, nullptr) << q;
+    EXPECT_EQ(r->link, hcomm::PairLink::Hccs) << q;
+  }
+  EXPECT_TRUE(hcomm::detail::server_is_mesh(w.comm[me], g));
+  EXPECT_TRUE(hcomm::detail::server_is_mesh(w.comm[me], g));
+  EXPECT_EQ(w.drv.routes.size(), before + 3);
+  EXPECT_EQ(hcomm::detail::route::known(w.comm[me], 0), nullptr);  // another server's rank: not routed
 }
