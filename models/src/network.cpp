@@ -69,9 +69,7 @@ std::uint32_t Network::add_host(std::string name) {
   nodes_.push_back(std::move(n));
   rc_.add_node();
   auto id = static_cast<std::uint32_t>(nodes_.size() - 1);
-  host_index_.resize(nodes_.size(), kNone);
-  host_index_[id] = static_cast<std::uint32_t>(hosts_.size());
-  hosts_.push_back(id);
+  routes_.add_node(id, true);
   return id;
 }
 
@@ -84,8 +82,9 @@ std::uint32_t Network::add_switch(std::string name, std::uint32_t ports, std::ui
   n.ports.resize(ports);
   nodes_.push_back(std::move(n));
   rc_.add_node();
-  host_index_.resize(nodes_.size(), kNone);
-  return static_cast<std::uint32_t>(nodes_.size() - 1);
+  auto id = static_cast<std::uint32_t>(nodes_.size() - 1);
+  routes_.add_node(id, false);
+  return id;
 }
 
 void Network::connect(std::uint32_t a, std::uint32_t pa, std::uint32_t b, std::uint32_t pb, std::uint64_t Bps, Tick lat) {
@@ -102,8 +101,7 @@ void Network::connect(std::uint32_t a, std::uint32_t pa, std::uint32_t b, std::u
 void Network::set_link_up(std::uint32_t node, std::uint32_t port, bool up) {
   Port& a = nodes_.at(node).ports.at(port);
   Port& b = nodes_[a.peer].ports[a.peer_port];
-  if (a.up && !up) ++links_down_;
-  if (!a.up && up && links_down_) --links_down_;
+  routes_.link_set(a.up, up);
   a.up = b.up = up;
   flow_.paths_changed();  // the flow tier's memo of QPs' paths (flow_path)
   if (up) {
@@ -115,6 +113,51 @@ void Network::set_link_up(std::uint32_t node, std::uint32_t port, bool up) {
 void Network::set_link_corruption(std::uint32_t node, std::uint32_t port, double rate) {
   Port& a = nodes_.at(node).ports.at(port);
   a.corrupt_rate = nodes_[a.peer].ports[a.peer_port].corrupt_rate = rate;
+}
+
+void Network::build_routes() {
+  flow_.paths_changed();
+  index_ports();         // global port ids (flow tier; routing's path probes)
+  set_pfc_thresholds();  // switch MMU
+  routes_.build();
+}
+
+bool Network::trace_path(std::uint32_t src, std::uint32_t dst, std::uint16_t sport, std::vector<Hop>* hops, Tick* rtt_ps) const {
+  return routes_.trace_path(src, dst, ecmp_flow_key(p_.ecmp_hash, src, dst, sport, p_.ecmp_salt), hops, rtt_ps);
+}
+
+std::uint32_t Network::ecmp_port(std::uint32_t sw, std::uint32_t qp) const { return ecmp_port_for(sw, rc_.qp(qp).dst, rc_.qp(qp).hash); }
+
+// Global port ids: node -> its first, id -> node, and the flow tier's table of the ports.
+void Network::index_ports() {
+  port_base_.assign(nodes_.size() + 1, 0);
+  for (std::uint32_t n = 0; n < nodes_.size(); ++n) port_base_[n + 1] = port_base_[n] + static_cast<std::uint32_t>(nodes_[n].ports.size());
+  port_node_.resize(port_base_.back());
+  for (std::uint32_t n = 0; n < nodes_.size(); ++n) std::fill(port_node_.begin() + port_base_[n], port_node_.begin() + port_base_[n + 1], n);
+  port_ptr_.resize(nodes_.size());
+  for (std::uint32_t n = 0; n < nodes_.size(); ++n) port_ptr_[n] = nodes_[n].ports.data();
+  std::vector<NetPort*> gport(port_base_.back());
+  for (std::uint32_t g = 0; g < port_base_.back(); ++g) gport[g] = &nodes_[port_node_[g]].ports[g - port_base_[port_node_[g]]];
+  flow_.bind_ports(std::move(gport));  // the flow tier reads the ports by global id
+}
+
+// The flow tier's path of a QP's data (FlowFabric): the ports the forwarding picks, hop by hop.
+bool Network::flow_walk(std::uint32_t qp, PortPath& path, Tick& latency) const {
+  const Qp& q = rc_.qp(qp);
+  std::uint32_t node = q.src, port = 0;
+  bool up = true;
+  for (std::uint32_t hops = 0;; ++hops) {
+    if (hops == PortPath::kMax) return false;  // a forwarding loop: no path
+    const Port& pt = nodes_[node].ports[port];
+    up = up && pt.cabled && pt.up;
+    path.p[path.n++] = port_base_[node] + port;
+    latency += pt.latency + (nodes_[pt.peer].is_switch ? nodes_[pt.peer].latency : 0);
+    node = pt.peer;
+    if (!nodes_[node].is_switch) break;
+    port = ecmp_port(node, qp);
+    if (port == 0xffffffffu) return false;
+  }
+  return up && node == q.dst;
 }
 
 std::uint64_t Network::total_drops() const {

@@ -23,6 +23,7 @@
 #include "models/event_queue.h"
 #include "models/net/flow_tier.h"
 #include "models/net/net_params.h"
+#include "models/net/routing.h"
 #include "models/net/switch.h"
 #include "models/nic/dcqcn_params.h"
 #include "models/nic/rc_transport.h"
@@ -40,7 +41,7 @@ class Network final : public EventHandler, private NicPort, private FlowFabric {
   void set_listener(NetworkListener* l) { rc_.set_listener(l); flow_.set_listener(l); }
   const NetParams& params() const { return p_; }
 
-  // ---- topology (network.cpp), routes (net/routing.cpp) ----
+  // ---- topology (network.cpp), routes (models::Routing, net/routing.cpp) ----
   std::uint32_t add_host(std::string name);
   std::uint32_t add_switch(std::string name, std::uint32_t ports, std::uint64_t buffer_bytes, Tick latency_ps);
   /// Cable node a's port pa to node b's port pb (hosts have one port, 0).
@@ -111,16 +112,16 @@ class Network final : public EventHandler, private NicPort, private FlowFabric {
   std::uint32_t port_id(std::uint32_t node, std::uint32_t port) const { return port_base_[node] + port; }
   std::uint32_t port_node(std::uint32_t id) const { return port_node_[id]; }
   /// Equal-cost egress ports of switch `sw` towards host `dst` (for tests and route dumps).
-  std::vector<std::uint32_t> next_hops(std::uint32_t sw, std::uint32_t dst_host) const;
+  std::vector<std::uint32_t> next_hops(std::uint32_t sw, std::uint32_t dst_host) const { return routes_.next_hops(sw, dst_host); }
   std::uint32_t ecmp_port(std::uint32_t sw, std::uint32_t qp) const;
   /// The egress port switch `sw` picks toward host node `dst` for a flow whose ECMP key is `hash` (~0u: none).
-  std::uint32_t ecmp_port_for(std::uint32_t sw, std::uint32_t dst, std::uint64_t hash) const;
+  std::uint32_t ecmp_port_for(std::uint32_t sw, std::uint32_t dst, std::uint64_t hash) const { return routes_.ecmp_port_for(sw, dst, hash); }
   /// QPs sending from host node `host`.
   const std::vector<std::uint32_t>& host_qps(std::uint32_t host) const { return rc_.host_qps(host); }
   /// A node's port (cabling, state, line rate, latency).
   const NetPort& port(std::uint32_t node, std::uint32_t p) const { return nodes_[node].ports[p]; }
   /// One switch on a traced path: the port the flow came in on and the one it leaves by.
-  struct Hop { std::uint32_t node = 0, in_port = 0, out_port = 0; };
+  using Hop = PathHop;
   /// The switches a data packet of the flow (src host, dst host, UDP source port) crosses, as the
   /// forwarding would pick them. False when the path is broken (a port down, no route): `hops`
   /// then ends where the probe was lost; also when the reply's way back (the flow's ACK path,
@@ -128,9 +129,9 @@ class Network final : public EventHandler, private NicPort, private FlowFabric {
   bool trace_path(std::uint32_t src, std::uint32_t dst, std::uint16_t udp_sport, std::vector<Hop>* hops, Tick* rtt_ps) const;
   /// The port a control frame (ACK, NAK, CNP) of a flow with ECMP key `hash` leaves switch `sw` by
   /// towards host `dst` (hashed apart from the flow's data), kNone when there is no route.
-  std::uint32_t ctrl_port_for(std::uint32_t sw, std::uint32_t dst, std::uint64_t hash) const;
+  std::uint32_t ctrl_port_for(std::uint32_t sw, std::uint32_t dst, std::uint64_t hash) const { return routes_.ctrl_port_for(sw, dst, hash); }
   /// Whether control frames from host `from` reach host `to` along ctrl_port_for's choices (every port up).
-  bool ctrl_path_up(std::uint32_t from, std::uint32_t to, std::uint64_t hash) const;
+  bool ctrl_path_up(std::uint32_t from, std::uint32_t to, std::uint64_t hash) const { return routes_.ctrl_path_up(from, to, hash); }
 
   // Policies, apart from the forwarding mechanism (models/net/policies.h; kept here for callers).
   static double ecn_mark_probability(const EcnParams& e, double queue_bytes);
@@ -156,9 +157,9 @@ class Network final : public EventHandler, private NicPort, private FlowFabric {
   void nic_count(std::uint32_t host, SampleCount c, std::uint64_t n) override { sample(host, 0, c, n); }
   void nic_prefetch(std::uint32_t host) const override;
 
-  // FlowFabric: what the flow tier reads of the fabric (net/routing.cpp, network.cpp).
+  // FlowFabric: what the flow tier reads of the fabric (network.cpp).
   bool flow_walk(std::uint32_t qp, PortPath& path, Tick& latency) const override;
-  std::uint32_t flow_hosts() const override { return static_cast<std::uint32_t>(hosts_.size()); }
+  std::uint32_t flow_hosts() const override { return routes_.hosts(); }
   std::uint32_t flow_port_id(std::uint32_t node, std::uint32_t port) const override { return port_base_[node] + port; }
   std::uint64_t flow_xoff(std::uint32_t g) const override { return nodes_[port_node_[g]].xoff; }
   void index_ports();                                   // global port ids
@@ -187,8 +188,6 @@ class Network final : public EventHandler, private NicPort, private FlowFabric {
   void enqueue(std::uint32_t node, std::uint32_t port, std::uint32_t pkt);
   void try_tx(std::uint32_t node, std::uint32_t port);
   void arrive(std::uint32_t node, std::uint32_t port, std::uint32_t pkt);
-  /// Equal-cost egress ports of switch `sw` toward host node `dst`: count, and *first points at them (net/routing.cpp).
-  std::uint32_t route_choices(std::uint32_t sw, std::uint32_t dst, const std::uint32_t** first) const;
 
   // ---- switch MMU (net/switch_mmu.cpp) ----
   void set_pfc_thresholds();
@@ -224,27 +223,13 @@ class Network final : public EventHandler, private NicPort, private FlowFabric {
   std::vector<Node> nodes_;
   std::vector<Pkt> pkts_;
   std::vector<std::uint32_t> free_pkts_;
-  // routing tables
-  std::vector<std::vector<std::uint32_t>> hop_start_;  // per switch: offsets into hops_ by attachment switch
-  std::vector<std::vector<std::uint32_t>> hops_;       // per switch: egress ports toward each attachment switch
-  std::vector<std::uint32_t> attach_, attach_port_;    // host ordinal -> its switch (or ~0) and that switch's port to it
-  std::vector<std::uint32_t> att_index_, att_nodes_;   // switch node <-> attachment ordinal
-  std::vector<std::uint32_t> host_index_;              // node -> host ordinal (or ~0)
-  std::vector<std::uint32_t> hosts_;                   // host ordinal -> node
-  // Path probes (trace_path): per switch ordinal x attachment ordinal where the switch has exactly
-  // one next hop, that hop in 16 bytes (egress, where it leads, the latency it adds; out ~0: none),
-  // so a probe crossing a spine reads one cache line there instead of the switch's node, port and
-  // route-table lines. Used while no link is down (links_down_), as then `up` needs no check.
-  struct OneHop { std::uint32_t out, peer, peer_port, lat_ps; };
-  std::vector<std::uint32_t> sw_ord_;  // node -> switch ordinal (or ~0: a host)
-  std::vector<OneHop> one_hop_;        // empty when the table would be too large
-  std::uint32_t links_down_ = 0;       // links set down by set_link_up and not up again
   std::uint64_t rng_;
   std::uint64_t events_ = 0;
   Sampler port_samples_;
   std::vector<std::uint32_t> port_base_;                // node -> first global port id
   std::vector<std::uint32_t> port_node_;                // global port id -> node
   std::vector<NetPort*> port_ptr_;                      // node -> its ports (prefetch: no wait for the node's line)
+  Routing routes_{nodes_, port_base_};  // routing tables, ECMP, path probes (net/routing.cpp)
   FlowTier flow_;  // the flow tier: flows, max-min refills, its DCQCN model (idle in the packet and chunk tiers)
 };
 

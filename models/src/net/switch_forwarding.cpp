@@ -108,9 +108,9 @@ void Network::arrive(std::uint32_t node, std::uint32_t port, std::uint32_t id) {
   }
   std::uint32_t out;
   if (k.kind == kData) {
-    out = ecmp_port_for(node, k.dst, k.hash);
+    out = routes_.ecmp_port_for(node, k.dst, k.hash);
   } else {  // control packets travel back to the sender: routed to the QP's source, hashed apart
-    out = ctrl_port_for(node, k.dst, k.hash);
+    out = routes_.ctrl_port_for(node, k.dst, k.hash);
   }
   if (out == kNone) { free_pkt(id); return; }
   Port& op = n.ports[out];
