@@ -5,10 +5,12 @@
 // with DCQCN its implementation) and the Ethernet fabric (models/net: switch forwarding with ECMP,
 // the switch MMU — shared buffer, PFC, ECN — apart from forwarding, routing tables, policies, the
 // flow-tier solver and the chunk tier). Plain C++ on the fabric's Scheduler; no kernel events of
-// its own. The RC transport (models::RcTransport, nic/rc_transport.cpp) and the flow tier
-// (models::FlowTier, net/flow_tier.cpp, net/flow_cc.cpp) are classes of their own that reach the
-// fabric through NicPort and FlowFabric; the fabric's methods are defined in models/src/net and
-// network.cpp (docs/models/README.md).
+// its own. It holds three classes that own their state and forwards to them: the RC transport
+// (models::RcTransport, nic/rc_transport.cpp), the fabric (models::Fabric, net/fabric.h: nodes,
+// ports, packets, forwarding, the switch MMU, the chunk tier's marking, and its routing,
+// models::Routing) and the flow tier (models::FlowTier, net/flow_tier.h). The transport reaches
+// the fabric through NicPort, the flow tier through FlowFabric, both of which the fabric
+// implements; network.cpp holds only what spans them (docs/models/README.md).
 #pragma once
 #include <algorithm>
 #include <cstdint>
@@ -21,8 +23,10 @@
 #include <vector>
 
 #include "models/event_queue.h"
+#include "models/net/fabric.h"
 #include "models/net/flow_tier.h"
 #include "models/net/net_params.h"
+#include "models/net/routing.h"
 #include "models/net/switch.h"
 #include "models/nic/dcqcn_params.h"
 #include "models/nic/rc_transport.h"
@@ -31,16 +35,16 @@
 
 namespace models {
 
-class Network final : public EventHandler, private NicPort, private FlowFabric {
+class Network final {
  public:
   using PortStats = NetPortStats;
   using QpStats = models::QpStats;
 
   Network(Scheduler& s, NetParams p);
   void set_listener(NetworkListener* l) { rc_.set_listener(l); flow_.set_listener(l); }
-  const NetParams& params() const { return p_; }
+  const NetParams& params() const { return fabric_.params(); }
 
-  // ---- topology (network.cpp), routes (net/routing.cpp) ----
+  // ---- topology (network.cpp, models::Fabric), routes (models::Routing, net/routing.cpp) ----
   std::uint32_t add_host(std::string name);
   std::uint32_t add_switch(std::string name, std::uint32_t ports, std::uint64_t buffer_bytes, Tick latency_ps);
   /// Cable node a's port pa to node b's port pb (hosts have one port, 0).
@@ -69,58 +73,59 @@ class Network final : public EventHandler, private NicPort, private FlowFabric {
 
   // Faults.
   void set_link_up(std::uint32_t node, std::uint32_t port, bool up);
-  void set_drop_rate(double r) { p_.drop_rate = r; }
+  void set_drop_rate(double r) { fabric_.set_drop_rate(r); }
   /// Packet corruption on the cable at (node, port), both directions: each data packet arrives
   /// corrupted with probability `rate` and the receiver's FCS check drops it (fcs_errors, drops);
   /// go-back-N recovers it. Packet and chunk tiers (a unit of n packets is lost with 1-(1-rate)^n).
-  void set_link_corruption(std::uint32_t node, std::uint32_t port, double rate);
+  void set_link_corruption(std::uint32_t node, std::uint32_t port, double rate) { fabric_.set_link_corruption(node, port, rate); }
   /// PFC pause storm (a stuck receiver): host `host`'s NIC sends pause frames to its switch port
   /// from now for `duration`, one every pause_quantum_ps of its link (a refreshed maximal pause),
   /// then a resume. The switch port stays paused unless its PFC watchdog acts. A storm already
   /// running is extended. Packet and chunk tiers with PFC on; nothing otherwise.
-  void pfc_storm(std::uint32_t host, Tick duration);
+  void pfc_storm(std::uint32_t host, Tick duration) { fabric_.pfc_storm(host, duration); }
   /// A PFC pause frame's longest pause: 65535 quanta of 512 bit times at the line rate (IEEE
   /// 802.1Qbb), 335.5 us at 100 Gb/s.
-  static Tick pause_quantum_ps(std::uint64_t Bps) { return Bps ? static_cast<Tick>(65535.0 * 512 / 8 / static_cast<double>(Bps) * 1e12) : 0; }
+  static Tick pause_quantum_ps(std::uint64_t Bps) { return Fabric::pause_quantum_ps(Bps); }
 
   // Observation.
-  std::uint32_t nodes() const { return static_cast<std::uint32_t>(nodes_.size()); }
-  const std::string& node_name(std::uint32_t n) const { return nodes_[n].name; }
-  bool is_switch(std::uint32_t n) const { return nodes_[n].is_switch; }
-  std::uint32_t node_ports(std::uint32_t n) const { return static_cast<std::uint32_t>(nodes_[n].ports.size()); }
+  std::uint32_t nodes() const { return static_cast<std::uint32_t>(fabric_.nodes().size()); }
+  const std::string& node_name(std::uint32_t n) const { return fabric_.nodes()[n].name; }
+  bool is_switch(std::uint32_t n) const { return fabric_.nodes()[n].is_switch; }
+  std::uint32_t node_ports(std::uint32_t n) const { return static_cast<std::uint32_t>(fabric_.nodes()[n].ports.size()); }
   PortStats port_stats(std::uint32_t node, std::uint32_t port) const {
-    PortStats st = nodes_[node].ports[port].st;
-    if (nodes_[node].ports[port].fanin_since != kTickMax) st.fanin_ps += sch_.now() - nodes_[node].ports[port].fanin_since;  // still one
+    const NetPort& p = fabric_.port(node, port);
+    PortStats st = p.st;
+    if (p.fanin_since != kTickMax) st.fanin_ps += sch_.now() - p.fanin_since;  // still one
     // the flow tier's one-packet messages, counted apart (FlowTier::flow_taken)
-    flow_.add_tiny_tx(node + 1 < port_base_.size() ? port_base_[node] + port : ~0u, st);
+    flow_.add_tiny_tx(fabric_.port_id_if(node, port), st);
     return st;
   }
-  std::uint64_t queue_bytes(std::uint32_t node, std::uint32_t port) const { return nodes_[node].ports[port].qbytes; }
+  std::uint64_t queue_bytes(std::uint32_t node, std::uint32_t port) const { return fabric_.port(node, port).qbytes; }
   QpStats qp_stats(std::uint32_t qp) const { return rc_.qp_stats(qp); }
   std::uint32_t qp_count() const { return rc_.qp_count(); }
   /// The QP's sending rate (flow tier: its port's line rate; the congestion control keeps no state there).
   double qp_rate_Bps(std::uint32_t qp) const {
-    return p_.flow ? static_cast<double>(nodes_[rc_.qp(qp).src].ports[0].Bps) : rc_.cc().rate_Bps(qp);
+    return params().flow ? static_cast<double>(fabric_.port(rc_.qp(qp).src, 0).Bps) : rc_.cc().rate_Bps(qp);
   }
-  std::uint64_t total_drops() const;
-  std::uint64_t events() const { return events_ + rc_.events() + flow_.events(); }
+  std::uint64_t total_drops() const { return fabric_.total_drops(); }
+  std::uint64_t events() const { return fabric_.events() + rc_.events() + flow_.events(); }
   /// Counters over time of every port (models/sampler.h), objects numbered by port_id(); call
   /// after build_routes, before the run. 0: off.
-  void enable_sampling(Tick interval_ps) { port_samples_.enable(interval_ps, port_base_.empty() ? 0 : port_base_.back()); }
-  Sampler& port_samples() { return port_samples_; }
-  std::uint32_t port_id(std::uint32_t node, std::uint32_t port) const { return port_base_[node] + port; }
-  std::uint32_t port_node(std::uint32_t id) const { return port_node_[id]; }
+  void enable_sampling(Tick interval_ps) { fabric_.samples().enable(interval_ps, fabric_.port_count()); }
+  Sampler& port_samples() { return fabric_.samples(); }
+  std::uint32_t port_id(std::uint32_t node, std::uint32_t port) const { return fabric_.port_id(node, port); }
+  std::uint32_t port_node(std::uint32_t id) const { return fabric_.port_node(id); }
   /// Equal-cost egress ports of switch `sw` towards host `dst` (for tests and route dumps).
-  std::vector<std::uint32_t> next_hops(std::uint32_t sw, std::uint32_t dst_host) const;
+  std::vector<std::uint32_t> next_hops(std::uint32_t sw, std::uint32_t dst_host) const { return fabric_.routes().next_hops(sw, dst_host); }
   std::uint32_t ecmp_port(std::uint32_t sw, std::uint32_t qp) const;
   /// The egress port switch `sw` picks toward host node `dst` for a flow whose ECMP key is `hash` (~0u: none).
-  std::uint32_t ecmp_port_for(std::uint32_t sw, std::uint32_t dst, std::uint64_t hash) const;
+  std::uint32_t ecmp_port_for(std::uint32_t sw, std::uint32_t dst, std::uint64_t hash) const { return fabric_.routes().ecmp_port_for(sw, dst, hash); }
   /// QPs sending from host node `host`.
   const std::vector<std::uint32_t>& host_qps(std::uint32_t host) const { return rc_.host_qps(host); }
   /// A node's port (cabling, state, line rate, latency).
-  const NetPort& port(std::uint32_t node, std::uint32_t p) const { return nodes_[node].ports[p]; }
+  const NetPort& port(std::uint32_t node, std::uint32_t p) const { return fabric_.port(node, p); }
   /// One switch on a traced path: the port the flow came in on and the one it leaves by.
-  struct Hop { std::uint32_t node = 0, in_port = 0, out_port = 0; };
+  using Hop = PathHop;
   /// The switches a data packet of the flow (src host, dst host, UDP source port) crosses, as the
   /// forwarding would pick them. False when the path is broken (a port down, no route): `hops`
   /// then ends where the probe was lost; also when the reply's way back (the flow's ACK path,
@@ -128,9 +133,9 @@ class Network final : public EventHandler, private NicPort, private FlowFabric {
   bool trace_path(std::uint32_t src, std::uint32_t dst, std::uint16_t udp_sport, std::vector<Hop>* hops, Tick* rtt_ps) const;
   /// The port a control frame (ACK, NAK, CNP) of a flow with ECMP key `hash` leaves switch `sw` by
   /// towards host `dst` (hashed apart from the flow's data), kNone when there is no route.
-  std::uint32_t ctrl_port_for(std::uint32_t sw, std::uint32_t dst, std::uint64_t hash) const;
+  std::uint32_t ctrl_port_for(std::uint32_t sw, std::uint32_t dst, std::uint64_t hash) const { return fabric_.routes().ctrl_port_for(sw, dst, hash); }
   /// Whether control frames from host `from` reach host `to` along ctrl_port_for's choices (every port up).
-  bool ctrl_path_up(std::uint32_t from, std::uint32_t to, std::uint64_t hash) const;
+  bool ctrl_path_up(std::uint32_t from, std::uint32_t to, std::uint64_t hash) const { return fabric_.routes().ctrl_path_up(from, to, hash); }
 
   // Policies, apart from the forwarding mechanism (models/net/policies.h; kept here for callers).
   static double ecn_mark_probability(const EcnParams& e, double queue_bytes);
@@ -138,114 +143,11 @@ class Network final : public EventHandler, private NicPort, private FlowFabric {
   static void pfc_thresholds(std::uint64_t buffer, std::uint64_t ports, std::uint64_t headroom, std::uint64_t unit_wire,
                              std::uint64_t* xoff, std::uint64_t* xon);
 
-  void on_event(std::uint64_t a, std::uint64_t b) override;
-  void prefetch(std::uint64_t a, std::uint64_t b) override;
-
  private:
-  using Port = NetPort;
-  using Node = NetNode;
-  using Qp = RcQp;
-  using Msg = RcMsg;
-  enum Ev : std::uint64_t { kTxDone = 1, kArrive, kPfcFrame = 5, kPfcWd = 12, kPfcStorm };
-
-  // NicPort: a host's port as the RC transport sees it (network.cpp).
-  State nic_state(std::uint32_t host) const override;
-  std::uint64_t nic_line_Bps(std::uint32_t host) const override { return nodes_[host].ports[0].Bps; }
-  void nic_enqueue(std::uint32_t host, const Pkt& k, bool ahead) override;
-  void nic_send(std::uint32_t host) override { try_tx(host, 0); }
-  void nic_count(std::uint32_t host, SampleCount c, std::uint64_t n) override { sample(host, 0, c, n); }
-  void nic_prefetch(std::uint32_t host) const override;
-
-  // FlowFabric: what the flow tier reads of the fabric (net/routing.cpp, network.cpp).
-  bool flow_walk(std::uint32_t qp, PortPath& path, Tick& latency) const override;
-  std::uint32_t flow_hosts() const override { return static_cast<std::uint32_t>(hosts_.size()); }
-  std::uint32_t flow_port_id(std::uint32_t node, std::uint32_t port) const override { return port_base_[node] + port; }
-  std::uint64_t flow_xoff(std::uint32_t g) const override { return nodes_[port_node_[g]].xoff; }
-  void index_ports();                                   // global port ids
-
-  // ---- switch forwarding (net/switch_forwarding.cpp) ----
-  std::uint32_t alloc_pkt(const Pkt& p);
-  void free_pkt(std::uint32_t id) { free_pkts_.push_back(id); }
-  // A port's egress FIFO (NetPort::qhead/qtail, linked through Pkt::next).
-  static bool q_empty(const Port& p) { return p.qhead == kNoPkt; }
-  void q_push_back(Port& p, std::uint32_t id) {
-    pkts_[id].next = kNoPkt;
-    if (p.qtail == kNoPkt) p.qhead = id; else pkts_[p.qtail].next = id;
-    p.qtail = id;
-  }
-  void q_push_front(Port& p, std::uint32_t id) {
-    pkts_[id].next = p.qhead;
-    p.qhead = id;
-    if (p.qtail == kNoPkt) p.qtail = id;
-  }
-  std::uint32_t q_pop_front(Port& p) {
-    const std::uint32_t id = p.qhead;
-    p.qhead = pkts_[id].next;
-    if (p.qhead == kNoPkt) p.qtail = kNoPkt;
-    return id;
-  }
-  void enqueue(std::uint32_t node, std::uint32_t port, std::uint32_t pkt);
-  void try_tx(std::uint32_t node, std::uint32_t port);
-  void arrive(std::uint32_t node, std::uint32_t port, std::uint32_t pkt);
-  /// Equal-cost egress ports of switch `sw` toward host node `dst`: count, and *first points at them (net/routing.cpp).
-  std::uint32_t route_choices(std::uint32_t sw, std::uint32_t dst, const std::uint32_t** first) const;
-
-  // ---- switch MMU (net/switch_mmu.cpp) ----
-  void set_pfc_thresholds();
-  bool mmu_admit(Node& n, Port& out, const Pkt& k);
-  void ecn_mark(Node& n, std::uint32_t in_port, Port& out, Pkt& k);
-  void mmu_ingress(std::uint32_t node, std::uint32_t port, Pkt& k);
-  void mmu_release(std::uint32_t node, const Pkt& k);
-  void pfc_frame(std::uint32_t node, std::uint32_t port, bool pause);
-  // PFC watchdog: a switch egress port paused with packets queued starts its detection clock.
-  void wd_arm(std::uint32_t node, std::uint32_t port);
-  void pfc_wd(std::uint32_t node, std::uint32_t port);      // detection / restoration check
-  void wd_drop_queue(std::uint32_t node, std::uint32_t port);
-  void pfc_storm_tick(std::uint32_t host);                   // the stuck NIC's next pause frame
-
-  // ---- chunk tier (net/chunk_tier.cpp) ----
-  void chunk_ecn_mark(double in_Bps, Port& out, Pkt& k);
-  double virtual_queue(Port& p, Tick now);
-
-  /// Counters over time: an event counted on (node, port) now.
-  void sample(std::uint32_t node, std::uint32_t port, SampleCount c, std::uint64_t n) {
-    if (port_samples_.on()) port_samples_.count(port_base_[node] + port, sch_.now(), c, n);
-  }
-  void sample(const Node& n, const Port& p, SampleCount c, std::uint64_t k) {
-    if (port_samples_.on())
-      sample(static_cast<std::uint32_t>(&n - nodes_.data()), static_cast<std::uint32_t>(&p - n.ports.data()), c, k);
-  }
-  double uniform() { rng_ ^= rng_ << 13; rng_ ^= rng_ >> 7; rng_ ^= rng_ << 17; return static_cast<double>(rng_ >> 11) / 9007199254740992.0; }
-  void schedule(Tick at, Ev e, std::uint64_t id, std::uint64_t b = 0) { sch_.schedule(at, this, e | (id << 8), b); ++events_; }
-
   Scheduler& sch_;
-  NetParams p_;
-  RcTransport rc_;  // the NICs' RC transport: QPs, go-back-N, congestion control (reached through NicPort)
-  std::vector<Node> nodes_;
-  std::vector<Pkt> pkts_;
-  std::vector<std::uint32_t> free_pkts_;
-  // routing tables
-  std::vector<std::vector<std::uint32_t>> hop_start_;  // per switch: offsets into hops_ by attachment switch
-  std::vector<std::vector<std::uint32_t>> hops_;       // per switch: egress ports toward each attachment switch
-  std::vector<std::uint32_t> attach_, attach_port_;    // host ordinal -> its switch (or ~0) and that switch's port to it
-  std::vector<std::uint32_t> att_index_, att_nodes_;   // switch node <-> attachment ordinal
-  std::vector<std::uint32_t> host_index_;              // node -> host ordinal (or ~0)
-  std::vector<std::uint32_t> hosts_;                   // host ordinal -> node
-  // Path probes (trace_path): per switch ordinal x attachment ordinal where the switch has exactly
-  // one next hop, that hop in 16 bytes (egress, where it leads, the latency it adds; out ~0: none),
-  // so a probe crossing a spine reads one cache line there instead of the switch's node, port and
-  // route-table lines. Used while no link is down (links_down_), as then `up` needs no check.
-  struct OneHop { std::uint32_t out, peer, peer_port, lat_ps; };
-  std::vector<std::uint32_t> sw_ord_;  // node -> switch ordinal (or ~0: a host)
-  std::vector<OneHop> one_hop_;        // empty when the table would be too large
-  std::uint32_t links_down_ = 0;       // links set down by set_link_up and not up again
-  std::uint64_t rng_;
-  std::uint64_t events_ = 0;
-  Sampler port_samples_;
-  std::vector<std::uint32_t> port_base_;                // node -> first global port id
-  std::vector<std::uint32_t> port_node_;                // global port id -> node
-  std::vector<NetPort*> port_ptr_;                      // node -> its ports (prefetch: no wait for the node's line)
-  FlowTier flow_;  // the flow tier: flows, max-min refills, its DCQCN model (idle in the packet and chunk tiers)
+  Fabric fabric_;   // nodes, ports, packets, forwarding, MMU, routing (the NicPort and FlowFabric the others reach)
+  RcTransport rc_;  // the NICs' RC transport: QPs, go-back-N, congestion control
+  FlowTier flow_;   // the flow tier: flows, max-min refills, its DCQCN model (idle in the packet and chunk tiers)
 };
 
 }  // namespace models

@@ -2,10 +2,11 @@
 // train of back-to-back MTU packets. What differs from the packet tier in the switches is here:
 // ECN marking on the fluid queue that packets paced at their senders' rates would build. (The
 // CNPs a packet-tier receiver would have sent for a unit's marked packets: RcTransport::chunk_cnp.)
+#include "models/net/fabric.h"
+
 #include <algorithm>
 
 #include "models/net/policies.h"
-#include "models/network.h"
 
 namespace models {
 
@@ -13,7 +14,7 @@ namespace models {
 // paced rates fit. Mark on the queue that packets paced at those rates would build (a fluid
 // queue fed by each unit at its sender's rate, drained at line rate), evaluated at each of
 // the unit's packets; the unit is marked if any of them would be.
-void Network::chunk_ecn_mark(double in_Bps, Port& op, Pkt& k) {
+void Fabric::chunk_ecn_mark(double in_Bps, Port& op, Pkt& k) {
   auto red = [this](double q) { return policy::ecn_mark_probability(p_.ecn, q); };
   const Tick now = sch_.now();
   double vq = virtual_queue(op, now);
@@ -36,7 +37,7 @@ void Network::chunk_ecn_mark(double in_Bps, Port& op, Pkt& k) {
   if (in > C) k.rate = r * C / in;
 }
 
-double Network::virtual_queue(Port& p, Tick now) {
+double Fabric::virtual_queue(Port& p, Tick now) {
   const double C = static_cast<double>(p.Bps);
   while (p.vq_t < now) {
     double in = 0;

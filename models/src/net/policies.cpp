@@ -1,7 +1,6 @@
 // Network policies (docs/models/ethernet-switch.md): ECN marking, ECMP flow key, PFC thresholds.
 #include "models/net/policies.h"
 
-#include "models/network.h"
 #include "models/splitmix64.h"
 
 namespace models {
@@ -32,15 +31,5 @@ void pfc_thresholds(std::uint64_t buffer, std::uint64_t ports, std::uint64_t hea
 }
 
 }  // namespace policy
-
-// The Network's static names for the policies (callers in sim/ and tests use them).
-double Network::ecn_mark_probability(const EcnParams& e, double q) { return policy::ecn_mark_probability(e, q); }
-std::uint64_t Network::ecmp_flow_key(EcmpHash h, std::uint32_t src, std::uint32_t dst, std::uint16_t sport, std::uint32_t salt) {
-  return policy::ecmp_flow_key(h, src, dst, sport, salt);
-}
-void Network::pfc_thresholds(std::uint64_t buffer, std::uint64_t ports, std::uint64_t headroom, std::uint64_t unit_wire,
-                             std::uint64_t* xoff, std::uint64_t* xon) {
-  policy::pfc_thresholds(buffer, ports, headroom, unit_wire, xoff, xon);
-}
 
 }  // namespace models

@@ -1,19 +1,15 @@
-// Routing tables of the Ethernet fabric (docs/models/ethernet-switch.md): equal-cost next hops
-// per switch toward every attachment switch (one BFS each), and the ECMP choice among them.
+// Routing tables of the Ethernet fabric (docs/models/ethernet-switch.md), class Routing: equal-cost
+// next hops per switch toward every attachment switch (one BFS each), the ECMP choice among them,
+// and path probes.
+#include "models/net/routing.h"
+
 #include <algorithm>
 
-#include "models/net/policies.h"
 #include "models/splitmix64.h"
-#include "models/network.h"
 
 namespace models {
 
-namespace {
-constexpr std::uint32_t kNone = 0xffffffffu;
-}  // namespace
-
-void Network::build_routes() {
-  flow_.paths_changed();
+void Routing::build() {
   // A host has one port, to the switch it is attached to; routes toward a host are the routes
   // toward that switch plus its port to the host. So one BFS per attachment switch (not per
   // host): tables of switches x attachment switches instead of switches x hosts.
@@ -64,8 +60,6 @@ void Network::build_routes() {
   std::uint32_t S = 0;
   for (std::uint32_t s = 0; s < nodes_.size(); ++s)
     if (nodes_[s].is_switch) sw_ord_[s] = S++;
-  index_ports();         // global port ids (flow tier)
-  set_pfc_thresholds();  // switch MMU
   // Path probes' tables (trace_path), in one array: first an entry per global port (the port,
   // where it leads, the latency it adds: its node's forwarding and its cable), then per
   // attachment ordinal x switch ordinal the one next hop of a switch that has exactly one toward
@@ -94,7 +88,7 @@ void Network::build_routes() {
   }
 }
 
-std::uint32_t Network::route_choices(std::uint32_t sw, std::uint32_t dst, const std::uint32_t** first) const {
+std::uint32_t Routing::route_choices(std::uint32_t sw, std::uint32_t dst, const std::uint32_t** first) const {
   const std::uint32_t h = host_index_[dst];
   const std::uint32_t at = h == kNone ? kNone : attach_[h];
   if (at == kNone) return 0;
@@ -104,15 +98,13 @@ std::uint32_t Network::route_choices(std::uint32_t sw, std::uint32_t dst, const 
   return hop_start_[sw][a + 1] - hop_start_[sw][a];
 }
 
-std::vector<std::uint32_t> Network::next_hops(std::uint32_t sw, std::uint32_t dst) const {
+std::vector<std::uint32_t> Routing::next_hops(std::uint32_t sw, std::uint32_t dst) const {
   const std::uint32_t* first = nullptr;
   const std::uint32_t n = route_choices(sw, dst, &first);
   return n ? std::vector<std::uint32_t>(first, first + n) : std::vector<std::uint32_t>{};
 }
 
-std::uint32_t Network::ecmp_port(std::uint32_t sw, std::uint32_t qp) const { return ecmp_port_for(sw, rc_.qp(qp).dst, rc_.qp(qp).hash); }
-
-std::uint32_t Network::ecmp_port_for(std::uint32_t sw, std::uint32_t dst, std::uint64_t hash) const {
+std::uint32_t Routing::ecmp_port_for(std::uint32_t sw, std::uint32_t dst, std::uint64_t hash) const {
   const std::uint32_t* first = nullptr;
   const std::uint32_t n = route_choices(sw, dst, &first);
   if (n == 0) return kNone;
@@ -121,13 +113,13 @@ std::uint32_t Network::ecmp_port_for(std::uint32_t sw, std::uint32_t dst, std::u
   return first[splitmix64(hash ^ (static_cast<std::uint64_t>(sw) * 0x9e3779b97f4a7c15ULL)) % n];
 }
 
-std::uint32_t Network::ctrl_port_for(std::uint32_t sw, std::uint32_t dst, std::uint64_t hash) const {
+std::uint32_t Routing::ctrl_port_for(std::uint32_t sw, std::uint32_t dst, std::uint64_t hash) const {
   const std::uint32_t* first = nullptr;
   const std::uint32_t cnt = route_choices(sw, dst, &first);
   return cnt ? first[cnt == 1 ? 0 : splitmix64(hash ^ 0x5bd1e995ULL ^ sw) % cnt] : kNone;
 }
 
-bool Network::ctrl_path_up(std::uint32_t from, std::uint32_t to, std::uint64_t hash) const {
+bool Routing::ctrl_path_up(std::uint32_t from, std::uint32_t to, std::uint64_t hash) const {
   const Port& p = nodes_.at(from).ports.at(0);
   if (!p.cabled || !p.up) return false;
   std::uint32_t node = p.peer;
@@ -141,10 +133,9 @@ bool Network::ctrl_path_up(std::uint32_t from, std::uint32_t to, std::uint64_t h
   return false;
 }
 
-bool Network::trace_path(std::uint32_t src, std::uint32_t dst, std::uint16_t sport, std::vector<Hop>* hops, Tick* rtt_ps) const {
+bool Routing::trace_path(std::uint32_t src, std::uint32_t dst, std::uint64_t hash, std::vector<PathHop>* hops, Tick* rtt_ps) const {
   hops->clear();
   Tick one_way = 0;
-  const std::uint64_t hash = ecmp_flow_key(p_.ecmp_hash, src, dst, sport, p_.ecmp_salt);
   const Port* p = &nodes_.at(src).ports.at(0);
   if (!p->cabled || !p->up) return false;
   one_way += p->latency;
@@ -172,7 +163,7 @@ bool Network::trace_path(std::uint32_t src, std::uint32_t dst, std::uint16_t spo
     if (fast && node != at) {
       const OneHop& f = one_hop_[P + a * S + so];
       if (f.out != kNone) {  // the one next hop, known up
-        hops->push_back(Hop{node, in, f.out});
+        hops->push_back(PathHop{node, in, f.out});
         one_way += f.lat_ps;
         in = f.peer_port;
         node = f.peer;
@@ -189,7 +180,7 @@ bool Network::trace_path(std::uint32_t src, std::uint32_t dst, std::uint16_t spo
       const std::uint32_t* first = hops_[node].data() + lo;
       out = n == 1 ? first[0] : first[splitmix64(hash ^ (static_cast<std::uint64_t>(node) * 0x9e3779b97f4a7c15ULL)) % n];
     }
-    hops->push_back(Hop{node, in, out});
+    hops->push_back(PathHop{node, in, out});
     if (fast) {  // the port's entry: every port is up
       const OneHop& f = one_hop_[port_base_[node] + out];
       if (f.out != kNone) {
@@ -207,38 +198,6 @@ bool Network::trace_path(std::uint32_t src, std::uint32_t dst, std::uint16_t spo
     node = o.peer;
   }
   return false;
-}
-
-// Global port ids: node -> its first, id -> node, and the flow tier's table of the ports.
-void Network::index_ports() {
-  port_base_.assign(nodes_.size() + 1, 0);
-  for (std::uint32_t n = 0; n < nodes_.size(); ++n) port_base_[n + 1] = port_base_[n] + static_cast<std::uint32_t>(nodes_[n].ports.size());
-  port_node_.resize(port_base_.back());
-  for (std::uint32_t n = 0; n < nodes_.size(); ++n) std::fill(port_node_.begin() + port_base_[n], port_node_.begin() + port_base_[n + 1], n);
-  port_ptr_.resize(nodes_.size());
-  for (std::uint32_t n = 0; n < nodes_.size(); ++n) port_ptr_[n] = nodes_[n].ports.data();
-  std::vector<NetPort*> gport(port_base_.back());
-  for (std::uint32_t g = 0; g < port_base_.back(); ++g) gport[g] = &nodes_[port_node_[g]].ports[g - port_base_[port_node_[g]]];
-  flow_.bind_ports(std::move(gport));  // the flow tier reads the ports by global id
-}
-
-// The flow tier's path of a QP's data (FlowFabric): the ports the forwarding picks, hop by hop.
-bool Network::flow_walk(std::uint32_t qp, PortPath& path, Tick& latency) const {
-  const Qp& q = rc_.qp(qp);
-  std::uint32_t node = q.src, port = 0;
-  bool up = true;
-  for (std::uint32_t hops = 0;; ++hops) {
-    if (hops == PortPath::kMax) return false;  // a forwarding loop: no path
-    const Port& pt = nodes_[node].ports[port];
-    up = up && pt.cabled && pt.up;
-    path.p[path.n++] = port_base_[node] + port;
-    latency += pt.latency + (nodes_[pt.peer].is_switch ? nodes_[pt.peer].latency : 0);
-    node = pt.peer;
-    if (!nodes_[node].is_switch) break;
-    port = ecmp_port(node, qp);
-    if (port == 0xffffffffu) return false;
-  }
-  return up && node == q.dst;
 }
 
 }  // namespace models

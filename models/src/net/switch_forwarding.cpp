@@ -1,11 +1,12 @@
 // Ethernet switch forwarding and transmission (docs/models/ethernet-switch.md): packets (units)
 // arrive, take an ECMP next hop, pass the switch MMU (switch_mmu.cpp), wait in their
 // output queue, and leave at the port's line rate, cut-through once their first packet is in.
+#include "models/net/fabric.h"
+
 #include <algorithm>
 #include <cmath>
 
 #include "models/net/policies.h"
-#include "models/network.h"
 
 namespace models {
 
@@ -13,7 +14,7 @@ namespace {
 constexpr std::uint32_t kNone = 0xffffffffu;
 }  // namespace
 
-std::uint32_t Network::alloc_pkt(const Pkt& p) {
+std::uint32_t Fabric::alloc_pkt(const Pkt& p) {
   if (!free_pkts_.empty()) {
     auto id = free_pkts_.back();
     free_pkts_.pop_back();
@@ -24,7 +25,7 @@ std::uint32_t Network::alloc_pkt(const Pkt& p) {
   return static_cast<std::uint32_t>(pkts_.size() - 1);
 }
 
-void Network::enqueue(std::uint32_t node, std::uint32_t port, std::uint32_t pkt) {
+void Fabric::enqueue(std::uint32_t node, std::uint32_t port, std::uint32_t pkt) {
   Port& p = nodes_[node].ports[port];
   q_push_back(p, pkt);
   p.qbytes += pkts_[pkt].bytes;
@@ -35,7 +36,7 @@ void Network::enqueue(std::uint32_t node, std::uint32_t port, std::uint32_t pkt)
   if (port_samples_.on()) port_samples_.queue(port_base_[node] + port, sch_.now(), p.qbytes);
 }
 
-void Network::try_tx(std::uint32_t node, std::uint32_t port) {
+void Fabric::try_tx(std::uint32_t node, std::uint32_t port) {
   Node& n = nodes_[node];
   Port& p = n.ports[port];
   if (p.busy || p.paused || !p.up || q_empty(p)) return;
@@ -91,7 +92,7 @@ void Network::try_tx(std::uint32_t node, std::uint32_t port) {
   schedule(at, kArrive, p.peer, (static_cast<std::uint64_t>(p.peer_port) << 32) | id);
 }
 
-void Network::arrive(std::uint32_t node, std::uint32_t port, std::uint32_t id) {
+void Fabric::arrive(std::uint32_t node, std::uint32_t port, std::uint32_t id) {
   Node& n = nodes_[node];
   Pkt& k = pkts_[id];
   if (!n.ports[port].up) {  // the link went down while the packet was on it
@@ -108,9 +109,9 @@ void Network::arrive(std::uint32_t node, std::uint32_t port, std::uint32_t id) {
   }
   std::uint32_t out;
   if (k.kind == kData) {
-    out = ecmp_port_for(node, k.dst, k.hash);
+    out = routes_.ecmp_port_for(node, k.dst, k.hash);
   } else {  // control packets travel back to the sender: routed to the QP's source, hashed apart
-    out = ctrl_port_for(node, k.dst, k.hash);
+    out = routes_.ctrl_port_for(node, k.dst, k.hash);
   }
   if (out == kNone) { free_pkt(id); return; }
   Port& op = n.ports[out];

@@ -2,14 +2,15 @@
 // (admission, tail drop), ECN marking at enqueue by the marking policy, PFC ingress accounting
 // with pause/resume frames and thresholds from the buffer and headroom, the PFC watchdog, and the
 // pause storm of a stuck receiver (fault injection).
+#include "models/net/fabric.h"
+
 #include <algorithm>
 
 #include "models/net/policies.h"
-#include "models/network.h"
 
 namespace models {
 
-void Network::set_pfc_thresholds() {
+void Fabric::set_pfc_thresholds() {
   // PFC headroom covers two whole units in flight (two packets in the packet tier).
   const std::uint64_t unit_wire = p_.wire_bytes(p_.unit());
   for (std::uint32_t s = 0; s < nodes_.size(); ++s) {
@@ -27,7 +28,7 @@ void Network::set_pfc_thresholds() {
 
 // Shared buffer full (or a dead egress port, or one the PFC watchdog drops for): tail drop,
 // counted on the egress port.
-bool Network::mmu_admit(Node& n, Port& op, const Pkt& k) {
+bool Fabric::mmu_admit(Node& n, Port& op, const Pkt& k) {
   if (n.used + k.bytes > n.buffer || !op.up || op.wd_drop) {
     op.st.drops += k.npk;
     if (op.wd_drop) op.st.pfcwd_drops += k.npk;
@@ -38,7 +39,7 @@ bool Network::mmu_admit(Node& n, Port& op, const Pkt& k) {
 }
 
 // ECN at enqueue, by the marking policy (a mark from an earlier hop stays).
-void Network::ecn_mark(Node& n, std::uint32_t in_port, Port& op, Pkt& k) {
+void Fabric::ecn_mark(Node& n, std::uint32_t in_port, Port& op, Pkt& k) {
   if (p_.unit() <= p_.mtu) {
     const double pk = policy::ecn_mark_probability(p_.ecn, static_cast<double>(op.qbytes));
     if (pk >= 1 || (pk > 0 && uniform() < pk)) k.ecn = true;
@@ -53,7 +54,7 @@ void Network::ecn_mark(Node& n, std::uint32_t in_port, Port& op, Pkt& k) {
 
 // The packet is buffered: it occupies the shared buffer and its ingress port's PFC account; above
 // xoff the upstream sender is paused.
-void Network::mmu_ingress(std::uint32_t node, std::uint32_t port, Pkt& k) {
+void Fabric::mmu_ingress(std::uint32_t node, std::uint32_t port, Pkt& k) {
   Node& n = nodes_[node];
   n.used += k.bytes;
   k.in_port = port;
@@ -69,7 +70,7 @@ void Network::mmu_ingress(std::uint32_t node, std::uint32_t port, Pkt& k) {
 }
 
 // The packet leaves the switch: its buffer is freed; below xon the upstream sender resumes.
-void Network::mmu_release(std::uint32_t node, const Pkt& k) {
+void Fabric::mmu_release(std::uint32_t node, const Pkt& k) {
   Node& n = nodes_[node];
   n.used -= k.bytes;
   Port& in = n.ports[k.in_port];
@@ -82,7 +83,7 @@ void Network::mmu_release(std::uint32_t node, const Pkt& k) {
 
 // A PFC frame reaches the sender's port: pause it, or resume it. A switch port in the watchdog's
 // storm state ignores it, noting only when a pause was last asserted (restoration).
-void Network::pfc_frame(std::uint32_t node, std::uint32_t port, bool pause) {
+void Fabric::pfc_frame(std::uint32_t node, std::uint32_t port, bool pause) {
   Node& n = nodes_[node];
   Port& p = n.ports[port];
   const Tick now = sch_.now();
@@ -113,7 +114,7 @@ void Network::pfc_frame(std::uint32_t node, std::uint32_t port, bool pause) {
 // PFC watchdog (docs/models/ethernet-switch.md#pfc-watchdog). The port is paused and has packets
 // queued: detection runs from now (unless it already runs), checked `detect` later by an event.
 // The check is exact to the picosecond (a switch polls its queues, SONiC every 200 ms by default).
-void Network::wd_arm(std::uint32_t node, std::uint32_t port) {
+void Fabric::wd_arm(std::uint32_t node, std::uint32_t port) {
   Port& p = nodes_[node].ports[port];
   if (p.wd_since != ~0ULL) return;
   p.wd_since = sch_.now();
@@ -123,7 +124,7 @@ void Network::wd_arm(std::uint32_t node, std::uint32_t port) {
 // The watchdog's check: a port paused with packets queued for `detect` enters the storm state;
 // one in it leaves once no pause has been asserted for `restore`. Stale checks (the port resumed,
 // or detection restarted, since) change nothing.
-void Network::pfc_wd(std::uint32_t node, std::uint32_t port) {
+void Fabric::pfc_wd(std::uint32_t node, std::uint32_t port) {
   Port& p = nodes_[node].ports[port];
   const Tick now = sch_.now();
   if (p.wd_storm) {
@@ -152,7 +153,7 @@ void Network::pfc_wd(std::uint32_t node, std::uint32_t port) {
 
 // Action drop: what is queued for the port is discarded (its buffer freed, which may resume the
 // senders upstream), counted in its drops.
-void Network::wd_drop_queue(std::uint32_t node, std::uint32_t port) {
+void Fabric::wd_drop_queue(std::uint32_t node, std::uint32_t port) {
   Port& p = nodes_[node].ports[port];
   while (!q_empty(p)) {
     const std::uint32_t id = q_pop_front(p);
@@ -168,7 +169,7 @@ void Network::wd_drop_queue(std::uint32_t node, std::uint32_t port) {
 }
 
 // Fault: a stuck receiver's NIC pauses its switch port continuously (pfc_storm).
-void Network::pfc_storm(std::uint32_t host, Tick duration) {
+void Fabric::pfc_storm(std::uint32_t host, Tick duration) {
   if (p_.flow || !p_.pfc.enabled || nodes_.at(host).is_switch) return;
   Port& p = nodes_[host].ports.at(0);
   if (!p.cabled || duration == 0) return;
@@ -178,7 +179,7 @@ void Network::pfc_storm(std::uint32_t host, Tick duration) {
 }
 
 // One pause frame of the storm, refreshed every pause quantum; at its end, a resume.
-void Network::pfc_storm_tick(std::uint32_t host) {
+void Fabric::pfc_storm_tick(std::uint32_t host) {
   Port& p = nodes_[host].ports[0];
   const Tick now = sch_.now();
   if (now >= p.storm_until) {
