@@ -59,11 +59,11 @@ void Network::connect(std::uint32_t a, std::uint32_t pa, std::uint32_t b, std::u
   flow_.paths_changed();
 }
 
-void Network::build_routes() {
+void Network::build_forwarding() {
   flow_.paths_changed();
   flow_.bind_ports(fabric_.index_ports());  // global port ids; the flow tier reads the ports by them
   fabric_.set_pfc_thresholds();             // switch MMU
-  fabric_.build_routes();                   // routing tables and path probes (after the port ids)
+  fabric_.build_forwarding();                   // routing tables and path probes (after the port ids)
 }
 
 void Network::set_link_up(std::uint32_t node, std::uint32_t port, bool up) {
@@ -74,11 +74,11 @@ void Network::set_link_up(std::uint32_t node, std::uint32_t port, bool up) {
 
 bool Network::trace_path(std::uint32_t src, std::uint32_t dst, std::uint16_t sport, std::vector<Hop>* hops, Tick* rtt_ps) const {
   const NetParams& p = fabric_.params();
-  return fabric_.routes().trace_path(src, dst, policy::ecmp_flow_key(p.ecmp_hash, src, dst, sport, p.ecmp_salt), hops, rtt_ps);
+  return fabric_.forwarding().trace_path(src, dst, policy::ecmp_flow_key(p.ecmp_hash, src, dst, sport, p.ecmp_salt), hops, rtt_ps);
 }
 
 std::uint32_t Network::ecmp_port(std::uint32_t sw, std::uint32_t qp) const {
-  return fabric_.routes().ecmp_port_for(sw, rc_.qp(qp).dst, rc_.qp(qp).hash);
+  return fabric_.forwarding().ecmp_port_for(sw, rc_.qp(qp).dst, rc_.qp(qp).hash);
 }
 
 // The Network's static names for the policies (callers in sim/ and tests use them).

@@ -85,7 +85,7 @@ void Elaboration::build_network(const Topology& t, const models::NetParams& p) {
     std::uint32_t a = node(ea), b = node(eb);
     net->connect(a, ea.is_switch ? ea.port : 0, b, eb.is_switch ? eb.port : 0, Bps[k], l.params.latency_ps);
   }
-  net->build_routes();
+  net->build_forwarding();
   machine.attach_network(net.get(), nic);
 }
 

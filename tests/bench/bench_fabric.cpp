@@ -36,7 +36,7 @@ static void BM_FabricEventRate(benchmark::State& state) {
     net.set_listener(&sink);
     std::vector<std::uint32_t> hosts;
     bench_rig::build_clos(net, n, hosts);
-    net.build_routes();
+    net.build_forwarding();
     for (std::uint32_t i = 0; i < n; ++i) net.post_write(net.create_qp(hosts[i], hosts[(i + n / 2) % n], static_cast<std::uint16_t>(i)), 256 << 10, i);
     state.ResumeTiming();
     auto t0 = std::chrono::steady_clock::now();
@@ -71,7 +71,7 @@ static void BM_TierWall(benchmark::State& state) {
     net.set_listener(&sink);
     std::vector<std::uint32_t> hosts;
     bench_rig::build_clos(net, n, hosts);
-    net.build_routes();
+    net.build_forwarding();
     for (std::uint32_t i = 0; i < n; ++i) {
       const std::uint32_t qp = net.create_qp(hosts[i], hosts[(i + n / 2) % n], static_cast<std::uint16_t>(i));
       for (int k = 0; k < 16; ++k) net.post_write(qp, 256 << 10, i * 16 + k);
@@ -97,7 +97,7 @@ static void BM_TracePath(benchmark::State& state) {
   std::vector<std::uint32_t> hosts;
   const std::uint32_t n = 8192;
   bench_rig::build_clos(net, n, hosts);
-  net.build_routes();
+  net.build_forwarding();
   std::vector<Network::Hop> hops;
   std::uint64_t probes = 0, sum = 0;
   std::uint32_t src = 0;

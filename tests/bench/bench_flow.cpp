@@ -42,7 +42,7 @@ static void BM_FlowTierEventRate(benchmark::State& state) {
     net.set_listener(&sink);
     std::vector<std::uint32_t> hosts;
     bench_rig::build_clos(net, n, hosts);
-    net.build_routes();
+    net.build_forwarding();
     std::vector<std::uint32_t> qps;
     for (std::uint32_t i = 0; i < n; ++i)
       for (std::uint32_t k = 0; k < 4; ++k) qps.push_back(net.create_qp(hosts[i], hosts[(i + (n >> (k + 1))) % n], static_cast<std::uint16_t>(i * 4 + k)));
@@ -76,7 +76,7 @@ static void BM_QpMemory(benchmark::State& state) {
     Network net(sch, p);
     std::vector<std::uint32_t> hosts;
     bench_rig::build_clos(net, n, hosts);
-    net.build_routes();
+    net.build_forwarding();
     const auto heap = [] { const struct mallinfo2 m = mallinfo2(); return m.uordblks + m.hblkhd; };  // small + mmapped blocks
     const auto before = heap();
     state.ResumeTiming();

@@ -222,7 +222,7 @@ check "spine: 2 repetitions x 32 ranks checked, all ok" "$(q spine.db "SELECT CO
 check "spine: 32 retry rows resumed, code 0, each saying how many QPs moved" \
   "$(q spine.db "SELECT COUNT(*), SUM(code = 0 AND resumed_at_ns > fault_at_ns), SUM(path_after LIKE '%; RoCE re-routed: % QPs on new source ports') FROM failovers WHERE action = 'retry'")" "32|32|32"
 # 20 = both stripes of the 8 peers whose data crossed the cable + of the 2 whose ACKs did (a
-# probe's reply comes back the way the QP's ACKs go, models/src/net/routing.cpp: in the chunk and
+# probe's reply comes back the way the QP's ACKs go, models/src/net/forwarding.cpp: in the chunk and
 # packet tiers those QPs' writes would time out too). Every peer whose first route crossed it moved.
 check "spine: the ranks whose QPs' data or ACKs crossed the cable moved 20 QPs" \
   "$(q spine.db "SELECT SUM(CAST(substr(path_after, instr(path_after, 're-routed: ') + 11) AS INTEGER)) FROM failovers")" 20

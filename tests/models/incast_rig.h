@@ -42,7 +42,7 @@ struct Incast {
       senders.push_back(net.add_host("tx" + std::to_string(i)));
       net.connect(senders[i], 0, sw, i, G100, kPsPerUs);
     }
-    net.build_routes();
+    net.build_forwarding();
     for (std::uint32_t i = 0; i < n; ++i) qps.push_back(net.create_qp(senders[i], rx, static_cast<std::uint16_t>(49152 + i)));
   }
 };

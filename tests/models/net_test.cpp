@@ -78,7 +78,7 @@ TEST(Network, EcmpSpreadsFlowsOverEqualCostPaths) {
   auto a = net.add_host("a"), b = net.add_host("b");
   net.connect(a, 0, l0, 0, G100, kPsPerUs);
   net.connect(b, 0, l1, 0, G100, kPsPerUs);
-  net.build_routes();
+  net.build_forwarding();
   EXPECT_EQ(net.next_hops(l0, b).size(), 4u);
   EXPECT_EQ(net.next_hops(l1, b), std::vector<std::uint32_t>{0});
   std::map<std::uint32_t, int> used;
@@ -111,7 +111,7 @@ TEST(Network, EcmpSaltRedrawsNextHops) {
     auto a = net.add_host("a"), b = net.add_host("b");
     net.connect(a, 0, l0, 0, G100, kPsPerUs);
     net.connect(b, 0, l1, 0, G100, kPsPerUs);
-    net.build_routes();
+    net.build_forwarding();
     std::vector<std::uint32_t> out;
     std::vector<Network::Hop> hops;
     for (int i = 0; i < 400; ++i) {

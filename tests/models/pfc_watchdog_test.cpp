@@ -38,7 +38,7 @@ struct StormRig {
     net.connect(a, 2, b, 0, G100, kPsPerUs);  // the uplink
     net.connect(rx0, 0, b, 1, G100, kPsPerUs);
     net.connect(rx1, 0, b, 2, G100, kPsPerUs);
-    net.build_routes();
+    net.build_forwarding();
     q_stuck = net.create_qp(tx0, rx0, 49152);
     q_victim = net.create_qp(tx1, rx1, 49153);
   }

@@ -37,7 +37,7 @@ struct TwoNpus {
     const std::uint32_t ha = net.add_host("a"), hb = net.add_host("b");
     net.connect(ha, 0, sw, 0, G100, kPsPerUs);
     net.connect(hb, 0, sw, 1, G100, kPsPerUs);
-    net.build_routes();
+    net.build_forwarding();
     rig.m.attach_network(&net, {ha, hb});
     rkey = rig.m.register_mr(1, npu_base_addr(1), 1 << 20, Machine::kRemoteWrite);
   }

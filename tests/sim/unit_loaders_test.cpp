@@ -66,7 +66,7 @@ void elaborate_network(const Topology& t) {
   for (const auto& l : t.links)
     if (l.type == LinkType::Roce)
       net.connect(node(l.a), l.a.is_switch ? l.a.port : 0, node(l.b), l.b.is_switch ? l.b.port : 0, l.params.bandwidth_Bps, l.params.latency_ps);
-  net.build_routes();
+  net.build_forwarding();
 }
 
 json clos(std::uint32_t servers, std::uint32_t npus, std::uint32_t tiers, std::uint32_t radix, std::uint32_t over, bool rail) {

@@ -8,7 +8,7 @@
 // its own. It holds three classes that own their state and forwards to them: the RC transport
 // (models::RcTransport, nic/rc_transport.cpp), the fabric (models::Fabric, net/fabric.h: nodes,
 // ports, packets, forwarding, the switch MMU, the chunk tier's marking, and its routing,
-// models::Routing) and the flow tier (models::FlowTier, net/flow_tier.h). The transport reaches
+// models::Forwarding) and the flow tier (models::FlowTier, net/flow_tier.h). The transport reaches
 // the fabric through NicPort, the flow tier through FlowFabric, both of which the fabric
 // implements; network.cpp holds only what spans them (docs/models/README.md).
 #pragma once
@@ -26,7 +26,7 @@
 #include "models/net/fabric.h"
 #include "models/net/flow_tier.h"
 #include "models/net/net_params.h"
-#include "models/net/routing.h"
+#include "models/net/forwarding.h"
 #include "models/net/switch.h"
 #include "models/nic/dcqcn_params.h"
 #include "models/nic/rc_transport.h"
@@ -44,13 +44,13 @@ class Network final {
   void set_listener(NetworkListener* l) { rc_.set_listener(l); flow_.set_listener(l); }
   const NetParams& params() const { return fabric_.params(); }
 
-  // ---- topology (network.cpp, models::Fabric), routes (models::Routing, net/routing.cpp) ----
+  // ---- topology (network.cpp, models::Fabric), forwarding tables (models::Forwarding, net/forwarding.cpp) ----
   std::uint32_t add_host(std::string name);
   std::uint32_t add_switch(std::string name, std::uint32_t ports, std::uint64_t buffer_bytes, Tick latency_ps);
   /// Cable node a's port pa to node b's port pb (hosts have one port, 0).
   void connect(std::uint32_t a, std::uint32_t pa, std::uint32_t b, std::uint32_t pb, std::uint64_t Bps, Tick latency_ps);
   /// Compute ECMP next-hop sets (call after all connects).
-  void build_routes();
+  void build_forwarding();
 
   // ---- RC transport (models::RcTransport, nic/rc_transport.cpp) ----
   std::uint32_t create_qp(std::uint32_t src_host, std::uint32_t dst_host, std::uint16_t udp_sport);
@@ -110,16 +110,16 @@ class Network final {
   std::uint64_t total_drops() const { return fabric_.total_drops(); }
   std::uint64_t events() const { return fabric_.events() + rc_.events() + flow_.events(); }
   /// Counters over time of every port (models/sampler.h), objects numbered by port_id(); call
-  /// after build_routes, before the run. 0: off.
+  /// after build_forwarding, before the run. 0: off.
   void enable_sampling(Tick interval_ps) { fabric_.samples().enable(interval_ps, fabric_.port_count()); }
   Sampler& port_samples() { return fabric_.samples(); }
   std::uint32_t port_id(std::uint32_t node, std::uint32_t port) const { return fabric_.port_id(node, port); }
   std::uint32_t port_node(std::uint32_t id) const { return fabric_.port_node(id); }
   /// Equal-cost egress ports of switch `sw` towards host `dst` (for tests and route dumps).
-  std::vector<std::uint32_t> next_hops(std::uint32_t sw, std::uint32_t dst_host) const { return fabric_.routes().next_hops(sw, dst_host); }
+  std::vector<std::uint32_t> next_hops(std::uint32_t sw, std::uint32_t dst_host) const { return fabric_.forwarding().next_hops(sw, dst_host); }
   std::uint32_t ecmp_port(std::uint32_t sw, std::uint32_t qp) const;
   /// The egress port switch `sw` picks toward host node `dst` for a flow whose ECMP key is `hash` (~0u: none).
-  std::uint32_t ecmp_port_for(std::uint32_t sw, std::uint32_t dst, std::uint64_t hash) const { return fabric_.routes().ecmp_port_for(sw, dst, hash); }
+  std::uint32_t ecmp_port_for(std::uint32_t sw, std::uint32_t dst, std::uint64_t hash) const { return fabric_.forwarding().ecmp_port_for(sw, dst, hash); }
   /// QPs sending from host node `host`.
   const std::vector<std::uint32_t>& host_qps(std::uint32_t host) const { return rc_.host_qps(host); }
   /// A node's port (cabling, state, line rate, latency).
@@ -133,9 +133,9 @@ class Network final {
   bool trace_path(std::uint32_t src, std::uint32_t dst, std::uint16_t udp_sport, std::vector<Hop>* hops, Tick* rtt_ps) const;
   /// The port a control frame (ACK, NAK, CNP) of a flow with ECMP key `hash` leaves switch `sw` by
   /// towards host `dst` (hashed apart from the flow's data), kNone when there is no route.
-  std::uint32_t ctrl_port_for(std::uint32_t sw, std::uint32_t dst, std::uint64_t hash) const { return fabric_.routes().ctrl_port_for(sw, dst, hash); }
+  std::uint32_t ctrl_port_for(std::uint32_t sw, std::uint32_t dst, std::uint64_t hash) const { return fabric_.forwarding().ctrl_port_for(sw, dst, hash); }
   /// Whether control frames from host `from` reach host `to` along ctrl_port_for's choices (every port up).
-  bool ctrl_path_up(std::uint32_t from, std::uint32_t to, std::uint64_t hash) const { return fabric_.routes().ctrl_path_up(from, to, hash); }
+  bool ctrl_path_up(std::uint32_t from, std::uint32_t to, std::uint64_t hash) const { return fabric_.forwarding().ctrl_path_up(from, to, hash); }
 
   // Policies, apart from the forwarding mechanism (models/net/policies.h; kept here for callers).
   static double ecn_mark_probability(const EcnParams& e, double queue_bytes);

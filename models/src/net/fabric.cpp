@@ -15,7 +15,7 @@ std::uint32_t Fabric::add_host(std::string name) {
   n.ports.resize(1);
   nodes_.push_back(std::move(n));
   auto id = static_cast<std::uint32_t>(nodes_.size() - 1);
-  routes_.add_node(id, true);
+  fwd_.add_node(id, true);
   return id;
 }
 
@@ -28,7 +28,7 @@ std::uint32_t Fabric::add_switch(std::string name, std::uint32_t ports, std::uin
   n.ports.resize(ports);
   nodes_.push_back(std::move(n));
   auto id = static_cast<std::uint32_t>(nodes_.size() - 1);
-  routes_.add_node(id, false);
+  fwd_.add_node(id, false);
   return id;
 }
 
@@ -58,7 +58,7 @@ std::vector<NetPort*> Fabric::index_ports() {
 void Fabric::set_link_up(std::uint32_t node, std::uint32_t port, bool up) {
   Port& a = nodes_.at(node).ports.at(port);
   Port& b = nodes_[a.peer].ports[a.peer_port];
-  routes_.link_set(a.up, up);
+  fwd_.link_set(a.up, up);
   a.up = b.up = up;
 }
 
@@ -112,8 +112,8 @@ bool Fabric::flow_walk(std::uint32_t qp, PortPath& path, Tick& latency) const {
     latency += pt.latency + (nodes_[pt.peer].is_switch ? nodes_[pt.peer].latency : 0);
     node = pt.peer;
     if (!nodes_[node].is_switch) break;
-    port = routes_.ecmp_port_for(node, q.dst, q.hash);
-    if (port == Routing::kNone) return false;
+    port = fwd_.ecmp_port_for(node, q.dst, q.hash);
+    if (port == Forwarding::kNone) return false;
   }
   return up && node == q.dst;
 }

@@ -109,9 +109,9 @@ void Fabric::arrive(std::uint32_t node, std::uint32_t port, std::uint32_t id) {
   }
   std::uint32_t out;
   if (k.kind == kData) {
-    out = routes_.ecmp_port_for(node, k.dst, k.hash);
+    out = fwd_.ecmp_port_for(node, k.dst, k.hash);
   } else {  // control packets travel back to the sender: routed to the QP's source, hashed apart
-    out = routes_.ctrl_port_for(node, k.dst, k.hash);
+    out = fwd_.ctrl_port_for(node, k.dst, k.hash);
   }
   if (out == kNone) { free_pkt(id); return; }
   Port& op = n.ports[out];

@@ -1,7 +1,7 @@
 // The Ethernet fabric (docs/models/ethernet-switch.md): hosts' ports and switches, the packets
 // (units) on them, their forwarding and transmission (switch_forwarding.cpp), the switch MMU —
 // shared buffer, ECN, PFC and its watchdog, a stuck NIC's pause storm (switch_mmu.cpp) — the chunk
-// tier's marking (chunk_tier.cpp) and the routing (models::Routing, a member: read per packet).
+// tier's marking (chunk_tier.cpp) and the routing (models::Forwarding, a member: read per packet).
 // Topology, events, port ids and what the other parts read: fabric.cpp. The NICs' RC transport
 // reaches a host's port through NicPort, which the fabric implements, and the fabric hands it
 // what arrives at a host (RcTransport::on_rx) and wakes it when the port frees (kick); the flow
@@ -14,7 +14,7 @@
 #include "models/event_queue.h"
 #include "models/net/flow_tier.h"
 #include "models/net/net_params.h"
-#include "models/net/routing.h"
+#include "models/net/forwarding.h"
 #include "models/net/switch.h"
 #include "models/nic/rc_transport.h"
 #include "models/packet.h"
@@ -37,7 +37,7 @@ class Fabric final : public EventHandler, public NicPort, public FlowFabric {
   /// Global port ids (after all connects): returns every port by id, for the flow tier.
   std::vector<NetPort*> index_ports();
   void set_pfc_thresholds();  // switch MMU (switch_mmu.cpp), after all connects
-  void build_routes() { routes_.build(); }  // after index_ports
+  void build_forwarding() { fwd_.build(); }  // after index_ports
   /// Set the cable at (node, port) up or down (both ends); restart_link then sends what waits.
   void set_link_up(std::uint32_t node, std::uint32_t port, bool up);
   void restart_link(std::uint32_t node, std::uint32_t port);
@@ -46,7 +46,7 @@ class Fabric final : public EventHandler, public NicPort, public FlowFabric {
   static Tick pause_quantum_ps(std::uint64_t Bps) { return Bps ? static_cast<Tick>(65535.0 * 512 / 8 / static_cast<double>(Bps) * 1e12) : 0; }
 
   // ---- observation ----
-  const Routing& routes() const { return routes_; }
+  const Forwarding& forwarding() const { return fwd_; }
   const std::vector<NetNode>& nodes() const { return nodes_; }
   const NetPort& port(std::uint32_t node, std::uint32_t p) const { return nodes_[node].ports[p]; }
   std::uint32_t port_id(std::uint32_t node, std::uint32_t port) const { return port_base_[node] + port; }
@@ -71,7 +71,7 @@ class Fabric final : public EventHandler, public NicPort, public FlowFabric {
 
   // FlowFabric: what the flow tier reads of the fabric (fabric.cpp).
   bool flow_walk(std::uint32_t qp, PortPath& path, Tick& latency) const override;
-  std::uint32_t flow_hosts() const override { return routes_.hosts(); }
+  std::uint32_t flow_hosts() const override { return fwd_.hosts(); }
   std::uint32_t flow_port_id(std::uint32_t node, std::uint32_t port) const override { return port_base_[node] + port; }
   std::uint64_t flow_xoff(std::uint32_t g) const override { return nodes_[port_node_[g]].xoff; }
 
@@ -144,7 +144,7 @@ class Fabric final : public EventHandler, public NicPort, public FlowFabric {
   std::vector<std::uint32_t> port_base_;  // node -> first global port id
   std::vector<std::uint32_t> port_node_;  // global port id -> node
   std::vector<NetPort*> port_ptr_;        // node -> its ports (prefetch: no wait for the node's line)
-  Routing routes_{nodes_, port_base_};    // routing tables, ECMP, path probes (routing.cpp)
+  Forwarding fwd_{nodes_, port_base_};    // routing tables, ECMP, path probes (forwarding.cpp)
 };
 
 }  // namespace models

@@ -1,4 +1,4 @@
-// Routing of the Ethernet fabric (docs/models/ethernet-switch.md): the hosts' attachment switches,
+// Forwarding tables of the Ethernet fabric (docs/models/ethernet-switch.md): the hosts' attachment switches,
 // equal-cost next hops per switch toward every attachment switch, the ECMP choice among them, and
 // path probes (trace_path) over them. It reads the fabric's nodes and global port ids (the
 // fabric's, given at construction) and owns its tables.
@@ -16,11 +16,11 @@ struct PathHop {
   std::uint32_t node = 0, in_port = 0, out_port = 0;
 };
 
-class Routing {
+class Forwarding {
  public:
   static constexpr std::uint32_t kNone = 0xffffffffu;
   /// `nodes`: the fabric's nodes (cabling, latencies); `port_base`: node -> its first global port id.
-  Routing(const std::vector<NetNode>& nodes, const std::vector<std::uint32_t>& port_base) : nodes_(nodes), port_base_(port_base) {}
+  Forwarding(const std::vector<NetNode>& nodes, const std::vector<std::uint32_t>& port_base) : nodes_(nodes), port_base_(port_base) {}
 
   /// A node was added (after it is in `nodes`): a host takes the next host ordinal.
   void add_node(std::uint32_t node, bool host) {

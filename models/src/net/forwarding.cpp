@@ -1,7 +1,7 @@
-// Routing tables of the Ethernet fabric (docs/models/ethernet-switch.md), class Routing: equal-cost
+// Forwarding tables of the Ethernet fabric (docs/models/ethernet-switch.md), class Forwarding: equal-cost
 // next hops per switch toward every attachment switch (one BFS each), the ECMP choice among them,
 // and path probes.
-#include "models/net/routing.h"
+#include "models/net/forwarding.h"
 
 #include <algorithm>
 
@@ -9,7 +9,7 @@
 
 namespace models {
 
-void Routing::build() {
+void Forwarding::build() {
   // A host has one port, to the switch it is attached to; routes toward a host are the routes
   // toward that switch plus its port to the host. So one BFS per attachment switch (not per
   // host): tables of switches x attachment switches instead of switches x hosts.
@@ -88,7 +88,7 @@ void Routing::build() {
   }
 }
 
-std::uint32_t Routing::route_choices(std::uint32_t sw, std::uint32_t dst, const std::uint32_t** first) const {
+std::uint32_t Forwarding::route_choices(std::uint32_t sw, std::uint32_t dst, const std::uint32_t** first) const {
   const std::uint32_t h = host_index_[dst];
   const std::uint32_t at = h == kNone ? kNone : attach_[h];
   if (at == kNone) return 0;
@@ -98,13 +98,13 @@ std::uint32_t Routing::route_choices(std::uint32_t sw, std::uint32_t dst, const 
   return hop_start_[sw][a + 1] - hop_start_[sw][a];
 }
 
-std::vector<std::uint32_t> Routing::next_hops(std::uint32_t sw, std::uint32_t dst) const {
+std::vector<std::uint32_t> Forwarding::next_hops(std::uint32_t sw, std::uint32_t dst) const {
   const std::uint32_t* first = nullptr;
   const std::uint32_t n = route_choices(sw, dst, &first);
   return n ? std::vector<std::uint32_t>(first, first + n) : std::vector<std::uint32_t>{};
 }
 
-std::uint32_t Routing::ecmp_port_for(std::uint32_t sw, std::uint32_t dst, std::uint64_t hash) const {
+std::uint32_t Forwarding::ecmp_port_for(std::uint32_t sw, std::uint32_t dst, std::uint64_t hash) const {
   const std::uint32_t* first = nullptr;
   const std::uint32_t n = route_choices(sw, dst, &first);
   if (n == 0) return kNone;
@@ -113,13 +113,13 @@ std::uint32_t Routing::ecmp_port_for(std::uint32_t sw, std::uint32_t dst, std::u
   return first[splitmix64(hash ^ (static_cast<std::uint64_t>(sw) * 0x9e3779b97f4a7c15ULL)) % n];
 }
 
-std::uint32_t Routing::ctrl_port_for(std::uint32_t sw, std::uint32_t dst, std::uint64_t hash) const {
+std::uint32_t Forwarding::ctrl_port_for(std::uint32_t sw, std::uint32_t dst, std::uint64_t hash) const {
   const std::uint32_t* first = nullptr;
   const std::uint32_t cnt = route_choices(sw, dst, &first);
   return cnt ? first[cnt == 1 ? 0 : splitmix64(hash ^ 0x5bd1e995ULL ^ sw) % cnt] : kNone;
 }
 
-bool Routing::ctrl_path_up(std::uint32_t from, std::uint32_t to, std::uint64_t hash) const {
+bool Forwarding::ctrl_path_up(std::uint32_t from, std::uint32_t to, std::uint64_t hash) const {
   const Port& p = nodes_.at(from).ports.at(0);
   if (!p.cabled || !p.up) return false;
   std::uint32_t node = p.peer;
@@ -133,7 +133,7 @@ bool Routing::ctrl_path_up(std::uint32_t from, std::uint32_t to, std::uint64_t h
   return false;
 }
 
-bool Routing::trace_path(std::uint32_t src, std::uint32_t dst, std::uint64_t hash, std::vector<PathHop>* hops, Tick* rtt_ps) const {
+bool Forwarding::trace_path(std::uint32_t src, std::uint32_t dst, std::uint64_t hash, std::vector<PathHop>* hops, Tick* rtt_ps) const {
   hops->clear();
   Tick one_way = 0;
   const Port* p = &nodes_.at(src).ports.at(0);
