@@ -6,13 +6,13 @@
 // reserves every resource on its path for bytes / min(bandwidth) starting when all are free, and
 // arrives one path latency later. No component owns a kernel event.
 //
-// Machine composes the rooms; its methods are defined in the room that owns the concern
-// (docs/models/README.md lists which file holds what).
+// Machine is wiring only: each concern is a class of its room that owns its state (the NPUs as
+// devices, the stream engine, SDMA, host DMA, notify registers, MMIO, MSI, the links, the RDMA
+// engine); Machine builds them, connects them through their narrow interfaces and forwards the
+// driver's calls (docs/models/README.md).
 #pragma once
 #include <cstdint>
-#include <deque>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "models/event_queue.h"
@@ -23,67 +23,74 @@
 #include "models/network.h"
 #include "models/nic/rdma_engine.h"
 #include "models/npu/address_map.h"
-#include "models/block_store.h"
+#include "models/npu/host_dma.h"
 #include "models/npu/machine_listener.h"
+#include "models/npu/mmio.h"
 #include "models/npu/msi.h"
+#include "models/npu/notify.h"
+#include "models/npu/npu_devices.h"
 #include "models/npu/npu_params.h"
-#include "models/npu/npu_state.h"
 #include "models/npu/regmap.h"
 #include "models/npu/sdma.h"
+#include "models/npu/stream_engine.h"
 #include "models/npu/task.h"
 #include "models/sampler.h"
 #include "models/time.h"
 
 namespace models {
 
-/// The AI-core peak of an NPU for dtype t, operations per second (0: none documented).
-double compute_peak(const NpuParams& p, DType t);
-/// A compute task's duration on an NPU of parameters p (npu/stream_engine.cpp).
-Tick compute_ps(const NpuParams& p, const Task& t);
-
-class Machine final : public EventHandler, private RdmaHost {
+class Machine final : private RdmaHost {
  public:
   struct Stats {
     std::uint64_t tasks = 0, pieces = 0, notifies = 0;
   };
 
-  Machine(Scheduler& sch, std::uint64_t piece_bytes = 256 * 1024) : sch_(sch), piece_bytes_(piece_bytes), msi_(sch), rdma_(sch, *this) {}
+  Machine(Scheduler& sch, std::uint64_t piece_bytes = 256 * 1024)
+      : sch_(sch),
+        msi_(sch),
+        host_dma_(links_, devs_),
+        notify_(sch, streams_, devs_, links_, msi_),
+        sdma_(sch, streams_, devs_, links_, host_dma_, piece_bytes),
+        rdma_(sch, *this),
+        streams_(sch, devs_, notify_, sdma_, rdma_, msi_),
+        mmio_(streams_, notify_, links_, msi_) {}
+  Machine(const Machine&) = delete;
+  Machine& operator=(const Machine&) = delete;
   void set_listener(MachineListener* l) {
     listener_ = l;
     msi_.set_listener(l);
+    streams_.set_listener(l);
   }
 
   // ---- composition (machine.cpp) ----
   /// `name`: how logs, errors and link names call the device (the topology's name, e.g.
   /// "node1/npu2"); empty: "npu<index>". Its host PCIe link is "<name>/host", its HBM port "<name>/hbm".
   std::uint32_t add_npu(const NpuParams& p, std::string name = {});
-  const std::string& npu_name(std::uint32_t n) const override { return npus_[n].name; }
-  std::uint32_t npu_count() const { return static_cast<std::uint32_t>(npus_.size()); }
-  const NpuParams& npu_params(std::uint32_t n) const { return npus_[n].params; }
-  SparseMemory& hbm(std::uint32_t n) override { return npus_[n].hbm; }
-  const Stats& stats() const { return stats_; }
-  std::uint64_t piece_bytes() const { return piece_bytes_; }
+  const std::string& npu_name(std::uint32_t n) const override { return devs_.name(n); }
+  std::uint32_t npu_count() const { return devs_.count(); }
+  const NpuParams& npu_params(std::uint32_t n) const { return devs_.params(n); }
+  SparseMemory& hbm(std::uint32_t n) override { return devs_.hbm(n); }
+  Stats stats() const { return Stats{streams_.tasks(), sdma_.pieces(), notify_.records()}; }
+  std::uint64_t piece_bytes() const { return sdma_.piece_bytes(); }
   /// The NPU dies: its streams fail, its HCCS and PCIe links go down (its NIC is the network's).
   void crash_npu(std::uint32_t npu);
   /// The NPU's stream engine stops dispatching tasks until `until` (tasks already running go on).
-  void stall_npu(std::uint32_t npu, Tick until);
+  void stall_npu(std::uint32_t npu, Tick until) { streams_.stall(npu, until); }
   /// Backdoor (no time): used by the driver for rank descriptors and by fault injection.
   void backdoor_write(std::uint64_t addr, const void* src, std::uint64_t len);
   void backdoor_read(std::uint64_t addr, void* dst, std::uint64_t len) const;
-  void on_event(std::uint64_t a, std::uint64_t b) override;
-  void prefetch(std::uint64_t a, std::uint64_t b) override;
   /// Counters over time of every port (link direction), indexed like ports() (models/sampler.h);
   /// call once the links are added, before the run. 0: off.
   void enable_sampling(Tick interval_ps) { links_.enable_sampling(interval_ps); }
   Sampler& link_samples() { return links_.samples(); }
   /// Report every completed stream task to the listener (on_task_done).
-  void report_tasks(bool on) { report_tasks_ = on; }
+  void report_tasks(bool on) { streams_.report_tasks(on); }
   /// The host memory NPU `npu`'s host DMA reaches (null: host pointers are this process's).
-  void set_host_memory(std::uint32_t npu, HostMemory* m) { npus_.at(npu).host_mem = m; }
-  HostMemory* host_memory(std::uint32_t npu) const { return npus_.at(npu).host_mem; }
+  void set_host_memory(std::uint32_t npu, HostMemory* m) { host_dma_.set_memory(npu, m); }
+  HostMemory* host_memory(std::uint32_t npu) const { return host_dma_.memory(npu); }
   /// The host records notify `key` on `npu` (a register write from the host, as the driver does
   /// when host work a stream waits for is done): as a NotifyRecord landing there.
-  void host_notify(std::uint32_t npu, std::uint64_t key) { notify_record(npu, key); }
+  void host_notify(std::uint32_t npu, std::uint64_t key) { notify_.record(npu, key); }
 
   // ---- links and PCIe (models/link/links.h: Links owns them; faults: machine.cpp) ----
   Links& link_model() { return links_; }
@@ -118,87 +125,73 @@ class Machine final : public EventHandler, private RdmaHost {
     return links_.add_pcie_switch_upstream(sw, rc, p, std::move(name));
   }
 
-  // ---- host DMA (npu/host_dma.cpp) ----
+  // ---- host DMA (models/npu/host_dma.h) ----
   /// Host DMA of `npu` goes through root complex `rc`: over the NPU's own host link, or, when the
   /// NPU sits behind a PCIe switch with an upstream link, through the switch and its upstream.
-  void attach_host(std::uint32_t npu, std::uint32_t rc);
+  void attach_host(std::uint32_t npu, std::uint32_t rc) { host_dma_.attach(npu, rc); }
 
-  // ---- streams and tasks (npu/stream_engine.cpp) ----
-  std::uint32_t create_stream(std::uint32_t npu);
-  bool stream_valid(std::uint32_t s) const { return s < streams_.size() && streams_[s].alive; }
-  std::uint32_t stream_count() const { return static_cast<std::uint32_t>(streams_.size()); }
-  void destroy_stream(std::uint32_t s) { streams_[s].alive = false; }
-  std::uint32_t stream_npu(std::uint32_t s) const override { return streams_[s].npu; }
+  // ---- streams and tasks (models/npu/stream_engine.h) ----
+  std::uint32_t create_stream(std::uint32_t npu) { return streams_.create(npu); }
+  bool stream_valid(std::uint32_t s) const { return streams_.valid(s); }
+  std::uint32_t stream_count() const { return streams_.count(); }
+  void destroy_stream(std::uint32_t s) { streams_.destroy(s); }
+  std::uint32_t stream_npu(std::uint32_t s) const override { return streams_.stream_npu(s); }
   /// Every NPU's HBM keeps the bytes written from now on (on) or only as configured (off): a
   /// timing-payload run's short exchange whose bytes matter (a train step's communicator splits).
-  void keep_bytes(bool on) {
-    if (hbm_configured_.empty())
-      for (const auto& h : hbm_shape_) hbm_configured_.push_back(h.stores);
-    for (std::size_t i = 0; i < npus_.size(); ++i) {
-      hbm_shape_[i].stores = on || hbm_configured_[i];
-      npus_[i].hbm.set_store(hbm_shape_[i].stores);
-    }
-  }
+  void keep_bytes(bool on) { devs_.keep_bytes(on); }
   /// AI-core time of the compute tasks NPU npu's streams dispatched so far (their whole durations).
-  Tick npu_compute_ps(std::uint32_t npu) const { return npus_.at(npu).compute_ps; }
+  Tick npu_compute_ps(std::uint32_t npu) const { return streams_.compute_time(npu); }
 
-  bool stream_idle(std::uint32_t s) const { return streams_[s].q.empty(); }
+  bool stream_idle(std::uint32_t s) const { return streams_.idle(s); }
   /// Tasks in the stream's submission queue (doorbell rung or not) that the engine has not finished.
-  std::uint64_t stream_queued(std::uint32_t s) const { return streams_[s].q.size() + streams_[s].pending.size(); }
+  std::uint64_t stream_queued(std::uint32_t s) const { return streams_.queued(s); }
   /// SQ entries per stream of the stream's NPU (NpuParams::sq_depth).
-  std::uint32_t sq_depth(std::uint32_t s) const { return npus_[streams_[s].npu].params.sq_depth; }
+  std::uint32_t sq_depth(std::uint32_t s) const { return devs_.params(streams_.stream_npu(s)).sq_depth; }
   /// Call the listener's on_sq_space once at most `room_at` tasks remain queued (or the stream fails).
-  void want_sq_space(std::uint32_t s, std::uint64_t room_at) { streams_[s].space_at = room_at; }
-  bool stream_failed(std::uint32_t s) const { return streams_[s].failed; }
-  const std::string& stream_error(std::uint32_t s) const { return streams_[s].error; }
-  void clear_stream_error(std::uint32_t s) { streams_[s].failed = false; streams_[s].error.clear(); }
+  void want_sq_space(std::uint32_t s, std::uint64_t room_at) { streams_.want_sq_space(s, room_at); }
+  bool stream_failed(std::uint32_t s) const { return streams_.failed(s); }
+  const std::string& stream_error(std::uint32_t s) const { return streams_.error(s); }
+  void clear_stream_error(std::uint32_t s) { streams_.clear_error(s); }
   /// Stop a stream (docs/failover.md): its queued tasks are discarded and the one in flight is
   /// orphaned (no more bytes, no completion), without an error; the stream can take new tasks.
-  void abort_stream(std::uint32_t s);
+  void abort_stream(std::uint32_t s) { streams_.abort(s); }
   /// Zero the count of every notify register of `npu` that no stream waits on (records left over
   /// from an aborted operation).
-  void reset_notifies(std::uint32_t npu);
+  void reset_notifies(std::uint32_t npu) { notify_.reset(npu); }
   /// Reset every QP `npu` sends on (Network::reset_qp): after its streams were aborted, the writes
   /// they had posted are flushed instead of going out ahead of the retry's.
   void reset_qps(std::uint32_t npu) { rdma_.reset_qps(npu); }
   /// Append a task; it starts when all earlier tasks of the stream have completed.
-  /// (enqueue + ring the stream's doorbell; the driver does the two steps itself.)
-  void submit(std::uint32_t stream, const Task& t);
-  /// Write a task into the stream's submission queue; it becomes visible at the next doorbell.
-  void enqueue(std::uint32_t stream, const Task& t);
-  /// The task at the head of a stream (being executed or waiting) into *out; false when idle.
-  bool stream_head(std::uint32_t s, Task* out) const {
-    if (streams_[s].q.empty()) return false;
-    *out = streams_[s].q.front();
-    return true;
+  /// (enqueue + ring the stream's doorbell by MMIO; the driver does the two steps itself.)
+  void submit(std::uint32_t stream, const Task& t) {
+    streams_.enqueue(stream, t);
+    mmio_.write(streams_.stream_npu(stream), npu_regs::stream_reg(stream, npu_regs::kSqTail), streams_.submitted(stream));
   }
+  /// Write a task into the stream's submission queue; it becomes visible at the next doorbell.
+  void enqueue(std::uint32_t stream, const Task& t) { streams_.enqueue(stream, t); }
+  /// The task at the head of a stream (being executed or waiting) into *out; false when idle.
+  bool stream_head(std::uint32_t s, Task* out) const { return streams_.head(s, out); }
 
-  // ---- MMIO: the register map (npu/mmio.cpp; models/npu/regmap.h npu_regs) ----
+  // ---- MMIO: the register map (models/npu/mmio.h; models/npu/regmap.h npu_regs) ----
   // False for unmapped offsets, read-only registers, or a doorbell value beyond what was enqueued.
-  bool mmio_read(std::uint32_t npu, std::uint32_t offset, std::uint64_t* value) const;
-  bool mmio_write(std::uint32_t npu, std::uint32_t offset, std::uint64_t value);
+  bool mmio_read(std::uint32_t npu, std::uint32_t offset, std::uint64_t* value) const { return mmio_.read(npu, offset, value); }
+  bool mmio_write(std::uint32_t npu, std::uint32_t offset, std::uint64_t value) { return mmio_.write(npu, offset, value); }
   /// The driver registers the rank descriptor in the configuration space at load (privileged).
-  void load_config(std::uint32_t npu, std::uint32_t offset, std::uint64_t value);
+  void load_config(std::uint32_t npu, std::uint32_t offset, std::uint64_t value) { mmio_.load_config(npu, offset, value); }
   /// HCCS port `number` of `npu` (its HCCS_PORT_* registers, npu_regs::hccs_port_reg) is the
   /// directional port `port` (from `npu`) of an HCCS link: how the NPU's cage is cabled.
   /// `port` = kHccsUntrained: the port is cabled but never trained (a link down from the start: no
   /// link exists, so transfers between the two NPUs take another path).
-  void set_hccs_port(std::uint32_t npu, std::uint32_t number, std::uint32_t port);
-  static constexpr std::uint32_t kHccsUntrained = ~0u;
+  void set_hccs_port(std::uint32_t npu, std::uint32_t number, std::uint32_t port) { mmio_.set_hccs_port(npu, number, port); }
+  static constexpr std::uint32_t kHccsUntrained = Mmio::kHccsUntrained;
 
-  // ---- notify and event registers (npu/notify.cpp), MSI (npu/msi.cpp) ----
+  // ---- notify and event registers (models/npu/notify.h), MSI (models/npu/msi.h) ----
   /// Notify register bound to notify `key` on `npu` (read it at npu_regs::notify_reg), or -1.
-  int notify_index(std::uint32_t npu, std::uint64_t key) const;
-  std::uint64_t notify_overflows() const { return notify_overflows_; }
+  int notify_index(std::uint32_t npu, std::uint64_t key) const { return notify_.index(npu, key); }
+  std::uint64_t notify_overflows() const { return notify_.overflows(); }
   std::uint64_t interrupts() const { return msi_.interrupts(); }
-  std::uint64_t event_completed(std::uint32_t npu, std::uint64_t ev) const {
-    auto it = npus_[npu].events.find(ev);
-    return it == npus_[npu].events.end() ? 0 : it->second.completed;
-  }
-  Tick event_time(std::uint32_t npu, std::uint64_t ev) const {
-    auto it = npus_[npu].events.find(ev);
-    return it == npus_[npu].events.end() ? 0 : it->second.t;
-  }
+  std::uint64_t event_completed(std::uint32_t npu, std::uint64_t ev) const { return notify_.event_completed(npu, ev); }
+  Tick event_time(std::uint32_t npu, std::uint64_t ev) const { return notify_.event_time(npu, ev); }
 
   // ---- RDMA engine: the NPU side of the RoCE NIC (models/nic/rdma_engine.h, which owns its state) ----
   RdmaEngine& rdma() { return rdma_; }
@@ -225,84 +218,31 @@ class Machine final : public EventHandler, private RdmaHost {
   const std::vector<std::uint32_t>* nic_qps(std::uint32_t npu) const { return rdma_.nic_qps(npu); }
 
  private:
-  std::vector<std::uint8_t> bounce_;  // host_dma_land: one piece of a host in another process
-  enum Ev : std::uint64_t { kDispatch = 1, kPieceSent, kPieceArrive, kNotifyArrive, kNotifyLocal, kComplete };
-  static constexpr std::uint64_t ev(std::uint64_t type, std::uint64_t id) { return type | (id << 8); }
-  /// Stream-scoped events carry the low 24 bits of the stream's epoch: stale ones (the stream
-  /// failed since they were scheduled) are dropped by on_event.
-  static constexpr std::uint64_t kEpochMask = 0xffffff;
-  std::uint64_t stream_ev(std::uint64_t type, std::uint32_t s) const {
-    return type | (static_cast<std::uint64_t>(s) << 8) | ((streams_[s].epoch & kEpochMask) << 40);
-  }
-
-  bool check_range(std::uint64_t addr, std::uint64_t len, std::string& why) const override;  // machine.cpp
-  // npu/stream_engine.cpp
-  void dispatch(std::uint32_t s);
-  void complete(std::uint32_t s);
-  /// Apply the passive event records (Task::passive) now at the head of stream s: each sets its
-  /// event as the task before it completed, without a dispatch of its own.
-  void take_marks(std::uint32_t s);
-  void fail(std::uint32_t s, const std::string& why);
-  void orphan(std::uint32_t s);  ///< fail / abort_stream: empty the queue, orphan the task in flight
-  // npu/notify.cpp
-  void notify_record_task(std::uint32_t s, const Task& t);
-  void notify_wait_task(std::uint32_t s, const Task& t);
-  void event_record_task(std::uint32_t s, const Task& t);
-  void event_wait_task(std::uint32_t s, const Task& t);
-  void notify_record(std::uint32_t npu, std::uint64_t key) override;
-  int bind_notify(std::uint32_t npu, std::uint64_t key);
-  void notify_deliver(std::uint32_t npu, std::uint32_t reg);
-  void notify_release(std::uint32_t npu, std::uint32_t reg);
   /// Hardware sets INT_STATUS bits; newly set unmasked ones send an MSI (models/npu/msi.h).
   void raise(std::uint32_t npu, std::uint64_t bits) { msi_.raise(npu, bits); }
-  // npu/sdma.cpp
-  void start_transfer(std::uint32_t s, const Task& t);
-  void send_piece(std::uint32_t xfer);
-  void arrive_piece(std::uint32_t xfer, std::uint64_t off, std::uint64_t len);
-  std::uint32_t alloc_xfer();
-  /// An aborted transfer's slot is reused only once none of its events is pending.
-  void abort_transfer(std::uint32_t xfer);
-  // npu/host_dma.cpp
-  bool host_dma_path(std::uint32_t s, const Task& t, Transfer& x, Tick& lat);
-  bool host_dma_land(const Task& t, std::uint64_t off, std::uint64_t len);
-  // RdmaHost: what the RDMA engine asks of the NPU side (machine.cpp)
-  std::uint64_t stream_epoch(std::uint32_t s) const override { return streams_[s].epoch; }
+  // RdmaHost: what the RDMA engine asks of the NPU side, forwarded to the owner (machine.cpp)
+  bool check_range(std::uint64_t addr, std::uint64_t len, std::string& why) const override { return devs_.check_range(addr, len, why); }
+  std::uint64_t stream_epoch(std::uint32_t s) const override { return streams_.stream_epoch(s); }
   void rdma_task_done(std::uint32_t s, Tick at) override;
-  void rdma_task_failed(std::uint32_t s, const std::string& why) override { fail(s, why); }
-  bool hbm_stores(std::uint32_t npu) const override { return hbm_shape_[npu].stores; }
-  void prefetch_npu(std::uint32_t npu) const override {
-    if (npu < npus_.size()) __builtin_prefetch(&npus_[npu]);
-  }
+  void rdma_task_failed(std::uint32_t s, const std::string& why) override { streams_.task_failed(s, why); }
+  bool hbm_stores(std::uint32_t npu) const override { return devs_.stores(npu); }
+  void notify_record(std::uint32_t npu, std::uint64_t key) override { notify_.record(npu, key); }
+  void prefetch_npu(std::uint32_t npu) const override { notify_.prefetch_npu(npu); }
   Tick forward_leg(std::uint32_t lender, std::uint32_t target, std::uint64_t len) override;
 
+  // In construction order: each component is built after those it holds a reference to (the
+  // stream engine is referenced before it is built, as the TaskHost of notify and SDMA).
   Scheduler& sch_;
-  std::uint64_t piece_bytes_;
   MachineListener* listener_ = nullptr;
-  Stats stats_;
+  NpuDevices devs_;
   Msi msi_;
-  // npu
-  std::vector<NpuState> npus_;
-  BlockStore<StreamState> streams_;  // growing never moves a stream (references stay valid)
-  std::vector<Transfer> xfers_;
-  std::vector<std::uint32_t> free_xfers_;
-  std::uint64_t notify_overflows_ = 0;
-  bool report_tasks_ = false;
-  bool any_stall_ = false;  // some NPU was stalled (npu_stall): only then does a dispatch read its NPU
-  // link
   Links links_;
-  std::vector<std::vector<int>> hccs_port_;  // per NPU: HCCS port number -> directional port (-1: not cabled)
-  std::uint64_t hccs_port_reg_value(std::uint32_t npu, std::uint32_t number, std::uint32_t reg) const;
-  // the HBM side of every NPU
-  // Per NPU, what every RDMA write checks of its target's HBM (check_range, data_is_silent), in
-  // 16 bytes instead of a line of a remote NPU's state: at 8192 NPUs the array stays in cache.
-  struct HbmShape {
-    std::uint64_t capacity;
-    bool stores;
-  };
-  std::vector<HbmShape> hbm_shape_;
-  std::vector<bool> hbm_configured_;  // keep_bytes: the configured HbmShape::stores
-  // nic
+  HostDma host_dma_;
+  NotifyRegisters notify_;
+  SdmaEngines sdma_;
   RdmaEngine rdma_;
+  StreamEngine streams_;
+  Mmio mmio_;
 };
 
 }  // namespace models

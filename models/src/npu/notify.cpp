@@ -1,24 +1,25 @@
-// Notify and event registers of the NPU (docs/models/npu.md): notify keys bound to registers,
-// records (local, remote as a posted write over HCCS or a PCIe switch), FIFO waits, and
-// CUDA-style events.
+// Notify and event registers of the NPUs (models/npu/notify.h, docs/models/npu.md).
+#include "models/npu/notify.h"
+
 #include <algorithm>
 
-#include "models/machine.h"
+#include "models/link/links.h"
+#include "models/npu/msi.h"
+#include "models/npu/npu_devices.h"
 
 namespace models {
 
-void Machine::notify_record_task(std::uint32_t s, const Task& t) {
-  const auto& st = streams_[s];
-  NpuState& me = npus_[st.npu];
-  ++stats_.notifies;
-  if (t.target == st.npu) {
-    sch_.schedule(sch_.now() + me.params.notify_local_ps, this, stream_ev(kNotifyLocal, s), t.key);
+void NotifyRegisters::record_task(std::uint32_t s, const Task& t) {
+  const std::uint32_t npu = streams_.stream_npu(s);
+  ++records_;
+  if (t.target == npu) {
+    sch_.schedule(sch_.now() + devs_.params(npu).notify_local_ps, this, stream_event::make(kLocal, s, streams_.stream_epoch(s)), t.key);
     return;
   }
-  if (t.target >= npus_.size()) { fail(s, "notify record to unknown npu " + std::to_string(t.target)); return; }
-  const LinkRoute rt = links_.route(st.npu, t.target);
+  if (t.target >= devs_.count()) { streams_.task_failed(s, "notify record to unknown npu " + std::to_string(t.target)); return; }
+  const LinkRoute rt = links_.route(npu, t.target);
   if (!rt.ok() || !links_.port(rt.p1).up || (rt.p2 >= 0 && !links_.port(rt.p2).up)) {
-    fail(s, "no HCCS or PCIe path from " + npus_[st.npu].name + " to " + npus_[t.target].name);
+    streams_.task_failed(s, "no HCCS or PCIe path from " + devs_.name(npu) + " to " + devs_.name(t.target));
     return;
   }
   // A 4-byte register write, posted: the task completes when it has left.
@@ -38,60 +39,69 @@ void Machine::notify_record_task(std::uint32_t s, const Task& t) {
       links_.port(pi).busy_ps += ser;
       if (links_.samples().on()) links_.samples().busy(static_cast<std::uint32_t>(pi), start, start + ser, ser, 0);
     }
-  sch_.schedule(start + ser + lat, this, ev(kNotifyArrive, t.target), t.key);
-  sch_.schedule(start + ser, this, stream_ev(kComplete, s), 0);
+  sch_.schedule(start + ser + lat, this, kArrive | (static_cast<std::uint64_t>(t.target) << 8), t.key);
+  streams_.task_done_at(s, start + ser);
 }
 
-void Machine::notify_wait_task(std::uint32_t s, const Task& t) {
-  const auto& st = streams_[s];
-  NpuState& me = npus_[st.npu];
-  const int r = bind_notify(st.npu, t.key);
-  if (r < 0) { fail(s, "notify wait: all " + std::to_string(me.params.notify_regs) + " notify registers of " + npus_[st.npu].name + " are in use"); return; }
-  NotifyReg& n = me.nregs[static_cast<std::uint32_t>(r)];
+void NotifyRegisters::wait_task(std::uint32_t s, const Task& t) {
+  const std::uint32_t npu = streams_.stream_npu(s);
+  const int r = bind(npu, t.key);
+  if (r < 0) {
+    streams_.task_failed(s, "notify wait: all " + std::to_string(devs_.params(npu).notify_regs) + " notify registers of " +
+                                devs_.name(npu) + " are in use");
+    return;
+  }
+  NotifyReg& n = banks_[npu].nregs[static_cast<std::uint32_t>(r)];
   if (n.count > 0) {
     --n.count;
-    notify_release(st.npu, static_cast<std::uint32_t>(r));
-    complete(s);
+    release(npu, static_cast<std::uint32_t>(r));
+    streams_.task_done(s);
   } else {
     n.waiters.push_back(s);
   }
 }
 
-void Machine::event_record_task(std::uint32_t s, const Task& t) {
-  EventReg& e = npus_[streams_[s].npu].events[t.key];
+void NotifyRegisters::set_event(std::uint32_t npu, const Task& t, std::vector<std::uint32_t>& wake) {
+  EventReg& e = banks_[npu].events[t.key];
   e.completed = std::max(e.completed, t.value);
   e.t = sch_.now();
-  std::vector<std::uint32_t> wake;
   auto& w = e.waiters;
   for (auto it = w.begin(); it != w.end();) {
-    if (streams_[*it].q.front().value <= e.completed) { wake.push_back(*it); it = w.erase(it); }
+    if (it->second <= e.completed) { wake.push_back(it->first); it = w.erase(it); }
     else ++it;
   }
-  complete(s);
-  for (auto ws : wake) complete(ws);
 }
 
-void Machine::event_wait_task(std::uint32_t s, const Task& t) {
-  EventReg& e = npus_[streams_[s].npu].events[t.key];
-  if (e.completed >= t.value) complete(s);
-  else e.waiters.push_back(s);
+void NotifyRegisters::event_record_task(std::uint32_t s, const Task& t) {
+  std::vector<std::uint32_t> wake;
+  set_event(streams_.stream_npu(s), t, wake);
+  streams_.task_done(s);
+  for (auto ws : wake) streams_.task_done(ws);
 }
 
-int Machine::bind_notify(std::uint32_t npu, std::uint64_t key) {
-  NpuState& n = npus_[npu];
+void NotifyRegisters::mark_event(std::uint32_t npu, const Task& t, std::vector<std::uint32_t>& wake) { set_event(npu, t, wake); }
+
+void NotifyRegisters::event_wait_task(std::uint32_t s, const Task& t) {
+  EventReg& e = banks_[streams_.stream_npu(s)].events[t.key];
+  if (e.completed >= t.value) streams_.task_done(s);
+  else e.waiters.emplace_back(s, t.value);
+}
+
+int NotifyRegisters::bind(std::uint32_t npu, std::uint64_t key) {
+  Bank& n = banks_[npu];
   if (const std::int64_t b = n.nkey.find(key); b >= 0) return static_cast<int>(b);
   std::uint32_t r;
   if (!n.nfree.empty()) { r = n.nfree.back(); n.nfree.pop_back(); }
-  else if (n.nregs.size() < n.params.notify_regs) { r = static_cast<std::uint32_t>(n.nregs.size()); n.nregs.emplace_back(); }
+  else if (n.nregs.size() < devs_.params(npu).notify_regs) { r = static_cast<std::uint32_t>(n.nregs.size()); n.nregs.emplace_back(); }
   else return -1;
   n.nregs[r].key = key;
   n.nregs[r].bound = true;
-  n.nkey.emplace(key, r);  // NOTIFY_IN_USE reads nkey.size() (mmio.cpp)
+  n.nkey.emplace(key, r);  // NOTIFY_IN_USE reads nkey.size() (in_use)
   return static_cast<int>(r);
 }
 
-void Machine::notify_release(std::uint32_t npu, std::uint32_t r) {
-  NpuState& n = npus_[npu];
+void NotifyRegisters::release(std::uint32_t npu, std::uint32_t r) {
+  Bank& n = banks_[npu];
   NotifyReg& g = n.nregs[r];
   if (!g.bound || g.count != 0 || !g.waiters.empty()) return;
   g.bound = false;
@@ -99,31 +109,86 @@ void Machine::notify_release(std::uint32_t npu, std::uint32_t r) {
   n.nfree.push_back(r);
 }
 
-int Machine::notify_index(std::uint32_t npu, std::uint64_t key) const {
-  if (npu >= npus_.size()) return -1;
-  return static_cast<int>(npus_[npu].nkey.find(key));
+int NotifyRegisters::index(std::uint32_t npu, std::uint64_t key) const {
+  if (npu >= banks_.size()) return -1;
+  return static_cast<int>(banks_[npu].nkey.find(key));
 }
 
-void Machine::notify_deliver(std::uint32_t npu, std::uint32_t r) {
-  NotifyReg& n = npus_[npu].nregs[r];
+bool NotifyRegisters::exists(std::uint32_t npu, std::uint32_t r) const { return r < devs_.params(npu).notify_regs; }
+
+bool NotifyRegisters::bound(std::uint32_t npu, std::uint32_t r, std::int64_t* count, std::uint64_t* key) const {
+  if (r >= banks_[npu].nregs.size() || !banks_[npu].nregs[r].bound) return false;
+  if (count) *count = banks_[npu].nregs[r].count;
+  if (key) *key = banks_[npu].nregs[r].key;
+  return true;
+}
+
+void NotifyRegisters::deliver(std::uint32_t npu, std::uint32_t r) {
+  NotifyReg& n = banks_[npu].nregs[r];
   if (!n.waiters.empty()) {
     std::uint32_t s = n.waiters.front();
     n.waiters.erase(n.waiters.begin());
-    notify_release(npu, r);
-    complete(s);
+    release(npu, r);
+    streams_.task_done(s);
   } else {
     ++n.count;
   }
 }
 
-void Machine::notify_record(std::uint32_t npu, std::uint64_t key) {
-  const int r = bind_notify(npu, key);
+void NotifyRegisters::record(std::uint32_t npu, std::uint64_t key) {
+  const int r = bind(npu, key);
   if (r < 0) {  // a posted write with nowhere to land: lost, flagged in INT_STATUS bit 2
-    ++notify_overflows_;
-    raise(npu, 4);
+    ++overflows_;
+    msi_.raise(npu, 4);
     return;
   }
-  notify_deliver(npu, static_cast<std::uint32_t>(r));
+  deliver(npu, static_cast<std::uint32_t>(r));
+}
+
+void NotifyRegisters::reset(std::uint32_t npu) {
+  Bank& me = banks_.at(npu);
+  for (std::uint32_t r = 0; r < me.nregs.size(); ++r)
+    if (me.nregs[r].bound && me.nregs[r].waiters.empty() && me.nregs[r].count) {
+      me.nregs[r].count = 0;
+      release(npu, r);
+    }
+}
+
+void NotifyRegisters::forget(std::uint32_t npu, std::uint32_t s) {
+  Bank& me = banks_[npu];
+  for (std::uint32_t r = 0; r < me.nregs.size(); ++r) {
+    auto& w = me.nregs[r].waiters;
+    const auto before = w.size();
+    w.erase(std::remove(w.begin(), w.end(), s), w.end());
+    if (w.size() != before) release(npu, r);
+  }
+  for (auto& e : me.events) {
+    auto& w = e.second.waiters;
+    w.erase(std::remove_if(w.begin(), w.end(), [s](const auto& x) { return x.first == s; }), w.end());
+  }
+}
+
+void NotifyRegisters::on_event(std::uint64_t a, std::uint64_t b) {
+  switch (stream_event::type(a)) {
+    case kArrive: record(static_cast<std::uint32_t>(a >> 8), b); break;
+    case kLocal: {  // a stream's record on its own NPU: dropped when the stream failed since
+      const std::uint32_t s = stream_event::stream(a);
+      if (!stream_event::current(a, streams_.stream_epoch(s))) return;
+      record(streams_.stream_npu(s), b);
+      streams_.task_done(s);
+      break;
+    }
+    default: break;
+  }
+}
+
+void NotifyRegisters::prefetch(std::uint64_t a, std::uint64_t) {
+  if (stream_event::type(a) != kArrive) return;
+  const std::uint64_t npu = a >> 8;
+  if (npu < banks_.size()) {
+    __builtin_prefetch(&banks_[npu].nkey);
+    __builtin_prefetch(&banks_[npu].nregs);
+  }
 }
 
 }  // namespace models

@@ -1,15 +1,17 @@
-// The NPU's SDMA engines (docs/models/npu.md): copies and reduce-copies (local, over HCCS or
-// through a PCIe switch) and host DMA (paths in host_dma.cpp), cut into pieces; each piece
-// reserves its SDMA channel and every port of its path ("busy until T").
-#include <algorithm>
+// The NPUs' SDMA engines (models/npu/sdma.h, docs/models/npu.md).
+#include "models/npu/sdma.h"
 
+#include <algorithm>
 #include <cstdio>
 
-#include "models/machine.h"
+#include "models/link/links.h"
+#include "models/npu/address_map.h"
+#include "models/npu/host_dma.h"
+#include "models/npu/npu_devices.h"
 
 namespace models {
 
-std::uint32_t Machine::alloc_xfer() {
+std::uint32_t SdmaEngines::alloc_xfer() {
   if (!free_xfers_.empty()) {
     auto id = free_xfers_.back();
     free_xfers_.pop_back();
@@ -19,41 +21,41 @@ std::uint32_t Machine::alloc_xfer() {
   return static_cast<std::uint32_t>(xfers_.size() - 1);
 }
 
-void Machine::start_transfer(std::uint32_t s, const Task& t) {
-  const std::uint32_t e_npu = streams_[s].npu;
-  NpuState& me = npus_[e_npu];
+void SdmaEngines::start(std::uint32_t s, const Task& t) {
+  const std::uint32_t e_npu = streams_.stream_npu(s);
+  const NpuParams& me = devs_.params(e_npu);
   std::string why;
   Transfer x;
   x.stream = s;
-  x.epoch = streams_[s].epoch;
+  x.epoch = streams_.stream_epoch(s);
   x.task = t;
   x.npu = e_npu;
-  std::uint64_t bw = me.params.sdma_bandwidth_Bps;
+  std::uint64_t bw = me.sdma_bandwidth_Bps;
   Tick lat = 0;
-  x.earliest = sch_.now() + me.params.sdma_setup_ps;  // descriptor fetch delays the first byte
+  x.earliest = sch_.now() + me.sdma_setup_ps;  // descriptor fetch delays the first byte
   if (t.kind == TaskKind::HostToDevice || t.kind == TaskKind::DeviceToHost) {
-    if (!host_dma_path(s, t, x, lat)) return;
+    if (!host_.prepare(e_npu, t, x, lat, why)) { streams_.task_failed(s, why); return; }
   } else {
     if (t.width != 0 && (t.bytes % t.width != 0 || t.width > t.spitch || t.width > t.dpitch)) {
-      fail(s, "2-D copy: bytes must be whole rows of width bytes, and width at most either pitch");
+      streams_.task_failed(s, "2-D copy: bytes must be whole rows of width bytes, and width at most either pitch");
       return;
     }
-    if (!check_range(t.src, task_extent(t, t.spitch), why) || !check_range(t.dst, task_extent(t, t.dpitch), why)) {
-      fail(s, why);
+    if (!devs_.check_range(t.src, task_extent(t, t.spitch), why) || !devs_.check_range(t.dst, task_extent(t, t.dpitch), why)) {
+      streams_.task_failed(s, why);
       return;
     }
     const std::uint64_t esz = dtype_size(t.dtype);
     if (t.kind == TaskKind::ReduceCopy && (t.bytes % esz != 0 || addr_offset(t.dst) % esz != 0 ||
                                           (t.width != 0 && (t.width % esz != 0 || t.dpitch % esz != 0)))) {
-      fail(s, "reduce copy not aligned to the element size");
+      streams_.task_failed(s, "reduce copy not aligned to the element size");
       return;
     }
     std::uint32_t sn = addr_npu(t.src), dn = addr_npu(t.dst);
-    if (sn != e_npu && dn != e_npu) { fail(s, "SDMA copy must read or write the stream's own NPU"); return; }
+    if (sn != e_npu && dn != e_npu) { streams_.task_failed(s, "SDMA copy must read or write the stream's own NPU"); return; }
     if (sn != dn) {
       const LinkRoute rt = links_.route(sn, dn);
       if (!rt.ok()) {
-        fail(s, "no HCCS link or PCIe switch between " + npus_[sn].name + " and " + npus_[dn].name);
+        streams_.task_failed(s, "no HCCS link or PCIe switch between " + devs_.name(sn) + " and " + devs_.name(dn));
         return;
       }
       x.port = rt.p1;
@@ -61,26 +63,27 @@ void Machine::start_transfer(std::uint32_t s, const Task& t) {
       lat += rt.extra_ps;
     }
   }
-  if (addr_is_device(t.src) && t.kind != TaskKind::HostToDevice) x.hbm_src = static_cast<int>(npus_[addr_npu(t.src)].hbm_port);
-  if (addr_is_device(t.dst) && t.kind != TaskKind::DeviceToHost) x.hbm_dst = static_cast<int>(npus_[addr_npu(t.dst)].hbm_port);
+  if (addr_is_device(t.src) && t.kind != TaskKind::HostToDevice) x.hbm_src = static_cast<int>(devs_.hbm_port(addr_npu(t.src)));
+  if (addr_is_device(t.dst) && t.kind != TaskKind::DeviceToHost) x.hbm_dst = static_cast<int>(devs_.hbm_port(addr_npu(t.dst)));
   for (int pi : {x.hbm_src, x.hbm_dst})
     if (pi >= 0) bw = std::min(bw, links_.port(pi).rate());
   for (int pi : {x.port, x.port2, x.port3}) {
     if (pi < 0) continue;
     const Port& p = links_.port(pi);
-    if (!p.up) { fail(s, "link " + links_.link(p.link).name + " is down"); return; }
+    if (!p.up) { streams_.task_failed(s, "link " + links_.link(p.link).name + " is down"); return; }
     bw = std::min(bw, p.rate());
     lat += p.p.latency_ps;
   }
   // HBM access latency: the engine's first read of the source, and the last write landing in the
   // destination (host memory's side is part of the PCIe link latency).
-  if (addr_is_device(t.src) && t.kind != TaskKind::HostToDevice) x.earliest += npus_[addr_npu(t.src)].params.hbm.access_latency_ps;
-  if (addr_is_device(t.dst) && t.kind != TaskKind::DeviceToHost) lat += npus_[addr_npu(t.dst)].params.hbm.access_latency_ps;
+  if (addr_is_device(t.src) && t.kind != TaskKind::HostToDevice) x.earliest += devs_.params(addr_npu(t.src)).hbm.access_latency_ps;
+  if (addr_is_device(t.dst) && t.kind != TaskKind::DeviceToHost) lat += devs_.params(addr_npu(t.dst)).hbm.access_latency_ps;
   x.bw = bw;
   x.latency = lat;
   // SDMA channel: the one free earliest (lowest index on ties) — deterministic.
-  auto it = std::min_element(me.sdma_busy.begin(), me.sdma_busy.end());
-  x.engine = static_cast<std::uint32_t>(it - me.sdma_busy.begin());
+  const std::vector<Tick>& channels = busy_[e_npu];
+  auto it = std::min_element(channels.begin(), channels.end());
+  x.engine = static_cast<std::uint32_t>(it - channels.begin());
   std::uint32_t id = alloc_xfer();
   xfers_[id] = std::move(x);
   if (t.bytes == 0) {
@@ -95,35 +98,30 @@ void Machine::start_transfer(std::uint32_t s, const Task& t) {
 // the engine for bytes / min(bw), each port for bytes at its own rate (a faster shared port, such
 // as a root complex, is held only for its share); the piece lands one path latency after its last
 // byte leaves.
-void Machine::abort_transfer(std::uint32_t id) {
+void SdmaEngines::abort_transfer(std::uint32_t id) {
   Transfer& x = xfers_[id];
   x.aborted = true;
   if (x.inflight == 0 && !x.sending) free_xfers_.push_back(id);
 }
 
-void Machine::send_piece(std::uint32_t id) {
+void SdmaEngines::send_piece(std::uint32_t id) {
   Transfer& x = xfers_[id];
   x.sending = false;
-  if (x.aborted || streams_[x.stream].epoch != x.epoch) { abort_transfer(id); return; }
-  NpuState& me = npus_[x.npu];
+  if (x.aborted || streams_.stream_epoch(x.stream) != x.epoch) { abort_transfer(id); return; }
+  Tick& channel = busy_[x.npu][x.engine];
   std::uint64_t off = x.done;
   std::uint64_t len = std::min(piece_bytes_, x.task.bytes - off);
-  const Tick start = std::max({sch_.now(), x.earliest, me.sdma_busy[x.engine]});
+  const Tick start = std::max({sch_.now(), x.earliest, channel});
   Tick ser = serialization_ps(len, x.bw), lost = 0;
   for (int pi : {x.port2, x.port3})
     if (pi >= 0 && !links_.port(pi).up) {
-      std::uint32_t s = x.stream;
-      const std::string name = links_.link(links_.port(pi).link).name;
-      abort_transfer(id);
-      fail(s, "link " + name + " went down during a transfer");
+      fail(id, "link " + links_.link(links_.port(pi).link).name + " went down during a transfer");
       return;
     }
   if (x.port >= 0) {
     Port& p = links_.port(x.port);
     if (!p.up) {  // the link went down while the transfer was in progress
-      std::uint32_t s = x.stream;
-      abort_transfer(id);
-      fail(s, "link " + links_.link(p.link).name + " went down during a transfer");
+      fail(id, "link " + links_.link(p.link).name + " went down during a transfer");
       return;
     }
     const std::uint64_t retries = p.rx_retry;
@@ -150,8 +148,8 @@ void Machine::send_piece(std::uint32_t id) {
     p.bytes += len;
     ++p.pieces;
   }
-  me.sdma_busy[x.engine] = end;
-  ++stats_.pieces;
+  channel = end;
+  ++pieces_;
   x.done += len;
   ++x.inflight;
   sch_.schedule(end + x.latency, this, ev(kPieceArrive, id), off);
@@ -161,32 +159,30 @@ void Machine::send_piece(std::uint32_t id) {
   }
 }
 
-void Machine::arrive_piece(std::uint32_t id, std::uint64_t off, std::uint64_t) {
+void SdmaEngines::arrive_piece(std::uint32_t id, std::uint64_t off) {
   Transfer& x = xfers_[id];
   --x.inflight;
   // An orphaned transfer moves no more bytes: a crashed rank's host buffers are gone, and a
   // failed stream's next task must not be completed by its predecessor's last piece.
-  if (x.aborted || streams_[x.stream].epoch != x.epoch) { abort_transfer(id); return; }
+  if (x.aborted || streams_.stream_epoch(x.stream) != x.epoch) { abort_transfer(id); return; }
   const Task& t = x.task;
   std::uint64_t len = std::min(piece_bytes_, t.bytes - off);
   if (len > 0) {
     switch (t.kind) {
       case TaskKind::HostToDevice:
       case TaskKind::DeviceToHost:
-        if (!host_dma_land(t, off, len)) {  // the host's memory refused the piece: a bad host pointer
-          const std::uint32_t s = x.stream;
-          abort_transfer(id);
+        if (!host_.land(t, off, len)) {  // the host's memory refused the piece: a bad host pointer
           char at[32];
           std::snprintf(at, sizeof at, "0x%llx", static_cast<unsigned long long>(reinterpret_cast<std::uintptr_t>(t.host) + off));
-          fail(s, std::string("host DMA: the host's memory at ") + at + " cannot be " +
-                      (t.kind == TaskKind::HostToDevice ? "read" : "written") + " (bad host pointer)");
+          fail(id, std::string("host DMA: the host's memory at ") + at + " cannot be " +
+                       (t.kind == TaskKind::HostToDevice ? "read" : "written") + " (bad host pointer)");
           return;
         }
         break;
       case TaskKind::Copy:
       case TaskKind::ReduceCopy: {
-        SparseMemory& src = npus_[addr_npu(t.src)].hbm;
-        SparseMemory& dst = npus_[addr_npu(t.dst)].hbm;
+        SparseMemory& src = devs_.hbm(addr_npu(t.src));
+        SparseMemory& dst = devs_.hbm(addr_npu(t.dst));
         if (!dst.stores_bytes()) break;
         // The piece's bytes [off, off + len) of the task, row by row when the copy is 2-D.
         for (std::uint64_t p = off; p < off + len;) {
@@ -205,7 +201,32 @@ void Machine::arrive_piece(std::uint32_t id, std::uint64_t off, std::uint64_t) {
   if (off + len >= t.bytes) {  // last piece: arrivals are in order on one path
     std::uint32_t s = x.stream;
     free_xfers_.push_back(id);
-    complete(s);
+    streams_.task_done(s);
+  }
+}
+
+void SdmaEngines::fail(std::uint32_t id, const std::string& why) {
+  const std::uint32_t s = xfers_[id].stream;
+  abort_transfer(id);
+  streams_.task_failed(s, why);
+}
+
+void SdmaEngines::on_event(std::uint64_t a, std::uint64_t b) {
+  const std::uint64_t type = a & 0xff;
+  const auto id = static_cast<std::uint32_t>(a >> 8);
+  if (type == kPieceSent) send_piece(id);
+  else if (type == kPieceArrive) arrive_piece(id, b);
+}
+
+// The event queue names the next event while this one runs: start loading the transfer it will
+// touch (at 8192 NPUs these miss cache; the loads overlap the current event).
+void SdmaEngines::prefetch(std::uint64_t a, std::uint64_t) {
+  const std::uint64_t id = a >> 8;
+  if (id < xfers_.size()) {
+    const char* x = reinterpret_cast<const char*>(&xfers_[id]);
+    __builtin_prefetch(x);
+    __builtin_prefetch(x + 64);
+    __builtin_prefetch(x + 128);
   }
 }
 

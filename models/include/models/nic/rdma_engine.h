@@ -15,6 +15,7 @@
 #include "models/nic/rc_transport.h"
 #include "models/nic/rdma.h"
 #include "models/npu/task.h"
+#include "models/npu/task_host.h"
 #include "models/time.h"
 
 namespace models {
@@ -51,7 +52,7 @@ class RdmaHost {
   ~RdmaHost() = default;
 };
 
-class RdmaEngine final : public NetworkListener, public EventHandler {
+class RdmaEngine final : public NetworkListener, public EventHandler, public RdmaTasks {
  public:
   // Memory regions of the RoCE NIC: a write is accepted only inside a region registered with
   // REMOTE_WRITE on the target, under its key; otherwise it fails and is counted.
@@ -87,11 +88,11 @@ class RdmaEngine final : public NetworkListener, public EventHandler {
 
   // ---- the stream engine's tasks ----
   /// An RdmaWrite task at the head of stream s.
-  void start_write(std::uint32_t s, const Task& t);
+  void start_write(std::uint32_t s, const Task& t) override;
   /// An RdmaFence task at the head of stream s.
-  void fence(std::uint32_t s);
+  void fence(std::uint32_t s) override;
   /// Stream s (of NPU npu) failed or was aborted: its fence, if any, waits no more.
-  void drop_fence(std::uint32_t npu, std::uint32_t s);
+  void drop_fence(std::uint32_t npu, std::uint32_t s) override;
 
   // ---- NetworkListener ----
   void on_write_done(std::uint32_t, std::uint64_t tag, bool ok) override { write_done(tag, ok, sch_.now()); }
