@@ -201,7 +201,7 @@ TEST(PcieSwitch, PeerToPeerLatencyAndBandwidthFollowParameters) {
   };
   const double hccs = static_cast<double>(copy(1, 64)), p2p = static_cast<double>(copy(2, 64));
   EXPECT_NEAR(hccs / p2p, 0.2, 0.01);
-  EXPECT_EQ(m.route(0, 2).p2 >= 0, true);
+  EXPECT_EQ(m.path(0, 2).p2 >= 0, true);
   const std::uint64_t big = 64ULL << 20;
   EXPECT_NEAR(static_cast<double>(copy(2, big)), static_cast<double>(serialization_ps(big, 31500000000ULL) + 2500 * kPsPerNs), 512);
   EXPECT_TRUE(rec.errors.empty());

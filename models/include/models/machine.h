@@ -113,8 +113,7 @@ class Machine final : private RdmaHost {
     return links_.add_pcie_switch_link(npu, sw, p, std::move(name));
   }
   /// Path between two NPUs: a direct HCCS port, or two PCIe ports through a shared switch.
-  using Route = LinkRoute;
-  Route route(std::uint32_t a, std::uint32_t b) const { return links_.route(a, b); }
+  LinkPath path(std::uint32_t a, std::uint32_t b) const { return links_.path(a, b); }
   /// The PCIe switch `npu` is cabled to, or -1 (directly under its root complex).
   std::int64_t pcie_switch_of(std::uint32_t npu) const { return links_.pcie_switch_of(npu); }
   /// A host root complex (one per server): its ports carry the host-memory side of every host DMA

@@ -59,7 +59,7 @@ void Links::set_crc_rate(std::uint32_t link, double rate) {
 // chunk or a whole flow-tier message is delivered here at its last byte); a busy port queues
 // them. The notify write takes the same path, after the data.
 Tick Links::cut_through(std::uint32_t from, std::uint32_t to, std::uint32_t last, Tick last_latency_ps, std::uint64_t len, Tick now) {
-  const LinkRoute rt = route(from, to);
+  const LinkPath rt = path(from, to);
   if (!rt.ok()) return 0;
   Tick end = now, lat = rt.extra_ps + last_latency_ps;
   for (int pi : {rt.p1, rt.p2, static_cast<int>(last)}) {

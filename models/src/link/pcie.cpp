@@ -38,8 +38,8 @@ std::uint32_t Links::add_pcie_switch_link(std::uint32_t npu, std::uint32_t sw, c
   return id;
 }
 
-LinkRoute Links::route(std::uint32_t a, std::uint32_t b) const {
-  LinkRoute r;
+LinkPath Links::path(std::uint32_t a, std::uint32_t b) const {
+  LinkPath r;
   r.p1 = port_between(a, b);
   if (r.p1 >= 0) return r;
   if (a < npu_switch_.size() && b < npu_switch_.size() && npu_switch_[a].sw >= 0 && npu_switch_[a].sw == npu_switch_[b].sw) {

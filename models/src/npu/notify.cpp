@@ -17,7 +17,7 @@ void NotifyRegisters::record_task(std::uint32_t s, const Task& t) {
     return;
   }
   if (t.target >= devs_.count()) { streams_.task_failed(s, "notify record to unknown npu " + std::to_string(t.target)); return; }
-  const LinkRoute rt = links_.route(npu, t.target);
+  const LinkPath rt = links_.path(npu, t.target);
   if (!rt.ok() || !links_.port(rt.p1).up || (rt.p2 >= 0 && !links_.port(rt.p2).up)) {
     streams_.task_failed(s, "no HCCS or PCIe path from " + devs_.name(npu) + " to " + devs_.name(t.target));
     return;

@@ -53,7 +53,7 @@ void SdmaEngines::start(std::uint32_t s, const Task& t) {
     std::uint32_t sn = addr_npu(t.src), dn = addr_npu(t.dst);
     if (sn != e_npu && dn != e_npu) { streams_.task_failed(s, "SDMA copy must read or write the stream's own NPU"); return; }
     if (sn != dn) {
-      const LinkRoute rt = links_.route(sn, dn);
+      const LinkPath rt = links_.path(sn, dn);
       if (!rt.ok()) {
         streams_.task_failed(s, "no HCCS link or PCIe switch between " + devs_.name(sn) + " and " + devs_.name(dn));
         return;

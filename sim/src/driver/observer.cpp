@@ -182,7 +182,7 @@ std::string SimObserver::route_hops(std::uint32_t a, std::uint32_t b, const std:
     if (!ok) s += s.empty() ? "(no path)" : " (broken)";
     return s;
   }
-  const models::Machine::Route r = m_.route(a, b);
+  const models::LinkPath r = m_.path(a, b);
   if (!r.ok()) return "(no path)";
   for (int p : {r.p1, r.p2}) {
     if (p < 0) continue;

@@ -78,7 +78,7 @@ DrvStatus SimRuntime::device_of(std::uint32_t device_id, std::uint32_t* device) 
 hcomm::PairLink SimRuntime::pair_link(std::uint32_t a, std::uint32_t b) {
   if (a >= m_.npu_count() || b >= m_.npu_count()) return hcomm::PairLink::None;
   if (a == b) return hcomm::PairLink::Local;
-  const models::Machine::Route r = m_.route(a, b);
+  const models::LinkPath r = m_.path(a, b);
   if (r.ok() && m_.ports()[r.p1].up && (r.p2 < 0 || m_.ports()[r.p2].up))
     return r.p2 < 0 ? hcomm::PairLink::Hccs : hcomm::PairLink::Pcie;
   return m_.has_nic(a) && m_.has_nic(b) ? hcomm::PairLink::Roce : hcomm::PairLink::None;

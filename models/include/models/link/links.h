@@ -19,7 +19,7 @@
 namespace models {
 
 /// Path between two NPUs: a direct HCCS port, or two PCIe ports through a shared switch.
-struct LinkRoute {
+struct LinkPath {
   int p1 = -1, p2 = -1;  ///< ports in order (p2 = -1 for one hop)
   Tick extra_ps = 0;     ///< switch latency
   bool ok() const { return p1 >= 0; }
@@ -52,7 +52,8 @@ class Links {
   std::uint32_t add_pcie_switch_link(std::uint32_t npu, std::uint32_t sw, const LinkParams& p, std::string name);
   std::uint32_t add_root_complex(std::string name, const LinkParams& p);
   std::uint32_t add_pcie_switch_upstream(std::uint32_t sw, std::uint32_t rc, const LinkParams& p, std::string name);
-  LinkRoute route(std::uint32_t a, std::uint32_t b) const;
+  /// The path between NPUs a and b (not ok when they share no HCCS link or PCIe switch).
+  LinkPath path(std::uint32_t a, std::uint32_t b) const;
   std::int64_t pcie_switch_of(std::uint32_t npu) const { return npu < npu_switch_.size() ? npu_switch_[npu].sw : -1; }
   const RootComplex& root_complex(std::uint32_t rc) const { return rcs_.at(rc); }
   const PcieSwitch& pcie_switch(std::int64_t sw) const { return pcie_switches_[static_cast<std::size_t>(sw)]; }
