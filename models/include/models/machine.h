@@ -203,8 +203,11 @@ class Machine final : private RdmaHost {
   bool deregister_mr(std::uint32_t npu, std::uint32_t key) { return rdma_.deregister_mr(npu, key); }
   std::uint64_t rdma_access_errors() const { return rdma_.access_errors(); }
   std::uint64_t forward_drops() const { return rdma_.forward_drops(); }
-  void attach_network(Network* net, std::vector<std::uint32_t> nic_node) { rdma_.attach_network(net, std::move(nic_node)); }
-  Network* network() const { return rdma_.network(); }
+  void attach_network(Network* net, std::vector<std::uint32_t> nic_node) {
+    net_ = net;
+    rdma_.attach_network(net, std::move(nic_node));
+  }
+  Network* network() const { return net_; }
   bool has_nic(std::uint32_t npu) const { return rdma_.has_nic(npu); }
   std::uint32_t nic_node(std::uint32_t npu) const { return rdma_.nic_node(npu); }
   static std::uint16_t default_sport(std::uint32_t src, std::uint32_t dst, std::uint32_t index) {
@@ -233,6 +236,7 @@ class Machine final : private RdmaHost {
   // stream engine is referenced before it is built, as the TaskHost of notify and SDMA).
   Scheduler& sch_;
   MachineListener* listener_ = nullptr;
+  Network* net_ = nullptr;  // the RoCE network the NICs are on (attach_network), or none
   NpuDevices devs_;
   Msi msi_;
   Links links_;

@@ -29,19 +29,20 @@
 #include "models/net/forwarding.h"
 #include "models/net/switch.h"
 #include "models/nic/dcqcn_params.h"
+#include "models/nic/rdma_engine.h"
 #include "models/nic/rc_transport.h"
 #include "models/sampler.h"
 #include "models/time.h"
 
 namespace models {
 
-class Network final {
+class Network final : public RdmaNetwork {
  public:
   using PortStats = NetPortStats;
   using QpStats = models::QpStats;
 
   Network(Scheduler& s, NetParams p);
-  void set_listener(NetworkListener* l) { rc_.set_listener(l); flow_.set_listener(l); }
+  void set_listener(NetworkListener* l) override { rc_.set_listener(l); flow_.set_listener(l); }
   const NetParams& params() const { return fabric_.params(); }
 
   // ---- topology (network.cpp, models::Fabric), forwarding tables (models::Forwarding, net/forwarding.cpp) ----
@@ -53,23 +54,24 @@ class Network final {
   void build_forwarding();
 
   // ---- RC transport (models::RcTransport, nic/rc_transport.cpp) ----
-  std::uint32_t create_qp(std::uint32_t src_host, std::uint32_t dst_host, std::uint16_t udp_sport);
+  std::uint32_t create_qp(std::uint32_t src_host, std::uint32_t dst_host, std::uint16_t udp_sport) override;
   /// RDMA write of `bytes` on the QP; completes through the listener with `tag`. An unsignaled
   /// write (`signaled` false, as an RDMA WQE without a completion) reports only a failure: its
   /// success is implied by a later signaled write on the QP completing (RC completes in order).
   /// The flow tier then spends no event on its acknowledgement.
-  void post_write(std::uint32_t qp, std::uint64_t bytes, std::uint64_t tag, bool signaled = true) { rc_.post_write(qp, bytes, tag, signaled); }
+  void post_write(std::uint32_t qp, std::uint64_t bytes, std::uint64_t tag, bool signaled) override { rc_.post_write(qp, bytes, tag, signaled); }
+  void post_write(std::uint32_t qp, std::uint64_t bytes, std::uint64_t tag) { post_write(qp, bytes, tag, true); }
   bool qp_failed(std::uint32_t qp) const { return rc_.qp(qp).failed; }
-  std::uint16_t qp_sport(std::uint32_t qp) const { return rc_.qp(qp).sport; }
+  std::uint16_t qp_sport(std::uint32_t qp) const override { return rc_.qp(qp).sport; }
   /// Cap a QP's sending rate (bytes/s; 0 = the port's line rate), e.g. a communicator's bandwidth_limit.
-  void set_qp_rate_cap(std::uint32_t qp, std::uint64_t Bps) { rc_.set_qp_rate_cap(qp, Bps); }
+  void set_qp_rate_cap(std::uint32_t qp, std::uint64_t Bps) override { rc_.set_qp_rate_cap(qp, Bps); }
   /// Retransmit-timeout retries before the QP fails (default: NetParams::retry_count).
-  void set_qp_retry_count(std::uint32_t qp, std::uint32_t n) { rc_.set_qp_retry_count(qp, n); }
+  void set_qp_retry_count(std::uint32_t qp, std::uint32_t n) override { rc_.set_qp_retry_count(qp, n); }
   /// Reset the QP (both ends, fresh PSNs), as a retry that stops its operation does: its posted
   /// writes are flushed (each reported failed, as IBV_WC_WR_FLUSH_ERR) and what is still on the
   /// wire is taken as a duplicate when it arrives. The flow tier keeps the head message (unless it waits to retry), which may
   /// be on the wire already. A QP in the error state stays in it.
-  void reset_qp(std::uint32_t qp) { rc_.reset_qp(qp); }
+  void reset_qp(std::uint32_t qp) override { rc_.reset_qp(qp); }
 
   // Faults.
   void set_link_up(std::uint32_t node, std::uint32_t port, bool up);
@@ -121,7 +123,7 @@ class Network final {
   /// The egress port switch `sw` picks toward host node `dst` for a flow whose ECMP key is `hash` (~0u: none).
   std::uint32_t ecmp_port_for(std::uint32_t sw, std::uint32_t dst, std::uint64_t hash) const { return fabric_.forwarding().ecmp_port_for(sw, dst, hash); }
   /// QPs sending from host node `host`.
-  const std::vector<std::uint32_t>& host_qps(std::uint32_t host) const { return rc_.host_qps(host); }
+  const std::vector<std::uint32_t>& host_qps(std::uint32_t host) const override { return rc_.host_qps(host); }
   /// A node's port (cabling, state, line rate, latency).
   const NetPort& port(std::uint32_t node, std::uint32_t p) const { return fabric_.port(node, p); }
   /// One switch on a traced path: the port the flow came in on and the one it leaves by.

@@ -7,7 +7,6 @@
 #include <cstdio>
 
 #include "models/mem/hbm.h"
-#include "models/network.h"
 #include "models/npu/address_map.h"
 
 namespace models {
@@ -17,7 +16,7 @@ void RdmaEngine::add_npu() {
   fences_.emplace_back();
 }
 
-void RdmaEngine::attach_network(Network* net, std::vector<std::uint32_t> nic_node) {
+void RdmaEngine::attach_network(RdmaNetwork* net, std::vector<std::uint32_t> nic_node) {
   net_ = net;
   nic_node_ = std::move(nic_node);
   net_->set_listener(this);
@@ -161,7 +160,7 @@ void RdmaEngine::start_write(std::uint32_t s, const Task& head) {
     }
     if (t.value) {
       ++rdmas_[id].pending;
-      net_->post_write(qp, 4, write_tag(id, i, true, t.target));
+      net_->post_write(qp, 4, write_tag(id, i, true, t.target), true);
       if (host_.stream_epoch(s) != epoch) return;
     }
   }

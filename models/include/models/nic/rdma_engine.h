@@ -20,8 +20,24 @@
 
 namespace models {
 
-class Network;
 class SparseMemory;
+
+/// What the RDMA engine asks of the RoCE network: QPs between hosts and the writes posted on them
+/// (implemented by the composer models::Network, which reaches the RC transport and the fabric).
+class RdmaNetwork {
+ public:
+  virtual void set_listener(NetworkListener* l) = 0;
+  virtual std::uint32_t create_qp(std::uint32_t src_host, std::uint32_t dst_host, std::uint16_t udp_sport) = 0;
+  virtual void post_write(std::uint32_t qp, std::uint64_t bytes, std::uint64_t tag, bool signaled) = 0;
+  virtual std::uint16_t qp_sport(std::uint32_t qp) const = 0;
+  virtual void set_qp_rate_cap(std::uint32_t qp, std::uint64_t Bps) = 0;
+  virtual void set_qp_retry_count(std::uint32_t qp, std::uint32_t n) = 0;
+  virtual void reset_qp(std::uint32_t qp) = 0;
+  virtual const std::vector<std::uint32_t>& host_qps(std::uint32_t host) const = 0;
+
+ protected:
+  ~RdmaNetwork() = default;
+};
 
 /// What the RDMA engine asks of the NPU side: the stream a write belongs to (its NPU, its epoch,
 /// which changes when it fails or is aborted), ending or failing that stream's task, the HBM the
@@ -70,8 +86,7 @@ class RdmaEngine final : public NetworkListener, public EventHandler, public Rdm
   std::uint64_t forward_drops() const { return forward_drops_; }
 
   /// Attach the RoCE network: NPU i's NIC is network node nic_node[i] (~0u: no NIC).
-  void attach_network(Network* net, std::vector<std::uint32_t> nic_node);
-  Network* network() const { return net_; }
+  void attach_network(RdmaNetwork* net, std::vector<std::uint32_t> nic_node);
   bool has_nic(std::uint32_t npu) const { return net_ && npu < nic_node_.size() && nic_node_[npu] != ~0u; }
   std::uint32_t nic_node(std::uint32_t npu) const { return npu < nic_node_.size() ? nic_node_[npu] : ~0u; }
   /// The UDP source port a QP gets when nobody set one: a hash of (src, dst, stripe).
@@ -118,7 +133,7 @@ class RdmaEngine final : public NetworkListener, public EventHandler, public Rdm
 
   Scheduler& sch_;
   RdmaHost& host_;
-  Network* net_ = nullptr;
+  RdmaNetwork* net_ = nullptr;
   std::vector<std::uint32_t> nic_node_;
   std::vector<MrTable> mrs_;  // per NPU
   std::vector<QpTable> qp_of_;  // per source NPU: (dst, stripe) -> QP (or kQpPending | its source port)
