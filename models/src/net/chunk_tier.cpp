@@ -1,8 +1,5 @@
-// The chunk tier (docs/models/roce-nic.md, docs/models/ethernet-switch.md): a unit stands for a
-// train of back-to-back MTU packets. What differs from the packet tier in the switches is here:
-// ECN marking on the fluid queue that packets paced at their senders' rates would build. (The
-// CNPs a packet-tier receiver would have sent for a unit's marked packets: RcTransport::chunk_cnp.)
-#include "models/net/fabric.h"
+// The chunk tier's switch marking (models/net/chunk_tier.h, docs/models/roce-nic.md).
+#include "models/net/chunk_tier.h"
 
 #include <algorithm>
 
@@ -10,44 +7,47 @@
 
 namespace models {
 
-// Chunk tier: units move as line-rate bursts, so their queue is lumpy even when the senders'
-// paced rates fit. Mark on the queue that packets paced at those rates would build (a fluid
-// queue fed by each unit at its sender's rate, drained at line rate), evaluated at each of
-// the unit's packets; the unit is marked if any of them would be.
-void Fabric::chunk_ecn_mark(double in_Bps, Port& op, Pkt& k) {
-  auto red = [this](double q) { return policy::ecn_mark_probability(p_.ecn, q); };
-  const Tick now = sch_.now();
-  double vq = virtual_queue(op, now);
+ChunkMarking::FluidQueue& ChunkMarking::queue(std::uint32_t node, std::uint32_t port) {
+  if (node >= q_.size()) q_.resize(node + 1);
+  if (port >= q_[node].size()) q_[node].resize(port + 1);
+  return q_[node][port];
+}
+
+// Mark on the queue that packets paced at the senders' rates would build (a fluid queue fed by
+// each unit at its sender's rate, drained at line rate), evaluated at each of the unit's packets;
+// the unit is marked if any of them would be.
+void ChunkMarking::mark(std::uint32_t node, std::uint32_t port, std::uint64_t out_Bps, double in_Bps, Pkt& k, Tick now, XorShift64& rng) {
+  FluidQueue& q = queue(node, port);
+  const double C = static_cast<double>(out_Bps);
+  double vq = advance(q, C, now);
   const double r = std::min(k.rate > 0 ? k.rate : in_Bps, in_Bps);
-  op.vin.emplace_back(now + static_cast<Tick>(static_cast<double>(k.bytes) / r * kPsPerSec), r);
+  q.in.emplace_back(now + static_cast<Tick>(static_cast<double>(k.bytes) / r * kPsPerSec), r);
   double in = 0;
-  for (auto& v : op.vin) in += v.second;
-  const double step = (in - static_cast<double>(op.Bps)) * static_cast<double>(k.bytes) / k.npk / r;  // queue change per packet
+  for (auto& v : q.in) in += v.second;
+  const double step = (in - C) * static_cast<double>(k.bytes) / k.npk / r;  // queue change per packet
   std::uint32_t m = 0;
   for (std::uint32_t i = 0; i < k.npk; ++i) {
-    const double pk = red(vq);
-    if (pk >= 1 || (pk > 0 && uniform() < pk)) ++m;
+    const double pk = policy::ecn_mark_probability(ecn_, vq);
+    if (pk >= 1 || (pk > 0 && rng.uniform() < pk)) ++m;
     vq = std::max(0.0, vq + step);
   }
   k.marks = std::min(k.npk, k.marks + m);
   k.ecn = k.marks > 0;
   // Fluid FIFO: a port receiving more than its line rate passes each flow on at its share of
   // it, and that is the rate the flow's packets reach the next queue at.
-  const double C = static_cast<double>(op.Bps);
   if (in > C) k.rate = r * C / in;
 }
 
-double Fabric::virtual_queue(Port& p, Tick now) {
-  const double C = static_cast<double>(p.Bps);
-  while (p.vq_t < now) {
+double ChunkMarking::advance(FluidQueue& q, double C, Tick now) {
+  while (q.t < now) {
     double in = 0;
     Tick seg = now;
-    for (auto& [end, r] : p.vin) { in += r; seg = std::min(seg, end); }
-    p.vq = std::max(0.0, p.vq + (in - C) * static_cast<double>(seg - p.vq_t) / kPsPerSec);
-    p.vq_t = seg;
-    p.vin.erase(std::remove_if(p.vin.begin(), p.vin.end(), [seg](const std::pair<Tick, double>& v) { return v.first <= seg; }), p.vin.end());
+    for (auto& [end, r] : q.in) { in += r; seg = std::min(seg, end); }
+    q.bytes = std::max(0.0, q.bytes + (in - C) * static_cast<double>(seg - q.t) / kPsPerSec);
+    q.t = seg;
+    q.in.erase(std::remove_if(q.in.begin(), q.in.end(), [seg](const std::pair<Tick, double>& v) { return v.first <= seg; }), q.in.end());
   }
-  return p.vq;
+  return q.bytes;
 }
 
 }  // namespace models

@@ -44,7 +44,8 @@ void Fabric::ecn_mark(Node& n, std::uint32_t in_port, Port& op, Pkt& k) {
     const double pk = policy::ecn_mark_probability(p_.ecn, static_cast<double>(op.qbytes));
     if (pk >= 1 || (pk > 0 && uniform() < pk)) k.ecn = true;
   } else {
-    chunk_ecn_mark(static_cast<double>(n.ports[in_port].Bps), op, k);
+    const auto node = static_cast<std::uint32_t>(&n - nodes_.data()), port = static_cast<std::uint32_t>(&op - n.ports.data());
+    chunk_.mark(node, port, op.Bps, static_cast<double>(n.ports[in_port].Bps), k, sch_.now(), rng_);
   }
   if (k.ecn) {
     ++op.st.ecn_marked;

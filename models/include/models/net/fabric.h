@@ -1,7 +1,8 @@
 // The Ethernet fabric (docs/models/ethernet-switch.md): hosts' ports and switches, the packets
 // (units) on them, their forwarding and transmission (switch_forwarding.cpp), the switch MMU —
-// shared buffer, ECN, PFC and its watchdog, a stuck NIC's pause storm (switch_mmu.cpp) — the chunk
-// tier's marking (chunk_tier.cpp) and the routing (models::Forwarding, a member: read per packet).
+// shared buffer, ECN, PFC and its watchdog, a stuck NIC's pause storm (switch_mmu.cpp) — and, as
+// members that own their state, the chunk tier's marking (models::ChunkMarking, chunk_tier.h)
+// and the routing (models::Forwarding: read per packet).
 // Topology, events, port ids and what the other parts read: fabric.cpp. The NICs' RC transport
 // reaches a host's port through NicPort, which the fabric implements, and the fabric hands it
 // what arrives at a host (RcTransport::on_rx) and wakes it when the port frees (kick); the flow
@@ -12,10 +13,12 @@
 #include <vector>
 
 #include "models/event_queue.h"
+#include "models/net/chunk_tier.h"
 #include "models/net/flow_tier.h"
 #include "models/net/net_params.h"
 #include "models/net/forwarding.h"
 #include "models/net/switch.h"
+#include "models/net/xorshift.h"
 #include "models/nic/rc_transport.h"
 #include "models/packet.h"
 #include "models/sampler.h"
@@ -117,10 +120,6 @@ class Fabric final : public EventHandler, public NicPort, public FlowFabric {
   void wd_drop_queue(std::uint32_t node, std::uint32_t port);
   void pfc_storm_tick(std::uint32_t host);                   // the stuck NIC's next pause frame
 
-  // ---- chunk tier (chunk_tier.cpp) ----
-  void chunk_ecn_mark(double in_Bps, Port& out, Pkt& k);
-  double virtual_queue(Port& p, Tick now);
-
   /// Counters over time: an event counted on (node, port) now.
   void sample(std::uint32_t node, std::uint32_t port, SampleCount c, std::uint64_t n) {
     if (port_samples_.on()) port_samples_.count(port_base_[node] + port, sch_.now(), c, n);
@@ -129,7 +128,7 @@ class Fabric final : public EventHandler, public NicPort, public FlowFabric {
     if (port_samples_.on())
       sample(static_cast<std::uint32_t>(&n - nodes_.data()), static_cast<std::uint32_t>(&p - n.ports.data()), c, k);
   }
-  double uniform() { rng_ ^= rng_ << 13; rng_ ^= rng_ >> 7; rng_ ^= rng_ << 17; return static_cast<double>(rng_ >> 11) / 9007199254740992.0; }
+  double uniform() { return rng_.uniform(); }
   void schedule(Tick at, Ev e, std::uint64_t id, std::uint64_t b = 0) { sch_.schedule(at, this, e | (id << 8), b); ++events_; }
 
   Scheduler& sch_;
@@ -138,13 +137,14 @@ class Fabric final : public EventHandler, public NicPort, public FlowFabric {
   std::vector<Node> nodes_;
   std::vector<Pkt> pkts_;
   std::vector<std::uint32_t> free_pkts_;
-  std::uint64_t rng_;
+  XorShift64 rng_;
   std::uint64_t events_ = 0;
   Sampler port_samples_;
   std::vector<std::uint32_t> port_base_;  // node -> first global port id
   std::vector<std::uint32_t> port_node_;  // global port id -> node
   std::vector<NetPort*> port_ptr_;        // node -> its ports (prefetch: no wait for the node's line)
   Forwarding fwd_{nodes_, port_base_};    // routing tables, ECMP, path probes (forwarding.cpp)
+  ChunkMarking chunk_{p_.ecn};            // the chunk tier's fluid queues (chunk_tier.cpp)
 };
 
 }  // namespace models

@@ -9,6 +9,7 @@
 
 #include "models/event_queue.h"
 #include "models/net/net_params.h"
+#include "models/net/xorshift.h"
 #include "models/net/switch.h"
 #include "models/nic/rc_transport.h"
 #include "models/sampler.h"
@@ -142,7 +143,7 @@ class FlowTier final : public EventHandler, public RcFlowTier {
   void schedule(Tick at, Ev e, std::uint64_t id, std::uint64_t b = 0) { sch_.schedule(at, this, e | (id << 8), b); ++events_; }
   // The DCQCN model's marks draw from the network's seed (the packet tiers' generator; no other
   // draw is made in this tier).
-  double uniform() { rng_ ^= rng_ << 13; rng_ ^= rng_ >> 7; rng_ ^= rng_ << 17; return static_cast<double>(rng_ >> 11) / 9007199254740992.0; }
+  double uniform() { return rng_.uniform(); }
 
   Scheduler& sch_;
   NetParams p_;
@@ -150,7 +151,7 @@ class FlowTier final : public EventHandler, public RcFlowTier {
   FlowFabric& fabric_;
   Sampler& port_samples_;
   NetworkListener* listener_ = nullptr;
-  std::uint64_t rng_;
+  XorShift64 rng_;
   std::uint64_t events_ = 0;
   std::vector<Flow> flows_;
   std::vector<std::uint32_t> free_flows_;

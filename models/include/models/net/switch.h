@@ -28,7 +28,7 @@ struct NetPortStats {
 };
 
 // Field order: what every packet reads (cabling, state, the egress queue, its byte counts) first,
-// in one cache line; the counters next; fault and chunk-tier state last.
+// in one cache line; the counters next; fault state last.
 struct NetPort {
   std::uint32_t peer = 0, peer_port = 0;
   std::uint64_t Bps = 0;
@@ -58,11 +58,6 @@ struct NetPort {
   Tick wd_since = ~0ULL;  ///< paused with packets queued since (~0: not both); the watchdog's detection runs from here
   Tick wd_last_pause = 0; ///< storm state: when a pause was last asserted (a frame, or the end of a held pause)
   Tick storm_until = 0;   ///< hosts (pfc_storm fault): the NIC sends pause frames until then
-  // Chunk tier, ECN: the queue a packet-tier port would hold. Units reach it as fluid at their
-  // senders' paced rates (ending at the Tick), and it drains at the line rate.
-  double vq = 0;
-  Tick vq_t = 0;
-  std::vector<std::pair<Tick, double>> vin;
 };
 
 // Field order: what forwarding reads (the ports, the MMU's state) first; the name last.
