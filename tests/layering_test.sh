@@ -49,15 +49,35 @@ done
 # (transport/relay.h drop_channels, algo/mesh.h forget_mesh_debts); p2p not at all.
 hits=$(grep -rnE '#\s*include\s*"[a-z0-9_]+/' "$SRC/hcomm/src/recovery" | grep -vE '#\s*include\s*"(core|discovery|route|coll|recovery|hcomm)/|#\s*include\s*"(transport/relay|algo/mesh)\.h"' || true)
 if [ -n "$hits" ]; then echo "hcomm/src/recovery includes beyond core, discovery, route, coll (and the two resets):"; echo "$hits"; bad=1; fi
-# State ownership (docs/architecture.md#hcomm): a field of the context or a communicator that one
-# room owns is written only there; the others call the owner's functions. Checked for the fields
-# below (FIELD:ROOM), writes found as assignments, increments and mutating calls through a pointer
-# to the state (comm->, ctx->).
-OWNED="rdma_unfenced:transport pulled_from:algo mesh_owed:algo relay_chans:transport relay_chan_list:transport relay_stages:transport reservations:route next_event:core avoid:recovery ring_order:recovery mark_base:coll op_seq:coll"
+# State ownership (docs/architecture.md#hcomm): every field of the context (hcomm_context_s) and
+# of a communicator (hcomm_comm_s) is written by one room only (the room that creates the object
+# counts: core/ fills in what comes from the configuration); the others read it or call the
+# owner's functions. Writes are found as assignments, compound assignments, increments and
+# mutating calls through the names the library gives these objects (c->, comm->, ctx->, ...->ctx->).
+# The owners of the fields that several rooms used to write are pinned (FIELD:ROOM).
+OWNED="rdma_unfenced:transport pulled_from:algo mesh_owed:algo relay_chans:transport relay_chan_list:transport relay_stages:transport reservations:route next_event:core avoid:recovery ring_order:recovery mark_base:coll op_seq:coll hb_unavailable:recovery"
+fields=$(for st in hcomm_comm_s hcomm_context_s; do
+  awk "/^struct $st \\{/,/^};/" "$SRC/hcomm/src/core/objects.h" | sed -E 's#//.*##' |
+    grep -oE '[a-z_][a-z0-9_]*\s*(\{[^}]*\}|=[^=;,][^;,]*)?\s*[;,]' | grep -oE '^[a-z_][a-z0-9_]*'
+done | sort -u)
+if [ "$(printf '%s\n' $fields | wc -l)" -lt 80 ]; then echo "state ownership: found only $(printf '%s\n' $fields | wc -l) fields in core/objects.h"; bad=1; fi
+# Every write of such a field, once: "FIELD ROOM FILE:LINE".
+all_writes=$(grep -rnoE "(\b(c|comm|ctx)|->ctx)->[a-z_][a-z0-9_]*\s*(\[[^]]*\]\s*)?(=[^=]|\+=|-=|\|=|\+\+|--|\.(push_back|emplace_back|clear|assign|insert|erase|resize|pop_back|emplace|swap|reset)\b)|(\+\+|--)(\b(c|comm|ctx)|->ctx)->[a-z_][a-z0-9_]*" \
+    "$SRC/hcomm/src" --include='*.cpp' --include='*.h' |
+  sed -E "s#^$SRC/hcomm/src/##" |
+  sed -nE 's#^(([^/:]+)/)?([^:]+):([0-9]+):(\+\+|--)?.*->([a-z_][a-z0-9_]*)\s*(\[.*|=.*|\+=.*|-=.*|\|=.*|\+\+|--|\..*)?$#\6 \2 \1\3:\4#p' |
+  awk '{ if ($2 == "" || $2 ~ /\./) { $3 = $2; $2 = "." } print }')
+for field in $fields; do
+  rooms=$(printf '%s\n' "$all_writes" | awk -v f="$field" '$1 == f { print $2 }' | sort -u)
+  if [ "$(printf '%s' "$rooms" | grep -c .)" -gt 1 ]; then
+    echo "$field is written by more than one room: $(echo $rooms)"
+    printf '%s\n' "$all_writes" | awk -v f="$field" '$1 == f { print "  " $3 }'
+    bad=1
+  fi
+done
 for fo in $OWNED; do
   field=${fo%%:*}; owner=${fo#*:}
-  hits=$(grep -rnE "\->$field\b\s*(\[[^]]*\]\s*)?(=[^=]|\+=|-=|\+\+|--|\.(push_back|emplace_back|clear|assign|insert|erase|resize|pop_back|emplace)\b)|(\+\+|--)[a-z_>.-]*->$field\b" \
-           "$SRC/hcomm/src" --include='*.cpp' --include='*.h' | grep -v "^$SRC/hcomm/src/$owner/" | grep -vE ':[0-9]+:\s*//' || true)
+  hits=$(printf '%s\n' "$all_writes" | awk -v f="$field" -v o="$owner" '$1 == f && $2 != o { print "  " $3 }')
   if [ -n "$hits" ]; then echo "$field is $owner's, written elsewhere:"; echo "$hits"; bad=1; fi
 done
 hits=$(grep -nE '#\s*include\s*"[a-z0-9_]+/' "$SRC/hcomm/src/driver_port.h" "$SRC/hcomm/src/driver_port.cpp" | grep -vE '#\s*include\s*"(core|hcomm)/' || true)
@@ -84,7 +104,7 @@ declare -A IFACE=(
   [mem]="hbm.h reduce.h huge_alloc.h host_memory.h"
   [link]="link_params.h port.h pcie.h links.h"
   [npu]="address_map.h npu_params.h task.h task_host.h regmap.h machine_listener.h"
-  [nic]="dcqcn_params.h congestion_control.h rc_transport.h rdma.h rdma_engine.h"
+  [nic]="dcqcn_params.h congestion_control.h rc_transport.h rdma.h rdma_engine.h rdma_network.h"
   [net]="net_params.h policies.h switch.h flow_tier.h"
 )
 edges=""

@@ -171,6 +171,7 @@ struct hcomm_context_s {
   std::uint32_t hb_misses = 3;                      // HCOMM_HEARTBEAT_MISSES
   std::uint64_t pool_buffers = 8;                   // HCOMM_BUFFER_POOL_SIZE, or the last communicator config's buffer_pool_size
   std::vector<std::uint32_t> hb_neighbours;         // registered with the host's agent (global ranks)
+  bool hb_unavailable = false;                      // recovery: the driver has no heartbeat agent (hb_period_ns ignored)
   std::vector<std::uint32_t> lost_global;           // ranks the heartbeat reported LOST (global, sorted)
   std::uint64_t link_storms = 0;                    // CRC storm events taken (non-fatal)
   bool lost_news = false;

@@ -122,7 +122,7 @@ bool roce_failure(hcomm_comm_t c) { return c->error.text.find("RDMA write failed
 // periods x (misses + 1); with HCOMM_HEARTBEAT_TIMEOUT_MS, that timeout. The largest applies.
 std::uint64_t loss_bound_ns(hcomm_comm_t c) {
   std::uint64_t b = kCloseBoundNs;
-  b = std::max<std::uint64_t>(b, c->ctx->hb_period_ns * (c->ctx->hb_misses + 1ULL));
+  if (!c->ctx->hb_unavailable) b = std::max<std::uint64_t>(b, c->ctx->hb_period_ns * (c->ctx->hb_misses + 1ULL));
   b = std::max<std::uint64_t>(b, c->cfg.heartbeat_timeout_ms * 1000000ULL);
   return b;
 }

@@ -130,7 +130,7 @@ void take_events(hcomm_context_t ctx) {
 // the ring predecessor and successor in every communicator, deduplicated; on LOST the agent
 // tells every member of the communicators (their global ranks as ranges).
 void hb_update(hcomm_context_t ctx) {
-  if (!ctx->hb_period_ns || ctx->grank < 0) return;
+  if (!ctx->hb_period_ns || ctx->hb_unavailable || ctx->grank < 0) return;
   HeartbeatSpec spec;
   spec.period_ns = ctx->hb_period_ns;
   spec.miss_limit = ctx->hb_misses;
@@ -162,7 +162,7 @@ void hb_update(hcomm_context_t ctx) {
   if (spec.neighbours == ctx->hb_neighbours && spec.neighbours.empty()) return;
   if (port::heartbeat_register(ctx, me, spec) != HCOMM_SUCCESS) {
     logf(ctx, 0, "Device%u: the driver has no heartbeat agent: HCOMM_HEARTBEAT_PERIOD_US ignored", ctx->device_id);
-    ctx->hb_period_ns = 0;
+    ctx->hb_unavailable = true;
     return;
   }
   ctx->hb_neighbours = spec.neighbours;

@@ -29,7 +29,7 @@
 #include "models/net/forwarding.h"
 #include "models/net/switch.h"
 #include "models/nic/dcqcn_params.h"
-#include "models/nic/rdma_engine.h"
+#include "models/nic/rdma_network.h"
 #include "models/nic/rc_transport.h"
 #include "models/sampler.h"
 #include "models/time.h"

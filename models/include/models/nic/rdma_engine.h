@@ -14,6 +14,7 @@
 #include "models/nic/qp_table.h"
 #include "models/nic/rc_transport.h"
 #include "models/nic/rdma.h"
+#include "models/nic/rdma_network.h"
 #include "models/npu/task.h"
 #include "models/npu/task_host.h"
 #include "models/time.h"
@@ -21,23 +22,6 @@
 namespace models {
 
 class SparseMemory;
-
-/// What the RDMA engine asks of the RoCE network: QPs between hosts and the writes posted on them
-/// (implemented by the composer models::Network, which reaches the RC transport and the fabric).
-class RdmaNetwork {
- public:
-  virtual void set_listener(NetworkListener* l) = 0;
-  virtual std::uint32_t create_qp(std::uint32_t src_host, std::uint32_t dst_host, std::uint16_t udp_sport) = 0;
-  virtual void post_write(std::uint32_t qp, std::uint64_t bytes, std::uint64_t tag, bool signaled) = 0;
-  virtual std::uint16_t qp_sport(std::uint32_t qp) const = 0;
-  virtual void set_qp_rate_cap(std::uint32_t qp, std::uint64_t Bps) = 0;
-  virtual void set_qp_retry_count(std::uint32_t qp, std::uint32_t n) = 0;
-  virtual void reset_qp(std::uint32_t qp) = 0;
-  virtual const std::vector<std::uint32_t>& host_qps(std::uint32_t host) const = 0;
-
- protected:
-  ~RdmaNetwork() = default;
-};
 
 /// What the RDMA engine asks of the NPU side: the stream a write belongs to (its NPU, its epoch,
 /// which changes when it fails or is aborted), ending or failing that stream's task, the HBM the
