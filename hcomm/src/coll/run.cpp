@@ -204,7 +204,7 @@ hcomm_result_t run_checked(hcomm_comm_t comm, hcomm_stream_t main, CollReq r) {
   }
   route::check(comm);  // congestion since the last operation may move this rank's RoCE routes
   Choice c = select_algo(comm, r.op, info.bytes, shape);
-  if (comm->avoid && r.op != CollOp::AllToAll) {
+  if (comm->rec.avoid && r.op != CollOp::AllToAll) {
     // After an op retry (docs/failover.md): a flat ring in the order the recovery agreement
     // chose (recovery/ring_order.h), whose neighbours use no dead HCCS link and whose RoCE edges no
     // dead NIC.
@@ -242,7 +242,7 @@ hcomm_result_t run_checked(hcomm_comm_t comm, hcomm_stream_t main, CollReq r) {
       else rc = allreduce_hierarchical(comm, g, *c.family, r.in, r.out, r.count, r.dtype, r.redop, main);
       break;
     case Choice::Flat: rc = run_flat(comm, main, r, *c.family, esz, c.family == &kPipeline || c.family == &kHierAllToAll ? shape.local : 1,
-                                     c.retry_ring && !comm->ring_order.empty() ? &comm->ring_order : nullptr);
+                                     c.retry_ring && !comm->rec.ring_order.empty() ? &comm->rec.ring_order : nullptr);
       break;
   }
   if (rc != HCOMM_SUCCESS) return rc;

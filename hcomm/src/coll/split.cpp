@@ -456,17 +456,17 @@ hcomm_result_t hcomm_comm_shrink(hcomm_comm_t parent, uint32_t n_lost, const uin
   }
   if (hcomm_result_t rc = comm_make_child(parent, id, std::move(members), my_rank, uniform ? L : 0, out); rc != HCOMM_SUCCESS) return rc;
   logf(ctx, 1, "Rank%u comm %u shrunk: %u lost, rank %u of %u in comm %u", me, parent->id, n_lost, my_rank, m, id);
-  if (!parent->error.text.empty() || n_lost) {
+  if (!parent->rec.error.text.empty() || n_lost) {
     FailoverInfo f;
     f.comm = parent->id;
     f.rank = global_rank(parent, me);
-    f.origin = parent->error.origin >= 0 ? static_cast<std::int64_t>(global_rank(parent, static_cast<std::uint32_t>(parent->error.origin))) : -1;
+    f.origin = parent->rec.error.origin >= 0 ? static_cast<std::int64_t>(global_rank(parent, static_cast<std::uint32_t>(parent->rec.error.origin))) : -1;
     f.op_seq = parent->op_seq;
-    f.fault = parent->error.text.empty() ? "shrink requested" : parent->error.text;
+    f.fault = parent->rec.error.text.empty() ? "shrink requested" : parent->rec.error.text;
     f.action = "shrink";
     f.path_before = std::to_string(p) + " ranks (comm " + std::to_string(parent->id) + ")";
     f.path_after = std::to_string(m) + " ranks (comm " + std::to_string(id) + ")";
-    f.detected_ns = parent->error.at_ns ? parent->error.at_ns : port::now_ns(ctx);
+    f.detected_ns = parent->rec.error.at_ns ? parent->rec.error.at_ns : port::now_ns(ctx);
     f.resumed_ns = port::now_ns(ctx);
     port::failover_reported(ctx, f);
   }

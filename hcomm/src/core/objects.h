@@ -118,6 +118,53 @@ struct CommError {
   std::int64_t origin = -1;   ///< comm rank that detected it (-1: none)
   std::uint64_t at_ns = 0;
 };
+// The recovery's state (recovery/, docs/failover.md): each a struct of its own that only
+// recovery/ writes (tests/layering_test.sh); the other rooms read it.
+/// A communicator's.
+struct CommRecovery {
+  hcomm::detail::CommError error;                  // sticky: every later call returns error.code
+  void (*error_cb)(hcomm_comm_t, hcomm_result_t, const char*, void*) = nullptr;
+  void* error_cb_data = nullptr;
+  bool cb_owed = false;                            // op retry on: the callback waits for the recovery's outcome
+  hcomm_result_t notice = HCOMM_SUCCESS;           // HCOMM_I_FAILOVER: a survived fault not yet read by hcomm_get_async_error
+  std::string notice_text;                         // the last survived fault's text
+  std::vector<std::uint32_t> lost;                 // comm ranks found lost (agreement / heartbeat), sorted
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> dead_pairs;  // comm-rank pairs whose HCCS link is down (a < b)
+  bool avoid = false;                              // re-executing: run on paths that avoid dead_pairs
+  std::vector<std::uint32_t> ring_order;           // op retry's ring: comm ranks in ring order (recovery/ring_order.h; empty: comm-rank order)
+  std::vector<std::uint32_t> dead_nics;            // comm ranks whose NIC the last recovery agreement found down
+  std::map<std::uint32_t, std::uint32_t> nic_lender;  // op retry's NIC borrowing: dead-NIC comm rank -> lender comm rank
+  std::string ring_desc;                           // the coordinator's description of ring_order (path_after)
+  std::uint32_t busy_streams = 0;                  // streams whose used_by holds it (work not yet synchronized)
+  bool retry_wanted = false;                       // the error came with a request to re-execute (op_retry)
+  bool roce_failed = false;                        // the last agreement: some rank's error was an RDMA write failure (re-probe RoCE paths)
+  std::uint64_t recovered_round = 0;              // the error (at_ns + 1) a recovery already ran for
+  std::uint64_t stale_below = 0;                   // abort reports of operations up to this seq are stale (recovered) ...
+  std::uint32_t stale_attempt = 0;                 // ... those of seq stale_below only if sent before its stale_attempt-th re-execution
+  std::uint64_t retries = 0;                       // agreement rounds so far (all members count alike)
+  std::uint64_t shrinks = 0;                       // hcomm_comm_shrink calls (all survivors count alike)
+  std::uint64_t restores = 0;                      // maybe_restore rounds (all members count alike)
+  std::uint64_t prog_event = 0;                    // the slice markers' event id (0: none yet)
+  std::uint64_t resume_from = 0;                   // the last GO's: elements (per block) delivered to every rank
+};
+/// The context's.
+struct ContextRecovery {
+  std::int64_t grank = -1;                          // this process's global rank (first communicator's init)
+  std::vector<hcomm_comm_t> comms;                  // live communicators of this context, creation order
+  std::vector<hcomm::detail::PendingOp> pending;    // collectives not yet synchronized (HCOMM_OP_RETRY)
+  bool recovering = false;                          // inside a recovery: no nested abort broadcasts
+  std::uint64_t nic_down_known_ns = 0;              // when a recovery agreement last read this NIC's port as down (0: never):
+                                                    // a port-down event of a port that went down before is stale
+  std::string port_owed;                            // a port event no communicator work was crossing the NIC for (recovery/failover.h)
+  std::uint64_t port_owed_since_ns = 0;
+  std::vector<hcomm::DeviceEvent> port_stash;       // port-down events taken while reading the others (recovery/failover_events.cpp take_events)
+  std::vector<std::uint32_t> hb_neighbours;         // registered with the host's agent (global ranks)
+  bool hb_unavailable = false;                      // recovery: the driver has no heartbeat agent (hb_period_ns ignored)
+  std::vector<std::uint32_t> lost_global;           // ranks the heartbeat reported LOST (global, sorted)
+  std::uint64_t link_storms = 0;                    // CRC storm events taken (non-fatal)
+  bool lost_news = false;                          // a PeerLost event put a communicator in error since the last drain
+  std::uint64_t nic_ups = 0;                        // port-active events taken
+};
 }  // namespace hcomm::detail
 
 struct hcomm_context_s {
@@ -158,24 +205,10 @@ struct hcomm_context_s {
   std::uint64_t nic_line_Bps = 0;  // the NIC's line rate, read at the first reservation
   // Failover (recovery/failover.h, docs/failover.md).
   const hcomm::detail::Recovery* recovery = nullptr;  // recovery/'s hooks, given at creation (core/recovery.h)
-  std::int64_t grank = -1;                          // this process's global rank (first communicator's init)
-  std::vector<hcomm_comm_t> comms;                  // live communicators of this context, creation order
-  std::vector<hcomm::detail::PendingOp> pending;    // collectives not yet synchronized (HCOMM_OP_RETRY)
-  bool recovering = false;                          // inside a recovery: no nested abort broadcasts
-  std::uint64_t nic_down_known_ns = 0;              // when a recovery agreement last read this NIC's port as down (0: never):
-                                                    // a port-down event of a port that went down before is stale
-  std::string port_owed;                            // a port event no communicator work was crossing the NIC for (recovery/failover.h)
-  std::uint64_t port_owed_since_ns = 0;
-  std::vector<hcomm::DeviceEvent> port_stash;       // port-down events taken while reading the others (recovery/failover_events.cpp take_events)
+  hcomm::detail::ContextRecovery rec;               // recovery/'s state of the context
   std::uint64_t hb_period_ns = 0;                   // HCOMM_HEARTBEAT_PERIOD_US (docs/failover.md#heartbeat-with-neighbours), 0: off
   std::uint32_t hb_misses = 3;                      // HCOMM_HEARTBEAT_MISSES
   std::uint64_t pool_buffers = 8;                   // HCOMM_BUFFER_POOL_SIZE, or the last communicator config's buffer_pool_size
-  std::vector<std::uint32_t> hb_neighbours;         // registered with the host's agent (global ranks)
-  bool hb_unavailable = false;                      // recovery: the driver has no heartbeat agent (hb_period_ns ignored)
-  std::vector<std::uint32_t> lost_global;           // ranks the heartbeat reported LOST (global, sorted)
-  std::uint64_t link_storms = 0;                    // CRC storm events taken (non-fatal)
-  bool lost_news = false;
-  std::uint64_t nic_ups = 0;                        // port-active events taken                           // a PeerLost event put a communicator in error since the last drain
 };
 
 struct hcomm_stream_s {
@@ -220,36 +253,14 @@ struct hcomm_comm_s {
   std::map<std::uint32_t, hcomm::RankDesc> peers;  // descriptors of peers actually used
   hcomm::detail::RouteState route;                 // transport and path to peers actually used (route/)
   hcomm::detail::FabricView fabric;                // leaf switches under the first rail (algo/contention.h)
-  // Failover (recovery/failover.h, docs/failover.md).
-  hcomm::detail::CommError error;                  // sticky: every later call returns error.code
-  void (*error_cb)(hcomm_comm_t, hcomm_result_t, const char*, void*) = nullptr;
-  void* error_cb_data = nullptr;
-  bool cb_owed = false;                            // op retry on: the callback waits for the recovery's outcome
-  hcomm_result_t notice = HCOMM_SUCCESS;           // HCOMM_I_FAILOVER: a survived fault not yet read by hcomm_get_async_error
-  std::string notice_text;                         // the last survived fault's text
-  std::vector<std::uint32_t> lost;                 // comm ranks found lost (agreement / heartbeat), sorted
-  std::vector<std::pair<std::uint32_t, std::uint32_t>> dead_pairs;  // comm-rank pairs whose HCCS link is down (a < b)
-  bool avoid = false;                              // re-executing: run on paths that avoid dead_pairs
-  std::vector<std::uint32_t> ring_order;           // op retry's ring: comm ranks in ring order (recovery/ring_order.h; empty: comm-rank order)
-  std::vector<std::uint32_t> dead_nics;            // comm ranks whose NIC the last recovery agreement found down
-  std::map<std::uint32_t, std::uint32_t> nic_lender;  // op retry's NIC borrowing: dead-NIC comm rank -> lender comm rank
-  std::string ring_desc;                           // the coordinator's description of ring_order (path_after)
-  std::uint32_t busy_streams = 0;                  // streams whose used_by holds it (work not yet synchronized)
-  bool retry_wanted = false;                       // the error came with a request to re-execute (op_retry)
-  bool roce_failed = false;                        // the last agreement: some rank's error was an RDMA write failure (re-probe RoCE paths)
-  std::uint64_t recovered_round = 0;              // the error (at_ns + 1) a recovery already ran for
-  std::uint64_t stale_below = 0;                   // abort reports of operations up to this seq are stale (recovered) ...
-  std::uint32_t stale_attempt = 0;                 // ... those of seq stale_below only if sent before its stale_attempt-th re-execution
-  std::uint64_t retries = 0;                       // agreement rounds so far (all members count alike)
-  std::uint64_t shrinks = 0;                       // hcomm_comm_shrink calls (all survivors count alike)
-  std::uint64_t restores = 0;                      // maybe_restore rounds (all members count alike)
+  // Failover (recovery/failover.h, docs/failover.md): recovery/'s state of the communicator.
+  hcomm::detail::CommRecovery rec;
   // Slice markers of HCOMM_OP_RETRY's resumption (docs/failover.md#resumption): an event this rank's
-  // streams record after each slice of a collective, valued mark_base + elements (per block) done.
-  std::uint64_t prog_event = 0;                    // its event id (0: none yet)
+  // streams record after each slice of a collective (rec.prog_event), valued mark_base + elements
+  // (per block) done.
   std::uint64_t mark_base = 0;                     // the running collective's base (0: no markers)
   std::uint64_t mark_shift = 0;                    // a resumed vector operation runs from element mark_shift
   std::uint64_t mark_top = 0;                      // the largest value handed out so far
-  std::uint64_t resume_from = 0;                   // the last GO's: elements (per block) delivered to every rank
 };
 
 struct hcomm_buffer_pool_s {

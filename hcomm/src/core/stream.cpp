@@ -37,7 +37,7 @@ hcomm_result_t sync_timeout(hcomm_stream_t s, std::uint64_t timeout_ms) {
   if (hcomm_result_t o = recovery::owed_port_event(s); o != HCOMM_E_AGAIN) return o;
   // A port-down event taken while reading the host's other events (recovery::check) interrupts
   // this synchronize at once, as the undelivered event would have.
-  if (!s->ctx->port_stash.empty()) {
+  if (!s->ctx->rec.port_stash.empty()) {
     if (hcomm_result_t o = recovery::on_sync_failure(s, HCOMM_E_REMOTE, ""); o != HCOMM_E_AGAIN) return o;
   }
   std::uint64_t last_done = 0;

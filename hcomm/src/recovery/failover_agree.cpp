@@ -38,7 +38,7 @@ void probe_dead_links(hcomm_comm_t c) {
 }
 
 // The agreement (recovery/failover.h). True: every rank re-executes on the ring the coordinator
-// chose (c->ring_order) avoiding the merged dead pairs and dead NICs.
+// chose (c->rec.ring_order) avoiding the merged dead pairs and dead NICs.
 //
 // GO's list: the lost ranks, the dead NICs, the ring order as the positions where it differs from
 // comm-rank order (position, rank), then the dead pairs, each list with its count first but the
@@ -48,22 +48,22 @@ bool agree(hcomm_comm_t c, bool can, std::uint64_t done, std::uint64_t op_seq) {
   // that ranks holding different operations (one finished a re-execution another's later fault
   // then hit, and went on) are a NO-GO rather than two re-executions of different operations.
   const std::int32_t op_tag = can ? static_cast<std::int32_t>((op_seq + 1) & 0x7fffffff) : 0;
-  const std::uint64_t round = ++c->retries;
+  const std::uint64_t round = ++c->rec.retries;
   std::uint32_t coord = 0;
-  while (std::binary_search(c->lost.begin(), c->lost.end(), coord) && coord < c->nranks) ++coord;
+  while (std::binary_search(c->rec.lost.begin(), c->rec.lost.end(), coord) && coord < c->nranks) ++coord;
   if (coord >= c->nranks) return false;
   // The coordinator gives the others one timeout to answer; they give it two (it may spend the
   // first waiting for a lost rank) plus the RESET round.
   const std::uint64_t deadline = port::now_ns(c->ctx) + agree_timeout_ns(c) * (c->rank == coord ? 1 : 3);
   auto pairs = [&] {
     std::vector<std::uint32_t> v;
-    for (const auto& [a, b] : c->dead_pairs) { v.push_back(a); v.push_back(b); }
+    for (const auto& [a, b] : c->rec.dead_pairs) { v.push_back(a); v.push_back(b); }
     return v;
   };
   const bool my_nic_down = nic_down(c);
-  if (my_nic_down) c->ctx->nic_down_known_ns = port::now_ns(c->ctx);  // port events of this NIC until now are known
+  if (my_nic_down) c->ctx->rec.nic_down_known_ns = port::now_ns(c->ctx);  // port events of this NIC until now are known
   const bool my_roce = roce_failure(c);
-  c->roce_failed = false;
+  c->rec.roce_failed = false;
   if (c->rank != coord) {
     Msg m;
     m.kind = kReady; m.comm = c->id; m.origin = c->rank; m.seq = round;
@@ -91,23 +91,23 @@ bool agree(hcomm_comm_t c, bool can, std::uint64_t done, std::uint64_t op_seq) {
     const std::uint32_t nlost = next();
     for (std::uint32_t i = 0; i < nlost; ++i) add_lost(c, next());
     const std::uint32_t nnic = next();
-    c->dead_nics.clear();
-    for (std::uint32_t i = 0; i < nnic; ++i) c->dead_nics.push_back(next());
+    c->rec.dead_nics.clear();
+    for (std::uint32_t i = 0; i < nnic; ++i) c->rec.dead_nics.push_back(next());
     const std::uint32_t ndiff = next();
-    c->ring_order.clear();
+    c->rec.ring_order.clear();
     if (ndiff) {
-      c->ring_order.resize(c->nranks);
-      for (std::uint32_t r = 0; r < c->nranks; ++r) c->ring_order[r] = r;
+      c->rec.ring_order.resize(c->nranks);
+      for (std::uint32_t r = 0; r < c->nranks; ++r) c->rec.ring_order[r] = r;
       for (std::uint32_t i = 0; i < ndiff; ++i) {
         const std::uint32_t pos = next(), r = next();
-        if (pos < c->nranks && r < c->nranks) c->ring_order[pos] = r;
+        if (pos < c->nranks && r < c->nranks) c->rec.ring_order[pos] = r;
       }
     }
     for (; at + 1 < in.list.size(); at += 2) add_pair(c, in.list[at], in.list[at + 1]);
-    if (in.flag) c->ring_desc = in.text;
+    if (in.flag) c->rec.ring_desc = in.text;
     else logf(c->ctx, 0, "Rank%u comm %u: the recovery coordinator says no re-execution: %s", c->rank, c->id, in.text.c_str());
-    c->roce_failed = (in.flag & 2) != 0;
-    c->resume_from = (in.flag & 1) ? in.value : 0;
+    c->rec.roce_failed = (in.flag & 2) != 0;
+    c->rec.resume_from = (in.flag & 1) ? in.value : 0;
     return (in.flag & 1) != 0;
   }
   // The coordinator: every other rank's READY, in rank order.
@@ -118,7 +118,7 @@ bool agree(hcomm_comm_t c, bool can, std::uint64_t done, std::uint64_t op_seq) {
   bool roce = my_roce;
   std::uint64_t from = can ? done : 0;  // the slices delivered to every rank: the least any rank has done
   for (std::uint32_t r = 0; r < c->nranks; ++r) {
-    if (r == c->rank || std::binary_search(c->lost.begin(), c->lost.end(), r)) continue;
+    if (r == c->rank || std::binary_search(c->rec.lost.begin(), c->rec.lost.end(), r)) continue;
     Msg in;
     if (!recv_ctrl(c, r, round, deadline, &in) || in.kind != kReady) {
       add_lost(c, r);
@@ -137,27 +137,27 @@ bool agree(hcomm_comm_t c, bool can, std::uint64_t done, std::uint64_t op_seq) {
     for (std::size_t i = 0; i + 1 < in.list.size(); i += 2) add_pair(c, in.list[i], in.list[i + 1]);
   }
   std::sort(dead_nics.begin(), dead_nics.end());
-  c->dead_nics = dead_nics;
-  if (!c->lost.empty() && go) { go = false; why = "comm rank " + std::to_string(c->lost.front()) + " is lost"; }
+  c->rec.dead_nics = dead_nics;
+  if (!c->rec.lost.empty() && go) { go = false; why = "comm rank " + std::to_string(c->rec.lost.front()) + " is lost"; }
   // The ring order (recovery/ring_order.h): servers contiguous, inside each a path over its live
   // links whose two ends (the RoCE edges) have live NICs.
-  c->ring_order.clear();
-  c->ring_desc.clear();
+  c->rec.ring_order.clear();
+  c->rec.ring_desc.clear();
   if (go) {
     const RingOrderIn in = ring_input(c, dead_nics);
     std::string no;
-    if (!ring_order(in, &c->ring_order, &no)) {
+    if (!ring_order(in, &c->rec.ring_order, &no)) {
       go = false;
       why = "no ring order avoids the dead links and NICs: " + no;
-      c->ring_order.clear();
+      c->rec.ring_order.clear();
     } else {
-      c->ring_desc = describe_order(in, c->ring_order);
+      c->rec.ring_desc = describe_order(in, c->rec.ring_order);
     }
   }
   if (!go) logf(c->ctx, 0, "Rank%u comm %u: no re-execution: %s", c->rank, c->id, why.c_str());
   auto members = [&](auto&& f) {
     for (std::uint32_t r = 0; r < c->nranks; ++r)
-      if (r != c->rank && !std::binary_search(c->lost.begin(), c->lost.end(), r)) f(r);
+      if (r != c->rank && !std::binary_search(c->rec.lost.begin(), c->rec.lost.end(), r)) f(r);
   };
   if (go) {  // every rank has aborted: nothing of the failed attempt is in flight any more
     Msg rs;
@@ -174,30 +174,30 @@ bool agree(hcomm_comm_t c, bool can, std::uint64_t done, std::uint64_t op_seq) {
     });
   }
   Msg g;
-  c->roce_failed = go && roce;
+  c->rec.roce_failed = go && roce;
   g.kind = kGo; g.comm = c->id; g.origin = c->rank; g.seq = round;
-  g.flag = static_cast<std::uint8_t>((go ? 1 : 0) | (c->roce_failed ? 2 : 0));  // 2: re-probe the RoCE paths
-  c->resume_from = go ? from : 0;
-  g.value = c->resume_from;
-  g.list.push_back(static_cast<std::uint32_t>(c->lost.size()));
-  g.list.insert(g.list.end(), c->lost.begin(), c->lost.end());
+  g.flag = static_cast<std::uint8_t>((go ? 1 : 0) | (c->rec.roce_failed ? 2 : 0));  // 2: re-probe the RoCE paths
+  c->rec.resume_from = go ? from : 0;
+  g.value = c->rec.resume_from;
+  g.list.push_back(static_cast<std::uint32_t>(c->rec.lost.size()));
+  g.list.insert(g.list.end(), c->rec.lost.begin(), c->rec.lost.end());
   g.list.push_back(static_cast<std::uint32_t>(dead_nics.size()));
   g.list.insert(g.list.end(), dead_nics.begin(), dead_nics.end());
   std::vector<std::uint32_t> diff;
-  for (std::uint32_t i = 0; go && i < c->ring_order.size(); ++i)
-    if (c->ring_order[i] != i) { diff.push_back(i); diff.push_back(c->ring_order[i]); }
+  for (std::uint32_t i = 0; go && i < c->rec.ring_order.size(); ++i)
+    if (c->rec.ring_order[i] != i) { diff.push_back(i); diff.push_back(c->rec.ring_order[i]); }
   g.list.push_back(static_cast<std::uint32_t>(diff.size() / 2));
   g.list.insert(g.list.end(), diff.begin(), diff.end());
   for (std::uint32_t v : pairs()) g.list.push_back(v);
-  g.text = go ? c->ring_desc : why;
+  g.text = go ? c->rec.ring_desc : why;
   members([&](std::uint32_t r) { send_ctrl(c, r, g); });
-  if (diff.empty()) c->ring_order.clear();  // comm-rank order
+  if (diff.empty()) c->rec.ring_order.clear();  // comm-rank order
   return go;
 }
 
 hcomm_result_t agree_ids(hcomm_comm_t c, const std::vector<std::uint32_t>& survivors, const std::uint32_t used[8],
                          std::uint32_t all[8]) {
-  const std::uint64_t round = (1ULL << 40) + ++c->shrinks;  // apart from the recovery rounds
+  const std::uint64_t round = (1ULL << 40) + ++c->rec.shrinks;  // apart from the recovery rounds
   const std::uint64_t deadline = port::now_ns(c->ctx) + c->cfg.timeout_ms * 1000000ULL;
   for (int i = 0; i < 8; ++i) all[i] = used[i];
   const std::uint32_t coord = survivors.front();
@@ -235,23 +235,23 @@ void maybe_restore(hcomm_comm_t c) {
   hcomm_context_t ctx = c->ctx;
   // Degraded: on the op retry's ring, borrowing NICs, or with HCCS pairs through a relay (the
   // same on every member: the GO's lists decided them).
-  const bool degraded = c->avoid || !c->nic_lender.empty() || !c->dead_pairs.empty();
-  if (!degraded || ctx->recovering || c->nranks < 2 || !c->lost.empty() || c->error.code != HCOMM_SUCCESS) return;
+  const bool degraded = c->rec.avoid || !c->rec.nic_lender.empty() || !c->rec.dead_pairs.empty();
+  if (!degraded || ctx->rec.recovering || c->nranks < 2 || !c->rec.lost.empty() || c->rec.error.code != HCOMM_SUCCESS) return;
   // This rank's part: its NIC is up if it was dead, its HCCS links of the dead pairs are up.
   bool up = true;
-  if (std::binary_search(c->dead_nics.begin(), c->dead_nics.end(), c->rank)) {
+  if (std::binary_search(c->rec.dead_nics.begin(), c->rec.dead_nics.end(), c->rank)) {
     NicInfo n;
     up = port::nic_info(ctx, &n) == HCOMM_SUCCESS && n.present && n.link_up;
   }
   if (up) {
-    for (const auto& [a, b] : c->dead_pairs) {
+    for (const auto& [a, b] : c->rec.dead_pairs) {
       if (a != c->rank && b != c->rank) continue;
       const RankDesc* d = peer_desc(c, a == c->rank ? b : a);
       HccsPortInfo info;
       if (!d || d->device_id >= kHccsPortCount || port::hccs_port(ctx, d->device_id, &info) != HCOMM_SUCCESS || !info.up) up = false;
     }
   }
-  const std::uint64_t round = (2ULL << 40) + ++c->restores;  // apart from the recovery and shrink rounds
+  const std::uint64_t round = (2ULL << 40) + ++c->rec.restores;  // apart from the recovery and shrink rounds
   const std::uint64_t deadline = port::now_ns(ctx) + agree_timeout_ns(c);
   Msg m;
   m.comm = c->id;
@@ -274,36 +274,36 @@ void maybe_restore(hcomm_comm_t c) {
     for (std::uint32_t r = 1; r < c->nranks; ++r) send_ctrl(c, r, m);
   }
   if (!go) return;
-  if (!c->avoid) {
+  if (!c->rec.avoid) {
     // Borrowing or relaying ends: the routes that went through a lender's NIC or a relay NPU are
     // decided again from the ports as they are now (the NICs' own paths, the direct HCCS links).
     std::vector<std::uint32_t> peers;
     for (const auto& [rank, r] : c->route.peers)
       if (r.borrow || r.via_device != ~0u) peers.push_back(rank);
     std::string what;
-    for (const auto& [a, b] : c->dead_pairs) {
+    for (const auto& [a, b] : c->rec.dead_pairs) {
       if (a == c->rank) peers.push_back(b);
       if (b == c->rank) peers.push_back(a);
       what += (what.empty() ? "hccs " : ", ") + std::to_string(a) + "-" + std::to_string(b);
     }
-    for (const auto& [x, l] : c->nic_lender) what += (what.empty() ? "nic " : ", nic ") + std::to_string(x) + " (lender " + std::to_string(l) + ")";
+    for (const auto& [x, l] : c->rec.nic_lender) what += (what.empty() ? "nic " : ", nic ") + std::to_string(x) + " (lender " + std::to_string(l) + ")";
     std::sort(peers.begin(), peers.end());
     peers.erase(std::unique(peers.begin(), peers.end()), peers.end());
-    c->nic_lender.clear();
-    c->dead_nics.clear();
-    c->dead_pairs.clear();
+    c->rec.nic_lender.clear();
+    c->rec.dead_nics.clear();
+    c->rec.dead_pairs.clear();
     if (!peers.empty()) route::redecide(c, peers, "port up: " + what + " back");
     port::log(ctx, 1, ("[HCOMM_WARN] Rank" + std::to_string(c->rank) + " comm " + std::to_string(c->id) +
                        ": every dead NIC and HCCS link is up again: " + what + " back on their own paths from seq " + std::to_string(c->op_seq) +
                        " (borrowing and relays ended)").c_str());
     return;
   }
-  const std::string was = c->ring_desc.empty() ? "the op retry's ring" : c->ring_desc;
-  c->avoid = false;
-  c->ring_order.clear();
-  c->ring_desc.clear();
-  c->dead_nics.clear();
-  c->dead_pairs.clear();
+  const std::string was = c->rec.ring_desc.empty() ? "the op retry's ring" : c->rec.ring_desc;
+  c->rec.avoid = false;
+  c->rec.ring_order.clear();
+  c->rec.ring_desc.clear();
+  c->rec.dead_nics.clear();
+  c->rec.dead_pairs.clear();
   port::log(ctx, 1, ("[HCOMM_WARN] Rank" + std::to_string(c->rank) + " comm " + std::to_string(c->id) +
                      ": every dead NIC and HCCS link is up again: back to the selected algorithms from seq " + std::to_string(c->op_seq) +
                      " (was " + was + ")").c_str());

@@ -35,32 +35,32 @@ std::uint32_t comm_rank_of(hcomm_comm_t c, std::uint32_t g) {
 // HCOMM_E_RANK_LOST, detected when the host learned it (ev.at_ns), and lists it as lost.
 void peer_lost(hcomm_context_t ctx, const DeviceEvent& ev) {
   const std::uint32_t g = ev.peer;
-  if (ctx->grank >= 0 && g == static_cast<std::uint32_t>(ctx->grank)) return;
-  auto it = std::lower_bound(ctx->lost_global.begin(), ctx->lost_global.end(), g);
-  if (it != ctx->lost_global.end() && *it == g) return;  // a second notice
-  ctx->lost_global.insert(it, g);
-  for (hcomm_comm_t c : ctx->comms) {
+  if (ctx->rec.grank >= 0 && g == static_cast<std::uint32_t>(ctx->rec.grank)) return;
+  auto it = std::lower_bound(ctx->rec.lost_global.begin(), ctx->rec.lost_global.end(), g);
+  if (it != ctx->rec.lost_global.end() && *it == g) return;  // a second notice
+  ctx->rec.lost_global.insert(it, g);
+  for (hcomm_comm_t c : ctx->rec.comms) {
     const std::uint32_t cr = c->nranks >= 2 ? comm_rank_of(c, g) : ~0u;
     if (cr == ~0u) continue;
     add_lost(c, cr);
-    if (c->error.code != HCOMM_SUCCESS) {  // learned otherwise first: the error names the loss now
-      if (!ctx->recovering) mark_rank_lost(c);
+    if (c->rec.error.code != HCOMM_SUCCESS) {  // learned otherwise first: the error names the loss now
+      if (!ctx->rec.recovering) mark_rank_lost(c);
       continue;
     }
     // reporter == the lost rank: its host connection closed (the process died), no agent involved.
     const bool closed = ev.reporter == g;
-    const std::uint32_t by = closed || ev.reporter == static_cast<std::uint32_t>(ctx->grank) ? ~0u : comm_rank_of(c, ev.reporter);
+    const std::uint32_t by = closed || ev.reporter == static_cast<std::uint32_t>(ctx->rec.grank) ? ~0u : comm_rank_of(c, ev.reporter);
     const std::string who = closed ? "its host connection closing"
-                            : ev.reporter == static_cast<std::uint32_t>(ctx->grank) ? "this rank's heartbeat agent"
+                            : ev.reporter == static_cast<std::uint32_t>(ctx->rec.grank) ? "this rank's heartbeat agent"
                                                                                      : "rank " + std::to_string(ev.reporter) + "'s heartbeat agent";
     set_error(c, HCOMM_E_RANK_LOST, by == ~0u ? -1 : static_cast<std::int64_t>(by),
               "comm rank " + std::to_string(cr) + " (rank " + std::to_string(g) + ") LOST, reported by " + who + ": " + ev.text);
-    c->error.at_ns = ev.at_ns;  // when the host learned it (the application may have been away)
+    c->rec.error.at_ns = ev.at_ns;  // when the host learned it (the application may have been away)
     // With a collective in flight and op retry on, this rank joins the recovery agreement as the
     // members that saw the failure otherwise do (its NO-GO names the lost rank to all alike).
     const PendingOp* p = pending_of(c);
-    c->retry_wanted = c->cfg.op_retry && p && p->retryable;
-    ctx->lost_news = true;
+    c->rec.retry_wanted = c->cfg.op_retry && p && p->retryable;
+    ctx->rec.lost_news = true;
   }
 }
 
@@ -71,27 +71,27 @@ void port_up(hcomm_context_t ctx, const DeviceEvent& ev) {
   // Always logged (whatever HCOMM_DEBUG says), as the recovery lines are.
   port::log(ctx, 1, ("[HCOMM_WARN] Device" + std::to_string(ctx->device_id) + ": NIC port event (IBV_EVENT_PORT_ACTIVE): " + ev.text +
                      "; NIC-down state cleared").c_str());
-  ctx->port_owed.clear();
-  ctx->port_owed_since_ns = 0;
-  ctx->nic_down_known_ns = 0;
+  ctx->rec.port_owed.clear();
+  ctx->rec.port_owed_since_ns = 0;
+  ctx->rec.nic_down_known_ns = 0;
   // A port-down event taken but not yet handled that the port-up follows is stale.
-  ctx->port_stash.erase(std::remove_if(ctx->port_stash.begin(), ctx->port_stash.end(),
+  ctx->rec.port_stash.erase(std::remove_if(ctx->rec.port_stash.begin(), ctx->rec.port_stash.end(),
                                        [&](const DeviceEvent& d) { return d.since_ns <= ev.since_ns; }),
-                        ctx->port_stash.end());
-  for (hcomm_comm_t c : ctx->comms) {
-    auto it = std::lower_bound(c->dead_nics.begin(), c->dead_nics.end(), c->rank);
-    if (it != c->dead_nics.end() && *it == c->rank) c->dead_nics.erase(it);
+                        ctx->rec.port_stash.end());
+  for (hcomm_comm_t c : ctx->rec.comms) {
+    auto it = std::lower_bound(c->rec.dead_nics.begin(), c->rec.dead_nics.end(), c->rank);
+    if (it != c->rec.dead_nics.end() && *it == c->rank) c->rec.dead_nics.erase(it);
   }
-  ++ctx->nic_ups;
+  ++ctx->rec.nic_ups;
 }
 
 // A CRC storm on a link of this device: non-fatal (the link's replay keeps the data correct, only
 // slower). Logged as a warning and recorded as a `failovers` row with action "warn", code 0, for
 // each communicator of the context; no communicator is put in error.
 void link_storm(hcomm_context_t ctx, const DeviceEvent& ev) {
-  ++ctx->link_storms;
+  ++ctx->rec.link_storms;
   port::log(ctx, 1, ("[HCOMM_WARN] Device" + std::to_string(ctx->device_id) + ": " + ev.text + " (non-fatal: no abort)").c_str());
-  for (hcomm_comm_t c : ctx->comms) {
+  for (hcomm_comm_t c : ctx->rec.comms) {
     FailoverInfo f;
     f.comm = c->id;
     f.rank = me_global(c);
@@ -103,10 +103,10 @@ void link_storm(hcomm_context_t ctx, const DeviceEvent& ev) {
     break;  // one row per rank (the first communicator)
   }
   // The application is told as of any survived fault: a notice, not an error.
-  for (hcomm_comm_t c : ctx->comms) {
-    c->notice = HCOMM_I_FAILOVER;
-    c->notice_text = "fault survived (non-fatal): " + ev.text;
-    if (c->error_cb) c->error_cb(c, HCOMM_I_FAILOVER, c->notice_text.c_str(), c->error_cb_data);
+  for (hcomm_comm_t c : ctx->rec.comms) {
+    c->rec.notice = HCOMM_I_FAILOVER;
+    c->rec.notice_text = "fault survived (non-fatal): " + ev.text;
+    if (c->rec.error_cb) c->rec.error_cb(c, HCOMM_I_FAILOVER, c->rec.notice_text.c_str(), c->rec.error_cb_data);
   }
 }
 
@@ -118,7 +118,7 @@ void take_events(hcomm_context_t ctx) {
   DeviceEvent ev;
   while (port::device_event_poll(ctx, &ev) == HCOMM_SUCCESS) {
     switch (ev.kind) {
-      case DeviceEventKind::NicPortDown: ctx->port_stash.push_back(ev); break;
+      case DeviceEventKind::NicPortDown: ctx->rec.port_stash.push_back(ev); break;
       case DeviceEventKind::NicPortUp: port_up(ctx, ev); break;
       case DeviceEventKind::PeerLost: peer_lost(ctx, ev); break;
       case DeviceEventKind::LinkErrorStorm: link_storm(ctx, ev); break;
@@ -130,13 +130,13 @@ void take_events(hcomm_context_t ctx) {
 // the ring predecessor and successor in every communicator, deduplicated; on LOST the agent
 // tells every member of the communicators (their global ranks as ranges).
 void hb_update(hcomm_context_t ctx) {
-  if (!ctx->hb_period_ns || ctx->hb_unavailable || ctx->grank < 0) return;
+  if (!ctx->hb_period_ns || ctx->rec.hb_unavailable || ctx->rec.grank < 0) return;
   HeartbeatSpec spec;
   spec.period_ns = ctx->hb_period_ns;
   spec.miss_limit = ctx->hb_misses;
-  const std::uint32_t me = static_cast<std::uint32_t>(ctx->grank);
+  const std::uint32_t me = static_cast<std::uint32_t>(ctx->rec.grank);
   std::vector<std::uint32_t> all;
-  for (hcomm_comm_t c : ctx->comms) {
+  for (hcomm_comm_t c : ctx->rec.comms) {
     if (c->nranks < 2) continue;
     spec.neighbours.push_back(global_rank(c, (c->rank + c->nranks - 1) % c->nranks));
     spec.neighbours.push_back(global_rank(c, (c->rank + 1) % c->nranks));
@@ -159,13 +159,13 @@ void hb_update(hcomm_context_t ctx) {
   std::sort(spec.neighbours.begin(), spec.neighbours.end());
   spec.neighbours.erase(std::unique(spec.neighbours.begin(), spec.neighbours.end()), spec.neighbours.end());
   spec.neighbours.erase(std::remove(spec.neighbours.begin(), spec.neighbours.end(), me), spec.neighbours.end());
-  if (spec.neighbours == ctx->hb_neighbours && spec.neighbours.empty()) return;
+  if (spec.neighbours == ctx->rec.hb_neighbours && spec.neighbours.empty()) return;
   if (port::heartbeat_register(ctx, me, spec) != HCOMM_SUCCESS) {
     logf(ctx, 0, "Device%u: the driver has no heartbeat agent: HCOMM_HEARTBEAT_PERIOD_US ignored", ctx->device_id);
-    ctx->hb_unavailable = true;
+    ctx->rec.hb_unavailable = true;
     return;
   }
-  ctx->hb_neighbours = spec.neighbours;
+  ctx->rec.hb_neighbours = spec.neighbours;
 }
 
 }  // namespace hcomm::detail::failover

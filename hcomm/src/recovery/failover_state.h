@@ -41,12 +41,12 @@ void mark_rank_lost(hcomm_comm_t c);
 /// Add this rank's dead HCCS links (its port registers) to c's dead pairs (failover_agree.cpp).
 void probe_dead_links(hcomm_comm_t c);
 /// The op retry's recovery agreement (failover_agree.cpp). True: every rank re-executes, from
-/// c->resume_from: the least of every rank's `done` (elements per block of the pending operation
+/// c->rec.resume_from: the least of every rank's `done` (elements per block of the pending operation
 /// this rank completed, docs/failover.md#resumption). `op_seq`: the operation this rank would
 /// re-execute (every READY names it; members holding different ones are a NO-GO).
 bool agree(hcomm_comm_t c, bool can, std::uint64_t done, std::uint64_t op_seq);
 
-/// Take every delivered device event (failover_events.cpp): port-down events to ctx->port_stash,
+/// Take every delivered device event (failover_events.cpp): port-down events to ctx->rec.port_stash,
 /// the others handled.
 void take_events(hcomm_context_t ctx);
 /// Register this rank's ring neighbours with the host's heartbeat agent (failover_events.cpp).

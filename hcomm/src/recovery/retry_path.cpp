@@ -26,7 +26,7 @@ RingOrderIn ring_input(hcomm_comm_t c, const std::vector<std::uint32_t>& dead_ni
     else if (port::rank_desc(c->ctx, global_rank(c, r), &d) == HCOMM_SUCCESS) in.server[r] = d.server;
     else in.server[r] = ~0u - r;  // no descriptor: a server of its own
   }
-  in.dead_pairs = c->dead_pairs;
+  in.dead_pairs = c->rec.dead_pairs;
   in.nic_dead.assign(c->nranks, false);
   for (std::uint32_t r : dead_nics)
     if (r < c->nranks) in.nic_dead[r] = true;
@@ -35,9 +35,9 @@ RingOrderIn ring_input(hcomm_comm_t c, const std::vector<std::uint32_t>& dead_ni
   // cannot be ring neighbours either (a server whose HCCS links are not a full mesh: its relayed
   // pairs may have lost their relays).
   const Topo* t = c->ctx->topo.get();
-  if (!t || !t->exchanged || (c->dead_pairs.empty() && dead_nics.empty())) return in;
+  if (!t || !t->exchanged || (c->rec.dead_pairs.empty() && dead_nics.empty())) return in;
   auto dead = [&](std::uint32_t x, std::uint32_t y) {
-    return std::binary_search(c->dead_pairs.begin(), c->dead_pairs.end(), std::make_pair(std::min(x, y), std::max(x, y)));
+    return std::binary_search(c->rec.dead_pairs.begin(), c->rec.dead_pairs.end(), std::make_pair(std::min(x, y), std::max(x, y)));
   };
   auto link = [&](std::uint32_t x, std::uint32_t y, std::uint32_t type) {
     LinkFacts f;
@@ -45,7 +45,7 @@ RingOrderIn ring_input(hcomm_comm_t c, const std::vector<std::uint32_t>& dead_ni
   };
   auto hccs = [&](std::uint32_t x, std::uint32_t y) { return !dead(x, y) && link(x, y, HCOMM_LINK_HCCS); };
   std::vector<std::uint32_t> hit;  // servers holding a dead pair or a dead NIC
-  for (const auto& [a, b] : c->dead_pairs) hit.push_back(in.server[a]);
+  for (const auto& [a, b] : c->rec.dead_pairs) hit.push_back(in.server[a]);
   for (std::uint32_t r : dead_nics)
     if (r < c->nranks) hit.push_back(in.server[r]);
   std::sort(hit.begin(), hit.end());
@@ -69,17 +69,17 @@ RingOrderIn ring_input(hcomm_comm_t c, const std::vector<std::uint32_t>& dead_ni
 
 std::string pairs_text(const hcomm_comm_t c) {
   std::string s;
-  for (const auto& [a, b] : c->dead_pairs) s += (s.empty() ? "" : ",") + std::to_string(a) + "-" + std::to_string(b);
+  for (const auto& [a, b] : c->rec.dead_pairs) s += (s.empty() ? "" : ",") + std::to_string(a) + "-" + std::to_string(b);
   return s;
 }
 // The ring the re-execution runs on, for the log and the failovers row's path_after: its order
 // (as the coordinator described it, ring_order_text), then what it avoids.
 std::string ring_text(const hcomm_comm_t c) {
-  std::string s = c->ring_desc.empty() ? "ring in comm-rank order" : c->ring_desc;
-  if (!c->dead_pairs.empty()) s += ", avoiding hccs " + pairs_text(c);
-  if (!c->dead_nics.empty()) {
+  std::string s = c->rec.ring_desc.empty() ? "ring in comm-rank order" : c->rec.ring_desc;
+  if (!c->rec.dead_pairs.empty()) s += ", avoiding hccs " + pairs_text(c);
+  if (!c->rec.dead_nics.empty()) {
     s += ", NIC down at comm rank";
-    for (std::uint32_t r : c->dead_nics) s += " " + std::to_string(r);
+    for (std::uint32_t r : c->rec.dead_nics) s += " " + std::to_string(r);
     s += " (its data reaches other servers over HCCS through its server peers' NICs)";
   }
   return s;
@@ -91,10 +91,10 @@ std::string ring_text(const hcomm_comm_t c) {
 // later fault are decided again with every link known dead (docs/failover.md#several-faults).
 std::vector<std::uint32_t> routes_over_dead(hcomm_comm_t c) {
   std::vector<std::uint32_t> out;
-  if (c->dead_pairs.empty()) return out;
+  if (c->rec.dead_pairs.empty()) return out;
   std::vector<std::pair<std::uint32_t, std::uint32_t>> dead;  // global ranks, (low, high)
   auto ordered = [](std::uint32_t x, std::uint32_t y) { return std::make_pair(std::min(x, y), std::max(x, y)); };
-  for (const auto& [a, b] : c->dead_pairs) dead.push_back(ordered(global_rank(c, a), global_rank(c, b)));
+  for (const auto& [a, b] : c->rec.dead_pairs) dead.push_back(ordered(global_rank(c, a), global_rank(c, b)));
   std::sort(dead.begin(), dead.end());
   auto is_dead = [&](std::uint32_t x, std::uint32_t y) {
     return x != ~0u && y != ~0u && std::binary_search(dead.begin(), dead.end(), ordered(x, y));
@@ -119,11 +119,11 @@ std::vector<std::uint32_t> routes_over_dead(hcomm_comm_t c) {
 // HCCS links to both); the two ends then decide their routes to each other again from their
 // ports as they are now. False: no such path for some pair (the ring order is used instead).
 bool reroute_hccs(hcomm_comm_t c, std::string* text) {
-  if (!c->ctx->relay_bytes || c->dead_pairs.empty() || !c->dead_nics.empty() || !c->lost.empty()) return false;
+  if (!c->ctx->relay_bytes || c->rec.dead_pairs.empty() || !c->rec.dead_nics.empty() || !c->rec.lost.empty()) return false;
   const Topo* t = c->ctx->topo.get();
   if (!t || !t->exchanged) return false;
   auto dead = [&](std::uint32_t x, std::uint32_t y) {
-    return std::binary_search(c->dead_pairs.begin(), c->dead_pairs.end(), std::make_pair(std::min(x, y), std::max(x, y)));
+    return std::binary_search(c->rec.dead_pairs.begin(), c->rec.dead_pairs.end(), std::make_pair(std::min(x, y), std::max(x, y)));
   };
   auto facts = [&](std::uint32_t x, std::uint32_t y, LinkFacts* f) {
     return link_facts(c->ctx, global_rank(c, x), global_rank(c, y), f);
@@ -140,7 +140,7 @@ bool reroute_hccs(hcomm_comm_t c, std::string* text) {
   // discovery relayed may have lost its relay's link (e.g. 1-3 through 0 or 2 with 0-1 and 2-3
   // dead). Checked on each server holding a dead pair.
   std::vector<std::uint32_t> servers;
-  for (const auto& [a, b] : c->dead_pairs) servers.push_back(server(a));
+  for (const auto& [a, b] : c->rec.dead_pairs) servers.push_back(server(a));
   std::sort(servers.begin(), servers.end());
   servers.erase(std::unique(servers.begin(), servers.end()), servers.end());
   for (std::uint32_t sv : servers) {
@@ -160,7 +160,7 @@ bool reroute_hccs(hcomm_comm_t c, std::string* text) {
   }
   std::string how;
   std::vector<std::uint32_t> mine;  // my dead partners
-  for (const auto& [a, b] : c->dead_pairs) {
+  for (const auto& [a, b] : c->rec.dead_pairs) {
     LinkFacts f;
     if (!facts(a, b, &f) || server(a) != server(b) || server(a) == ~0u) return false;
     std::string via;
@@ -192,19 +192,19 @@ bool borrow_nics(hcomm_comm_t c, std::string* text) {
   std::vector<std::uint32_t> before;  // peers whose routes borrowed under the previous lenders
   for (const auto& [rank, r] : c->route.peers)
     if (r.borrow || r.via_device != ~0u) before.push_back(rank);
-  const bool had = !c->nic_lender.empty();
-  c->nic_lender.clear();
+  const bool had = !c->rec.nic_lender.empty();
+  c->rec.nic_lender.clear();
   auto undo = [&]() {  // no borrowing: the routes that borrowed go back to the NICs' own paths
     if (had && !before.empty()) route::redecide(c, before, "op retry: nic borrowing ended");
     return false;
   };
-  if (!c->ctx->nic_borrow || !c->ctx->relay_bytes || c->dead_nics.empty() || !c->dead_pairs.empty() ||
-      !c->lost.empty())
+  if (!c->ctx->nic_borrow || !c->ctx->relay_bytes || c->rec.dead_nics.empty() || !c->rec.dead_pairs.empty() ||
+      !c->rec.lost.empty())
     return undo();
   // An RDMA write failed too (a dead cable between switches): the borrowed routes keep their NICs'
   // hash ports, unprobed, and the lender's writes could cross that cable again; the ring, whose
   // RoCE edges the re-route just re-probed, is used instead.
-  if (c->roce_failed) {
+  if (c->rec.roce_failed) {
     logf(c->ctx, 1, "Rank%u comm %u: an RDMA write failed as well: no NIC borrowing (ring order)", c->rank, c->id);
     return undo();
   }
@@ -214,11 +214,11 @@ bool borrow_nics(hcomm_comm_t c, std::string* text) {
     TopoRecord r;
     return t->record(c->ctx, global_rank(c, x), &r) ? r.server : ~0u;
   };
-  auto dead = [&](std::uint32_t x) { return std::binary_search(c->dead_nics.begin(), c->dead_nics.end(), x); };
+  auto dead = [&](std::uint32_t x) { return std::binary_search(c->rec.dead_nics.begin(), c->rec.dead_nics.end(), x); };
   std::vector<std::uint32_t> borrowers(c->nranks, 0);
   std::map<std::uint32_t, std::uint32_t> lender;
   std::string how;
-  for (std::uint32_t x : c->dead_nics) {
+  for (std::uint32_t x : c->rec.dead_nics) {
     if (x >= c->nranks || server(x) == ~0u) return undo();
     std::uint32_t best = ~0u;
     for (std::uint32_t k = 0; k < c->nranks; ++k) {
@@ -236,7 +236,7 @@ bool borrow_nics(hcomm_comm_t c, std::string* text) {
     lender[x] = best;
     how += (how.empty() ? "" : ", ") + std::to_string(x) + " via rank " + std::to_string(best);
   }
-  c->nic_lender = lender;
+  c->rec.nic_lender = lender;
   // This rank's RoCE routes that touch a dead NIC (all of them when mine is dead), and those that
   // borrowed before; the peers not routed yet borrow at their first use (route/route.cpp).
   std::vector<std::uint32_t> mine = before;
@@ -245,7 +245,7 @@ bool borrow_nics(hcomm_comm_t c, std::string* text) {
   std::sort(mine.begin(), mine.end());
   mine.erase(std::unique(mine.begin(), mine.end()), mine.end());
   std::string nics;
-  for (std::uint32_t x : c->dead_nics) nics += (nics.empty() ? "" : ",") + std::to_string(x);
+  for (std::uint32_t x : c->rec.dead_nics) nics += (nics.empty() ? "" : ",") + std::to_string(x);
   route::redecide(c, mine, "op retry: nic " + nics + " down");
   *text = "as selected, nic " + how + " (borrowed over hccs)";
   return true;

@@ -25,7 +25,7 @@ std::vector<std::uint32_t> routes_over_dead(hcomm_comm_t c);
 bool reroute_hccs(hcomm_comm_t c, std::string* text);
 /// Dead NICs only (no dead HCCS pair, nobody lost; HCOMM_NIC_BORROW=1): give every dead NIC a
 /// lender — a server peer with a live NIC and a direct HCCS link to it, fewest borrowers first,
-/// then lowest comm rank, decided alike on every rank — store it in c->nic_lender and re-decide
+/// then lowest comm rank, decided alike on every rank — store it in c->rec.nic_lender and re-decide
 /// this rank's RoCE routes that touch a dead NIC (docs/failover.md#nic-borrowing); *text is the
 /// path_after. False: some dead NIC has no lender (the ring order is used instead).
 bool borrow_nics(hcomm_comm_t c, std::string* text);

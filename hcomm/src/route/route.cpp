@@ -200,7 +200,7 @@ void route_roce(hcomm_comm_t comm, std::vector<Pending>& ps, const std::string& 
     r.control_only = false;  // routed in full now (first data, or a re-route)
     const bool any = std::any_of(x.up.begin(), x.up.end(), [](std::uint32_t u) { return u != kLost && u != kNoUplink; });
     const bool lost = std::any_of(x.up.begin(), x.up.end(), [](std::uint32_t u) { return u == kLost; });
-    if (!failed && any && U < 2 && (r.epoch > 0 || (lost && comm->retries > 0))) {
+    if (!failed && any && U < 2 && (r.epoch > 0 || (lost && comm->rec.retries > 0))) {
       // One live uplink left after a cable died, in a re-route (after an RDMA write failure) or at
       // a first use after an op retry (probes lost; docs/failover.md#several-faults): nothing to
       // choose, but no stripe may keep a hashed or old port across the dead cable: each takes a
@@ -292,17 +292,17 @@ void route_control(hcomm_comm_t comm, std::vector<Pending>& ps, const std::strin
 
 // Rail borrowing after an op retry found NICs down (docs/failover.md#nic-borrowing): a RoCE peer
 // whose NIC is down, or any RoCE peer when mine is, is reached through the lender(s) the recovery
-// chose alike on every rank (comm->nic_lender): my writes go over HCCS into my lender's staging
+// chose alike on every rank (comm->rec.nic_lender): my writes go over HCCS into my lender's staging
 // area and leave by its NIC (transport/relay.cpp, hop 2 an RDMA write); a write to a peer whose NIC
 // is down goes to its lender's NIC, which writes it on into the peer's HBM. The QPs keep the NIC's
 // hash ports (no probes). False: neither NIC is down, or a lender has no descriptor.
 bool borrow(hcomm_comm_t comm, const RankDesc& d, PeerRoute& r, const std::string& trigger) {
-  if (comm->nic_lender.empty()) return false;
-  const auto mine = comm->nic_lender.find(comm->rank), theirs = comm->nic_lender.find(d.rank);
-  if (mine == comm->nic_lender.end() && theirs == comm->nic_lender.end()) return false;
-  const RankDesc* ml = mine != comm->nic_lender.end() ? peer_desc(comm, mine->second) : nullptr;
-  const RankDesc* tl = theirs != comm->nic_lender.end() ? peer_desc(comm, theirs->second) : nullptr;
-  if ((mine != comm->nic_lender.end() && !ml) || (theirs != comm->nic_lender.end() && !tl)) return false;
+  if (comm->rec.nic_lender.empty()) return false;
+  const auto mine = comm->rec.nic_lender.find(comm->rank), theirs = comm->rec.nic_lender.find(d.rank);
+  if (mine == comm->rec.nic_lender.end() && theirs == comm->rec.nic_lender.end()) return false;
+  const RankDesc* ml = mine != comm->rec.nic_lender.end() ? peer_desc(comm, mine->second) : nullptr;
+  const RankDesc* tl = theirs != comm->rec.nic_lender.end() ? peer_desc(comm, theirs->second) : nullptr;
+  if ((mine != comm->rec.nic_lender.end() && !ml) || (theirs != comm->rec.nic_lender.end() && !tl)) return false;
   std::string why;
   if (ml) {
     r.borrow = true;
@@ -355,7 +355,7 @@ void decide(hcomm_comm_t comm, const std::vector<const RankDesc*>& peers, const 
     std::uint32_t relay = 0;
     std::uint64_t kbw = 0;
     std::vector<std::pair<std::uint32_t, std::uint32_t>> dead;
-    for (const auto& [a, b] : comm->dead_pairs) dead.emplace_back(global_rank(comm, a), global_rank(comm, b));
+    for (const auto& [a, b] : comm->rec.dead_pairs) dead.emplace_back(global_rank(comm, a), global_rank(comm, b));
     if (me && d->server == me->server && comm->ctx->relay_bytes &&
         relay_for(comm->ctx, global_rank(comm, comm->rank), global_rank(comm, d->rank), &relay, &kbw, &dead)) {
       RankDesc kd;
@@ -516,7 +516,7 @@ std::uint32_t reroute_broken(hcomm_comm_t comm, const std::string& trigger) {
   std::vector<std::uint16_t> sports;
   for (const auto& [rank, r] : st.peers) {
     if (r.link != PairLink::Roce || r.sports.empty()) continue;  // NIC hash / single path: nothing to choose
-    if (std::binary_search(comm->dead_nics.begin(), comm->dead_nics.end(), rank)) continue;  // its NIC is down
+    if (std::binary_search(comm->rec.dead_nics.begin(), comm->rec.dead_nics.end(), rank)) continue;  // its NIC is down
     const RankDesc* d = peer_desc(comm, rank);
     if (!d) continue;
     for (std::uint16_t sp : r.sports) {

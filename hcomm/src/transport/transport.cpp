@@ -14,9 +14,9 @@ namespace {
 // settle rather than 2 x num_qp (the chunk tier's 2:1 incast with 8 QPs each ran 5x slower).
 RdmaPolicy policy_to(hcomm_comm_t comm, const RankDesc& peer, const PeerRoute& r) {
   RdmaPolicy p = route::rdma_policy(comm);
-  if (comm->nic_lender.empty()) return p;
+  if (comm->rec.nic_lender.empty()) return p;
   bool lender = r.via_device != ~0u;
-  for (const auto& [dead, l] : comm->nic_lender) lender = lender || l == peer.rank;
+  for (const auto& [dead, l] : comm->rec.nic_lender) lender = lender || l == peer.rank;
   if (lender) p.qp_count = 1;
   return p;
 }
