@@ -47,7 +47,7 @@ class Links {
   std::uint32_t set_lanes(std::uint32_t link, std::uint32_t lanes);
   void set_crc_rate(std::uint32_t link, double rate);
 
-  // ---- PCIe switches and root complexes (link/pcie.cpp) ----
+  // ---- PCIe switches and root complexes (link/links.cpp) ----
   std::uint32_t add_pcie_switch(std::string name, Tick latency_ps);
   std::uint32_t add_pcie_switch_link(std::uint32_t npu, std::uint32_t sw, const LinkParams& p, std::string name);
   std::uint32_t add_root_complex(std::string name, const LinkParams& p);
