@@ -23,144 +23,157 @@ bool Topology::has_network() const {
 }
 
 namespace topology_detail {
+namespace {
 
-void Builder::switch_(const json& j, const std::string& ptr) {
-  ObjectReader s(j, ptr, d_, {"name", "type", "ports", "port_bandwidth", "latency", "buffer", "tier"});
+// The schema reader's parts for explicit switches, links and overrides, over the registry.
+void read_switch(Registry& reg, const json& j, const std::string& ptr) {
+  Diagnostics& d = reg.diag();
+  Topology& t = reg.topology();
+  ObjectReader s(j, ptr, d, {"name", "type", "ports", "port_bandwidth", "latency", "buffer", "tier"});
   if (!s.valid()) return;
   SwitchSpec sw;
   sw.name = s.str("name", true).value_or("");
-  if (auto why = bad_name(sw.name)) { if (s.get("name", false)) d_.error(s.child("name"), *why); }
-  else if (!names_.emplace(sw.name, 'w').second) d_.error(s.child("name"), "duplicate device name \"" + sw.name + "\"");
+  if (auto why = bad_name(sw.name)) { if (s.get("name", false)) d.error(s.child("name"), *why); }
+  else if (!reg.claim_name(sw.name, 'w')) d.error(s.child("name"), "duplicate device name \"" + sw.name + "\"");
   std::string type = s.str("type", false).value_or("ethernet");
   if (type == "pcie") { sw.kind = SwitchKind::Pcie; sw.tier = 0; }
-  else if (type != "ethernet") d_.error(s.child("type"), "unknown switch type \"" + type + "\" (ethernet, pcie)");
+  else if (type != "ethernet") d.error(s.child("type"), "unknown switch type \"" + type + "\" (ethernet, pcie)");
   sw.ports = static_cast<std::uint32_t>(s.uint("ports", true, 1, 1024).value_or(1));
   if (sw.kind == SwitchKind::Pcie) {
     if (!s.get("port_bandwidth", true)) sw.port_Bps = 1;
-    else sw.port_Bps = laned(s, "port_bandwidth", kPcieLanes).value_or(1);
+    else sw.port_Bps = laned(d, s, "port_bandwidth", kPcieLanes).value_or(1);
   } else {
     sw.port_Bps = s.bandwidth("port_bandwidth", true).value_or(1);
   }
-  sw.latency_ps = latency(s, "latency").value_or(600 * models::kPsPerNs);
+  sw.latency_ps = latency(d, s, "latency").value_or(600 * models::kPsPerNs);
   sw.buffer_bytes = s.size("buffer", false).value_or(32ULL << 20);
   if (auto tier = s.uint("tier", false, 1, 3)) sw.tier = static_cast<std::uint32_t>(*tier);
-  switch_index_[sw.name] = static_cast<std::uint32_t>(t_.switches.size());
-  t_.switches.push_back(std::move(sw));
+  reg.index_switch(sw.name, static_cast<std::uint32_t>(t.switches.size()));
+  t.switches.push_back(std::move(sw));
 }
 
 // "server0/npu3" (the NPU's NIC, or its PCIe/HCCS port) or "leaf0/5" (switch port 5).
-std::optional<Endpoint> Builder::endpoint(const std::string& s, const std::string& ptr) {
+std::optional<Endpoint> endpoint(Registry& reg, const std::string& s, const std::string& ptr) {
+  Diagnostics& d = reg.diag();
+  const Topology& t = reg.topology();
   auto k = s.rfind('/');
   if (k == std::string::npos || k == 0 || k + 1 == s.size()) {
-    d_.error(ptr, "expected \"<server>/npu<k>\" or \"<switch>/<port>\", got \"" + s + "\"");
+    d.error(ptr, "expected \"<server>/npu<k>\" or \"<switch>/<port>\", got \"" + s + "\"");
     return std::nullopt;
   }
   std::string dev = s.substr(0, k), port = s.substr(k + 1);
-  auto sv = server_index_.find(dev);
-  if (sv != server_index_.end()) {
-    const auto& srv = t_.servers[sv->second];
+  if (const std::uint32_t* sv = reg.server(dev)) {
+    const auto& srv = t.servers[*sv];
     unsigned idx = 0;
     if (port.rfind("npu", 0) != 0 || !parse_index(port.c_str() + 3, &idx) || idx >= srv.npus.size()) {
-      d_.error(ptr, "server \"" + dev + "\" has no NPU \"" + port + "\" (npu0..npu" + std::to_string(srv.npus.size() - 1) + ")");
+      d.error(ptr, "server \"" + dev + "\" has no NPU \"" + port + "\" (npu0..npu" + std::to_string(srv.npus.size() - 1) + ")");
       return std::nullopt;
     }
     return Endpoint{false, srv.npus[idx], 0};
   }
-  auto sw = switch_index_.find(dev);
-  if (sw == switch_index_.end()) {
-    d_.error(ptr, "no device named \"" + dev + "\"");
+  const std::uint32_t* sw = reg.switch_(dev);
+  if (!sw) {
+    d.error(ptr, "no device named \"" + dev + "\"");
     return std::nullopt;
   }
   unsigned p = 0;
-  if (!parse_index(port.c_str(), &p) || p >= t_.switches[sw->second].ports) {
-    d_.error(ptr, "switch \"" + dev + "\" has no port \"" + port + "\" (0.." + std::to_string(t_.switches[sw->second].ports - 1) + ")");
+  if (!parse_index(port.c_str(), &p) || p >= t.switches[*sw].ports) {
+    d.error(ptr, "switch \"" + dev + "\" has no port \"" + port + "\" (0.." + std::to_string(t.switches[*sw].ports - 1) + ")");
     return std::nullopt;
   }
-  return Endpoint{true, sw->second, p};
+  return Endpoint{true, *sw, p};
 }
 
-void Builder::link(const json& j, const std::string& ptr) {
-  ObjectReader s(j, ptr, d_, {"type", "a", "b", "bandwidth", "latency"});
+void read_link(Registry& reg, const json& j, const std::string& ptr) {
+  Diagnostics& d = reg.diag();
+  Topology& t = reg.topology();
+  ObjectReader s(j, ptr, d, {"type", "a", "b", "bandwidth", "latency"});
   if (!s.valid()) return;
   LinkSpec l;
   std::string type = s.str("type", true).value_or("");
   if (type == "roce" || type == "ethernet") l.type = LinkType::Roce;
   else if (type == "pcie") l.type = LinkType::Pcie;
   else if (type == "hccs") l.type = LinkType::Hccs;
-  else if (!type.empty()) { d_.error(s.child("type"), "unknown link type \"" + type + "\" (roce, pcie, hccs)"); return; }
+  else if (!type.empty()) { d.error(s.child("type"), "unknown link type \"" + type + "\" (roce, pcie, hccs)"); return; }
   auto as = s.str("a", true), bs = s.str("b", true);
   if (!as || !bs) return;
-  auto a = endpoint(*as, s.child("a")), b = endpoint(*bs, s.child("b"));
+  auto a = endpoint(reg, *as, s.child("a")), b = endpoint(reg, *bs, s.child("b"));
   if (!a || !b) return;
   l.a = *a;
   l.b = *b;
   l.name = *as + "<->" + *bs;
-  auto bw = l.type == LinkType::Roce ? s.bandwidth("bandwidth", false) : laned(s, "bandwidth", l.params.lanes);
+  auto bw = l.type == LinkType::Roce ? s.bandwidth("bandwidth", false) : laned(d, s, "bandwidth", l.params.lanes);
   if (s.get("bandwidth", false) && !bw) return;
-  l.params.latency_ps = latency(s, "latency").value_or(500 * models::kPsPerNs);
+  l.params.latency_ps = latency(d, s, "latency").value_or(500 * models::kPsPerNs);
   if (l.type == LinkType::Hccs) {
-    if (a->is_switch || b->is_switch || t_.npus[a->index].server != t_.npus[b->index].server || a->index == b->index) {
-      d_.error(ptr, "an HCCS link joins two different NPUs of one server");
+    if (a->is_switch || b->is_switch || t.npus[a->index].server != t.npus[b->index].server || a->index == b->index) {
+      d.error(ptr, "an HCCS link joins two different NPUs of one server");
       return;
     }
-    l.a.port = t_.npus[b->index].device_id;
-    l.b.port = t_.npus[a->index].device_id;
+    l.a.port = t.npus[b->index].device_id;
+    l.b.port = t.npus[a->index].device_id;
     l.params.bandwidth_Bps = bw.value_or(GBps(28));
   } else {
-    if (!a->is_switch && !b->is_switch) { d_.error(ptr, "a " + type + " link needs a switch at one end"); return; }
+    if (!a->is_switch && !b->is_switch) { d.error(ptr, "a " + type + " link needs a switch at one end"); return; }
     // The ends' speeds: NIC line rate (RoCE) or the NPU's PCIe rate; switch port speed.
     auto speed = [&](const Endpoint& e) {
-      if (e.is_switch) return t_.switches[e.index].port_Bps;
-      return l.type == LinkType::Roce ? t_.npus[e.index].nic_Bps : t_.npus[e.index].params.host_link.bandwidth_Bps;
+      if (e.is_switch) return t.switches[e.index].port_Bps;
+      return l.type == LinkType::Roce ? t.npus[e.index].nic_Bps : t.npus[e.index].params.host_link.bandwidth_Bps;
     };
     std::uint64_t sa = speed(*a), sb = speed(*b);
     if (sa != sb) {
-      d_.error(ptr, "link ends disagree on speed: " + *as + " runs at " + bw_str(sa) + ", " + *bs + " at " + bw_str(sb));
+      d.error(ptr, "link ends disagree on speed: " + *as + " runs at " + bw_str(sa) + ", " + *bs + " at " + bw_str(sb));
       return;
     }
     if (bw && *bw != sa) {
-      d_.error(s.child("bandwidth"), "link bandwidth " + bw_str(*bw) + " differs from its ends' " + bw_str(sa));
+      d.error(s.child("bandwidth"), "link bandwidth " + bw_str(*bw) + " differs from its ends' " + bw_str(sa));
       return;
     }
     for (auto* e : {&*a, &*b})
-      if (e->is_switch && (t_.switches[e->index].kind == SwitchKind::Pcie) != (l.type == LinkType::Pcie)) {
-        d_.error(ptr, std::string("a ") + type + " link cannot attach to " + (t_.switches[e->index].kind == SwitchKind::Pcie ? "PCIe" : "Ethernet") +
-                          " switch \"" + t_.switches[e->index].name + "\"");
+      if (e->is_switch && (t.switches[e->index].kind == SwitchKind::Pcie) != (l.type == LinkType::Pcie)) {
+        d.error(ptr, std::string("a ") + type + " link cannot attach to " + (t.switches[e->index].kind == SwitchKind::Pcie ? "PCIe" : "Ethernet") +
+                          " switch \"" + t.switches[e->index].name + "\"");
         return;
       }
     l.params.bandwidth_Bps = sa;
   }
-  add_link(std::move(l), ptr);
+  reg.claim_link(std::move(l), ptr);
 }
 
 // Per-device overrides: {"device": "node3/npu5", "hbm_capacity": "32GiB", ...}.
-void Builder::override_(const json& j, const std::string& ptr) {
-  ObjectReader o(j, ptr, d_, {"device", "hbm_capacity", "hbm_bandwidth", "nic_bandwidth", "pcie_bandwidth", "sdma_engines"});
+void read_override(Registry& reg, const json& j, const std::string& ptr) {
+  Diagnostics& d = reg.diag();
+  Topology& t = reg.topology();
+  ObjectReader o(j, ptr, d, {"device", "hbm_capacity", "hbm_bandwidth", "nic_bandwidth", "pcie_bandwidth", "sdma_engines"});
   if (!o.valid()) return;
   auto dev = o.str("device", true);
   if (!dev) return;
   auto k = dev->rfind('/');
-  auto sv = k == std::string::npos ? server_index_.end() : server_index_.find(dev->substr(0, k));
+  const std::uint32_t* sv = k == std::string::npos ? nullptr : reg.server(dev->substr(0, k));
   unsigned idx = 0;
-  if (sv == server_index_.end() || dev->compare(k + 1, 3, "npu") != 0 ||
-      !parse_index(dev->c_str() + k + 4, &idx) || idx >= t_.servers[sv->second].npus.size()) {
-    d_.error(o.child("device"), "no NPU named \"" + *dev + "\" (overrides name one NPU: \"<server>/npu<k>\")");
+  if (!sv || dev->compare(k + 1, 3, "npu") != 0 ||
+      !parse_index(dev->c_str() + k + 4, &idx) || idx >= t.servers[*sv].npus.size()) {
+    d.error(o.child("device"), "no NPU named \"" + *dev + "\" (overrides name one NPU: \"<server>/npu<k>\")");
     return;
   }
-  NpuSpec& n = t_.npus[t_.servers[sv->second].npus[idx]];
+  NpuSpec& n = t.npus[t.servers[*sv].npus[idx]];
   if (auto v = o.size("hbm_capacity", false)) {
-    if (*v == 0 || *v > (1ULL << 40)) d_.error(o.child("hbm_capacity"), "HBM capacity must be in (0, 1 TiB]");
+    if (*v == 0 || *v > (1ULL << 40)) d.error(o.child("hbm_capacity"), "HBM capacity must be in (0, 1 TiB]");
     else n.params.hbm.capacity_bytes = *v;
   }
   if (auto v = o.bandwidth("hbm_bandwidth", false)) n.params.hbm.bandwidth_Bps = *v;
   if (auto v = o.bandwidth("nic_bandwidth", false)) n.nic_Bps = *v;
-  if (auto v = laned(o, "pcie_bandwidth", kPcieLanes)) n.params.host_link.bandwidth_Bps = *v;
+  if (auto v = laned(d, o, "pcie_bandwidth", kPcieLanes)) n.params.host_link.bandwidth_Bps = *v;
   if (auto v = o.uint("sdma_engines", false, 1, 64)) n.params.sdma_engines = static_cast<std::uint32_t>(*v);
 }
 
+}  // namespace
+
 }  // namespace topology_detail
 
-using topology_detail::Builder;
+using topology_detail::Registry;
+using topology_detail::read_server;
+using topology_detail::read_fabric;
 using topology_detail::check_reachable;
 using topology_detail::read_as_built;
 using topology_detail::read_host_network;
@@ -176,14 +189,14 @@ std::optional<Topology> topology_from_json(const json& j, Diagnostics& d, const 
   top.uint("version", true, 1, 1);
   t.name = top.name("name", true).value_or("");
   t.description = top.str("description", false).value_or("");
-  Builder b(d, t);
+  Registry reg(d, t);
   const json* servers = top.get("servers", false);
   const json* groups = top.get("server_groups", false);
   if (!servers && !groups) d.error("/servers", "missing required key (or give server_groups)");
   if (servers) {
     if (!servers->is_array()) d.error(top.child("servers"), "expected an array of servers");
     else
-      for (std::size_t i = 0; i < servers->size() && i < 65536; ++i) b.server((*servers)[i], "/servers/" + std::to_string(i), 0, nullptr);
+      for (std::size_t i = 0; i < servers->size() && i < 65536; ++i) read_server(reg, (*servers)[i], "/servers/" + std::to_string(i), 0, nullptr);
   }
   if (groups) {
     if (!groups->is_array()) d.error(top.child("server_groups"), "expected an array");
@@ -200,26 +213,26 @@ std::optional<Topology> topology_from_json(const json& j, Diagnostics& d, const 
         // the group's pointer: expansion stops at the first server that adds an error.
         for (std::uint64_t i = 0; i < *count; ++i) {
           const std::size_t before = d.count();
-          b.server((*groups)[g], gp, i, &*name);
+          read_server(reg, (*groups)[g], gp, i, &*name);
           if (d.count() != before) break;
         }
       }
   }
   if (t.servers.empty() && d.ok()) d.error("/servers", "no servers");
-  b.claim_generated_ports();
+  reg.claim_generated_ports();
   if (const json* ov = top.get("overrides", false)) {
     if (!ov->is_array()) d.error(top.child("overrides"), "expected an array");
-    else for (std::size_t i = 0; i < ov->size(); ++i) b.override_((*ov)[i], "/overrides/" + std::to_string(i));
+    else for (std::size_t i = 0; i < ov->size(); ++i) topology_detail::read_override(reg, (*ov)[i], "/overrides/" + std::to_string(i));
   }
   if (const json* sw = top.get("switches", false)) {
     if (!sw->is_array()) d.error(top.child("switches"), "expected an array");
-    else for (std::size_t i = 0; i < sw->size(); ++i) b.switch_((*sw)[i], "/switches/" + std::to_string(i));
+    else for (std::size_t i = 0; i < sw->size(); ++i) topology_detail::read_switch(reg, (*sw)[i], "/switches/" + std::to_string(i));
   }
   if (const json* ln = top.get("links", false)) {
     if (!ln->is_array()) d.error(top.child("links"), "expected an array");
-    else for (std::size_t i = 0; i < ln->size(); ++i) b.link((*ln)[i], "/links/" + std::to_string(i));
+    else for (std::size_t i = 0; i < ln->size(); ++i) topology_detail::read_link(reg, (*ln)[i], "/links/" + std::to_string(i));
   }
-  if (const json* fj = top.get("fabric", false)) b.fabric(*fj, "/fabric");
+  if (const json* fj = top.get("fabric", false)) read_fabric(reg, *fj, "/fabric");
   auto rt_path = top.str("rank_table", false);
   if (const json* ab = top.get("as_built", false)) read_as_built(*ab, t, d);
   if (const json* hn = top.get("host_network", false)) read_host_network(*hn, t, d);

@@ -1,7 +1,7 @@
 // Internals of the topology loader (docs/topology-format.md), shared by its files: the schema
 // reader (topology.cpp), the generators (topology_servers.cpp, topology_fabric.cpp), the server
-// presets (topology_presets.cpp), the checks (topology_checks.cpp) and /as_built
-// (topology_as_built.cpp). Plain C++.
+// presets (topology_presets.cpp), the registry of names, addresses and ports and the checks
+// (topology_checks.cpp) and /as_built (topology_as_built.cpp). Plain C++.
 #pragma once
 #include <cstdint>
 #include <cstdio>
@@ -50,31 +50,36 @@ inline const std::uint32_t kHccsLanes = models::LinkParams{}.lanes;        // 8
 inline const std::uint32_t kPcieLanes = models::NpuParams{}.host_link.lanes;  // 16
 constexpr models::Tick kMaxLatencyPs = models::kPsPerSec;                 // 1 s
 
-class Builder {
+/// What the loader has named so far: device names, the servers' and switches' indexes by name,
+/// IP addresses, and the ports links use (each port carries at most one link). The readers below
+/// add to the topology through it, so every name, address and port is claimed once
+/// (topology_checks.cpp).
+class Registry {
  public:
-  Builder(Diagnostics& d, Topology& t) : d_(d), t_(t) {}
-
-  // topology_checks.cpp: value checks and port bookkeeping
-    std::optional<std::uint64_t> laned(const ObjectReader& r, const char* key, std::uint32_t lanes);
-    std::optional<models::Tick> latency(const ObjectReader& r, const char* key);
-    void add_link(LinkSpec l, const std::string& ptr);
-    void claim_generated_ports();
-
-  // topology_servers.cpp: a server (or one of a group) and its generated NPUs, HCCS and PCIe links
-    void server(const json& j, const std::string& ptr, std::uint64_t index_in_group, const std::string* name_pattern);
-
-  // topology_fabric.cpp: a generated Clos fabric (leaves, spines, cores) and its RoCE links
-  void fabric(const json& j, const std::string& ptr);
-
-  // topology.cpp: the schema reader for explicit switches, links and overrides
-    void switch_(const json& j, const std::string& ptr);
-    std::optional<Endpoint> endpoint(const std::string& s, const std::string& ptr);
-    void link(const json& j, const std::string& ptr);
-    void override_(const json& j, const std::string& ptr);
+  Registry(Diagnostics& d, Topology& t) : d_(d), t_(t) {}
+  Diagnostics& diag() { return d_; }
+  Topology& topology() { return t_; }
+  /// Claim a device name (`kind`: 's' server, 'w' switch); false when it is taken.
+  bool claim_name(const std::string& name, char kind) { return names_.emplace(name, kind).second; }
+  void index_server(const std::string& name, std::uint32_t index) { server_index_[name] = index; }
+  void index_switch(const std::string& name, std::uint32_t index) { switch_index_[name] = index; }
+  /// The index of the server or switch named `name`, or null.
+  const std::uint32_t* server(const std::string& name) const { return find(server_index_, name); }
+  const std::uint32_t* switch_(const std::string& name) const { return find(switch_index_, name); }
+  /// `who` uses IP `ip` (an error at `ptr` when another device has it).
+  void ip_used(std::uint32_t ip, const std::string& ptr, const std::string& who);
+  /// Add the link when both its ports are free (else an error at `ptr`).
+  void claim_link(LinkSpec l, const std::string& ptr);
+  /// The servers' generated HCCS and PCIe links claim their ports.
+  void claim_generated_ports();
+  /// Room for `more` port claims.
+  void reserve_ports(std::size_t more) { ports_used_.reserve(ports_used_.size() + more); }
 
  private:
-    void ip_used(std::uint32_t ip, const std::string& ptr, const std::string& who);
-
+  static const std::uint32_t* find(const std::unordered_map<std::string, std::uint32_t>& m, const std::string& k) {
+    auto it = m.find(k);
+    return it == m.end() ? nullptr : &it->second;
+  }
   Diagnostics& d_;
   Topology& t_;
   std::unordered_map<std::string, char> names_;
@@ -82,6 +87,17 @@ class Builder {
   std::unordered_map<std::uint32_t, std::string> ips_;
   std::unordered_set<std::uint64_t> ports_used_;  // hashed: 800k ports at 65,536 NPUs
 };
+
+// Value checks (topology_checks.cpp): a laned link's bandwidth, a latency (nullopt, with the
+// error in `d`, when the value is given and wrong).
+std::optional<std::uint64_t> laned(Diagnostics& d, const ObjectReader& r, const char* key, std::uint32_t lanes);
+std::optional<models::Tick> latency(Diagnostics& d, const ObjectReader& r, const char* key);
+
+/// A server (or server `index_in_group` of a group whose names follow `name_pattern`) with its
+/// generated NPUs, HCCS and PCIe links (topology_servers.cpp).
+void read_server(Registry& reg, const json& j, const std::string& ptr, std::uint64_t index_in_group, const std::string* name_pattern);
+/// A generated Clos fabric: leaves, spines, cores and their RoCE links (topology_fabric.cpp).
+void read_fabric(Registry& reg, const json& j, const std::string& ptr);
 
 /// Every NPU reaches every other one, and the RoCE network joins every cabled NIC; false (with the
 /// error in `d`) if not. `fabric`: the topology has a generated fabric (where the error points).

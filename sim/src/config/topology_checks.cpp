@@ -38,10 +38,10 @@ bool parse_index(const char* s, unsigned* out) {
 // lanes in whole bytes/s, so the bandwidth must split into whole bytes/s per lane within
 // kUnitRelTolerance (a rate that truncated to 0 per lane used to make transfers take "forever",
 // which overflowed the clock and came out as absurdly short times).
-std::optional<std::uint64_t> Builder::laned(const ObjectReader& r, const char* key, std::uint32_t lanes) {
+std::optional<std::uint64_t> laned(Diagnostics& d, const ObjectReader& r, const char* key, std::uint32_t lanes) {
   auto v = r.bandwidth(key, false);
   if (v && static_cast<double>(*v % lanes) > kUnitRelTolerance * static_cast<double>(*v)) {
-    d_.error(r.child(key), "bandwidth of " + std::to_string(*v) + " B/s does not split into whole bytes/s over the link's " +
+    d.error(r.child(key), "bandwidth of " + std::to_string(*v) + " B/s does not split into whole bytes/s over the link's " +
                                std::to_string(lanes) + " lanes (the model would run it at " + std::to_string(*v / lanes * lanes) + " B/s)");
     return std::nullopt;
   }
@@ -49,14 +49,14 @@ std::optional<std::uint64_t> Builder::laned(const ObjectReader& r, const char* k
 }
 
 // Link, switch and host latencies: at most 1 s (credit-based rates divide by the round trip).
-std::optional<models::Tick> Builder::latency(const ObjectReader& r, const char* key) {
+std::optional<models::Tick> latency(Diagnostics& d, const ObjectReader& r, const char* key) {
   auto v = r.duration(key, false);
-  if (v && *v > kMaxLatencyPs) { d_.error(r.child(key), "latency above 1 s"); return std::nullopt; }
+  if (v && *v > kMaxLatencyPs) { d.error(r.child(key), "latency above 1 s"); return std::nullopt; }
   return v;
 }
 
 // Every port carries at most one link: a NIC, an NPU's PCIe port, an HCCS port, a switch port.
-void Builder::add_link(LinkSpec l, const std::string& ptr) {
+void Registry::claim_link(LinkSpec l, const std::string& ptr) {
   for (const Endpoint* e : {&l.a, &l.b})
     if (e->is_switch && e->port >= t_.switches[e->index].ports) {
       d_.error(ptr, "switch \"" + t_.switches[e->index].name + "\" has " + std::to_string(t_.switches[e->index].ports) +
@@ -78,7 +78,7 @@ void Builder::add_link(LinkSpec l, const std::string& ptr) {
 }
 
 // Generated HCCS/PCIe links of the servers claim their ports too.
-void Builder::claim_generated_ports() {
+void Registry::claim_generated_ports() {
   ports_used_.reserve(2 * t_.links.size() + 2 * t_.npus.size());
   for (auto& l : t_.links)
     for (const Endpoint* e : {&l.a, &l.b})
@@ -86,7 +86,7 @@ void Builder::claim_generated_ports() {
                          (static_cast<std::uint64_t>(l.type) << 20) | e->port);
 }
 
-void Builder::ip_used(std::uint32_t ip, const std::string& ptr, const std::string& who) {
+void Registry::ip_used(std::uint32_t ip, const std::string& ptr, const std::string& who) {
   auto [it, fresh] = ips_.emplace(ip, who);
   if (!fresh) d_.error(ptr, "IP " + format_ipv4(ip) + " of " + who + " is already used by " + it->second);
 }

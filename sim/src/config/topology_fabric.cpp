@@ -8,12 +8,14 @@
 
 namespace sim::topology_detail {
 
-void Builder::fabric(const json& j, const std::string& ptr) {
-  ObjectReader f(j, ptr, d_, {"type", "tiers", "switch_radix", "oversubscription", "rail_optimized", "link_bandwidth", "link_latency",
+void read_fabric(Registry& reg, const json& j, const std::string& ptr) {
+  Diagnostics& d = reg.diag();
+  Topology& t = reg.topology();
+  ObjectReader f(j, ptr, d, {"type", "tiers", "switch_radix", "oversubscription", "rail_optimized", "link_bandwidth", "link_latency",
                               "switch_latency", "switch_buffer"});
   if (!f.valid()) return;
   auto type = f.str("type", true).value_or("clos");
-  if (type != "clos") { d_.error(f.child("type"), "unknown fabric type \"" + type + "\" (clos)"); return; }
+  if (type != "clos") { d.error(f.child("type"), "unknown fabric type \"" + type + "\" (clos)"); return; }
   const auto tiers = static_cast<std::uint32_t>(f.uint("tiers", true, 1, 3).value_or(2));
   const auto R = static_cast<std::uint32_t>(f.uint("switch_radix", true, 2, 1024).value_or(64));
   std::uint32_t over = 1;
@@ -32,15 +34,15 @@ void Builder::fabric(const json& j, const std::string& ptr) {
     const std::uint32_t k = colon == std::string::npos ? 0 : num(*o, 0, colon);
     const std::uint32_t one = colon == std::string::npos ? 0 : num(*o, colon + 1, o->size());
     if (one != 1 || k == 0 || k > 16)
-      d_.error(f.child("oversubscription"), "expected \"k:1\" with k in 1..16, got \"" + *o + "\"");
+      d.error(f.child("oversubscription"), "expected \"k:1\" with k in 1..16, got \"" + *o + "\"");
     else over = k;
   }
   const bool rail = f.boolean("rail_optimized", false).value_or(true);
   auto bw = f.bandwidth("link_bandwidth", true);
-  const models::Tick lat = latency(f, "link_latency").value_or(500 * models::kPsPerNs);
-  const models::Tick sw_lat = latency(f, "switch_latency").value_or(600 * models::kPsPerNs);
+  const models::Tick lat = latency(d, f, "link_latency").value_or(500 * models::kPsPerNs);
+  const models::Tick sw_lat = latency(d, f, "switch_latency").value_or(600 * models::kPsPerNs);
   auto buf_opt = f.size("switch_buffer", false);
-  if (!bw || !d_.ok()) return;
+  if (!bw || !d.ok()) return;
   // Default shared buffer: 3.125 MB per Tb/s of switching capacity (radix x link speed), the
   // ratio of NVIDIA's Spectrum-4 (160 MB at 51.2 Tb/s; Spectrum-3 64 MB at 12.8, Spectrum-2 42 MB
   // at 6.4 have more per Tb/s), at least 1 MiB: a radix-64 switch of 200 Gb/s ports gets 40 MB
@@ -50,46 +52,46 @@ void Builder::fabric(const json& j, const std::string& ptr) {
   // k:1 on a leaf of radix R: u = floor(R / (k + 1)) up ports and k·u down ports; when k + 1 does
   // not divide R the other ports stay dark, as 2:1 is built from 128-port switches (84 down, 42 up).
   if (tiers > 1 && R / (over + 1) == 0) {
-    d_.error(f.child("switch_radix"), "radix " + std::to_string(R) + " has no up port at " + std::to_string(over) + ":1");
+    d.error(f.child("switch_radix"), "radix " + std::to_string(R) + " has no up port at " + std::to_string(over) + ":1");
     return;
   }
   const std::uint32_t up = tiers == 1 ? 0 : R / (over + 1), down = tiers == 1 ? R : up * over;
-  t_.fabric = FabricInfo{"clos", tiers, R, down, up, rail};
-  for (auto& n : t_.npus)
+  t.fabric = FabricInfo{"clos", tiers, R, down, up, rail};
+  for (auto& n : t.npus)
     if (n.nic_Bps != *bw) {
-      d_.error(f.child("link_bandwidth"), "link ends disagree on speed: fabric links run at " + bw_str(*bw) + ", the NIC of " + n.name +
+      d.error(f.child("link_bandwidth"), "link ends disagree on speed: fabric links run at " + bw_str(*bw) + ", the NIC of " + n.name +
                                                " at " + bw_str(n.nic_Bps));
       return;
     }
   // NIC order: rail-optimised fabrics put NIC k of every server on the leaves of rail k.
   std::uint32_t rails = 0;
-  for (auto& s : t_.servers) rails = std::max<std::uint32_t>(rails, static_cast<std::uint32_t>(s.npus.size()));
-  const std::uint32_t S = static_cast<std::uint32_t>(t_.servers.size());
+  for (auto& s : t.servers) rails = std::max<std::uint32_t>(rails, static_cast<std::uint32_t>(s.npus.size()));
+  const std::uint32_t S = static_cast<std::uint32_t>(t.servers.size());
   std::vector<std::pair<std::uint32_t, std::uint32_t>> nic_leaf;  // (leaf, port) per NPU
   std::uint32_t leaves = 0;
-  nic_leaf.resize(t_.npus.size());
+  nic_leaf.resize(t.npus.size());
   if (rail && tiers > 1) {
     const std::uint32_t per_rail = (S + down - 1) / down;
     leaves = per_rail * rails;
     for (std::uint32_t s = 0; s < S; ++s)
-      for (std::uint32_t k = 0; k < t_.servers[s].npus.size(); ++k) nic_leaf[t_.servers[s].npus[k]] = {k * per_rail + s / down, s % down};
+      for (std::uint32_t k = 0; k < t.servers[s].npus.size(); ++k) nic_leaf[t.servers[s].npus[k]] = {k * per_rail + s / down, s % down};
   } else {
-    const std::uint32_t n = static_cast<std::uint32_t>(t_.npus.size());
+    const std::uint32_t n = static_cast<std::uint32_t>(t.npus.size());
     leaves = (n + down - 1) / down;
     for (std::uint32_t i = 0; i < n; ++i) nic_leaf[i] = {i / down, i % down};
   }
   if (tiers == 1 && leaves > 1) {
-    d_.error(f.child("switch_radix"), "one switch of radix " + std::to_string(R) + " cannot hold " + std::to_string(t_.npus.size()) + " NICs");
+    d.error(f.child("switch_radix"), "one switch of radix " + std::to_string(R) + " cannot hold " + std::to_string(t.npus.size()) + " NICs");
     return;
   }
   if (tiers == 2 && leaves > R) {
-    d_.error(f.child("tiers"), "a 2-tier Clos of radix " + std::to_string(R) + " holds at most " + std::to_string(R) + " leaves (" +
+    d.error(f.child("tiers"), "a 2-tier Clos of radix " + std::to_string(R) + " holds at most " + std::to_string(R) + " leaves (" +
                                    std::to_string(leaves) + " needed); use tiers: 3 or a larger radix");
     return;
   }
   const std::uint32_t pod_leaves = R / 2;  // 3-tier: spines split R/2 down (leaves of the pod), R/2 up (cores)
   const std::uint32_t pods = tiers == 3 ? (leaves + pod_leaves - 1) / pod_leaves : 1;
-  if (tiers == 3 && R % 2) { d_.error(f.child("switch_radix"), "a 3-tier Clos needs an even radix"); return; }
+  if (tiers == 3 && R % 2) { d.error(f.child("switch_radix"), "a 3-tier Clos needs an even radix"); return; }
   auto add_switch = [&](const std::string& name, std::uint32_t tier) {
     SwitchSpec sw;
     sw.name = name;
@@ -98,10 +100,10 @@ void Builder::fabric(const json& j, const std::string& ptr) {
     sw.latency_ps = sw_lat;
     sw.buffer_bytes = buf;
     sw.tier = tier;
-    if (!names_.emplace(name, 'w').second) d_.error(ptr, "generated switch name \"" + name + "\" clashes with a device");
-    switch_index_[name] = static_cast<std::uint32_t>(t_.switches.size());
-    t_.switches.push_back(std::move(sw));
-    return static_cast<std::uint32_t>(t_.switches.size() - 1);
+    if (!reg.claim_name(name, 'w')) d.error(ptr, "generated switch name \"" + name + "\" clashes with a device");
+    reg.index_switch(name, static_cast<std::uint32_t>(t.switches.size()));
+    t.switches.push_back(std::move(sw));
+    return static_cast<std::uint32_t>(t.switches.size() - 1);
   };
   auto wire = [&](Endpoint a, Endpoint b) {
     LinkSpec l;
@@ -109,18 +111,18 @@ void Builder::fabric(const json& j, const std::string& ptr) {
     l.a = a;
     l.b = b;
     l.params = models::LinkParams{*bw, lat};
-    l.name = (a.is_switch ? t_.switches[a.index].name + "/" + std::to_string(a.port) : t_.npus[a.index].name) + "<->" +
-             t_.switches[b.index].name + "/" + std::to_string(b.port);
-    add_link(std::move(l), ptr);
+    l.name = (a.is_switch ? t.switches[a.index].name + "/" + std::to_string(a.port) : t.npus[a.index].name) + "<->" +
+             t.switches[b.index].name + "/" + std::to_string(b.port);
+    reg.claim_link(std::move(l), ptr);
   };
   {
-    const std::size_t more = t_.npus.size() + 2 * static_cast<std::size_t>(leaves) * up;  // NIC links + leaf and spine uplinks
-    t_.links.reserve(t_.links.size() + more);
-    ports_used_.reserve(ports_used_.size() + 2 * more);
+    const std::size_t more = t.npus.size() + 2 * static_cast<std::size_t>(leaves) * up;  // NIC links + leaf and spine uplinks
+    t.links.reserve(t.links.size() + more);
+    reg.reserve_ports(2 * more);
   }
   std::vector<std::uint32_t> leaf(leaves);
   for (std::uint32_t i = 0; i < leaves; ++i) leaf[i] = add_switch(tiers == 1 ? "switch0" : "leaf" + std::to_string(i), 1);
-  for (std::uint32_t n = 0; n < t_.npus.size(); ++n) wire(Endpoint{false, n, 0}, Endpoint{true, leaf[nic_leaf[n].first], nic_leaf[n].second});
+  for (std::uint32_t n = 0; n < t.npus.size(); ++n) wire(Endpoint{false, n, 0}, Endpoint{true, leaf[nic_leaf[n].first], nic_leaf[n].second});
   if (tiers == 2) {
     // Every leaf has one link to every spine: spines = up ports per leaf, spine port = leaf index.
     std::vector<std::uint32_t> spine(up);
@@ -139,7 +141,7 @@ void Builder::fabric(const json& j, const std::string& ptr) {
     const bool per_uplink = static_cast<std::uint64_t>(pods) * ((spine_up + cores_per_plane - 1) / cores_per_plane) <= R;
     auto core_of = [&](std::uint32_t p, std::uint32_t u) { return per_uplink ? u % cores_per_plane : (p + u) % cores_per_plane; };
     if (!per_uplink && spine_up < 2) {
-      d_.error(f.child("switch_radix"), "a 3-tier Clos of radix " + std::to_string(R) + " cannot join " + std::to_string(pods) +
+      d.error(f.child("switch_radix"), "a 3-tier Clos of radix " + std::to_string(R) + " cannot join " + std::to_string(pods) +
                                             " pods (a core holds " + std::to_string(R) + " spines, a spine has one uplink); use a larger radix");
       return;
     }
@@ -153,7 +155,7 @@ void Builder::fabric(const json& j, const std::string& ptr) {
     }
     for (std::uint32_t c = 0; c < cores_per_plane; ++c)
       if (need[c] > R) {
-        d_.error(f.child("switch_radix"), "a 3-tier Clos of " + std::to_string(pods) + " pods needs " + std::to_string(need[c]) +
+        d.error(f.child("switch_radix"), "a 3-tier Clos of " + std::to_string(pods) + " pods needs " + std::to_string(need[c]) +
                                               " ports on core " + std::to_string(c) + ", more than the radix " + std::to_string(R));
         return;
       }
