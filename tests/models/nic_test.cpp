@@ -321,3 +321,28 @@ TEST(Dcqcn, CnpBatchActsAsSpacedCnps) {
     }
   }
 }
+
+// A batch's cuts stand for CNPs one interval apart from its arrival on, and a sender cuts at
+// most once per rate-reduce period of its own time: a second batch arriving while the first's
+// cuts still stand for CNPs to come raises alpha only (without this, two batches of 5 a
+// microsecond apart cut 9 times in 1 us), and one arriving after them cuts again.
+TEST(Dcqcn, CnpBatchesCutAtMostOncePerPeriod) {
+  const DcqcnParams prof = DcqcnParams::nvidia();
+  ASSERT_EQ(prof.rate_reduce_period_ps, prof.cnp_interval_ps);
+  const Tick iv = prof.cnp_interval_ps;
+  StandaloneScheduler s;
+  CcRig rig(s);
+  Dcqcn dc(prof, rig);
+  const double line = 25e9;
+  dc.add_qp(0, line);
+  s.advance_to(kPsPerUs);
+  dc.on_cnps(0, 5, iv);  // cuts standing for CNPs at +0, +4, ..., +16 us
+  const double after_a = dc.rate_Bps(0);
+  EXPECT_LT(after_a, line / 16);  // five cuts, alpha near 1
+  s.advance_to(s.now() + kPsPerUs);
+  dc.on_cnps(0, 5, iv);  // its slots (+1 .. +17 us) fall inside the first batch's: no cut
+  EXPECT_EQ(dc.rate_Bps(0), after_a);
+  s.advance_to(s.now() + 20 * kPsPerUs);  // past the first batch's last slot (+16 us)
+  dc.on_cnps(0, 2, iv);
+  EXPECT_LT(dc.rate_Bps(0), 0.6 * after_a);  // cuts again
+}

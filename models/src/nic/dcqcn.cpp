@@ -49,7 +49,7 @@ void Dcqcn::on_cnp(std::uint32_t qi) {
   ri_ticks(qi, now);
   alpha_ticks(q, now, true);  // an alpha tick at this instant counts first (see alpha_ticks)
   // At most one cut per rate_reduce_period: a CNP inside it raises alpha only.
-  const bool cut = !q.limited || d.rate_reduce_period_ps == 0 || now - q.last_cut >= d.rate_reduce_period_ps;
+  const bool cut = !q.limited || d.rate_reduce_period_ps == 0 || now >= q.last_cut + d.rate_reduce_period_ps;
   if (cut) cut_rate(q, now);
   q.alpha = (1 - d.g) * q.alpha + d.g;
   q.cnp_this_period = true;
@@ -77,8 +77,10 @@ void Dcqcn::cut_rate(State& q, Tick now) {
 }
 
 // A batch of CNPs that a packet-level receiver would have sent spacing_ps apart. The first reacts
-// now as one CNP does; each later one is spacing_ps after the previous: it cuts the rate if a
-// rate_reduce_period has passed since the batch's last cut, and raises alpha; between two of
+// now as one CNP does; each later one stands for a CNP spacing_ps after the previous: it cuts the
+// rate if a rate_reduce_period has passed since the last cut, and raises alpha. A cut's slot is
+// remembered (last_cut), so a batch arriving before an earlier batch's slots have passed cuts
+// only in the slots after them: as a NIC, the sender never cuts more than once a period; between two of
 // them the alpha timer ticks spacing_ps / alpha_timer_ps times, the first spared (a CNP came in
 // its period). The rate-increase timer, restarted by every cut, does not tick inside a batch
 // spaced closer than its period (4 us against 300 us and 50 us against 55 us in the profiles).
@@ -89,12 +91,19 @@ void Dcqcn::on_cnps(std::uint32_t qi, std::uint64_t count, Tick spacing_ps) {
   const Tick now = host_.cc_now();
   const std::uint64_t decays = p_.alpha_timer_ps > 0 ? spacing_ps / p_.alpha_timer_ps : 0;
   const double decay = decays > 1 ? std::pow(1 - p_.g, static_cast<double>(decays - 1)) : 1.0;
-  Tick since_cut = now - q.last_cut;  // 0 if the first CNP cut; else less than a period since the last cut
+  // The time since the last cut: 0 if the first CNP cut; else less than a period, or negative
+  // when an earlier batch's cuts stand for CNPs spread past this instant (last_cut is the
+  // instant its last cut stands for): a batch never cuts more often than once a period of
+  // the QP's time, whatever the spacing of the batches.
+  std::int64_t since_cut = static_cast<std::int64_t>(now) - static_cast<std::int64_t>(q.last_cut);
+  Tick at = now;
   for (std::uint64_t i = 1; i < count; ++i) {
-    since_cut += spacing_ps;
+    since_cut += static_cast<std::int64_t>(spacing_ps);
+    at += spacing_ps;
     q.alpha *= decay;
-    if (since_cut >= p_.rate_reduce_period_ps) {
+    if (since_cut >= static_cast<std::int64_t>(p_.rate_reduce_period_ps)) {
       cut_rate(q, now);
+      q.last_cut = at;
       since_cut = 0;
     }
     q.alpha = (1 - p_.g) * q.alpha + p_.g;
