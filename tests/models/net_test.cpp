@@ -25,6 +25,36 @@ static NetParams no_congestion_control(std::uint32_t unit) {
   return p;
 }
 
+// Chunk tier CNPs: a marked unit stands for packets spread since the QP's previous unit, but not
+// before it left its sender. Two senders each write one 64 KiB unit at once into one port (ECN
+// marks every packet above 1 byte of queue), sit idle 200 us, and write one unit again: each
+// second unit, about 13 us from its sender to the receiver behind the other's, yields a few CNPs
+// (at most one per 4 us interval of that), not one per interval of the idle time (then all 16
+// of its marked packets would count).
+TEST(Network, ChunkTierCnpsSkipTheSendersIdleTime) {
+  NetParams p;
+  p.unit_bytes = 64 * 1024;
+  p.ecn.kmin_bytes = 0;
+  p.ecn.kmax_bytes = 1;
+  p.ecn.pmax = 1.0;
+  Incast t(2, p);
+  for (auto q : t.qps) t.net.post_write(q, 64 * 1024, q);
+  t.sch.run();
+  std::vector<std::uint64_t> first;
+  for (auto q : t.qps) first.push_back(t.net.qp_stats(q).cnp_rcv);
+  t.sch.advance_to(t.sch.now() + 200 * kPsPerUs);
+  for (auto q : t.qps) t.net.post_write(q, 64 * 1024, 100 + q);
+  t.sch.run();
+  ASSERT_EQ(t.done.done.size(), 4u);
+  std::uint64_t marked = 0;
+  for (std::size_t i = 0; i < t.qps.size(); ++i) {
+    const std::uint64_t second = t.net.qp_stats(t.qps[i]).cnp_rcv - first[i];
+    marked += second;
+    EXPECT_LE(second, 5u) << "qp " << t.qps[i] << ": " << first[i] << " then " << second;
+  }
+  EXPECT_GT(marked, 0u);  // the second units were marked
+}
+
 TEST(Network, NoCongestionControlDrops) {
   for (std::uint32_t unit : {0u, 64u * 1024}) {  // packet and chunk tiers
     SCOPED_TRACE(unit);

@@ -21,6 +21,7 @@ struct Pkt {
   std::uint32_t next = 0;           // the next packet slot in its port's queue (kNoPkt: last)
   Tick tail_at = 0;                 // when its last byte reaches the node it is travelling to
   double rate = 0;                  // chunk tier: the sender's paced rate (bytes/s) when it left
+  Tick sent_at = 0;                 // chunk tier: when its sender sent it (data)
   std::uint64_t psn = 0, bytes = 0, payload = 0, msg_tag = 0, msg_off = 0;
   std::uint64_t hash = 0;           // its QP's ECMP flow key (the header fields switches hash), carried
                                     // so a switch forwards without reading the QP

@@ -203,6 +203,7 @@ void RcTransport::kick(std::uint32_t host) {
         k.psn = x.next_psn;
         k.payload = psn_bytes(q, x.next_psn, &k.msg_tag, &k.msg_off, &k.last);
         k.npk = static_cast<std::uint32_t>(p_.packets(k.payload));
+        k.sent_at = now;
         k.bytes = p_.wire_bytes(k.payload);
         k.rate = rc;
         ++x.next_psn;
@@ -334,12 +335,14 @@ void RcTransport::on_rx(std::uint32_t host, const Pkt& k) {
 }
 
 // Chunk tier: the unit's packets stand for a stream that a packet-tier receiver would have seen
-// spread since this QP's previous unit; it would have sent a CNP for a marked packet once per
-// interval of that window, at most one per marked packet. One CNP frame carries them.
+// spread since this QP's previous unit, but not before the unit left its sender (a QP that sat
+// idle, between steps or waiting for its peer, sent no packets in between: its first unit after
+// the pause stands for its own packets only); the receiver would have sent a CNP for a marked
+// packet once per interval of that window, at most one per marked packet. One CNP frame carries them.
 void RcTransport::chunk_cnp(std::uint32_t host, std::uint32_t qi, const Pkt& k, Tick now) {
   RcQpTx& q = qtx_[qi];
   const Tick iv = p_.dcqcn.cnp_interval_ps;
-  const Tick ws = q.seen_rx ? q.last_rx : now;
+  const Tick ws = q.seen_rx ? std::max(q.last_rx, std::min(k.sent_at, now)) : now;
   const Tick from = q.any_cnp ? std::max(ws, q.last_cnp + iv) : ws;
   if (now >= from) {
     const std::uint64_t c = std::min<std::uint64_t>(k.marks, 1 + (now - from) / iv);
