@@ -8,6 +8,7 @@
 #include <numeric>
 #include <set>
 
+#include "models/net/chunk_tier.h"
 #include "models/network.h"
 #include "incast_rig.h"
 
@@ -610,6 +611,55 @@ TEST(Network, FlowTierDcqcnIncastFollowsThePacketTier) {
     EXPECT_LE(std::abs(static_cast<double>(end[2]) - pk), 0.5 * std::abs(static_cast<double>(end[1]) - pk));
     if (n == 8) {
       EXPECT_NEAR(static_cast<double>(end[2]), pk, 0.10 * pk);
+    }
+  }
+}
+
+// The chunk tier's fluid queue against its closed form, with more units feeding one port than the
+// queue record holds inline (ChunkMarking keeps 3, then spills to the heap). Six 64 KiB units
+// (16 packets each) from line-rate senders reach a 1 GB/s egress at t = 0: unit i finds i others
+// feeding it, so its packet j sees a queue of j * i * 4096 bytes (the queue each packet would
+// build at (i+1) GB/s in, 1 GB/s out), and it leaves at 1/(i+1) of its rate. At 30 us the queue
+// holds (6 - 1) GB/s * 30 us = 150,000 bytes; by 1 ms it has drained and its feeds have ended.
+TEST(ChunkMarking, FluidQueueOfManyFeedsMatchesClosedForm) {
+  for (const std::uint64_t k : {149000u, 151000u}) {
+    EcnParams ecn;
+    ecn.mode = EcnParams::Mode::Step;
+    ecn.kmin_bytes = 20000;
+    ChunkMarking cm(ecn);
+    XorShift64 rng(1);
+    const double C = 1e9;
+    auto unit = [](double rate) {
+      Pkt u;
+      u.bytes = 65536;
+      u.npk = 16;
+      u.rate = rate;
+      return u;
+    };
+    // Step marking above 20,000 bytes: packet j of unit i is marked when j * i * 4096 > 20000.
+    const std::uint32_t want[6] = {0, 11, 13, 14, 14, 15};
+    for (std::uint32_t i = 0; i < 6; ++i) {
+      Pkt u = unit(C);
+      cm.mark(7, 2, static_cast<std::uint64_t>(C), C, u, 0, rng);
+      EXPECT_EQ(u.marks, want[i]) << "unit " << i;
+      EXPECT_DOUBLE_EQ(u.rate, C / (i + 1)) << "unit " << i;
+    }
+    // A seventh unit at 30 us: the queue is 150,000 bytes; its first packet is marked only when the
+    // threshold is below that, the rest are (each adds (7 - 1) GB/s * 4.096 us = 24,576 bytes).
+    ecn.kmin_bytes = k;
+    Pkt u = unit(C);
+    cm.mark(7, 2, static_cast<std::uint64_t>(C), C, u, 30 * kPsPerUs, rng);
+    EXPECT_EQ(u.marks, k < 150000 ? 16u : 15u) << "threshold " << k;
+    // Drained by 1 ms, and the old feeds gone: three units from half-rate senders find 0, 0.5
+    // and 1 GB/s feeding the port; only the third overfills it (4096 bytes more per packet).
+    ecn.kmin_bytes = 1;
+    const std::uint32_t late_marks[3] = {0, 0, 15};
+    const double late_rate[3] = {C / 2, C / 2, C / 3};
+    for (std::uint32_t i = 0; i < 3; ++i) {
+      Pkt late = unit(C / 2);
+      cm.mark(7, 2, static_cast<std::uint64_t>(C), C, late, 1000 * kPsPerUs, rng);
+      EXPECT_EQ(late.marks, late_marks[i]) << "late unit " << i;
+      EXPECT_DOUBLE_EQ(late.rate, late_rate[i]) << "late unit " << i;
     }
   }
 }

@@ -21,9 +21,9 @@ void ChunkMarking::mark(std::uint32_t node, std::uint32_t port, std::uint64_t ou
   const double C = static_cast<double>(out_Bps);
   double vq = advance(q, C, now);
   const double r = std::min(k.rate > 0 ? k.rate : in_Bps, in_Bps);
-  q.in.emplace_back(now + static_cast<Tick>(static_cast<double>(k.bytes) / r * kPsPerSec), r);
+  q.push({now + static_cast<Tick>(static_cast<double>(k.bytes) / r * kPsPerSec), r});
   double in = 0;
-  for (auto& v : q.in) in += v.second;
+  for (const Feed* v = q.begin(); v != q.end(); ++v) in += v->second;
   const double step = (in - C) * static_cast<double>(k.bytes) / k.npk / r;  // queue change per packet
   std::uint32_t m = 0;
   for (std::uint32_t i = 0; i < k.npk; ++i) {
@@ -42,12 +42,32 @@ double ChunkMarking::advance(FluidQueue& q, double C, Tick now) {
   while (q.t < now) {
     double in = 0;
     Tick seg = now;
-    for (auto& [end, r] : q.in) { in += r; seg = std::min(seg, end); }
+    for (const Feed* v = q.begin(); v != q.end(); ++v) { in += v->second; seg = std::min(seg, v->first); }
     q.bytes = std::max(0.0, q.bytes + (in - C) * static_cast<double>(seg - q.t) / kPsPerSec);
     q.t = seg;
-    q.in.erase(std::remove_if(q.in.begin(), q.in.end(), [seg](const std::pair<Tick, double>& v) { return v.first <= seg; }), q.in.end());
+    q.drop_until(seg);
   }
   return q.bytes;
+}
+
+void ChunkMarking::FluidQueue::push(Feed f) {
+  if (!spilled && n == kInline) {
+    heap.assign(inline_feeds, inline_feeds + n);
+    spilled = true;
+  }
+  if (spilled) {
+    heap.push_back(f);
+  } else {
+    inline_feeds[n] = f;
+  }
+  ++n;
+}
+
+void ChunkMarking::FluidQueue::drop_until(Tick seg) {
+  Feed* b = begin();
+  const Feed* e = std::remove_if(b, b + n, [seg](const Feed& v) { return v.first <= seg; });
+  n = static_cast<std::uint32_t>(e - b);
+  if (spilled) heap.resize(n);
 }
 
 }  // namespace models

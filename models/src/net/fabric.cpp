@@ -149,8 +149,12 @@ void Fabric::prefetch(std::uint64_t a, std::uint64_t b) {
     // the node's line, the miss this prefetch is meant to hide.
     const Port* p = (id < port_ptr_.size() ? port_ptr_[id] : n.ports.data()) + port;
     __builtin_prefetch(p);
-    if (type == kArrive) __builtin_prefetch(&pkts_[static_cast<std::uint32_t>(b)]);
-    else if (p->qhead != kNoPkt) __builtin_prefetch(&pkts_[p->qhead]);  // the packet it sends next
+    if (type == kArrive) {
+      __builtin_prefetch(&pkts_[static_cast<std::uint32_t>(b)]);
+    } else {
+      if (p->qhead != kNoPkt) __builtin_prefetch(&pkts_[p->qhead]);  // the packet it sends next
+      rc_.prefetch_kick(static_cast<std::uint32_t>(id));  // a host's port frees: its NIC arbitrates next
+    }
   }
 }
 

@@ -384,4 +384,13 @@ void RcTransport::prefetch(std::uint64_t a, std::uint64_t) {
   }
 }
 
+void RcTransport::prefetch_kick(std::uint32_t host) const {
+  if (host >= hosts_.size()) return;
+  const RcHost& n = hosts_[host];
+  if (n.rr < n.qps.size()) {
+    __builtin_prefetch(&n.qp_active[n.rr >> 6]);
+    __builtin_prefetch(&n.qps[n.rr]);
+  }
+}
+
 }  // namespace models

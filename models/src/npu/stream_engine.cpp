@@ -40,6 +40,7 @@ std::uint32_t StreamEngine::create(std::uint32_t npu) {
   st.npu = npu;
   st.dispatch_ps = devs_.params(npu).task_dispatch_ps;
   streams_.emplace_back() = std::move(st);
+  epochs_.push_back(0);
   return static_cast<std::uint32_t>(streams_.size() - 1);
 }
 
@@ -172,7 +173,7 @@ void StreamEngine::orphan(std::uint32_t s) {
   st.busy = false;
   // Orphan what the failed task had in flight: its transfer stops moving bytes, its pending
   // completions are ignored, and it no longer waits on a notify or event register.
-  ++st.epoch;
+  ++epochs_[s];
   notify_.forget(st.npu, s);
   rdma_.drop_fence(st.npu, s);
   st.space_at = ~0ULL;  // its queue is empty now (the caller's on_stream_idle wakes a blocked submitter)
@@ -213,7 +214,7 @@ bool StreamEngine::ring(std::uint32_t npu, std::uint32_t s, std::uint64_t v) {
 
 void StreamEngine::on_event(std::uint64_t a, std::uint64_t) {
   const std::uint32_t s = stream_event::stream(a);
-  if (!stream_event::current(a, streams_[s].epoch)) return;  // the stream failed since: stale
+  if (!stream_event::current(a, epochs_[s])) return;  // the stream failed since: stale
   switch (stream_event::type(a)) {
     case kDispatch: dispatch(s); break;
     case kComplete: complete(s); break;

@@ -24,11 +24,23 @@ class ChunkMarking {
 
  private:
   // The queue a packet-tier port would hold. Units reach it as fluid at their senders' paced
-  // rates (each until its Tick), and it drains at the line rate.
+  // rates (each until its Tick), and it drains at the line rate. The units feeding it (a few,
+  // unless the port is an incast's) are kept in the record itself up to kInline of them, in
+  // arrival order; more spill to the heap, which then holds them all. At 8192 NPUs a separate
+  // allocation per port would be one more cache miss on every unit's hop.
+  using Feed = std::pair<Tick, double>;  // (until, bytes/s)
   struct FluidQueue {
+    static constexpr std::uint32_t kInline = 3;
     double bytes = 0;
     Tick t = 0;
-    std::vector<std::pair<Tick, double>> in;
+    std::uint32_t n = 0;     // feeds
+    bool spilled = false;    // the feeds live in `heap`
+    Feed inline_feeds[kInline];
+    std::vector<Feed> heap;
+    Feed* begin() { return spilled ? heap.data() : inline_feeds; }
+    Feed* end() { return begin() + n; }
+    void push(Feed f);
+    void drop_until(Tick seg);  // remove the feeds ending at or before seg, keeping the order
   };
   FluidQueue& queue(std::uint32_t node, std::uint32_t port);
   /// The queue's bytes at `now`, after draining at C bytes/s.

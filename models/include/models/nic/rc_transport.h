@@ -198,6 +198,9 @@ class RcTransport final : public EventHandler, private CcHost {
   void on_rx(std::uint32_t host, const Pkt& k);
   /// The host's port may send: egress arbitration picks the next packet.
   void kick(std::uint32_t host);
+  /// A kick of `host` is next: start loading what its arbitration reads first (the active-QP
+  /// bits and QP list at its round-robin pointer), which at 8192 NPUs miss cache.
+  void prefetch_kick(std::uint32_t host) const;
 
   std::uint64_t events() const { return events_; }
   void on_event(std::uint64_t a, std::uint64_t b) override;

@@ -39,7 +39,6 @@ struct alignas(64) StreamState {
   Tick dispatch_ps = 0;            // the NPU's task_dispatch_ps (a copy: complete() need not read the NPU)
   std::uint64_t started = 0, completed = 0;
   Tick head_start = 0;             // when the head task was dispatched
-  std::uint64_t epoch = 0;         // bumped when the stream fails: work started before is orphaned
   std::uint64_t space_at = ~0ULL;  // on_sq_space once the queue is down to this many tasks
   TaskQueue pending;               // enqueued, doorbell not yet rung
   std::uint64_t rung = 0;
@@ -98,7 +97,7 @@ class StreamEngine final : public EventHandler, public TaskHost {
 
   // ---- TaskHost: what SDMA, the notify registers and the RDMA engine ask ----
   std::uint32_t stream_npu(std::uint32_t s) const override { return streams_[s].npu; }
-  std::uint64_t stream_epoch(std::uint32_t s) const override { return streams_[s].epoch; }
+  std::uint64_t stream_epoch(std::uint32_t s) const override { return epochs_[s]; }
   void task_done(std::uint32_t s) override { complete(s); }
   void task_done_at(std::uint32_t s, Tick at) override { sch_.schedule(at, this, ev(kComplete, s), 0); }
   void task_failed(std::uint32_t s, const std::string& why) override { fail(s, why); }
@@ -108,7 +107,7 @@ class StreamEngine final : public EventHandler, public TaskHost {
 
  private:
   enum Ev : std::uint64_t { kDispatch = 1, kComplete };
-  std::uint64_t ev(std::uint64_t type, std::uint32_t s) const { return stream_event::make(type, s, streams_[s].epoch); }
+  std::uint64_t ev(std::uint64_t type, std::uint32_t s) const { return stream_event::make(type, s, epochs_[s]); }
   void dispatch(std::uint32_t s);
   void complete(std::uint32_t s);
   /// Apply the passive event records (Task::passive) now at the head of stream s: each sets its
@@ -129,6 +128,10 @@ class StreamEngine final : public EventHandler, public TaskHost {
   Msi& msi_;
   MachineListener* listener_ = nullptr;
   BlockStore<StreamState> streams_;  // growing never moves a stream (references stay valid)
+  // Each stream's epoch, bumped when it fails or is aborted: work started before is orphaned.
+  // Dense, apart from the streams' records: SDMA pieces and RDMA completions check it on every
+  // event, and at 8192 NPUs a read of the stream's record there would miss cache.
+  std::vector<std::uint64_t> epochs_;
   std::vector<Npu> npus_;
   std::uint64_t tasks_ = 0;
   bool report_tasks_ = false;
