@@ -9,11 +9,16 @@
 
 namespace models {
 
+void Fabric::add_node(Node&& n) {
+  if (nodes_.size() >= kNodeMask) throw std::invalid_argument("network: more than 16,777,215 nodes (hosts and switches)");
+  nodes_.push_back(std::move(n));
+}
+
 std::uint32_t Fabric::add_host(std::string name) {
   Node n;
   n.name = std::move(name);
   n.ports.resize(1);
-  nodes_.push_back(std::move(n));
+  add_node(std::move(n));
   auto id = static_cast<std::uint32_t>(nodes_.size() - 1);
   fwd_.add_node(id, true);
   return id;
@@ -26,7 +31,7 @@ std::uint32_t Fabric::add_switch(std::string name, std::uint32_t ports, std::uin
   n.buffer = buffer;
   n.latency = latency;
   n.ports.resize(ports);
-  nodes_.push_back(std::move(n));
+  add_node(std::move(n));
   auto id = static_cast<std::uint32_t>(nodes_.size() - 1);
   fwd_.add_node(id, false);
   return id;
@@ -119,7 +124,7 @@ bool Fabric::flow_walk(std::uint32_t qp, PortPath& path, Tick& latency) const {
 }
 
 void Fabric::on_event(std::uint64_t a, std::uint64_t b) {
-  const std::uint64_t type = a & 0xff, id = a >> 8;
+  const std::uint64_t type = a & 0xff, id = (a >> 8) & kNodeMask;
   switch (type) {
     case kTxDone: {
       auto node = static_cast<std::uint32_t>(id);
@@ -140,7 +145,7 @@ void Fabric::on_event(std::uint64_t a, std::uint64_t b) {
 // The event queue names the next event while this one runs: start loading its node, port and
 // packet (at 8192 endpoints these miss cache; the loads overlap the current event's work).
 void Fabric::prefetch(std::uint64_t a, std::uint64_t b) {
-  const std::uint64_t type = a & 0xff, id = a >> 8;
+  const std::uint64_t type = a & 0xff, id = (a >> 8) & kNodeMask;
   if (type == kArrive || type == kTxDone) {
     const Node& n = nodes_[id];
     __builtin_prefetch(&n);
@@ -151,6 +156,7 @@ void Fabric::prefetch(std::uint64_t a, std::uint64_t b) {
     __builtin_prefetch(p);
     if (type == kArrive) {
       __builtin_prefetch(&pkts_[static_cast<std::uint32_t>(b)]);
+      if (const std::uint64_t qp1 = a >> (8 + kNodeBits)) rc_.prefetch_rx(static_cast<std::uint32_t>(qp1 - 1));  // at a host
     } else {
       if (p->qhead != kNoPkt) __builtin_prefetch(&pkts_[p->qhead]);  // the packet it sends next
       rc_.prefetch_kick(static_cast<std::uint32_t>(id));  // a host's port frees: its NIC arbitrates next

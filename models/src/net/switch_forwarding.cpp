@@ -89,7 +89,8 @@ void Fabric::try_tx(std::uint32_t node, std::uint32_t port) {
   }
   k.tail_at = end + p.latency + p.peer_latency;
   const Tick at = p.peer_switch ? now + serialization_ps(piece, p.Bps) + p.latency + p.peer_latency : k.tail_at;
-  schedule(at, kArrive, p.peer, (static_cast<std::uint64_t>(p.peer_port) << 32) | id);
+  const std::uint64_t to = p.peer_switch ? p.peer : p.peer | (static_cast<std::uint64_t>(k.qp) + 1) << kNodeBits;
+  schedule(at, kArrive, to, (static_cast<std::uint64_t>(p.peer_port) << 32) | id);
 }
 
 void Fabric::arrive(std::uint32_t node, std::uint32_t port, std::uint32_t id) {

@@ -81,7 +81,12 @@ class Fabric final : public EventHandler, public NicPort, public FlowFabric {
  private:
   using Port = NetPort;
   using Node = NetNode;
+  void add_node(Node&& n);  // nodes are numbered in kNodeBits bits (below)
   enum Ev : std::uint64_t { kTxDone = 1, kArrive, kPfcFrame = 5, kPfcWd = 12, kPfcStorm };
+  // An event's id field: the node in its low kNodeBits bits; an arrival at a host carries the
+  // packet's QP + 1 above them, so the event before it prefetches the QP's records.
+  static constexpr unsigned kNodeBits = 24;
+  static constexpr std::uint64_t kNodeMask = (std::uint64_t{1} << kNodeBits) - 1;
 
   // ---- switch forwarding (switch_forwarding.cpp) ----
   std::uint32_t alloc_pkt(const Pkt& p);

@@ -201,6 +201,12 @@ class RcTransport final : public EventHandler, private CcHost {
   /// A kick of `host` is next: start loading what its arbitration reads first (the active-QP
   /// bits and QP list at its round-robin pointer), which at 8192 NPUs miss cache.
   void prefetch_kick(std::uint32_t host) const;
+  /// A packet of QP `qp` reaches its host next: start loading the QP's records.
+  void prefetch_rx(std::uint32_t qp) const {
+    if (qp >= qps_.size()) return;
+    __builtin_prefetch(&qps_[qp]);
+    if (qp < qtx_.size()) __builtin_prefetch(&qtx_[qp]);
+  }
 
   std::uint64_t events() const { return events_; }
   void on_event(std::uint64_t a, std::uint64_t b) override;
