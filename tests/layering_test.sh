@@ -193,7 +193,7 @@ if [ -n "$hits" ]; then echo "classes defined across rooms (top, class: rooms):"
 # sliced (each to become classes of its own; docs/architecture.md#the-house): the ones listed in
 # SLICED; any other class defined across files of models/, sim/ or hcomm/ fails, and so does a
 # listed class that is no longer sliced (take it off the list).
-SLICED="FlowTier Fabric Cluster"
+SLICED="Cluster"
 sliced=$(for top in models sim hcomm; do
   grep -rnE '^[A-Za-z][^;{(]*[ *&]([A-Z][A-Za-z0-9_]*)::~?[A-Za-z_][A-Za-z0-9_]*\(' "$SRC/$top/src" --include='*.cpp' |
     sed -E 's#^([^:]+):[0-9]+:.*[ *&]([A-Z][A-Za-z0-9_]*)::~?[A-Za-z_][A-Za-z0-9_]*\(.*#\2 \1#' | sort -u |

@@ -87,7 +87,7 @@ class Network final : public RdmaNetwork {
   void pfc_storm(std::uint32_t host, Tick duration) { fabric_.pfc_storm(host, duration); }
   /// A PFC pause frame's longest pause: 65535 quanta of 512 bit times at the line rate (IEEE
   /// 802.1Qbb), 335.5 us at 100 Gb/s.
-  static Tick pause_quantum_ps(std::uint64_t Bps) { return Fabric::pause_quantum_ps(Bps); }
+  static Tick pause_quantum_ps(std::uint64_t Bps) { return SwitchMmu::pause_quantum_ps(Bps); }
 
   // Observation.
   std::uint32_t nodes() const { return static_cast<std::uint32_t>(fabric_.nodes().size()); }

@@ -8,7 +8,7 @@
 namespace models {
 
 FlowTier::FlowTier(Scheduler& s, const NetParams& p, RcTransport& rc, FlowFabric& fabric, Sampler& samples)
-    : sch_(s), p_(p), rc_(rc), fabric_(fabric), port_samples_(samples), rng_(p.seed ? p.seed : 1) {}
+    : sch_(s), p_(p), rc_(rc), fabric_(fabric), port_samples_(samples) {}
 
 void FlowTier::bind_ports(std::vector<NetPort*> gport) {
   gport_ = std::move(gport);
@@ -40,7 +40,6 @@ std::uint32_t FlowTier::flow_alloc() {
   }
   flows_.emplace_back();
   flow_share_.push_back(0);
-  if (fcc_on()) fcc_marks_.push_back(0);
   return static_cast<std::uint32_t>(flows_.size() - 1);
 }
 
@@ -72,9 +71,7 @@ void FlowTier::flow_post(std::uint32_t qp, std::int64_t after) {
   f.bytes = m.bytes;
   f.signaled = m.signaled;
   f.left = static_cast<double>(p_.wire_bytes(m.bytes));
-  if (id < fcc_ahead_.size()) fcc_ahead_[id] = 0;
-  if (id < fcc_marks_.size()) fcc_marks_[id] = 0;
-  if (id < fcc_unsent_.size()) fcc_unsent_[id] = 0;
+  cc_.flow_reset(id);
   double bps = 0;
   if (!flow_path(qp, f, &bps)) {
     // No path (a link down): as the packet tiers' sender, whose packets go unacknowledged, the
@@ -110,7 +107,7 @@ void FlowTier::flow_post(std::uint32_t qp, std::int64_t after) {
   if (after_fluid && flows_[static_cast<std::size_t>(after)].gports == f.gports) {
     const double share = flow_share_[static_cast<std::size_t>(after)];  // same paths, same rates
     flow_share_[id] = share;
-    f.rate = fcc_on() ? fcc_rate(id) : share;
+    f.rate = cc_.on() ? cc_.rate(id) : share;
     if (port_alloc_.size() < gport_.size()) port_alloc_.resize(gport_.size(), 0.0);
     for (std::uint32_t g : f.gports) port_alloc_[g] += share;
     flow_project(id);
@@ -334,8 +331,8 @@ void FlowTier::flow_rates() {
     for (std::uint32_t h : flows_[id].gports) port_alloc_[h] += flow_share_[id];
   }
   for (std::uint32_t g : fill_ports_) flow_fanin(g, now);
-  if (fcc_on())  // after flow_fanin, which watches the ports where flows meet
-    for (std::uint32_t id : fill_flows_) flows_[id].rate = fcc_rate(id);
+  if (cc_.on())  // after flow_fanin, which watches the ports where flows meet
+    for (std::uint32_t id : fill_flows_) flows_[id].rate = cc_.rate(id);
   // Re-project the refilled flows whose rate changed: a flow refilled at its old rate keeps its
   // projected completion (most refills on a balanced fabric change few rates). A projection is a
   // kFlowDone event carrying the flow's stamp; one whose stamp is no longer the flow's is stale and
@@ -373,7 +370,7 @@ void FlowTier::flow_fanin(std::uint32_t g, Tick now) {
       if (several && sets) { fan = true; break; }
     }
   }
-  if (fan && fcc_on()) fcc_watch(g);
+  if (fan && cc_.on()) cc_.watch(g);
   if (fan && P.fanin_since == kTickMax) P.fanin_since = now;
   else if (!fan && P.fanin_since != kTickMax) { P.st.fanin_ps += now - P.fanin_since; P.fanin_since = kTickMax; }
 }
@@ -449,6 +446,13 @@ void FlowTier::flow_sample(Flow& f, double left) {
 
 
 
+void FlowTier::set_flow_rate(std::uint32_t id, double rate) {
+  Flow& f = flows_[id];
+  flow_settle(f, sch_.now());
+  f.rate = rate;
+  flow_project(id);
+}
+
 void FlowTier::on_event(std::uint64_t a, std::uint64_t b) {
   const std::uint64_t type = a & 0xff, id = a >> 8;
   switch (type) {
@@ -483,8 +487,6 @@ void FlowTier::on_event(std::uint64_t a, std::uint64_t b) {
       if (listener_) listener_->on_write_done(f.qp, f.tag, true);
       break;
     }
-    case kFlowCc: fcc_tick_pending_ = false; fcc_tick(); break;
-    case kFlowCnp: rc_.cc().on_cnp(static_cast<std::uint32_t>(id)); break;
     default: break;
   }
 }

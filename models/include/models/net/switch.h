@@ -49,7 +49,7 @@ struct NetPort {
   bool wd_held = false;  ///< storm state: the peer still asserts its pause
   // A switch port that started its last unit with nothing queued behind it schedules no
   // transmit-done event: it is busy until this time, and a unit enqueued before then schedules
-  // the event (switch_forwarding.cpp, try_tx).
+  // the event (fabric.cpp, try_tx).
   Tick busy_until = 0;
   double corrupt_rate = 0;  ///< probability a data packet sent on this cable arrives corrupted (fault injection)
   NetPortStats st;
