@@ -96,7 +96,7 @@ void record_outcomes(const Scenario& sc, Cluster& c, Trace& trace, RunResult& re
       res.rank_outcomes.push_back("rank " + std::to_string(r) + " (" + npu + "): did not finish" + where(c.rank_at_[r]));
     }
   }
-  res.faults = c.faults_log_;
+  res.faults = c.faults().log();
 }
 
 }  // namespace
@@ -127,7 +127,7 @@ RunResult run_scenario(const Scenario& sc, const RunOptions& opt) {
   trace.provenance("scenario_json", sc.scenario_json);
   trace.provenance("topology_json", sc.topology_json);
   for (const auto& [k, v] : sc.hcomm_env) setenv(k.c_str(), v.c_str(), 1);  // the library reads them at init
-  cluster->schedule_faults();
+  cluster->faults().schedule();
   if (opt.host) {
     cluster->host_ = opt.host;
     opt.host->attach(cluster->driver(), *cluster);
@@ -154,7 +154,7 @@ RunResult run_scenario(const Scenario& sc, const RunOptions& opt) {
     return senders;
   });
   for (auto& s : res.steps) {
-    const auto& by_rep = cluster->checks_[s.step].by_rep;
+    const auto& by_rep = cluster->checks().tallies()[s.step].by_rep;
     auto tally = by_rep.find(s.rep);
     if (tally != by_rep.end()) { s.checked = tally->second.first; s.failed = tally->second.second; }
   }
@@ -190,8 +190,7 @@ RunResult run_scenario(const Scenario& sc, const RunOptions& opt) {
   expect_counters(sc.expect, res.counters, failures);
   expect_failovers(sc.expect, cluster->driver().observer().failovers(), cluster->driver().observer().fault_times(), failures);
   // What each fault did, and the pathologies no expectation asked about (run/report.h).
-  const FaultFirings firings{cluster->fault_first_ps_, cluster->fault_last_ps_, cluster->fault_due_ps_, cluster->fault_transitions_,
-                             Cluster::kNever};
+  const FaultFirings& firings = cluster->faults().firings();
   std::vector<StepSummary> spans = res.steps;  // and the repetitions that began and never ended
   for (const auto& [key, o] : cluster->driver().observer().op_spans())
     if (o.end == 0 && std::get<0>(key) < sc.workload.size()) {

@@ -1,12 +1,17 @@
-// Payload result checks (docs/scenario-format.md#workload `check`): each rank's output compared
-// with a reference computed on the host, tallied per (step, rep), traced and logged.
-#include "run/cluster.h"
+// Payload result checks (docs/scenario-format.md#workload `check`; run/checks.h): each rank's
+// output compared with a reference computed on the host, tallied per (step, rep), traced and logged.
+#include "run/checks.h"
+
+#include <string>
 
 namespace sim {
 
+ResultChecks::ResultChecks(const Scenario& sc, std::uint32_t nranks, Trace* trace, SimDriver& driver, std::vector<Failure>& failures)
+    : sc_(sc), nranks_(nranks), trace_(trace), driver_(driver), failures_(failures), tally_(sc.workload.size()) {}
+
 // Reference results are computed once per (step, rep, communicator size) and shared by the ranks
 // that check them: `members` are the communicator's ranks (all of them, or a shrink's survivors).
-const Reference& Cluster::reference(std::uint32_t step, std::uint32_t rep, const Members& members) {
+const Reference& ResultChecks::reference(std::uint32_t step, std::uint32_t rep, const Members& members) {
   const RefKey key{step, rep, members.size()};
   auto it = refs_.find(key);
   if (it != refs_.end()) return it->second.first;
@@ -20,7 +25,7 @@ const Reference& Cluster::reference(std::uint32_t step, std::uint32_t rep, const
   return refs_.emplace(key, std::make_pair(std::move(ref), 0u)).first->second.first;
 }
 
-void Cluster::release_reference(std::uint32_t step, std::uint32_t rep, std::uint32_t n) {
+void ResultChecks::release_reference(std::uint32_t step, std::uint32_t rep, std::uint32_t n) {
   auto it = refs_.find(RefKey{step, rep, n});
   if (it != refs_.end() && ++it->second.second == n) {
     if (it->second.first.bytes.capacity() > spare_ref_.capacity()) spare_ref_.swap(it->second.first.bytes);
@@ -28,48 +33,36 @@ void Cluster::release_reference(std::uint32_t step, std::uint32_t rep, std::uint
   }
 }
 
-void Cluster::record_check(std::uint32_t r, std::uint32_t s, std::uint32_t rep, const WorkloadStep& w, const CheckResult& cr,
-                           std::uint64_t count) {
-  auto& tally = checks_[s].by_rep[rep];
+void ResultChecks::record(std::uint32_t r, std::uint32_t s, std::uint32_t rep, const WorkloadStep& w, const CheckResult& cr,
+                          std::uint64_t count) {
+  auto& tally = tally_[s].by_rep[rep];
   ++tally.first;
   if (!cr.ok()) {
     ++tally.second;
-    failures.push_back({FailureKind::CheckFailed, "rank " + std::to_string(r) + " step " + std::to_string(s) + " rep " + std::to_string(rep) +
-                                                      ": result check failed: " + std::to_string(cr.mismatches) + " wrong elements, first " +
-                                                      cr.detail, static_cast<std::int64_t>(s)});
+    failures_.push_back({FailureKind::CheckFailed, "rank " + std::to_string(r) + " step " + std::to_string(s) + " rep " + std::to_string(rep) +
+                                                       ": result check failed: " + std::to_string(cr.mismatches) + " wrong elements, first " +
+                                                       cr.detail, static_cast<std::int64_t>(s)});
   }
   if (trace_) trace_->check(r, s, rep, cr.ok(), cr.mismatches, cr.detail, cr.mode(), cr.tolerance);
-  driver_->observer().note(r, cr.ok() ? 2 : 0,
-                std::string(cr.ok() ? "[HCSIM_INFO]" : "[HCSIM_ERR]") + " rank " + std::to_string(r) + " step " + std::to_string(s) +
-                    " rep " + std::to_string(rep) + " " + w.op + " check " + (cr.ok() ? "passed" : "FAILED: " + cr.detail) + " (" +
-                    std::to_string(count) + " elements)");
+  driver_.observer().note(r, cr.ok() ? 2 : 0,
+                          std::string(cr.ok() ? "[HCSIM_INFO]" : "[HCSIM_ERR]") + " rank " + std::to_string(r) + " step " + std::to_string(s) +
+                              " rep " + std::to_string(rep) + " " + w.op + " check " + (cr.ok() ? "passed" : "FAILED: " + cr.detail) + " (" +
+                              std::to_string(count) + " elements)");
 }
 
-// Incast, at the root: every sender's segment of the symmetric buffer against what it sent.
-// False if reading the buffer back failed.
-bool Cluster::check_incast(std::uint32_t r, const WorkloadStep& w, std::uint32_t s, std::uint32_t rep, hcomm_stream_t st, void* sym,
-                           unsigned char* host) {
-  const std::uint64_t seg = w.bytes, count = seg / models::dtype_size(w.dtype);
-  std::uint32_t checked = 0, failed = 0;
-  for (std::uint32_t q = 0; q < nranks_; ++q) {
-    if (!incast_sender(w, q)) continue;
-    if (!ok(r, "hcomm_memcpy_device_to_host", hcomm_memcpy_device_to_host(host, static_cast<unsigned char*>(sym) + q * seg, seg, st)) ||
-        !ok(r, "hcomm_stream_synchronize", hcomm_stream_synchronize(st)))
-      return false;
-    CheckResult cr = compare_input(host, count, w.dtype, w.reduce, PayloadKey{sc_.seed, s, rep, nranks_}, q);
-    ++checked;
-    if (!cr.ok()) {
-      ++failed;
-      failures.push_back({FailureKind::CheckFailed, "rank " + std::to_string(r) + " step " + std::to_string(s) + " rep " + std::to_string(rep) +
-                                                        ": result check failed: segment from rank " + std::to_string(q) + ": " + cr.detail,
-                          static_cast<std::int64_t>(s)});
-    }
-    if (trace_) trace_->check(q, s, rep, cr.ok(), cr.mismatches, cr.detail, cr.mode(), cr.tolerance);
-  }
-  auto& tally = checks_[s].by_rep[rep];
+bool ResultChecks::incast_segment(std::uint32_t r, std::uint32_t s, std::uint32_t rep, std::uint32_t q, const CheckResult& cr) {
+  if (!cr.ok())
+    failures_.push_back({FailureKind::CheckFailed, "rank " + std::to_string(r) + " step " + std::to_string(s) + " rep " + std::to_string(rep) +
+                                                       ": result check failed: segment from rank " + std::to_string(q) + ": " + cr.detail,
+                         static_cast<std::int64_t>(s)});
+  if (trace_) trace_->check(q, s, rep, cr.ok(), cr.mismatches, cr.detail, cr.mode(), cr.tolerance);
+  return cr.ok();
+}
+
+void ResultChecks::tally_incast(std::uint32_t s, std::uint32_t rep, std::uint32_t checked, std::uint32_t failed) {
+  auto& tally = tally_[s].by_rep[rep];
   tally.first += checked;
   tally.second += failed;
-  return true;
 }
 
 }  // namespace sim

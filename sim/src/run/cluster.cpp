@@ -14,7 +14,9 @@ Cluster::Cluster(sc_core::sc_module_name n, const Scenario& sc, const RunOptions
   driver_->events().set_port_event_params({sc.net.port_events, sc.net.port_event_ps, sc.net.port_debounce_ps});
   driver_->heartbeats().set_close_notice(sc.net.close_notice);
   hcomm::set_driver(driver_->parts());
-  checks_.assign(sc.workload.size(), {});
+  faults_ = std::make_unique<FaultInjector>(sc, elab_, *driver_, static_cast<FaultTarget&>(*this), opt.echo_logs);
+  crashed_.assign(nranks_, false);
+  checks_ = std::make_unique<ResultChecks>(sc, nranks_, trace, *driver_, failures);
   done_.assign(nranks_, false);
   stopped_.assign(nranks_, false);
   ops_done_.assign(nranks_, 0);
@@ -31,7 +33,6 @@ Cluster::Cluster(sc_core::sc_module_name n, const Scenario& sc, const RunOptions
   rank_recovery_.assign(nranks_, "");
   async_reports_.assign(nranks_, {});
   for (std::uint32_t r = 0; r < nranks_; ++r) cb_ctx_.push_back({this, r});
-  echo_ = opt.echo_logs;
   rv_expected_ = nranks_;
 }
 
@@ -111,6 +112,47 @@ bool Cluster::incast_sender(const WorkloadStep& w, std::uint32_t r) const {
 
 std::uint32_t Cluster::partner(const WorkloadStep& w, std::uint32_t r) const {
   return w.pattern == "halves" ? (r + nranks_ / 2) % nranks_ : r ^ 1u;
+}
+
+// A rank_crash fault. A killed rank counts as ended: the run stops when the survivors are done,
+// not when the dead NIC's last retransmission gives up.
+void Cluster::crash_fault(std::uint32_t r) {
+  if (crash_rank(r, "rank crashed (rank_crash fault)", true) && ++finished_ == nranks_) sc_core::sc_stop();
+}
+
+bool Cluster::crash_rank(std::uint32_t r, const std::string& why, bool kill_thread) {
+  const Topology& t = sc_.topology;
+  models::Machine& m = elab_.machine;
+  const std::uint32_t npu = t.rank_to_npu[r];
+  if (r < crashed_.size()) crashed_[r] = true;
+  m.crash_npu(npu);
+  driver_->heartbeats().rank_crashed(r);  // its host's heartbeat agent falls silent
+  const auto& nic = elab_.nic;
+  if (network() && npu < nic.size() && nic[npu] != ~0u) network()->set_link_up(nic[npu], 0, false);
+  bool killed = false;
+  if (kill_thread && r < procs_.size() && !procs_[r].terminated()) {
+    procs_[r].kill();
+    killed = true;
+    if (host_) host_->killed(r);
+  }
+  if (r < rank_error_.size() && rank_error_[r].empty()) {
+    rank_error_[r] = why;
+    rank_err_ps_[r] = now_ps();
+    rank_err_at_[r] = rank_at_[r];
+    step_errors_[r].try_emplace(rank_at_[r], StepError{HCOMM_E_RUNTIME, rank_error_[r], rank_err_ps_[r]});
+  }
+  depart(r);
+  return killed;
+}
+
+void Cluster::end_thread(std::uint32_t r) {
+  if (r < procs_.size() && procs_[r].valid() && !procs_[r].terminated() && procs_[r] != sc_core::sc_get_current_process_handle())
+    procs_[r].kill();
+}
+
+void Cluster::died(std::uint32_t r, const std::string& why) {
+  faults_->announce(r, 0, "[HCSIM_ERR] " + why);
+  crash_rank(r, why, false);
 }
 
 }  // namespace sim

@@ -1,7 +1,7 @@
 // The running cluster (docs/architecture.md#sim): one SystemC module holding the elaborated models,
-// the simulated driver and one SC_THREAD per rank. Its methods live by concern: cluster.cpp (rank
-// lifecycle, rendezvous), workload.cpp (the per-rank program), checks.cpp (payload result checks),
-// faults.cpp (injected faults).
+// the simulated driver, the fault injector (run/faults.h) and one SC_THREAD per rank. Its methods
+// live by concern: cluster.cpp (rank lifecycle, rendezvous, a rank's death), workload.cpp (the
+// per-rank program); the result checks are class ResultChecks (run/checks.h).
 #pragma once
 #include <algorithm>
 #include <cstdint>
@@ -15,7 +15,10 @@
 
 #include "elaborate.h"
 #include "hcomm/hcomm.h"
+#include "run/checks.h"
 #include "run/failure.h"
+#include "run/faults.h"
+#include "run/members.h"
 #include "sim/driver.h"
 #include "sim/payload.h"
 #include "sim/run_types.h"
@@ -24,23 +27,7 @@
 
 namespace sim {
 
-/// A communicator's ranks in its rank order, as original rank numbers: all ranks until a shrink
-/// (kept implicit: no list of N entries per rank), then the survivors.
-struct Members {
-  std::uint32_t all = 0;
-  /// null: 0 .. all - 1; else the survivors, one list shared by every rank that shrank alike.
-  std::shared_ptr<const std::vector<std::uint32_t>> list;
-  std::uint32_t size() const { return list ? static_cast<std::uint32_t>(list->size()) : all; }
-  std::uint32_t operator[](std::uint32_t j) const { return list ? (*list)[j] : j; }
-  /// The index of original rank r, size() when it is not a member.
-  std::uint32_t index_of(std::uint32_t r) const {
-    if (!list) return r < all ? r : all;
-    auto it = std::lower_bound(list->begin(), list->end(), r);  // survivors keep their order: sorted
-    return it != list->end() && *it == r ? static_cast<std::uint32_t>(it - list->begin()) : size();
-  }
-};
-
-class Cluster : public sc_core::sc_module, public RankLife {
+class Cluster : public sc_core::sc_module, public RankLife, private FaultTarget {
  public:
   Cluster(sc_core::sc_module_name n, const Scenario& sc, const RunOptions& opt, Trace* trace);
 
@@ -51,8 +38,8 @@ class Cluster : public sc_core::sc_module, public RankLife {
   void end_thread(std::uint32_t r) override;
   Trace* trace_ = nullptr;
   std::vector<Failure> failures;
-  struct CheckTally { std::map<std::uint32_t, std::pair<std::uint32_t, std::uint32_t>> by_rep; };  // rep -> (checked, failed)
-  std::vector<CheckTally> checks_;  ///< per workload step
+  /// The payload result checks: references and per-step tallies.
+  ResultChecks& checks() { return *checks_; }
   std::vector<bool> done_;          ///< per rank: finished its workload
   std::vector<std::uint64_t> ops_done_;  ///< per rank: workload operations (step repetitions) completed (live.h)
   std::uint64_t ops_total_ = 0;          ///< workload operations per rank (sum of repeats)
@@ -67,12 +54,6 @@ class Cluster : public sc_core::sc_module, public RankLife {
   /// Per rank: the first error in each (step, rep) it got one in: result, "call: message", when.
   struct StepError { hcomm_result_t rc = HCOMM_SUCCESS; std::string error; models::Tick t = 0; };
   std::vector<std::map<std::pair<std::uint32_t, std::uint32_t>, StepError>> step_errors_;
-  std::vector<std::string> faults_log_;  ///< every injection, as logged
-  /// Per fault of the scenario: when its first and last transitions were applied (kNever: not
-  /// fired), how many, and when it was due (absolute faults, or once a relative one was armed).
-  static constexpr models::Tick kNever = ~models::Tick{0};
-  std::vector<models::Tick> fault_first_ps_, fault_last_ps_, fault_due_ps_;
-  std::vector<std::uint32_t> fault_transitions_;
   /// Per rank: "shrunk to 15 ranks (lost 9) at 1585.751 us" for each /on_rank_loss shrink it did.
   std::vector<std::string> rank_recovery_;
   /// Per rank: the asynchronous reports its communicator's error callback got (the simulated
@@ -101,8 +82,8 @@ class Cluster : public sc_core::sc_module, public RankLife {
   ScScheduler& sched() { return elab_.sched; }
   bool incast_sender(const WorkloadStep& w, std::uint32_t r) const;
 
-  // faults.cpp
-  void schedule_faults();
+  /// The scenario's faults: when each fired, and the log of every injection.
+  FaultInjector& faults() { return *faults_; }
 
  private:
 #if defined(__SANITIZE_ADDRESS__)
@@ -162,37 +143,26 @@ class Cluster : public sc_core::sc_module, public RankLife {
   // train_step.cpp: one train_step step of rank r (false: a call failed, the program ends).
   bool train_step(std::uint32_t r, std::uint32_t s, const WorkloadStep& w, hcomm_context_t ctx, hcomm_comm_t comm, std::uint64_t* started);
 
-  // checks.cpp
-  const Reference& reference(std::uint32_t step, std::uint32_t rep, const Members& members);
-  void release_reference(std::uint32_t step, std::uint32_t rep, std::uint32_t n);
-  void record_check(std::uint32_t r, std::uint32_t s, std::uint32_t rep, const WorkloadStep& w, const CheckResult& cr, std::uint64_t count);
+  /// Incast, at the root: every sender's segment of the symmetric buffer against what it sent.
+  /// False if reading the buffer back failed.
   bool check_incast(std::uint32_t r, const WorkloadStep& w, std::uint32_t s, std::uint32_t rep, hcomm_stream_t st, void* sym,
                     unsigned char* host);
 
-  // faults.cpp
-  struct Injector : models::EventHandler {
-    Cluster* c = nullptr;
-    void on_event(std::uint64_t i, std::uint64_t phase) override;
-  } injector_;
-  void arm_fault(std::size_t i, models::Tick at);
-  void op_started(std::uint32_t step, std::uint32_t rep, double est_ns, models::Tick t);
-  void announce(std::uint32_t rank, int level, const std::string& line);
-  void apply_fault(std::size_t i, std::uint32_t phase);
-  /// Rank r dies (rank_crash, or its process under exec): device, heartbeat, NIC; its thread is
-  /// killed unless it is the caller. True when that ended a thread (counted as finished).
+  // cluster.cpp: a rank dies (a rank_crash fault, or its process under exec).
+  void crash_fault(std::uint32_t r) override;
+  /// Rank r dies: device, heartbeat, NIC; its thread is killed unless it is the caller. True
+  /// when that ended a thread (counted as finished).
   bool crash_rank(std::uint32_t r, const std::string& why, bool kill_thread);
-  std::vector<bool> fault_armed_;
   /// Ranks a rank_crash killed. A crash at time 0 can precede the rank's first run, when
   /// SystemC's kill() of the process does not stop it: rank_main then ends at once.
   std::vector<bool> crashed_;
-  bool echo_ = true;
-  void inject_bitflips(std::uint32_t r, std::uint32_t s, std::uint32_t rep, void* out);
-  std::uint32_t npu_rank(std::uint32_t npu) const;
 
   const Scenario& sc_;
   Elaboration elab_;
   std::uint32_t nranks_;
   std::unique_ptr<SimDriver> driver_;
+  std::unique_ptr<FaultInjector> faults_;
+  std::unique_ptr<ResultChecks> checks_;
   std::vector<sc_core::sc_process_handle> procs_;  // rank threads
   std::uint32_t finished_ = 0;
   // Host-side rendezvous (cluster.cpp).
@@ -200,11 +170,7 @@ class Cluster : public sc_core::sc_module, public RankLife {
   std::uint64_t rv_gen_ = 0;
   sc_core::sc_event rv_ev_;
   std::vector<bool> departed_;
-  // Reference results per (step, rep, communicator size), with how many ranks used them (checks.cpp).
-  using RefKey = std::tuple<std::uint32_t, std::uint32_t, std::uint32_t>;
-  std::map<RefKey, std::pair<Reference, std::uint32_t>> refs_;
   std::vector<std::shared_ptr<const std::vector<std::uint32_t>>> member_lists_;  // shrinks' survivor lists, shared
-  std::vector<std::uint8_t> spare_ref_;  // a released reference's storage, reused by the next
 };
 
 }  // namespace sim

@@ -1,11 +1,11 @@
-// Injected faults (docs/scenario-format.md#faults): timed ones applied by the fabric at their
+// Injected faults (docs/scenario-format.md#faults; run/faults.h): timed ones applied at their
 // simulated time (absolute, or relative to the start of a workload step), HBM bit flips by the
 // workload after the operation they corrupt. Every injection is logged to the trace and, unless
 // -q, echoed on stderr with its simulated time.
 #include <algorithm>
 #include <cstdio>
 
-#include "run/cluster.h"
+#include "run/faults.h"
 #include "sim/live.h"
 
 namespace sim {
@@ -27,41 +27,42 @@ models::Tick phase_offset(const Fault& f, std::uint32_t ph) {
 
 }  // namespace
 
-void Cluster::Injector::on_event(std::uint64_t i, std::uint64_t phase) { c->apply_fault(i, static_cast<std::uint32_t>(phase)); }
+FaultInjector::FaultInjector(const Scenario& sc, Elaboration& elab, SimDriver& driver, FaultTarget& target, bool echo)
+    : sc_(sc), elab_(elab), driver_(driver), target_(target), echo_(echo) {}
 
-void Cluster::schedule_faults() {
-  injector_.c = this;
-  elab_.sched.set_kernel_handler(&injector_);  // a fault may kill a rank's process
-  fault_armed_.assign(sc_.faults.size(), false);
-  fault_first_ps_.assign(sc_.faults.size(), kNever);
-  fault_last_ps_.assign(sc_.faults.size(), kNever);
-  fault_due_ps_.assign(sc_.faults.size(), kNever);
-  fault_transitions_.assign(sc_.faults.size(), 0);
-  crashed_.assign(nranks_, false);
+void FaultInjector::on_event(std::uint64_t i, std::uint64_t phase) { apply(i, static_cast<std::uint32_t>(phase)); }
+
+void FaultInjector::schedule() {
+  elab_.sched.set_kernel_handler(this);  // a fault may kill a rank's process
+  armed_.assign(sc_.faults.size(), false);
+  fired_.first_ps.assign(sc_.faults.size(), fired_.never);
+  fired_.last_ps.assign(sc_.faults.size(), fired_.never);
+  fired_.due_ps.assign(sc_.faults.size(), fired_.never);
+  fired_.transitions.assign(sc_.faults.size(), 0);
   for (std::size_t i = 0; i < sc_.faults.size(); ++i) {
     const Fault& f = sc_.faults[i];
     if (f.kind == FaultKind::HbmBitflip || f.at_step >= 0) continue;  // bit flips: inject_bitflips; relative: op_started
-    arm_fault(i, f.at_ps);
+    arm(i, f.at_ps);
   }
   if (std::any_of(sc_.faults.begin(), sc_.faults.end(), [](const Fault& f) { return f.at_step >= 0; }))
-    driver_->observer().on_op_start = [this](std::uint32_t step, std::uint32_t rep, const hcomm::OpInfo& info, models::Tick t) {
+    driver_.observer().on_op_start = [this](std::uint32_t step, std::uint32_t rep, const hcomm::OpInfo& info, models::Tick t) {
       op_started(step, rep, info.est_ns, t);
     };
 }
 
-void Cluster::arm_fault(std::size_t i, models::Tick at) {
-  fault_armed_[i] = true;
-  fault_due_ps_[i] = at;
+void FaultInjector::arm(std::size_t i, models::Tick at) {
+  armed_[i] = true;
+  fired_.due_ps[i] = at;
   const Fault& f = sc_.faults[i];
-  for (std::uint32_t ph = 0; ph < phases(f); ++ph) elab_.sched.schedule(at + phase_offset(f, ph), &injector_, i, ph);
+  for (std::uint32_t ph = 0; ph < phases(f); ++ph) elab_.sched.schedule(at + phase_offset(f, ph), this, i, ph);
 }
 
 // A workload step's repetition started (its first operation's begin marker, or a host copy's
 // submit): arm the faults timed relative to it, once, from its first rank.
-void Cluster::op_started(std::uint32_t step, std::uint32_t rep, double est_ns, models::Tick t) {
+void FaultInjector::op_started(std::uint32_t step, std::uint32_t rep, double est_ns, models::Tick t) {
   for (std::size_t i = 0; i < sc_.faults.size(); ++i) {
     const Fault& f = sc_.faults[i];
-    if (fault_armed_[i] || f.at_step != static_cast<std::int64_t>(step) || f.at_rep != rep) continue;
+    if (armed_[i] || f.at_step != static_cast<std::int64_t>(step) || f.at_rep != rep) continue;
     models::Tick after = f.at_ps;
     if (f.after_pct >= 0) {
       if (est_ns <= 0)
@@ -69,18 +70,18 @@ void Cluster::op_started(std::uint32_t step, std::uint32_t rep, double est_ns, m
                            " has no estimate (operations.est_us); the fault timed at " + std::to_string(f.after_pct) + "% fires at its start");
       after = static_cast<models::Tick>(f.after_pct / 100.0 * (est_ns > 0 ? est_ns : 0) * models::kPsPerNs);
     }
-    arm_fault(i, t + after);
+    arm(i, t + after);
   }
 }
 
-void Cluster::announce(std::uint32_t rank, int level, const std::string& line) {
-  driver_->observer().note(rank, level, line);
+void FaultInjector::announce(std::uint32_t rank, int level, const std::string& line) {
+  driver_.observer().note(rank, level, line);
   const double t = static_cast<double>(now_ps()) / 1e6;
   if (echo_) std::fprintf(stderr, "%s[%12.3f us] %s\n", g_status_line ? "\r\033[K" : "", t, line.c_str());
-  faults_log_.push_back(line);
+  log_.push_back(line);
 }
 
-void Cluster::apply_fault(std::size_t idx, std::uint32_t phase) {
+void FaultInjector::apply(std::size_t idx, std::uint32_t phase) {
   const Fault& f = sc_.faults[idx];
   models::Machine& m = elab_.machine;
   models::Network* net = elab_.net.get();
@@ -100,10 +101,10 @@ void Cluster::apply_fault(std::size_t idx, std::uint32_t phase) {
       *port = l.a.port;
     }
   };
-  if (phase == 0 || (f.kind != FaultKind::NpuStall && f.kind != FaultKind::PfcStorm)) driver_->observer().fault_injected();
-  if (fault_first_ps_[idx] == kNever) fault_first_ps_[idx] = now_ps();
-  fault_last_ps_[idx] = now_ps();
-  ++fault_transitions_[idx];
+  if (phase == 0 || (f.kind != FaultKind::NpuStall && f.kind != FaultKind::PfcStorm)) driver_.observer().fault_injected();
+  if (fired_.first_ps[idx] == fired_.never) fired_.first_ps[idx] = now_ps();
+  fired_.last_ps[idx] = now_ps();
+  ++fired_.transitions[idx];
   // An HCCS link down from the start (/as_built) has no machine link: its faults change nothing.
   if ((f.kind == FaultKind::LinkDown || f.kind == FaultKind::LinkUp || f.kind == FaultKind::CrcRate ||
        f.kind == FaultKind::LaneDegrade) && f.link >= 0 && t.links[static_cast<std::size_t>(f.link)].type == LinkType::Hccs &&
@@ -112,16 +113,14 @@ void Cluster::apply_fault(std::size_t idx, std::uint32_t phase) {
   switch (f.kind) {
     case FaultKind::RankCrash: {  // the process dies; so does its device (streams, links, NIC)
       announce(f.rank, 0, "[HCSIM_ERR] fault injected: " + f.what);
-      // A killed rank counts as ended: the run stops when the survivors are done, not when the
-      // dead NIC's last retransmission gives up.
-      if (crash_rank(f.rank, "rank crashed (rank_crash fault)", true) && ++finished_ == nranks_) sc_core::sc_stop();
+      target_.crash_fault(f.rank);
       return;
     }
     case FaultKind::LinkDown: m.set_link_up(hccs[f.link], false); break;
     case FaultKind::LinkUp: m.set_link_up(hccs[f.link], true); break;
     case FaultKind::CrcRate:
       m.set_link_crc_rate(hccs[f.link], f.rate);
-      driver_->events().link_error_rate(t.links[f.link].name, {t.links[f.link].a.index, t.links[f.link].b.index}, f.rate);
+      driver_.events().link_error_rate(t.links[f.link].name, {t.links[f.link].a.index, t.links[f.link].b.index}, f.rate);
       break;
     case FaultKind::LaneDegrade: m.set_link_lanes(hccs[f.link], f.lanes); break;
     case FaultKind::DropRate: if (net) net->set_drop_rate(f.rate); break;
@@ -147,13 +146,13 @@ void Cluster::apply_fault(std::size_t idx, std::uint32_t phase) {
             std::vector<std::uint32_t> ends;
             if (!l.a.is_switch) ends.push_back(l.a.index);
             if (!l.b.is_switch) ends.push_back(l.b.index);
-            if (!ends.empty()) driver_->events().link_error_rate(l.name, ends, f.rate);
+            if (!ends.empty()) driver_.events().link_error_rate(l.name, ends, f.rate);
           } else {
             net->set_link_up(node, port, up);
             // An NPU's NIC cable: its port state changed (the driver's port event, docs/failover.md#nic-port-event).
             if (!net->is_switch(node))
               for (std::uint32_t npu = 0; npu < nic.size(); ++npu)
-                if (nic[npu] == node) driver_->events().nic_port_changed(npu, up);
+                if (nic[npu] == node) driver_.events().nic_port_changed(npu, up);
           }
         }
       }
@@ -197,14 +196,14 @@ void Cluster::apply_fault(std::size_t idx, std::uint32_t phase) {
 }
 
 // HBM bit flips scheduled for rank r's output of (step s, rep): flip them in device memory.
-void Cluster::inject_bitflips(std::uint32_t r, std::uint32_t s, std::uint32_t rep, void* out) {
+void FaultInjector::inject_bitflips(std::uint32_t r, std::uint32_t s, std::uint32_t rep, void* out) {
   for (std::size_t i = 0; i < sc_.faults.size(); ++i) {
     const Fault& f = sc_.faults[i];
     if (f.kind == FaultKind::HbmBitflip && f.rank == r && f.step == s && f.rep == rep) {
-      if (i < fault_first_ps_.size()) {
-        if (fault_first_ps_[i] == kNever) fault_first_ps_[i] = now_ps();
-        fault_due_ps_[i] = fault_last_ps_[i] = now_ps();
-        ++fault_transitions_[i];
+      if (i < fired_.first_ps.size()) {
+        if (fired_.first_ps[i] == fired_.never) fired_.first_ps[i] = now_ps();
+        fired_.due_ps[i] = fired_.last_ps[i] = now_ps();
+        ++fired_.transitions[i];
       }
       std::uint64_t a = reinterpret_cast<std::uint64_t>(out) + f.byte;
       std::uint8_t b = 0;
@@ -217,45 +216,10 @@ void Cluster::inject_bitflips(std::uint32_t r, std::uint32_t s, std::uint32_t re
   }
 }
 
-std::uint32_t Cluster::npu_rank(std::uint32_t npu) const {
+std::uint32_t FaultInjector::npu_rank(std::uint32_t npu) const {
   for (std::uint32_t r = 0; r < sc_.topology.rank_to_npu.size(); ++r)
     if (sc_.topology.rank_to_npu[r] == npu) return r;
   return 0;
-}
-
-bool Cluster::crash_rank(std::uint32_t r, const std::string& why, bool kill_thread) {
-  const Topology& t = sc_.topology;
-  models::Machine& m = elab_.machine;
-  const std::uint32_t npu = t.rank_to_npu[r];
-  if (r < crashed_.size()) crashed_[r] = true;
-  m.crash_npu(npu);
-  driver_->heartbeats().rank_crashed(r);  // its host's heartbeat agent falls silent
-  const auto& nic = elab_.nic;
-  if (network() && npu < nic.size() && nic[npu] != ~0u) network()->set_link_up(nic[npu], 0, false);
-  bool killed = false;
-  if (kill_thread && r < procs_.size() && !procs_[r].terminated()) {
-    procs_[r].kill();
-    killed = true;
-    if (host_) host_->killed(r);
-  }
-  if (r < rank_error_.size() && rank_error_[r].empty()) {
-    rank_error_[r] = why;
-    rank_err_ps_[r] = now_ps();
-    rank_err_at_[r] = rank_at_[r];
-    step_errors_[r].try_emplace(rank_at_[r], StepError{HCOMM_E_RUNTIME, rank_error_[r], rank_err_ps_[r]});
-  }
-  depart(r);
-  return killed;
-}
-
-void Cluster::end_thread(std::uint32_t r) {
-  if (r < procs_.size() && procs_[r].valid() && !procs_[r].terminated() && procs_[r] != sc_core::sc_get_current_process_handle())
-    procs_[r].kill();
-}
-
-void Cluster::died(std::uint32_t r, const std::string& why) {
-  announce(r, 0, "[HCSIM_ERR] " + why);
-  crash_rank(r, why, false);
 }
 
 }  // namespace sim

@@ -133,7 +133,7 @@ bool Cluster::run_rep(RankState& k, const StepBuffers& b, std::uint32_t rep) {
       break;
     case WorkloadOp::TrainStep: return false;  // run_step runs it, never here
   }
-  inject_bitflips(k.r, b.s, rep, b.out);
+  faults_->inject_bitflips(k.r, b.s, rep, b.out);
   return !b.real || check_output(k, b, rep);
 }
 
@@ -212,15 +212,15 @@ bool Cluster::check_output(RankState& k, const StepBuffers& b, std::uint32_t rep
   CheckResult cr;
   switch (w.kind) {
     case WorkloadOp::AllReduce: {
-      const Reference& ref = reference(s, rep, k.members);
+      const Reference& ref = checks_->reference(s, rep, k.members);
       cr = compare(host, ref.bytes.data(), ref.tol_at(0), count, w.dtype);
-      release_reference(s, rep, n);
+      checks_->release_reference(s, rep, n);
       break;
     }
     case WorkloadOp::ReduceScatter: {  // block `me` of the all-reduce of the inputs
-      const Reference& ref = reference(s, rep, k.members);
+      const Reference& ref = checks_->reference(s, rep, k.members);
       cr = compare(host, ref.bytes.data() + me * out_bytes, ref.tol_at(me * (count / n)), count / n, w.dtype);
-      release_reference(s, rep, n);
+      checks_->release_reference(s, rep, n);
       break;
     }
     case WorkloadOp::AllGather:
@@ -248,7 +248,24 @@ bool Cluster::check_output(RankState& k, const StepBuffers& b, std::uint32_t rep
       cr = compare_input(host, count, w.dtype, w.reduce, key, partner(w, r));
       break;
   }
-  record_check(r, s, rep, w, cr, count);
+  checks_->record(r, s, rep, w, cr, count);
+  return true;
+}
+
+// Incast, at the root: every sender's segment of the symmetric buffer against what it sent.
+bool Cluster::check_incast(std::uint32_t r, const WorkloadStep& w, std::uint32_t s, std::uint32_t rep, hcomm_stream_t st, void* sym,
+                           unsigned char* host) {
+  const std::uint64_t seg = w.bytes, count = seg / models::dtype_size(w.dtype);
+  std::uint32_t checked = 0, failed = 0;
+  for (std::uint32_t q = 0; q < nranks_; ++q) {
+    if (!incast_sender(w, q)) continue;
+    if (!ok(r, "hcomm_memcpy_device_to_host", hcomm_memcpy_device_to_host(host, static_cast<unsigned char*>(sym) + q * seg, seg, st)) ||
+        !ok(r, "hcomm_stream_synchronize", hcomm_stream_synchronize(st)))
+      return false;
+    ++checked;
+    if (!checks_->incast_segment(r, s, rep, q, compare_input(host, count, w.dtype, w.reduce, PayloadKey{sc_.seed, s, rep, nranks_}, q))) ++failed;
+  }
+  checks_->tally_incast(s, rep, checked, failed);
   return true;
 }
 
@@ -384,7 +401,7 @@ bool Cluster::host_copy(std::uint32_t r, const WorkloadStep& w, std::uint32_t s,
     } else {
       cr = compare_input(host, count, w.dtype, w.reduce, key, r);
     }
-    record_check(r, s, rep, w, cr, count);
+    checks_->record(r, s, rep, w, cr, count);
   }
   return true;
 }
