@@ -88,10 +88,10 @@ void record_outcomes(const Scenario& sc, Cluster& c, Trace& trace, RunResult& re
     };
     if (!c.step_errors_[r].empty()) {
       const auto& [k, e] = *c.step_errors_[r].begin();
-      const bool recovered = !c.rank_recovery_[r].empty() && c.done_[r] && !c.stopped_[r];
+      const bool recovered = !c.workload().recovery()[r].empty() && c.done_[r] && !c.stopped_[r];
       (recovered ? res.rank_recovered : res.rank_outcomes).push_back("rank " + std::to_string(r) + " (" + npu + "): " + status_of(&e) + where(k) + ": " + e.error +
                                   (c.step_errors_[r].size() > 1 ? " (and in " + std::to_string(c.step_errors_[r].size() - 1) + " later steps)" : "") +
-                                  (c.rank_recovery_[r].empty() ? "" : "; then " + c.rank_recovery_[r] + (c.done_[r] && !c.stopped_[r] ? ", finished its workload" : "")));
+                                  (c.workload().recovery()[r].empty() ? "" : "; then " + c.workload().recovery()[r] + (c.done_[r] && !c.stopped_[r] ? ", finished its workload" : "")));
     } else {
       res.rank_outcomes.push_back("rank " + std::to_string(r) + " (" + npu + "): did not finish" + where(c.rank_at_[r]));
     }
@@ -150,7 +150,7 @@ RunResult run_scenario(const Scenario& sc, const RunOptions& opt) {
       failures.push_back({FailureKind::Unfinished, "rank " + std::to_string(r) + " did not finish its workload"});
   res.steps = summarize(sc, cluster->driver().observer().op_spans(), n, [&](std::uint32_t step) {
     std::uint64_t senders = 0;
-    for (std::uint32_t q = 0; q < n; ++q) senders += cluster->incast_sender(sc.workload[step], q) ? 1 : 0;
+    for (std::uint32_t q = 0; q < n; ++q) senders += cluster->workload().incast_sender(sc.workload[step], q) ? 1 : 0;
     return senders;
   });
   for (auto& s : res.steps) {
@@ -159,7 +159,7 @@ RunResult run_scenario(const Scenario& sc, const RunOptions& opt) {
     if (tally != by_rep.end()) { s.checked = tally->second.first; s.failed = tally->second.second; }
   }
   {  // train_step repetitions: a summary row each (the iteration time) and their train_steps rows
-    res.train = cluster->train_reports();
+    res.train = cluster->train().reports();
     for (const auto& t : res.train) {
       StepSummary u;
       u.step = t.step;
@@ -218,7 +218,7 @@ RunResult run_scenario(const Scenario& sc, const RunOptions& opt) {
     for (const auto& f : cluster->failures) api = api || f.kind == FailureKind::ApiCall;
     for (std::uint32_t r = 0; r < n; ++r) {
       if (cluster->crashed(r)) { crash = true; continue; }
-      shrunk = shrunk || !cluster->rank_recovery_[r].empty();
+      shrunk = shrunk || !cluster->workload().recovery()[r].empty();
       if (!cluster->done_[r] || cluster->stopped_[r]) o.unfinished.push_back(r);
     }
     o.what = !api && !crash && o.unfinished.empty() ? "survived" : shrunk && o.unfinished.empty() ? "shrunk" : "aborted";

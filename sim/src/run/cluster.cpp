@@ -17,6 +17,9 @@ Cluster::Cluster(sc_core::sc_module_name n, const Scenario& sc, const RunOptions
   faults_ = std::make_unique<FaultInjector>(sc, elab_, *driver_, static_cast<FaultTarget&>(*this), opt.echo_logs);
   crashed_.assign(nranks_, false);
   checks_ = std::make_unique<ResultChecks>(sc, nranks_, trace, *driver_, failures);
+  train_ = std::make_unique<TrainSteps>(sc, nranks_, elab_.machine, *driver_, static_cast<RankServices&>(*this));
+  workload_ = std::make_unique<Workload>(sc, nranks_, elab_.machine, *driver_, static_cast<RankServices&>(*this), *faults_, *checks_, *train_,
+                                         failures);
   done_.assign(nranks_, false);
   stopped_.assign(nranks_, false);
   ops_done_.assign(nranks_, 0);
@@ -30,9 +33,6 @@ Cluster::Cluster(sc_core::sc_module_name n, const Scenario& sc, const RunOptions
   rank_err_ps_.assign(nranks_, 0);
   rank_err_at_.assign(nranks_, {0u, 0u});
   step_errors_.assign(nranks_, {});
-  rank_recovery_.assign(nranks_, "");
-  async_reports_.assign(nranks_, {});
-  for (std::uint32_t r = 0; r < nranks_; ++r) cb_ctx_.push_back({this, r});
   rv_expected_ = nranks_;
 }
 
@@ -45,6 +45,21 @@ void Cluster::start_ranks() {
     driver_->ranks().bind(h.name(), r);
     procs_.push_back(h);
   }
+}
+
+// Rank r's thread: its own program (run_program), its process under exec (RankHost), or the
+// scenario's workload.
+void Cluster::rank_main(std::uint32_t r) {
+  if (r < crashed_.size() && crashed_[r]) return;  // crashed at time 0, before it first ran (counted as killed)
+  if (program) {
+    program(r);
+  } else if (host_) {  // hcsim exec: the rank's own process drives it (RankHost)
+    host_->run(r);
+  } else if (!workload_->run(r)) {  // it could not start: it leaves without finishing
+    depart(r);
+    return;
+  }
+  rank_finished(r);
 }
 
 // The run ends when the last rank is done: stale timers (e.g. disarmed RDMA retransmit
@@ -92,26 +107,9 @@ bool Cluster::ok(std::uint32_t r, const char* what, hcomm_result_t rc) {
   return false;
 }
 
-bool Cluster::incast_sender(const WorkloadStep& w, std::uint32_t r) const {
-  if (r == w.root) return false;
-  if (w.senders == "all") return true;
-  const auto& t = sc_.topology;
-  const auto root_server = t.npus[t.rank_to_npu[w.root]].server;
-  if (t.npus[t.rank_to_npu[r]].server == root_server) return false;
-  if (w.senders_count == 0) return true;
-  // "remote:N": the first N remote ranks after the root in rank order (wrapping around).
-  const auto n = static_cast<std::uint32_t>(t.rank_to_npu.size());
-  std::uint32_t k = 0;
-  for (std::uint32_t q = (w.root + 1) % n; k < w.senders_count; q = (q + 1) % n) {
-    if (t.npus[t.rank_to_npu[q]].server == root_server) continue;
-    if (q == r) return true;
-    ++k;
-  }
-  return false;
-}
-
-std::uint32_t Cluster::partner(const WorkloadStep& w, std::uint32_t r) const {
-  return w.pattern == "halves" ? (r + nranks_ / 2) % nranks_ : r ^ 1u;
+void Cluster::enter(std::uint32_t r, std::uint32_t s, std::uint32_t rep) {
+  driver_->observer().set_phase(r, s, rep);
+  rank_at_[r] = {s, rep};
 }
 
 // A rank_crash fault. A killed rank counts as ended: the run stops when the survivors are done,

@@ -8,7 +8,7 @@
 
 #include <algorithm>
 
-#include "run/cluster.h"
+#include "sim/kernel.h"
 
 namespace sim {
 
@@ -70,8 +70,8 @@ models::Tick union_length(std::vector<std::pair<models::Tick, models::Tick>>& iv
 
 }  // namespace
 
-bool Cluster::train_step(std::uint32_t r, std::uint32_t s, const WorkloadStep& w, hcomm_context_t ctx, hcomm_comm_t world,
-                         std::uint64_t* started) {
+bool TrainSteps::run(std::uint32_t r, std::uint32_t s, const WorkloadStep& w, hcomm_context_t ctx, hcomm_comm_t world,
+                     std::uint64_t* started) {
   const TrainStepSpec& t = *w.train;
   const TrainCosts c = train_costs(t);
   const TrainCoords me = train_coords(t, r);
@@ -98,13 +98,12 @@ bool Cluster::train_step(std::uint32_t r, std::uint32_t s, const WorkloadStep& w
   void *a0 = nullptr, *a1 = nullptr, *psend = nullptr, *precv = nullptr, *g0 = nullptr, *g1 = nullptr, *x0 = nullptr, *x1 = nullptr;
   std::vector<hcomm_event_t> events;
   bool good = true;
-  auto call = [&](const char* what, hcomm_result_t rc) { return good = good && ok(r, what, rc); };
-  driver_->observer().set_phase(r, s, 0);
-  rank_at_[r] = {s, 0};
+  auto call = [&](const char* what, hcomm_result_t rc) { return good = good && ranks_.ok(r, what, rc); };
+  ranks_.enter(r, s, 0);
   // The splits exchange records through device memory: with a timing payload the HBM keeps bytes
   // while every rank splits (between two rendezvous), then only as configured again.
-  rendezvous();
-  machine().keep_bytes(true);
+  ranks_.rendezvous();
+  machine_.keep_bytes(true);
   if (t.tp > 1) call("hcomm_comm_split", hcomm_comm_split(world, me.dp + t.dp * me.pp, me.tp, &tpc));
   if (t.dp > 1) call("hcomm_comm_split", hcomm_comm_split(world, me.tp + t.tp * me.pp, me.dp, &dpc));
   if (t.pp > 1) call("hcomm_comm_split", hcomm_comm_split(world, me.tp + t.tp * me.dp, me.pp, &ppc));
@@ -113,8 +112,8 @@ bool Cluster::train_step(std::uint32_t r, std::uint32_t s, const WorkloadStep& w
   if (t.experts && edp > 1 && t.ep > 1)
     call("hcomm_comm_split", hcomm_comm_split(world, me.tp + t.tp * (me.pp + t.pp * (me.dp % t.ep)), me.dp / t.ep, &edpc));
   hcomm_comm_t const edp_comm = t.ep > 1 ? edpc : dpc;  // ep 1: every data-parallel rank holds every expert
-  rendezvous();
-  machine().keep_bytes(false);
+  ranks_.rendezvous();
+  machine_.keep_bytes(false);
   for (hcomm_stream_t* st : {&cs, &ds, &ss, &rs}) call("hcomm_create_stream", hcomm_create_stream(ctx, st));
   for (void** p : {&a0, &a1, &psend, &precv}) call("hcomm_malloc", hcomm_malloc(ctx, std::max<std::uint64_t>(c.act_bytes, 1), p));
   for (void** p : {&g0, &g1}) call("hcomm_malloc", hcomm_malloc(ctx, std::max<std::uint64_t>(max_bucket, 1), p));
@@ -165,14 +164,13 @@ bool Cluster::train_step(std::uint32_t r, std::uint32_t s, const WorkloadStep& w
 
   const std::uint32_t M = t.micro_batches;
   for (std::uint32_t rep = 0; rep < w.repeat && good; ++rep) {
-    driver_->observer().set_phase(r, s, rep);
-    rank_at_[r] = {s, rep};
-    ops_done_[r] = (*started)++;
-    rendezvous();
-    TrainMeas meas;
+    ranks_.enter(r, s, rep);
+    ranks_.ops_done(r, (*started)++);
+    ranks_.rendezvous();
+    Meas meas;
     meas.t0 = now_ps();
-    const models::Tick c0 = machine().npu_compute_ps(npu);
-    driver_->observer().op_intervals(npu).clear();
+    const models::Tick c0 = machine_.npu_compute_ps(npu);
+    driver_.observer().op_intervals(npu).clear();
     for (std::uint32_t m = 0; m < M && good; ++m) {  // GPipe: every micro-batch's forward ...
       if (!first) recv_into_cs(me.pp - 1, m);
       for (std::uint64_t l = 0; l < c.layers_per_stage; ++l) {
@@ -213,10 +211,10 @@ bool Cluster::train_step(std::uint32_t r, std::uint32_t s, const WorkloadStep& w
     if (!good) break;
     meas.done = true;
     meas.end = now_ps();
-    meas.compute = machine().npu_compute_ps(npu) - c0;
-    meas.comm = union_length(driver_->observer().op_intervals(npu), meas.t0);
+    meas.compute = machine_.npu_compute_ps(npu) - c0;
+    meas.comm = union_length(driver_.observer().op_intervals(npu), meas.t0);
     meas.grad_bytes = grad_bytes;
-    auto& v = train_meas_[{s, rep}];
+    auto& v = meas_[{s, rep}];
     if (v.size() < nranks_) v.resize(nranks_);
     v[r] = meas;
   }
@@ -228,6 +226,37 @@ bool Cluster::train_step(std::uint32_t r, std::uint32_t s, const WorkloadStep& w
   for (hcomm_comm_t cm : {tpc, dpc, ppc, epc, edpc})
     if (cm) hcomm_comm_destroy(cm);
   return good;
+}
+
+// What a repetition measured (docs/training-steps.md#what-is-reported): the iteration time, and on
+// the critical rank (the one that finished last) its compute time, its communication time and the
+// communication it did not hide behind compute.
+std::vector<TrainStepReport> TrainSteps::reports() const {
+  std::vector<TrainStepReport> out;
+  for (const auto& [key, v] : meas_) {
+    if (v.size() != nranks_ || !std::all_of(v.begin(), v.end(), [](const Meas& m) { return m.done; })) continue;
+    models::Tick t0 = v[0].t0;
+    std::uint32_t crit = 0;
+    for (std::uint32_t r = 0; r < nranks_; ++r) {
+      t0 = std::min(t0, v[r].t0);
+      if (v[r].end > v[crit].end) crit = r;  // the lowest rank among those that finished last
+    }
+    const Meas& m = v[crit];
+    TrainStepReport rep;
+    rep.step = key.first;
+    rep.rep = key.second;
+    rep.ranks = nranks_;
+    rep.critical_rank = crit;
+    const models::Tick iter = m.end - t0;
+    rep.iteration_us = static_cast<double>(iter) / 1e6;
+    rep.compute_us = static_cast<double>(m.compute) / 1e6;
+    rep.comm_us = static_cast<double>(m.comm) / 1e6;
+    rep.exposed_comm_us = static_cast<double>(iter - std::min(iter, m.compute)) / 1e6;
+    rep.overlap = m.comm > 0 ? std::max(0.0, 1.0 - rep.exposed_comm_us / rep.comm_us) : 0.0;
+    rep.grad_bytes = m.grad_bytes;
+    out.push_back(rep);
+  }
+  return out;
 }
 
 }  // namespace sim

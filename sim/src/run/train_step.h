@@ -4,9 +4,16 @@
 // rank program (train_step.cpp) runs what they say, tests check them against the formulas.
 #pragma once
 #include <cstdint>
+#include <map>
+#include <utility>
 #include <vector>
 
+#include "hcomm/hcomm.h"
+#include "models/machine.h"
+#include "run/rank_services.h"
 #include "sim/config/scenario.h"
+#include "sim/driver.h"
+#include "sim/run_types.h"
 
 namespace sim {
 
@@ -46,5 +53,33 @@ TrainCosts train_costs(const TrainStepSpec& t);
 /// layers of `per_layer` bytes, the first layer `first_extra` more (the embedding on the first
 /// stage); a bucket closes when it holds at least bucket_bytes, or at the stage's first layer.
 std::vector<GradBucket> grad_buckets(std::uint64_t bucket_bytes, std::uint64_t layers, std::uint64_t per_layer, std::uint64_t first_extra);
+
+/// The train_step steps of a run (train_step.cpp): each rank's training iterations through the
+/// public hcomm API, and what every repetition measured (docs/training-steps.md#what-is-reported).
+class TrainSteps {
+ public:
+  TrainSteps(const Scenario& sc, std::uint32_t nranks, models::Machine& machine, SimDriver& driver, RankServices& ranks)
+      : sc_(sc), nranks_(nranks), machine_(machine), driver_(driver), ranks_(ranks) {}
+  /// Rank r's repetitions of train_step step s on `world` (false: a call failed, the program
+  /// ends); *started counts the operations it began.
+  bool run(std::uint32_t r, std::uint32_t s, const WorkloadStep& w, hcomm_context_t ctx, hcomm_comm_t world, std::uint64_t* started);
+  /// The repetitions every rank finished, in (step, rep) order: the iteration time, and on the
+  /// critical rank (the one that finished last) its compute, communication and exposed time.
+  std::vector<TrainStepReport> reports() const;
+
+ private:
+  /// What one rank measured in one repetition.
+  struct Meas {
+    bool done = false;
+    models::Tick t0 = 0, end = 0, compute = 0, comm = 0;
+    std::uint64_t grad_bytes = 0;
+  };
+  const Scenario& sc_;
+  std::uint32_t nranks_;
+  models::Machine& machine_;
+  SimDriver& driver_;
+  RankServices& ranks_;
+  std::map<std::pair<std::uint32_t, std::uint32_t>, std::vector<Meas>> meas_;  // (step, rep) -> per rank
+};
 
 }  // namespace sim

@@ -5,7 +5,8 @@
 #include <cstring>
 
 #include "models/mem/huge_alloc.h"
-#include "run/cluster.h"
+#include "run/workload.h"
+#include "sim/kernel.h"
 
 namespace sim {
 namespace {
@@ -26,29 +27,24 @@ hcomm_data_type_t to_hcomm(models::DType t) {
 
 }  // namespace
 
-void Cluster::rank_main(std::uint32_t r) {
-  if (r < crashed_.size() && crashed_[r]) return;  // crashed at time 0, before it first ran (counted as killed)
-  if (program) {
-    program(r);
-    rank_finished(r);
-    return;
-  }
-  if (host_) {  // hcsim exec: the rank's own process drives it (RankHost)
-    host_->run(r);
-    rank_finished(r);
-    return;
-  }
+Workload::Workload(const Scenario& sc, std::uint32_t nranks, models::Machine& machine, SimDriver& driver, RankServices& ranks,
+                   FaultInjector& faults, ResultChecks& checks, TrainSteps& train, std::vector<Failure>& failures)
+    : sc_(sc), nranks_(nranks), machine_(machine), driver_(driver), ranks_(ranks), faults_(faults), checks_(checks), train_(train),
+      failures_(failures), recovery_(nranks), async_reports_(nranks) {
+  for (std::uint32_t r = 0; r < nranks_; ++r) cb_ctx_.push_back({this, r});
+}
+
+bool Workload::run(std::uint32_t r) {
   const auto& npu = sc_.topology.npus[sc_.topology.rank_to_npu[r]];
   // The communicator's ranks in its rank order (original rank numbers) and this rank's index: all
   // of them, until /on_rank_loss "shrink" replaces the communicator by a lost rank's survivors.
   RankState k{r, nullptr, nullptr, nullptr, nullptr, 0, Members{nranks_, {}}, r};
-  if (!ok(r, "hcomm_create_context", hcomm_create_context(npu.device_id, &k.ctx))) { depart(r); return; }
-  if (!ok(r, "hcomm_comm_init", hcomm_comm_init(k.ctx, nranks_, r, &k.comm)) ||
-      !ok(r, "hcomm_create_stream", hcomm_create_stream(k.ctx, &k.st)) ||
-      !ok(r, "hcomm_create_stream", hcomm_create_stream(k.ctx, &k.st2))) {
+  if (!ranks_.ok(r, "hcomm_create_context", hcomm_create_context(npu.device_id, &k.ctx))) return false;
+  if (!ranks_.ok(r, "hcomm_comm_init", hcomm_comm_init(k.ctx, nranks_, r, &k.comm)) ||
+      !ranks_.ok(r, "hcomm_create_stream", hcomm_create_stream(k.ctx, &k.st)) ||
+      !ranks_.ok(r, "hcomm_create_stream", hcomm_create_stream(k.ctx, &k.st2))) {
     hcomm_destroy_context(k.ctx);
-    depart(r);
-    return;
+    return false;
   }
   watch(r, k.comm);
   for (std::uint32_t s = 0; s < sc_.workload.size(); ++s)
@@ -57,16 +53,16 @@ void Cluster::rank_main(std::uint32_t r) {
   hcomm_destroy_stream(k.st2);
   hcomm_comm_destroy(k.comm);
   hcomm_destroy_context(k.ctx);
-  rank_finished(r);
+  return true;
 }
 
 // One workload step, all its repetitions (false: this rank's program ends here).
-bool Cluster::run_step(RankState& k, std::uint32_t s) {
+bool Workload::run_step(RankState& k, std::uint32_t s) {
   const std::uint32_t r = k.r;
   const WorkloadStep& w = sc_.workload[s];
   if (w.kind == WorkloadOp::TrainStep) {  // a training iteration (train_step.cpp)
-    if (train_step(r, s, w, k.ctx, k.comm, &k.started)) return true;
-    stopped_[r] = true;
+    if (train_.run(r, s, w, k.ctx, k.comm, &k.started)) return true;
+    ranks_.stop(r);
     return false;
   }
   const std::size_t esz = models::dtype_size(w.dtype);
@@ -75,8 +71,8 @@ bool Cluster::run_step(RankState& k, std::uint32_t s) {
   // Output bytes: the gathered buffer (all-gather), one block (reduce-scatter), else the input's
   // (sized for the whole communicator: a shrunk one needs no more).
   const std::uint64_t max_out = w.kind == WorkloadOp::AllGather ? w.bytes * nranks_ : w.bytes;
-  if (!ok(r, "hcomm_malloc", hcomm_malloc(k.ctx, std::max<std::uint64_t>(w.bytes, 1), &in)) ||
-      !ok(r, "hcomm_malloc", hcomm_malloc(k.ctx, std::max<std::uint64_t>(max_out, 1), &out)))
+  if (!ranks_.ok(r, "hcomm_malloc", hcomm_malloc(k.ctx, std::max<std::uint64_t>(w.bytes, 1), &in)) ||
+      !ranks_.ok(r, "hcomm_malloc", hcomm_malloc(k.ctx, std::max<std::uint64_t>(max_out, 1), &out)))
     return false;
   // Host bytes: a checked payload's input and result, and every byte of a host copy whose HBM
   // keeps bytes (checked or not: the DMA reads or writes them all). Otherwise no mapping per
@@ -87,22 +83,21 @@ bool Cluster::run_step(RankState& k, std::uint32_t s) {
   models::HugeBuffer host_mem(host_bytes ? std::max(w.bytes, max_out) : 0);
   unsigned char* const host = host_bytes ? host_mem.get() : no_payload;
   if (!host) {
-    failures.push_back({FailureKind::HostMemory, "rank " + std::to_string(r) + ": out of host memory"});
+    failures_.push_back({FailureKind::HostMemory, "rank " + std::to_string(r) + ": out of host memory"});
     return false;
   }
   const StepBuffers b{w, s, w.bytes / esz, real, in, out, host};
   bool go = true;
   for (std::uint32_t rep = 0; rep < w.repeat && go; ++rep) {
     for (bool redo = false;; redo = true) {  // redo: re-running the repetition on a shrunk communicator
-      driver_->observer().set_phase(r, s, rep);
-      rank_at_[r] = {s, rep};
-      if (!redo) ops_done_[r] = k.started++;
+      ranks_.enter(r, s, rep);
+      if (!redo) ranks_.ops_done(r, k.started++);
       if (run_rep(k, b, rep)) break;
       // /on_rank_loss "shrink": the survivors of the lost ranks go on, on a shrunk communicator,
       // from this repetition (re-run from its inputs); otherwise this rank's program ends here.
       // "stop" (the default) ends the program at once: no later repetition or step, no wait.
-      if (!shrink_comm(r, &k.comm, &k.members, &k.me)) {
-        stopped_[r] = true;
+      if (!shrink_comm(r, s, rep, &k.comm, &k.members, &k.me)) {
+        ranks_.stop(r);
         go = false;
         break;
       }
@@ -114,7 +109,7 @@ bool Cluster::run_step(RankState& k, std::uint32_t s) {
 }
 
 // One repetition of a step, dispatched on its kind (false: a call failed).
-bool Cluster::run_rep(RankState& k, const StepBuffers& b, std::uint32_t rep) {
+bool Workload::run_rep(RankState& k, const StepBuffers& b, std::uint32_t rep) {
   switch (b.w.kind) {
     case WorkloadOp::H2D:
     case WorkloadOp::D2H: return host_copy(k.r, b.w, b.s, rep, k.st, b.in, b.host, b.real);
@@ -133,26 +128,26 @@ bool Cluster::run_rep(RankState& k, const StepBuffers& b, std::uint32_t rep) {
       break;
     case WorkloadOp::TrainStep: return false;  // run_step runs it, never here
   }
-  faults_->inject_bitflips(k.r, b.s, rep, b.out);
+  faults_.inject_bitflips(k.r, b.s, rep, b.out);
   return !b.real || check_output(k, b, rep);
 }
 
 // A checked step's input: generated on the host, copied to the device; then the rendezvous.
-bool Cluster::send_input(RankState& k, const StepBuffers& b, std::uint32_t rep) {
+bool Workload::send_input(RankState& k, const StepBuffers& b, std::uint32_t rep) {
   if (!b.real) return true;
   fill_input(b.host, b.count, b.w.dtype, b.w.reduce, PayloadKey{sc_.seed, b.s, rep, nranks_}, k.r);
-  if (!ok(k.r, "hcomm_memcpy_host_to_device", hcomm_memcpy_host_to_device(b.in, b.host, b.w.bytes, k.st)) ||
-      !ok(k.r, "hcomm_stream_synchronize", hcomm_stream_synchronize(k.st)))
+  if (!ranks_.ok(k.r, "hcomm_memcpy_host_to_device", hcomm_memcpy_host_to_device(b.in, b.host, b.w.bytes, k.st)) ||
+      !ranks_.ok(k.r, "hcomm_stream_synchronize", hcomm_stream_synchronize(k.st)))
     return false;
-  rendezvous();
+  ranks_.rendezvous();
   return true;
 }
 
-bool Cluster::run_barrier(RankState& k) {
-  return ok(k.r, "hcomm_barrier", hcomm_barrier(k.comm, k.st)) && ok(k.r, "hcomm_stream_synchronize", hcomm_stream_synchronize(k.st));
+bool Workload::run_barrier(RankState& k) {
+  return ranks_.ok(k.r, "hcomm_barrier", hcomm_barrier(k.comm, k.st)) && ranks_.ok(k.r, "hcomm_stream_synchronize", hcomm_stream_synchronize(k.st));
 }
 
-bool Cluster::run_collective(RankState& k, const StepBuffers& b) {
+bool Workload::run_collective(RankState& k, const StepBuffers& b) {
   const WorkloadStep& w = b.w;
   const std::uint32_t n = k.members.size();
   const auto dt = to_hcomm(w.dtype);
@@ -182,21 +177,21 @@ bool Cluster::run_collective(RankState& k, const StepBuffers& b) {
       break;
     default: return false;  // not a collective: run_rep never calls this
   }
-  return ok(k.r, what, rc) && ok(k.r, "hcomm_stream_synchronize", hcomm_stream_synchronize(k.st));
+  return ranks_.ok(k.r, what, rc) && ranks_.ok(k.r, "hcomm_stream_synchronize", hcomm_stream_synchronize(k.st));
 }
 
 // sendrecv: partners exchange buffers, send and receive on separate streams.
-bool Cluster::run_sendrecv(RankState& k, const StepBuffers& b, std::uint32_t rep) {
+bool Workload::run_sendrecv(RankState& k, const StepBuffers& b, std::uint32_t rep) {
   const std::uint32_t peer = partner(b.w, k.r);
   const auto dt = to_hcomm(b.w.dtype);
   hcomm_request_t reqs[2];
-  return ok(k.r, "hcomm_isend", hcomm_isend(b.in, b.count, dt, peer, rep, k.comm, k.st, &reqs[0])) &&
-         ok(k.r, "hcomm_irecv", hcomm_irecv(b.out, b.count, dt, peer, rep, k.comm, k.st2, &reqs[1])) &&
-         ok(k.r, "hcomm_waitall", hcomm_waitall(2, reqs));
+  return ranks_.ok(k.r, "hcomm_isend", hcomm_isend(b.in, b.count, dt, peer, rep, k.comm, k.st, &reqs[0])) &&
+         ranks_.ok(k.r, "hcomm_irecv", hcomm_irecv(b.out, b.count, dt, peer, rep, k.comm, k.st2, &reqs[1])) &&
+         ranks_.ok(k.r, "hcomm_waitall", hcomm_waitall(2, reqs));
 }
 
 // A collective's or sendrecv's result, copied to the host and compared with its reference.
-bool Cluster::check_output(RankState& k, const StepBuffers& b, std::uint32_t rep) {
+bool Workload::check_output(RankState& k, const StepBuffers& b, std::uint32_t rep) {
   const WorkloadStep& w = b.w;
   const std::uint32_t r = k.r, s = b.s, n = k.members.size(), me = k.me;
   const std::size_t esz = models::dtype_size(w.dtype);
@@ -206,21 +201,21 @@ bool Cluster::check_output(RankState& k, const StepBuffers& b, std::uint32_t rep
   unsigned char* const host = b.host;
   // The broadcast root's result is its input, left in place.
   void* result = w.kind == WorkloadOp::Broadcast && r == w.root ? b.in : b.out;
-  if (!ok(r, "hcomm_memcpy_device_to_host", hcomm_memcpy_device_to_host(host, result, out_bytes, k.st)) ||
-      !ok(r, "hcomm_stream_synchronize", hcomm_stream_synchronize(k.st)))
+  if (!ranks_.ok(r, "hcomm_memcpy_device_to_host", hcomm_memcpy_device_to_host(host, result, out_bytes, k.st)) ||
+      !ranks_.ok(r, "hcomm_stream_synchronize", hcomm_stream_synchronize(k.st)))
     return false;
   CheckResult cr;
   switch (w.kind) {
     case WorkloadOp::AllReduce: {
-      const Reference& ref = checks_->reference(s, rep, k.members);
+      const Reference& ref = checks_.reference(s, rep, k.members);
       cr = compare(host, ref.bytes.data(), ref.tol_at(0), count, w.dtype);
-      checks_->release_reference(s, rep, n);
+      checks_.release_reference(s, rep, n);
       break;
     }
     case WorkloadOp::ReduceScatter: {  // block `me` of the all-reduce of the inputs
-      const Reference& ref = checks_->reference(s, rep, k.members);
+      const Reference& ref = checks_.reference(s, rep, k.members);
       cr = compare(host, ref.bytes.data() + me * out_bytes, ref.tol_at(me * (count / n)), count / n, w.dtype);
-      checks_->release_reference(s, rep, n);
+      checks_.release_reference(s, rep, n);
       break;
     }
     case WorkloadOp::AllGather:
@@ -248,39 +243,39 @@ bool Cluster::check_output(RankState& k, const StepBuffers& b, std::uint32_t rep
       cr = compare_input(host, count, w.dtype, w.reduce, key, partner(w, r));
       break;
   }
-  checks_->record(r, s, rep, w, cr, count);
+  checks_.record(r, s, rep, w, cr, count);
   return true;
 }
 
 // Incast, at the root: every sender's segment of the symmetric buffer against what it sent.
-bool Cluster::check_incast(std::uint32_t r, const WorkloadStep& w, std::uint32_t s, std::uint32_t rep, hcomm_stream_t st, void* sym,
+bool Workload::check_incast(std::uint32_t r, const WorkloadStep& w, std::uint32_t s, std::uint32_t rep, hcomm_stream_t st, void* sym,
                            unsigned char* host) {
   const std::uint64_t seg = w.bytes, count = seg / models::dtype_size(w.dtype);
   std::uint32_t checked = 0, failed = 0;
   for (std::uint32_t q = 0; q < nranks_; ++q) {
     if (!incast_sender(w, q)) continue;
-    if (!ok(r, "hcomm_memcpy_device_to_host", hcomm_memcpy_device_to_host(host, static_cast<unsigned char*>(sym) + q * seg, seg, st)) ||
-        !ok(r, "hcomm_stream_synchronize", hcomm_stream_synchronize(st)))
+    if (!ranks_.ok(r, "hcomm_memcpy_device_to_host", hcomm_memcpy_device_to_host(host, static_cast<unsigned char*>(sym) + q * seg, seg, st)) ||
+        !ranks_.ok(r, "hcomm_stream_synchronize", hcomm_stream_synchronize(st)))
       return false;
     ++checked;
-    if (!checks_->incast_segment(r, s, rep, q, compare_input(host, count, w.dtype, w.reduce, PayloadKey{sc_.seed, s, rep, nranks_}, q))) ++failed;
+    if (!checks_.incast_segment(r, s, rep, q, compare_input(host, count, w.dtype, w.reduce, PayloadKey{sc_.seed, s, rep, nranks_}, q))) ++failed;
   }
-  checks_->tally_incast(s, rep, checked, failed);
+  checks_.tally_incast(s, rep, checked, failed);
   return true;
 }
 
 // The simulated application's error callback (docs/failover.md#the-applications-view): every
 // report is kept per rank and logged (a survived fault's HCOMM_I_FAILOVER as a warning).
-void Cluster::on_async_report(hcomm_comm_t, hcomm_result_t code, const char* msg, void* user) {
+void Workload::on_async_report(hcomm_comm_t, hcomm_result_t code, const char* msg, void* user) {
   const auto* x = static_cast<const CallbackCtx*>(user);
-  x->c->async_reports_[x->r].push_back(code);
+  x->w->async_reports_[x->r].push_back(code);
   const bool info = code == HCOMM_I_FAILOVER;
-  x->c->driver_->observer().note(x->r, info ? 1 : 0, std::string(info ? "[HCSIM_WARN]" : "[HCSIM_ERR]") + " rank " + std::to_string(x->r) +
+  x->w->driver_.observer().note(x->r, info ? 1 : 0, std::string(info ? "[HCSIM_WARN]" : "[HCSIM_ERR]") + " rank " + std::to_string(x->r) +
                                                 ": error callback: " + hcomm_result_string(code) + " (" + std::to_string(code) + "): " + (msg ? msg : ""));
 }
 
-void Cluster::watch(std::uint32_t r, hcomm_comm_t comm) {
-  if (comm && r < cb_ctx_.size()) hcomm_comm_set_error_callback(comm, &Cluster::on_async_report, &cb_ctx_[r]);
+void Workload::watch(std::uint32_t r, hcomm_comm_t comm) {
+  if (comm && r < cb_ctx_.size()) hcomm_comm_set_error_callback(comm, &Workload::on_async_report, &cb_ctx_[r]);
 }
 
 // After a failed call: with /on_rank_loss "shrink", ask the library which ranks its recovery
@@ -288,17 +283,17 @@ void Cluster::watch(std::uint32_t r, hcomm_comm_t comm) {
 // go on with it. The operations a shrunk communicator cannot re-run (sendrecv and incast pair
 // original ranks; a broadcast whose root was lost; blocks that do not divide among the survivors)
 // end the program, with the reason.
-bool Cluster::shrink_comm(std::uint32_t r, hcomm_comm_t* comm, Members* members, std::uint32_t* me) {
+bool Workload::shrink_comm(std::uint32_t r, std::uint32_t s, std::uint32_t rep, hcomm_comm_t* comm, Members* members, std::uint32_t* me) {
   if (!sc_.shrink_on_rank_loss) return false;
   std::vector<std::uint32_t> lost(members->size());
   std::uint32_t nl = 0;
   if (hcomm_comm_lost_ranks(*comm, static_cast<std::uint32_t>(lost.size()), lost.data(), &nl) != HCOMM_SUCCESS || nl == 0) {
-    driver_->observer().note(r, 0, "[HCSIM_ERR] rank " + std::to_string(r) + ": on_rank_loss shrink: no lost ranks known (the recovery agreement runs with HCOMM_OP_RETRY=1)");
+    driver_.observer().note(r, 0, "[HCSIM_ERR] rank " + std::to_string(r) + ": on_rank_loss shrink: no lost ranks known (the recovery agreement runs with HCOMM_OP_RETRY=1)");
     return false;
   }
   lost.resize(nl);
   hcomm_comm_t next = nullptr;
-  if (!ok(r, "hcomm_comm_shrink", hcomm_comm_shrink(*comm, nl, lost.data(), &next))) return false;
+  if (!ranks_.ok(r, "hcomm_comm_shrink", hcomm_comm_shrink(*comm, nl, lost.data(), &next))) return false;
   std::vector<std::uint32_t> survivors;
   for (std::uint32_t i = 0; i < members->size(); ++i)
     if (!std::binary_search(lost.begin(), lost.end(), i)) survivors.push_back((*members)[i]);
@@ -311,7 +306,6 @@ bool Cluster::shrink_comm(std::uint32_t r, hcomm_comm_t* comm, Members* members,
   if (same == member_lists_.end()) same = member_lists_.insert(member_lists_.end(), std::make_shared<const std::vector<std::uint32_t>>(std::move(survivors)));
   members->list = *same;
   *me = members->index_of(r);
-  const auto [s, rep] = rank_at_[r];
   const WorkloadStep& w = sc_.workload[s];
   const auto n = static_cast<std::uint32_t>(members->size());
   std::string why;
@@ -319,7 +313,7 @@ bool Cluster::shrink_comm(std::uint32_t r, hcomm_comm_t* comm, Members* members,
   else if (w.kind == WorkloadOp::Broadcast && members->index_of(w.root) == n) why = "its root was lost";
   else if ((w.kind == WorkloadOp::ReduceScatter || w.kind == WorkloadOp::AllToAll) && w.bytes % (models::dtype_size(w.dtype) * n) != 0)
     why = std::to_string(w.bytes) + " B do not divide into " + std::to_string(n) + " blocks";
-  driver_->observer().note(r, why.empty() ? 1 : 0,
+  driver_.observer().note(r, why.empty() ? 1 : 0,
                 std::string(why.empty() ? "[HCSIM_WARN]" : "[HCSIM_ERR]") + " rank " + std::to_string(r) + ": rank(s) " + names +
                     " lost; communicator shrunk to " + std::to_string(n) + " ranks" +
                     (why.empty() ? ", step " + std::to_string(s) + " rep " + std::to_string(rep) + " re-run"
@@ -327,7 +321,7 @@ bool Cluster::shrink_comm(std::uint32_t r, hcomm_comm_t* comm, Members* members,
   if (why.empty()) {
     char at[48];
     std::snprintf(at, sizeof at, "%.3f us", static_cast<double>(now_ps()) / 1e6);
-    rank_recovery_[r] += (rank_recovery_[r].empty() ? "" : ", ") + std::string("shrunk to ") + std::to_string(n) + " ranks (lost " + names +
+    recovery_[r] += (recovery_[r].empty() ? "" : ", ") + std::string("shrunk to ") + std::to_string(n) + " ranks (lost " + names +
                          ") at " + at;
   }
   return why.empty();
@@ -335,21 +329,21 @@ bool Cluster::shrink_comm(std::uint32_t r, hcomm_comm_t* comm, Members* members,
 
 // Incast: every sender RDMA-writes `bytes` into the root's symmetric buffer at offset
 // rank x bytes (one-sided, registered memory); a barrier; the root checks every segment.
-bool Cluster::incast(std::uint32_t r, const WorkloadStep& w, std::uint32_t s, std::uint32_t rep, hcomm_context_t ctx, hcomm_comm_t comm,
+bool Workload::incast(std::uint32_t r, const WorkloadStep& w, std::uint32_t s, std::uint32_t rep, hcomm_context_t ctx, hcomm_comm_t comm,
                      hcomm_stream_t st, void* in, unsigned char* host) {
   const std::uint64_t seg = w.bytes;
   void* sym = nullptr;
   hcomm_mr_t mr{};
-  bool good = ok(r, "hcomm_buffer_alloc", hcomm_buffer_alloc(ctx, seg * nranks_, &sym)) &&
-              ok(r, "hcomm_reg_mr", hcomm_reg_mr(ctx, sym, seg * nranks_, HCOMM_ACCESS_LOCAL_WRITE | HCOMM_ACCESS_REMOTE_WRITE, &mr)) &&
-              ok(r, "hcomm_barrier", hcomm_barrier(comm, nullptr));
+  bool good = ranks_.ok(r, "hcomm_buffer_alloc", hcomm_buffer_alloc(ctx, seg * nranks_, &sym)) &&
+              ranks_.ok(r, "hcomm_reg_mr", hcomm_reg_mr(ctx, sym, seg * nranks_, HCOMM_ACCESS_LOCAL_WRITE | HCOMM_ACCESS_REMOTE_WRITE, &mr)) &&
+              ranks_.ok(r, "hcomm_barrier", hcomm_barrier(comm, nullptr));
   if (good && incast_sender(w, r)) {
     std::uint64_t remote = 0;
-    good = ok(r, "hcomm_remote_addr", hcomm_remote_addr(comm, w.root, static_cast<unsigned char*>(sym) + r * seg, &remote)) &&
-           ok(r, "hcomm_rdma_write", hcomm_rdma_write(in, seg, w.root, remote, mr.rkey, comm, st)) &&
-           ok(r, "hcomm_stream_synchronize", hcomm_stream_synchronize(st));
+    good = ranks_.ok(r, "hcomm_remote_addr", hcomm_remote_addr(comm, w.root, static_cast<unsigned char*>(sym) + r * seg, &remote)) &&
+           ranks_.ok(r, "hcomm_rdma_write", hcomm_rdma_write(in, seg, w.root, remote, mr.rkey, comm, st)) &&
+           ranks_.ok(r, "hcomm_stream_synchronize", hcomm_stream_synchronize(st));
   }
-  good = good && ok(r, "hcomm_barrier", hcomm_barrier(comm, nullptr));
+  good = good && ranks_.ok(r, "hcomm_barrier", hcomm_barrier(comm, nullptr));
   if (good && r == w.root && host && !check_incast(r, w, s, rep, st, sym, host)) return false;
   if (sym) { hcomm_dereg_mr(ctx, &mr); hcomm_buffer_free(ctx, sym); }
   return good;
@@ -361,7 +355,7 @@ bool Cluster::incast(std::uint32_t r, const WorkloadStep& w, std::uint32_t s, st
 // Nothing payload-sized besides the host buffer and the HBM: h2d sends the input from the host
 // buffer and compares the device's bytes with it; d2h writes the input into the device and
 // compares what lands in the host buffer with it regenerated, both a part of kPart bytes at a time.
-bool Cluster::host_copy(std::uint32_t r, const WorkloadStep& w, std::uint32_t s, std::uint32_t rep, hcomm_stream_t st, void* dev,
+bool Workload::host_copy(std::uint32_t r, const WorkloadStep& w, std::uint32_t s, std::uint32_t rep, hcomm_stream_t st, void* dev,
                         std::uint8_t* host, bool real) {
   constexpr std::uint64_t kPart = 1 << 20;  // a multiple of every element size
   const std::size_t esz = models::dtype_size(w.dtype);
@@ -377,33 +371,55 @@ bool Cluster::host_copy(std::uint32_t r, const WorkloadStep& w, std::uint32_t s,
       for (std::uint64_t off = 0; off < count * esz; off += kPart) {
         part.resize(std::min(kPart, count * esz - off));
         fill_input(part.data(), part.size() / esz, w.dtype, w.reduce, key, r, off / esz);
-        elab_.machine.backdoor_write(dev_addr + off, part.data(), part.size());
+        machine_.backdoor_write(dev_addr + off, part.data(), part.size());
       }
     }
   }
-  rendezvous();
+  ranks_.rendezvous();
   const models::Tick t0 = now_ps();
-  if (driver_->observer().on_op_start) driver_->observer().on_op_start(s, rep, hcomm::OpInfo{}, t0);
-  if (!ok(r, h2d ? "hcomm_memcpy_host_to_device" : "hcomm_memcpy_device_to_host",
+  if (driver_.observer().on_op_start) driver_.observer().on_op_start(s, rep, hcomm::OpInfo{}, t0);
+  if (!ranks_.ok(r, h2d ? "hcomm_memcpy_host_to_device" : "hcomm_memcpy_device_to_host",
           h2d ? hcomm_memcpy_host_to_device(dev, host, w.bytes, st) : hcomm_memcpy_device_to_host(host, dev, w.bytes, st)) ||
-      !ok(r, "hcomm_stream_synchronize", hcomm_stream_synchronize(st)))
+      !ranks_.ok(r, "hcomm_stream_synchronize", hcomm_stream_synchronize(st)))
     return false;
-  driver_->observer().record_host_op(r, w.op, w.bytes, t0, now_ps());
+  driver_.observer().record_host_op(r, w.op, w.bytes, t0, now_ps());
   if (real) {
     CheckResult cr;
     if (h2d) {  // the device's bytes against the input sent from the host buffer
       for (std::uint64_t off = 0; off < count * esz; off += kPart) {
         const std::uint64_t len = std::min(kPart, count * esz - off);
         part.resize(len);
-        elab_.machine.backdoor_read(dev_addr + off, part.data(), len);
+        machine_.backdoor_read(dev_addr + off, part.data(), len);
         merge_check(&cr, compare(part.data(), host + off, nullptr, len / esz, w.dtype, off / esz));
       }
     } else {
       cr = compare_input(host, count, w.dtype, w.reduce, key, r);
     }
-    checks_->record(r, s, rep, w, cr, count);
+    checks_.record(r, s, rep, w, cr, count);
   }
   return true;
+}
+
+bool Workload::incast_sender(const WorkloadStep& w, std::uint32_t r) const {
+  if (r == w.root) return false;
+  if (w.senders == "all") return true;
+  const auto& t = sc_.topology;
+  const auto root_server = t.npus[t.rank_to_npu[w.root]].server;
+  if (t.npus[t.rank_to_npu[r]].server == root_server) return false;
+  if (w.senders_count == 0) return true;
+  // "remote:N": the first N remote ranks after the root in rank order (wrapping around).
+  const auto n = static_cast<std::uint32_t>(t.rank_to_npu.size());
+  std::uint32_t k = 0;
+  for (std::uint32_t q = (w.root + 1) % n; k < w.senders_count; q = (q + 1) % n) {
+    if (t.npus[t.rank_to_npu[q]].server == root_server) continue;
+    if (q == r) return true;
+    ++k;
+  }
+  return false;
+}
+
+std::uint32_t Workload::partner(const WorkloadStep& w, std::uint32_t r) const {
+  return w.pattern == "halves" ? (r + nranks_ / 2) % nranks_ : r ^ 1u;
 }
 
 }  // namespace sim
