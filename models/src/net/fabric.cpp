@@ -73,8 +73,8 @@ void Fabric::set_link_up(std::uint32_t node, std::uint32_t port, bool up) {
 // The cable is up again: both ends send what waits (a host's transport is woken).
 void Fabric::restart_link(std::uint32_t node, std::uint32_t port) {
   const Port& a = nodes_[node].ports[port];
-  mmu_resume(node, port);
-  mmu_resume(a.peer, a.peer_port);
+  send_waiting(node, port);
+  send_waiting(a.peer, a.peer_port);
 }
 
 void Fabric::set_link_corruption(std::uint32_t node, std::uint32_t port, double rate) {
@@ -196,11 +196,13 @@ void Fabric::arrive(std::uint32_t node, std::uint32_t port, std::uint32_t id) {
   enqueue(node, out, id);
 }
 
-// The MMU resumes (node, port): a switch port transmits what waits, a host's NIC arbitrates.
-void Fabric::mmu_resume(std::uint32_t node, std::uint32_t port) {
+// (node, port) may send: a switch port transmits what waits, a host's NIC arbitrates.
+void Fabric::send_waiting(std::uint32_t node, std::uint32_t port) {
   if (nodes_[node].is_switch) try_tx(node, port);
   else rc_.kick(node);
 }
+
+void Fabric::mmu_resume(std::uint32_t node, std::uint32_t port) { send_waiting(node, port); }
 
 // Action drop: what is queued for the port is discarded (its buffer freed, which may resume the
 // senders upstream), counted in its drops.
@@ -264,8 +266,7 @@ void Fabric::on_event(std::uint64_t a, std::uint64_t b) {
       auto node = static_cast<std::uint32_t>(id);
       auto port = static_cast<std::uint32_t>(b);
       nodes_[node].ports[port].busy = false;
-      if (nodes_[node].is_switch) try_tx(node, port);
-      else rc_.kick(node);
+      send_waiting(node, port);
       break;
     }
     case kArrive: arrive(static_cast<std::uint32_t>(id), static_cast<std::uint32_t>(b >> 32), static_cast<std::uint32_t>(b)); break;

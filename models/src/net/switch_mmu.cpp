@@ -32,7 +32,7 @@ bool SwitchMmu::admit(NetNode& n, NetPort& op, const Pkt& k) {
   if (n.used + k.bytes > n.buffer || !op.up || op.wd_drop) {
     op.st.drops += k.npk;
     if (op.wd_drop) op.st.pfcwd_drops += k.npk;
-    sample(static_cast<std::uint32_t>(&n - nodes_.data()), static_cast<std::uint32_t>(&op - n.ports.data()), SampleCount::Drops, k.npk);
+    sample(n, op, SampleCount::Drops, k.npk);
     return false;
   }
   return true;
@@ -40,16 +40,16 @@ bool SwitchMmu::admit(NetNode& n, NetPort& op, const Pkt& k) {
 
 // ECN at enqueue, by the marking policy (a mark from an earlier hop stays).
 void SwitchMmu::mark(NetNode& n, std::uint32_t in_port, NetPort& op, Pkt& k) {
-  const auto node = static_cast<std::uint32_t>(&n - nodes_.data()), port = static_cast<std::uint32_t>(&op - n.ports.data());
   if (p_.unit() <= p_.mtu) {
     const double pk = policy::ecn_mark_probability(p_.ecn, static_cast<double>(op.qbytes));
     if (pk >= 1 || (pk > 0 && rng_.uniform() < pk)) k.ecn = true;
   } else {
+    const auto node = static_cast<std::uint32_t>(&n - nodes_.data()), port = static_cast<std::uint32_t>(&op - n.ports.data());
     chunk_.mark(node, port, op.Bps, static_cast<double>(n.ports[in_port].Bps), k, sch_.now(), rng_);
   }
   if (k.ecn) {
     ++op.st.ecn_marked;
-    sample(node, port, SampleCount::Ecn, 1);
+    sample(n, op, SampleCount::Ecn, 1);
   }
 }
 

@@ -111,6 +111,7 @@ class Fabric final : public EventHandler, public NicPort, public FlowFabric, pri
   void try_tx(std::uint32_t node, std::uint32_t port);
   void arrive(std::uint32_t node, std::uint32_t port, std::uint32_t pkt);
 
+  void send_waiting(std::uint32_t node, std::uint32_t port);  // the port may send (switch: try_tx; host: its NIC)
   // MmuFabric: what the MMU asks of the forwarding.
   void mmu_resume(std::uint32_t node, std::uint32_t port) override;
   void mmu_drop_queue(std::uint32_t node, std::uint32_t port) override;

@@ -68,6 +68,10 @@ class SwitchMmu final : public EventHandler {
   void sample(std::uint32_t node, std::uint32_t port, SampleCount c, std::uint64_t n) {
     if (samples_.on()) samples_.count(port_base_[node] + port, sch_.now(), c, n);
   }
+  void sample(const NetNode& n, const NetPort& p, SampleCount c, std::uint64_t k) {  // indices only when sampling
+    if (samples_.on())
+      sample(static_cast<std::uint32_t>(&n - nodes_.data()), static_cast<std::uint32_t>(&p - n.ports.data()), c, k);
+  }
   void schedule(Tick at, Ev e, std::uint64_t id, std::uint64_t b = 0) { sch_.schedule(at, this, e | (id << 8), b); ++events_; }
 
   Scheduler& sch_;
